@@ -1,0 +1,239 @@
+"""A batch of 1v1 battalion battles: Blue is commanded from outside, Red by a script
+or a policy. :class:`~envs.battalion_env.BattalionEnv` is a batch of one of these,
+:class:`~envs.vec_env.BattalionVecEnv` a batch of many; both drive the same
+simulator core through this class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from envs.observation import OBS_DIM, duel_observations
+from envs.reward import RewardComponents, RewardWeights, reward_from_weight_vector
+from envs.sim import engine
+from envs.sim import random as rnd
+from envs.sim.config import BattleConfig
+from envs.sim.constants import NUM_CURRICULUM_LEVELS
+from envs.sim.deploy import deploy, terrain_grid_shape
+from envs.sim.scripted import scripted_actions
+from envs.sim.state import BattleState
+from envs.sim.terrain import TerrainMap
+from envs.sim.validation import check_int
+
+F32 = np.float32
+BLUE, RED = 0, 1
+_RED_UNIT = np.array([RED])
+
+
+@runtime_checkable
+class RedPolicy(Protocol):
+    """Anything that can command Red: a Stable-Baselines3 model, a frozen snapshot,
+    a hand-written script. ``predict`` gets Red's observation (a single vector in
+    :class:`~envs.battalion_env.BattalionEnv`, an (n, obs_dim) batch in
+    :class:`~envs.vec_env.BattalionVecEnv`) and returns the action(s) first."""
+
+    def predict(self, observation: np.ndarray, deterministic: bool = False) -> tuple[Any, Any]:
+        ...
+
+
+def check_red_policy(policy: object, name: str = "red_policy") -> None:
+    """Raise ``TypeError`` unless ``policy`` is None or has a callable ``predict``."""
+    if policy is not None and not callable(getattr(policy, "predict", None)):
+        raise TypeError(f"{name}={policy!r} is invalid: expected None (scripted Red) or an "
+                        "object with predict(obs, deterministic=False) -> (action, state)")
+
+
+def check_curriculum_level(level: object, name: str = "curriculum_level") -> int:
+    """The scripted level as an int in 1..5, or ``ValueError``."""
+    return check_int(name, level, minimum=1, maximum=NUM_CURRICULUM_LEVELS)
+
+
+@dataclass(frozen=True, eq=False)
+class DuelStep:
+    """Result of stepping every battle of a batch once (arrays over battles)."""
+
+    observation: np.ndarray
+    """(B, OBS_DIM) Blue's observation after the step."""
+    reward: RewardComponents
+    terminated: np.ndarray
+    truncated: np.ndarray
+    blue_damage_dealt: np.ndarray
+    red_damage_dealt: np.ndarray
+    blue_routed: np.ndarray
+    red_routed: np.ndarray
+    step_count: np.ndarray
+
+
+class BattalionBatch:
+    """``n_battles`` independent 1v1 battles stepped as one NumPy batch.
+
+    Args:
+        n_battles: number of battles (>= 1).
+        config: the battle model's parameters.
+        terrain: a fixed map for every battle, or None.
+        randomize_terrain: draw a new procedural map at every reset (ignored when
+            ``terrain`` is given).
+        curriculum_level: scripted Red's level (1..5) for every battle.
+        reward_weights: reward shaping; None means the defaults.
+    """
+
+    def __init__(self, n_battles: int, *, config: BattleConfig, terrain: TerrainMap | None,
+                 randomize_terrain: bool, curriculum_level: int,
+                 reward_weights: RewardWeights | None) -> None:
+        self.n_battles = check_int("n_battles", n_battles, minimum=1)
+        if terrain is not None and not isinstance(terrain, TerrainMap):
+            raise TypeError(f"terrain={terrain!r} is invalid: expected a TerrainMap or None")
+        if terrain is not None and (terrain.width, terrain.height) != (
+                config.map_width, config.map_height):
+            raise ValueError(
+                f"terrain covers {terrain.width} x {terrain.height} m but the map is "
+                f"{config.map_width} x {config.map_height} m: expected the same size")
+        if reward_weights is not None and not isinstance(reward_weights, RewardWeights):
+            raise TypeError(f"reward_weights={reward_weights!r} is invalid: expected a "
+                            "RewardWeights or None")
+        self.config = config
+        self.terrain = terrain
+        self.randomize_terrain = bool(randomize_terrain) and terrain is None
+        self.reward_weights = reward_weights or RewardWeights()
+        self._weight_vector = self.reward_weights.as_array()
+        self.levels = np.full(self.n_battles, check_curriculum_level(curriculum_level), np.int8)
+        rows, cols = terrain_grid_shape(terrain, self.randomize_terrain)
+        self.state = BattleState.empty(self.n_battles, np.array([BLUE, RED]), rows, cols)
+        self.geometry: engine.Geometry | None = None
+        self._views: np.ndarray | None = None
+        self._base_keys = np.zeros(self.n_battles, np.uint64)
+        self._episodes = np.zeros(self.n_battles, np.uint64)
+        self._has_chain = np.zeros(self.n_battles, bool)
+        self._red_policies: list[RedPolicy | None] = [None] * self.n_battles
+        self._policy_groups: list[tuple[RedPolicy, np.ndarray]] = []
+        self._scripted = np.ones(self.n_battles, bool)
+        # Actions in the engine's unit-major layout (3, U, B), reused every step.
+        self._orders = np.zeros((3, 2, self.n_battles), F32)
+
+    # --- control of Red -----------------------------------------------------------
+
+    def set_red_policy(self, policy: RedPolicy | None, battles: np.ndarray | None = None) -> None:
+        """Let ``policy`` command Red in ``battles`` (all by default); None restores the script."""
+        check_red_policy(policy, "policy")
+        for i in self._indices(battles):
+            self._red_policies[i] = policy
+        groups: dict[int, tuple[RedPolicy, list[int]]] = {}
+        for i, p in enumerate(self._red_policies):
+            if p is not None:
+                groups.setdefault(id(p), (p, []))[1].append(i)
+        self._policy_groups = [(p, np.array(idx)) for p, idx in groups.values()]
+        self._scripted = np.array([p is None for p in self._red_policies])
+
+    def red_policy(self, battle: int) -> RedPolicy | None:
+        return self._red_policies[battle]
+
+    def set_curriculum_level(self, level: int, battles: np.ndarray | None = None) -> None:
+        """Scripted Red's level (1..5) in ``battles`` (all by default)."""
+        self.levels[self._indices(battles)] = check_curriculum_level(level, "level")
+
+    # --- episodes -----------------------------------------------------------------
+
+    def reset(self, battles: np.ndarray, seeds: list[int | None],
+              fresh_seeds: np.ndarray) -> None:
+        """Start new episodes in ``battles``.
+
+        A battle given a seed starts that seed's episode chain; one given None
+        plays the next episode of its chain, or, if it has none yet, starts the
+        chain of its entry in ``fresh_seeds`` (drawn from the caller's generator,
+        so runs are reproducible end to end).
+        """
+        battles = np.asarray(battles, dtype=np.intp)
+        for i, seed, fresh in zip(battles.tolist(), seeds, fresh_seeds.tolist(), strict=True):
+            if seed is not None or not self._has_chain[i]:
+                chain = check_int("seed", seed, minimum=0) if seed is not None else fresh
+                self._base_keys[i] = rnd.seed_keys(np.array([chain]))[0]
+                self._episodes[i] = 0
+                self._has_chain[i] = True
+            else:
+                self._episodes[i] += np.uint64(1)
+        self._start(battles)
+
+    def next_episode(self, battles: np.ndarray) -> None:
+        """Start the next episode of each battle's chain (the vectorised auto-reset)."""
+        self._episodes[battles] += np.uint64(1)
+        self._start(battles)
+
+    def _start(self, battles: np.ndarray) -> None:
+        keys = rnd.episode_keys(self._base_keys[battles], self._episodes[battles])
+        deploy(self.state, battles, keys, self.config, terrain=self.terrain,
+               randomize_terrain=self.randomize_terrain)
+        self._refresh_views()
+
+    def _refresh_views(self) -> None:
+        self.geometry = engine.sense(self.state, self.config)
+        self._views = duel_observations(self.state, self.geometry, self.config)
+
+    def blue_observation(self) -> np.ndarray:
+        """(B, OBS_DIM) Blue's current observations."""
+        return self._views[BLUE]
+
+    def red_observation(self) -> np.ndarray:
+        """(B, OBS_DIM) Red's current observations (same layout, from Red's side)."""
+        return self._views[RED]
+
+    # --- stepping -----------------------------------------------------------------
+
+    def step(self, blue_actions: np.ndarray) -> DuelStep:
+        """Step every battle with Blue's (B, 3) actions; Red acts from the same state."""
+        if self.geometry is None:
+            raise RuntimeError("step() called before reset(): call reset() first")
+        state = self.state
+        orders = self._orders
+        orders[:, BLUE, :] = blue_actions.T
+        if self._scripted.any():
+            scripted = scripted_actions(state, self.geometry, _RED_UNIT, self.levels,
+                                        self.config)[:, 0, :]
+            orders[:, RED, :] = scripted.T
+        for policy, battles in self._policy_groups:
+            orders[:, RED, battles] = self._ask(policy, battles).T
+
+        state, events = engine.step(state, orders.transpose(2, 1, 0), self.config)
+        self.state, self.geometry = state, events.geometry
+        self._views = duel_observations(state, events.geometry, self.config)
+
+        out = state.routed | state.destroyed
+        blue_done, red_done = out[:, BLUE], out[:, RED]
+        terminated = blue_done | red_done
+        truncated = ~terminated & (state.step >= self.config.max_steps)
+        dealt = events.damage_dealt
+        reward = reward_from_weight_vector(
+            self._weight_vector, dealt[:, BLUE], dealt[:, RED], state.strength[:, BLUE],
+            red_done & ~blue_done, blue_done & ~red_done, state.routed[:, RED],
+            state.routed[:, BLUE])
+        return DuelStep(self._views[BLUE], reward, terminated, truncated, dealt[:, BLUE],
+                        dealt[:, RED], state.routed[:, BLUE], state.routed[:, RED], state.step)
+
+    def _ask(self, policy: RedPolicy, battles: np.ndarray) -> np.ndarray:
+        """One batched ``predict`` for the battles ``policy`` commands."""
+        observations = self._views[RED][battles]
+        if self.n_battles == 1:  # a single env hands policies a single observation
+            observations = observations[0]
+        action = np.asarray(policy.predict(observations, deterministic=False)[0], dtype=F32)
+        expected = (len(battles), 3) if self.n_battles > 1 else (3,)
+        if action.shape != expected or not np.isfinite(action).all():
+            raise ValueError(
+                f"red policy {policy!r} returned actions of shape {action.shape} "
+                f"(finite: {bool(np.isfinite(action).all())}): expected finite actions "
+                f"of shape {expected}")
+        return action.reshape(len(battles), 3)
+
+    def _indices(self, battles: np.ndarray | None) -> np.ndarray:
+        if battles is None:
+            return np.arange(self.n_battles)
+        battles = np.asarray(battles, dtype=np.intp).reshape(-1)
+        if battles.size and (battles.min() < 0 or battles.max() >= self.n_battles):
+            raise IndexError(f"battles={battles.tolist()} is invalid: expected indices in "
+                             f"[0, {self.n_battles})")
+        return battles
+
+
+__all__ = ["BattalionBatch", "DuelStep", "RedPolicy", "OBS_DIM", "check_red_policy",
+           "check_curriculum_level"]

@@ -1,0 +1,205 @@
+"""BattalionEnv: one Blue battalion against one Red battalion, as a Gymnasium env.
+
+The env is a batch of one battle over the batched simulator core
+(:mod:`envs.sim`); :class:`~envs.vec_env.BattalionVecEnv` steps many of the
+same battles at once and produces exactly the same trajectories.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from envs.battalion_batch import (
+    BattalionBatch,
+    RedPolicy,
+    check_curriculum_level,
+    check_red_policy,
+)
+from envs.observation import OBS_DIM, OBS_HIGH, OBS_LOW, OBSERVATION_FEATURES
+from envs.reward import RewardWeights
+from envs.sim.config import BattleConfig
+from envs.sim.constants import (
+    DESTROYED_THRESHOLD,
+    DT,
+    HILL_SPEED_FACTOR,
+    MAP_HEIGHT,
+    MAP_WIDTH,
+    MAX_STEPS,
+    NUM_CURRICULUM_LEVELS,
+)
+from envs.sim.terrain import TerrainMap
+from envs.sim.validation import check_action_array, check_int
+
+__all__ = [
+    "BattalionEnv", "RedPolicy", "MAP_WIDTH", "MAP_HEIGHT", "MAX_STEPS", "DT",
+    "NUM_CURRICULUM_LEVELS", "DESTROYED_THRESHOLD", "OBS_DIM", "OBSERVATION_FEATURES",
+    "make_spaces", "battle_config_from_args",
+]
+
+INFO_STEP_KEYS = ("blue_damage_dealt", "red_damage_dealt", "blue_routed", "red_routed",
+                  "step_count")
+"""Keys of every step's ``info`` besides the ``reward/*`` components."""
+
+
+def make_spaces() -> tuple[spaces.Box, spaces.Box]:
+    """Observation and action spaces of the 1v1 duel.
+
+    Actions are ``[move, rotate, fire]``: move in [-1, 1] (negative steps back),
+    rotate in [-1, 1] (positive is counter-clockwise) and fire intensity in [0, 1].
+    """
+    observation = spaces.Box(OBS_LOW, OBS_HIGH, dtype=np.float32)
+    action = spaces.Box(np.array([-1, -1, 0], np.float32), np.array([1, 1, 1], np.float32),
+                        dtype=np.float32)
+    return observation, action
+
+
+def battle_config_from_args(map_width: float, map_height: float, max_steps: int,
+                            hill_speed_factor: float) -> BattleConfig:
+    """The battle model for the env constructor's arguments (validated, naming each)."""
+    check_int("max_steps", max_steps, minimum=1)
+    return BattleConfig(map_width=map_width, map_height=map_height, max_steps=max_steps,
+                        hill_speed_factor=hill_speed_factor)
+
+
+class BattalionEnv(gym.Env):
+    """A 1v1 battle: the agent commands Blue; Red is scripted or driven by a policy.
+
+    Args:
+        map_width: battlefield width in metres (> 0).
+        map_height: battlefield height in metres (> 0).
+        max_steps: steps before the battle is called a draw (>= 1).
+        terrain: a fixed :class:`~envs.sim.terrain.TerrainMap`; when given,
+            ``randomize_terrain`` is ignored.
+        randomize_terrain: draw new procedural hills and woods at every reset;
+            otherwise the ground is open and level.
+        hill_speed_factor: speed on the highest ground, as a fraction of speed
+            on the lowest, in (0, 1].
+        curriculum_level: scripted Red's level, 1 (passive) to 5 (full combat).
+        reward_weights: reward shaping; None means :class:`~envs.reward.RewardWeights()`.
+        red_policy: an object with ``predict(obs, deterministic=False) -> (action, state)``
+            that commands Red instead of the script; it receives Red's observation.
+        render_mode: None or ``"rgb_array"`` (a picture of the battlefield).
+
+    Observations (float32, shape ``(OBS_DIM,)``) are described by
+    :data:`~envs.observation.OBSERVATION_FEATURES`. Actions outside the action
+    box but finite are clipped; NaN or infinite actions raise ``ValueError``.
+
+    Every step's ``info`` holds ``blue_damage_dealt``, ``red_damage_dealt``
+    (strength removed this step), ``blue_routed``, ``red_routed``, ``step_count``
+    and the ``reward/*`` components with ``reward/total``. The episode terminates
+    when either side is routed or destroyed, and is truncated at ``max_steps``.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+
+    def __init__(
+        self,
+        map_width: float = MAP_WIDTH,
+        map_height: float = MAP_HEIGHT,
+        max_steps: int = MAX_STEPS,
+        terrain: TerrainMap | None = None,
+        randomize_terrain: bool = True,
+        hill_speed_factor: float = HILL_SPEED_FACTOR,
+        curriculum_level: int = NUM_CURRICULUM_LEVELS,
+        reward_weights: RewardWeights | None = None,
+        red_policy: RedPolicy | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__()
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode={render_mode!r} is invalid: expected None or one "
+                             f"of {self.metadata['render_modes']}")
+        check_red_policy(red_policy)
+        self.config = battle_config_from_args(map_width, map_height, max_steps,
+                                              hill_speed_factor)
+        self.map_width, self.map_height = self.config.map_width, self.config.map_height
+        self.max_steps = self.config.max_steps
+        self.hill_speed_factor = self.config.hill_speed_factor
+        self.curriculum_level = check_curriculum_level(curriculum_level)
+        self.render_mode = render_mode
+        self._battle = BattalionBatch(
+            1, config=self.config, terrain=terrain, randomize_terrain=randomize_terrain,
+            curriculum_level=self.curriculum_level, reward_weights=reward_weights)
+        self.terrain = terrain
+        self.randomize_terrain = self._battle.randomize_terrain
+        self.reward_weights = self._battle.reward_weights
+        self._battle.set_red_policy(red_policy)
+        self.observation_space, self.action_space = make_spaces()
+        self._last_events = None
+
+    # --- Gymnasium API ----------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start a new battle.
+
+        The same ``seed`` always gives the same battle; later resets without a
+        seed continue that seed's sequence of battles.
+        """
+        super().reset(seed=seed)
+        fresh = self.np_random.integers(0, 2**63, size=1, dtype=np.int64)
+        self._battle.reset(np.array([0]), [seed], fresh)
+        self._last_events = None
+        return self._get_obs(), {}
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        action = check_action_array("action", action, (3,))
+        result = self._battle.step(action[None, :])
+        info = dict(zip(INFO_STEP_KEYS, (
+            float(result.blue_damage_dealt[0]), float(result.red_damage_dealt[0]),
+            bool(result.blue_routed[0]), bool(result.red_routed[0]),
+            int(result.step_count[0])), strict=True))
+        info.update(result.reward.as_dict(0))
+        return (result.observation[0].copy(), info["reward/total"],
+                bool(result.terminated[0]), bool(result.truncated[0]), info)
+
+    def render(self) -> np.ndarray | None:
+        """A picture of the battlefield (``render_mode="rgb_array"``), else None."""
+        if self.render_mode != "rgb_array":
+            return None
+        if self._battle.geometry is None:
+            raise RuntimeError("render() called before reset(): call reset() first")
+        from envs.rendering.draw import draw_battle
+
+        return draw_battle(self._battle.state, 0, self.config)
+
+    def close(self) -> None:
+        pass
+
+    # --- Red --------------------------------------------------------------------
+
+    def set_red_policy(self, policy: RedPolicy | None) -> None:
+        """Let ``policy`` command Red from the next step on; None restores scripted Red."""
+        self._battle.set_red_policy(policy)
+
+    @property
+    def red_policy(self) -> RedPolicy | None:
+        return self._battle.red_policy(0)
+
+    def set_curriculum_level(self, level: int) -> None:
+        """Change scripted Red's level (1..5) from the next step on."""
+        self._battle.set_curriculum_level(level)
+        self.curriculum_level = int(level)
+
+    # --- inspection ---------------------------------------------------------------
+
+    def _get_obs(self) -> np.ndarray:
+        """Blue's current observation."""
+        if self._battle.geometry is None:
+            raise RuntimeError("no battle yet: call reset() first")
+        return self._battle.blue_observation()[0].copy()
+
+    def _get_red_obs(self) -> np.ndarray:
+        """Red's current observation (same layout, from Red's side)."""
+        if self._battle.geometry is None:
+            raise RuntimeError("no battle yet: call reset() first")
+        return self._battle.red_observation()[0].copy()
+
+    @property
+    def battle_state(self):
+        """The simulator state of this battle (a batch of one)."""
+        return self._battle.state

@@ -1,0 +1,69 @@
+"""Writing files so that a crash never leaves one half-written.
+
+A file is written to a temporary sibling in the same folder, flushed and
+fsynced, then moved over the target with ``os.replace`` (atomic on POSIX and
+Windows), and the folder entry is fsynced. Readers see the old file or the new
+one, never a mixture.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a rename inside ``directory`` durable (a no-op where unsupported)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
+    """Open a temporary file that replaces ``path`` only if the block succeeds.
+
+    Example::
+
+        with atomic_writer("pool.json", "w") as f:
+            json.dump(data, f)
+    """
+    if mode not in ("w", "wb"):
+        raise ValueError(f"mode={mode!r} is invalid: expected 'w' or 'wb'")
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_directory(target.parent)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically."""
+    with atomic_writer(path, "wb") as handle:
+        handle.write(data)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Replace ``path`` with ``text`` (UTF-8) atomically."""
+    with atomic_writer(path, "w") as handle:
+        handle.write(text)

@@ -1,0 +1,88 @@
+"""Observations of the 1v1 battalion duel, for both sides of a whole batch at once.
+
+Features 0-16 follow the reference layout (REFERENCE §A.5). Features 17-22 add
+what a commander needs to use this simulator's fire and flank model: how loaded
+each side's muskets are, and where the enemy lies relative to one's own front
+(and oneself relative to the enemy's front), which the absolute bearing only
+gives after trigonometry the policy would have to learn.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from envs.sim.config import BattleConfig
+from envs.sim.engine import Geometry
+from envs.sim.state import BattleState
+
+F32 = np.float32
+
+OBSERVATION_FEATURES = (
+    "own_x", "own_y", "own_heading_cos", "own_heading_sin", "own_strength", "own_morale",
+    "enemy_distance", "enemy_bearing_cos", "enemy_bearing_sin",
+    "enemy_strength", "enemy_morale", "time_fraction",
+    "own_elevation", "own_cover", "enemy_elevation", "enemy_cover", "line_of_sight",
+    "own_readiness", "enemy_readiness",
+    "enemy_relative_bearing_cos", "enemy_relative_bearing_sin",
+    "own_bearing_from_enemy_front_cos", "own_bearing_from_enemy_front_sin",
+)
+"""Names of the observation vector's entries, in order. Positions are divided by
+the map size and distance by the map diagonal (capped at 1); bearings are given
+as cosine and sine; elevation is relative to the map's highest point."""
+
+OBS_DIM = len(OBSERVATION_FEATURES)
+_SIGNED = {"own_heading_cos", "own_heading_sin", "enemy_bearing_cos", "enemy_bearing_sin",
+           "enemy_relative_bearing_cos", "enemy_relative_bearing_sin",
+           "own_bearing_from_enemy_front_cos", "own_bearing_from_enemy_front_sin"}
+OBS_LOW = np.array([-1.0 if name in _SIGNED else 0.0 for name in OBSERVATION_FEATURES], F32)
+OBS_HIGH = np.ones(OBS_DIM, F32)
+
+_SIDE = np.array([0, 1])
+_OTHER = np.array([1, 0])
+
+
+def duel_observations(state: BattleState, geometry: Geometry,
+                      config: BattleConfig) -> np.ndarray:
+    """Observations of both battalions of 1v1 battles.
+
+    Args:
+        state: a batch of battles with two units (0 = Blue, 1 = Red).
+        geometry: :func:`envs.sim.engine.sense` of ``state``.
+        config: the battle model's parameters.
+
+    Returns:
+        (2, B, OBS_DIM) float32: ``[0]`` is Blue's view, ``[1]`` Red's.
+    """
+    # Unit-major (2, B): row s is side s's own value, row s reversed is the enemy's.
+    def own_and_enemy(battle_major: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        own = battle_major.T
+        return own, own[::-1]
+
+    def toward_enemy(pairwise: np.ndarray) -> np.ndarray:
+        return pairwise.transpose(1, 2, 0)[_SIDE, _OTHER]
+
+    k = config.f32
+    strength, enemy_strength = own_and_enemy(state.strength)
+    morale, enemy_morale = own_and_enemy(state.morale)
+    readiness, enemy_readiness = own_and_enemy(state.readiness)
+    elevation, enemy_elevation = own_and_enemy(geometry.elevation)
+    cover, enemy_cover = own_and_enemy(geometry.cover)
+    dist = toward_enemy(geometry.dist)
+    inv = F32(1) / np.maximum(dist, F32(1e-3))
+    relative_cos = toward_enemy(geometry.facing_cos)
+    relative_sin = toward_enemy(geometry.facing_sin)
+    time_fraction = np.minimum(state.step * F32(1 / config.max_steps), F32(1))
+
+    features = (
+        state.x.T * (F32(1) / k.map_width), state.y.T * (F32(1) / k.map_height),
+        geometry.heading_cos.T, geometry.heading_sin.T, strength, morale,
+        np.minimum(dist * F32(1 / config.diagonal), F32(1)),
+        toward_enemy(geometry.dx) * inv, toward_enemy(geometry.dy) * inv,
+        enemy_strength, enemy_morale, np.broadcast_to(time_fraction, dist.shape),
+        elevation, cover, enemy_elevation, enemy_cover, toward_enemy(geometry.los),
+        readiness, enemy_readiness, relative_cos, relative_sin,
+        relative_cos[::-1], relative_sin[::-1],
+    )
+    observations = np.stack(features, axis=-1, dtype=F32)
+    # Rounding can nudge a cosine just past 1; the space's bounds are exact.
+    return np.minimum(np.maximum(observations, OBS_LOW), OBS_HIGH)

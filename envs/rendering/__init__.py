@@ -1,0 +1,12 @@
+"""Pictures and replays of battles."""
+
+from envs.rendering.draw import draw_battle
+from envs.rendering.replay import (
+    Replay,
+    ReplayRecorder,
+    load_replay,
+    render_gif,
+    save_replay,
+)
+
+__all__ = ["Replay", "ReplayRecorder", "draw_battle", "load_replay", "render_gif", "save_replay"]

@@ -1,0 +1,173 @@
+"""Replays: record a battle step by step, save it compactly, play it back as a GIF.
+
+A replay file is a compressed NumPy archive (``.npz``) holding the map once and,
+for every step, each battalion's position, heading, strength, morale, readiness,
+status and fire: a 500-step 1v1 battle takes a few tens of kilobytes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from envs.files import atomic_write_bytes
+from envs.rendering.draw import Frame, draw_frame, terrain_image
+from envs.sim.engine import StepEvents
+from envs.sim.state import BattleState
+
+REPLAY_FORMAT_VERSION = 1
+_TRACKS = ("x", "y", "theta", "strength", "morale", "readiness", "routed", "destroyed",
+           "volley", "target")
+
+
+@dataclass(frozen=True, eq=False)
+class Replay:
+    """A recorded battle. Tracks are (T, U) arrays, one row per step (row 0 is the start)."""
+
+    width: float
+    height: float
+    team: np.ndarray
+    elevation: np.ndarray
+    cover: np.ndarray
+    tracks: dict[str, np.ndarray]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_steps(self) -> int:
+        """Steps played (the number of frames minus the starting one)."""
+        return len(self.tracks["x"]) - 1
+
+    def frame(self, t: int) -> Frame:
+        """The battle after step ``t`` (0 is the deployment)."""
+        tr = self.tracks
+        return Frame(x=tr["x"][t], y=tr["y"][t], theta=tr["theta"][t],
+                     strength=tr["strength"][t], morale=tr["morale"][t],
+                     routed=tr["routed"][t], destroyed=tr["destroyed"][t], team=self.team,
+                     step=t, volley=tr["volley"][t], target=tr["target"][t])
+
+
+class ReplayRecorder:
+    """Records one battle of a batch, step by step.
+
+    Args:
+        state: the batch just after deployment.
+        battle: which battle of the batch to record.
+        width, height: map size in metres.
+        metadata: JSON-serialisable notes (who commanded each side, the seed...).
+    """
+
+    def __init__(self, state: BattleState, battle: int, width: float, height: float,
+                 metadata: dict[str, Any] | None = None) -> None:
+        if not 0 <= battle < state.batch_size:
+            raise IndexError(f"battle={battle} is invalid: expected an index in "
+                             f"[0, {state.batch_size})")
+        self.battle = battle
+        self.width, self.height = float(width), float(height)
+        self.team = state.team.copy()
+        self.elevation = state.elevation[battle].copy()
+        self.cover = state.cover[battle].copy()
+        self.metadata = dict(metadata or {})
+        json.dumps(self.metadata)  # fail now, not at save time
+        self._rows: dict[str, list[np.ndarray]] = {name: [] for name in _TRACKS}
+        n_units = state.n_units
+        self._append(state, np.zeros(n_units, np.float32), np.full(n_units, -1, np.int8))
+
+    def record(self, state: BattleState, events: StepEvents) -> None:
+        """Add the state after a step and that step's fire."""
+        self._append(state, events.volley[self.battle], events.target[self.battle])
+
+    def _append(self, state: BattleState, volley: np.ndarray, target: np.ndarray) -> None:
+        b = self.battle
+        for name in _TRACKS[:8]:
+            self._rows[name].append(np.array(getattr(state, name)[b]))
+        self._rows["volley"].append(np.asarray(volley, np.float32).copy())
+        self._rows["target"].append(np.asarray(target, np.int8).copy())
+
+    def finish(self, **metadata: Any) -> Replay:
+        """The replay so far, with ``metadata`` added to the notes."""
+        notes = {**self.metadata, **metadata}
+        json.dumps(notes)
+        tracks = {name: np.stack(rows) for name, rows in self._rows.items()}
+        return Replay(self.width, self.height, self.team, self.elevation, self.cover, tracks,
+                      notes)
+
+
+def save_replay(replay: Replay, path: str | Path) -> Path:
+    """Write ``replay`` to ``path`` (``.npz``) atomically; returns the path."""
+    path = Path(path)
+    buffer = io.BytesIO()
+    floats = {name: replay.tracks[name].astype(np.float16 if name in (
+        "strength", "morale", "volley") else np.float32)
+        for name in ("x", "y", "theta", "strength", "morale", "readiness", "volley")}
+    np.savez_compressed(
+        buffer, version=np.int32(REPLAY_FORMAT_VERSION), width=np.float64(replay.width),
+        height=np.float64(replay.height), team=replay.team, elevation=replay.elevation,
+        cover=replay.cover, routed=replay.tracks["routed"],
+        destroyed=replay.tracks["destroyed"], target=replay.tracks["target"],
+        metadata=np.array(json.dumps(replay.metadata)), **floats)
+    atomic_write_bytes(path, buffer.getvalue())
+    return path
+
+
+def load_replay(path: str | Path) -> Replay:
+    """Read a replay written by :func:`save_replay`.
+
+    Raises:
+        FileNotFoundError: if ``path`` does not exist.
+        ValueError: if the file is not a replay of a supported version.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"replay file {path} does not exist")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            contents = {name: data[name] for name in data.files}
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path} is not a readable replay archive: {error}") from error
+    missing = {"version", "width", "height", "team", "elevation", "cover", "metadata",
+               *_TRACKS} - set(contents)
+    if missing:
+        raise ValueError(f"{path} is not a replay: missing {sorted(missing)}")
+    if int(contents["version"]) != REPLAY_FORMAT_VERSION:
+        raise ValueError(f"{path} has replay format {int(contents['version'])}: expected "
+                         f"{REPLAY_FORMAT_VERSION}")
+    tracks = {name: contents[name].astype(np.float32) if contents[name].dtype.kind == "f"
+              else contents[name] for name in _TRACKS}
+    return Replay(float(contents["width"]), float(contents["height"]), contents["team"],
+                  contents["elevation"], contents["cover"], tracks,
+                  json.loads(str(contents["metadata"])))
+
+
+def render_gif(replay: Replay, path: str | Path, *, size: int = 480, fps: int = 25,
+               frame_stride: int = 2) -> Path:
+    """Animate ``replay`` to a GIF at ``path`` (written atomically); returns the path.
+
+    Args:
+        size: image width in pixels (height follows the map's aspect ratio).
+        fps: frames per second of the animation.
+        frame_stride: draw every n-th step (the last step is always drawn).
+    """
+    if size < 64 or fps < 1 or frame_stride < 1:
+        raise ValueError(f"size={size}, fps={fps}, frame_stride={frame_stride} are invalid: "
+                         "expected size >= 64, fps >= 1 and frame_stride >= 1")
+    height = max(1, int(round(size * replay.height / replay.width)))
+    background = terrain_image(replay.elevation, replay.cover, (size, height))
+    steps = list(range(0, replay.n_steps + 1, frame_stride))
+    if steps[-1] != replay.n_steps:
+        steps.append(replay.n_steps)
+    frames = [Image.fromarray(draw_frame(background, replay.frame(t), replay.width,
+                                         replay.height)) for t in steps]
+    # Hold the final frame so the outcome can be read.
+    durations = [int(1000 / fps)] * (len(frames) - 1) + [2000]
+    buffer = io.BytesIO()
+    frames[0].save(buffer, format="GIF", save_all=True, append_images=frames[1:],
+                   duration=durations, loop=0, optimize=False)
+    path = Path(path)
+    atomic_write_bytes(path, buffer.getvalue())
+    return path

@@ -1,0 +1,1 @@
+"""The battle core: pure NumPy, batched over battles, no gym, torch or file I/O."""

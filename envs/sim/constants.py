@@ -1,0 +1,110 @@
+"""Every constant of the battle model, in one place.
+
+Each value is explained in ``docs/simulation.md``; :class:`envs.sim.config.BattleConfig`
+uses these as its defaults, so a wargame designer can change any of them per run
+without editing code. Units: metres, seconds, radians; a *step* lasts ``DT`` seconds.
+"""
+
+from __future__ import annotations
+
+import math
+
+# --- time and space -------------------------------------------------------
+DT = 0.1
+"""Seconds of battle per simulation step."""
+MAP_WIDTH = 1000.0
+MAP_HEIGHT = 1000.0
+MAX_STEPS = 500
+"""Steps before a battle is cut off as a draw."""
+
+# --- movement ---------------------------------------------------------------
+MAX_SPEED = 50.0
+"""Top speed in m/s, so a battalion covers at most ``MAX_SPEED * DT`` = 5 m per step."""
+BACKWARD_SPEED_FRACTION = 0.5
+"""Stepping back in order is slower than advancing."""
+MAX_TURN_RATE = 0.1
+"""Radians a battalion can wheel per step (about 31 steps for an about-face)."""
+HILL_SPEED_FACTOR = 0.5
+"""Speed multiplier on the highest ground of a map; it rises linearly to 1 on the lowest."""
+FOREST_SPEED_PENALTY = 0.3
+"""Fraction of speed lost in full cover (woods break up the line)."""
+
+# --- fire -------------------------------------------------------------------
+FIRE_RANGE = 200.0
+"""Musket range in metres: beyond it a volley hits nothing."""
+HIT_FALLOFF_EXPONENT = 2.0
+"""Hit chance is ``(1 - distance / FIRE_RANGE) ** HIT_FALLOFF_EXPONENT``: 1 at point
+blank, 0.25 at half range, 0.04 at 160 m, so long-range fire is mostly wasted."""
+FIRE_ARC = math.pi / 4
+"""Half-angle of the frontal arc a battalion can fire into (45 degrees either side)."""
+VOLLEY_DAMAGE = 0.5
+"""Strength removed from a target by a full volley (readiness 1) of a full-strength
+battalion at point-blank range, frontal, in the open, standing still."""
+RELOAD_RATE = 0.05
+"""Readiness regained per step: continuous fire delivers 0.05 of a volley per step, so
+a volley held until the right moment is worth 20 steps of ragged firing."""
+MOVING_FIRE_PENALTY = 0.5
+"""Accuracy lost at full marching speed (fire on the move is ragged)."""
+TURNING_FIRE_PENALTY = 0.5
+"""Accuracy lost while wheeling at the full turn rate."""
+FLANK_DAMAGE_MULTIPLIER = 1.5
+"""Damage multiplier for fire arriving between 45 and 135 degrees off the target's front."""
+REAR_DAMAGE_MULTIPLIER = 2.0
+"""Damage multiplier for fire arriving from behind (beyond 135 degrees)."""
+FRONT_HALF_ANGLE = math.pi / 4
+"""Fire arriving within this angle of a target's front counts as frontal."""
+REAR_HALF_ANGLE = 3 * math.pi / 4
+"""Fire arriving more than this angle off a target's front counts as from the rear."""
+COVER_PROTECTION = 0.6
+"""Fraction of damage absorbed in full cover (dense woods, farm walls)."""
+HEIGHT_ADVANTAGE = 0.3
+"""Damage multiplier gained per unit of relative elevation the shooter has over its target
+(firing down a full hill gives x1.3; firing up it gives x0.7)."""
+EYE_HEIGHT = 0.05
+"""Height of a battalion above the ground, as a fraction of the map's highest hill,
+used for line of sight: a crest higher than the sight line hides what is behind it."""
+LOS_SAMPLES = 16
+"""Points sampled along a sight line to look for a blocking crest."""
+
+# --- morale -----------------------------------------------------------------
+MORALE_PER_DAMAGE = 1.5
+"""Morale lost per unit of strength lost to frontal fire."""
+FLANK_MORALE_EXTRA = 1.0
+"""Extra morale lost per unit of damage taken from the flank."""
+REAR_MORALE_EXTRA = 2.0
+"""Extra morale lost per unit of damage taken from the rear."""
+VOLLEY_SHOCK = 4.0
+"""Morale lost grows with the square of the strength lost in one step: a close
+volley taking 20 % of a battalion costs 0.16 morale on top of the casualties'
+0.3, while the same losses spread over many steps cost almost nothing extra."""
+MORALE_RECOVERY = 0.01
+"""Morale regained per step without taking fire."""
+ROUT_THRESHOLD = 0.25
+"""Below this morale a battalion may rout: each step with probability ``1 - morale / 0.25``."""
+DESTROYED_THRESHOLD = 0.01
+"""A battalion with this strength or less is destroyed."""
+
+# --- deployment and terrain generation --------------------------------------
+BLUE_DEPLOY_X = (0.1, 0.4)
+RED_DEPLOY_X = (0.6, 0.9)
+DEPLOY_Y = (0.1, 0.9)
+DEPLOY_HEADING_SPREAD = math.pi / 4
+"""Each side starts facing the enemy's edge, give or take this angle."""
+TERRAIN_ROWS = 20
+TERRAIN_COLS = 20
+NUM_HILLS = 5
+NUM_FORESTS = 3
+HILL_SIGMA = (0.0345, 0.115)
+"""Range of a hill's spread, as a fraction of the map side."""
+HILL_HEIGHT = (0.5, 1.0)
+FOREST_SIGMA = (0.05, 0.2)
+FOREST_DENSITY = (0.25, 0.5)
+FEATURE_CENTRE = (0.1, 0.9)
+"""Hills and woods are centred away from the map edges."""
+
+# --- scripted opponents -----------------------------------------------------
+NUM_CURRICULUM_LEVELS = 5
+SCRIPTED_HALT_FRACTION = 0.8
+"""Scripted advancing levels halt once the enemy is within this fraction of fire range."""
+SCRIPTED_FIRE_INTENSITY = (0.0, 0.0, 0.0, 0.5, 1.0)
+"""Fire intensity of scripted levels 1..5."""

@@ -1,0 +1,77 @@
+"""Counter-based random numbers for whole batches of battles.
+
+A battle's random draws are a pure function of its episode key and of *what* is
+being drawn (stream, step, lane), never of a generator's position. So a battle
+draws the same numbers whether it runs alone or as row 17 of a batch of 4096,
+and no Python loop over battles is needed. The mixer is the splitmix64
+finaliser (Steele, Lea and Flood, 2014) applied to unsigned 64-bit NumPy arrays,
+whose arithmetic wraps modulo 2**64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_U64 = np.uint64
+_GOLDEN = _U64(0x9E3779B97F4A7C15)
+_M1 = _U64(0xBF58476D1CE4E5B9)
+_M2 = _U64(0x94D049BB133111EB)
+_STEP_MULT = _U64(0xD1B54A32D192ED03)
+_LANE_MULT = _U64(0xABC98388FB8FAC03)
+_STREAM_MULT = _U64(0x8CB92BA72F3D8DD7)
+_SEED_SALT = _U64(0x5EED5EED5EED5EED)
+_S30, _S27, _S31, _S40 = _U64(30), _U64(27), _U64(31), _U64(40)
+_TO_UNIT = np.float32(1.0 / (1 << 24))
+
+# Named streams keep unrelated draws independent.
+STREAM_SPAWN = 1
+STREAM_TERRAIN = 2
+STREAM_ROUT = 3
+STREAM_POLICY = 4
+
+
+def _stream_offset(stream: int) -> np.uint64:
+    # Python ints do the wrapping multiply, so NumPy's scalar overflow warning stays quiet.
+    return _U64((stream * int(_STREAM_MULT)) % (1 << 64))
+
+
+def mix64(z: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser: a bijection on uint64 with full avalanche."""
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
+
+
+def seed_keys(seeds: np.ndarray) -> np.ndarray:
+    """Keys of episode 0 for battles seeded with the non-negative integers ``seeds``."""
+    seeds = np.asarray(seeds, dtype=np.uint64)
+    return mix64(seeds ^ _SEED_SALT)
+
+
+def episode_keys(base_keys: np.ndarray, episodes: np.ndarray) -> np.ndarray:
+    """Key of episode ``episodes`` of battles whose episode-0 key is ``base_keys``."""
+    episodes = np.asarray(episodes, dtype=np.uint64)
+    return mix64(base_keys + episodes * _GOLDEN)
+
+
+def uniform(keys: np.ndarray, stream: int, counters: np.ndarray | int, lanes: int) -> np.ndarray:
+    """Uniform float32 draws in [0, 1) of shape ``(len(keys), lanes)``.
+
+    Args:
+        keys: (B,) uint64 episode keys.
+        stream: which kind of draw (one of the ``STREAM_*`` constants).
+        counters: (B,) or scalar counter, usually the battle's step.
+        lanes: number of independent draws per battle (units, hills, ...).
+    """
+    counters = np.asarray(counters, dtype=np.uint64)
+    if counters.ndim:
+        counters = counters[:, None]
+    lane_ids = np.arange(lanes, dtype=np.uint64)
+    z = keys[:, None] ^ (counters * _STEP_MULT + lane_ids * _LANE_MULT + _stream_offset(stream))
+    return (mix64(z) >> _S40).astype(np.float32) * _TO_UNIT
+
+
+def uniform_range(keys: np.ndarray, stream: int, counters: np.ndarray | int, lanes: int,
+                  low: float, high: float) -> np.ndarray:
+    """Like :func:`uniform`, scaled to ``[low, high)``."""
+    return np.float32(low) + uniform(keys, stream, counters, lanes) * np.float32(high - low)

@@ -1,0 +1,94 @@
+"""The state of a batch of battles: a small dataclass of arrays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+F32 = np.float32
+
+UNIT_FIELDS = ("x", "y", "theta", "strength", "morale", "readiness", "routed", "destroyed")
+"""Per-unit arrays, each of shape (B, U)."""
+
+
+@dataclass(frozen=True, eq=False)
+class BattleState:
+    """Everything that changes in ``B`` battles of ``U`` battalions each.
+
+    Per-unit arrays are (B, U): position ``x, y`` in metres, heading ``theta`` in
+    [0, 2*pi) (0 faces east, counter-clockwise positive), ``strength`` and
+    ``morale`` in [0, 1], ``readiness`` (the share of muskets loaded) in [0, 1],
+    and the flags ``routed`` and ``destroyed``. Per-battle arrays are (B,):
+    ``step`` and the episode random ``key``. ``elevation`` (relative, 0..1) and
+    ``cover`` are (B, rows, cols) maps. ``team`` (U,) says which side each unit
+    fights for: 0 is Blue, 1 is Red.
+
+    Per-unit arrays are stored with the battle axis contiguous (Fortran order):
+    the simulator's work is across battles, and NumPy broadcasts and reduces over
+    the short unit axis many times faster in this layout.
+
+    :func:`envs.sim.engine.step` returns a new state and never writes into the
+    old one, except for the terrain maps, which only change when a battle is
+    (re)deployed.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    theta: np.ndarray
+    strength: np.ndarray
+    morale: np.ndarray
+    readiness: np.ndarray
+    routed: np.ndarray
+    destroyed: np.ndarray
+    step: np.ndarray
+    key: np.ndarray
+    elevation: np.ndarray
+    cover: np.ndarray
+    team: np.ndarray
+
+    @classmethod
+    def empty(cls, batch: int, team: np.ndarray, rows: int, cols: int) -> BattleState:
+        """Zeroed state for ``batch`` battles; deploy battles into it before stepping."""
+        team = np.asarray(team, dtype=np.int8)
+        shape = (batch, len(team))
+
+        def zeros(dtype: type) -> np.ndarray:
+            return np.zeros(shape, dtype, order="F")
+
+        return cls(
+            x=zeros(F32), y=zeros(F32), theta=zeros(F32), strength=zeros(F32),
+            morale=zeros(F32), readiness=zeros(F32), routed=zeros(bool),
+            destroyed=zeros(bool), step=np.zeros(batch, np.int32),
+            key=np.zeros(batch, np.uint64), elevation=np.zeros((batch, rows, cols), F32),
+            cover=np.zeros((batch, rows, cols), F32), team=team,
+        )
+
+    @property
+    def batch_size(self) -> int:
+        return self.x.shape[0]
+
+    @property
+    def n_units(self) -> int:
+        return self.x.shape[1]
+
+    @property
+    def grid_shape(self) -> tuple[int, int]:
+        return self.elevation.shape[1], self.elevation.shape[2]
+
+    @property
+    def active(self) -> np.ndarray:
+        """(B, U) units still in the fight: neither routed nor destroyed."""
+        return ~(self.routed | self.destroyed)
+
+    def team_defeated(self) -> np.ndarray:
+        """(B, 2): whether every unit of Blue (column 0) / Red (column 1) is out."""
+        active = self.active
+        return np.stack([~active[:, self.team == t].any(axis=1) for t in (0, 1)], axis=1)
+
+    def select(self, battles: np.ndarray | slice) -> BattleState:
+        """A copy of the battles ``battles`` as a smaller batch."""
+        units = {name: np.asfortranarray(getattr(self, name)[battles]) for name in UNIT_FIELDS}
+        battle = {name: getattr(self, name)[battles].copy() for name in
+                  ("step", "key", "elevation", "cover")}
+        return BattleState(**units, **battle, team=self.team)
