@@ -1,0 +1,1 @@
+"""Torch networks for the commanders."""

@@ -1,0 +1,1 @@
+"""Training: algorithms and bookkeeping on top of the environments."""
