@@ -165,11 +165,16 @@ class BattalionBatch:
         keys = rnd.episode_keys(self._base_keys[battles], self._episodes[battles])
         deploy(self.state, battles, keys, self.config, terrain=self.terrain,
                randomize_terrain=self.randomize_terrain)
-        self._refresh_views()
-
-    def _refresh_views(self) -> None:
-        self.geometry = engine.sense(self.state, self.config)
-        self._views = duel_observations(self.state, self.geometry, self.config)
+        if self.geometry is None or len(battles) == self.n_battles:
+            self.geometry = engine.sense(self.state, self.config)
+            self._views = duel_observations(self.state, self.geometry, self.config)
+            return
+        # Only the restarted battles changed: sense them alone and write them in.
+        restarted = self.state.select(battles)
+        geometry = engine.sense(restarted, self.config)
+        for name in engine.Geometry.__dataclass_fields__:
+            getattr(self.geometry, name)[battles] = getattr(geometry, name)
+        self._views[:, battles] = duel_observations(restarted, geometry, self.config)
 
     def blue_observation(self) -> np.ndarray:
         """(B, OBS_DIM) Blue's current observations."""
@@ -195,7 +200,8 @@ class BattalionBatch:
         for policy, battles in self._policy_groups:
             orders[:, RED, battles] = self._ask(policy, battles).T
 
-        state, events = engine.step(state, orders.transpose(2, 1, 0), self.config)
+        state, events = engine.step(state, orders.transpose(2, 1, 0), self.config,
+                                    self.geometry)
         self.state, self.geometry = state, events.geometry
         self._views = duel_observations(state, events.geometry, self.config)
 

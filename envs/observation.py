@@ -67,22 +67,27 @@ def duel_observations(state: BattleState, geometry: Geometry,
     readiness, enemy_readiness = own_and_enemy(state.readiness)
     elevation, enemy_elevation = own_and_enemy(geometry.elevation)
     cover, enemy_cover = own_and_enemy(geometry.cover)
+    # Rounding can nudge a ratio just past 1; the space's bounds are exact.
+    def unit_interval(a: np.ndarray) -> np.ndarray:
+        return np.minimum(np.maximum(a, F32(-1)), F32(1))
+
     dist = toward_enemy(geometry.dist)
     inv = F32(1) / np.maximum(dist, F32(1e-3))
-    relative_cos = toward_enemy(geometry.facing_cos)
-    relative_sin = toward_enemy(geometry.facing_sin)
-    time_fraction = np.minimum(state.step * F32(1 / config.max_steps), F32(1))
+    relative_cos = unit_interval(toward_enemy(geometry.facing_cos))
+    relative_sin = unit_interval(toward_enemy(geometry.facing_sin))
+    time_fraction = np.minimum(state.step.astype(F32) * F32(1 / config.max_steps), F32(1))
 
     features = (
         state.x.T * (F32(1) / k.map_width), state.y.T * (F32(1) / k.map_height),
         geometry.heading_cos.T, geometry.heading_sin.T, strength, morale,
         np.minimum(dist * F32(1 / config.diagonal), F32(1)),
-        toward_enemy(geometry.dx) * inv, toward_enemy(geometry.dy) * inv,
+        unit_interval(toward_enemy(geometry.dx) * inv),
+        unit_interval(toward_enemy(geometry.dy) * inv),
         enemy_strength, enemy_morale, np.broadcast_to(time_fraction, dist.shape),
         elevation, cover, enemy_elevation, enemy_cover, toward_enemy(geometry.los),
         readiness, enemy_readiness, relative_cos, relative_sin,
         relative_cos[::-1], relative_sin[::-1],
     )
-    observations = np.stack(features, axis=-1, dtype=F32)
-    # Rounding can nudge a cosine just past 1; the space's bounds are exact.
-    return np.minimum(np.maximum(observations, OBS_LOW), OBS_HIGH)
+    # Stacking along the first axis copies whole contiguous rows; the (2, B, D)
+    # result is a transposed view of the (D, 2, B) block.
+    return np.stack(features, axis=0, dtype=F32).transpose(1, 2, 0)

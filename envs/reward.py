@@ -24,7 +24,7 @@ COMPONENTS = (
     "enemy_routed_bonus",
     "own_routing_penalty",
 )
-"""Reward component names, in the order of :attr:`RewardComponents.values` columns."""
+"""Reward component names, in the order of :attr:`RewardComponents.values` rows."""
 
 INFO_KEYS = tuple(f"reward/{name}" for name in COMPONENTS) + ("reward/total",)
 
@@ -67,25 +67,23 @@ class RewardComponents:
     """Weighted reward components of a batch of steps.
 
     Attributes:
-        values: (B, 8) float32, one column per :data:`COMPONENTS` entry.
+        values: (8, B) float32, one row per :data:`COMPONENTS` entry (rows are
+            contiguous, so per-component and total sums over a batch are cheap).
+        total: (B,) float32 reward, the sum of the eight components.
     """
 
     values: np.ndarray
-
-    @property
-    def total(self) -> np.ndarray:
-        """(B,) reward: the sum of the eight components."""
-        return self.values.sum(axis=1)
+    total: np.ndarray
 
     def __getattr__(self, name: str) -> np.ndarray:
         if name in COMPONENTS:
-            return self.values[:, COMPONENTS.index(name)]
+            return self.values[COMPONENTS.index(name)]
         raise AttributeError(name)
 
     def as_dict(self, index: int = 0) -> dict[str, float]:
         """``reward/<component>`` and ``reward/total`` of battle ``index`` as floats."""
-        row = self.values[index]
-        return dict(zip(INFO_KEYS, [*row.tolist(), float(row.sum())], strict=True))
+        return dict(zip(INFO_KEYS, [*self.values[:, index].tolist(), float(self.total[index])],
+                        strict=True))
 
 
 def compute_reward(
@@ -117,9 +115,8 @@ def compute_reward(
 def reward_from_weight_vector(weights: np.ndarray, dmg_b2r, dmg_r2b, blue_strength, blue_won,
                               blue_lost, enemy_routed, own_routing) -> RewardComponents:
     """:func:`compute_reward` with the weights already as a vector (the hot path)."""
-    features = np.stack(np.broadcast_arrays(
-        np.asarray(dmg_b2r, np.float32), -np.asarray(dmg_r2b, np.float32),
-        np.asarray(blue_strength, np.float32), np.asarray(blue_won, np.float32),
-        np.asarray(blue_lost, np.float32), np.float32(1), np.asarray(enemy_routed, np.float32),
-        np.asarray(own_routing, np.float32)), axis=-1)
-    return RewardComponents(np.atleast_2d(features * weights))
+    features = np.stack(np.broadcast_arrays(*(np.atleast_1d(np.asarray(f, np.float32)) for f in (
+        dmg_b2r, -np.asarray(dmg_r2b, np.float32), blue_strength, blue_won, blue_lost, 1.0,
+        enemy_routed, own_routing))), axis=0)
+    values = features * weights[:, None]
+    return RewardComponents(values, values.sum(axis=0))

@@ -63,8 +63,9 @@ HEIGHT_ADVANTAGE = 0.3
 EYE_HEIGHT = 0.05
 """Height of a battalion above the ground, as a fraction of the map's highest hill,
 used for line of sight: a crest higher than the sight line hides what is behind it."""
-LOS_SAMPLES = 16
-"""Points sampled along a sight line to look for a blocking crest."""
+LOS_SAMPLES = 12
+"""Points sampled along a sight line to look for a blocking crest (every 15 m at
+musket range; hills are at least 35 m across)."""
 
 # --- morale -----------------------------------------------------------------
 MORALE_PER_DAMAGE = 1.5

@@ -10,7 +10,7 @@ from envs.sim import constants as C
 from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
 from envs.sim.state import BattleState
-from envs.sim.terrain import TerrainMap, generate_terrain
+from envs.sim.terrain import TerrainMap, elevation_patches, generate_terrain
 
 F32 = np.float32
 
@@ -45,15 +45,14 @@ def deploy(
     keys = np.asarray(keys, dtype=np.uint64)
     rows, cols = state.grid_shape
     if terrain is not None:
-        state.elevation[battles] = terrain.relative_elevation()
-        state.cover[battles] = terrain.cover
+        elevation, cover = terrain.relative_elevation()[None], terrain.cover[None]
     elif randomize_terrain:
         elevation, cover = generate_terrain(keys, rows, cols)
-        state.elevation[battles] = elevation
-        state.cover[battles] = cover
     else:
-        state.elevation[battles] = 0
-        state.cover[battles] = 0
+        elevation = cover = np.zeros((1, rows, cols), F32)
+    state.elevation[battles] = elevation
+    state.cover[battles] = cover
+    state.elevation_patches[battles] = elevation_patches(elevation)
 
     n_units = state.n_units
     is_red = (state.team == 1)[None, :]

@@ -137,7 +137,8 @@ def _ground(state: BattleState, x: np.ndarray, y: np.ndarray,
     rows, cols = state.grid_shape
     offsets = _map_offsets(state.batch_size, rows * cols)
     width, height = config.map_width, config.map_height
-    elevation = bilinear(state.elevation.reshape(-1), offsets, x, y, width, height, rows, cols)
+    elevation = bilinear(state.elevation_patches.reshape(-1, 4), offsets, x, y, width, height,
+                         rows, cols)
     cover = np.take(state.cover.reshape(-1),
                     cell_index(x, y, width, height, rows, cols) + offsets)
     return elevation, cover
@@ -165,7 +166,7 @@ def _sense(state: BattleState, x: np.ndarray, y: np.ndarray, cos_h: np.ndarray,
     first, second, _ = team_layout(tuple(state.team.tolist()))
     rows, cols = state.grid_shape
     pair_los = line_of_sight(
-        state.elevation.reshape(-1), state.batch_size,
+        state.elevation_patches.reshape(-1, 4), state.batch_size,
         x[first], y[first], elevation[first], x[second], y[second], elevation[second],
         config.map_width, config.map_height, rows, cols, config.eye_height,
         config.los_samples)
@@ -176,8 +177,8 @@ def _sense(state: BattleState, x: np.ndarray, y: np.ndarray, cos_h: np.ndarray,
         cos_h, sin_h, dx, dy, dist, facing_cos, facing_sin, elevation, cover, los)))
 
 
-def step(state: BattleState, actions: np.ndarray,
-         config: BattleConfig) -> tuple[BattleState, StepEvents]:
+def step(state: BattleState, actions: np.ndarray, config: BattleConfig,
+         geometry: Geometry | None = None) -> tuple[BattleState, StepEvents]:
     """Advance every battle by one step.
 
     Args:
@@ -187,80 +188,30 @@ def step(state: BattleState, actions: np.ndarray,
             battalions are ignored. An array laid out as the transpose of a
             C-contiguous (3, U, B) array is used without copying.
         config: the battle model's parameters.
+        geometry: ``sense(state, config)`` if the caller already has it (the
+            previous step's ``events.geometry``); it saves looking up the ground.
 
     Returns:
         The new state and the step's events.
     """
     k = config.f32
-    one, zero = F32(1), F32(0)
     # Unit-major views of the state: (U, B).
-    x0, y0, theta0 = state.x.T, state.y.T, state.theta.T
-    strength0, morale0, readiness0 = state.strength.T, state.morale.T, state.readiness.T
     active = ~(state.routed.T | state.destroyed.T)
     live = active.astype(F32)
     orders = np.ascontiguousarray(np.asarray(actions, dtype=F32).transpose(2, 1, 0))
-    move = np.minimum(np.maximum(orders[0], -one), one) * live
-    rotate = np.minimum(np.maximum(orders[1], -one), one) * live
-    fire = np.minimum(np.maximum(orders[2], zero), one) * live
+    move, rotate, fire = np.minimum(np.maximum(orders, _ORDER_LOW), _ORDER_HIGH) * live
 
-    # 1. Manoeuvre: wheel, then march along the new heading over the current ground.
-    theta = theta0 + rotate * k.max_turn_rate
-    theta += TWO_PI * (theta < 0) - TWO_PI * (theta >= TWO_PI)  # a turn is < 2 pi
-    cos_h, sin_h = np.cos(theta), np.sin(theta)
-    elevation0, cover0 = _ground(state, x0, y0, config)
-    ground_speed = (one - (one - k.hill_speed_factor) * elevation0
-                    - k.forest_speed_penalty * cover0)
-    pace = one - (one - k.backward_speed_fraction) * (move < 0)
-    stride = move * pace * ground_speed * k.step_length
-    x = np.minimum(np.maximum(x0 + cos_h * stride, zero), k.map_width)
-    y = np.minimum(np.maximum(y0 + sin_h * stride, zero), k.map_height)
-
-    # 2. Sight from the new positions.
+    x, y, theta, cos_h, sin_h = _manoeuvre(state, move, rotate, geometry, config)
     geo = _sense(state, x, y, cos_h, sin_h, config)
-    dist, facing_cos = _unit_major(geo.dist), _unit_major(geo.facing_cos)
-    elevation, cover = geo.elevation.T, geo.cover.T
+    volley, target, dealt, taken, shaken, under_fire = _fire(
+        state, geo, active, move, rotate, fire, config)
 
-    # 3. Fire at the nearest enemy in range, in the arc and in sight (ties share the volley).
-    _, _, enemy = team_layout(tuple(state.team.tolist()))
-    can_hit = (enemy & active[:, None, :] & active[None, :, :] & _unit_major(geo.los)
-               & (dist <= k.fire_range) & (facing_cos > k.cos_fire_arc))
-    reach = np.where(can_hit, dist, F32(np.inf))
-    aimed = can_hit & (reach <= reach.min(axis=1)[:, None, :])
-    n_aimed = aimed.sum(axis=1, dtype=np.int32)
-    has_target = n_aimed > 0
-    unit_ids = np.arange(state.n_units, dtype=np.int32)[None, :, None]
-    target = (aimed * unit_ids).max(axis=1) - ~has_target
-    aim_share = aimed * (one / np.maximum(n_aimed, 1).astype(F32))[:, None, :]
-
-    volley = fire * readiness0 * has_target
-    steadiness = ((one - k.moving_fire_penalty * np.abs(move))
-                  * (one - k.turning_fire_penalty * np.abs(rotate)))
-    firepower = k.volley_damage * volley * strength0 * steadiness
-    hit_chance = np.maximum(one - dist * k.inv_fire_range, zero) ** k.hit_falloff_exponent
-    # How fire arrives: the angle between the target's front and the shooter.
-    arrival_cos = facing_cos.transpose(1, 0, 2)
-    flank = arrival_cos <= k.cos_front
-    rear = arrival_cos < k.cos_rear
-    angle_mult = (one + (k.flank_damage_multiplier - one) * flank
-                  + (k.rear_damage_multiplier - k.flank_damage_multiplier) * rear)
-    height_mult = one + k.height_advantage * (elevation[:, None, :] - elevation[None, :, :])
-    protection = one - k.cover_protection * cover[None, :, :]
-    raw = (firepower[:, None, :] * aim_share) * (hit_chance * angle_mult * height_mult
-                                                * protection)
-
-    # 4. Casualties: a target cannot lose more than it has; its shooters share the loss.
-    incoming = raw.sum(axis=0)
-    taken = np.minimum(incoming, strength0)
-    share = taken / np.maximum(incoming, F32(1e-12))
-    applied = raw * share[None, :, :]
-    dealt = applied.sum(axis=1)
-
-    morale_weight = (k.morale_per_damage + k.flank_morale_extra * flank
-                     + (k.rear_morale_extra - k.flank_morale_extra) * rear)
-    shaken = (applied * morale_weight).sum(axis=0) + k.volley_shock * taken * taken
-    recovery = k.morale_recovery * (live * (incoming <= 0))
-    morale = np.minimum(np.maximum(morale0 - shaken + recovery, zero), one)
-    strength = strength0 - taken
+    # Morale: casualties shake it, a quiet step restores a little.
+    one = F32(1)
+    recovery = k.morale_recovery * (live * ~under_fire)
+    morale = np.minimum(np.maximum(state.morale.T - shaken + recovery, F32(0)), one)
+    strength = state.strength.T - taken
+    readiness0 = state.readiness.T
     readiness = readiness0 + live * (
         np.minimum(readiness0 - volley + k.reload_rate, one) - readiness0)
 
@@ -274,5 +225,87 @@ def step(state: BattleState, actions: np.ndarray,
     new_state = BattleState(
         x=x.T, y=y.T, theta=theta.T, strength=strength.T, morale=morale.T,
         readiness=readiness.T, routed=routed.T, destroyed=destroyed.T, step=state.step + 1,
-        key=state.key, elevation=state.elevation, cover=state.cover, team=state.team)
+        key=state.key, elevation=state.elevation, cover=state.cover,
+        elevation_patches=state.elevation_patches, team=state.team)
     return new_state, StepEvents(geo, volley.T, target.T, dealt.T, taken.T)
+
+
+_ORDER_LOW = np.array([-1, -1, 0], dtype=F32)[:, None, None]
+_ORDER_HIGH = np.array([1, 1, 1], dtype=F32)[:, None, None]
+
+
+def _manoeuvre(state: BattleState, move: np.ndarray, rotate: np.ndarray,
+               geometry: Geometry | None, config: BattleConfig):
+    """Wheel, then march along the new heading over the ground one stands on."""
+    k = config.f32
+    theta = np.remainder(state.theta.T + rotate * k.max_turn_rate, TWO_PI)
+    cos_h, sin_h = np.cos(theta), np.sin(theta)
+    x0, y0 = state.x.T, state.y.T
+    if geometry is None:
+        elevation0, cover0 = _ground(state, x0, y0, config)
+    else:
+        elevation0, cover0 = geometry.elevation.T, geometry.cover.T
+    ground_speed = (F32(1) - (F32(1) - k.hill_speed_factor) * elevation0
+                    - k.forest_speed_penalty * cover0)
+    pace = F32(1) - (F32(1) - k.backward_speed_fraction) * (move < 0)
+    stride = move * pace * ground_speed * k.step_length
+    x = np.minimum(np.maximum(x0 + cos_h * stride, F32(0)), k.map_width)
+    y = np.minimum(np.maximum(y0 + sin_h * stride, F32(0)), k.map_height)
+    return x, y, theta, cos_h, sin_h
+
+
+def _fire(state: BattleState, geo: Geometry, active: np.ndarray, move: np.ndarray,
+          rotate: np.ndarray, fire: np.ndarray, config: BattleConfig):
+    """Every battalion fires at the nearest enemy in range, in its arc and in sight.
+
+    Returns unit-major (U, B) arrays: readiness spent, target index (-1 for none),
+    strength removed from the enemy, strength lost, morale lost, and whether
+    the unit came under fire.
+    """
+    k = config.f32
+    one, zero = F32(1), F32(0)
+    dist, facing_cos = _unit_major(geo.dist), _unit_major(geo.facing_cos)
+    _, _, enemy = team_layout(tuple(state.team.tolist()))
+    can_hit = (enemy & active[:, None, :] & active[None, :, :] & _unit_major(geo.los)
+               & (dist <= k.fire_range) & (facing_cos > k.cos_fire_arc))
+    if not can_hit.any():  # nobody is in reach: a quiet step everywhere
+        nothing = np.zeros(active.shape, F32)
+        return nothing, np.full(active.shape, -1, np.int32), nothing, nothing, nothing, \
+            np.zeros(active.shape, bool)
+
+    # The nearest target; targets at exactly equal range share the volley.
+    reach = np.where(can_hit, dist, F32(np.inf))
+    aimed = can_hit & (reach <= reach.min(axis=1)[:, None, :])
+    n_aimed = aimed.sum(axis=1, dtype=np.int32)
+    has_target = n_aimed > 0
+    unit_ids = np.arange(state.n_units, dtype=np.int32)[None, :, None]
+    target = (aimed * unit_ids).max(axis=1) - ~has_target
+    aim_share = aimed * (one / np.maximum(n_aimed, 1).astype(F32))[:, None, :]
+
+    volley = fire * state.readiness.T * has_target
+    steadiness = ((one - k.moving_fire_penalty * np.abs(move))
+                  * (one - k.turning_fire_penalty * np.abs(rotate)))
+    firepower = k.volley_damage * volley * state.strength.T * steadiness
+    hit_chance = np.maximum(one - dist * k.inv_fire_range, zero) ** k.hit_falloff_exponent
+    # How fire arrives: the angle between the target's front and the shooter.
+    arrival_cos = facing_cos.transpose(1, 0, 2)
+    flank = arrival_cos <= k.cos_front
+    rear = arrival_cos < k.cos_rear
+    angle_mult = (one + (k.flank_damage_multiplier - one) * flank
+                  + (k.rear_damage_multiplier - k.flank_damage_multiplier) * rear)
+    elevation, cover = geo.elevation.T, geo.cover.T
+    height_mult = one + k.height_advantage * (elevation[:, None, :] - elevation[None, :, :])
+    protection = one - k.cover_protection * cover[None, :, :]
+    raw = (firepower[:, None, :] * aim_share) * (hit_chance * angle_mult * height_mult
+                                                * protection)
+
+    # A target cannot lose more than it has; its shooters share the loss.
+    incoming = raw.sum(axis=0)
+    taken = np.minimum(incoming, state.strength.T)
+    share = taken / np.maximum(incoming, F32(1e-12))
+    applied = raw * share[None, :, :]
+    dealt = applied.sum(axis=1)
+    morale_weight = (k.morale_per_damage + k.flank_morale_extra * flank
+                     + (k.rear_morale_extra - k.flank_morale_extra) * rear)
+    shaken = (applied * morale_weight).sum(axis=0) + k.volley_shock * taken * taken
+    return volley, target, dealt, taken, shaken, incoming > 0

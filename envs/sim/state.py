@@ -21,8 +21,10 @@ class BattleState:
     ``morale`` in [0, 1], ``readiness`` (the share of muskets loaded) in [0, 1],
     and the flags ``routed`` and ``destroyed``. Per-battle arrays are (B,):
     ``step`` and the episode random ``key``. ``elevation`` (relative, 0..1) and
-    ``cover`` are (B, rows, cols) maps. ``team`` (U,) says which side each unit
-    fights for: 0 is Blue, 1 is Red.
+    ``cover`` are (B, rows, cols) maps; ``elevation_patches`` (B, rows, cols, 4)
+    caches the elevation's bilinear coefficients
+    (:func:`envs.sim.terrain.elevation_patches`), written with it at deployment.
+    ``team`` (U,) says which side each unit fights for: 0 is Blue, 1 is Red.
 
     Per-unit arrays are stored with the battle axis contiguous (Fortran order):
     the simulator's work is across battles, and NumPy broadcasts and reduces over
@@ -45,6 +47,7 @@ class BattleState:
     key: np.ndarray
     elevation: np.ndarray
     cover: np.ndarray
+    elevation_patches: np.ndarray
     team: np.ndarray
 
     @classmethod
@@ -61,7 +64,8 @@ class BattleState:
             morale=zeros(F32), readiness=zeros(F32), routed=zeros(bool),
             destroyed=zeros(bool), step=np.zeros(batch, np.int32),
             key=np.zeros(batch, np.uint64), elevation=np.zeros((batch, rows, cols), F32),
-            cover=np.zeros((batch, rows, cols), F32), team=team,
+            cover=np.zeros((batch, rows, cols), F32),
+            elevation_patches=np.zeros((batch, rows, cols, 4), F32), team=team,
         )
 
     @property
@@ -90,5 +94,5 @@ class BattleState:
         """A copy of the battles ``battles`` as a smaller batch."""
         units = {name: np.asfortranarray(getattr(self, name)[battles]) for name in UNIT_FIELDS}
         battle = {name: getattr(self, name)[battles].copy() for name in
-                  ("step", "key", "elevation", "cover")}
+                  ("step", "key", "elevation", "cover", "elevation_patches")}
         return BattleState(**units, **battle, team=self.team)

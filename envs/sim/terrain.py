@@ -106,6 +106,9 @@ class TerrainMap:
         """Elevation divided by the highest point (all zeros on level ground)."""
         return normalise_elevation(self.elevation[None])[0]
 
+    def _patches(self) -> np.ndarray:
+        return elevation_patches(self.relative_elevation()[None]).reshape(-1, 4)
+
     def _cells(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         x = np.clip(np.asarray(x, dtype=F32), 0, self.width)
         y = np.clip(np.asarray(y, dtype=F32), 0, self.height)
@@ -117,8 +120,7 @@ class TerrainMap:
         x = np.clip(np.asarray(x, dtype=F32), 0, self.width)
         y = np.clip(np.asarray(y, dtype=F32), 0, self.height)
         rows, cols = self.shape
-        return bilinear(self.relative_elevation().reshape(-1), np.int32(0), x, y, self.width,
-                        self.height, rows, cols)
+        return bilinear(self._patches(), np.int32(0), x, y, self.width, self.height, rows, cols)
 
     def cover_at(self, x: np.ndarray | float, y: np.ndarray | float) -> np.ndarray:
         """Cover density of the cells under the points ``(x, y)``."""
@@ -131,10 +133,10 @@ class TerrainMap:
         rows, cols = self.shape
         xs = np.clip(np.array([[x0], [x1]], dtype=F32), 0, self.width)
         ys = np.clip(np.array([[y0], [y1]], dtype=F32), 0, self.height)
-        elevation = self.relative_elevation().reshape(-1)
-        ground = bilinear(elevation, np.int32(0), xs, ys, self.width, self.height, rows, cols)
+        patches = self._patches()
+        ground = bilinear(patches, np.int32(0), xs, ys, self.width, self.height, rows, cols)
         result = line_of_sight(
-            elevation, 1, xs[0:1], ys[0:1], ground[0:1], xs[1:2], ys[1:2], ground[1:2],
+            patches, 1, xs[0:1], ys[0:1], ground[0:1], xs[1:2], ys[1:2], ground[1:2],
             self.width, self.height, rows, cols, eye_height, samples)
         return bool(result[0, 0])
 
@@ -164,31 +166,51 @@ def cell_index(x: np.ndarray, y: np.ndarray, width: float, height: float,
     return row * np.int32(cols) + col
 
 
-def bilinear(grid_flat: np.ndarray, offset: np.ndarray, x: np.ndarray, y: np.ndarray,
-             width: float, height: float, rows: int, cols: int) -> np.ndarray:
-    """Bilinear interpolation of cell-centre values at points on the map.
+def elevation_patches(elevation: np.ndarray) -> np.ndarray:
+    """Bilinear patch coefficients of a (B, rows, cols) stack of elevation grids.
 
-    ``grid_flat`` is a stack of (rows, cols) grids flattened; ``offset`` (broadcast
-    against ``x``) is where each point's grid starts in it. Beyond the outermost
-    cell centres the edge values extend flat.
+    Patch ``(r, c)`` spans the square between the centres of cells ``(r, c)`` and
+    ``(r + 1, c + 1)``; inside it the ground is ``a + b*u + c*v + d*u*v`` with
+    ``(u, v)`` in [0, 1]^2 the position across the patch. Returns (B, rows, cols, 4)
+    float32 ``[a, b, c, d]``; the last row and column repeat the edge. Storing the
+    four coefficients together lets one gather fetch a whole patch.
     """
-    fx = np.minimum(np.maximum(x * F32(cols / width) - F32(0.5), F32(0)), F32(cols - 1))
-    fy = np.minimum(np.maximum(y * F32(rows / height) - F32(0.5), F32(0)), F32(rows - 1))
-    c0 = np.minimum(fx.astype(np.int32), np.int32(max(cols - 2, 0)))
-    r0 = np.minimum(fy.astype(np.int32), np.int32(max(rows - 2, 0)))
-    wx = fx - c0
-    wy = fy - r0
-    i00 = r0 * np.int32(cols) + c0 + offset
-    step_x, step_y = np.int32(cols > 1), np.int32(cols if rows > 1 else 0)
-    h00 = np.take(grid_flat, i00)
-    h01 = np.take(grid_flat, i00 + step_x)
-    h10 = np.take(grid_flat, i00 + step_y)
-    h11 = np.take(grid_flat, i00 + (step_x + step_y))
-    return h00 + wx * (h01 - h00) + wy * ((h10 - h00) + wx * (h11 - h10 - h01 + h00))
+    h00 = elevation.astype(F32)
+    h01 = np.concatenate([h00[:, :, 1:], h00[:, :, -1:]], axis=2)
+    h10 = np.concatenate([h00[:, 1:, :], h00[:, -1:, :]], axis=1)
+    h11 = np.concatenate([h10[:, :, 1:], h10[:, :, -1:]], axis=2)
+    return np.stack([h00, h01 - h00, h10 - h00, h11 - h10 - h01 + h00], axis=-1)
+
+
+def bilinear(patches_flat: np.ndarray, offset: np.ndarray, x: np.ndarray, y: np.ndarray,
+             width: float, height: float, rows: int, cols: int) -> np.ndarray:
+    """Bilinear elevation at points on the map.
+
+    ``patches_flat`` is a stack of :func:`elevation_patches` reshaped to
+    (B * rows * cols, 4); ``offset`` (broadcast against ``x``) is where each
+    point's map starts in it. Beyond the outermost cell centres the edge values
+    extend flat.
+    """
+    gx = np.minimum(np.maximum(x * F32(cols / width) - F32(0.5), F32(0)), F32(cols - 1))
+    gy = np.minimum(np.maximum(y * F32(rows / height) - F32(0.5), F32(0)), F32(rows - 1))
+    return _bilinear_grid(patches_flat, offset, gx, gy, rows, cols)
+
+
+def _bilinear_grid(patches_flat: np.ndarray, offset: np.ndarray, gx: np.ndarray,
+                   gy: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """:func:`bilinear` at grid coordinates already inside [0, cols-1] x [0, rows-1]."""
+    c0 = np.minimum(gx.astype(np.int32), np.int32(max(cols - 2, 0)))
+    r0 = np.minimum(gy.astype(np.int32), np.int32(max(rows - 2, 0)))
+    # float32 minus int32 would promote to float64.
+    u = gx - c0.astype(F32)
+    v = gy - r0.astype(F32)
+    patch = np.take(patches_flat, r0 * np.int32(cols) + c0 + offset, axis=0)
+    a, b, c, d = patch[..., 0], patch[..., 1], patch[..., 2], patch[..., 3]
+    return a + u * b + v * (c + u * d)
 
 
 def line_of_sight(
-    elevation_flat: np.ndarray, batch: int,
+    patches_flat: np.ndarray, batch: int,
     x0: np.ndarray, y0: np.ndarray, e0: np.ndarray,
     x1: np.ndarray, y1: np.ndarray, e1: np.ndarray,
     width: float, height: float, rows: int, cols: int,
@@ -196,18 +218,26 @@ def line_of_sight(
 ) -> np.ndarray:
     """Line of sight along the (P, B) sight lines ``(x0, y0) -> (x1, y1)``.
 
-    ``elevation_flat`` is the (B * rows * cols) relative elevation of the batch's
-    ``batch`` maps and ``e0``, ``e1`` the ground elevation under the two ends. A
+    ``patches_flat`` holds the :func:`elevation_patches` of the batch's ``batch``
+    maps as (B * rows * cols, 4) and ``e0``, ``e1`` the ground under the two ends. A
     line is blocked when the ground at one of ``samples`` points strictly between
     the ends stands higher than the straight line joining the two battalions'
     eyes (ground + ``eye_height``). Sight is symmetric, and level ground or an
     even slope never blocks it; a crest between the two does.
     """
     offset = np.arange(batch, dtype=np.int32) * np.int32(rows * cols)
+    # Work in grid coordinates, clamped to the cell centres once at the ends: every
+    # point between two clamped ends is inside the clamped box too.
+    sx, sy = F32(cols / width), F32(rows / height)
+    hi_x, hi_y, half = F32(cols - 1), F32(rows - 1), F32(0.5)
+    gx0 = np.minimum(np.maximum(x0 * sx - half, F32(0)), hi_x)
+    gy0 = np.minimum(np.maximum(y0 * sy - half, F32(0)), hi_y)
+    gx1 = np.minimum(np.maximum(x1 * sx - half, F32(0)), hi_x)
+    gy1 = np.minimum(np.maximum(y1 * sy - half, F32(0)), hi_y)
     # Samples lead the shape (K, P, B) so the final "any" combines whole slabs.
     t = (np.arange(1, samples + 1, dtype=F32) / F32(samples + 1))[:, None, None]
-    ground = bilinear(elevation_flat, offset, x0 + (x1 - x0) * t, y0 + (y1 - y0) * t,
-                      width, height, rows, cols)
+    ground = _bilinear_grid(patches_flat, offset, gx0 + (gx1 - gx0) * t,
+                            gy0 + (gy1 - gy0) * t, rows, cols)
     sight = (e0 + F32(eye_height)) + (e1 - e0) * t
     return ~(ground > sight).any(axis=0)
 
@@ -249,7 +279,7 @@ def generate_terrain(
         # A 2-D Gaussian is the outer product of two 1-D ones.
         along_x = np.exp((gx[None, None, :] - cx[..., None]) ** 2 * inv[..., None])
         along_y = np.exp((gy[None, None, :] - cy[..., None]) ** 2 * inv[..., None])
-        return np.einsum("nfr,nfc->nrc", along_y * a[..., None], along_x).astype(F32)
+        return np.matmul((along_y * a[..., None]).transpose(0, 2, 1), along_x)
 
     elevation = normalise_elevation(blobs(0, num_hills, C.HILL_SIGMA, C.HILL_HEIGHT))
     cover = np.clip(blobs(1, num_forests, C.FOREST_SIGMA, C.FOREST_DENSITY), 0, 1)

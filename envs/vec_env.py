@@ -1,0 +1,260 @@
+"""BattalionVecEnv: many 1v1 battles stepped as one NumPy batch, as an SB3 ``VecEnv``.
+
+It follows Stable-Baselines3's vectorised-env contract: finished battles restart
+on their own, the last observation of a finished battle is in
+``infos[i]["terminal_observation"]``, and ``infos[i]["TimeLimit.truncated"]``
+marks battles cut off by the step limit. For the same seeds it produces exactly
+the trajectories of ``n_envs`` separate :class:`~envs.battalion_env.BattalionEnv`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
+
+from envs.battalion_batch import BattalionBatch, DuelStep, RedPolicy, check_red_policy
+from envs.battalion_env import INFO_STEP_KEYS, battle_config_from_args, make_spaces
+from envs.reward import INFO_KEYS, RewardWeights
+from envs.sim.constants import HILL_SPEED_FACTOR, MAP_HEIGHT, MAP_WIDTH, MAX_STEPS
+from envs.sim.terrain import TerrainMap
+from envs.sim.validation import check_int
+
+__all__ = ["BattalionVecEnv", "BatchInfos"]
+
+
+class BatchInfos(Sequence):
+    """The per-battle ``info`` dicts of one vectorised step, built on first access.
+
+    Behaves as a list of dicts (indexing, slicing, iteration, ``len``); a battle's
+    dict is only assembled when someone reads it, so a training loop that never
+    looks at infos pays nothing for them. The whole batch is also available as
+    arrays in :attr:`arrays`.
+    """
+
+    def __init__(self, result: DuelStep, done: np.ndarray,
+                 terminal_observations: dict[int, np.ndarray]) -> None:
+        self._result = result
+        self._done = done
+        self._terminal = terminal_observations
+        self._built: dict[int, dict[str, Any]] = {}
+
+    @property
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Every info key as a (B,) array (rewards as their ``reward/*`` keys)."""
+        r = self._result
+        values = r.reward.values
+        arrays = dict(zip(INFO_STEP_KEYS, (r.blue_damage_dealt, r.red_damage_dealt,
+                                           r.blue_routed, r.red_routed, r.step_count),
+                          strict=True))
+        arrays.update({key: values[i] for i, key in enumerate(INFO_KEYS[:-1])})
+        arrays["reward/total"] = r.reward.total
+        arrays["TimeLimit.truncated"] = r.truncated
+        return arrays
+
+    def __len__(self) -> int:
+        return len(self._done)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (self[i] for i in range(len(self)))
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        index = range(len(self))[index]  # normalises negatives, raises IndexError
+        info = self._built.get(index)
+        if info is None:
+            r = self._result
+            info = dict(zip(INFO_STEP_KEYS, (
+                float(r.blue_damage_dealt[index]), float(r.red_damage_dealt[index]),
+                bool(r.blue_routed[index]), bool(r.red_routed[index]),
+                int(r.step_count[index])), strict=True))
+            info.update(r.reward.as_dict(index))
+            info["TimeLimit.truncated"] = bool(r.truncated[index])
+            if index in self._terminal:
+                info["terminal_observation"] = self._terminal[index]
+            self._built[index] = info
+        return info
+
+
+class BattalionVecEnv(VecEnv):
+    """``n_envs`` independent 1v1 battles, stepped as one batch.
+
+    Args:
+        n_envs: number of battles (>= 1).
+        map_width, map_height, max_steps, terrain, randomize_terrain,
+        hill_speed_factor, curriculum_level, reward_weights, render_mode:
+            as for :class:`~envs.battalion_env.BattalionEnv`, applied to every battle.
+        red_policy: commands Red in every battle (None: scripted). Its
+            ``predict`` receives the (n, obs_dim) observations of all battles it
+            commands at once and must return (n, 3) actions. Use
+            ``env_method("set_red_policy", policy, indices=...)`` to give
+            different battles different opponents; each opponent is still
+            queried once per step.
+
+    Seeding follows SB3: ``seed(s)`` makes battle ``i`` play the episodes a
+    ``BattalionEnv`` reset with ``seed=s + i`` would play.
+    """
+
+    def __init__(
+        self,
+        n_envs: int = 8,
+        *,
+        map_width: float = MAP_WIDTH,
+        map_height: float = MAP_HEIGHT,
+        max_steps: int = MAX_STEPS,
+        terrain: TerrainMap | None = None,
+        randomize_terrain: bool = True,
+        hill_speed_factor: float = HILL_SPEED_FACTOR,
+        curriculum_level: int = 5,
+        reward_weights: RewardWeights | None = None,
+        red_policy: RedPolicy | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        n_envs = check_int("n_envs", n_envs, minimum=1)
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode={render_mode!r} is invalid: expected None or "
+                             "'rgb_array'")
+        check_red_policy(red_policy)
+        self.config = battle_config_from_args(map_width, map_height, max_steps,
+                                              hill_speed_factor)
+        self._battle = BattalionBatch(
+            n_envs, config=self.config, terrain=terrain, randomize_terrain=randomize_terrain,
+            curriculum_level=curriculum_level, reward_weights=reward_weights)
+        self._battle.set_red_policy(red_policy)
+        self._render_mode = render_mode
+        self._fresh_seeds = np.random.default_rng()
+        self._actions: np.ndarray | None = None
+        observation_space, action_space = make_spaces()
+        super().__init__(n_envs, observation_space, action_space)
+
+    # --- VecEnv API ------------------------------------------------------------
+
+    def reset(self) -> np.ndarray:
+        """Start a new battle everywhere (using seeds set by :meth:`seed`, once)."""
+        fresh = self._fresh_seeds.integers(0, 2**63, size=self.num_envs, dtype=np.int64)
+        self._battle.reset(np.arange(self.num_envs), list(self._seeds), fresh)
+        self._reset_seeds()
+        self._reset_options()
+        self.reset_infos = [{} for _ in range(self.num_envs)]
+        return self._battle.blue_observation().copy()
+
+    def step_async(self, actions: np.ndarray) -> None:
+        actions = np.asarray(actions, dtype=np.float32)
+        if actions.shape != (self.num_envs, 3):
+            raise ValueError(f"actions have shape {actions.shape}: expected "
+                             f"({self.num_envs}, 3), one [move, rotate, fire] per battle")
+        if not np.isfinite(actions).all():
+            bad = np.argwhere(~np.isfinite(actions))[0]
+            raise ValueError(f"actions contain a non-finite value {actions[tuple(bad)]!r} at "
+                             f"index {tuple(bad)}: expected finite numbers")
+        self._actions = actions
+
+    def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, BatchInfos]:
+        if self._actions is None:
+            raise RuntimeError("step_wait() called without step_async(actions)")
+        result = self._battle.step(self._actions)
+        self._actions = None
+        done = result.terminated | result.truncated
+        rewards = result.reward.total
+        terminal: dict[int, np.ndarray] = {}
+        if done.any():
+            finished = np.nonzero(done)[0]
+            # Copy before the restart overwrites these rows.
+            last = result.observation[finished].copy()
+            terminal = dict(zip(finished.tolist(), last, strict=True))
+            result = _freeze(result)
+            self._battle.next_episode(finished)
+        observation = self._battle.blue_observation().copy()
+        return observation, rewards, done, BatchInfos(result, done, terminal)
+
+    def close(self) -> None:
+        pass
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        if self._render_mode != "rgb_array":
+            return [None] * self.num_envs
+        from envs.rendering.draw import draw_battle
+
+        return [draw_battle(self._battle.state, i, self.config) for i in range(self.num_envs)]
+
+    # --- per-battle attributes and methods ----------------------------------------
+
+    _ATTRIBUTES = ("render_mode", "curriculum_level", "red_policy", "map_width", "map_height",
+                   "max_steps", "hill_speed_factor", "terrain", "randomize_terrain",
+                   "reward_weights", "observation_space", "action_space", "config")
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """The value of a battle attribute for each selected battle."""
+        battles = list(self._get_indices(indices))
+        if attr_name == "render_mode":
+            # VecEnv.__init__ asks before anything else exists.
+            return [getattr(self, "_render_mode", None)] * len(battles)
+        if attr_name == "curriculum_level":
+            return [int(self._battle.levels[i]) for i in battles]
+        if attr_name == "red_policy":
+            return [self._battle.red_policy(i) for i in battles]
+        if attr_name in ("map_width", "map_height", "max_steps", "hill_speed_factor"):
+            return [getattr(self.config, attr_name)] * len(battles)
+        if attr_name in ("terrain", "randomize_terrain", "reward_weights"):
+            return [getattr(self._battle, attr_name)] * len(battles)
+        if attr_name in ("observation_space", "action_space", "config"):
+            return [getattr(self, attr_name)] * len(battles)
+        raise AttributeError(f"battles have no attribute {attr_name!r}: expected one of "
+                             f"{', '.join(self._ATTRIBUTES)}")
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        """Set a battle attribute; ``curriculum_level`` and ``red_policy`` can be set."""
+        if attr_name == "curriculum_level":
+            self._battle.set_curriculum_level(value, self._index_array(indices))
+        elif attr_name == "red_policy":
+            self._battle.set_red_policy(value, self._index_array(indices))
+        else:
+            raise AttributeError(f"cannot set {attr_name!r}: expected 'curriculum_level' or "
+                                 "'red_policy'")
+
+    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
+                   **method_kwargs: Any) -> list[Any]:
+        """Call a :class:`~envs.battalion_env.BattalionEnv` method on selected battles.
+
+        Supported: ``set_red_policy(policy)``, ``set_curriculum_level(level)``,
+        ``render()``, ``_get_obs()`` and ``_get_red_obs()``.
+        """
+        battles = self._index_array(indices)
+        if method_name == "set_red_policy":
+            self._battle.set_red_policy(*method_args, battles, **method_kwargs)
+            return [None] * len(battles)
+        if method_name == "set_curriculum_level":
+            self._battle.set_curriculum_level(*method_args, battles, **method_kwargs)
+            return [None] * len(battles)
+        if method_name == "render":
+            images = self.get_images()
+            return [images[i] for i in battles]
+        if method_name == "_get_obs":
+            return list(self._battle.blue_observation()[battles].copy())
+        if method_name == "_get_red_obs":
+            return list(self._battle.red_observation()[battles].copy())
+        raise AttributeError(f"battles have no method {method_name!r}: expected one of "
+                             "set_red_policy, set_curriculum_level, render, _get_obs, "
+                             "_get_red_obs")
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        return [False] * len(list(self._get_indices(indices)))
+
+    def _index_array(self, indices: VecEnvIndices) -> np.ndarray:
+        return np.fromiter(self._get_indices(indices), dtype=np.intp)
+
+    @property
+    def battle_state(self):
+        """The simulator state of all battles (a batch of ``num_envs``)."""
+        return self._battle.state
+
+
+def _freeze(result: DuelStep) -> DuelStep:
+    """A copy of the arrays restarting battles will overwrite (the rest are fresh)."""
+    return DuelStep(result.observation.copy(), result.reward, result.terminated,
+                    result.truncated, result.blue_damage_dealt, result.red_damage_dealt,
+                    result.blue_routed.copy(), result.red_routed.copy(),
+                    result.step_count.copy())
