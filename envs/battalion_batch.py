@@ -103,6 +103,7 @@ class BattalionBatch:
         rows, cols = terrain_grid_shape(terrain, self.randomize_terrain)
         self.state = BattleState.empty(self.n_battles, np.array([BLUE, RED]), rows, cols)
         self.geometry: engine.Geometry | None = None
+        self.last_events: engine.StepEvents | None = None
         self._views: np.ndarray | None = None
         self._base_keys = np.zeros(self.n_battles, np.uint64)
         self._episodes = np.zeros(self.n_battles, np.uint64)
@@ -202,7 +203,7 @@ class BattalionBatch:
 
         state, events = engine.step(state, orders.transpose(2, 1, 0), self.config,
                                     self.geometry)
-        self.state, self.geometry = state, events.geometry
+        self.state, self.geometry, self.last_events = state, events.geometry, events
         self._views = duel_observations(state, events.geometry, self.config)
 
         out = state.routed | state.destroyed

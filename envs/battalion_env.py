@@ -129,7 +129,6 @@ class BattalionEnv(gym.Env):
         self.reward_weights = self._battle.reward_weights
         self._battle.set_red_policy(red_policy)
         self.observation_space, self.action_space = make_spaces()
-        self._last_events = None
 
     # --- Gymnasium API ----------------------------------------------------------
 
@@ -143,7 +142,7 @@ class BattalionEnv(gym.Env):
         super().reset(seed=seed)
         fresh = self.np_random.integers(0, 2**63, size=1, dtype=np.int64)
         self._battle.reset(np.array([0]), [seed], fresh)
-        self._last_events = None
+        self._battle.last_events = None
         return self._get_obs(), {}
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -165,7 +164,7 @@ class BattalionEnv(gym.Env):
             raise RuntimeError("render() called before reset(): call reset() first")
         from envs.rendering.draw import draw_battle
 
-        return draw_battle(self._battle.state, 0, self.config)
+        return draw_battle(self._battle.state, 0, self.config, events=self._battle.last_events)
 
     def close(self) -> None:
         pass
@@ -203,3 +202,8 @@ class BattalionEnv(gym.Env):
     def battle_state(self):
         """The simulator state of this battle (a batch of one)."""
         return self._battle.state
+
+    @property
+    def last_events(self):
+        """What happened in the last step (fire, damage), or None right after a reset."""
+        return self._battle.last_events

@@ -5,8 +5,10 @@ from envs.rendering.replay import (
     Replay,
     ReplayRecorder,
     load_replay,
+    record_episode,
     render_gif,
     save_replay,
 )
 
-__all__ = ["Replay", "ReplayRecorder", "draw_battle", "load_replay", "render_gif", "save_replay"]
+__all__ = ["Replay", "ReplayRecorder", "draw_battle", "load_replay", "record_episode",
+           "render_gif", "save_replay"]

@@ -98,6 +98,39 @@ class ReplayRecorder:
                       notes)
 
 
+def record_episode(env, policy=None, *, seed: int | None = None,
+                   deterministic: bool = True, metadata: dict[str, Any] | None = None) -> Replay:
+    """Play one battle of a :class:`~envs.battalion_env.BattalionEnv` and record it.
+
+    Args:
+        env: the env to play in (it is reset).
+        policy: commands Blue: an object with ``predict(obs, deterministic)`` (an
+            SB3 model), a callable ``obs -> action``, or None to hold position.
+        seed: seed of the battle.
+        deterministic: passed to ``predict``.
+        metadata: notes stored with the replay; the outcome is added.
+    """
+    obs, _ = env.reset(seed=seed)
+    recorder = ReplayRecorder(env.battle_state, 0, env.map_width, env.map_height,
+                              {"seed": seed, **(metadata or {})})
+    while True:
+        if policy is None:
+            action = np.zeros(3, np.float32)
+        elif hasattr(policy, "predict"):
+            action = policy.predict(obs, deterministic=deterministic)[0]
+        else:
+            action = policy(obs)
+        obs, _, terminated, truncated, info = env.step(action)
+        recorder.record(env.battle_state, env.last_events)
+        if terminated or truncated:
+            break
+    blue_out = info["blue_routed"] or bool(env.battle_state.destroyed[0, 0])
+    red_out = info["red_routed"] or bool(env.battle_state.destroyed[0, 1])
+    outcome = "blue" if red_out and not blue_out else "red" if blue_out and not red_out \
+        else "draw"
+    return recorder.finish(outcome=outcome, steps=int(info["step_count"]))
+
+
 def save_replay(replay: Replay, path: str | Path) -> Path:
     """Write ``replay`` to ``path`` (``.npz``) atomically; returns the path."""
     path = Path(path)

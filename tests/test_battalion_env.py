@@ -1,0 +1,196 @@
+"""BattalionEnv: the Gymnasium contract, determinism, Red control and bad input."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import envs  # noqa: F401  (registers wargames/Battalion-v0)
+from envs.battalion_env import BattalionEnv
+from envs.observation import OBS_DIM, OBSERVATION_FEATURES
+from envs.reward import INFO_KEYS, RewardWeights
+from envs.sim.terrain import TerrainMap
+
+ADVANCE_AND_FIRE = np.array([1.0, 0.0, 1.0], np.float32)
+
+
+def play(env: BattalionEnv, seed: int, actions: np.ndarray):
+    observations = [env.reset(seed=seed)[0]]
+    rewards = []
+    for action in actions:
+        obs, reward, terminated, truncated, _ = env.step(action)
+        observations.append(obs)
+        rewards.append(reward)
+        if terminated or truncated:
+            break
+    return np.array(observations), np.array(rewards)
+
+
+def test_passes_gymnasium_check_env_through_the_registry():
+    env = gym.make("wargames/Battalion-v0", render_mode="rgb_array")
+    check_env(env.unwrapped, skip_render_check=False)
+
+
+def test_spaces_and_observation_layout():
+    env = BattalionEnv()
+    assert env.observation_space.shape == (OBS_DIM,) == (len(OBSERVATION_FEATURES),)
+    assert env.action_space.shape == (3,)
+    obs, info = env.reset(seed=0)
+    assert info == {} and env.observation_space.contains(obs)
+    assert obs[OBSERVATION_FEATURES.index("own_readiness")] == 1.0
+
+
+def test_same_seed_same_trajectory_bit_for_bit():
+    actions = np.random.default_rng(5).uniform([-1, -1, 0], [1, 1, 1], (300, 3)).astype(
+        np.float32)
+    first = play(BattalionEnv(), 42, actions)
+    second = play(BattalionEnv(), 42, actions)
+    assert np.array_equal(first[0], second[0]) and np.array_equal(first[1], second[1])
+    other = play(BattalionEnv(), 43, actions)
+    assert not np.array_equal(first[0][0], other[0][0])
+
+
+def test_resets_without_seed_continue_the_seeded_sequence():
+    a, b = BattalionEnv(), BattalionEnv()
+    a.reset(seed=9)
+    b.reset(seed=9)
+    assert np.array_equal(a.reset()[0], b.reset()[0])
+
+
+def test_info_carries_damage_status_and_reward_components():
+    env = BattalionEnv()
+    env.reset(seed=1)
+    _, reward, _, _, info = env.step(ADVANCE_AND_FIRE)
+    for key in ("blue_damage_dealt", "red_damage_dealt", "blue_routed", "red_routed",
+                "step_count", *INFO_KEYS):
+        assert key in info
+    assert info["step_count"] == 1
+    assert reward == pytest.approx(info["reward/total"])
+    components = sum(info[key] for key in INFO_KEYS[:-1])
+    assert components == pytest.approx(info["reward/total"], abs=1e-6)
+
+
+def test_episode_ends_when_a_side_breaks_or_time_runs_out():
+    env = BattalionEnv(max_steps=30, curriculum_level=1)
+    env.reset(seed=0)
+    for _ in range(29):
+        assert env.step(np.zeros(3, np.float32))[3] is False
+    _, _, terminated, truncated, info = env.step(np.zeros(3, np.float32))
+    assert truncated and not terminated and info["step_count"] == 30
+
+
+def test_rgb_array_render_shows_the_battlefield():
+    env = BattalionEnv(render_mode="rgb_array")
+    env.reset(seed=3)
+    image = env.render()
+    assert image.shape == (480, 480, 3) and image.dtype == np.uint8
+    assert image.std() > 5  # terrain and units, not a blank canvas
+    assert BattalionEnv().render() is None
+
+
+class RecordingPolicy:
+    """Moves Red forward and records what it was shown."""
+
+    def __init__(self):
+        self.seen = []
+
+    def predict(self, observation, deterministic=False):
+        self.seen.append(np.array(observation))
+        return np.array([1.0, 0.0, 0.0], np.float32), None
+
+
+def test_red_policy_gets_reds_observation_and_commands_red():
+    policy = RecordingPolicy()
+    env = BattalionEnv(red_policy=policy, randomize_terrain=False)
+    env.reset(seed=4)
+    red_before = env._get_red_obs()
+    x_before = env.battle_state.x[0, 1]
+    env.step(np.zeros(3, np.float32))
+    assert np.array_equal(policy.seen[0], red_before)
+    assert policy.seen[0].shape == (OBS_DIM,)
+    assert env.battle_state.x[0, 1] != x_before  # Red marched
+    env.set_red_policy(None)
+    assert env.red_policy is None
+
+
+def test_red_observation_mirrors_blues():
+    env = BattalionEnv()
+    blue, _ = env.reset(seed=2)
+    red = env._get_red_obs()
+    f = OBSERVATION_FEATURES.index
+    assert red[f("own_strength")] == blue[f("enemy_strength")]
+    assert red[f("enemy_distance")] == blue[f("enemy_distance")]
+    assert red[f("own_x")] == pytest.approx(env.battle_state.x[0, 1] / env.map_width)
+
+
+def test_finite_actions_outside_the_box_are_clipped():
+    wild = np.array([7.0, -3.0, 2.0], np.float32)
+    clipped = np.array([1.0, -1.0, 1.0], np.float32)
+    first = play(BattalionEnv(), 8, np.tile(wild, (50, 1)))
+    second = play(BattalionEnv(), 8, np.tile(clipped, (50, 1)))
+    assert np.array_equal(first[0], second[0])
+
+
+@pytest.mark.parametrize("action, message", [
+    (np.array([np.nan, 0, 0]), "non-finite"),
+    (np.array([0, np.inf, 0]), "non-finite"),
+    (np.zeros(4), "shape"),
+    (np.zeros((1, 3)), "shape"),
+    ("advance", "action"),
+])
+def test_bad_actions_raise_naming_the_problem(action, message):
+    env = BattalionEnv()
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=message):
+        env.step(action)
+
+
+def test_step_before_reset_raises():
+    with pytest.raises(RuntimeError, match="reset"):
+        BattalionEnv().step(np.zeros(3, np.float32))
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    (dict(map_width=-1.0), "map_width"),
+    (dict(map_height=0.0), "map_height"),
+    (dict(max_steps=0), "max_steps"),
+    (dict(max_steps=-5), "max_steps"),
+    (dict(curriculum_level=0), "curriculum_level"),
+    (dict(curriculum_level=6), "curriculum_level"),
+    (dict(hill_speed_factor=0.0), "hill_speed_factor"),
+    (dict(hill_speed_factor=1.5), "hill_speed_factor"),
+    (dict(render_mode="human"), "render_mode"),
+])
+def test_invalid_constructor_values_raise_naming_the_argument(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        BattalionEnv(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    (dict(red_policy=object()), "red_policy"),
+    (dict(terrain="hills"), "terrain"),
+    (dict(reward_weights={"win_bonus": 1}), "reward_weights"),
+])
+def test_wrong_types_raise_naming_the_argument(kwargs, field):
+    with pytest.raises(TypeError, match=field):
+        BattalionEnv(**kwargs)
+
+
+def test_fixed_terrain_is_used_every_battle():
+    terrain = TerrainMap.generate_random(seed=77)
+    env = BattalionEnv(terrain=terrain, randomize_terrain=True)
+    assert env.randomize_terrain is False
+    env.reset(seed=0)
+    assert np.array_equal(env.battle_state.elevation[0], terrain.relative_elevation())
+    with pytest.raises(ValueError, match="terrain"):
+        BattalionEnv(terrain=terrain, map_width=2000.0)
+
+
+def test_reward_weights_shape_the_reward():
+    actions = np.tile(ADVANCE_AND_FIRE, (200, 1))
+    _, plain = play(BattalionEnv(), 3, actions)
+    _, no_time = play(BattalionEnv(reward_weights=RewardWeights(time_penalty=0.0)), 3,
+                      actions)
+    assert np.allclose(no_time - plain, 0.01, atol=1e-6)

@@ -1,0 +1,159 @@
+"""BattalionVecEnv: SB3 contract, equality with single envs, batched Red policies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from stable_baselines3 import PPO
+from stable_baselines3.common.vec_env import VecMonitor
+
+from envs.battalion_env import BattalionEnv
+from envs.observation import OBS_DIM
+from envs.vec_env import BattalionVecEnv
+
+N, T = 5, 900
+
+
+def random_actions(steps: int, n: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(
+        [-1, -1, 0], [1, 1, 1], size=(steps, n, 3)).astype(np.float32)
+
+
+def test_equals_n_single_envs_bit_for_bit_across_episode_boundaries():
+    actions = random_actions(T, N)
+    vec = BattalionVecEnv(N)
+    vec.seed(100)
+    observations, rewards, dones, terminal = [vec.reset()], [], [], []
+    for t in range(T):
+        obs, reward, done, infos = vec.step(actions[t])
+        observations.append(obs)
+        rewards.append(reward)
+        dones.append(done)
+        terminal.append({i: infos[i]["terminal_observation"] for i in np.nonzero(done)[0]})
+    boundaries = 0
+    for i in range(N):
+        env = BattalionEnv()
+        obs, _ = env.reset(seed=100 + i)
+        assert np.array_equal(obs, observations[0][i])
+        for t in range(T):
+            obs, reward, terminated, truncated, _ = env.step(actions[t, i])
+            assert np.float32(reward) == rewards[t][i]
+            assert (terminated or truncated) == dones[t][i]
+            if terminated or truncated:
+                boundaries += 1
+                assert np.array_equal(obs, terminal[t][i])
+                obs, _ = env.reset()
+            assert np.array_equal(obs, observations[t + 1][i])
+    assert boundaries >= N  # the comparison crossed episode ends
+
+
+def test_time_limit_is_reported_as_truncation():
+    vec = BattalionVecEnv(3, max_steps=10, curriculum_level=1)
+    vec.seed(0)
+    vec.reset()
+    for _ in range(9):
+        vec.step(np.zeros((3, 3), np.float32))
+    _, _, done, infos = vec.step(np.zeros((3, 3), np.float32))
+    assert done.all()
+    assert all(info["TimeLimit.truncated"] for info in infos)
+    assert infos[0]["terminal_observation"].shape == (OBS_DIM,)
+
+
+def test_infos_behave_as_a_list_of_dicts_and_expose_arrays():
+    vec = BattalionVecEnv(4)
+    vec.seed(1)
+    vec.reset()
+    _, rewards, _, infos = vec.step(random_actions(1, 4)[0])
+    assert len(infos) == 4 and len(infos[1:3]) == 2 and infos[-1] is infos[3]
+    assert [info["reward/total"] for info in infos] == pytest.approx(rewards.tolist())
+    assert np.array_equal(infos.arrays["reward/total"], rewards)
+    with pytest.raises(IndexError):
+        infos[4]
+
+
+class CountingPolicy:
+    """Deterministic Red: marches and fires; counts its predict calls."""
+
+    def __init__(self, march: float):
+        self.march = march
+        self.calls = []
+
+    def predict(self, observation, deterministic=False):
+        self.calls.append(observation.shape)
+        n = observation.shape[0]
+        return np.tile(np.array([self.march, 0.0, 1.0], np.float32), (n, 1)), None
+
+
+def test_each_red_policy_is_asked_once_per_step_for_all_its_battles():
+    vec = BattalionVecEnv(6)
+    fast, slow = CountingPolicy(1.0), CountingPolicy(-1.0)
+    vec.env_method("set_red_policy", fast, indices=[0, 2, 4])
+    vec.env_method("set_red_policy", slow, indices=[1])
+    vec.seed(3)
+    vec.reset()
+    x_before = vec.battle_state.x[:, 1].copy()
+    vec.step(np.zeros((6, 3), np.float32))
+    assert fast.calls == [(3, OBS_DIM)] and slow.calls == [(1, OBS_DIM)]
+    moved = vec.battle_state.x[:, 1] - x_before
+    assert vec.get_attr("red_policy") == [fast, slow, fast, None, fast, None]
+    # Red marching forward (west) moves left; stepping back moves right.
+    assert (moved[[0, 2, 4]] < 0).all() and moved[1] > 0
+
+
+def test_vec_env_with_a_policy_equals_single_envs_with_it():
+    actions = random_actions(200, 3, seed=4)
+    vec = BattalionVecEnv(3, red_policy=CountingPolicy(1.0))
+    vec.seed(50)
+    observations = [vec.reset()]
+    for t in range(200):
+        observations.append(vec.step(actions[t])[0])
+
+    class Single(CountingPolicy):
+        def predict(self, observation, deterministic=False):
+            return np.array([1.0, 0.0, 1.0], np.float32), None
+
+    for i in range(3):
+        env = BattalionEnv(red_policy=Single(1.0))
+        obs, _ = env.reset(seed=50 + i)
+        for t in range(200):
+            obs, _, terminated, truncated, _ = env.step(actions[t, i])
+            if terminated or truncated:
+                obs, _ = env.reset()
+            assert np.array_equal(obs, observations[t + 1][i])
+
+
+def test_curriculum_level_can_differ_per_battle():
+    vec = BattalionVecEnv(4, curriculum_level=5)
+    vec.env_method("set_curriculum_level", 1, indices=[0, 1])
+    assert vec.get_attr("curriculum_level") == [1, 1, 5, 5]
+    vec.set_attr("curriculum_level", 3, indices=[3])
+    assert vec.get_attr("curriculum_level", indices=[3]) == [3]
+    with pytest.raises(ValueError, match="level"):
+        vec.env_method("set_curriculum_level", 9)
+
+
+def test_bad_input_is_rejected_with_clear_messages():
+    vec = BattalionVecEnv(2)
+    vec.reset()
+    with pytest.raises(ValueError, match="shape"):
+        vec.step(np.zeros((3, 3), np.float32))
+    with pytest.raises(ValueError, match="non-finite"):
+        vec.step(np.array([[0, 0, 0], [np.nan, 0, 0]], np.float32))
+    with pytest.raises(AttributeError, match="set_red_policy"):
+        vec.env_method("teleport")
+    with pytest.raises(TypeError, match="policy"):
+        vec.env_method("set_red_policy", "not a policy")
+    with pytest.raises(ValueError, match="n_envs"):
+        BattalionVecEnv(0)
+    with pytest.raises(RuntimeError, match="reset"):
+        BattalionVecEnv(2).step(np.zeros((2, 3), np.float32))
+
+
+def test_stable_baselines3_ppo_trains_on_it():
+    vec = VecMonitor(BattalionVecEnv(4, max_steps=60))
+    vec.seed(0)
+    model = PPO("MlpPolicy", vec, n_steps=64, batch_size=128, n_epochs=1, seed=0,
+                device="cpu")
+    model.learn(total_timesteps=512)
+    assert model.num_timesteps >= 512
+    assert len(model.ep_info_buffer) > 0  # episodes finished and were counted
