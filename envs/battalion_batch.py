@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from envs.observation import OBS_DIM, duel_observations
-from envs.reward import RewardComponents, RewardWeights, reward_from_weight_vector
+from envs.reward import INFO_KEYS, RewardComponents, RewardWeights, reward_from_weight_vector
 from envs.sim import engine
 from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
@@ -25,6 +25,10 @@ from envs.sim.validation import check_int
 
 F32 = np.float32
 BLUE, RED = 0, 1
+
+INFO_STEP_KEYS = ("blue_damage_dealt", "red_damage_dealt", "blue_routed", "red_routed",
+                  "blue_destroyed", "red_destroyed", "step_count")
+"""Keys of every step's ``info`` besides the ``reward/*`` components."""
 _RED_UNIT = np.array([RED])
 
 
@@ -64,7 +68,32 @@ class DuelStep:
     red_damage_dealt: np.ndarray
     blue_routed: np.ndarray
     red_routed: np.ndarray
+    blue_destroyed: np.ndarray
+    red_destroyed: np.ndarray
     step_count: np.ndarray
+
+    def info(self, battle: int) -> dict[str, Any]:
+        """The ``info`` dict of one battle: :data:`INFO_STEP_KEYS` and ``reward/*``."""
+        i = battle
+        info: dict[str, Any] = dict(zip(INFO_STEP_KEYS, (
+            float(self.blue_damage_dealt[i]), float(self.red_damage_dealt[i]),
+            bool(self.blue_routed[i]), bool(self.red_routed[i]),
+            bool(self.blue_destroyed[i]), bool(self.red_destroyed[i]),
+            int(self.step_count[i])), strict=True))
+        info.update(self.reward.as_dict(i))
+        return info
+
+    def info_arrays(self) -> dict[str, np.ndarray]:
+        """Every info key as a (B,) array."""
+        arrays = {key: getattr(self, key) for key in INFO_STEP_KEYS}
+        arrays.update({key: self.reward.values[i] for i, key in enumerate(INFO_KEYS[:-1])})
+        arrays["reward/total"] = self.reward.total
+        return arrays
+
+    def frozen(self) -> DuelStep:
+        """A copy whose arrays no later reset or step can overwrite."""
+        return DuelStep(**{name: value.copy() if isinstance(value, np.ndarray) else value
+                           for name, value in vars(self).items()})
 
 
 class BattalionBatch:
@@ -216,7 +245,8 @@ class BattalionBatch:
             red_done & ~blue_done, blue_done & ~red_done, state.routed[:, RED],
             state.routed[:, BLUE])
         return DuelStep(self._views[BLUE], reward, terminated, truncated, dealt[:, BLUE],
-                        dealt[:, RED], state.routed[:, BLUE], state.routed[:, RED], state.step)
+                        dealt[:, RED], state.routed[:, BLUE], state.routed[:, RED],
+                        state.destroyed[:, BLUE], state.destroyed[:, RED], state.step)
 
     def _ask(self, policy: RedPolicy, battles: np.ndarray) -> np.ndarray:
         """One batched ``predict`` for the battles ``policy`` commands."""
@@ -242,5 +272,5 @@ class BattalionBatch:
         return battles
 
 
-__all__ = ["BattalionBatch", "DuelStep", "RedPolicy", "OBS_DIM", "check_red_policy",
-           "check_curriculum_level"]
+__all__ = ["BattalionBatch", "DuelStep", "INFO_STEP_KEYS", "RedPolicy", "OBS_DIM",
+           "check_red_policy", "check_curriculum_level"]

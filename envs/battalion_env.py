@@ -14,6 +14,7 @@ import numpy as np
 from gymnasium import spaces
 
 from envs.battalion_batch import (
+    INFO_STEP_KEYS,
     BattalionBatch,
     RedPolicy,
     check_curriculum_level,
@@ -37,12 +38,8 @@ from envs.sim.validation import check_action_array, check_int
 __all__ = [
     "BattalionEnv", "RedPolicy", "MAP_WIDTH", "MAP_HEIGHT", "MAX_STEPS", "DT",
     "NUM_CURRICULUM_LEVELS", "DESTROYED_THRESHOLD", "OBS_DIM", "OBSERVATION_FEATURES",
-    "make_spaces", "battle_config_from_args",
+    "INFO_STEP_KEYS", "make_spaces", "battle_config_from_args",
 ]
-
-INFO_STEP_KEYS = ("blue_damage_dealt", "red_damage_dealt", "blue_routed", "red_routed",
-                  "step_count")
-"""Keys of every step's ``info`` besides the ``reward/*`` components."""
 
 
 def make_spaces() -> tuple[spaces.Box, spaces.Box]:
@@ -89,8 +86,9 @@ class BattalionEnv(gym.Env):
     box but finite are clipped; NaN or infinite actions raise ``ValueError``.
 
     Every step's ``info`` holds ``blue_damage_dealt``, ``red_damage_dealt``
-    (strength removed this step), ``blue_routed``, ``red_routed``, ``step_count``
-    and the ``reward/*`` components with ``reward/total``. The episode terminates
+    (strength removed this step), ``blue_routed``, ``red_routed``,
+    ``blue_destroyed``, ``red_destroyed``, ``step_count`` and the ``reward/*``
+    components with ``reward/total``. The episode terminates
     when either side is routed or destroyed, and is truncated at ``max_steps``.
     """
 
@@ -148,11 +146,7 @@ class BattalionEnv(gym.Env):
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         action = check_action_array("action", action, (3,))
         result = self._battle.step(action[None, :])
-        info = dict(zip(INFO_STEP_KEYS, (
-            float(result.blue_damage_dealt[0]), float(result.red_damage_dealt[0]),
-            bool(result.blue_routed[0]), bool(result.red_routed[0]),
-            int(result.step_count[0])), strict=True))
-        info.update(result.reward.as_dict(0))
+        info = result.info(0)
         return (result.observation[0].copy(), info["reward/total"],
                 bool(result.terminated[0]), bool(result.truncated[0]), info)
 

@@ -16,8 +16,8 @@ import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
 from envs.battalion_batch import BattalionBatch, DuelStep, RedPolicy, check_red_policy
-from envs.battalion_env import INFO_STEP_KEYS, battle_config_from_args, make_spaces
-from envs.reward import INFO_KEYS, RewardWeights
+from envs.battalion_env import battle_config_from_args, make_spaces
+from envs.reward import RewardWeights
 from envs.sim.constants import HILL_SPEED_FACTOR, MAP_HEIGHT, MAP_WIDTH, MAX_STEPS
 from envs.sim.terrain import TerrainMap
 from envs.sim.validation import check_int
@@ -44,14 +44,8 @@ class BatchInfos(Sequence):
     @property
     def arrays(self) -> dict[str, np.ndarray]:
         """Every info key as a (B,) array (rewards as their ``reward/*`` keys)."""
-        r = self._result
-        values = r.reward.values
-        arrays = dict(zip(INFO_STEP_KEYS, (r.blue_damage_dealt, r.red_damage_dealt,
-                                           r.blue_routed, r.red_routed, r.step_count),
-                          strict=True))
-        arrays.update({key: values[i] for i, key in enumerate(INFO_KEYS[:-1])})
-        arrays["reward/total"] = r.reward.total
-        arrays["TimeLimit.truncated"] = r.truncated
+        arrays = self._result.info_arrays()
+        arrays["TimeLimit.truncated"] = self._result.truncated
         return arrays
 
     def __len__(self) -> int:
@@ -66,13 +60,8 @@ class BatchInfos(Sequence):
         index = range(len(self))[index]  # normalises negatives, raises IndexError
         info = self._built.get(index)
         if info is None:
-            r = self._result
-            info = dict(zip(INFO_STEP_KEYS, (
-                float(r.blue_damage_dealt[index]), float(r.red_damage_dealt[index]),
-                bool(r.blue_routed[index]), bool(r.red_routed[index]),
-                int(r.step_count[index])), strict=True))
-            info.update(r.reward.as_dict(index))
-            info["TimeLimit.truncated"] = bool(r.truncated[index])
+            info = self._result.info(index)
+            info["TimeLimit.truncated"] = bool(self._result.truncated[index])
             if index in self._terminal:
                 info["terminal_observation"] = self._terminal[index]
             self._built[index] = info
@@ -165,7 +154,7 @@ class BattalionVecEnv(VecEnv):
             # Copy before the restart overwrites these rows.
             last = result.observation[finished].copy()
             terminal = dict(zip(finished.tolist(), last, strict=True))
-            result = _freeze(result)
+            result = result.frozen()
             self._battle.next_episode(finished)
         observation = self._battle.blue_observation().copy()
         return observation, rewards, done, BatchInfos(result, done, terminal)
@@ -250,11 +239,3 @@ class BattalionVecEnv(VecEnv):
     def battle_state(self):
         """The simulator state of all battles (a batch of ``num_envs``)."""
         return self._battle.state
-
-
-def _freeze(result: DuelStep) -> DuelStep:
-    """A copy of the arrays restarting battles will overwrite (the rest are fresh)."""
-    return DuelStep(result.observation.copy(), result.reward, result.terminated,
-                    result.truncated, result.blue_damage_dealt, result.red_damage_dealt,
-                    result.blue_routed.copy(), result.red_routed.copy(),
-                    result.step_count.copy())

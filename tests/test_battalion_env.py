@@ -85,7 +85,7 @@ def test_rgb_array_render_shows_the_battlefield():
     env = BattalionEnv(render_mode="rgb_array")
     env.reset(seed=3)
     image = env.render()
-    assert image.shape == (480, 480, 3) and image.dtype == np.uint8
+    assert image.shape == (496, 480, 3) and image.dtype == np.uint8
     assert image.std() > 5  # terrain and units, not a blank canvas
     assert BattalionEnv().render() is None
 

@@ -49,7 +49,7 @@ def test_save_and_load_round_trip(replay, tmp_path):
 def test_gif_animates_the_battle(replay, tmp_path):
     path = render_gif(replay, tmp_path / "battle.gif", frame_stride=4, size=200)
     with Image.open(path) as gif:
-        assert gif.format == "GIF" and gif.size == (200, 200)
+        assert gif.format == "GIF" and gif.size == (200, 216)
         assert gif.n_frames == len(range(0, replay.n_steps + 1, 4)) + (
             replay.n_steps % 4 != 0)
         gif.seek(0)

@@ -9,18 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageFilter
 
-TEAM_COLOURS = ((40, 80, 200), (200, 40, 40))
-ROUTED_COLOURS = ((150, 170, 230), (235, 160, 160))
+TEAM_COLOURS = ((25, 60, 210), (210, 25, 25))
+ROUTED_COLOURS = ((150, 170, 235), (240, 160, 160))
 DESTROYED_COLOUR = (90, 90, 90)
 FIRE_COLOUR = (255, 200, 40)
 LOW_GROUND = np.array((150, 190, 110), np.float32)
 HIGH_GROUND = np.array((170, 140, 90), np.float32)
 WOODS = np.array((40, 100, 45), np.float32)
-FRONTAGE_M = 70.0
-"""Drawn width of a battalion in line (about 700 men two ranks deep, exaggerated)."""
-DEPTH_M = 14.0
+FRONTAGE_M = 80.0
+"""Drawn width of a battalion in line (about 700 men in two ranks, exaggerated)."""
+DEPTH_M = 22.0
+STATUS_HEIGHT = 16
 
 
 @dataclass(frozen=True)
@@ -41,20 +42,42 @@ class Frame:
 
 
 def terrain_image(elevation: np.ndarray, cover: np.ndarray, size: tuple[int, int]) -> Image.Image:
-    """Shaded map: green lowland to brown heights, woods darkening the ground."""
-    e = np.clip(elevation, 0, 1)[..., None]
-    c = np.clip(cover, 0, 1)[..., None]
-    colour = (LOW_GROUND * (1 - e) + HIGH_GROUND * e) * (1 - 0.8 * c) + WOODS * 0.8 * c
+    """Shaded map: green lowland to brown heights, lit from the north-west, with contour
+    lines every fifth of the highest hill, and woods darkening the ground."""
+    width, height = size
     # Row 0 of the grid is the south edge; image row 0 is the top.
-    grid = Image.fromarray(np.flipud(colour).astype(np.uint8), "RGB")
-    return grid.resize(size, Image.Resampling.BILINEAR)
+    def upsample(grid: np.ndarray) -> np.ndarray:
+        image = Image.fromarray(np.flipud(np.asarray(grid, np.float32)), "F")
+        return np.asarray(image.resize(size, Image.Resampling.BILINEAR))
+
+    e = np.clip(upsample(elevation), 0, 1)
+    c = np.clip(upsample(cover), 0, 1)
+    gy, gx = np.gradient(e * 40.0)
+    shade = np.clip(1.0 + 0.6 * (-gx + gy) / np.sqrt(1 + gx * gx + gy * gy), 0.6, 1.3)
+    # Bilinear slopes are constant per cell; blurring the light hides the facets.
+    blur = ImageFilter.GaussianBlur(radius=max(2, width // 60))
+    grey = Image.fromarray(((shade - 0.6) / 0.7 * 255).astype(np.uint8), "L").filter(blur)
+    shade = 0.6 + np.asarray(grey, np.float32) / 255 * 0.7
+    colour = (LOW_GROUND * (1 - e[..., None]) + HIGH_GROUND * e[..., None]) * shade[..., None]
+    colour = colour * (1 - 0.75 * c[..., None]) + WOODS * 0.75 * c[..., None]
+    band = np.floor(e * 5)
+    contour = (band != np.roll(band, 1, axis=0)) | (band != np.roll(band, 1, axis=1))
+    contour[0, :] = contour[:, 0] = False
+    colour[contour] = colour[contour] * 0.6
+    return Image.fromarray(np.clip(colour, 0, 255).astype(np.uint8), "RGB")
 
 
 def draw_frame(background: Image.Image, frame: Frame, width: float, height: float) -> np.ndarray:
-    """Draw ``frame`` over a terrain ``background``; returns an (H, W, 3) uint8 array."""
-    image = background.copy()
+    """Draw ``frame`` over a terrain ``background``; returns an (H, W, 3) uint8 array.
+
+    A status strip of :data:`STATUS_HEIGHT` pixels above the map names the step
+    and each side's strength.
+    """
+    image = Image.new("RGB", (background.width, background.height + STATUS_HEIGHT),
+                      (250, 250, 245))
+    image.paste(background, (0, STATUS_HEIGHT))
     draw = ImageDraw.Draw(image)
-    px, py = image.width / width, image.height / height
+    px, py = background.width / width, background.height / height
 
     def to_pixels(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.stack([x * px, image.height - y * py], axis=-1)
@@ -84,9 +107,12 @@ def draw_frame(background: Image.Image, frame: Frame, width: float, height: floa
             fill = TEAM_COLOURS[team]
         draw.polygon(polygon, fill=fill, outline=(20, 20, 20))
         if not (frame.destroyed[u] or frame.routed[u]):
-            tip = to_pixels(*(centre + along * (DEPTH_M + 18)))
-            base = to_pixels(*(centre + along * DEPTH_M * 0.5))
-            draw.line([tuple(base), tuple(tip)], fill=(20, 20, 20), width=2)
+            # An arrowhead on the front shows which way the battalion faces.
+            tip = centre + along * (DEPTH_M * 0.5 + 16)
+            left = centre + along * DEPTH_M * 0.5 + across * 9
+            right = centre + along * DEPTH_M * 0.5 - across * 9
+            draw.polygon([tuple(to_pixels(*p)) for p in (tip, left, right)], fill=fill,
+                         outline=(20, 20, 20))
         # Strength (dark) and morale (light) bars under the unit.
         bx, by = to_pixels(frame.x[u], frame.y[u] - 30)
         draw.rectangle([bx - 15, by, bx + 15, by + 3], fill=(255, 255, 255))
@@ -95,8 +121,23 @@ def draw_frame(background: Image.Image, frame: Frame, width: float, height: floa
         draw.rectangle([bx - 15, by + 4, bx + 15, by + 7], fill=(255, 255, 255))
         draw.rectangle([bx - 15, by + 4, bx - 15 + 30 * float(frame.morale[u]), by + 7],
                        fill=(230, 180, 40))
-    draw.text((6, 4), f"step {frame.step}", fill=(0, 0, 0))
+    status = "   ".join(
+        f"{('Blue', 'Red')[int(frame.team[u])]} {float(frame.strength[u]):.0%}"
+        + (" routed" if frame.routed[u] else " destroyed" if frame.destroyed[u] else "")
+        for u in range(len(frame.x)))
+    draw.text((4, 2), f"step {frame.step}   {status}", fill=(0, 0, 0))
     return np.asarray(image)
+
+
+def palette_for(background: Image.Image) -> Image.Image:
+    """A GIF palette: the team and fire colours exactly, the rest fitted to the map."""
+    fixed = [*TEAM_COLOURS, *ROUTED_COLOURS, DESTROYED_COLOUR, FIRE_COLOUR, (20, 20, 20),
+             (0, 0, 0), (255, 255, 255), (250, 250, 245), (30, 30, 30), (230, 180, 40)]
+    fitted = background.quantize(256 - len(fixed), method=Image.Quantize.MEDIANCUT)
+    colours = [c for rgb in fixed for c in rgb] + fitted.getpalette()[: 3 * (256 - len(fixed))]
+    palette = Image.new("P", (1, 1))
+    palette.putpalette(colours)
+    return palette
 
 
 def draw_battle(state, battle: int, config, size: int = 480, events=None) -> np.ndarray:

@@ -17,7 +17,7 @@ import numpy as np
 from PIL import Image
 
 from envs.files import atomic_write_bytes
-from envs.rendering.draw import Frame, draw_frame, terrain_image
+from envs.rendering.draw import Frame, draw_frame, palette_for, terrain_image
 from envs.sim.engine import StepEvents
 from envs.sim.state import BattleState
 
@@ -194,8 +194,10 @@ def render_gif(replay: Replay, path: str | Path, *, size: int = 480, fps: int = 
     steps = list(range(0, replay.n_steps + 1, frame_stride))
     if steps[-1] != replay.n_steps:
         steps.append(replay.n_steps)
+    palette = palette_for(background)
     frames = [Image.fromarray(draw_frame(background, replay.frame(t), replay.width,
-                                         replay.height)) for t in steps]
+                                         replay.height)).quantize(
+                  palette=palette, dither=Image.Dither.NONE) for t in steps]
     # Hold the final frame so the outcome can be read.
     durations = [int(1000 / fps)] * (len(frames) - 1) + [2000]
     buffer = io.BytesIO()

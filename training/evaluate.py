@@ -1,0 +1,215 @@
+"""Evaluate a commander against an opponent: wins, draws and losses over many battles.
+
+Opponents are ``scripted_l1`` .. ``scripted_l5`` (the built-in scripted Red of
+that curriculum level), ``random`` (uniformly random orders), or the path of an
+SB3 ``.zip`` checkpoint that then commands Red. Blue wins when Red is routed or
+destroyed while Blue is neither; it loses in the mirror case; anything else
+(both broken on the same step, or the step limit) is a draw.
+
+All episodes run at once, as one :class:`~envs.vec_env.BattalionVecEnv` batch;
+episode ``i`` is the battle ``BattalionEnv(...).reset(seed=seed + i)`` plays.
+
+Usage::
+
+    python training/evaluate.py --checkpoint checkpoints/run/final --opponent scripted_l3
+    python training/evaluate.py --checkpoint checkpoints/run/final --opponent scripted_l3 \\
+        --n-episodes 100 --seed 0 --elo-registry checkpoints/elo_registry.json \\
+        --agent-name my_run_v1
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+if __package__ in (None, ""):  # run as a script: make the project importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from envs.battalion_env import BattalionEnv  # noqa: E402
+from envs.sim.validation import check_int  # noqa: E402
+from envs.vec_env import BattalionVecEnv  # noqa: E402
+from training.opponents import resolve_opponent  # noqa: E402
+
+__all__ = ["EvaluationResult", "evaluate", "evaluate_detailed", "main",
+           "run_episodes_with_model", "env_kwargs_of"]
+
+_ENV_SETTINGS = ("map_width", "map_height", "max_steps", "terrain", "randomize_terrain",
+                 "hill_speed_factor", "reward_weights")
+
+
+class EvaluationResult(NamedTuple):
+    """Outcome counts of an evaluation and their rates.
+
+    Attributes:
+        wins: battles Blue won.
+        draws: battles neither side won (both broke together, or time ran out).
+        losses: battles Blue lost.
+        n_episodes: battles played (``wins + draws + losses``).
+        win_rate, draw_rate, loss_rate: the counts divided by ``n_episodes``.
+    """
+
+    wins: int
+    draws: int
+    losses: int
+    n_episodes: int
+    win_rate: float
+    draw_rate: float
+    loss_rate: float
+
+    @classmethod
+    def from_outcomes(cls, outcomes: np.ndarray) -> EvaluationResult:
+        """From per-battle outcomes: +1 win, 0 draw, -1 loss."""
+        n = len(outcomes)
+        wins, losses = int((outcomes > 0).sum()), int((outcomes < 0).sum())
+        draws = n - wins - losses
+        return cls(wins, draws, losses, n, wins / n, draws / n, losses / n)
+
+    @property
+    def score(self) -> float:
+        """Mean score per battle for Elo: 1 per win, 0.5 per draw."""
+        return (self.wins + 0.5 * self.draws) / self.n_episodes
+
+
+def env_kwargs_of(env: BattalionEnv) -> dict[str, Any]:
+    """The constructor settings of ``env`` that shape its battles."""
+    return {name: getattr(env, name) for name in _ENV_SETTINGS}
+
+
+def run_episodes_with_model(
+    model: Any,
+    opponent: str = "scripted_l5",
+    n_episodes: int = 50,
+    deterministic: bool = True,
+    seed: int | None = None,
+    env: BattalionEnv | None = None,
+    env_kwargs: dict | None = None,
+) -> EvaluationResult:
+    """Play ``n_episodes`` battles with ``model`` commanding Blue, all at once.
+
+    Args:
+        model: anything with ``predict(obs, deterministic) -> (actions, state)``
+            that accepts an (n, obs_dim) batch (SB3 models do).
+        opponent: see the module docstring.
+        n_episodes: number of battles (>= 1).
+        deterministic: whether Blue acts deterministically.
+        seed: base seed; episode ``i`` uses ``seed + i``. None draws one.
+        env: a :class:`BattalionEnv` whose settings (map, terrain, step limit,
+            reward weights) the battles use; its curriculum level and Red are
+            replaced by ``opponent``.
+        env_kwargs: further BattalionEnv constructor settings (override ``env``'s).
+
+    Returns:
+        The :class:`EvaluationResult`.
+
+    Raises:
+        ValueError: if ``n_episodes < 1``, the opponent is unknown, or the model
+            returns actions of the wrong shape.
+    """
+    outcomes = play_battles(model, opponent, n_episodes, deterministic, seed, env, env_kwargs)
+    return EvaluationResult.from_outcomes(outcomes)
+
+
+def play_battles(model: Any, opponent: str, n_episodes: int, deterministic: bool,
+                 seed: int | None, env: BattalionEnv | None = None,
+                 env_kwargs: dict | None = None) -> np.ndarray:
+    """Per-battle outcomes (+1 win, 0 draw, -1 loss) of :func:`run_episodes_with_model`."""
+    n_episodes = check_int("n_episodes", n_episodes, minimum=1)
+    if seed is None:
+        seed = int(np.random.default_rng().integers(0, 2**31))
+    seed = check_int("seed", seed, minimum=0)
+    settings = env_kwargs_of(env) if env is not None else {}
+    settings.update(env_kwargs or {})
+    for forbidden in ("curriculum_level", "red_policy", "render_mode"):
+        settings.pop(forbidden, None)
+    red = resolve_opponent(opponent, seed=seed)
+    vec = BattalionVecEnv(n_episodes, curriculum_level=red.curriculum_level,
+                          red_policy=red.policy, **settings)
+    vec.seed(seed)
+    observations = vec.reset()
+    outcomes = np.zeros(n_episodes, np.int8)
+    finished = np.zeros(n_episodes, bool)
+    while not finished.all():
+        actions = np.asarray(model.predict(observations, deterministic=deterministic)[0],
+                             dtype=np.float32)
+        if actions.shape != (n_episodes, 3):
+            raise ValueError(f"model returned actions of shape {actions.shape}: expected "
+                             f"({n_episodes}, 3) for a batch of {n_episodes} observations")
+        observations, _, done, infos = vec.step(actions)
+        newly = done & ~finished
+        if newly.any():
+            info = infos.arrays
+            blue_out = info["blue_routed"] | info["blue_destroyed"]
+            red_out = info["red_routed"] | info["red_destroyed"]
+            outcomes[newly] = (red_out & ~blue_out)[newly].astype(np.int8) - (
+                blue_out & ~red_out)[newly].astype(np.int8)
+            finished |= newly
+    return outcomes
+
+
+def evaluate_detailed(checkpoint_path: str, n_episodes: int = 50, deterministic: bool = True,
+                      seed: int | None = None, opponent: str = "scripted_l5",
+                      env_kwargs: dict | None = None) -> EvaluationResult:
+    """Load a checkpoint and play ``n_episodes`` battles; see :func:`run_episodes_with_model`.
+
+    Raises:
+        FileNotFoundError: if the checkpoint does not exist.
+        ValueError: if ``n_episodes < 1`` or the opponent is unknown.
+    """
+    from training.checkpoints import load_ppo
+
+    check_int("n_episodes", n_episodes, minimum=1)
+    model = load_ppo(checkpoint_path)
+    return run_episodes_with_model(model, opponent, n_episodes, deterministic, seed,
+                                   env_kwargs=env_kwargs)
+
+
+def evaluate(checkpoint_path: str, n_episodes: int = 50, deterministic: bool = True,
+             seed: int | None = None, opponent: str = "scripted_l5") -> float:
+    """Blue's win rate over ``n_episodes`` battles; see :func:`evaluate_detailed`."""
+    return evaluate_detailed(checkpoint_path, n_episodes, deterministic, seed,
+                             opponent).win_rate
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point."""
+    parser = argparse.ArgumentParser(
+        prog="python training/evaluate.py",
+        description="Evaluate a PPO checkpoint against an opponent.")
+    parser.add_argument("--checkpoint", required=True, help="SB3 .zip (suffix optional)")
+    parser.add_argument("--opponent", default="scripted_l5",
+                        help="scripted_l1..scripted_l5, random, or a checkpoint path")
+    parser.add_argument("--n-episodes", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--stochastic", action="store_true",
+                        help="sample Blue's actions instead of taking the mean")
+    parser.add_argument("--elo-registry", default=None,
+                        help="update this Elo registry (JSON) with the result")
+    parser.add_argument("--agent-name", default=None,
+                        help="name of the evaluated agent in the Elo registry")
+    args = parser.parse_args(argv)
+    if args.elo_registry and not args.agent_name:
+        parser.error("--elo-registry needs --agent-name")
+
+    result = evaluate_detailed(args.checkpoint, args.n_episodes, not args.stochastic,
+                               args.seed, args.opponent)
+    print(f"{args.checkpoint} vs {args.opponent} over {result.n_episodes} battles: "
+          f"{result.wins} won, {result.draws} drawn, {result.losses} lost "
+          f"(win rate {result.win_rate:.1%})")
+    if args.elo_registry:
+        from training.elo import EloRegistry
+
+        registry = EloRegistry(args.elo_registry)
+        delta = registry.update(args.agent_name, args.opponent, result.score,
+                                n_games=result.n_episodes)
+        registry.save()
+        print(f"Elo of {args.agent_name}: {registry.get_rating(args.agent_name):.1f} "
+              f"({delta:+.1f}) in {args.elo_registry}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

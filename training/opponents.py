@@ -1,0 +1,71 @@
+"""Opponents by name: ``scripted_l1`` .. ``scripted_l5``, ``random``, or a checkpoint path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from envs.battalion_batch import RedPolicy
+from envs.sim.constants import NUM_CURRICULUM_LEVELS
+
+SCRIPTED_OPPONENTS = tuple(f"scripted_l{level}" for level in range(1, NUM_CURRICULUM_LEVELS + 1))
+NAMED_OPPONENTS = (*SCRIPTED_OPPONENTS, "random")
+
+
+class RandomPolicy:
+    """Uniformly random ``[move, rotate, fire]`` orders, reproducible from ``seed``."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def predict(self, observation: np.ndarray,
+                deterministic: bool = False) -> tuple[np.ndarray, None]:
+        obs = np.asarray(observation)
+        shape = (3,) if obs.ndim == 1 else (obs.shape[0], 3)
+        actions = self.rng.uniform([-1, -1, 0], [1, 1, 1], size=shape).astype(np.float32)
+        return actions, None
+
+
+@dataclass(frozen=True)
+class Opponent:
+    """How Red is commanded: a scripted level, or a policy (with its level unused)."""
+
+    name: str
+    curriculum_level: int
+    policy: RedPolicy | None
+
+
+def resolve_opponent(opponent: str, *, seed: int | None = None, device: str = "cpu") -> Opponent:
+    """Turn an opponent name into Red's commander.
+
+    Args:
+        opponent: ``scripted_l1`` .. ``scripted_l5``, ``random``, or the path of an
+            SB3 ``.zip`` checkpoint (the suffix may be omitted).
+        seed: seed of the ``random`` opponent.
+        device: torch device for a checkpoint opponent.
+
+    Raises:
+        ValueError: for a name that is neither a known opponent nor an existing file.
+    """
+    if opponent in SCRIPTED_OPPONENTS:
+        return Opponent(opponent, int(opponent.removeprefix("scripted_l")), None)
+    if opponent == "random":
+        return Opponent(opponent, NUM_CURRICULUM_LEVELS, RandomPolicy(seed))
+    path = checkpoint_path(opponent)
+    if path is None:
+        raise ValueError(f"opponent={opponent!r} is invalid: expected one of "
+                         f"{', '.join(NAMED_OPPONENTS)} or the path of an SB3 .zip checkpoint")
+    from training.checkpoints import load_ppo
+
+    return Opponent(str(path), NUM_CURRICULUM_LEVELS, load_ppo(path, device=device))
+
+
+def checkpoint_path(path: str | Path) -> Path | None:
+    """The existing checkpoint file ``path`` names (``.zip`` optional), or None."""
+    path = Path(path)
+    for candidate in (path, path.with_name(path.name + ".zip")):
+        if candidate.is_file():
+            return candidate
+    return None
