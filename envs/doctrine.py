@@ -53,3 +53,41 @@ class DisciplinedCommander:
         fire = facing & ~march & (distance <= self.hold_range)
         actions = np.stack([march, turn, fire], axis=1).astype(np.float32)
         return (actions[0] if single else actions), None
+
+
+class ScriptedCommander:
+    """The scripted opponent of a curriculum level, driven from an observation.
+
+    It gives the same orders as the built-in scripted Red (:mod:`envs.sim.scripted`)
+    would in a 1v1 battle, but as a policy: it can command Blue (to pit a level
+    against itself) or be put in a pool of opponents.
+
+    Args:
+        level: curriculum level, 1 to 5.
+        map_diagonal, max_turn_rate, fire_range: the battle's, as for
+            :class:`DisciplinedCommander`.
+    """
+
+    def __init__(self, level: int,
+                 map_diagonal: float = math.hypot(C.MAP_WIDTH, C.MAP_HEIGHT),
+                 max_turn_rate: float = C.MAX_TURN_RATE,
+                 fire_range: float = C.FIRE_RANGE) -> None:
+        from envs.battalion_batch import check_curriculum_level
+
+        self.level = check_curriculum_level(level, "level")
+        self.map_diagonal = check_positive("map_diagonal", map_diagonal)
+        self.max_turn_rate = check_positive("max_turn_rate", max_turn_rate)
+        self.halt = C.SCRIPTED_HALT_FRACTION * check_positive("fire_range", fire_range)
+
+    def predict(self, observation: np.ndarray,
+                deterministic: bool = True) -> tuple[np.ndarray, None]:
+        """Actions for one observation (OBS_DIM,) or a batch (n, OBS_DIM)."""
+        obs = np.atleast_2d(np.asarray(observation, dtype=np.float32))
+        distance = obs[:, _F["enemy_distance"]] * self.map_diagonal
+        off_front = np.arctan2(obs[:, _F["enemy_relative_bearing_sin"]],
+                               obs[:, _F["enemy_relative_bearing_cos"]])
+        turn = np.clip(off_front / self.max_turn_rate, -1, 1) * (self.level >= 2)
+        march = (self.level >= 3) & (distance > self.halt)
+        fire = np.full(len(obs), C.SCRIPTED_FIRE_INTENSITY[self.level - 1])
+        actions = np.stack([march, turn, fire], axis=1).astype(np.float32)
+        return (actions[0] if np.ndim(observation) == 1 else actions), None

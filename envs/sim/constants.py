@@ -13,7 +13,9 @@ import math
 DT = 0.1
 """Seconds of battle per simulation step."""
 MAP_WIDTH = 1000.0
+"""Default battlefield width in metres (west to east)."""
 MAP_HEIGHT = 1000.0
+"""Default battlefield height in metres (south to north)."""
 MAX_STEPS = 500
 """Steps before a battle is cut off as a draw."""
 
@@ -87,24 +89,35 @@ DESTROYED_THRESHOLD = 0.01
 
 # --- deployment and terrain generation --------------------------------------
 BLUE_DEPLOY_X = (0.1, 0.4)
+"""Blue deploys in this band of the map width (west)."""
 RED_DEPLOY_X = (0.6, 0.9)
+"""Red deploys in this band of the map width (east)."""
 DEPLOY_Y = (0.1, 0.9)
+"""Both deploy in this band of the map height."""
 DEPLOY_HEADING_SPREAD = math.pi / 4
 """Each side starts facing the enemy's edge, give or take this angle."""
 TERRAIN_ROWS = 20
+"""Rows of a generated map's grid (50 m cells on the default map)."""
 TERRAIN_COLS = 20
+"""Columns of a generated map's grid."""
 NUM_HILLS = 5
+"""Hills on a generated map."""
 NUM_FORESTS = 3
+"""Woods on a generated map."""
 HILL_SIGMA = (0.0345, 0.115)
 """Range of a hill's spread, as a fraction of the map side."""
 HILL_HEIGHT = (0.5, 1.0)
+"""Range of a hill's height before the map is rescaled so its highest point is 1."""
 FOREST_SIGMA = (0.05, 0.2)
+"""Range of a wood's spread, as a fraction of the map side."""
 FOREST_DENSITY = (0.25, 0.5)
+"""Range of a wood's cover density at its centre (overlapping woods add up, to 1)."""
 FEATURE_CENTRE = (0.1, 0.9)
 """Hills and woods are centred away from the map edges."""
 
 # --- scripted opponents -----------------------------------------------------
 NUM_CURRICULUM_LEVELS = 5
+"""Scripted opponents come in levels 1 (passive) to 5 (full combat)."""
 SCRIPTED_HALT_FRACTION = 0.8
 """Scripted advancing levels halt once the enemy is within this fraction of fire range."""
 SCRIPTED_FIRE_INTENSITY = (0.0, 0.0, 0.0, 0.5, 1.0)
