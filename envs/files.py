@@ -15,6 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+# mkstemp creates files readable by their owner only; written files should get
+# the permissions the user's umask gives any new file. Read it once, at import.
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 def fsync_directory(directory: Path) -> None:
     """Make a rename inside ``directory`` durable (a no-op where unsupported)."""
@@ -46,6 +51,7 @@ def atomic_writer(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     tmp = Path(tmp_name)
     try:
+        os.chmod(tmp, 0o666 & ~_UMASK)
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
             yield handle
             handle.flush()
