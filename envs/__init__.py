@@ -1,18 +1,41 @@
 """Environments: the battle simulator and the RL interfaces on top of it.
 
 ``BattalionEnv`` is registered with Gymnasium as ``wargames/Battalion-v0``.
+The public classes are imported on first use, so that light modules of this
+package (``envs.sim``, ``envs.files``) do not pay for torch, which
+``BattalionVecEnv`` pulls in through Stable-Baselines3.
 """
 
-import gymnasium
+from __future__ import annotations
 
-from envs.battalion_env import BattalionEnv
-from envs.reward import RewardWeights
-from envs.sim.config import BattleConfig
-from envs.sim.terrain import TerrainMap
-from envs.vec_env import BattalionVecEnv
+import importlib
+from typing import TYPE_CHECKING
+
+import gymnasium
 
 if "wargames/Battalion-v0" not in gymnasium.registry:
     # The env truncates itself at max_steps, so no TimeLimit wrapper is added.
     gymnasium.register("wargames/Battalion-v0", entry_point="envs.battalion_env:BattalionEnv")
 
+_EXPORTS = {
+    "BattalionEnv": "envs.battalion_env",
+    "BattalionVecEnv": "envs.vec_env",
+    "BattleConfig": "envs.sim.config",
+    "RewardWeights": "envs.reward",
+    "TerrainMap": "envs.sim.terrain",
+}
+
 __all__ = ["BattalionEnv", "BattalionVecEnv", "BattleConfig", "RewardWeights", "TerrainMap"]
+
+if TYPE_CHECKING:
+    from envs.battalion_env import BattalionEnv
+    from envs.reward import RewardWeights
+    from envs.sim.config import BattleConfig
+    from envs.sim.terrain import TerrainMap
+    from envs.vec_env import BattalionVecEnv
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'envs' has no attribute {name!r}")

@@ -128,6 +128,7 @@ class BattalionBatch:
         self.randomize_terrain = bool(randomize_terrain) and terrain is None
         self.reward_weights = reward_weights or RewardWeights()
         self._weight_vector = self.reward_weights.as_array()
+        self._inverse_diagonal = np.float32(1 / config.diagonal)
         self.levels = np.full(self.n_battles, check_curriculum_level(curriculum_level), np.int8)
         rows, cols = terrain_grid_shape(terrain, self.randomize_terrain)
         self.state = BattleState.empty(self.n_battles, np.array([BLUE, RED]), rows, cols)
@@ -230,6 +231,7 @@ class BattalionBatch:
         for policy, battles in self._policy_groups:
             orders[:, RED, battles] = self._ask(policy, battles).T
 
+        distance_before = self.geometry.dist[:, BLUE, RED]
         state, events = engine.step(state, orders.transpose(2, 1, 0), self.config,
                                     self.geometry)
         self.state, self.geometry, self.last_events = state, events.geometry, events
@@ -243,7 +245,8 @@ class BattalionBatch:
         reward = reward_from_weight_vector(
             self._weight_vector, dealt[:, BLUE], dealt[:, RED], state.strength[:, BLUE],
             red_done & ~blue_done, blue_done & ~red_done, state.routed[:, RED],
-            state.routed[:, BLUE])
+            state.routed[:, BLUE],
+            (distance_before - events.geometry.dist[:, BLUE, RED]) * self._inverse_diagonal)
         return DuelStep(self._views[BLUE], reward, terminated, truncated, dealt[:, BLUE],
                         dealt[:, RED], state.routed[:, BLUE], state.routed[:, RED],
                         state.destroyed[:, BLUE], state.destroyed[:, RED], state.step)

@@ -1,9 +1,14 @@
-"""Writing files so that a crash never leaves one half-written.
+"""Files that must not be lost: atomic replacement and inter-process locks.
 
 A file is written to a temporary sibling in the same folder, flushed and
 fsynced, then moved over the target with ``os.replace`` (atomic on POSIX and
 Windows), and the folder entry is fsynced. Readers see the old file or the new
 one, never a mixture.
+
+A file shared by several processes (league pools, match databases, Elo
+registries) is guarded by an advisory lock on its sibling ``<name>.lock``. The
+lock is an OS-level ``flock``, released when the holding process dies; a
+leftover ``.lock`` file is harmless and never a reason to delete anything.
 """
 
 from __future__ import annotations
@@ -14,6 +19,11 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+
+import filelock
+
+LOCK_TIMEOUT_S = 120.0
+"""Seconds a writer waits for another process before giving up with an error."""
 
 # mkstemp creates files readable by their owner only; written files should get
 # the permissions the user's umask gives any new file. Read it once, at import.
@@ -73,3 +83,32 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Replace ``path`` with ``text`` (UTF-8) atomically."""
     with atomic_writer(path, "w") as handle:
         handle.write(text)
+
+
+def lock_path_for(path: str | os.PathLike) -> Path:
+    """The sibling lock file of ``path`` (``pool.json`` -> ``pool.json.lock``)."""
+    path = Path(path)
+    return path.with_name(path.name + ".lock")
+
+
+@contextlib.contextmanager
+def hold_lock(path: str | os.PathLike, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Hold the inter-process lock that guards ``path`` for the block.
+
+    Raises:
+        TimeoutError: if another process holds the lock for ``timeout`` seconds.
+    """
+    lock_file = lock_path_for(path)
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    lock = filelock.FileLock(str(lock_file), timeout=timeout)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise TimeoutError(
+            f"could not lock {path} within {timeout:.0f} s: another process holds {lock_file}; "
+            "check for a hung trainer (the lock is released automatically when it exits)"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()

@@ -1,0 +1,60 @@
+"""AlphaStar-style league: agent pool, match log, matchmaking, Nash and diversity.
+
+Only NumPy, SciPy (imported lazily by the Nash solver) and filelock are
+needed here; trainers that need torch live in their own modules.
+"""
+
+from __future__ import annotations
+
+from training.league.agent_pool import AgentPool, AgentRecord, AgentType, PoolManifestError
+from training.league.diversity import (
+    DiversityTracker,
+    TrajectoryBatch,
+    diversity_score,
+    embed_trajectory,
+    pairwise_cosine_distances,
+)
+from training.league.match_database import MatchDatabase, MatchResult
+from training.league.matchmaker import LeagueMatchmaker, make_nash_weight_fn
+from training.league.nash import (
+    NashSolution,
+    build_payoff_matrix,
+    compute_nash_distribution,
+    exploitability,
+    nash_entropy,
+    solve_nash,
+)
+from training.league.pfsp import (
+    DEFAULT_PFSP_WEIGHTING,
+    PFSP_WEIGHTINGS,
+    get_pfsp_weighting,
+    pfsp_probabilities,
+)
+
+__all__ = [
+    # Named in the league tutorial.
+    "AgentPool",
+    "AgentRecord",
+    "AgentType",
+    "MatchDatabase",
+    "LeagueMatchmaker",
+    "build_payoff_matrix",
+    "compute_nash_distribution",
+    "nash_entropy",
+    "TrajectoryBatch",
+    "embed_trajectory",
+    "pairwise_cosine_distances",
+    "diversity_score",
+    "DiversityTracker",
+    # Additions.
+    "MatchResult",
+    "PoolManifestError",
+    "NashSolution",
+    "solve_nash",
+    "exploitability",
+    "make_nash_weight_fn",
+    "PFSP_WEIGHTINGS",
+    "DEFAULT_PFSP_WEIGHTING",
+    "get_pfsp_weighting",
+    "pfsp_probabilities",
+]

@@ -1,0 +1,502 @@
+"""The league's match log: one JSON object per line, append-only.
+
+File format (``matches.jsonl``, UTF-8), one match per line::
+
+    {"match_id": "...", "agent_id": "a", "opponent_id": "b", "outcome": 1.0,
+     "timestamp": 1700000000.0, "metadata": {}}
+
+plus ``territory_control``, ``blue_casualties``, ``red_casualties`` and
+``supply_consumed`` only when they are set. ``outcome`` is from
+``agent_id``'s side: 1 win, 0.5 draw, 0 loss, or a fraction for a batch.
+Win rates use the focal agent's own records only; the reverse perspective is
+used only by :func:`training.league.nash.build_payoff_matrix`.
+
+Safety, beyond the reference design:
+
+* Each ``record`` appends one complete line with a single ``os.write`` on a
+  file opened with ``O_APPEND``, under an inter-process lock on
+  ``matches.jsonl.lock``, so several processes can record into one file
+  without interleaving. If a crashed writer left a torn last line, the next
+  writer terminates it first so that its own line stays intact.
+* A reader skips malformed lines and a torn last line, counts them
+  (:attr:`MatchDatabase.skipped_lines`) and logs a warning.
+* Queries first pick up lines appended by other processes (a cheap ``stat``
+  when nothing changed); :meth:`MatchDatabase.rewrite` replaces the file
+  atomically and other readers notice and reload.
+* A killed process never loses a line it finished writing; pass
+  ``fsync=True`` to survive power loss too, at a cost per match.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envs.files import atomic_writer, hold_lock, lock_path_for
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["MatchResult", "MatchDatabase"]
+
+_OPTIONAL_FIELDS = ("territory_control", "blue_casualties", "red_casualties", "supply_consumed")
+
+
+def _check_real(name: str, value: Any, *, low: float | None, high: float | None) -> float:
+    """Return ``value`` as a float after checking it is a finite number in [low, high]."""
+    if isinstance(value, (bool, str, bytes)) or not hasattr(value, "__float__"):
+        raise TypeError(f"{name}={value!r} has type {type(value).__name__}: expected a number")
+    number = float(value)
+    if low is not None and high is not None:
+        allowed = f"a finite number in [{low:g}, {high:g}]"
+    elif low is not None:
+        allowed = f"a finite number >= {low:g}"
+    else:
+        allowed = "a finite number"
+    too_low = low is not None and number < low
+    too_high = high is not None and number > high
+    if not math.isfinite(number) or too_low or too_high:
+        raise ValueError(f"{name}={value!r} is out of range: expected {allowed}")
+    return number
+
+
+def _check_id(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name}={value!r} is invalid: expected a non-empty string")
+    return value
+
+
+@dataclass
+class MatchResult:
+    """The outcome of one match (or a batch of games) between two agents.
+
+    Args:
+        agent_id: The focal agent.
+        opponent_id: Its opponent.
+        outcome: Score of ``agent_id`` in [0, 1] (1 win, 0.5 draw, 0 loss).
+        match_id: Unique id; a random UUID4 string by default.
+        timestamp: Unix time of the match.
+        metadata: JSON-compatible extra information (e.g. ``{"step": N}``).
+        territory_control: Optional share of territory held, in [0, 1].
+        blue_casualties: Optional casualties of Blue, >= 0.
+        red_casualties: Optional casualties of Red, >= 0.
+        supply_consumed: Optional supply used, >= 0.
+
+    Raises:
+        ValueError: If a value is out of range (e.g. ``outcome`` outside [0, 1]).
+        TypeError: If a value has the wrong type.
+    """
+
+    agent_id: str
+    opponent_id: str
+    outcome: float
+    match_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    timestamp: float = field(default_factory=time.time)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    territory_control: float | None = None
+    blue_casualties: float | None = None
+    red_casualties: float | None = None
+    supply_consumed: float | None = None
+
+    def __post_init__(self) -> None:
+        _check_id("agent_id", self.agent_id)
+        _check_id("opponent_id", self.opponent_id)
+        _check_id("match_id", self.match_id)
+        self.outcome = _check_real("outcome", self.outcome, low=0.0, high=1.0)
+        self.timestamp = _check_real("timestamp", self.timestamp, low=None, high=None)
+        if not isinstance(self.metadata, Mapping):
+            raise TypeError(
+                f"metadata={self.metadata!r} has type {type(self.metadata).__name__}: "
+                "expected a dict"
+            )
+        try:
+            self.metadata = json.loads(json.dumps(dict(self.metadata), allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"metadata is not JSON-serialisable ({exc}): use str, int, finite float, bool, "
+                "None, lists and dicts with string keys"
+            ) from None
+        if self.territory_control is not None:
+            self.territory_control = _check_real(
+                "territory_control", self.territory_control, low=0.0, high=1.0
+            )
+        for name in ("blue_casualties", "red_casualties", "supply_consumed"):
+            value = getattr(self, name)
+            if value is not None:
+                setattr(self, name, _check_real(name, value, low=0.0, high=None))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSONL row; optional fields appear only when set."""
+        row: dict[str, Any] = {
+            "match_id": self.match_id,
+            "agent_id": self.agent_id,
+            "opponent_id": self.opponent_id,
+            "outcome": self.outcome,
+            "timestamp": self.timestamp,
+            "metadata": json.loads(json.dumps(self.metadata)),
+        }
+        for name in _OPTIONAL_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                row[name] = value
+        return row
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MatchResult:
+        """Build a result from a JSONL row.
+
+        Raises:
+            KeyError: If ``agent_id``, ``opponent_id`` or ``outcome`` is missing.
+            ValueError, TypeError: If a value is invalid.
+        """
+        if not isinstance(data, Mapping):
+            raise TypeError(f"match row {data!r} is not a JSON object")
+        for key in ("agent_id", "opponent_id", "outcome"):
+            if key not in data:
+                raise KeyError(f"match row is missing field {key!r}")
+        kwargs: dict[str, Any] = {
+            "agent_id": data["agent_id"],
+            "opponent_id": data["opponent_id"],
+            "outcome": data["outcome"],
+            "metadata": data.get("metadata") or {},
+        }
+        if "match_id" in data:
+            kwargs["match_id"] = data["match_id"]
+        if "timestamp" in data:
+            kwargs["timestamp"] = data["timestamp"]
+        for name in _OPTIONAL_FIELDS:
+            if data.get(name) is not None:
+                kwargs[name] = data[name]
+        return cls(**kwargs)
+
+
+class MatchDatabase:
+    """A multi-process safe, append-only log of match results with win-rate queries.
+
+    Args:
+        db_path: Path of the JSONL file (created with its folder on the first
+            ``record``). Existing lines are loaded; malformed ones are skipped,
+            counted and logged.
+        fsync: Also fsync after every ``record`` (survives power loss; slower).
+
+    Raises:
+        ValueError: If ``db_path`` is a directory.
+    """
+
+    def __init__(self, db_path: str | os.PathLike, *, fsync: bool = False) -> None:
+        if not isinstance(db_path, (str, os.PathLike)) or not os.fspath(db_path):
+            raise TypeError(f"db_path={db_path!r} is invalid: expected a file path")
+        self._path = Path(os.fspath(db_path))
+        if self._path.is_dir():
+            raise ValueError(f"db_path={str(self._path)!r} is a directory: expected a file")
+        self._fsync = bool(fsync)
+        self._skipped = 0
+        self._reset_memory()
+        self._sync()
+
+    # ------------------------------------------------------------ properties
+
+    @property
+    def path(self) -> Path:
+        """Path of the JSONL file."""
+        return self._path
+
+    @property
+    def db_path(self) -> Path:
+        """Alias of :attr:`path` (the constructor's argument name)."""
+        return self._path
+
+    @property
+    def lock_path(self) -> Path:
+        """Path of the inter-process lock file (``<db>.lock``)."""
+        return lock_path_for(self._path)
+
+    @property
+    def skipped_lines(self) -> int:
+        """Number of malformed or torn lines skipped while reading the file."""
+        return self._skipped
+
+    @property
+    def results(self) -> list[MatchResult]:
+        """All results in memory, oldest first (a copy)."""
+        self._sync()
+        return list(self._results)
+
+    def __len__(self) -> int:
+        self._sync()
+        return len(self._results)
+
+    def __repr__(self) -> str:
+        return f"MatchDatabase({str(self._path)!r}, matches={len(self._results)})"
+
+    # --------------------------------------------------------------- reading
+
+    def _reset_memory(self) -> None:
+        self._results: list[MatchResult] = []
+        # focal agent -> opponent -> results; keeps queries O(matches of that pair).
+        self._by_agent: dict[str, dict[str, list[MatchResult]]] = {}
+        self._pair_totals: dict[tuple[str, str], list[float]] = {}
+        self._offset = 0
+        self._line_no = 0
+        self._identity: tuple[int, int] | None = None
+        self._torn_at: int | None = None
+
+    def _index(self, result: MatchResult) -> None:
+        self._results.append(result)
+        self._by_agent.setdefault(result.agent_id, {}).setdefault(result.opponent_id, []).append(
+            result
+        )
+        totals = self._pair_totals.setdefault((result.agent_id, result.opponent_id), [0.0, 0])
+        totals[0] += result.outcome
+        totals[1] += 1
+
+    def _rebuild_index(self, results: list[MatchResult]) -> None:
+        self._results, self._by_agent, self._pair_totals = [], {}, {}
+        for result in results:
+            self._index(result)
+
+    def refresh(self) -> None:
+        """Load lines that other processes appended since the last read.
+
+        Queries call this themselves; a rewritten or truncated file is
+        reloaded from the start.
+        """
+        self._sync()
+
+    def _sync(self) -> None:
+        try:
+            st = os.stat(self._path)
+        except FileNotFoundError:
+            return
+        identity = (st.st_dev, st.st_ino)
+        if self._identity is not None and (
+            identity != self._identity or st.st_size < self._offset
+        ):
+            logger.info("match database %s was rewritten by another process; reloading",
+                        self._path)
+            self._reset_memory()
+        self._identity = identity
+        if st.st_size == self._offset:
+            return
+        with open(self._path, "rb") as handle:
+            handle.seek(self._offset)
+            data = handle.read()
+        end = data.rfind(b"\n") + 1
+        bad: list[str] = []
+        position = self._offset
+        for raw in data[:end].split(b"\n")[:-1]:
+            self._line_no += 1
+            start, position = position, position + len(raw) + 1
+            if not raw.strip():
+                continue
+            try:
+                result = MatchResult.from_dict(json.loads(raw))
+            except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+                if start != self._torn_at:  # a torn tail was counted when first seen
+                    self._skipped += 1
+                    bad.append(f"line {self._line_no}: {exc}")
+                continue
+            if start == self._torn_at:
+                # It was a line being written while we read, not a torn one.
+                self._skipped -= 1
+            self._index(result)
+        self._offset += end
+        tail = data[end:]
+        if tail and self._torn_at != self._offset:
+            self._torn_at = self._offset
+            self._skipped += 1
+            bad.append(
+                f"torn last line {self._line_no + 1} ({len(tail)} bytes without a newline)"
+            )
+        if bad:
+            shown = "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
+            logger.warning(
+                "match database %s: skipped %d malformed line(s): %s", self._path, len(bad), shown
+            )
+
+    # --------------------------------------------------------------- writing
+
+    def record(
+        self,
+        agent_id: str,
+        opponent_id: str,
+        outcome: float,
+        *,
+        match_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        territory_control: float | None = None,
+        blue_casualties: float | None = None,
+        red_casualties: float | None = None,
+        supply_consumed: float | None = None,
+    ) -> MatchResult:
+        """Append a match result to the file and to memory.
+
+        Args:
+            agent_id: The focal agent.
+            opponent_id: Its opponent.
+            outcome: Focal score in [0, 1] (1 win, 0.5 draw, 0 loss).
+            match_id: Unique id; a random UUID4 string when None.
+            metadata: JSON-compatible extra information.
+            territory_control: Optional, in [0, 1].
+            blue_casualties: Optional, >= 0.
+            red_casualties: Optional, >= 0.
+            supply_consumed: Optional, >= 0.
+
+        Returns:
+            The recorded result.
+
+        Raises:
+            ValueError, TypeError: If a value is invalid; nothing is written then.
+        """
+        kwargs: dict[str, Any] = {"metadata": {} if metadata is None else metadata}
+        if match_id is not None:
+            kwargs["match_id"] = match_id
+        result = MatchResult(
+            agent_id=agent_id,
+            opponent_id=opponent_id,
+            outcome=outcome,
+            territory_control=territory_control,
+            blue_casualties=blue_casualties,
+            red_casualties=red_casualties,
+            supply_consumed=supply_consumed,
+            **kwargs,
+        )
+        line = (json.dumps(result.to_dict(), allow_nan=False) + "\n").encode("utf-8")
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        with hold_lock(self._path):
+            fd = os.open(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    # A crashed writer left a torn line: end it, so that ours
+                    # stays a line of its own (the fragment is skipped on read).
+                    logger.warning(
+                        "match database %s ends in a torn line; terminating it before appending",
+                        self._path,
+                    )
+                    line = b"\n" + line
+                written = os.write(fd, line)
+                while written < len(line):  # only on a nearly full disk or a signal
+                    written += os.write(fd, line[written:])
+                if self._fsync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            # Read our own line back together with any others' lines before
+            # it, so memory keeps the file's order.
+            self._sync()
+        return result
+
+    def prune(self, keep_last: int) -> int:
+        """Keep only the newest ``keep_last`` results in memory (the file is untouched).
+
+        Call :meth:`rewrite` afterwards to shrink the file too.
+
+        Args:
+            keep_last: Number of newest results to keep, an int >= 0.
+
+        Returns:
+            The number of results dropped.
+
+        Raises:
+            ValueError: If ``keep_last`` is negative or not an int.
+        """
+        if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
+            raise ValueError(f"keep_last={keep_last!r} is invalid: expected an int >= 0")
+        self._sync()
+        dropped = max(len(self._results) - keep_last, 0)
+        if dropped:
+            self._rebuild_index(self._results[dropped:])
+        return dropped
+
+    def rewrite(self) -> None:
+        """Replace the file atomically with the results in memory.
+
+        Lines other processes appended since the last read are loaded first
+        and kept. Other readers notice the new file and reload it.
+        """
+        with hold_lock(self._path):
+            self._sync()
+            with atomic_writer(self._path, "wb") as handle:
+                for result in self._results:
+                    handle.write((json.dumps(result.to_dict(), allow_nan=False) + "\n").encode())
+            st = os.stat(self._path)
+            self._identity = (st.st_dev, st.st_ino)
+            self._offset = st.st_size
+            self._line_no = len(self._results)
+            self._torn_at = None
+
+    # --------------------------------------------------------------- queries
+
+    def results_for(self, agent_id: str, opponent_id: str | None = None) -> list[MatchResult]:
+        """Return the results recorded from ``agent_id``'s side, oldest first.
+
+        Args:
+            agent_id: The focal agent.
+            opponent_id: Only matches against this opponent, if given.
+        """
+        _check_id("agent_id", agent_id)
+        self._sync()
+        by_opponent = self._by_agent.get(agent_id, {})
+        if opponent_id is not None:
+            _check_id("opponent_id", opponent_id)
+            return list(by_opponent.get(opponent_id, []))
+        return [r for r in self._results if r.agent_id == agent_id]
+
+    def win_rate(self, agent_id: str, opponent_id: str) -> float | None:
+        """Return the mean outcome of ``agent_id`` against ``opponent_id``, or None without data."""
+        _check_id("agent_id", agent_id)
+        _check_id("opponent_id", opponent_id)
+        self._sync()
+        totals = self._pair_totals.get((agent_id, opponent_id))
+        if not totals:
+            return None
+        return totals[0] / totals[1]
+
+    def win_rates_for(self, agent_id: str) -> dict[str, float]:
+        """Return ``{opponent_id: mean outcome}`` over the opponents ``agent_id`` has played."""
+        _check_id("agent_id", agent_id)
+        self._sync()
+        return {
+            opponent: self._pair_totals[(agent_id, opponent)][0]
+            / self._pair_totals[(agent_id, opponent)][1]
+            for opponent in self._by_agent.get(agent_id, {})
+        }
+
+    def _mean_of(self, name: str, agent_id: str, opponent_id: str | None) -> float | None:
+        values = [
+            getattr(r, name)
+            for r in self.results_for(agent_id, opponent_id)
+            if getattr(r, name) is not None
+        ]
+        return sum(values) / len(values) if values else None
+
+    def mean_territory_control(
+        self, agent_id: str, opponent_id: str | None = None
+    ) -> float | None:
+        """Return the mean ``territory_control`` of ``agent_id``'s matches, or None."""
+        return self._mean_of("territory_control", agent_id, opponent_id)
+
+    def mean_casualties(
+        self, agent_id: str, opponent_id: str | None = None
+    ) -> dict[str, float | None] | None:
+        """Return ``{"blue": mean, "red": mean}`` casualties, or None without any data.
+
+        A side without data has ``None``.
+        """
+        blue = self._mean_of("blue_casualties", agent_id, opponent_id)
+        red = self._mean_of("red_casualties", agent_id, opponent_id)
+        if blue is None and red is None:
+            return None
+        return {"blue": blue, "red": red}
+
+    def mean_supply_consumed(self, agent_id: str, opponent_id: str | None = None) -> float | None:
+        """Return the mean ``supply_consumed`` of ``agent_id``'s matches, or None."""
+        return self._mean_of("supply_consumed", agent_id, opponent_id)
