@@ -14,6 +14,8 @@ leftover ``.lock`` file is harmless and never a reason to delete anything.
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 import os
 import tempfile
 from collections.abc import Iterator
@@ -21,6 +23,8 @@ from pathlib import Path
 from typing import IO
 
 import filelock
+
+logger = logging.getLogger(__name__)
 
 LOCK_TIMEOUT_S = 120.0
 """Seconds a writer waits for another process before giving up with an error."""
@@ -112,3 +116,66 @@ def hold_lock(path: str | os.PathLike, timeout: float = LOCK_TIMEOUT_S) -> Itera
         yield
     finally:
         lock.release()
+
+
+def append_line(path: str | os.PathLike, line: bytes, *, fsync: bool = False) -> None:
+    """Append one complete line to a file shared by several processes.
+
+    The line goes in one ``os.write`` on a file opened with ``O_APPEND``, under
+    :func:`hold_lock`, so concurrent writers never interleave. If a crashed
+    writer left a torn last line, it is terminated first so this line stays
+    whole (readers skip the fragment). ``fsync`` also survives power loss.
+    """
+    if not line.endswith(b"\n") or b"\n" in line[:-1]:
+        raise ValueError("line must be a single line ending in a newline")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with hold_lock(path):
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                logger.warning("%s ends in a torn line; terminating it before appending", path)
+                line = b"\n" + line
+            written = os.write(fd, line)
+            while written < len(line):  # only on a nearly full disk or a signal
+                written += os.write(fd, line[written:])
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def append_json_line(path: str | os.PathLike, row: dict, *, fsync: bool = False) -> None:
+    """Append ``row`` as one JSON line (keys sorted) with :func:`append_line`."""
+    line = json.dumps(row, sort_keys=True, allow_nan=False, separators=(",", ":")) + "\n"
+    append_line(path, line.encode("utf-8"), fsync=fsync)
+
+
+def read_json_lines(path: str | os.PathLike) -> tuple[list[dict], int]:
+    """The JSON objects of a JSON-lines file and the number of lines skipped.
+
+    Malformed lines and a torn last line are skipped, counted and logged; a
+    missing file reads as empty.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return [], 0
+    rows, bad = [], []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw)
+            if not isinstance(row, dict):
+                raise ValueError("not a JSON object")
+        except (ValueError, UnicodeDecodeError) as error:
+            bad.append(f"line {number}: {error}")
+            continue
+        rows.append(row)
+    if bad:
+        logger.warning("%s: skipped %d malformed or torn line(s): %s", path, len(bad),
+                       "; ".join(bad[:5]))
+    return rows, len(bad)

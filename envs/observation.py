@@ -1,10 +1,13 @@
 """Observations of the 1v1 battalion duel, for both sides of a whole batch at once.
 
-Features 0-16 follow the reference layout (REFERENCE §A.5). Features 17-22 add
+Features 0-16 follow the reference layout (REFERENCE §A.5). Features 17-24 add
 what a commander needs to use this simulator's fire and flank model: how loaded
-each side's muskets are, and where the enemy lies relative to one's own front
-(and oneself relative to the enemy's front), which the absolute bearing only
-gives after trigonometry the policy would have to learn.
+each side's muskets are; where the enemy lies relative to one's own front (and
+oneself relative to the enemy's front), which the absolute bearing only gives
+after trigonometry the policy would have to learn; and the hit chance a volley
+would have right now, each way (zero out of range, arc or sight). The last two
+matter most: the whole fire range is under a seventh of the normalised
+distance, too fine a band for a network to read fire effect from.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ OBSERVATION_FEATURES = (
     "own_readiness", "enemy_readiness",
     "enemy_relative_bearing_cos", "enemy_relative_bearing_sin",
     "own_bearing_from_enemy_front_cos", "own_bearing_from_enemy_front_sin",
+    "own_hit_chance", "enemy_hit_chance",
 )
 """Names of the observation vector's entries, in order. Positions are divided by
 the map size and distance by the map diagonal (capped at 1); bearings are given
@@ -76,6 +80,10 @@ def duel_observations(state: BattleState, geometry: Geometry,
     relative_cos = unit_interval(toward_enemy(geometry.facing_cos))
     relative_sin = unit_interval(toward_enemy(geometry.facing_sin))
     time_fraction = np.minimum(state.step.astype(F32) * F32(1 / config.max_steps), F32(1))
+    los = toward_enemy(geometry.los)
+    # The hit chance a volley would have now: in range, inside the arc, in sight.
+    hit_chance = (np.maximum(F32(1) - dist * k.inv_fire_range, F32(0)) ** k.hit_falloff_exponent
+                  * (relative_cos > k.cos_fire_arc) * los)
 
     features = (
         state.x.T * (F32(1) / k.map_width), state.y.T * (F32(1) / k.map_height),
@@ -84,9 +92,9 @@ def duel_observations(state: BattleState, geometry: Geometry,
         unit_interval(toward_enemy(geometry.dx) * inv),
         unit_interval(toward_enemy(geometry.dy) * inv),
         enemy_strength, enemy_morale, np.broadcast_to(time_fraction, dist.shape),
-        elevation, cover, enemy_elevation, enemy_cover, toward_enemy(geometry.los),
+        elevation, cover, enemy_elevation, enemy_cover, los,
         readiness, enemy_readiness, relative_cos, relative_sin,
-        relative_cos[::-1], relative_sin[::-1],
+        relative_cos[::-1], relative_sin[::-1], hit_chance, hit_chance[::-1],
     )
     # Stacking along the first axis copies whole contiguous rows; the (2, B, D)
     # result is a transposed view of the (D, 2, B) block.

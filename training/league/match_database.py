@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envs.files import atomic_writer, hold_lock, lock_path_for
+from envs.files import append_line, atomic_writer, hold_lock, lock_path_for
 
 logger = logging.getLogger(__name__)
 
@@ -369,26 +369,8 @@ class MatchDatabase:
             **kwargs,
         )
         line = (json.dumps(result.to_dict(), allow_nan=False) + "\n").encode("utf-8")
-        self._path.parent.mkdir(parents=True, exist_ok=True)
+        append_line(self._path, line, fsync=self._fsync)
         with hold_lock(self._path):
-            fd = os.open(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                size = os.fstat(fd).st_size
-                if size and os.pread(fd, 1, size - 1) != b"\n":
-                    # A crashed writer left a torn line: end it, so that ours
-                    # stays a line of its own (the fragment is skipped on read).
-                    logger.warning(
-                        "match database %s ends in a torn line; terminating it before appending",
-                        self._path,
-                    )
-                    line = b"\n" + line
-                written = os.write(fd, line)
-                while written < len(line):  # only on a nearly full disk or a signal
-                    written += os.write(fd, line[written:])
-                if self._fsync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
             # Read our own line back together with any others' lines before
             # it, so memory keeps the file's order.
             self._sync()

@@ -1,0 +1,69 @@
+"""The v1 commander's network: an SB3 actor-critic MLP for the 1v1 duel.
+
+Separate actor and critic MLPs of 128-128 units with Tanh. The actor's trunk
+(``mlp_extractor.policy_net``), its action head (``action_net``) and
+``log_std`` have the shapes the MAPPO actor of :mod:`models.mappo_policy`
+uses, so a v1 policy can seed a multi-agent one layer for layer.
+
+Constructor arguments are plain JSON values (``activation="tanh"``, not a
+torch class), so SB3 stores them readably in a checkpoint and loading one needs
+no unpickling.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from stable_baselines3.common.policies import ActorCriticPolicy
+from torch import nn
+
+ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
+DEFAULT_HIDDEN = (128, 128)
+FIRE_ACTION = 2
+"""Index of the fire order in the duel's ``[move, rotate, fire]`` action."""
+
+
+class BattalionMlpPolicy(ActorCriticPolicy):
+    """Actor-critic MLP policy for :class:`~envs.battalion_env.BattalionEnv`.
+
+    Args:
+        observation_space, action_space, lr_schedule: as for SB3's ``ActorCriticPolicy``.
+        net_arch: hidden sizes, shared by actor and critic (list) or given as
+            ``{"pi": [...], "vf": [...]}``; default 128-128 for both.
+        activation: ``"tanh"`` (default) or ``"relu"``.
+        initial_fire_bias: starting mean of the fire order (action index 2). A
+            negative value makes the untrained commander hold fire by default,
+            so that exploration meets the enemy with muskets loaded and can
+            discover what a held volley is worth (see ``docs/training.md``).
+        **kwargs: passed to ``ActorCriticPolicy`` (e.g. ``log_std_init``).
+
+    Raises:
+        ValueError: for an unknown activation.
+    """
+
+    def __init__(self, observation_space, action_space, lr_schedule,
+                 net_arch: list[int] | dict[str, list[int]] | None = None,
+                 activation: str = "tanh", initial_fire_bias: float = 0.0,
+                 **kwargs: Any) -> None:
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation={activation!r} is invalid: expected one of "
+                             f"{sorted(ACTIVATIONS)}")
+        if "activation_fn" in kwargs:
+            raise ValueError("activation_fn is not accepted (it would be pickled into "
+                             "checkpoints): pass activation='tanh' or 'relu' instead")
+        if net_arch is None:
+            net_arch = {"pi": list(DEFAULT_HIDDEN), "vf": list(DEFAULT_HIDDEN)}
+        self.activation = activation
+        self.initial_fire_bias = float(initial_fire_bias)
+        super().__init__(observation_space, action_space, lr_schedule, net_arch=net_arch,
+                         activation_fn=ACTIVATIONS[activation], **kwargs)
+        with torch.no_grad():
+            self.action_net.bias[FIRE_ACTION] = self.initial_fire_bias
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        parameters = super()._get_constructor_parameters()
+        parameters.pop("activation_fn", None)
+        parameters["activation"] = self.activation
+        parameters["initial_fire_bias"] = self.initial_fire_bias
+        return parameters

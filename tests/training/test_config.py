@@ -1,0 +1,49 @@
+"""TrainingConfig: one source of defaults, validation that names the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from training.config import YAML_KEYS, TrainingConfig, config_from_nested
+
+DEFAULT_YAML = Path(__file__).resolve().parents[2] / "configs" / "default.yaml"
+
+
+def test_default_yaml_matches_the_dataclass_field_for_field():
+    nested = OmegaConf.to_container(OmegaConf.load(DEFAULT_YAML), resolve=True)
+    assert config_from_nested(nested) == TrainingConfig()
+    listed = {f"{section}.{key}" for section, keys in nested.items()
+              if section != "resume" for key in keys}
+    assert listed == set(YAML_KEYS.values())  # nothing missing, nothing extra
+    assert nested["resume"] == {"auto": False, "checkpoint": None}
+
+
+@pytest.mark.parametrize("changes, field", [
+    (dict(total_timesteps=0), "total_timesteps"),
+    (dict(n_envs=0), "n_envs"),
+    (dict(checkpoint_freq=0), "checkpoint_freq"),
+    (dict(eval_freq=-1), "eval_freq"),
+    (dict(learning_rate=-1e-4), "learning_rate"),
+    (dict(gamma=1.5), "gamma"),
+    (dict(curriculum_level=6), "curriculum_level"),
+    (dict(training_opponents=["scripted_l9"]), "training_opponents"),
+    (dict(device="tpu"), "device"),
+    (dict(enable_wandb="yes"), "enable_wandb"),
+    (dict(batch_size=10_000, n_envs=4, n_steps=128), "batch_size"),
+])
+def test_invalid_values_raise_naming_the_field(changes, field):
+    with pytest.raises(ValueError, match=field):
+        TrainingConfig(**changes)
+
+
+def test_unknown_field_lists_the_valid_ones():
+    with pytest.raises(ValueError, match="unknown.*lr.*valid fields are.*learning_rate"):
+        TrainingConfig().replace(lr=1e-3)
+
+
+def test_nested_config_rejects_unknown_keys():
+    with pytest.raises(ValueError, match="training.learning_rat.*learning_rate"):
+        config_from_nested({"training": {"learning_rat": 1e-3}})

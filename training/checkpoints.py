@@ -1,0 +1,149 @@
+"""Saving and loading PPO checkpoints without trusting their pickles.
+
+SB3 archives pickle a few objects into their metadata: the policy class, the
+spaces, the rollout-buffer class and the learning-rate and clip schedules.
+Unpickling a shared file can run arbitrary code, so :func:`load_ppo` never
+does: it identifies each pickled entry from the readable description SB3 stores
+beside it, supplies a trusted replacement (``custom_objects``), and refuses a
+file whose entries it cannot vouch for. Weights load with
+``torch.load(weights_only=True)`` inside SB3. :func:`save_ppo` writes archives
+atomically, so a run killed mid-save leaves the previous checkpoint intact.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from stable_baselines3 import PPO
+from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.utils import ConstantSchedule, FloatSchedule
+
+from envs.battalion_env import make_spaces
+from envs.files import atomic_write_bytes
+from models.battalion_policy import BattalionMlpPolicy
+from training.opponents import checkpoint_path
+
+_POLICY_CLASSES = {
+    ("models.battalion_policy", "BattalionMlpPolicy"): BattalionMlpPolicy,
+    ("stable_baselines3.common.policies", "ActorCriticPolicy"): ActorCriticPolicy,
+}
+_BUFFER_CLASSES = {("stable_baselines3.common.buffers", "RolloutBuffer"): RolloutBuffer}
+# Training state SB3 rebuilds by itself when it finds None (last observations,
+# recent-episode statistics): dropped rather than unpickled.
+_TRANSIENT = ("_last_obs", "_last_episode_starts", "_last_original_obs", "ep_info_buffer",
+              "ep_success_buffer")
+
+
+_DROPPED = object()
+
+
+class UntrustedCheckpointError(ValueError):
+    """A checkpoint holds pickled objects that cannot be replaced safely."""
+
+
+def save_ppo(model: PPO, path: str | Path) -> Path:
+    """Save ``model`` to ``path`` (``.zip`` added if missing), atomically."""
+    path = Path(path)
+    if path.suffix != ".zip":
+        path = path.with_name(path.name + ".zip")
+    buffer = io.BytesIO()
+    model.save(buffer)
+    atomic_write_bytes(path, buffer.getvalue())
+    return path
+
+
+def load_ppo(path: str | Path, *, env=None, device: str = "cpu",
+             custom_objects: dict[str, Any] | None = None, trusted: bool = False) -> PPO:
+    """Load a PPO checkpoint without unpickling anything from it.
+
+    Args:
+        path: the ``.zip`` (suffix optional).
+        env: env to attach (needed to continue training).
+        device: torch device.
+        custom_objects: replacements that take precedence (e.g. the learning
+            rate and clip range of a resumed run).
+        trusted: allow SB3 to unpickle entries this function cannot identify.
+            Only for files from a source you trust.
+
+    Raises:
+        FileNotFoundError: if the checkpoint does not exist.
+        UntrustedCheckpointError: if it holds pickled entries that cannot be
+            identified and ``trusted`` is False.
+        ValueError: if the file is not a readable SB3 archive.
+    """
+    found = checkpoint_path(path)
+    if found is None:
+        raise FileNotFoundError(f"checkpoint {path} does not exist (also tried {path}.zip)")
+    replacements = {} if trusted else safe_replacements(found)
+    replacements.update(custom_objects or {})
+    return PPO.load(found, env=env, device=device, custom_objects=replacements)
+
+
+def safe_replacements(path: Path) -> dict[str, Any]:
+    """Trusted stand-ins for every pickled entry of the archive at ``path``."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            data = json.loads(archive.read("data"))
+    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path} is not a Stable-Baselines3 archive: {error}") from error
+    replacements: dict[str, Any] = {}
+    for key, entry in data.items():
+        if not (isinstance(entry, dict) and ":serialized:" in entry):
+            continue
+        replacement = _replace(key, entry)
+        if replacement is _DROPPED:
+            replacements[key] = None
+            continue
+        if replacement is None:
+            raise UntrustedCheckpointError(
+                f"{path} stores a pickled {key!r} ({entry.get(':type:')}) that cannot be "
+                "verified; refusing to unpickle it. Load it with trusted=True only if you "
+                "trust where the file came from.")
+        replacements[key] = replacement
+    return replacements
+
+
+def _replace(key: str, entry: dict[str, Any]) -> Any | None:
+    if key in _TRANSIENT:
+        return _DROPPED
+    if key == "policy_class":
+        return _POLICY_CLASSES.get(_class_identity(entry))
+    if key == "rollout_buffer_class":
+        return _BUFFER_CLASSES.get(_class_identity(entry))
+    if key in ("observation_space", "action_space"):
+        observation, action = make_spaces()
+        space = observation if key == "observation_space" else action
+        return space if _box_shape(entry) == space.shape else None
+    if key in ("lr_schedule", "clip_range", "clip_range_vf"):
+        match = re.fullmatch(r"ConstantSchedule\(val=([-+0-9.eE]+)\)",
+                             str(entry.get("value_schedule", "")))
+        return FloatSchedule(ConstantSchedule(float(match.group(1)))) if match else None
+    return None
+
+
+def _class_identity(entry: dict[str, Any]) -> tuple[str, str] | None:
+    """(module, class name) of a pickled class, from SB3's readable method reprs."""
+    module = entry.get("__module__")
+    for value in entry.values():
+        match = re.match(r"<function (\w+)\.", str(value))
+        if match:
+            return module, match.group(1)
+    return None
+
+
+def _box_shape(entry: dict[str, Any]) -> tuple[int, ...] | None:
+    if "gymnasium.spaces.box.Box" not in str(entry.get(":type:")):
+        return None
+    try:
+        return tuple(json.loads(str(entry.get("_shape"))))
+    except (ValueError, TypeError):
+        return None
+
+
+__all__ = ["UntrustedCheckpointError", "load_ppo", "safe_replacements", "save_ppo"]

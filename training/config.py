@@ -1,0 +1,322 @@
+"""TrainingConfig: every setting of a v1 PPO run, validated, with one set of defaults.
+
+The dataclass below is the single source of the defaults. ``configs/default.yaml``
+(the Hydra config of the CLI) mirrors it in sections; :data:`YAML_KEYS` maps each
+field to its YAML key, and a test checks that every value matches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from envs.sim.validation import (
+    check_in_range,
+    check_int,
+    check_non_negative,
+    check_number,
+    check_positive,
+)
+from training.opponents import NAMED_OPPONENTS
+
+
+def _default_training_opponents() -> list[str]:
+    # Every scripted level and random play, weighted towards the fighting levels.
+    return ["scripted_l1", "scripted_l2", "scripted_l3", "scripted_l4", "scripted_l5",
+            "scripted_l4", "scripted_l5", "scripted_l5", "random"]
+
+
+@dataclass
+class TrainingConfig:
+    """Configuration for a single PPO training run on :class:`~envs.battalion_env.BattalionEnv`.
+
+    All fields are optional; the defaults match ``configs/default.yaml``. Pass an
+    instance to :func:`training.train.train`, or override fields as keyword
+    arguments there. Defaults were chosen to learn well and fast on a 2-core
+    machine; ``docs/training.md`` explains each choice.
+
+    Examples:
+        Minimal run with defaults::
+
+            from training import train, TrainingConfig
+            model = train(TrainingConfig(total_timesteps=500_000))
+
+        Override specific fields at call time without constructing a config::
+
+            model = train(total_timesteps=200_000, n_envs=4, enable_wandb=False)
+    """
+
+    # PPO
+    total_timesteps: int = 1_000_000
+    learning_rate: float = 3e-4
+    n_steps: int = 128
+    batch_size: int = 2048
+    n_epochs: int = 10
+    gamma: float = 0.995
+    gae_lambda: float = 0.95
+    clip_range: float = 0.2
+    ent_coef: float = 0.0
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    seed: int = 42
+    device: str = "auto"
+    torch_threads: int = 1
+    policy_hidden_sizes: list[int] = field(default_factory=lambda: [128, 128])
+    # Environment
+    n_envs: int = 64
+    curriculum_level: int = 5
+    training_opponents: list[str] = field(default_factory=_default_training_opponents)
+    map_width: float = 1000.0
+    map_height: float = 1000.0
+    max_steps: int = 500
+    randomize_terrain: bool = True
+    hill_speed_factor: float = 0.5
+    # Reward
+    reward_delta_enemy_strength: float = 5.0
+    reward_delta_own_strength: float = 5.0
+    reward_survival_bonus: float = 0.0
+    reward_win_bonus: float = 10.0
+    reward_loss_penalty: float = -10.0
+    reward_time_penalty: float = -0.01
+    reward_approach: float = 5.0
+    # Checkpoints and evaluation
+    checkpoint_dir: str = "checkpoints"
+    checkpoint_freq: int = 100_000
+    eval_freq: int = 50_000
+    n_eval_episodes: int = 20
+    eval_deterministic: bool = True
+    # Artifacts
+    write_manifest: bool = True
+    manifest_path: str = "checkpoints/manifest.jsonl"
+    enable_naming_v2: bool = True
+    keep_legacy_aliases: bool = True
+    # Weights & Biases
+    enable_wandb: bool = True
+    wandb_project: str = "wargames_training"
+    wandb_entity: str | None = None
+    wandb_tags: list[str] = field(default_factory=lambda: ["v1", "ppo"])
+    wandb_log_freq: int = 1000
+    # Self-play
+    enable_self_play: bool = False
+    self_play_pool_dir: str = "checkpoints/pool"
+    self_play_pool_max_size: int = 10
+    self_play_snapshot_freq: int = 50_000
+    self_play_eval_freq: int = 50_000
+    self_play_n_eval_episodes: int = 20
+    self_play_use_latest_for_eval: bool = False
+    self_play_scripted_share: float = 0.25
+    # Elo
+    elo_opponents: list[str] = field(default_factory=list)
+    elo_registry_path: str = "checkpoints/elo_registry.json"
+    elo_eval_freq: int = 50_000
+    elo_n_eval_episodes: int = 20
+    # Retention
+    keep_periodic: int = 5
+    keep_self_play_snapshots: int = 10
+    prune_on_run_end: bool = True
+    # Misc
+    verbose: int = 1
+    log_dir: str = "logs"
+    progress_bar: bool = True
+
+    def __post_init__(self) -> None:
+        for name, value in dataclasses.asdict(self).items():
+            validator = _VALIDATORS.get(name)
+            if validator is not None:
+                setattr(self, name, validator(name, value))
+        if self.batch_size > self.n_steps * self.n_envs:
+            raise ValueError(
+                f"batch_size={self.batch_size} is invalid: expected at most n_steps * n_envs "
+                f"= {self.n_steps * self.n_envs} (one rollout)")
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+    def replace(self, **changes: Any) -> TrainingConfig:
+        """A copy with ``changes`` applied; unknown names raise ``ValueError``."""
+        check_field_names(changes)
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def check_field_names(names: Mapping[str, Any] | list[str]) -> None:
+    """Raise ``ValueError`` naming any key that is not a TrainingConfig field."""
+    valid = TrainingConfig.field_names()
+    unknown = sorted(set(names) - set(valid))
+    if unknown:
+        raise ValueError(f"unknown TrainingConfig field(s) {unknown}: valid fields are "
+                         f"{', '.join(valid)}")
+
+
+# --- validation ----------------------------------------------------------------
+
+def _positive_int(name: str, value: Any) -> int:
+    return check_int(name, value, minimum=1)
+
+
+def _non_negative_int(name: str, value: Any) -> int:
+    return check_int(name, value, minimum=0)
+
+
+def _boolean(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name}={value!r} is invalid: expected true or false")
+    return value
+
+
+def _text(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{name}={value!r} is invalid: expected a non-empty string")
+    return value
+
+
+def _optional_text(name: str, value: Any) -> str | None:
+    return None if value is None else _text(name, value)
+
+
+def _unit_interval(name: str, value: Any) -> float:
+    return check_in_range(name, value, 0.0, 1.0)
+
+
+def _open_unit_interval(name: str, value: Any) -> float:
+    return check_in_range(name, value, 0.0, 1.0, low_open=True)
+
+
+def _text_list(name: str, value: Any) -> list[str]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise ValueError(f"{name}={value!r} is invalid: expected a list of strings")
+    return [_text(f"{name}[{i}]", item) for i, item in enumerate(value)]
+
+
+def _opponent_list(name: str, value: Any) -> list[str]:
+    opponents = _text_list(name, value)
+    for i, opponent in enumerate(opponents):
+        if opponent not in NAMED_OPPONENTS:
+            raise ValueError(f"{name}[{i}]={opponent!r} is invalid: expected one of "
+                             f"{', '.join(NAMED_OPPONENTS)}")
+    return opponents
+
+
+def _hidden_sizes(name: str, value: Any) -> list[int]:
+    if isinstance(value, (str, int)) or not isinstance(value, (list, tuple)) or not value:
+        raise ValueError(f"{name}={value!r} is invalid: expected a non-empty list of ints")
+    return [check_int(f"{name}[{i}]", v, minimum=1) for i, v in enumerate(value)]
+
+
+def _device(name: str, value: Any) -> str:
+    if value not in ("auto", "cpu", "cuda") and not (isinstance(value, str)
+                                                     and value.startswith("cuda:")):
+        raise ValueError(f"{name}={value!r} is invalid: expected 'auto', 'cpu', 'cuda' or "
+                         "'cuda:<index>'")
+    return value
+
+
+def _finite(name: str, value: Any) -> float:
+    return check_number(name, value)
+
+
+def _learning_rate(name: str, value: Any) -> float:
+    rate = check_positive(name, value)
+    if not math.isfinite(rate) or rate >= 1:
+        raise ValueError(f"{name}={value!r} is invalid: expected a number in (0, 1)")
+    return rate
+
+
+def _curriculum(name: str, value: Any) -> int:
+    return check_int(name, value, minimum=1, maximum=5)
+
+
+_VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
+    "total_timesteps": _positive_int, "learning_rate": _learning_rate,
+    "n_steps": _positive_int, "batch_size": _positive_int, "n_epochs": _positive_int,
+    "gamma": _open_unit_interval, "gae_lambda": _unit_interval,
+    "clip_range": _open_unit_interval, "ent_coef": lambda n, v: check_non_negative(n, v),
+    "vf_coef": lambda n, v: check_non_negative(n, v),
+    "max_grad_norm": lambda n, v: check_positive(n, v), "seed": _non_negative_int,
+    "device": _device, "torch_threads": _positive_int, "policy_hidden_sizes": _hidden_sizes,
+    "n_envs": _positive_int, "curriculum_level": _curriculum,
+    "training_opponents": _opponent_list,
+    "map_width": lambda n, v: check_positive(n, v),
+    "map_height": lambda n, v: check_positive(n, v), "max_steps": _positive_int,
+    "randomize_terrain": _boolean, "hill_speed_factor": _open_unit_interval,
+    **{f"reward_{name}": _finite for name in (
+        "delta_enemy_strength", "delta_own_strength", "survival_bonus", "win_bonus",
+        "loss_penalty", "time_penalty", "approach")},
+    "checkpoint_dir": _text, "checkpoint_freq": _positive_int, "eval_freq": _positive_int,
+    "n_eval_episodes": _positive_int, "eval_deterministic": _boolean,
+    "write_manifest": _boolean, "manifest_path": _text, "enable_naming_v2": _boolean,
+    "keep_legacy_aliases": _boolean, "enable_wandb": _boolean, "wandb_project": _text,
+    "wandb_entity": _optional_text, "wandb_tags": _text_list, "wandb_log_freq": _positive_int,
+    "enable_self_play": _boolean, "self_play_pool_dir": _text,
+    "self_play_pool_max_size": _positive_int, "self_play_snapshot_freq": _positive_int,
+    "self_play_eval_freq": _positive_int, "self_play_n_eval_episodes": _positive_int,
+    "self_play_use_latest_for_eval": _boolean, "self_play_scripted_share": _unit_interval,
+    "elo_opponents": _opponent_list, "elo_registry_path": _text,
+    "elo_eval_freq": _positive_int, "elo_n_eval_episodes": _positive_int,
+    "keep_periodic": _non_negative_int, "keep_self_play_snapshots": _non_negative_int,
+    "prune_on_run_end": _boolean, "verbose": _non_negative_int, "log_dir": _text,
+    "progress_bar": _boolean,
+}
+
+YAML_KEYS: dict[str, str] = {
+    **{name: f"training.{name}" for name in (
+        "total_timesteps", "learning_rate", "n_steps", "batch_size", "n_epochs", "gamma",
+        "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "seed", "device",
+        "torch_threads", "policy_hidden_sizes")},
+    "n_envs": "env.num_envs", "curriculum_level": "env.curriculum_level",
+    "training_opponents": "env.opponents",
+    **{name: f"env.{name}" for name in ("map_width", "map_height", "max_steps",
+                                        "randomize_terrain", "hill_speed_factor")},
+    **{f"reward_{name}": f"reward.{name}" for name in (
+        "delta_enemy_strength", "delta_own_strength", "survival_bonus", "win_bonus",
+        "loss_penalty", "time_penalty", "approach")},
+    "checkpoint_dir": "eval.checkpoint_dir", "checkpoint_freq": "eval.checkpoint_freq",
+    "eval_freq": "eval.eval_freq", "n_eval_episodes": "eval.n_eval_episodes",
+    "eval_deterministic": "eval.deterministic",
+    **{name: f"artifacts.{name}" for name in ("write_manifest", "manifest_path",
+                                              "enable_naming_v2", "keep_legacy_aliases")},
+    "enable_wandb": "wandb.enabled", "wandb_project": "wandb.project",
+    "wandb_entity": "wandb.entity", "wandb_tags": "wandb.tags",
+    "wandb_log_freq": "wandb.log_freq",
+    "enable_self_play": "self_play.enabled",
+    **{f"self_play_{name}": f"self_play.{name}" for name in (
+        "pool_dir", "pool_max_size", "snapshot_freq", "eval_freq", "n_eval_episodes",
+        "use_latest_for_eval", "scripted_share")},
+    "elo_opponents": "elo.opponents", "elo_registry_path": "elo.registry_path",
+    "elo_eval_freq": "elo.eval_freq", "elo_n_eval_episodes": "elo.n_eval_episodes",
+    **{name: f"retention.{name}" for name in ("keep_periodic", "keep_self_play_snapshots",
+                                              "prune_on_run_end")},
+    "verbose": "logging.verbose", "log_dir": "logging.log_dir",
+    "progress_bar": "logging.progress_bar",
+}
+"""Where each TrainingConfig field lives in ``configs/default.yaml`` (section.key)."""
+
+
+def config_from_nested(nested: Mapping[str, Any]) -> TrainingConfig:
+    """A TrainingConfig from a nested mapping laid out like ``configs/default.yaml``.
+
+    Sections the CLI uses for itself (``resume``, ``hydra``) are ignored; an
+    unknown key in a known section raises ``ValueError`` naming it.
+    """
+    by_key = {key: name for name, key in YAML_KEYS.items()}
+    sections = {key.split(".")[0] for key in by_key}
+    values: dict[str, Any] = {}
+    for section, content in nested.items():
+        if section not in sections:
+            continue
+        if not isinstance(content, Mapping):
+            raise ValueError(f"config section {section!r} is invalid: expected a mapping")
+        for key, value in content.items():
+            name = by_key.get(f"{section}.{key}")
+            if name is None:
+                known = sorted(k.split(".", 1)[1] for k in by_key if k.startswith(section + "."))
+                raise ValueError(f"unknown config key {section}.{key}: valid keys in "
+                                 f"{section!r} are {', '.join(known)}")
+            values[name] = list(value) if isinstance(value, (list, tuple)) else value
+    return TrainingConfig(**values)

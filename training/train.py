@@ -1,0 +1,380 @@
+"""Train a PPO commander on :class:`~envs.battalion_env.BattalionEnv` battles.
+
+Programmatic use::
+
+    from training import train, TrainingConfig
+    model = train(total_timesteps=500_000, n_envs=4, enable_wandb=False)
+    model = train(TrainingConfig(total_timesteps=1_000_000, curriculum_level=3))
+
+Command line (Hydra; ``configs/default.yaml``, override any key)::
+
+    python training/train.py training.learning_rate=1e-4 env.curriculum_level=3
+    python -m training.train --config-name self_play
+    python training/train.py resume.auto=true          # continue the newest checkpoint
+
+A run writes periodic, best and final checkpoints under ``checkpoint_dir``
+(atomically; see :mod:`training.artifacts` for names), indexes them in the
+manifest, logs to TensorBoard under ``log_dir`` and, when enabled, to Weights &
+Biases. A run killed at any moment can be resumed from its newest complete
+checkpoint: the step counter goes on and the manifest gains rows.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the project importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from stable_baselines3 import PPO  # noqa: E402
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList  # noqa: E402
+from stable_baselines3.common.utils import ConstantSchedule, FloatSchedule  # noqa: E402
+from stable_baselines3.common.vec_env import VecMonitor  # noqa: E402
+
+from envs.reward import RewardWeights  # noqa: E402
+from envs.vec_env import BattalionVecEnv  # noqa: E402
+from models.battalion_policy import BattalionMlpPolicy  # noqa: E402
+from training.artifacts import (  # noqa: E402
+    CheckpointManifest,
+    checkpoint_best_filename,
+    checkpoint_final_stem,
+    checkpoint_name_prefix,
+    config_hash,
+    parse_step_from_checkpoint_name,
+)
+from training.callbacks import (  # noqa: E402
+    EloEvalCallback,
+    ManifestCheckpointCallback,
+    ManifestEvalCallback,
+    RewardBreakdownCallback,
+    WandbCallback,
+)
+from training.checkpoints import load_ppo, save_ppo  # noqa: E402
+from training.config import TrainingConfig, check_field_names, config_from_nested  # noqa: E402
+from training.elo import EloRegistry  # noqa: E402
+from training.opponents import RandomPolicy, checkpoint_path  # noqa: E402
+
+logger = logging.getLogger(__name__)
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+
+__all__ = ["EloEvalCallback", "ManifestCheckpointCallback", "ManifestEvalCallback",
+           "RewardBreakdownCallback", "TrainingConfig", "WandbCallback", "env_kwargs_for",
+           "make_training_env", "train"]
+
+
+def train(config: TrainingConfig | None = None, *,
+          extra_callbacks: list[BaseCallback] | None = None,
+          resume: str | Path | None = None, **override_kwargs: Any) -> PPO:
+    """Train a PPO policy on :class:`~envs.battalion_env.BattalionEnv`.
+
+    Args:
+        config: the run's settings; None means :class:`TrainingConfig` defaults.
+        extra_callbacks: more SB3 callbacks to run alongside the built-in ones.
+        resume: a checkpoint (``.zip`` optional) to continue from: the step
+            counter goes on from the checkpoint's and training stops at
+            ``total_timesteps`` in all.
+        **override_kwargs: TrainingConfig fields to override.
+
+    Returns:
+        The trained model. Periodic, best and final checkpoints and the manifest
+        are written under ``config.checkpoint_dir``.
+
+    Raises:
+        ValueError: if a setting is invalid or an override is not a field (the
+            message lists the valid fields).
+        FileNotFoundError: if ``resume`` does not exist.
+    """
+    config = _resolve_config(config, override_kwargs)
+    resume_path = None
+    if resume is not None:
+        resume_path = checkpoint_path(resume)
+        if resume_path is None:
+            raise FileNotFoundError(f"resume={str(resume)!r}: no such checkpoint (also tried "
+                                    f"{resume}.zip)")
+    torch.set_num_threads(config.torch_threads)
+    digest = config_hash(config)
+    manifest = CheckpointManifest(config.manifest_path) if config.write_manifest else None
+    if resume_path is not None and manifest is not None:
+        _report_config_change(manifest, resume_path, digest, config)
+
+    run, owns_run = _start_wandb(config, digest)
+    run_id = getattr(run, "id", None)
+    env = make_training_env(config)
+    if resume_path is None:
+        model = _new_model(config, env)
+    else:
+        model = load_ppo(resume_path, env=env, device=config.device, custom_objects={
+            "lr_schedule": FloatSchedule(ConstantSchedule(config.learning_rate)),
+            "learning_rate": config.learning_rate,
+            "clip_range": FloatSchedule(ConstantSchedule(config.clip_range)),
+        })
+        # Fresh but reproducible battles after a resume.
+        model.set_random_seed(config.seed + model.num_timesteps)
+        logger.info("resuming %s at step %d", resume_path, model.num_timesteps)
+
+    names = dict(seed=config.seed, curriculum_level=config.curriculum_level,
+                 enable_v2=config.enable_naming_v2)
+    rows = dict(seed=config.seed, curriculum_level=config.curriculum_level, run_id=run_id,
+                config_hash=digest)
+    checkpoint_dir = Path(config.checkpoint_dir)
+    callbacks = _callbacks(config, manifest, names, rows, run, checkpoint_dir)
+    callbacks += list(extra_callbacks or [])
+
+    remaining = max(0, config.total_timesteps - model.num_timesteps)
+    if remaining:
+        model.learn(total_timesteps=remaining, callback=CallbackList(callbacks),
+                    reset_num_timesteps=resume_path is None, progress_bar=config.progress_bar,
+                    tb_log_name="ppo_battalion")
+    final = _finish(model, config, manifest, names, rows, checkpoint_dir)
+    if run is not None:
+        _finish_wandb(run, final, owns_run)
+    return model
+
+
+def env_kwargs_for(config: TrainingConfig) -> dict[str, Any]:
+    """BattalionEnv settings of the config's battles (map, terrain, steps, reward)."""
+    return dict(map_width=config.map_width, map_height=config.map_height,
+                max_steps=config.max_steps, randomize_terrain=config.randomize_terrain,
+                hill_speed_factor=config.hill_speed_factor, reward_weights=RewardWeights(
+                    delta_enemy_strength=config.reward_delta_enemy_strength,
+                    delta_own_strength=config.reward_delta_own_strength,
+                    survival_bonus=config.reward_survival_bonus,
+                    win_bonus=config.reward_win_bonus,
+                    loss_penalty=config.reward_loss_penalty,
+                    time_penalty=config.reward_time_penalty,
+                    approach=config.reward_approach))
+
+
+def make_training_env(config: TrainingConfig) -> VecMonitor:
+    """The training battles: ``n_envs`` battles, their opponents assigned in turn from
+    ``training_opponents`` (all scripted at ``curriculum_level`` if that is empty)."""
+    env = BattalionVecEnv(config.n_envs, curriculum_level=config.curriculum_level,
+                          **env_kwargs_for(config))
+    opponents = config.training_opponents
+    if opponents:
+        battles = np.arange(config.n_envs)
+        random_battles = [int(i) for i in battles if opponents[i % len(opponents)] == "random"]
+        for level in range(1, 6):
+            chosen = [int(i) for i in battles
+                      if opponents[i % len(opponents)] == f"scripted_l{level}"]
+            if chosen:
+                env.env_method("set_curriculum_level", level, indices=chosen)
+        if random_battles:
+            env.env_method("set_red_policy", RandomPolicy(config.seed), indices=random_battles)
+    env.seed(config.seed)
+    return VecMonitor(env)
+
+
+def _resolve_config(config: TrainingConfig | None, overrides: dict[str, Any]) -> TrainingConfig:
+    check_field_names(overrides)
+    if config is None:
+        return TrainingConfig(**overrides)
+    if not isinstance(config, TrainingConfig):
+        raise TypeError(f"config={config!r} is invalid: expected a TrainingConfig or None")
+    return config.replace(**overrides) if overrides else config
+
+
+def _new_model(config: TrainingConfig, env: VecMonitor) -> PPO:
+    return PPO(
+        BattalionMlpPolicy, env, learning_rate=config.learning_rate, n_steps=config.n_steps,
+        batch_size=config.batch_size, n_epochs=config.n_epochs, gamma=config.gamma,
+        gae_lambda=config.gae_lambda, clip_range=config.clip_range, ent_coef=config.ent_coef,
+        vf_coef=config.vf_coef, max_grad_norm=config.max_grad_norm, seed=config.seed,
+        device=config.device, verbose=config.verbose, tensorboard_log=config.log_dir,
+        policy_kwargs={"net_arch": list(config.policy_hidden_sizes)})
+
+
+def _callbacks(config: TrainingConfig, manifest: CheckpointManifest | None,
+               names: dict[str, Any], rows: dict[str, Any], run,
+               checkpoint_dir: Path) -> list[BaseCallback]:
+    callbacks: list[BaseCallback] = [
+        ManifestCheckpointCallback(config.checkpoint_freq, str(checkpoint_dir),
+                                   checkpoint_name_prefix(**names), manifest, **rows),
+        ManifestEvalCallback(
+            VecMonitor(_eval_env(config)), eval_freq=config.eval_freq,
+            n_eval_episodes=config.n_eval_episodes, deterministic=config.eval_deterministic,
+            best_model_save_path=str(checkpoint_dir / "best"),
+            best_filename=checkpoint_best_filename(**names) if config.enable_naming_v2
+            else None, manifest=manifest, log_path=str(Path(config.log_dir) / "eval"),
+            **rows),
+        RewardBreakdownCallback(config.wandb_log_freq),
+    ]
+    if run is not None:
+        callbacks.append(WandbCallback(config.wandb_log_freq))
+    if config.elo_opponents:
+        agent = rows["run_id"] or f"run_seed{config.seed}"
+        callbacks.append(EloEvalCallback(
+            config.elo_opponents, config.elo_n_eval_episodes,
+            EloRegistry(config.elo_registry_path), agent, config.elo_eval_freq,
+            env_kwargs=env_kwargs_for(config), seed=config.seed + 2000))
+    if config.enable_self_play:
+        from training.self_play import self_play_callbacks
+
+        callbacks += self_play_callbacks(config, manifest, rows)
+    return callbacks
+
+
+def _eval_env(config: TrainingConfig) -> BattalionVecEnv:
+    # One battle per evaluation episode, all stepped together; fixed seeds.
+    env = BattalionVecEnv(config.n_eval_episodes, curriculum_level=config.curriculum_level,
+                          **env_kwargs_for(config))
+    env.seed(config.seed + 1000)
+    return env
+
+
+def _finish(model: PPO, config: TrainingConfig, manifest: CheckpointManifest | None,
+            names: dict[str, Any], rows: dict[str, Any], checkpoint_dir: Path) -> Path:
+    """Save the final model (and its legacy alias), index, and prune old checkpoints."""
+    final = save_ppo(model, checkpoint_dir / (checkpoint_final_stem(**names) + ".zip"))
+    saved = [(final, "final")]
+    if config.enable_naming_v2 and config.keep_legacy_aliases:
+        legacy = checkpoint_final_stem(**{**names, "enable_v2": False}) + ".zip"
+        saved.append((save_ppo(model, checkpoint_dir / legacy), "final_alias"))
+    if manifest is not None:
+        prefix = checkpoint_name_prefix(**names)
+        for path in sorted(checkpoint_dir.glob(f"{prefix}_*_steps.zip")):
+            manifest.register(path, artifact_type="periodic",
+                              step=parse_step_from_checkpoint_name(path), **rows)
+        for path, kind in saved:
+            manifest.register(path, artifact_type=kind, step=model.num_timesteps, **rows)
+        if config.prune_on_run_end and config.keep_periodic > 0:
+            manifest.prune_periodic(checkpoint_dir, prefix, config.keep_periodic)
+        if config.enable_self_play and config.prune_on_run_end and \
+                config.keep_self_play_snapshots > 0:
+            manifest.prune_self_play_snapshots(config.self_play_pool_dir,
+                                               config.keep_self_play_snapshots)
+    logger.info("final model: %s (%d steps)", final, model.num_timesteps)
+    return final
+
+
+def _report_config_change(manifest: CheckpointManifest, path: Path, digest: str,
+                          config: TrainingConfig) -> None:
+    row = manifest.latest_entry_for_path(path)
+    if row is None:
+        logger.warning("resuming from %s, which the manifest %s does not list", path,
+                       manifest.path)
+        return
+    changes = [f"{key} {row.get(key)!r} -> {value!r}" for key, value in (
+        ("config_hash", digest), ("seed", config.seed),
+        ("curriculum_level", config.curriculum_level)) if row.get(key) != value]
+    if changes:
+        logger.warning("resuming %s with a changed configuration: %s", path, "; ".join(changes))
+
+
+# --- Weights & Biases --------------------------------------------------------------
+
+def _wandb_mode() -> str:
+    """``WANDB_MODE`` if set; online when an API key is configured; else offline.
+
+    Offline keeps a run's files locally (``wandb sync`` uploads them later) and
+    never touches the network, which is what a machine without credentials wants.
+    """
+    if os.environ.get("WANDB_MODE"):
+        return os.environ["WANDB_MODE"]
+    if os.environ.get("WANDB_API_KEY"):
+        return "online"
+    netrc = Path.home() / ".netrc"
+    try:
+        if "api.wandb.ai" in netrc.read_text():
+            return "online"
+    except OSError:
+        pass
+    return "offline"
+
+
+def _start_wandb(config: TrainingConfig, digest: str) -> tuple[Any, bool]:
+    """Start a W&B run if enabled: (run or None, whether this call started it).
+
+    A caller's active run is used and left open. A failure is reported, not fatal.
+    """
+    if not config.enable_wandb:
+        return None, False
+    try:
+        import wandb
+
+        if wandb.run is not None:
+            return wandb.run, False
+        Path(config.log_dir).mkdir(parents=True, exist_ok=True)
+        run = wandb.init(project=config.wandb_project, entity=config.wandb_entity,
+                         tags=list(config.wandb_tags), config={**config.to_dict(),
+                                                                "config_hash": digest},
+                         dir=config.log_dir, mode=_wandb_mode())
+        return run, True
+    except Exception as error:  # W&B is optional: report, then train without it
+        logger.warning("W&B could not start (%s: %s); training continues without it",
+                       type(error).__name__, error)
+        return None, False
+
+
+def _finish_wandb(run, final: Path, owns_run: bool) -> None:
+    try:
+        import wandb
+
+        artifact = wandb.Artifact("ppo_battalion_final", type="model")
+        artifact.add_file(str(final))
+        run.log_artifact(artifact)
+        if owns_run:
+            run.finish()
+    except Exception as error:
+        logger.warning("W&B artifact upload failed (%s: %s)", type(error).__name__, error)
+
+
+# --- command line ------------------------------------------------------------------
+
+def resolve_resume(resume: dict[str, Any], config: TrainingConfig) -> Path | None:
+    """The checkpoint a CLI run continues from (``resume`` section of the config).
+
+    Order: ``resume.checkpoint`` if set (it must exist); else, with
+    ``resume.auto``, the manifest's newest periodic checkpoint, else the newest
+    ``{prefix}_*_steps.zip`` on disk; else None (a fresh run).
+
+    Raises:
+        FileNotFoundError: if ``resume.checkpoint`` does not exist.
+    """
+    explicit = resume.get("checkpoint")
+    if explicit:
+        found = checkpoint_path(explicit)
+        if found is None:
+            raise FileNotFoundError(f"resume.checkpoint={explicit!r}: no such checkpoint")
+        return found
+    if not resume.get("auto"):
+        return None
+    prefix = checkpoint_name_prefix(seed=config.seed, curriculum_level=config.curriculum_level,
+                                    enable_v2=config.enable_naming_v2)
+    if config.write_manifest:
+        latest = CheckpointManifest(config.manifest_path).latest_periodic(
+            config.checkpoint_dir, prefix)
+        if latest is not None:
+            return latest
+    on_disk = sorted(Path(config.checkpoint_dir).glob(f"{prefix}_*_steps.zip"),
+                     key=lambda p: parse_step_from_checkpoint_name(p) or -1)
+    return on_disk[-1] if on_disk else None
+
+
+def main() -> None:
+    """Hydra entry point: ``python training/train.py key=value ...``."""
+    import hydra
+    from omegaconf import OmegaConf
+
+    @hydra.main(config_path=str(CONFIG_DIR), config_name="default", version_base=None)
+    def run(cfg) -> None:
+        nested = OmegaConf.to_container(cfg, resolve=True)
+        config = config_from_nested(nested)
+        resume = resolve_resume(nested.get("resume") or {}, config)
+        if resume is not None:
+            print(f"Resuming from {resume}")
+        model = train(config, resume=resume)
+        print(f"Trained for {model.num_timesteps} steps; checkpoints in {config.checkpoint_dir}")
+
+    run()
+
+
+if __name__ == "__main__":
+    main()
