@@ -246,7 +246,8 @@ class BattalionBatch:
             self._weight_vector, dealt[:, BLUE], dealt[:, RED], state.strength[:, BLUE],
             red_done & ~blue_done, blue_done & ~red_done, state.routed[:, RED],
             state.routed[:, BLUE],
-            (distance_before - events.geometry.dist[:, BLUE, RED]) * self._inverse_diagonal)
+            (distance_before - events.geometry.dist[:, BLUE, RED]) * self._inverse_diagonal,
+            events.volley[:, BLUE])
         return DuelStep(self._views[BLUE], reward, terminated, truncated, dealt[:, BLUE],
                         dealt[:, RED], state.routed[:, BLUE], state.routed[:, RED],
                         state.destroyed[:, BLUE], state.destroyed[:, RED], state.step)

@@ -24,6 +24,7 @@ COMPONENTS = (
     "enemy_routed_bonus",
     "own_routing_penalty",
     "approach",
+    "fire_cost",
 )
 """Reward component names, in the order of :attr:`RewardComponents.values` rows."""
 
@@ -47,6 +48,9 @@ class RewardWeights:
             opening it). This is potential-based shaping on the distance, so it
             guides a learner across empty ground without changing which policy
             is best; 0 (off) by default.
+        fire_cost: per volley Blue fires (readiness spent; a full volley is 1),
+            counted negative: powder and shot are not free, so a volley pays
+            only where it is likely to hit. 0 (off) by default.
     """
 
     delta_enemy_strength: float = 5.0
@@ -58,6 +62,7 @@ class RewardWeights:
     enemy_routed_bonus: float = 0.0
     own_routing_penalty: float = 0.0
     approach: float = 0.0
+    fire_cost: float = 0.0
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -103,6 +108,7 @@ def compute_reward(
     enemy_routed: np.ndarray | bool = False,
     own_routing: np.ndarray | bool = False,
     closed_distance: np.ndarray | float = 0.0,
+    volley: np.ndarray | float = 0.0,
 ) -> RewardComponents:
     """Reward components for a batch of steps (scalars count as a batch of one).
 
@@ -115,18 +121,20 @@ def compute_reward(
         enemy_routed, own_routing: whether Red / Blue is routed after the step.
         closed_distance: distance between the two closed this step, as a
             fraction of the map diagonal (negative when it opened).
+        volley: readiness Blue spent firing this step (a full volley is 1).
     """
     return reward_from_weight_vector(
         weights.as_array(), dmg_b2r, dmg_r2b, blue_strength, blue_won, blue_lost,
-        enemy_routed, own_routing, closed_distance)
+        enemy_routed, own_routing, closed_distance, volley)
 
 
 def reward_from_weight_vector(weights: np.ndarray, dmg_b2r, dmg_r2b, blue_strength, blue_won,
-                              blue_lost, enemy_routed, own_routing,
-                              closed_distance) -> RewardComponents:
+                              blue_lost, enemy_routed, own_routing, closed_distance,
+                              volley) -> RewardComponents:
     """:func:`compute_reward` with the weights already as a vector (the hot path)."""
     features = np.stack(np.broadcast_arrays(*(np.atleast_1d(np.asarray(f, np.float32)) for f in (
         dmg_b2r, -np.asarray(dmg_r2b, np.float32), blue_strength, blue_won, blue_lost, 1.0,
-        enemy_routed, own_routing, closed_distance))), axis=0)
+        enemy_routed, own_routing, closed_distance, -np.asarray(volley, np.float32)))),
+        axis=0)
     values = features * weights[:, None]
     return RewardComponents(values, values.sum(axis=0))

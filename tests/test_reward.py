@@ -26,7 +26,7 @@ def test_batched_components_and_info_dict():
     r = compute_reward(dmg_b2r=np.array([0.0, 0.1]), dmg_r2b=np.array([0.1, 0.0]),
                        blue_strength=np.array([1.0, 1.0]), blue_won=np.array([False, True]),
                        blue_lost=np.array([True, False]), weights=RewardWeights())
-    assert r.values.shape == (len(COMPONENTS), 2) == (9, 2)
+    assert r.values.shape == (len(COMPONENTS), 2) == (10, 2)
     info = r.as_dict(1)
     assert list(info) == list(INFO_KEYS)
     assert info["reward/win_bonus"] == 10.0 and info["reward/loss_penalty"] == 0.0

@@ -82,6 +82,7 @@ class TrainingConfig:
     reward_loss_penalty: float = -10.0
     reward_time_penalty: float = -0.01
     reward_approach: float = 5.0
+    reward_fire_cost: float = 0.0
     # Checkpoints and evaluation
     checkpoint_dir: str = "checkpoints"
     checkpoint_freq: int = 100_000
@@ -247,7 +248,7 @@ _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "randomize_terrain": _boolean, "hill_speed_factor": _open_unit_interval,
     **{f"reward_{name}": _finite for name in (
         "delta_enemy_strength", "delta_own_strength", "survival_bonus", "win_bonus",
-        "loss_penalty", "time_penalty", "approach")},
+        "loss_penalty", "time_penalty", "approach", "fire_cost")},
     "checkpoint_dir": _text, "checkpoint_freq": _positive_int, "eval_freq": _positive_int,
     "n_eval_episodes": _positive_int, "eval_deterministic": _boolean,
     "write_manifest": _boolean, "manifest_path": _text, "enable_naming_v2": _boolean,
@@ -275,7 +276,7 @@ YAML_KEYS: dict[str, str] = {
                                         "randomize_terrain", "hill_speed_factor")},
     **{f"reward_{name}": f"reward.{name}" for name in (
         "delta_enemy_strength", "delta_own_strength", "survival_bonus", "win_bonus",
-        "loss_penalty", "time_penalty", "approach")},
+        "loss_penalty", "time_penalty", "approach", "fire_cost")},
     "checkpoint_dir": "eval.checkpoint_dir", "checkpoint_freq": "eval.checkpoint_freq",
     "eval_freq": "eval.eval_freq", "n_eval_episodes": "eval.n_eval_episodes",
     "eval_deterministic": "eval.deterministic",

@@ -117,6 +117,21 @@ class EloRegistry:
         self._changed.add(agent)
         return delta
 
+    def set_rating(self, name: str, rating: float) -> None:
+        """Enter ``name`` at ``rating`` (e.g. a self-play snapshot at its learner's rating).
+
+        Raises:
+            ValueError: for a baseline name or a non-finite rating.
+        """
+        if self.is_baseline(name) or name in BASELINE_RATINGS:
+            raise ValueError(f"{name!r} is a fixed baseline: its rating cannot be set")
+        rating = float(rating)
+        if not math.isfinite(rating):
+            raise ValueError(f"rating={rating!r} is invalid: expected a finite number")
+        self._ratings[name] = rating
+        self._game_counts.setdefault(name, 0)
+        self._changed.add(name)
+
     def save(self) -> Path:
         """Write the registry, merging with what other processes saved meanwhile.
 

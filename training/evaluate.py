@@ -81,7 +81,7 @@ def env_kwargs_of(env: BattalionEnv) -> dict[str, Any]:
 
 def run_episodes_with_model(
     model: Any,
-    opponent: str = "scripted_l5",
+    opponent: Any = "scripted_l5",
     n_episodes: int = 50,
     deterministic: bool = True,
     seed: int | None = None,
@@ -93,7 +93,8 @@ def run_episodes_with_model(
     Args:
         model: anything with ``predict(obs, deterministic) -> (actions, state)``
             that accepts an (n, obs_dim) batch (SB3 models do).
-        opponent: see the module docstring.
+        opponent: see the module docstring; also any object with ``predict`` (it
+            then commands Red, receiving an (n, obs_dim) batch).
         n_episodes: number of battles (>= 1).
         deterministic: whether Blue acts deterministically.
         seed: base seed; episode ``i`` uses ``seed + i``. None draws one.
@@ -113,7 +114,7 @@ def run_episodes_with_model(
     return EvaluationResult.from_outcomes(outcomes)
 
 
-def play_battles(model: Any, opponent: str, n_episodes: int, deterministic: bool,
+def play_battles(model: Any, opponent: Any, n_episodes: int, deterministic: bool,
                  seed: int | None, env: BattalionEnv | None = None,
                  env_kwargs: dict | None = None) -> np.ndarray:
     """Per-battle outcomes (+1 win, 0 draw, -1 loss) of :func:`run_episodes_with_model`."""

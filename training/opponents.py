@@ -37,18 +37,25 @@ class Opponent:
     policy: RedPolicy | None
 
 
-def resolve_opponent(opponent: str, *, seed: int | None = None, device: str = "cpu") -> Opponent:
-    """Turn an opponent name into Red's commander.
+def resolve_opponent(opponent: str | RedPolicy, *, seed: int | None = None,
+                     device: str = "cpu") -> Opponent:
+    """Turn an opponent name (or policy) into Red's commander.
 
     Args:
-        opponent: ``scripted_l1`` .. ``scripted_l5``, ``random``, or the path of an
-            SB3 ``.zip`` checkpoint (the suffix may be omitted).
+        opponent: ``scripted_l1`` .. ``scripted_l5``, ``random``, the path of an
+            SB3 ``.zip`` checkpoint (the suffix may be omitted), or any object
+            with ``predict(obs, deterministic)`` (a loaded model, a snapshot).
         seed: seed of the ``random`` opponent.
         device: torch device for a checkpoint opponent.
 
     Raises:
         ValueError: for a name that is neither a known opponent nor an existing file.
     """
+    if not isinstance(opponent, (str, Path)):
+        if not callable(getattr(opponent, "predict", None)):
+            raise ValueError(f"opponent={opponent!r} is invalid: expected a name, a "
+                             "checkpoint path or an object with predict()")
+        return Opponent(type(opponent).__name__, NUM_CURRICULUM_LEVELS, opponent)
     if opponent in SCRIPTED_OPPONENTS:
         return Opponent(opponent, int(opponent.removeprefix("scripted_l")), None)
     if opponent == "random":

@@ -30,15 +30,12 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from stable_baselines3 import PPO  # noqa: E402
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList  # noqa: E402
 from stable_baselines3.common.utils import ConstantSchedule, FloatSchedule  # noqa: E402
 from stable_baselines3.common.vec_env import VecMonitor  # noqa: E402
 
-from envs.reward import RewardWeights  # noqa: E402
-from envs.vec_env import BattalionVecEnv  # noqa: E402
 from models.battalion_policy import BattalionMlpPolicy  # noqa: E402
 from training.artifacts import (  # noqa: E402
     CheckpointManifest,
@@ -48,6 +45,7 @@ from training.artifacts import (  # noqa: E402
     config_hash,
     parse_step_from_checkpoint_name,
 )
+from training.battles import env_kwargs_for, make_eval_env, make_training_env  # noqa: E402
 from training.callbacks import (  # noqa: E402
     EloEvalCallback,
     ManifestCheckpointCallback,
@@ -58,7 +56,7 @@ from training.callbacks import (  # noqa: E402
 from training.checkpoints import load_ppo, save_ppo  # noqa: E402
 from training.config import TrainingConfig, check_field_names, config_from_nested  # noqa: E402
 from training.elo import EloRegistry  # noqa: E402
-from training.opponents import RandomPolicy, checkpoint_path  # noqa: E402
+from training.opponents import checkpoint_path  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
@@ -138,40 +136,6 @@ def train(config: TrainingConfig | None = None, *,
     return model
 
 
-def env_kwargs_for(config: TrainingConfig) -> dict[str, Any]:
-    """BattalionEnv settings of the config's battles (map, terrain, steps, reward)."""
-    return dict(map_width=config.map_width, map_height=config.map_height,
-                max_steps=config.max_steps, randomize_terrain=config.randomize_terrain,
-                hill_speed_factor=config.hill_speed_factor, reward_weights=RewardWeights(
-                    delta_enemy_strength=config.reward_delta_enemy_strength,
-                    delta_own_strength=config.reward_delta_own_strength,
-                    survival_bonus=config.reward_survival_bonus,
-                    win_bonus=config.reward_win_bonus,
-                    loss_penalty=config.reward_loss_penalty,
-                    time_penalty=config.reward_time_penalty,
-                    approach=config.reward_approach))
-
-
-def make_training_env(config: TrainingConfig) -> VecMonitor:
-    """The training battles: ``n_envs`` battles, their opponents assigned in turn from
-    ``training_opponents`` (all scripted at ``curriculum_level`` if that is empty)."""
-    env = BattalionVecEnv(config.n_envs, curriculum_level=config.curriculum_level,
-                          **env_kwargs_for(config))
-    opponents = config.training_opponents
-    if opponents:
-        battles = np.arange(config.n_envs)
-        random_battles = [int(i) for i in battles if opponents[i % len(opponents)] == "random"]
-        for level in range(1, 6):
-            chosen = [int(i) for i in battles
-                      if opponents[i % len(opponents)] == f"scripted_l{level}"]
-            if chosen:
-                env.env_method("set_curriculum_level", level, indices=chosen)
-        if random_battles:
-            env.env_method("set_red_policy", RandomPolicy(config.seed), indices=random_battles)
-    env.seed(config.seed)
-    return VecMonitor(env)
-
-
 def _resolve_config(config: TrainingConfig | None, overrides: dict[str, Any]) -> TrainingConfig:
     check_field_names(overrides)
     if config is None:
@@ -198,7 +162,7 @@ def _callbacks(config: TrainingConfig, manifest: CheckpointManifest | None,
         ManifestCheckpointCallback(config.checkpoint_freq, str(checkpoint_dir),
                                    checkpoint_name_prefix(**names), manifest, **rows),
         ManifestEvalCallback(
-            VecMonitor(_eval_env(config)), eval_freq=config.eval_freq,
+            VecMonitor(make_eval_env(config)), eval_freq=config.eval_freq,
             n_eval_episodes=config.n_eval_episodes, deterministic=config.eval_deterministic,
             best_model_save_path=str(checkpoint_dir / "best"),
             best_filename=checkpoint_best_filename(**names) if config.enable_naming_v2
@@ -219,14 +183,6 @@ def _callbacks(config: TrainingConfig, manifest: CheckpointManifest | None,
 
         callbacks += self_play_callbacks(config, manifest, rows)
     return callbacks
-
-
-def _eval_env(config: TrainingConfig) -> BattalionVecEnv:
-    # One battle per evaluation episode, all stepped together; fixed seeds.
-    env = BattalionVecEnv(config.n_eval_episodes, curriculum_level=config.curriculum_level,
-                          **env_kwargs_for(config))
-    env.seed(config.seed + 1000)
-    return env
 
 
 def _finish(model: PPO, config: TrainingConfig, manifest: CheckpointManifest | None,

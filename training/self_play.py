@@ -1,0 +1,361 @@
+"""Self-play: a pool of frozen past selves as opponents.
+
+* :class:`OpponentPool` keeps the latest ``max_size`` snapshots of a learner as
+  SB3 ``.zip`` files (``snapshot_v{version:06d}.zip``), written atomically.
+* :class:`SelfPlayCallback` snapshots the learner every ``snapshot_freq`` steps
+  and re-deals Red in the training battles: most battles face pool members
+  (several different ones at once, each queried once per step for all its
+  battles), and a share keeps facing the config's scripted opponents so the
+  learner does not forget how to beat simple doctrines.
+* :class:`WinRateVsPoolCallback` and :func:`evaluate_vs_pool` measure the
+  learner against pool members, with the training battles' settings. Each
+  snapshot enters the Elo registry at the learner's rating when it was taken,
+  so progress against past selves is a number on the same scale as the
+  scripted baselines.
+
+Typical use is ``train(enable_self_play=True)``; directly::
+
+    pool = OpponentPool("checkpoints/pool", max_size=10)
+    model.learn(1_000_000, callback=[SelfPlayCallback(pool, 50_000),
+                                     WinRateVsPoolCallback(pool, 50_000)])
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import zipfile
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import BaseCallback
+
+from envs.sim.validation import check_in_range, check_int
+from training.artifacts import CheckpointManifest
+from training.callbacks import _Every, _wandb_run
+from training.checkpoints import load_ppo, save_ppo
+from training.elo import EloRegistry
+from training.evaluate import run_episodes_with_model
+
+logger = logging.getLogger(__name__)
+
+SNAPSHOT_PATTERN = re.compile(r"^snapshot_v(\d{6,})\.zip$")
+
+__all__ = ["OpponentPool", "SelfPlayCallback", "WinRateVsPoolCallback", "evaluate_vs_pool",
+           "self_play_callbacks"]
+
+
+def snapshot_name(version: int) -> str:
+    return f"snapshot_v{version:06d}"
+
+
+class OpponentPool:
+    """Fixed-size pool of frozen PPO snapshots, oldest evicted first.
+
+    Args:
+        pool_dir: folder of the ``snapshot_v{version:06d}.zip`` files (created).
+        max_size: snapshots kept (>= 1).
+
+    An existing folder is reloaded: its snapshots, in version order, the newest
+    ``max_size`` of them in the pool. A file there that is not a snapshot is
+    reported (logged) and left alone; a snapshot that is not a readable archive
+    raises ``ValueError`` naming it. Nothing is deleted except by eviction.
+
+    Attributes:
+        pool_dir: the folder.
+        max_size: the capacity.
+    """
+
+    def __init__(self, pool_dir: str | Path, max_size: int = 10) -> None:
+        self.pool_dir = Path(pool_dir)
+        self.max_size = check_int("max_size", max_size, minimum=1)
+        self.pool_dir.mkdir(parents=True, exist_ok=True)
+        self._paths: list[Path] = self._scan()
+        self._loaded: OrderedDict[Path, PPO] = OrderedDict()
+
+    def _scan(self) -> list[Path]:
+        snapshots, foreign = [], []
+        for path in self.pool_dir.iterdir():
+            if SNAPSHOT_PATTERN.match(path.name):
+                snapshots.append(path)
+            elif path.is_file() and not path.name.startswith("."):
+                foreign.append(path.name)
+        if foreign:
+            logger.warning("pool %s holds files that are not snapshots (left alone): %s",
+                           self.pool_dir, ", ".join(sorted(foreign)))
+        snapshots.sort(key=version_of)
+        for path in snapshots:
+            if not zipfile.is_zipfile(path):
+                raise ValueError(f"pool snapshot {path} is not a readable archive (corrupt "
+                                 "or truncated): remove or restore it before using the pool")
+        if len(snapshots) > self.max_size:
+            logger.warning("pool %s holds %d snapshots; using the newest %d (older files are "
+                           "left on disk)", self.pool_dir, len(snapshots), self.max_size)
+        return snapshots[-self.max_size:]
+
+    @property
+    def size(self) -> int:
+        """Number of snapshots in the pool."""
+        return len(self._paths)
+
+    @property
+    def snapshot_paths(self) -> list[Path]:
+        """Snapshot paths, oldest first (a copy)."""
+        return list(self._paths)
+
+    @property
+    def latest_version(self) -> int:
+        """Highest snapshot version in the pool (0 when empty)."""
+        return version_of(self._paths[-1]) if self._paths else 0
+
+    def add(self, model: PPO, version: int) -> Path:
+        """Save ``model`` as snapshot ``version`` and add it, evicting the oldest if full.
+
+        Raises:
+            ValueError: if ``version`` is not above every version in the pool.
+        """
+        version = check_int("version", version, minimum=1)
+        if self._paths and version <= self.latest_version:
+            raise ValueError(f"version={version} is invalid: expected a version above "
+                             f"{self.latest_version}, the newest in {self.pool_dir}")
+        path = save_ppo(model, self.pool_dir / snapshot_name(version))
+        while len(self._paths) >= self.max_size:
+            oldest = self._paths.pop(0)
+            self._loaded.pop(oldest, None)
+            oldest.unlink(missing_ok=True)
+            logger.info("evicted %s from the pool", oldest.name)
+        self._paths.append(path)
+        return path
+
+    def load(self, path: Path) -> PPO:
+        """The model of snapshot ``path`` (loaded once, then kept while in the pool)."""
+        if path not in self._paths:
+            raise KeyError(f"{path} is not in the pool {self.pool_dir}")
+        model = self._loaded.get(path)
+        if model is None:
+            model = load_ppo(path, device="cpu")
+            self._loaded[path] = model
+        return model
+
+    def sample(self, rng: np.random.Generator | None = None) -> PPO | None:
+        """A uniformly chosen snapshot, loaded; None if the pool is empty."""
+        if not self._paths:
+            return None
+        rng = rng if rng is not None else np.random.default_rng()
+        return self.load(self._paths[int(rng.integers(len(self._paths)))])
+
+    def sample_latest(self) -> PPO | None:
+        """The newest snapshot, loaded; None if the pool is empty."""
+        return self.load(self._paths[-1]) if self._paths else None
+
+    def name_of(self, model: PPO) -> str | None:
+        """The snapshot name (``snapshot_v000003``) of a model this pool loaded."""
+        for path, loaded in self._loaded.items():
+            if loaded is model:
+                return path.stem
+        return None
+
+
+def version_of(path: Path) -> int:
+    match = SNAPSHOT_PATTERN.match(Path(path).name)
+    if match is None:
+        raise ValueError(f"{path} is not named like a snapshot (snapshot_v000001.zip)")
+    return int(match.group(1))
+
+
+def evaluate_vs_pool(model: Any, opponent: Any, n_episodes: int = 20,
+                     deterministic: bool = True, seed: int | None = None,
+                     env_kwargs: dict | None = None) -> float:
+    """Blue's win rate with ``model`` against ``opponent`` commanding Red.
+
+    The battles run as one batch with the given BattalionEnv settings (pass the
+    training run's, e.g. :func:`training.battles.env_kwargs_for`); episode ``i``
+    uses ``seed + i``. A win is Red routed or destroyed while Blue is neither.
+
+    Raises:
+        ValueError: if ``n_episodes < 1``.
+    """
+    return run_episodes_with_model(model, opponent, n_episodes, deterministic, seed,
+                                   env_kwargs=env_kwargs).win_rate
+
+
+class SelfPlayCallback(BaseCallback):
+    """Snapshots the learner into the pool and deals pool members to the training battles.
+
+    Every ``snapshot_freq`` environment steps: the learner is saved as the next
+    snapshot (and registered in ``manifest``); then each training battle gets a
+    Red commander: a share ``scripted_share`` of battles, chosen at random, keep
+    the opponent they started with (scripted or random), and the rest are split
+    among up to ``opponents_per_swap`` pool members sampled uniformly. Every
+    member commands all its battles through one batched ``predict`` per step.
+
+    Args:
+        pool: the opponent pool.
+        snapshot_freq: environment steps between snapshots.
+        vec_env: the training env (default: the model's).
+        verbose: verbosity level.
+        manifest: manifest for ``self_play_snapshot`` rows, or None.
+        seed, curriculum_level, run_id, config_hash: manifest row fields; ``seed``
+            also seeds the dealing of opponents.
+        scripted_share: share of battles that keep their original opponent, in [0, 1].
+        opponents_per_swap: different pool members dealt at each swap (>= 1).
+        registry, agent_name: when given, each snapshot enters this Elo registry
+            at the learner's current rating, named like its file.
+    """
+
+    def __init__(self, pool: OpponentPool, snapshot_freq: int = 50_000, vec_env=None,
+                 verbose: int = 0, manifest: CheckpointManifest | None = None, seed: int = 0,
+                 curriculum_level: int = 5, run_id: str | None = None, config_hash: str = "",
+                 scripted_share: float = 0.0, opponents_per_swap: int = 4,
+                 registry: EloRegistry | None = None, agent_name: str | None = None) -> None:
+        super().__init__(verbose)
+        self.pool = pool
+        self.vec_env = vec_env
+        self.manifest = manifest
+        self.row = dict(seed=seed, curriculum_level=curriculum_level, run_id=run_id,
+                        config_hash=config_hash)
+        self.scripted_share = check_in_range("scripted_share", scripted_share, 0.0, 1.0)
+        self.opponents_per_swap = check_int("opponents_per_swap", opponents_per_swap, minimum=1)
+        self.registry = registry
+        self.agent_name = agent_name
+        self.rng = np.random.default_rng(seed)
+        self.version = pool.latest_version
+        self._due = _Every(snapshot_freq)
+        self._original: list[Any] | None = None
+
+    def _init_callback(self) -> None:
+        self._due.start(self.model.num_timesteps)
+        if self.vec_env is None:
+            self.vec_env = self.model.get_env()
+        self._battles = getattr(self.vec_env, "unwrapped", self.vec_env)
+        self._original = self._battles.get_attr("red_policy")
+
+    def _on_step(self) -> bool:
+        if self._due(self.num_timesteps):
+            self.snapshot()
+            self.deal_opponents()
+        return True
+
+    def snapshot(self) -> Path:
+        """Save the learner as the next snapshot and register it."""
+        self.version += 1
+        path = self.pool.add(self.model, self.version)
+        if self.manifest is not None:
+            self.manifest.register(path, artifact_type="self_play_snapshot",
+                                   step=self.num_timesteps, **self.row)
+        if self.registry is not None and self.agent_name is not None:
+            self.registry.set_rating(path.stem, self.registry.get_rating(self.agent_name))
+        if self.verbose:
+            logger.info("self-play snapshot %s at step %d", path.name, self.num_timesteps)
+        return path
+
+    def deal_opponents(self) -> dict[str, list[int]]:
+        """Assign Red commanders to the training battles; returns member -> battles."""
+        n = self._battles.num_envs
+        order = self.rng.permutation(n)
+        n_kept = int(round(self.scripted_share * n))
+        kept, dealt = order[:n_kept], order[n_kept:]
+        for i in kept:
+            self._battles.env_method("set_red_policy", self._original[i], indices=[int(i)])
+        assignment: dict[str, list[int]] = {}
+        if self.pool.size and len(dealt):
+            n_members = min(self.opponents_per_swap, self.pool.size)
+            chosen = self.rng.choice(self.pool.size, size=n_members, replace=False)
+            paths = self.pool.snapshot_paths
+            for k, path_index in enumerate(chosen):
+                battles = [int(i) for i in dealt[k::n_members]]
+                member = self.pool.load(paths[int(path_index)])
+                self._battles.env_method("set_red_policy", member, indices=battles)
+                assignment[paths[int(path_index)].stem] = battles
+        return assignment
+
+
+class WinRateVsPoolCallback(BaseCallback):
+    """Evaluates the learner against a pool member and logs ``self_play/win_rate_vs_pool``.
+
+    Every ``eval_freq`` environment steps, if the pool is not empty, it plays
+    ``n_eval_episodes`` battles against a sampled member (or the latest, with
+    ``use_latest``) with the given BattalionEnv settings, logs the win rate to
+    the SB3 logger and W&B (with ``time/total_timesteps``), and, with a
+    registry, updates the learner's Elo against that member.
+
+    Args:
+        pool: the opponent pool.
+        eval_freq: environment steps between evaluations.
+        n_eval_episodes: battles per evaluation.
+        deterministic: whether the learner acts deterministically.
+        use_latest: evaluate against the newest snapshot instead of a random one.
+        verbose: verbosity level.
+        env_kwargs: BattalionEnv settings of the battles (the training run's).
+        registry, agent_name: Elo registry and the learner's name in it.
+        seed: seed of the member choice and the battles.
+    """
+
+    def __init__(self, pool: OpponentPool, eval_freq: int = 50_000, n_eval_episodes: int = 20,
+                 deterministic: bool = True, use_latest: bool = False, verbose: int = 0,
+                 env_kwargs: dict | None = None, registry: EloRegistry | None = None,
+                 agent_name: str | None = None, seed: int = 0) -> None:
+        super().__init__(verbose)
+        self.pool = pool
+        self.n_eval_episodes = check_int("n_eval_episodes", n_eval_episodes, minimum=1)
+        self.deterministic = deterministic
+        self.use_latest = use_latest
+        self.env_kwargs = dict(env_kwargs or {})
+        self.registry = registry
+        self.agent_name = agent_name
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self._due = _Every(eval_freq)
+        self.last_win_rate: float | None = None
+
+    def _init_callback(self) -> None:
+        self._due.start(self.model.num_timesteps)
+
+    def _on_step(self) -> bool:
+        if self._due(self.num_timesteps) and self.pool.size:
+            self.evaluate()
+        return True
+
+    def evaluate(self) -> float:
+        opponent = self.pool.sample_latest() if self.use_latest else self.pool.sample(self.rng)
+        result = run_episodes_with_model(self.model, opponent, self.n_eval_episodes,
+                                         self.deterministic, self.seed,
+                                         env_kwargs=self.env_kwargs)
+        self.last_win_rate = result.win_rate
+        metrics = {"self_play/win_rate_vs_pool": result.win_rate}
+        name = self.pool.name_of(opponent)
+        if self.registry is not None and self.agent_name is not None and name is not None:
+            self.registry.update(self.agent_name, name, result.score, n_games=result.n_episodes)
+            metrics["self_play/elo"] = self.registry.get_rating(self.agent_name)
+            if self.registry.can_save:
+                self.registry.save()
+        for key, value in metrics.items():
+            self.logger.record(key, value)
+        run = _wandb_run()
+        if run is not None:
+            run.log({**metrics, "time/total_timesteps": self.num_timesteps},
+                    step=self.num_timesteps)
+        return result.win_rate
+
+
+def self_play_callbacks(config, manifest: CheckpointManifest | None,
+                        rows: dict[str, Any]) -> list[BaseCallback]:
+    """The self-play callbacks of a :class:`~training.config.TrainingConfig` run."""
+    from training.battles import env_kwargs_for
+
+    pool = OpponentPool(config.self_play_pool_dir, config.self_play_pool_max_size)
+    registry = EloRegistry(config.elo_registry_path)
+    agent = rows.get("run_id") or f"run_seed{config.seed}"
+    return [
+        SelfPlayCallback(pool, config.self_play_snapshot_freq, manifest=manifest,
+                         scripted_share=config.self_play_scripted_share, registry=registry,
+                         agent_name=agent, **rows),
+        WinRateVsPoolCallback(pool, config.self_play_eval_freq,
+                              config.self_play_n_eval_episodes,
+                              use_latest=config.self_play_use_latest_for_eval,
+                              env_kwargs=env_kwargs_for(config), registry=registry,
+                              agent_name=agent, seed=config.seed + 3000),
+    ]
