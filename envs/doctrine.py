@@ -24,6 +24,9 @@ _F = {name: i for i, name in enumerate(OBSERVATION_FEATURES)}
 class DisciplinedCommander:
     """Face the enemy, close to ``hold_range`` in silence, halt, then volley.
 
+    If a crest hides the enemy at that range, it keeps closing (down to
+    ``min_range``) until it can see what it is to fire at.
+
     Args:
         hold_range: distance in metres at which to halt and open fire (> 0).
         map_diagonal: length of the map diagonal, to turn the observed distance
@@ -33,8 +36,9 @@ class DisciplinedCommander:
 
     def __init__(self, hold_range: float = 60.0,
                  map_diagonal: float = math.hypot(C.MAP_WIDTH, C.MAP_HEIGHT),
-                 max_turn_rate: float = C.MAX_TURN_RATE) -> None:
+                 max_turn_rate: float = C.MAX_TURN_RATE, min_range: float = 15.0) -> None:
         self.hold_range = check_positive("hold_range", hold_range)
+        self.min_range = check_positive("min_range", min_range)
         self.map_diagonal = check_positive("map_diagonal", map_diagonal)
         self.max_turn_rate = check_positive("max_turn_rate", max_turn_rate)
 
@@ -49,7 +53,9 @@ class DisciplinedCommander:
                                obs[:, _F["enemy_relative_bearing_cos"]])
         turn = np.clip(off_front / self.max_turn_rate, -1, 1)
         facing = np.abs(off_front) < 0.3
-        march = facing & (distance > self.hold_range)
+        hidden = obs[:, _F["line_of_sight"]] < 0.5
+        march = facing & ((distance > self.hold_range)
+                          | (hidden & (distance > self.min_range)))
         fire = facing & ~march & (distance <= self.hold_range)
         actions = np.stack([march, turn, fire], axis=1).astype(np.float32)
         return (actions[0] if single else actions), None

@@ -21,6 +21,7 @@ from envs.sim.validation import (
     check_positive,
 )
 from training.opponents import NAMED_OPPONENTS
+from training.warm_start import DOCTRINES
 
 
 def _default_training_opponents() -> list[str]:
@@ -65,6 +66,10 @@ class TrainingConfig:
     device: str = "auto"
     torch_threads: int = 1
     policy_hidden_sizes: list[int] = field(default_factory=lambda: [128, 128])
+    policy_log_std_init: float = -1.0
+    warm_start_doctrine: str | None = "disciplined"
+    warm_start_steps: int = 300_000
+    warm_start_epochs: int = 10
     # Environment
     n_envs: int = 64
     curriculum_level: int = 5
@@ -229,6 +234,13 @@ def _learning_rate(name: str, value: Any) -> float:
     return rate
 
 
+def _doctrine(name: str, value: Any) -> str | None:
+    if value is not None and value not in DOCTRINES:
+        raise ValueError(f"{name}={value!r} is invalid: expected null (no warm start) or one "
+                         f"of {', '.join(DOCTRINES)}")
+    return value
+
+
 def _curriculum(name: str, value: Any) -> int:
     return check_int(name, value, minimum=1, maximum=5)
 
@@ -241,6 +253,8 @@ _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "vf_coef": lambda n, v: check_non_negative(n, v),
     "max_grad_norm": lambda n, v: check_positive(n, v), "seed": _non_negative_int,
     "device": _device, "torch_threads": _positive_int, "policy_hidden_sizes": _hidden_sizes,
+    "policy_log_std_init": _finite, "warm_start_doctrine": _doctrine,
+    "warm_start_steps": _positive_int, "warm_start_epochs": _positive_int,
     "n_envs": _positive_int, "curriculum_level": _curriculum,
     "training_opponents": _opponent_list,
     "map_width": lambda n, v: check_positive(n, v),
@@ -269,7 +283,8 @@ YAML_KEYS: dict[str, str] = {
     **{name: f"training.{name}" for name in (
         "total_timesteps", "learning_rate", "n_steps", "batch_size", "n_epochs", "gamma",
         "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "seed", "device",
-        "torch_threads", "policy_hidden_sizes")},
+        "torch_threads", "policy_hidden_sizes", "policy_log_std_init", "warm_start_doctrine",
+        "warm_start_steps", "warm_start_epochs")},
     "n_envs": "env.num_envs", "curriculum_level": "env.curriculum_level",
     "training_opponents": "env.opponents",
     **{name: f"env.{name}" for name in ("map_width", "map_height", "max_steps",

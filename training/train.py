@@ -57,6 +57,7 @@ from training.checkpoints import load_ppo, save_ppo  # noqa: E402
 from training.config import TrainingConfig, check_field_names, config_from_nested  # noqa: E402
 from training.elo import EloRegistry  # noqa: E402
 from training.opponents import checkpoint_path  # noqa: E402
+from training.warm_start import warm_start  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +108,12 @@ def train(config: TrainingConfig | None = None, *,
     env = make_training_env(config)
     if resume_path is None:
         model = _new_model(config, env)
+        if config.warm_start_doctrine is not None:
+            # Demonstration steps count towards the budget.
+            model.num_timesteps = warm_start(
+                model, env, config.warm_start_doctrine, config.warm_start_steps,
+                map_width=config.map_width, map_height=config.map_height,
+                epochs=config.warm_start_epochs, seed=config.seed)
     else:
         model = load_ppo(resume_path, env=env, device=config.device, custom_objects={
             "lr_schedule": FloatSchedule(ConstantSchedule(config.learning_rate)),
@@ -128,8 +135,8 @@ def train(config: TrainingConfig | None = None, *,
     remaining = max(0, config.total_timesteps - model.num_timesteps)
     if remaining:
         model.learn(total_timesteps=remaining, callback=CallbackList(callbacks),
-                    reset_num_timesteps=resume_path is None, progress_bar=config.progress_bar,
-                    tb_log_name="ppo_battalion")
+                    reset_num_timesteps=model.num_timesteps == 0,
+                    progress_bar=config.progress_bar, tb_log_name="ppo_battalion")
     final = _finish(model, config, manifest, names, rows, checkpoint_dir)
     if run is not None:
         _finish_wandb(run, final, owns_run)
@@ -152,7 +159,8 @@ def _new_model(config: TrainingConfig, env: VecMonitor) -> PPO:
         gae_lambda=config.gae_lambda, clip_range=config.clip_range, ent_coef=config.ent_coef,
         vf_coef=config.vf_coef, max_grad_norm=config.max_grad_norm, seed=config.seed,
         device=config.device, verbose=config.verbose, tensorboard_log=config.log_dir,
-        policy_kwargs={"net_arch": list(config.policy_hidden_sizes)})
+        policy_kwargs={"net_arch": list(config.policy_hidden_sizes),
+                       "log_std_init": config.policy_log_std_init})
 
 
 def _callbacks(config: TrainingConfig, manifest: CheckpointManifest | None,

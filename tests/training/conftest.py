@@ -17,7 +17,7 @@ def offline_wandb(monkeypatch, tmp_path):
 
 TINY = dict(n_envs=4, n_steps=64, batch_size=256, n_epochs=1, checkpoint_freq=512,
             eval_freq=512, n_eval_episodes=2, max_steps=100, progress_bar=False, verbose=0,
-            enable_wandb=False)
+            enable_wandb=False, warm_start_doctrine=None)
 
 
 def tiny_config(tmp_path, **changes):

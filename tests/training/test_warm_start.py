@@ -1,0 +1,53 @@
+"""Warm start: the policy imitates the doctrine before PPO."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from envs.doctrine import DisciplinedCommander
+from tests.training.conftest import tiny_config
+from training import train
+from training.battles import make_training_env
+from training.config import TrainingConfig
+from training.train import _new_model
+from training.warm_start import collect_demonstrations, make_doctrine, warm_start
+
+
+def test_cloned_policy_gives_the_doctrines_orders():
+    config = TrainingConfig(n_envs=16, n_steps=64, batch_size=512, enable_wandb=False,
+                            warm_start_doctrine=None)
+    env = make_training_env(config)
+    model = _new_model(config, env)
+    teacher = DisciplinedCommander()
+    held_out = collect_demonstrations(env, teacher, 4000, config.gamma)
+    before = np.abs(model.predict(held_out.observations, deterministic=True)[0]
+                    - held_out.actions).mean()
+    used = warm_start(model, env, "disciplined", 30_000, map_width=1000, map_height=1000,
+                      epochs=10)
+    after = np.abs(model.predict(held_out.observations, deterministic=True)[0]
+                   - held_out.actions).mean()
+    assert used == 30_000 - 30_000 % 16
+    assert after < 0.5 * before
+
+
+def test_returns_are_discounted_within_episodes():
+    config = TrainingConfig(n_envs=4, n_steps=64, batch_size=256, max_steps=40,
+                            enable_wandb=False, training_opponents=["scripted_l1"])
+    demos = collect_demonstrations(make_training_env(config), DisciplinedCommander(), 400,
+                                   config.gamma)
+    assert len(demos.observations) == len(demos.actions) == len(demos.returns) > 0
+    assert np.isfinite(demos.returns).all()
+
+
+def test_train_counts_demonstration_steps_in_the_budget(tmp_path):
+    model = train(total_timesteps=1024, **tiny_config(
+        tmp_path, warm_start_doctrine="disciplined", warm_start_steps=512))
+    assert model.num_timesteps == 1024
+
+
+def test_unknown_doctrine_is_rejected():
+    with pytest.raises(ValueError, match="warm_start_doctrine"):
+        TrainingConfig(warm_start_doctrine="napoleon")
+    with pytest.raises(ValueError, match="doctrine"):
+        make_doctrine("napoleon", 1000, 1000)

@@ -1,0 +1,129 @@
+"""Warm start: copy a hand-written doctrine into a fresh policy before PPO.
+
+Against an enemy that shoots back, the winning plan (march in silence, halt,
+then volley) pays only after a long run of held fire, which random exploration
+practically never produces: PPO from scratch settles for trading shots at long
+range. Like AlphaStar starting from supervised play, a run can instead begin by
+imitating a doctrine (:class:`~envs.doctrine.DisciplinedCommander`) in its own
+training battles, then improve on it with PPO.
+
+1. :func:`collect_demonstrations` plays the doctrine in the training env and
+   records observations, its orders and the discounted returns it earned.
+2. :func:`behaviour_clone` fits the policy's mean action to the orders and its
+   value head to the returns, so PPO starts with an actor and a critic that
+   agree. The demonstration steps count towards the run's step budget.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from stable_baselines3 import PPO
+
+from envs.doctrine import DisciplinedCommander
+from envs.sim.validation import check_int, check_positive
+
+logger = logging.getLogger(__name__)
+
+DOCTRINES = ("disciplined",)
+
+
+@dataclass(frozen=True)
+class Demonstrations:
+    """Recorded play: (N, obs_dim) observations, (N, 3) orders, (N,) discounted returns."""
+
+    observations: np.ndarray
+    actions: np.ndarray
+    returns: np.ndarray
+
+
+def make_doctrine(name: str, map_width: float, map_height: float):
+    """The hand-written commander called ``name`` for a map of the given size."""
+    if name == "disciplined":
+        return DisciplinedCommander(map_diagonal=math.hypot(map_width, map_height))
+    raise ValueError(f"doctrine={name!r} is invalid: expected one of {', '.join(DOCTRINES)}")
+
+
+def collect_demonstrations(env, teacher, n_steps: int, gamma: float) -> Demonstrations:
+    """Play ``teacher`` for ``n_steps`` env-steps (summed over battles) in ``env``.
+
+    Returns are discounted within each episode; steps after the last episode
+    end of a battle are dropped, since their return is not known.
+    """
+    n_steps = check_int("n_steps", n_steps, minimum=1)
+    rounds = max(1, n_steps // env.num_envs)
+    observations, actions, rewards, dones = [], [], [], []
+    obs = env.reset()
+    for _ in range(rounds):
+        action = np.asarray(teacher.predict(obs, deterministic=True)[0], np.float32)
+        observations.append(obs)
+        actions.append(action)
+        obs, reward, done, _ = env.step(action)
+        rewards.append(reward)
+        dones.append(done)
+    rewards_a, dones_a = np.array(rewards, np.float32), np.array(dones)
+    returns = np.zeros_like(rewards_a)
+    running = np.zeros(env.num_envs, np.float32)
+    known = np.zeros(env.num_envs, bool)  # a return is known once an episode end follows
+    keep = np.zeros_like(dones_a)
+    for t in range(rounds - 1, -1, -1):
+        known |= dones_a[t]
+        running = rewards_a[t] + gamma * running * ~dones_a[t]
+        returns[t] = running
+        keep[t] = known
+    return Demonstrations(np.array(observations)[keep], np.array(actions)[keep], returns[keep])
+
+
+def behaviour_clone(model: PPO, demonstrations: Demonstrations, *, epochs: int = 10,
+                    batch_size: int = 1024, learning_rate: float = 1e-3,
+                    seed: int = 0) -> dict[str, float]:
+    """Fit ``model``'s mean action to the demonstrated orders and its value to their returns.
+
+    Returns:
+        The final epoch's mean action and value losses.
+    """
+    epochs = check_int("epochs", epochs, minimum=1)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    check_positive("learning_rate", learning_rate)
+    policy = model.policy
+    device = policy.device
+    observations = torch.as_tensor(demonstrations.observations, device=device)
+    actions = torch.as_tensor(demonstrations.actions, device=device)
+    returns = torch.as_tensor(demonstrations.returns, device=device)
+    # Scale the value loss so that both terms weigh alike whatever the reward scale.
+    value_scale = max(1.0, float(returns.var()))
+    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
+    rng = np.random.default_rng(seed)
+    losses = {"action": math.nan, "value": math.nan}
+    for _ in range(epochs):
+        order = torch.as_tensor(rng.permutation(len(observations)), device=device)
+        totals, batches = np.zeros(2), 0
+        for start in range(0, len(order), batch_size):
+            index = order[start:start + batch_size]
+            latent_pi, latent_vf = policy.mlp_extractor(policy.extract_features(
+                observations[index]))
+            action_loss = ((policy.action_net(latent_pi) - actions[index]) ** 2).mean()
+            value_loss = ((policy.value_net(latent_vf).squeeze(-1) - returns[index]) ** 2
+                          ).mean() / value_scale
+            optimizer.zero_grad()
+            (action_loss + value_loss).backward()
+            optimizer.step()
+            totals += (action_loss.item(), value_loss.item())
+            batches += 1
+        losses = {"action": totals[0] / batches, "value": totals[1] / batches}
+    logger.info("behaviour cloning on %d samples: action loss %.4f, value loss %.4f",
+                len(observations), losses["action"], losses["value"])
+    return losses
+
+
+def warm_start(model: PPO, env, doctrine: str, n_steps: int, *, map_width: float,
+               map_height: float, epochs: int = 10, seed: int = 0) -> int:
+    """Imitate ``doctrine`` in ``env`` for ``n_steps`` steps; returns the steps used."""
+    teacher = make_doctrine(doctrine, map_width, map_height)
+    demonstrations = collect_demonstrations(env, teacher, n_steps, model.gamma)
+    behaviour_clone(model, demonstrations, epochs=epochs, seed=seed)
+    return max(1, n_steps // env.num_envs) * env.num_envs
