@@ -1,7 +1,8 @@
 """A short self-play run: does the pool grow, does the learner beat its past selves,
 and does it still beat the scripted doctrines at the end?
 
-Trains with ``enable_self_play=True`` (default config otherwise). Every
+Trains with ``enable_self_play=True`` (default config otherwise, so the first
+300k steps are the warm start and self-play runs after it). Every
 ``--report-every`` steps it records the pool size, the learner's win rate over
 50 battles against the newest snapshot, and the Elo ratings of the learner and
 of the newest snapshot (snapshots enter the registry at the learner's rating
@@ -10,7 +11,7 @@ level and random orders.
 
 Usage::
 
-    python benchmarks/self_play.py [--total-timesteps 300000] [--report-every 50000]
+    python benchmarks/self_play.py [--total-timesteps 600000] [--report-every 50000]
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ class Reporter(BaseCallback):
         self.config, self.every, self.rows = config, every, []
         self._next = every
 
+    def _init_callback(self) -> None:
+        self._next = self.model.num_timesteps + self.every
+
     def _on_step(self) -> bool:
         if self.num_timesteps >= self._next:
             self._next += self.every
@@ -63,7 +67,7 @@ class Reporter(BaseCallback):
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--total-timesteps", type=int, default=300_000)
+    parser.add_argument("--total-timesteps", type=int, default=600_000)
     parser.add_argument("--report-every", type=int, default=50_000)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)

@@ -77,8 +77,11 @@ def train(config: TrainingConfig | None = None, *,
         config: the run's settings; None means :class:`TrainingConfig` defaults.
         extra_callbacks: more SB3 callbacks to run alongside the built-in ones.
         resume: a checkpoint (``.zip`` optional) to continue from: the step
-            counter goes on from the checkpoint's and training stops at
-            ``total_timesteps`` in all.
+            counter goes on from the checkpoint's.
+
+    Training stops at the last whole rollout (``n_steps * n_envs`` steps) that
+    fits in ``total_timesteps``, warm-start demonstrations included, so a run
+    never exceeds its budget.
         **override_kwargs: TrainingConfig fields to override.
 
     Returns:
@@ -111,7 +114,8 @@ def train(config: TrainingConfig | None = None, *,
         if config.warm_start_doctrine is not None:
             # Demonstration steps count towards the budget.
             model.num_timesteps = warm_start(
-                model, env, config.warm_start_doctrine, config.warm_start_steps,
+                model, env, config.warm_start_doctrine,
+                min(config.warm_start_steps, config.total_timesteps),
                 map_width=config.map_width, map_height=config.map_height,
                 epochs=config.warm_start_epochs, seed=config.seed)
     else:
@@ -132,7 +136,9 @@ def train(config: TrainingConfig | None = None, *,
     callbacks = _callbacks(config, manifest, names, rows, run, checkpoint_dir)
     callbacks += list(extra_callbacks or [])
 
-    remaining = max(0, config.total_timesteps - model.num_timesteps)
+    # PPO learns in whole rollouts; stop at the last one that fits the budget.
+    rollout = config.n_steps * config.n_envs
+    remaining = max(0, config.total_timesteps - model.num_timesteps) // rollout * rollout
     if remaining:
         model.learn(total_timesteps=remaining, callback=CallbackList(callbacks),
                     reset_num_timesteps=model.num_timesteps == 0,

@@ -47,3 +47,15 @@ def test_unknown_field_lists_the_valid_ones():
 def test_nested_config_rejects_unknown_keys():
     with pytest.raises(ValueError, match="training.learning_rat.*learning_rate"):
         config_from_nested({"training": {"learning_rat": 1e-3}})
+
+
+def test_self_play_yaml_turns_self_play_on_over_the_defaults():
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(DEFAULT_YAML.parent), version_base=None):
+        cfg = compose(config_name="self_play")
+    config = config_from_nested(OmegaConf.to_container(cfg, resolve=True))
+    assert config.enable_self_play and config.total_timesteps == 2_000_000
+    assert config.eval_freq == 100_000
+    assert config.replace(enable_self_play=False, total_timesteps=1_000_000,
+                          eval_freq=50_000) == TrainingConfig()

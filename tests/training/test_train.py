@@ -117,7 +117,7 @@ def _cli_overrides(tmp_path: Path) -> list[str]:
         "env.num_envs=4", "training.n_steps=64", "training.batch_size=256",
         "training.n_epochs=1", "eval.checkpoint_freq=512", "eval.eval_freq=512",
         "eval.n_eval_episodes=2", "env.max_steps=100", "wandb.enabled=false",
-        "logging.progress_bar=false", "logging.verbose=0",
+        "logging.progress_bar=false", "logging.verbose=0", "training.warm_start_doctrine=null",
         f"eval.checkpoint_dir={tmp_path}/ck", f"artifacts.manifest_path={tmp_path}/ck/m.jsonl",
         f"logging.log_dir={tmp_path}/logs", f"hydra.run.dir={tmp_path}/hydra",
     ]
