@@ -166,20 +166,37 @@ def version_of(path: Path) -> int:
     return int(match.group(1))
 
 
+class _ActingAs:
+    """A policy answering every ``predict`` with a fixed ``deterministic`` flag."""
+
+    def __init__(self, policy: Any, deterministic: bool) -> None:
+        self.policy, self.deterministic = policy, deterministic
+
+    def predict(self, observation: np.ndarray, deterministic: bool = False):
+        return self.policy.predict(observation, deterministic=self.deterministic)
+
+
 def evaluate_vs_pool(model: Any, opponent: Any, n_episodes: int = 20,
                      deterministic: bool = True, seed: int | None = None,
                      env_kwargs: dict | None = None) -> float:
     """Blue's win rate with ``model`` against ``opponent`` commanding Red.
 
-    The battles run as one batch with the given BattalionEnv settings (pass the
-    training run's, e.g. :func:`training.battles.env_kwargs_for`); episode ``i``
-    uses ``seed + i``. A win is Red routed or destroyed while Blue is neither.
+    Both sides act in the same mode (``deterministic``), so a policy against a
+    copy of itself is an even match. The battles run as one batch with the
+    given BattalionEnv settings (pass the training run's, e.g.
+    :func:`training.battles.env_kwargs_for`); episode ``i`` uses ``seed + i``.
+    A win is Red routed or destroyed while Blue is neither.
 
     Raises:
         ValueError: if ``n_episodes < 1``.
     """
-    return run_episodes_with_model(model, opponent, n_episodes, deterministic, seed,
-                                   env_kwargs=env_kwargs).win_rate
+    return _play_pool(model, opponent, n_episodes, deterministic, seed,
+                      env_kwargs).win_rate
+
+
+def _play_pool(model, opponent, n_episodes, deterministic, seed, env_kwargs):
+    return run_episodes_with_model(model, _ActingAs(opponent, deterministic), n_episodes,
+                                   deterministic, seed, env_kwargs=env_kwargs)
 
 
 class SelfPlayCallback(BaseCallback):
@@ -321,9 +338,8 @@ class WinRateVsPoolCallback(BaseCallback):
 
     def evaluate(self) -> float:
         opponent = self.pool.sample_latest() if self.use_latest else self.pool.sample(self.rng)
-        result = run_episodes_with_model(self.model, opponent, self.n_eval_episodes,
-                                         self.deterministic, self.seed,
-                                         env_kwargs=self.env_kwargs)
+        result = _play_pool(self.model, opponent, self.n_eval_episodes, self.deterministic,
+                            self.seed, self.env_kwargs)
         self.last_win_rate = result.win_rate
         metrics = {"self_play/win_rate_vs_pool": result.win_rate}
         name = self.pool.name_of(opponent)

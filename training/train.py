@@ -266,6 +266,9 @@ def _start_wandb(config: TrainingConfig, digest: str) -> tuple[Any, bool]:
     """
     if not config.enable_wandb:
         return None, False
+    # W&B's crash reporting resolves and contacts sentry.io even offline; a run
+    # sends nothing to third parties unless the user opts in.
+    os.environ.setdefault("WANDB_ERROR_REPORTING", "false")
     try:
         import wandb
 

@@ -161,3 +161,20 @@ def test_the_seeds_second_quick_start_form_runs_self_play(tmp_path):
     learners = [name for name in ratings if not name.startswith("snapshot_")]
     assert len(learners) == 1  # the W&B run id names the learner
     assert registry.get_game_count(learners[0]) >= 2  # evaluated against the pool
+
+
+def test_the_pool_member_acts_in_the_learners_mode():
+    class Recorder(ScriptedCommander):
+        flags: list = []
+
+        def predict(self, observation, deterministic=True):
+            self.flags.append(deterministic)
+            return super().predict(observation, deterministic)
+
+    red = Recorder(5)
+    evaluate_vs_pool(ScriptedCommander(5), red, 4, seed=0, env_kwargs={"max_steps": 20})
+    assert set(red.flags) == {True}
+    red.flags.clear()
+    evaluate_vs_pool(ScriptedCommander(5), red, 4, deterministic=False, seed=0,
+                     env_kwargs={"max_steps": 20})
+    assert set(red.flags) == {False}
