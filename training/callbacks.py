@@ -35,7 +35,18 @@ def _wandb_run():
     return wandb.run
 
 
-class _Every:
+def publish(callback: BaseCallback, metrics: dict[str, float]) -> None:
+    """Record ``metrics`` in the SB3 logger and, with an active W&B run, in W&B
+    (with ``time/total_timesteps``)."""
+    for key, value in metrics.items():
+        callback.logger.record(key, value)
+    run = _wandb_run()
+    if run is not None:
+        run.log({**metrics, "time/total_timesteps": callback.num_timesteps},
+                step=callback.num_timesteps)
+
+
+class EveryNSteps:
     """Fires once each time a step count crosses a multiple of ``freq``."""
 
     def __init__(self, freq: int) -> None:
@@ -67,7 +78,7 @@ class WandbCallback(BaseCallback):
 
     def __init__(self, log_freq: int = 1000, verbose: int = 0) -> None:
         super().__init__(verbose)
-        self._due = _Every(log_freq)
+        self._due = EveryNSteps(log_freq)
 
     def _init_callback(self) -> None:
         self._due.start(self.model.num_timesteps)
@@ -110,7 +121,7 @@ class RewardBreakdownCallback(BaseCallback):
 
     def __init__(self, log_freq: int = 1000, verbose: int = 0) -> None:
         super().__init__(verbose)
-        self._due = _Every(log_freq)
+        self._due = EveryNSteps(log_freq)
         self._running: np.ndarray | None = None
         self._finished: list[np.ndarray] = []
 
@@ -139,14 +150,8 @@ class RewardBreakdownCallback(BaseCallback):
             return
         means = np.mean(self._finished, axis=0)
         self._finished.clear()
-        metrics = {f"reward_breakdown/{key}": float(v) for key, v in zip(self.KEYS, means,
-                                                                         strict=True)}
-        for key, value in metrics.items():
-            self.logger.record(key, value)
-        run = _wandb_run()
-        if run is not None:
-            run.log({**metrics, "time/total_timesteps": self.num_timesteps},
-                    step=self.num_timesteps)
+        publish(self, {f"reward_breakdown/{key}": float(v)
+                       for key, v in zip(self.KEYS, means, strict=True)})
 
 
 class EloEvalCallback(BaseCallback):
@@ -182,7 +187,7 @@ class EloEvalCallback(BaseCallback):
         self.agent_name = agent_name
         self.env_kwargs = dict(env_kwargs or {})
         self.seed = 0 if seed is None else seed
-        self._due = _Every(eval_freq)
+        self._due = EveryNSteps(eval_freq)
 
     def _init_callback(self) -> None:
         self._due.start(self.model.num_timesteps)
@@ -205,11 +210,7 @@ class EloEvalCallback(BaseCallback):
             metrics[f"elo/delta_vs_{opponent}"] = delta
         if self.registry.can_save:
             self.registry.save()
-        for key, value in metrics.items():
-            self.logger.record(key, value)
-        run = _wandb_run()
-        if run is not None:
-            run.log(metrics, step=self.num_timesteps)
+        publish(self, metrics)
         if self.verbose:
             logger.info("Elo of %s: %.1f", self.agent_name,
                         self.registry.get_rating(self.agent_name))
@@ -241,7 +242,7 @@ class ManifestCheckpointCallback(CheckpointCallback):
         self.manifest = manifest
         self.row = dict(seed=seed, curriculum_level=curriculum_level, run_id=run_id,
                         config_hash=config_hash)
-        self._due = _Every(save_freq)
+        self._due = EveryNSteps(save_freq)
 
     def _init_callback(self) -> None:
         super()._init_callback()
@@ -295,7 +296,7 @@ class ManifestEvalCallback(EvalCallback):
         self.manifest = manifest
         self.row = dict(seed=seed, curriculum_level=curriculum_level, run_id=run_id,
                         config_hash=config_hash)
-        self._due = _Every(eval_freq)
+        self._due = EveryNSteps(eval_freq)
 
     def _init_callback(self) -> None:
         super()._init_callback()

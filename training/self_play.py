@@ -35,7 +35,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from envs.sim.validation import check_in_range, check_int
 from training.artifacts import CheckpointManifest
-from training.callbacks import _Every, _wandb_run
+from training.callbacks import EveryNSteps, publish
 from training.checkpoints import load_ppo, save_ppo
 from training.elo import EloRegistry
 from training.evaluate import run_episodes_with_model
@@ -240,7 +240,7 @@ class SelfPlayCallback(BaseCallback):
         self.agent_name = agent_name
         self.rng = np.random.default_rng(seed)
         self.version = pool.latest_version
-        self._due = _Every(snapshot_freq)
+        self._due = EveryNSteps(snapshot_freq)
         self._original: list[Any] | None = None
 
     def _init_callback(self) -> None:
@@ -325,7 +325,7 @@ class WinRateVsPoolCallback(BaseCallback):
         self.agent_name = agent_name
         self.seed = seed
         self.rng = np.random.default_rng(seed)
-        self._due = _Every(eval_freq)
+        self._due = EveryNSteps(eval_freq)
         self.last_win_rate: float | None = None
 
     def _init_callback(self) -> None:
@@ -348,12 +348,7 @@ class WinRateVsPoolCallback(BaseCallback):
             metrics["self_play/elo"] = self.registry.get_rating(self.agent_name)
             if self.registry.can_save:
                 self.registry.save()
-        for key, value in metrics.items():
-            self.logger.record(key, value)
-        run = _wandb_run()
-        if run is not None:
-            run.log({**metrics, "time/total_timesteps": self.num_timesteps},
-                    step=self.num_timesteps)
+        publish(self, metrics)
         return result.win_rate
 
 
