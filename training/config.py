@@ -113,7 +113,7 @@ class TrainingConfig:
     self_play_eval_freq: int = 50_000
     self_play_n_eval_episodes: int = 20
     self_play_use_latest_for_eval: bool = False
-    self_play_scripted_share: float = 0.25
+    self_play_scripted_share: float = 0.75
     # Elo
     elo_opponents: list[str] = field(default_factory=list)
     elo_registry_path: str = "checkpoints/elo_registry.json"
