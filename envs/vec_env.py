@@ -20,7 +20,7 @@ from envs.battalion_env import battle_config_from_args, make_spaces
 from envs.reward import RewardWeights
 from envs.sim.constants import HILL_SPEED_FACTOR, MAP_HEIGHT, MAP_WIDTH, MAX_STEPS
 from envs.sim.terrain import TerrainMap
-from envs.sim.validation import check_int
+from envs.sim.validation import check_action_array, check_int
 
 __all__ = ["BattalionVecEnv", "BatchInfos"]
 
@@ -131,15 +131,7 @@ class BattalionVecEnv(VecEnv):
         return self._battle.blue_observation().copy()
 
     def step_async(self, actions: np.ndarray) -> None:
-        actions = np.asarray(actions, dtype=np.float32)
-        if actions.shape != (self.num_envs, 3):
-            raise ValueError(f"actions have shape {actions.shape}: expected "
-                             f"({self.num_envs}, 3), one [move, rotate, fire] per battle")
-        if not np.isfinite(actions).all():
-            bad = np.argwhere(~np.isfinite(actions))[0]
-            raise ValueError(f"actions contain a non-finite value {actions[tuple(bad)]!r} at "
-                             f"index {tuple(bad)}: expected finite numbers")
-        self._actions = actions
+        self._actions = check_action_array("actions", actions, (self.num_envs, 3))
 
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, BatchInfos]:
         if self._actions is None:

@@ -10,12 +10,12 @@ run is active, to W&B under the same names.
 from __future__ import annotations
 
 import logging
-import shutil
 from pathlib import Path
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback, EvalCallback
 
+from envs.files import atomic_write_bytes
 from envs.reward import COMPONENTS
 from envs.sim.validation import check_int
 from training.artifacts import CheckpointManifest
@@ -316,8 +316,7 @@ class ManifestEvalCallback(EvalCallback):
         saved: list[tuple[Path, str]] = [(alias, "best_alias")]
         if self.best_filename and self.best_filename != alias.name:
             versioned = self.best_dir / self.best_filename
-            shutil.copyfile(alias, versioned.with_suffix(".tmp"))
-            versioned.with_suffix(".tmp").replace(versioned)
+            atomic_write_bytes(versioned, alias.read_bytes())
             saved.append((versioned, "best"))
         if self.manifest is not None:
             for path, kind in saved:
