@@ -11,10 +11,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from envs.episodes import EpisodeChains
 from envs.observation import OBS_DIM, duel_observations
 from envs.reward import INFO_KEYS, RewardComponents, RewardWeights, reward_from_weight_vector
 from envs.sim import engine
-from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
 from envs.sim.constants import NUM_CURRICULUM_LEVELS
 from envs.sim.deploy import deploy, terrain_grid_shape
@@ -135,9 +135,7 @@ class BattalionBatch:
         self.geometry: engine.Geometry | None = None
         self.last_events: engine.StepEvents | None = None
         self._views: np.ndarray | None = None
-        self._base_keys = np.zeros(self.n_battles, np.uint64)
-        self._episodes = np.zeros(self.n_battles, np.uint64)
-        self._has_chain = np.zeros(self.n_battles, bool)
+        self._chains = EpisodeChains(self.n_battles)
         self._red_policies: list[RedPolicy | None] = [None] * self.n_battles
         self._policy_groups: list[tuple[RedPolicy, np.ndarray]] = []
         self._scripted = np.ones(self.n_battles, bool)
@@ -169,31 +167,15 @@ class BattalionBatch:
 
     def reset(self, battles: np.ndarray, seeds: list[int | None],
               fresh_seeds: np.ndarray) -> None:
-        """Start new episodes in ``battles``.
-
-        A battle given a seed starts that seed's episode chain; one given None
-        plays the next episode of its chain, or, if it has none yet, starts the
-        chain of its entry in ``fresh_seeds`` (drawn from the caller's generator,
-        so runs are reproducible end to end).
-        """
-        battles = np.asarray(battles, dtype=np.intp)
-        for i, seed, fresh in zip(battles.tolist(), seeds, fresh_seeds.tolist(), strict=True):
-            if seed is not None or not self._has_chain[i]:
-                chain = check_int("seed", seed, minimum=0) if seed is not None else fresh
-                self._base_keys[i] = rnd.seed_keys(np.array([chain]))[0]
-                self._episodes[i] = 0
-                self._has_chain[i] = True
-            else:
-                self._episodes[i] += np.uint64(1)
-        self._start(battles)
+        """Start new episodes in ``battles`` (see :meth:`EpisodeChains.restart`)."""
+        self._start(np.asarray(battles, dtype=np.intp),
+                    self._chains.restart(battles, seeds, fresh_seeds))
 
     def next_episode(self, battles: np.ndarray) -> None:
         """Start the next episode of each battle's chain (the vectorised auto-reset)."""
-        self._episodes[battles] += np.uint64(1)
-        self._start(battles)
+        self._start(battles, self._chains.advance(battles))
 
-    def _start(self, battles: np.ndarray) -> None:
-        keys = rnd.episode_keys(self._base_keys[battles], self._episodes[battles])
+    def _start(self, battles: np.ndarray, keys: np.ndarray) -> None:
         deploy(self.state, battles, keys, self.config, terrain=self.terrain,
                randomize_terrain=self.randomize_terrain)
         if self.geometry is None or len(battles) == self.n_battles:

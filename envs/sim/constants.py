@@ -115,6 +115,9 @@ FOREST_DENSITY = (0.25, 0.5)
 FEATURE_CENTRE = (0.1, 0.9)
 """Hills and woods are centred away from the map edges."""
 
+VISIBILITY_RADIUS = 600.0
+"""How far a battalion sees in an N-vs-M battle, in metres (line of sight permitting)."""
+
 # --- scripted opponents -----------------------------------------------------
 NUM_CURRICULUM_LEVELS = 5
 """Scripted opponents come in levels 1 (passive) to 5 (full combat)."""

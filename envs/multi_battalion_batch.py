@@ -1,0 +1,294 @@
+"""A batch of N-vs-M battles stepped as one NumPy batch, every battalion commanded
+from outside. :class:`~envs.multi_battalion_env.MultiBattalionEnv` (PettingZoo) is
+a batch of one of these; MAPPO training steps hundreds at once.
+
+Every battalion is an agent. It acts while it is in the fight; its episode ends
+when it routs or is destroyed, or when the battle ends (one side has nobody left
+in the fight: the other wins, or both at once: a draw), or is cut off at
+``max_steps``. The reward is its side's (a team reward, shared by the side's
+battalions in the fight), from :class:`~envs.reward.RewardWeights`:
+
+* damage dealt, as a fraction of the enemy side's starting strength, and
+  damage taken, as a fraction of one's own side's;
+* the win bonus or loss penalty when the battle is decided, and the time penalty;
+* survival: the side's mean strength; routs: the fraction of each side routed;
+* approach: the mean distance by which the side's battalions closed on their
+  nearest enemy, of the map diagonal (potential-based shaping);
+* fire cost: the side's mean volley.
+
+With one battalion a side this is exactly the 1v1 duel's reward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from envs.episodes import EpisodeChains
+from envs.multi_observation import (
+    FogReports,
+    battalion_observations,
+    critic_states,
+    global_states,
+    sightings,
+)
+from envs.reward import RewardComponents, RewardWeights, reward_from_weight_vector
+from envs.sim import engine
+from envs.sim.config import BattleConfig
+from envs.sim.deploy import deploy, terrain_grid_shape
+from envs.sim.scripted import scripted_actions
+from envs.sim.state import BattleState
+from envs.sim.terrain import TerrainMap
+from envs.sim.validation import check_int, check_positive
+
+F32 = np.float32
+BLUE, RED = 0, 1
+
+
+@dataclass(frozen=True, eq=False)
+class TeamStep:
+    """Result of stepping every battle of a batch once. Per-unit arrays are (B, U)."""
+
+    observation: np.ndarray
+    """(B, U, OBS_DIM) observations after the step (a finished battle's last ones)."""
+    critic_state: np.ndarray
+    """(B, U, CRITIC_STATE_DIM) centralised-critic inputs after the step."""
+    reward: np.ndarray
+    """(B, U) float32 reward of each battalion that acted this step, else 0."""
+    acted: np.ndarray
+    """(B, U) battalions that were in the fight at the start of the step."""
+    terminated: np.ndarray
+    """(B, U) battalions whose episode ended this step: out of the fight, or the battle decided."""
+    truncated: np.ndarray
+    """(B, U) battalions still in the fight when the battle reached ``max_steps``."""
+    battle_over: np.ndarray
+    """(B,) battles that ended this step (decided or cut off)."""
+    winner: np.ndarray
+    """(B,) int8: 0 Blue won, 1 Red won, -1 no winner (yet, or a draw)."""
+    team_reward: RewardComponents
+    """Each side's reward components; column ``side * B + battle``."""
+    damage_dealt: np.ndarray
+    """(B, U) strength each battalion removed from the enemy this step."""
+    damage_taken: np.ndarray
+    """(B, U) strength each battalion lost this step."""
+
+
+class MultiBattalionBatch:
+    """``n_battles`` independent N-vs-M battles stepped as one NumPy batch.
+
+    Args:
+        n_battles: number of battles (>= 1).
+        n_blue, n_red: battalions a side (>= 1 each).
+        config: the battle model's parameters.
+        terrain: a fixed map for every battle, or None.
+        randomize_terrain: draw a new procedural map at every reset (ignored when
+            ``terrain`` is given).
+        visibility_radius: how far a battalion sees, in metres (> 0).
+        reward_weights: reward shaping; None means the defaults.
+    """
+
+    def __init__(self, n_battles: int, n_blue: int, n_red: int, *, config: BattleConfig,
+                 terrain: TerrainMap | None, randomize_terrain: bool,
+                 visibility_radius: float, reward_weights: RewardWeights | None) -> None:
+        self.n_battles = check_int("n_battles", n_battles, minimum=1)
+        self.n_blue = check_int("n_blue", n_blue, minimum=1)
+        self.n_red = check_int("n_red", n_red, minimum=1)
+        self.visibility_radius = check_positive("visibility_radius", visibility_radius)
+        if terrain is not None and not isinstance(terrain, TerrainMap):
+            raise TypeError(f"terrain={terrain!r} is invalid: expected a TerrainMap or None")
+        if terrain is not None and (terrain.width, terrain.height) != (
+                config.map_width, config.map_height):
+            raise ValueError(
+                f"terrain covers {terrain.width} x {terrain.height} m but the map is "
+                f"{config.map_width} x {config.map_height} m: expected the same size")
+        if reward_weights is not None and not isinstance(reward_weights, RewardWeights):
+            raise TypeError(f"reward_weights={reward_weights!r} is invalid: expected a "
+                            "RewardWeights or None")
+        self.config = config
+        self.terrain = terrain
+        self.randomize_terrain = bool(randomize_terrain) and terrain is None
+        self.reward_weights = reward_weights or RewardWeights()
+        self._weight_vector = self.reward_weights.as_array()
+        self.team = np.array([BLUE] * self.n_blue + [RED] * self.n_red, dtype=np.int8)
+        self.n_units = len(self.team)
+        rows, cols = terrain_grid_shape(terrain, self.randomize_terrain)
+        self.state = BattleState.empty(self.n_battles, self.team, rows, cols)
+        self.reports = FogReports.empty(self.n_units, self.n_battles)
+        self.geometry: engine.Geometry | None = None
+        self.last_events: engine.StepEvents | None = None
+        self._chains = EpisodeChains(self.n_battles)
+        self._observation: np.ndarray | None = None
+        self._critic_state: np.ndarray | None = None
+        self._global_state: np.ndarray | None = None
+        # Per-side sums over battalions as one matrix product: (2, U).
+        self._side = np.stack([self.team == side for side in (BLUE, RED)]).astype(F32)
+        self._side_size = np.array([self.n_blue, self.n_red], F32)[:, None]
+        self._enemy = (self.team[:, None] != self.team[None, :])[:, :, None]
+
+    # --- episodes -----------------------------------------------------------------
+
+    def reset(self, battles: np.ndarray, seeds: list[int | None],
+              fresh_seeds: np.ndarray) -> None:
+        """Start new episodes in ``battles`` (see :meth:`EpisodeChains.restart`)."""
+        battles = np.asarray(battles, dtype=np.intp)
+        self._start(battles, self._chains.restart(battles, seeds, fresh_seeds))
+
+    def next_episode(self, battles: np.ndarray) -> None:
+        """Start the next episode of each battle's chain (the vectorised auto-reset).
+
+        Arrays returned by earlier calls are never written into.
+        """
+        battles = np.asarray(battles, dtype=np.intp)
+        self._start(battles, self._chains.advance(battles))
+
+    def _start(self, battles: np.ndarray, keys: np.ndarray) -> None:
+        deploy(self.state, battles, keys, self.config, terrain=self.terrain,
+               randomize_terrain=self.randomize_terrain)
+        everything = np.ones((2, self.n_units, len(battles)), bool)
+        if self.geometry is None or len(battles) == self.n_battles:
+            self.geometry = engine.sense(self.state, self.config)
+            self.reports.refresh(self.state, self.geometry, everything)
+            self._observe(self.state, self.geometry, self.reports)
+            return
+        # Only the restarted battles changed: work them out alone and write them in,
+        # into fresh copies so that results handed out before stay as they were.
+        restarted = self.state.select(battles)
+        geometry = engine.sense(restarted, self.config)
+        for name in engine.Geometry.__dataclass_fields__:
+            getattr(self.geometry, name)[battles] = getattr(geometry, name)
+        self.reports.refresh(restarted, geometry, everything, battles)
+        part = FogReports(self.reports.values[..., battles], self.reports.in_fight[..., battles],
+                          self.reports.seen_step[..., battles])
+        sees = sightings(restarted, geometry, self.visibility_radius)
+        observation = battalion_observations(restarted, geometry, part, sees, self.config)
+        state = global_states(restarted, geometry, self.config)
+        self._observation = self._observation.copy()
+        self._global_state = self._global_state.copy()
+        self._critic_state = self._critic_state.copy()
+        self._observation[battles] = observation
+        self._global_state[:, battles] = state
+        self._critic_state[battles] = critic_states(observation, state, self.team)
+
+    def _observe(self, state: BattleState, geometry: engine.Geometry,
+                 reports: FogReports) -> np.ndarray:
+        sees = sightings(state, geometry, self.visibility_radius)
+        reports.refresh(state, geometry, sees)
+        self._observation = battalion_observations(state, geometry, reports, sees, self.config)
+        self._global_state = global_states(state, geometry, self.config)
+        self._critic_state = critic_states(self._observation, self._global_state, self.team)
+        return sees
+
+    # --- what the commanders see ----------------------------------------------------
+
+    def _require_reset(self) -> None:
+        if self.geometry is None:
+            raise RuntimeError("no battle yet: call reset() first")
+
+    @property
+    def observation(self) -> np.ndarray:
+        """(B, U, OBS_DIM) every battalion's current observation."""
+        self._require_reset()
+        return self._observation
+
+    @property
+    def critic_state(self) -> np.ndarray:
+        """(B, U, CRITIC_STATE_DIM) every battalion's centralised-critic input."""
+        self._require_reset()
+        return self._critic_state
+
+    @property
+    def global_state(self) -> np.ndarray:
+        """(2, B, STATE_DIM) each side's fog-free picture of the battle."""
+        self._require_reset()
+        return self._global_state
+
+    @property
+    def in_fight(self) -> np.ndarray:
+        """(B, U) battalions neither routed nor destroyed."""
+        return self.state.active
+
+    def scripted_actions(self, units: np.ndarray, level: int | np.ndarray) -> np.ndarray:
+        """(B, len(units), 3) orders of scripted commanders of ``level`` (1..5, or one a battle)
+        for ``units``. Scripted commanders see the whole field (no fog of war)."""
+        self._require_reset()
+        levels = np.broadcast_to(np.asarray(level, dtype=np.int8), (self.n_battles,))
+        if levels.min() < 1 or levels.max() > 5:
+            raise ValueError(f"level={level!r} is invalid: expected scripted levels in 1..5")
+        return scripted_actions(self.state, self.geometry, np.asarray(units, dtype=np.intp),
+                                levels, self.config)
+
+    # --- stepping -------------------------------------------------------------------
+
+    def step(self, actions: np.ndarray) -> TeamStep:
+        """Step every battle with (B, U, 3) ``[move, rotate, fire]`` orders.
+
+        Orders are clipped into the action box; those of battalions out of the
+        fight are ignored.
+        """
+        self._require_reset()
+        before, geometry_before = self.state, self.geometry
+        state, events = engine.step(before, actions, self.config, geometry_before)
+        geometry = events.geometry
+        self.state, self.geometry, self.last_events = state, geometry, events
+        self._observe(state, geometry, self.reports)
+
+        acted = before.active
+        out = ~state.active
+        defeated = state.team_defeated()
+        decided = defeated.any(axis=1)
+        cut_off = ~decided & (state.step >= self.config.max_steps)
+        terminated = acted & (out | decided[:, None])
+        truncated = acted & ~terminated & cut_off[:, None]
+        won = np.stack([defeated[:, RED] & ~defeated[:, BLUE],
+                        defeated[:, BLUE] & ~defeated[:, RED]])
+        winner = np.full(self.n_battles, -1, np.int8)
+        winner[won[BLUE]] = BLUE
+        winner[won[RED]] = RED
+
+        components = self._team_reward(before, geometry_before, state, events, acted, won)
+        team_total = components.total.reshape(2, self.n_battles)
+        reward = team_total[self.team].T * acted
+        return TeamStep(self._observation, self._critic_state, reward.astype(F32), acted,
+                        terminated, truncated, decided | cut_off, winner, components,
+                        events.damage_dealt, events.damage_taken)
+
+    def _team_reward(self, before: BattleState, geometry_before: engine.Geometry,
+                     after: BattleState, events: engine.StepEvents, acted: np.ndarray,
+                     won: np.ndarray) -> RewardComponents:
+        """Each side's reward components, as a batch of 2B (side-major)."""
+        side = self._side
+        enemy_size = self._side_size[::-1]
+        acted_u = acted.T.astype(F32)  # (U, B)
+        acted_count = np.maximum(side @ acted_u, F32(1))
+
+        def side_sum(per_unit: np.ndarray) -> np.ndarray:
+            return side @ per_unit
+
+        # Approach: how much nearer each battalion got to the nearest enemy that was
+        # in the fight, averaged over the side's battalions that acted.
+        targets = self._enemy & acted.T[None, :, :]
+        inf = F32(np.inf)
+        near_before = np.where(targets, geometry_before.dist.transpose(1, 2, 0), inf).min(axis=1)
+        near_after = np.where(targets, events.geometry.dist.transpose(1, 2, 0), inf).min(axis=1)
+        closed = np.where(np.isfinite(near_before), near_before - near_after, F32(0)) * acted_u
+        closed = side_sum(closed) / acted_count * F32(1 / self.config.diagonal)
+
+        routed = after.routed.T.astype(F32)
+        routed_share = side_sum(routed) / self._side_size
+
+        def flat(per_side: np.ndarray) -> np.ndarray:
+            return np.ascontiguousarray(per_side, dtype=F32).reshape(-1)
+
+        return reward_from_weight_vector(
+            self._weight_vector,
+            flat(side_sum(events.damage_dealt.T) / enemy_size),
+            flat(side_sum(events.damage_taken.T) / self._side_size),
+            flat(side_sum(after.strength.T) / self._side_size),
+            flat(won), flat(won[::-1]),
+            flat(routed_share[::-1]), flat(routed_share),
+            flat(closed),
+            flat(side_sum(events.volley.T) / acted_count))
+
+
+__all__ = ["MultiBattalionBatch", "TeamStep"]

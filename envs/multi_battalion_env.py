@@ -1,0 +1,241 @@
+"""MultiBattalionEnv: an N-vs-M battle as a PettingZoo ``ParallelEnv``.
+
+Every battalion of both sides is an agent (``blue_0``, ``blue_1``, ..., ``red_0``,
+...). The env is a batch of one battle of
+:class:`~envs.multi_battalion_batch.MultiBattalionBatch`, the batched form that
+MAPPO training steps many of at once; for the same seeds both produce the same
+trajectories.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from envs.battalion_env import battle_config_from_args
+from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
+from envs.multi_observation import (
+    CRITIC_STATE_DIM,
+    MAX_TEAM_SIZE,
+    OBS_DIM,
+    OBS_HIGH,
+    OBS_LOW,
+    OBSERVATION_FEATURES,
+    STATE_DIM,
+    STATE_HIGH,
+    STATE_LOW,
+)
+from envs.reward import RewardWeights
+from envs.sim.constants import (
+    HILL_SPEED_FACTOR,
+    MAP_HEIGHT,
+    MAP_WIDTH,
+    MAX_STEPS,
+    VISIBILITY_RADIUS,
+)
+from envs.sim.terrain import TerrainMap
+from envs.sim.validation import check_action_array, check_int
+
+__all__ = ["MultiBattalionEnv", "OBS_DIM", "STATE_DIM", "CRITIC_STATE_DIM",
+           "OBSERVATION_FEATURES", "agent_names", "team_spaces"]
+
+ACTION_LOW = np.array([-1, -1, 0], np.float32)
+ACTION_HIGH = np.array([1, 1, 1], np.float32)
+
+
+def agent_names(n_blue: int, n_red: int) -> list[str]:
+    """``["blue_0", ..., "red_0", ...]``: the agents of a battle, in unit order."""
+    return [f"blue_{i}" for i in range(n_blue)] + [f"red_{i}" for i in range(n_red)]
+
+
+def team_spaces() -> tuple[spaces.Box, spaces.Box, spaces.Box]:
+    """Observation, action and global-state spaces, the same for every agent and team size."""
+    return (spaces.Box(OBS_LOW, OBS_HIGH, dtype=np.float32),
+            spaces.Box(ACTION_LOW, ACTION_HIGH, dtype=np.float32),
+            spaces.Box(STATE_LOW, STATE_HIGH, dtype=np.float32))
+
+
+class MultiBattalionEnv(ParallelEnv):
+    """An N-vs-M battle of battalions; every battalion is an agent.
+
+    Args:
+        n_blue, n_red: battalions a side, 1 to ``MAX_TEAM_SIZE`` (6) each.
+        map_width, map_height: battlefield size in metres (> 0).
+        max_steps: steps before the battle is called a draw (>= 1).
+        terrain: a fixed :class:`~envs.sim.terrain.TerrainMap`; when given,
+            ``randomize_terrain`` is ignored.
+        randomize_terrain: draw new procedural hills and woods at every reset.
+        hill_speed_factor: speed on the highest ground over speed on the lowest, in (0, 1].
+        visibility_radius: how far a battalion sees, in metres (> 0); enemies
+            beyond it, or behind a crest, are known only from their last report
+            (see :mod:`envs.multi_observation`).
+        render_mode: None or ``"rgb_array"``.
+        reward_weights: the team reward's shaping; None means the defaults.
+
+    Observations are :data:`OBS_DIM` float32 numbers per agent
+    (:data:`~envs.multi_observation.OBSERVATION_FEATURES`), actions are
+    ``[move, rotate, fire]`` as in the duel. :meth:`state` is the global state
+    from Blue's side; :meth:`critic_state` is what a centralised critic of one
+    agent reads. Agents leave ``agents`` when they rout or are destroyed, and all
+    leave when the battle ends. The step's dicts cover the agents that acted in
+    it; each ``info`` holds ``damage_dealt``, ``damage_taken``, ``routed``,
+    ``destroyed`` and ``step_count``.
+
+    Actions: agents missing from the dict hold still and hold fire. An unknown
+    agent, an agent that has left, or a non-finite action raises ``ValueError``;
+    finite values outside the box are clipped.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "name": "multi_battalion_v0", "render_fps": 10}
+
+    def __init__(
+        self,
+        n_blue: int = 2,
+        n_red: int = 2,
+        map_width: float = MAP_WIDTH,
+        map_height: float = MAP_HEIGHT,
+        max_steps: int = MAX_STEPS,
+        terrain: TerrainMap | None = None,
+        randomize_terrain: bool = True,
+        hill_speed_factor: float = HILL_SPEED_FACTOR,
+        visibility_radius: float = VISIBILITY_RADIUS,
+        render_mode: str | None = None,
+        reward_weights: RewardWeights | None = None,
+    ) -> None:
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode={render_mode!r} is invalid: expected None or one "
+                             f"of {self.metadata['render_modes']}")
+        self.n_blue = check_int("n_blue", n_blue, minimum=1, maximum=MAX_TEAM_SIZE)
+        self.n_red = check_int("n_red", n_red, minimum=1, maximum=MAX_TEAM_SIZE)
+        self.config = battle_config_from_args(map_width, map_height, max_steps,
+                                              hill_speed_factor)
+        self.render_mode = render_mode
+        self._battle = MultiBattalionBatch(
+            1, self.n_blue, self.n_red, config=self.config, terrain=terrain,
+            randomize_terrain=randomize_terrain, visibility_radius=visibility_radius,
+            reward_weights=reward_weights)
+        self.visibility_radius = self._battle.visibility_radius
+        self.possible_agents = agent_names(self.n_blue, self.n_red)
+        self.agents: list[str] = []
+        self._index = {name: i for i, name in enumerate(self.possible_agents)}
+        self._observation_space, self._action_space, self.state_space = team_spaces()
+        self._rng = np.random.default_rng()
+        self._actions = np.zeros((1, len(self.possible_agents), 3), np.float32)
+
+    # --- PettingZoo API -----------------------------------------------------------
+
+    def observation_space(self, agent: str) -> spaces.Box:
+        self._check_name(agent)
+        return self._observation_space
+
+    def action_space(self, agent: str) -> spaces.Box:
+        self._check_name(agent)
+        return self._action_space
+
+    def reset(self, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+        """Start a new battle; the same ``seed`` always gives the same battle, and
+        later resets without a seed continue that seed's sequence of battles."""
+        if seed is not None:
+            self._rng = np.random.default_rng(check_int("seed", seed, minimum=0))
+        fresh = self._rng.integers(0, 2**63, size=1, dtype=np.int64)
+        self._battle.reset(np.array([0]), [seed], fresh)
+        self._battle.last_events = None
+        self.agents = list(self.possible_agents)
+        observation = self._battle.observation[0]
+        return ({a: observation[i].copy() for i, a in enumerate(self.agents)},
+                {a: {} for a in self.agents})
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        if not self.agents:
+            if self._battle.geometry is None:
+                raise RuntimeError("step() called before reset(): call reset() first")
+            return {}, {}, {}, {}, {}
+        orders = self._actions
+        orders[:] = 0
+        for agent, action in actions.items():
+            self._check_name(agent)
+            if agent not in self.agents:
+                raise ValueError(f"actions[{agent!r}] is invalid: {agent} has left the battle; "
+                                 f"agents still in it: {self.agents}")
+            orders[0, self._index[agent]] = check_action_array(f"actions[{agent!r}]", action,
+                                                               (3,))
+        result = self._battle.step(orders)
+        observation = result.observation[0]
+        step_count = int(self._battle.state.step[0])
+        state = self._battle.state
+        observations, rewards, terminations, truncations, infos = {}, {}, {}, {}, {}
+        for agent in self.agents:
+            i = self._index[agent]
+            observations[agent] = observation[i].copy()
+            rewards[agent] = float(result.reward[0, i])
+            terminations[agent] = bool(result.terminated[0, i])
+            truncations[agent] = bool(result.truncated[0, i])
+            infos[agent] = {"damage_dealt": float(result.damage_dealt[0, i]),
+                            "damage_taken": float(result.damage_taken[0, i]),
+                            "routed": bool(state.routed[0, i]),
+                            "destroyed": bool(state.destroyed[0, i]),
+                            "step_count": step_count}
+        self.agents = [a for a in self.agents if not (terminations[a] or truncations[a])]
+        return observations, rewards, terminations, truncations, infos
+
+    def state(self) -> np.ndarray:
+        """The global state from Blue's side, ignoring fog of war (``STATE_DIM`` floats)."""
+        return self._battle.global_state[BLUE, 0].copy()
+
+    def render(self) -> np.ndarray | None:
+        """A picture of the battlefield (``render_mode="rgb_array"``), else None."""
+        if self.render_mode != "rgb_array":
+            return None
+        self._battle._require_reset()
+        from envs.rendering.draw import draw_battle
+
+        return draw_battle(self._battle.state, 0, self.config, events=self._battle.last_events)
+
+    def close(self) -> None:
+        pass
+
+    # --- beyond PettingZoo ----------------------------------------------------------
+
+    def critic_state(self, agent: str) -> np.ndarray:
+        """What a centralised critic of ``agent`` reads: its observation, then its side's
+        global state (``CRITIC_STATE_DIM`` floats)."""
+        self._check_name(agent)
+        return self._battle.critic_state[0, self._index[agent]].copy()
+
+    def team_state(self, team: str) -> np.ndarray:
+        """The global state from ``team``'s side ("blue" or "red")."""
+        sides = {"blue": BLUE, "red": RED}
+        if team not in sides:
+            raise ValueError(f"team={team!r} is invalid: expected 'blue' or 'red'")
+        return self._battle.global_state[sides[team], 0].copy()
+
+    def scripted_actions(self, level: int,
+                         agents: list[str] | None = None) -> dict[str, np.ndarray]:
+        """Orders a scripted commander of ``level`` (1..5) would give ``agents`` (Red's
+        agents still in the battle by default)."""
+        if agents is None:
+            agents = [a for a in self.agents if a.startswith("red_")]
+        for agent in agents:
+            self._check_name(agent)
+        units = np.array([self._index[a] for a in agents], dtype=np.intp)
+        orders = self._battle.scripted_actions(units, level)[0]
+        return {a: orders[k].copy() for k, a in enumerate(agents)}
+
+    @property
+    def battle_state(self):
+        """The simulator state of this battle (a batch of one)."""
+        return self._battle.state
+
+    @property
+    def last_events(self):
+        """What happened in the last step (fire, damage), or None right after a reset."""
+        return self._battle.last_events
+
+    def _check_name(self, agent: str) -> None:
+        if agent not in self._index:
+            raise ValueError(f"agent={agent!r} is invalid: expected one of "
+                             f"{self.possible_agents}")

@@ -1,0 +1,236 @@
+"""MultiBattalionEnv (PettingZoo) and its batched form."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pettingzoo.test import parallel_api_test
+
+from envs.battalion_batch import BattalionBatch
+from envs.multi_battalion_batch import MultiBattalionBatch
+from envs.multi_battalion_env import MultiBattalionEnv
+from envs.multi_observation import (
+    CRITIC_STATE_DIM,
+    OBS_DIM,
+    OBSERVATION_FEATURES,
+    STATE_DIM,
+    STATE_FEATURES,
+)
+from envs.sim import engine
+from envs.sim.config import BattleConfig
+
+
+def batch(n_battles, n_blue, n_red, **kwargs):
+    settings = dict(config=BattleConfig(), terrain=None, randomize_terrain=True,
+                    visibility_radius=600.0, reward_weights=None)
+    settings.update(kwargs)
+    return MultiBattalionBatch(n_battles, n_blue, n_red, **settings)
+
+
+@pytest.mark.parametrize("sizes", [(1, 1), (2, 1), (2, 2), (3, 3), (6, 6)])
+def test_parallel_api(sizes):
+    parallel_api_test(MultiBattalionEnv(*sizes, max_steps=150), num_cycles=200)
+
+
+def test_spaces_are_shared_and_fit_every_team_size():
+    small, large = MultiBattalionEnv(1, 1), MultiBattalionEnv(6, 6)
+    assert small.observation_space("blue_0") is small.observation_space("red_0")
+    assert small.observation_space("blue_0").shape == large.observation_space("red_5").shape
+    assert OBS_DIM == len(OBSERVATION_FEATURES) == 134
+    obs, _ = large.reset(seed=1)
+    assert all(large.observation_space(a).contains(o) for a, o in obs.items())
+    assert large.state_space.contains(large.state())
+    assert large.state().shape == (STATE_DIM,)
+    critic = large.critic_state("red_2")
+    assert critic.shape == (CRITIC_STATE_DIM,)
+    np.testing.assert_array_equal(critic[:OBS_DIM], obs["red_2"])
+    np.testing.assert_array_equal(critic[OBS_DIM:], large.team_state("red"))
+
+
+def play(env, seed, n_steps, rng):
+    """Random Blue against scripted L5 Red; returns the trajectory as lists."""
+    trajectory = []
+    obs, _ = env.reset(seed=seed)
+    trajectory.append(("reset", obs))
+    for _ in range(n_steps):
+        if not env.agents:
+            obs, _ = env.reset()
+            trajectory.append(("reset", obs))
+        actions = {a: rng.uniform(-1, 1, 3).astype(np.float32) for a in env.agents
+                   if a.startswith("blue")}
+        actions.update(env.scripted_actions(5))
+        trajectory.append(env.step(actions)[:4])
+    return trajectory
+
+
+def test_batch_equals_parallel_env_for_the_same_seeds():
+    seeds, n_steps = [3, 11, 12], 140
+    envs = [MultiBattalionEnv(2, 2, max_steps=50) for _ in seeds]
+    expected = [play(env, seed, n_steps, np.random.default_rng(seed))
+                for env, seed in zip(envs, seeds, strict=True)]
+
+    config = BattleConfig(max_steps=50)
+    b = batch(len(seeds), 2, 2, config=config)
+    b.reset(np.arange(len(seeds)), seeds, np.zeros(len(seeds), np.int64))
+    rngs = [np.random.default_rng(seed) for seed in seeds]
+    names = envs[0].possible_agents
+    position = [1] * len(seeds)
+    for i in range(len(seeds)):
+        kind, obs = expected[i][0]
+        for agent, o in obs.items():
+            np.testing.assert_array_equal(b.observation[i, names.index(agent)], o)
+    for _ in range(n_steps):
+        actions = np.zeros((len(seeds), 4, 3), np.float32)
+        in_fight = b.in_fight
+        for i, rng in enumerate(rngs):
+            for unit in (0, 1):
+                if in_fight[i, unit]:
+                    actions[i, unit] = rng.uniform(-1, 1, 3).astype(np.float32)
+        actions[:, 2:] = b.scripted_actions(np.array([2, 3]), 5)
+        result = b.step(actions)
+        for i in range(len(seeds)):
+            obs, rewards, terminated, truncated = expected[i][position[i]]
+            position[i] += 1
+            assert sorted(obs) == sorted(names[u] for u in np.flatnonzero(result.acted[i]))
+            for agent in obs:
+                u = names.index(agent)
+                np.testing.assert_array_equal(result.observation[i, u], obs[agent])
+                assert rewards[agent] == pytest.approx(float(result.reward[i, u]), abs=0)
+                assert terminated[agent] == result.terminated[i, u]
+                assert truncated[agent] == result.truncated[i, u]
+            if result.battle_over[i]:
+                kind, obs = expected[i][position[i]]
+                assert kind == "reset"
+                position[i] += 1
+        over = np.flatnonzero(result.battle_over)
+        if len(over):
+            b.next_episode(over)
+            for i in over:
+                _, obs = expected[i][position[i] - 1]
+                for agent, o in obs.items():
+                    np.testing.assert_array_equal(b.observation[i, names.index(agent)], o)
+    assert all(p == len(t) for p, t in zip(position, expected, strict=True))
+
+
+def test_one_against_one_in_sight_is_the_duel():
+    n = 32
+    config = BattleConfig()
+    multi = batch(n, 1, 1, visibility_radius=1e9)
+    duel = BattalionBatch(n, config=config, terrain=None, randomize_terrain=True,
+                          curriculum_level=5, reward_weights=None)
+    for b in (multi, duel):
+        b.reset(np.arange(n), list(range(n)), np.zeros(n, np.int64))
+    rng = np.random.default_rng(0)
+    compared = 0
+    for _ in range(300):
+        blue = rng.uniform(-1, 1, (n, 3)).astype(np.float32)
+        red = multi.scripted_actions(np.array([1]), 5)[:, 0]
+        result = multi.step(np.stack([blue, red], axis=1))
+        expected = duel.step(blue)
+        np.testing.assert_array_equal(result.reward[:, 0][result.acted[:, 0]],
+                                      expected.reward.total[result.acted[:, 0]])
+        # The enemy in sight: its report is live, so the views agree exactly.
+        in_sight = ~result.battle_over & (expected.observation[:, 16] == 1)
+        np.testing.assert_array_equal(result.observation[in_sight, 0, :25],
+                                      expected.observation[in_sight])
+        compared += in_sight.sum()
+        over = np.flatnonzero(result.battle_over)
+        if len(over):
+            multi.next_episode(over)
+            duel.next_episode(over)
+    assert compared > 1000
+
+
+def test_an_enemy_out_of_sight_is_remembered_where_it_was_last_seen():
+    b = batch(1, 1, 1, randomize_terrain=False, visibility_radius=100.0)
+    b.reset(np.array([0]), [4], np.zeros(1, np.int64))
+    state = b.state
+    state.x[0] = (100.0, 900.0)
+    state.y[0] = (500.0, 500.0)
+    state.theta[0] = (0.0, np.pi)
+    b.geometry = engine.sense(state, b.config)
+    b.reports.refresh(state, b.geometry, np.ones((2, 2, 1), bool))
+    names = list(OBSERVATION_FEATURES)
+    red_report_x = 900.0 / 1000.0
+    for _ in range(20):  # Red marches away from Blue; Blue stands
+        result = b.step(np.array([[[0, 0, 0], [-1, 0, 0]]], np.float32))
+    blue = result.observation[0, 0]
+    assert blue[names.index("focus_visible")] == 0
+    assert blue[names.index("focus_report_age")] == pytest.approx(20 / 500)
+    # The reported distance is to where Red was, not where it is.
+    assert blue[names.index("enemy_distance")] * b.config.diagonal == pytest.approx(
+        (red_report_x * 1000.0 - 100.0), abs=1e-3)
+    assert b.state.x[0, 1] > 900.0
+    # The global state is fog-free.
+    enemy_x = b.global_state[0, 0, STATE_FEATURES.index("enemy_0_x")] * 1000.0
+    assert enemy_x == pytest.approx(b.state.x[0, 1], abs=1e-2)
+
+
+def test_fire_is_split_among_targets():
+    """One Blue battalion with two Red ones in reach hits only the nearer."""
+    b = batch(1, 1, 2, randomize_terrain=False)
+    b.reset(np.array([0]), [0], np.zeros(1, np.int64))
+    state = b.state
+    state.x[0] = (400.0, 500.0, 520.0)
+    state.y[0] = (500.0, 500.0, 510.0)
+    state.theta[0] = (0.0, np.pi, np.pi)
+    b.geometry = engine.sense(state, b.config)
+    result = b.step(np.array([[[0, 0, 1], [0, 0, 0], [0, 0, 0]]], np.float32))
+    assert result.damage_taken[0, 1] > 0
+    assert result.damage_taken[0, 2] == 0
+    assert b.last_events.target[0, 0] == 1
+
+
+def test_agents_leave_when_out_of_the_fight_and_teams_share_rewards():
+    env = MultiBattalionEnv(2, 2, max_steps=500)
+    rng = np.random.default_rng(0)
+    left_early = 0
+    for seed in range(6):
+        env.reset(seed=seed)
+        gone: set[str] = set()
+        while env.agents:
+            actions = {a: np.array([1.0, rng.uniform(-0.2, 0.2), 1.0], np.float32)
+                       for a in env.agents if a.startswith("blue")}
+            actions.update(env.scripted_actions(5))
+            obs, rewards, terminated, truncated, infos = env.step(actions)
+            assert not gone & set(obs)
+            for side in ("blue", "red"):
+                side_rewards = {r for a, r in rewards.items() if a.startswith(side)}
+                assert len(side_rewards) <= 1
+            for agent, done in terminated.items():
+                if done and env.agents:  # left while the battle goes on
+                    assert infos[agent]["routed"] or infos[agent]["destroyed"]
+                    left_early += 1
+            gone |= {a for a in obs if terminated[a] or truncated[a]}
+            assert set(env.agents) == set(env.possible_agents) - gone
+    assert left_early > 0
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="n_blue"):
+        MultiBattalionEnv(0, 2)
+    with pytest.raises(ValueError, match="n_red"):
+        MultiBattalionEnv(2, 7)
+    with pytest.raises(ValueError, match="visibility_radius"):
+        MultiBattalionEnv(visibility_radius=0.0)
+    with pytest.raises(ValueError, match="render_mode"):
+        MultiBattalionEnv(render_mode="human")
+    env = MultiBattalionEnv(2, 2)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step({})
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="green_0"):
+        env.step({"green_0": np.zeros(3)})
+    with pytest.raises(ValueError, match="non-finite"):
+        env.step({"blue_0": np.array([0.0, np.nan, 0.0])})
+    with pytest.raises(ValueError, match="shape"):
+        env.step({"blue_0": np.zeros(4)})
+    with pytest.raises(ValueError, match="team"):
+        env.team_state("green")
+
+
+def test_render_draws_every_battalion():
+    env = MultiBattalionEnv(3, 2, render_mode="rgb_array")
+    env.reset(seed=2)
+    frame = env.render()
+    assert frame.ndim == 3 and frame.shape[2] == 3 and frame.std() > 0
