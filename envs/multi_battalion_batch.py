@@ -22,6 +22,7 @@ With one battalion a side this is exactly the 1v1 duel's reward.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -52,8 +53,10 @@ class TeamStep:
 
     observation: np.ndarray
     """(B, U, OBS_DIM) observations after the step (a finished battle's last ones)."""
-    critic_state: np.ndarray
-    """(B, U, CRITIC_STATE_DIM) centralised-critic inputs after the step."""
+    global_state: np.ndarray
+    """(2, B, STATE_DIM) each side's fog-free picture after the step."""
+    team: np.ndarray
+    """(U,) side of each unit."""
     reward: np.ndarray
     """(B, U) float32 reward of each battalion that acted this step, else 0."""
     acted: np.ndarray
@@ -72,6 +75,12 @@ class TeamStep:
     """(B, U) strength each battalion removed from the enemy this step."""
     damage_taken: np.ndarray
     """(B, U) strength each battalion lost this step."""
+
+    @cached_property
+    def critic_state(self) -> np.ndarray:
+        """(B, U, CRITIC_STATE_DIM) centralised-critic inputs after the step (built on
+        first use: a training loop that does not bootstrap never pays for it)."""
+        return critic_states(self.observation, self.global_state, self.team)
 
 
 class MultiBattalionBatch:
@@ -165,10 +174,9 @@ class MultiBattalionBatch:
         state = global_states(restarted, geometry, self.config)
         self._observation = self._observation.copy()
         self._global_state = self._global_state.copy()
-        self._critic_state = self._critic_state.copy()
         self._observation[battles] = observation
         self._global_state[:, battles] = state
-        self._critic_state[battles] = critic_states(observation, state, self.team)
+        self._critic_state = None
 
     def _observe(self, state: BattleState, geometry: engine.Geometry,
                  reports: FogReports) -> np.ndarray:
@@ -176,7 +184,7 @@ class MultiBattalionBatch:
         reports.refresh(state, geometry, sees)
         self._observation = battalion_observations(state, geometry, reports, sees, self.config)
         self._global_state = global_states(state, geometry, self.config)
-        self._critic_state = critic_states(self._observation, self._global_state, self.team)
+        self._critic_state = None
         return sees
 
     # --- what the commanders see ----------------------------------------------------
@@ -195,6 +203,8 @@ class MultiBattalionBatch:
     def critic_state(self) -> np.ndarray:
         """(B, U, CRITIC_STATE_DIM) every battalion's centralised-critic input."""
         self._require_reset()
+        if self._critic_state is None:
+            self._critic_state = critic_states(self._observation, self._global_state, self.team)
         return self._critic_state
 
     @property
@@ -249,7 +259,7 @@ class MultiBattalionBatch:
         components = self._team_reward(before, geometry_before, state, events, acted, won)
         team_total = components.total.reshape(2, self.n_battles)
         reward = team_total[self.team].T * acted
-        return TeamStep(self._observation, self._critic_state, reward.astype(F32), acted,
+        return TeamStep(self._observation, self._global_state, self.team, reward.astype(F32), acted,
                         terminated, truncated, decided | cut_off, winner, components,
                         events.damage_dealt, events.damage_taken)
 
@@ -271,7 +281,9 @@ class MultiBattalionBatch:
         inf = F32(np.inf)
         near_before = np.where(targets, geometry_before.dist.transpose(1, 2, 0), inf).min(axis=1)
         near_after = np.where(targets, events.geometry.dist.transpose(1, 2, 0), inf).min(axis=1)
-        closed = np.where(np.isfinite(near_before), near_before - near_after, F32(0)) * acted_u
+        engaged = np.isfinite(near_before)  # the same targets before and after
+        closed = (np.where(engaged, near_before, F32(0))
+                  - np.where(engaged, near_after, F32(0))) * acted_u
         closed = side_sum(closed) / acted_count * F32(1 / self.config.diagonal)
 
         routed = after.routed.T.astype(F32)

@@ -164,6 +164,15 @@ def _layout(team: tuple[int, ...]):
     return team_arr, enemy, ally, own_side, order
 
 
+@lru_cache(maxsize=16)
+def _row_offsets(n_units: int, batch: int) -> np.ndarray:
+    """(U, 1, B) flat offset of row ``i``, battle ``b`` in a (U, U, B) array."""
+    offsets = (np.arange(n_units)[:, None, None] * (n_units * batch)
+               + np.arange(batch)[None, None, :])
+    offsets.flags.writeable = False
+    return offsets
+
+
 def sightings(state: BattleState, geometry: Geometry, visibility_radius: float) -> np.ndarray:
     """(2, U, B): whether each side sees each battalion now (its own always)."""
     _, _, _, own_side, _ = _layout(tuple(state.team.tolist()))
@@ -235,10 +244,15 @@ def battalion_observations(state: BattleState, geometry: Geometry, reports: FogR
     n_ally = min(ALLY_SLOTS, ally_range.shape[1])
     enemy_order = np.argsort(enemy_range, axis=1, kind="stable")[:, :n_enemy]
     ally_order = np.argsort(ally_range, axis=1, kind="stable")[:, :n_ally]
-    enemy_present = np.isfinite(np.take_along_axis(enemy_range, enemy_order, axis=1))
-    ally_present = np.isfinite(np.take_along_axis(ally_range, ally_order, axis=1))
-    enemies = np.take_along_axis(pairwise, enemy_order[None], axis=2) * enemy_present[None]
-    allies = np.take_along_axis(pairwise, ally_order[None], axis=2) * ally_present[None]
+    # One flat gather for both orderings (faster than take_along_axis's fancy indexing).
+    n_units, batch = x.shape
+    flat = _row_offsets(n_units, batch) + np.concatenate([enemy_order, ally_order], axis=1) * batch
+    gathered = np.take(pairwise.reshape(len(pairwise), -1), flat, axis=1)
+    ranges = np.take(np.stack([enemy_range, ally_range]).reshape(2, -1), flat, axis=1)
+    enemy_present = np.isfinite(ranges[0, :, :n_enemy])
+    ally_present = np.isfinite(ranges[1, :, n_enemy:])
+    enemies = gathered[:, :, :n_enemy] * enemy_present[None]
+    allies = gathered[:, :, n_enemy:] * ally_present[None]
 
     focus = enemies[:, :, 0]  # (feature, i, B)
     time_fraction = np.broadcast_to(

@@ -32,6 +32,11 @@ _EXPORTS = {
     "checkpoint_final_stem": "training.artifacts",
     "checkpoint_best_filename": "training.artifacts",
     "parse_step_from_checkpoint_name": "training.artifacts",
+    "TeamOpponentPool": "training.self_play",
+    "CurriculumScheduler": "training.curriculum_scheduler",
+    "CurriculumStage": "training.curriculum_scheduler",
+    "STAGE_ENV_KWARGS": "training.curriculum_scheduler",
+    "load_v1_weights_into_mappo": "training.curriculum_scheduler",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -52,6 +57,12 @@ if TYPE_CHECKING:
         WandbCallback,
     )
     from training.config import TrainingConfig  # noqa: F401
+    from training.curriculum_scheduler import (  # noqa: F401
+        STAGE_ENV_KWARGS,
+        CurriculumScheduler,
+        CurriculumStage,
+        load_v1_weights_into_mappo,
+    )
     from training.elo import (  # noqa: F401
         BASELINE_RATINGS,
         DEFAULT_RATING,
@@ -65,6 +76,7 @@ if TYPE_CHECKING:
         evaluate_detailed,
         run_episodes_with_model,
     )
+    from training.self_play import TeamOpponentPool  # noqa: F401
     from training.train import train  # noqa: F401
 
 

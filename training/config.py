@@ -320,7 +320,16 @@ def config_from_nested(nested: Mapping[str, Any]) -> TrainingConfig:
     Sections the CLI uses for itself (``resume``, ``hydra``) are ignored; an
     unknown key in a known section raises ``ValueError`` naming it.
     """
-    by_key = {key: name for name, key in YAML_KEYS.items()}
+    return TrainingConfig(**fields_from_nested(nested, YAML_KEYS))
+
+
+def fields_from_nested(nested: Mapping[str, Any], yaml_keys: Mapping[str, str]) -> dict[str, Any]:
+    """Field values from a nested mapping, given where each field lives (``section.key``).
+
+    Sections that hold no field are ignored; an unknown key in a known section
+    raises ``ValueError`` naming it and listing the section's valid keys.
+    """
+    by_key = {key: name for name, key in yaml_keys.items()}
     sections = {key.split(".")[0] for key in by_key}
     values: dict[str, Any] = {}
     for section, content in nested.items():
@@ -335,4 +344,4 @@ def config_from_nested(nested: Mapping[str, Any]) -> TrainingConfig:
                 raise ValueError(f"unknown config key {section}.{key}: valid keys in "
                                  f"{section!r} are {', '.join(known)}")
             values[name] = list(value) if isinstance(value, (list, tuple)) else value
-    return TrainingConfig(**values)
+    return values

@@ -12,6 +12,8 @@
   snapshot enters the Elo registry at the learner's rating when it was taken,
   so progress against past selves is a number on the same scale as the
   scripted baselines.
+* :class:`TeamOpponentPool` is the multi-agent counterpart: frozen MAPPO teams
+  (``team_snapshot_v{version:06d}.pt``) for the Red side of N-vs-M battles.
 
 Typical use is ``train(enable_self_play=True)``; directly::
 
@@ -34,6 +36,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 
 from envs.sim.validation import check_in_range, check_int
+from models.mappo_policy import MAPPOPolicy, load_policy, save_policy
 from training.artifacts import CheckpointManifest
 from training.callbacks import EveryNSteps, publish
 from training.checkpoints import load_ppo, save_ppo
@@ -43,9 +46,11 @@ from training.evaluate import run_episodes_with_model
 logger = logging.getLogger(__name__)
 
 SNAPSHOT_PATTERN = re.compile(r"^snapshot_v(\d{6,})\.zip$")
+TEAM_SNAPSHOT_PATTERN = re.compile(r"^team_snapshot_v(\d{6,})\.pt$")
 
-__all__ = ["OpponentPool", "SelfPlayCallback", "WinRateVsPoolCallback", "evaluate_vs_pool",
-           "self_play_callbacks"]
+__all__ = ["OpponentPool", "SelfPlayCallback", "TeamOpponentPool", "WinRateVsPoolCallback",
+           "evaluate_team_vs_pool", "evaluate_vs_pool", "nash_exploitability_proxy",
+           "pool_opponent_win_rates", "self_play_callbacks"]
 
 
 def snapshot_name(version: int) -> str:
@@ -370,3 +375,245 @@ def self_play_callbacks(config, manifest: CheckpointManifest | None,
                               env_kwargs=env_kwargs_for(config), registry=registry,
                               agent_name=agent, seed=config.seed + 3000),
     ]
+
+
+# ---------------------------------------------------------------------------- MAPPO teams
+
+
+def team_snapshot_name(version: int) -> str:
+    """File name of team snapshot ``version`` (``team_snapshot_v000003.pt``)."""
+    return f"team_snapshot_v{version:06d}.pt"
+
+
+def team_version_of(path: Path) -> int:
+    """The version in a team snapshot's file name."""
+    match = TEAM_SNAPSHOT_PATTERN.match(Path(path).name)
+    if match is None:
+        raise ValueError(f"{path} is not named like a team snapshot (team_snapshot_v000001.pt)")
+    return int(match.group(1))
+
+
+class TeamOpponentPool:
+    """Fixed-size pool of frozen MAPPO team snapshots, oldest evicted first.
+
+    Each snapshot is a :func:`models.mappo_policy.save_policy` file
+    ``team_snapshot_v{version:06d}.pt`` holding ``{"kwargs", "state_dict"}``,
+    written atomically; loading reads tensors and plain values only
+    (``weights_only=True``) and rebuilds ``MAPPOPolicy(**kwargs)``.
+
+    An existing folder is reloaded: its snapshots in version order, the newest
+    ``max_size`` kept. Unlike :class:`OpponentPool`, which leaves older files on
+    disk, the snapshots beyond ``max_size`` are evicted (their files deleted),
+    as the reference design does, so the folder holds what the pool holds; the
+    deletions are logged. A file there that is not a team snapshot is reported
+    (logged) and left alone. A kept snapshot that is not a readable torch file
+    raises ``ValueError`` naming it (before anything is deleted); one that is
+    readable but not a MAPPO policy raises when it is loaded.
+
+    Every load returns a fresh policy in eval mode, so a caller may move or
+    modify it without affecting the pool.
+
+    Args:
+        pool_dir: folder of the snapshots (created).
+        max_size: snapshots kept (>= 1).
+
+    Raises:
+        ValueError: for ``max_size < 1`` or a corrupt snapshot.
+
+    Attributes:
+        pool_dir: the folder.
+        max_size: the capacity.
+    """
+
+    def __init__(self, pool_dir: str | Path, max_size: int = 10) -> None:
+        self.pool_dir = Path(pool_dir)
+        self.max_size = check_int("max_size", max_size, minimum=1)
+        self.pool_dir.mkdir(parents=True, exist_ok=True)
+        self._paths: list[Path] = self._scan()
+
+    def _scan(self) -> list[Path]:
+        snapshots, foreign = [], []
+        for path in self.pool_dir.iterdir():
+            if TEAM_SNAPSHOT_PATTERN.match(path.name):
+                snapshots.append(path)
+            elif path.is_file() and not path.name.startswith("."):
+                foreign.append(path.name)
+        if foreign:
+            logger.warning("team pool %s holds files that are not team snapshots (left "
+                           "alone): %s", self.pool_dir, ", ".join(sorted(foreign)))
+        snapshots.sort(key=team_version_of)
+        kept, excess = snapshots[-self.max_size:], snapshots[:-self.max_size]
+        for path in kept:
+            # torch.save writes a zip archive: a cheap check that catches
+            # truncated and foreign files without loading every snapshot.
+            if not zipfile.is_zipfile(path):
+                raise ValueError(f"team pool snapshot {path} is not a readable torch file "
+                                 "(corrupt or truncated): remove or restore it before using "
+                                 "the pool")
+        for path in excess:
+            path.unlink(missing_ok=True)
+            logger.info("evicted %s from the team pool %s (more than max_size=%d snapshots)",
+                        path.name, self.pool_dir, self.max_size)
+        return kept
+
+    @property
+    def size(self) -> int:
+        """Number of snapshots in the pool."""
+        return len(self._paths)
+
+    @property
+    def snapshot_paths(self) -> list[Path]:
+        """Snapshot paths, oldest first (a copy)."""
+        return list(self._paths)
+
+    @property
+    def latest_version(self) -> int:
+        """Highest snapshot version in the pool (0 when empty)."""
+        return team_version_of(self._paths[-1]) if self._paths else 0
+
+    def add(self, policy: MAPPOPolicy, version: int) -> Path:
+        """Save ``policy`` as snapshot ``version``, then evict the oldest beyond ``max_size``.
+
+        Args:
+            policy: the team policy to freeze.
+            version: its version, above every version in the pool.
+
+        Returns:
+            The snapshot's path.
+
+        Raises:
+            TypeError: if ``policy`` is not a MAPPOPolicy.
+            ValueError: if ``version`` is not an integer above every version in the pool.
+        """
+        if not isinstance(policy, MAPPOPolicy):
+            raise TypeError(f"policy={type(policy).__name__} is invalid: expected a "
+                            "MAPPOPolicy")
+        version = check_int("version", version, minimum=1)
+        if self._paths and version <= self.latest_version:
+            raise ValueError(f"version={version} is invalid: expected a version above "
+                             f"{self.latest_version}, the newest in {self.pool_dir}")
+        # Written first: if the process dies here the pool has one snapshot too
+        # many (evicted on the next reload), never one too few.
+        path = save_policy(policy, self.pool_dir / team_snapshot_name(version), version=version)
+        while len(self._paths) >= self.max_size:
+            oldest = self._paths.pop(0)
+            oldest.unlink(missing_ok=True)
+            logger.info("evicted %s from the team pool", oldest.name)
+        self._paths.append(path)
+        return path
+
+    def load(self, path: str | Path, device: str | None = None) -> MAPPOPolicy:
+        """The policy of snapshot ``path`` (a fresh copy, in eval mode).
+
+        Raises:
+            KeyError: if ``path`` is not in the pool.
+            FileNotFoundError: if its file has disappeared.
+            ValueError: if the file is not a readable MAPPO policy (the message names it).
+        """
+        path = Path(path)
+        if path not in self._paths:
+            raise KeyError(f"{path} is not in the team pool {self.pool_dir}")
+        return load_policy(path, device=device)
+
+    def sample(self, rng: np.random.Generator | None = None,
+               device: str | None = None) -> MAPPOPolicy | None:
+        """A uniformly chosen snapshot, loaded; None if the pool is empty.
+
+        Raises:
+            ValueError: if the chosen snapshot is corrupt (the message names it).
+        """
+        if not self._paths:
+            return None
+        rng = rng if rng is not None else np.random.default_rng()
+        return self.load(self._paths[int(rng.integers(len(self._paths)))], device=device)
+
+    def sample_latest(self, device: str | None = None) -> MAPPOPolicy | None:
+        """The newest snapshot, loaded; None if the pool is empty."""
+        return self.load(self._paths[-1], device=device) if self._paths else None
+
+
+# --- team evaluation ----------------------------------------------------------------
+
+def evaluate_team_vs_pool(policy: MAPPOPolicy, opponent: MAPPOPolicy, n_blue: int = 2,
+                          n_red: int = 2, n_episodes: int = 20, deterministic: bool = True,
+                          seed: int | None = None,
+                          env_kwargs: dict[str, Any] | None = None) -> float:
+    """Blue's win rate when ``policy`` commands Blue and ``opponent`` Red.
+
+    The battles are played as one batch of
+    :class:`~envs.multi_battalion_batch.MultiBattalionBatch` (the batched
+    :class:`~envs.multi_battalion_env.MultiBattalionEnv`); battle ``i`` is the
+    first battle of seed ``seed + i``. Blue battalion ``i`` acts with actor
+    ``i mod policy.n_agents``, Red's likewise with the opponent's; the opponent
+    samples its actions (a frozen snapshot plays as it trained). A win means
+    every Red battalion is out of the fight while a Blue one is still in it.
+
+    Args:
+        policy: the Blue :class:`~models.mappo_policy.MAPPOPolicy`.
+        opponent: the frozen Red policy.
+        n_blue, n_red: team sizes.
+        n_episodes: number of battles (>= 1).
+        deterministic: Blue acts on its policy's mean.
+        seed: base seed (0 when None).
+        env_kwargs: further MultiBattalionEnv settings.
+
+    Returns:
+        Win rate in [0, 1].
+
+    Raises:
+        ValueError: if ``n_episodes < 1``.
+    """
+    from training.team_battles import WIN, play_team_battles
+
+    outcomes = play_team_battles(policy, opponent, n_blue=n_blue, n_red=n_red,
+                                 n_episodes=n_episodes, deterministic=deterministic, seed=seed,
+                                 env_kwargs=env_kwargs)
+    return float((outcomes == WIN).mean())
+
+
+def nash_exploitability_proxy(policy: MAPPOPolicy, pool: TeamOpponentPool, n_blue: int = 2,
+                              n_red: int = 2, n_episodes_per_opponent: int = 10,
+                              seed: int | None = None,
+                              env_kwargs: dict[str, Any] | None = None) -> float:
+    """How far the pool's best member beats ``policy`` compared with the average member.
+
+    For every snapshot ``i`` the opponent's win rate ``owr_i`` is the share of
+    battles Red *won* (a draw is nobody's win, unlike the reference, which
+    counted draws for the opponent). The proxy is ``max(owr) - mean(owr)``: 0
+    when no member does better than the others against the policy, large when one
+    has found a weakness.
+
+    Args:
+        policy: the Blue policy.
+        pool: the team pool; every snapshot in it is played.
+        n_blue, n_red: team sizes.
+        n_episodes_per_opponent: battles per snapshot (>= 1).
+        seed: base seed; every snapshot meets the same battles.
+        env_kwargs: further MultiBattalionEnv settings.
+
+    Returns:
+        The proxy in [0, 1]; 0.0 for an empty pool.
+    """
+    rates = pool_opponent_win_rates(policy, pool, n_blue, n_red, n_episodes_per_opponent, seed,
+                                    env_kwargs)
+    if not rates:
+        return 0.0
+    return max(rates) - float(np.mean(rates))
+
+
+def pool_opponent_win_rates(policy: MAPPOPolicy, pool: TeamOpponentPool, n_blue: int = 2,
+                            n_red: int = 2, n_episodes_per_opponent: int = 10,
+                            seed: int | None = None,
+                            env_kwargs: dict[str, Any] | None = None) -> list[float]:
+    """Each snapshot's share of battles *won* against ``policy`` (oldest first; draws
+    count for nobody). Arguments as for :func:`nash_exploitability_proxy`."""
+    from training.team_battles import LOSS, play_team_battles
+
+    check_int("n_episodes_per_opponent", n_episodes_per_opponent, minimum=1)
+    rates = []
+    for path in pool.snapshot_paths:
+        outcomes = play_team_battles(policy, pool.load(path), n_blue=n_blue, n_red=n_red,
+                                     n_episodes=n_episodes_per_opponent, seed=seed,
+                                     env_kwargs=env_kwargs)
+        rates.append(float((outcomes == LOSS).mean()))
+    return rates

@@ -22,7 +22,6 @@ checkpoint: the step counter goes on and the manifest gains rows.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -57,6 +56,7 @@ from training.checkpoints import load_ppo, save_ppo  # noqa: E402
 from training.config import TrainingConfig, check_field_names, config_from_nested  # noqa: E402
 from training.elo import EloRegistry  # noqa: E402
 from training.opponents import checkpoint_path  # noqa: E402
+from training.tracking import log_artifact, start_wandb  # noqa: E402
 from training.warm_start import warm_start  # noqa: E402
 
 logger = logging.getLogger(__name__)
@@ -240,63 +240,17 @@ def _report_config_change(manifest: CheckpointManifest, path: Path, digest: str,
 
 # --- Weights & Biases --------------------------------------------------------------
 
-def _wandb_mode() -> str:
-    """``WANDB_MODE`` if set; online when an API key is configured; else offline.
-
-    Offline keeps a run's files locally (``wandb sync`` uploads them later) and
-    never touches the network, which is what a machine without credentials wants.
-    """
-    if os.environ.get("WANDB_MODE"):
-        return os.environ["WANDB_MODE"]
-    if os.environ.get("WANDB_API_KEY"):
-        return "online"
-    netrc = Path.home() / ".netrc"
-    try:
-        if "api.wandb.ai" in netrc.read_text():
-            return "online"
-    except OSError:
-        pass
-    return "offline"
-
-
 def _start_wandb(config: TrainingConfig, digest: str) -> tuple[Any, bool]:
-    """Start a W&B run if enabled: (run or None, whether this call started it).
-
-    A caller's active run is used and left open. A failure is reported, not fatal.
-    """
+    """Start a W&B run if enabled: (run or None, whether this call started it)."""
     if not config.enable_wandb:
         return None, False
-    # W&B's crash reporting resolves and contacts sentry.io even offline; a run
-    # sends nothing to third parties unless the user opts in.
-    os.environ.setdefault("WANDB_ERROR_REPORTING", "false")
-    try:
-        import wandb
-
-        if wandb.run is not None:
-            return wandb.run, False
-        Path(config.log_dir).mkdir(parents=True, exist_ok=True)
-        run = wandb.init(project=config.wandb_project, entity=config.wandb_entity,
-                         tags=list(config.wandb_tags), config={**config.to_dict(),
-                                                                "config_hash": digest},
-                         dir=config.log_dir, mode=_wandb_mode())
-        return run, True
-    except Exception as error:  # W&B is optional: report, then train without it
-        logger.warning("W&B could not start (%s: %s); training continues without it",
-                       type(error).__name__, error)
-        return None, False
+    return start_wandb(project=config.wandb_project, entity=config.wandb_entity,
+                       tags=config.wandb_tags, config={**config.to_dict(), "config_hash": digest},
+                       log_dir=config.log_dir)
 
 
 def _finish_wandb(run, final: Path, owns_run: bool) -> None:
-    try:
-        import wandb
-
-        artifact = wandb.Artifact("ppo_battalion_final", type="model")
-        artifact.add_file(str(final))
-        run.log_artifact(artifact)
-        if owns_run:
-            run.finish()
-    except Exception as error:
-        logger.warning("W&B artifact upload failed (%s: %s)", type(error).__name__, error)
+    log_artifact(run, "ppo_battalion_final", final, owns_run)
 
 
 # --- command line ------------------------------------------------------------------

@@ -1,0 +1,503 @@
+"""MAPPO networks: decentralised Gaussian actors and one centralised critic.
+
+Each battalion acts from its own local observation through an actor; one
+critic values the whole battle from the global state (centralised training,
+decentralised execution). Actors are shared by all agents of a team
+(``share_parameters=True``) or one per agent.
+
+The networks line up layer for layer with the v1 SB3 policy of
+:mod:`models.battalion_policy` (separate 128-128 Tanh MLPs, a linear action
+head, a state-independent ``log_std`` and a linear value head), so a trained
+v1 commander can seed a MAPPO team exactly; see
+:func:`training.curriculum_scheduler.load_v1_weights_into_mappo`.
+
+The action distribution is an unsquashed diagonal Gaussian, as in SB3 PPO:
+sampled actions are returned as drawn (the environment clips them to its
+action box) and their log-probabilities are those of the drawn values.
+
+Policies are saved with :func:`save_policy` as ``{"kwargs", "state_dict"}``
+and rebuilt with :func:`load_policy`, which reads only tensors and plain values
+(``torch.load(weights_only=True)``), so a shared file cannot run code.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import numbers
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.distributions import Normal
+
+from envs.files import atomic_write_bytes
+from envs.sim.validation import check_int, check_number
+from models.battalion_policy import ACTIVATIONS, FIRE_ACTION
+
+__all__ = ["MAPPOActor", "MAPPOCritic", "MAPPOPolicy", "load_policy", "save_policy"]
+
+DEFAULT_HIDDEN = (128, 128)
+POLICY_FILE_KEYS = ("kwargs", "state_dict")
+"""Keys every file written by :func:`save_policy` holds."""
+
+# SB3's orthogonal initialisation gains, so a fresh MAPPO network starts like a
+# fresh v1 one: small action means, unit-scale values.
+_HIDDEN_GAIN = math.sqrt(2.0)
+_ACTION_GAIN = 0.01
+_VALUE_GAIN = 1.0
+
+
+def _check_hidden_sizes(name: str, value: Any) -> tuple[int, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) == 0:
+        raise ValueError(f"{name}={value!r} is invalid: expected a non-empty list of "
+                         "positive integers")
+    return tuple(check_int(f"{name}[{i}]", size, minimum=1) for i, size in enumerate(value))
+
+
+def _check_activation(value: Any) -> str:
+    if not isinstance(value, str) or value not in ACTIVATIONS:
+        raise ValueError(f"activation={value!r} is invalid: expected one of {sorted(ACTIVATIONS)}")
+    return value
+
+
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}={value!r} is invalid: expected True or False")
+    return bool(value)
+
+
+def _build_trunk(in_dim: int, hidden_sizes: tuple[int, ...], activation: str,
+                 layer_norm: bool) -> nn.Sequential:
+    """[Linear, (LayerNorm), activation] per hidden size, orthogonally initialised."""
+    layers: list[nn.Module] = []
+    for size in hidden_sizes:
+        linear = nn.Linear(in_dim, size)
+        _orthogonal_(linear, _HIDDEN_GAIN)
+        layers.append(linear)
+        if layer_norm:
+            layers.append(nn.LayerNorm(size))
+        layers.append(ACTIVATIONS[activation]())
+        in_dim = size
+    return nn.Sequential(*layers)
+
+
+def _orthogonal_(linear: nn.Linear, gain: float) -> None:
+    nn.init.orthogonal_(linear.weight, gain=gain)
+    nn.init.zeros_(linear.bias)
+
+
+def _check_last_dim(name: str, tensor: torch.Tensor, expected: int) -> None:
+    if tensor.ndim not in (1, 2) or tensor.shape[-1] != expected:
+        raise ValueError(f"{name} has shape {tuple(tensor.shape)}: expected ({expected},) "
+                         f"or (batch, {expected})")
+
+
+class MAPPOActor(nn.Module):
+    """Gaussian actor: local observation -> mean action, with a state-independent std.
+
+    Args:
+        obs_dim: size of an agent's local observation (>= 1).
+        action_dim: size of its action (>= 1).
+        hidden_sizes: hidden layer widths (non-empty, each >= 1).
+        activation: ``"tanh"`` or ``"relu"``.
+        layer_norm: put a LayerNorm after each hidden Linear layer.
+        log_std_init: initial log standard deviation of every action dimension.
+
+    Raises:
+        ValueError, TypeError: for an invalid argument (the message names it).
+
+    Attributes:
+        trunk: the hidden layers (``nn.Sequential``).
+        action_mean: the linear head giving the Gaussian mean.
+        log_std: the learned log standard deviation, shape ``(action_dim,)``.
+    """
+
+    def __init__(self, obs_dim: int, action_dim: int,
+                 hidden_sizes: Sequence[int] = DEFAULT_HIDDEN, activation: str = "tanh",
+                 layer_norm: bool = False, log_std_init: float = 0.0) -> None:
+        super().__init__()
+        self.obs_dim = check_int("obs_dim", obs_dim, minimum=1)
+        self.action_dim = check_int("action_dim", action_dim, minimum=1)
+        hidden = _check_hidden_sizes("hidden_sizes", hidden_sizes)
+        activation = _check_activation(activation)
+        layer_norm = _check_bool("layer_norm", layer_norm)
+        log_std_init = check_number("log_std_init", log_std_init)
+        self.trunk = _build_trunk(self.obs_dim, hidden, activation, layer_norm)
+        self.action_mean = nn.Linear(hidden[-1], self.action_dim)
+        _orthogonal_(self.action_mean, _ACTION_GAIN)
+        self.log_std = nn.Parameter(torch.full((self.action_dim,), log_std_init))
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The Gaussian's mean and std for ``obs`` of shape ``(B, obs_dim)``; both ``(B, A)``."""
+        _check_last_dim("obs", obs, self.obs_dim)
+        mean = self.action_mean(self.trunk(obs))
+        return mean, self.log_std.exp().expand_as(mean)
+
+    def distribution(self, obs: torch.Tensor) -> Normal:
+        """The action distribution (a diagonal Normal, batch shape ``(B, A)``) for ``obs``."""
+        mean, std = self(obs)
+        return Normal(mean, std)
+
+    get_distribution = distribution
+    """Alias of :meth:`distribution` (the name the reference design uses)."""
+
+    def evaluate_actions(self, obs: torch.Tensor,
+                         actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probability and entropy of ``actions`` under the policy, summed over action dims.
+
+        Returns:
+            ``(log_prob, entropy)``, each of shape ``(B,)``.
+        """
+        dist = self.distribution(obs)
+        return dist.log_prob(actions).sum(-1), dist.entropy().sum(-1)
+
+
+class MAPPOCritic(nn.Module):
+    """Centralised critic: global state -> value.
+
+    Args:
+        state_dim: size of the global state (>= 1).
+        hidden_sizes: hidden layer widths (non-empty, each >= 1).
+        activation: ``"tanh"`` or ``"relu"``.
+        layer_norm: put a LayerNorm after each hidden Linear layer.
+
+    Raises:
+        ValueError, TypeError: for an invalid argument (the message names it).
+
+    Attributes:
+        trunk: the hidden layers (``nn.Sequential``).
+        value_head: the linear output layer.
+    """
+
+    def __init__(self, state_dim: int, hidden_sizes: Sequence[int] = DEFAULT_HIDDEN,
+                 activation: str = "tanh", layer_norm: bool = False) -> None:
+        super().__init__()
+        self.state_dim = check_int("state_dim", state_dim, minimum=1)
+        hidden = _check_hidden_sizes("hidden_sizes", hidden_sizes)
+        activation = _check_activation(activation)
+        layer_norm = _check_bool("layer_norm", layer_norm)
+        self.trunk = _build_trunk(self.state_dim, hidden, activation, layer_norm)
+        self.value_head = nn.Linear(hidden[-1], 1)
+        _orthogonal_(self.value_head, _VALUE_GAIN)
+
+    def forward(self, state: torch.Tensor) -> torch.Tensor:
+        """Values of ``state`` (shape ``(B, state_dim)``), shape ``(B,)``."""
+        _check_last_dim("state", state, self.state_dim)
+        return self.value_head(self.trunk(state)).squeeze(-1)
+
+
+class MAPPOPolicy(nn.Module):
+    """A MAPPO team: Gaussian actor(s) on local observations, one critic on the global state.
+
+    Shapes: every method takes batches (``(B, obs_dim)``, ``(B, state_dim)``,
+    ``(B, action_dim)``); a single 1-D observation or state is treated as a
+    batch of one, and results keep that batch dimension (``(1, A)``, ``(1,)``).
+    Inputs may be tensors or array-likes; they are moved to the policy's device
+    as float32.
+
+    ``agent_idx`` selects the actor: an int for the whole batch, or a 1-D
+    integer tensor/array of length ``B`` giving each sample's agent (as in a
+    flattened rollout buffer). Indices must lie in ``[0, n_agents)`` in both
+    modes; with shared parameters every index uses the one actor.
+
+    Args:
+        obs_dim: size of an agent's local observation.
+        action_dim: size of an agent's action.
+        state_dim: size of the global state the critic sees.
+        n_agents: agents of the team (>= 1).
+        share_parameters: one actor for all agents (True) or one each.
+        actor_hidden_sizes: hidden widths of each actor.
+        critic_hidden_sizes: hidden widths of the critic.
+        activation: ``"tanh"`` or ``"relu"`` (actor and critic).
+        layer_norm: LayerNorm after each hidden Linear layer (breaks exact v1
+            weight transfer, which assumes plain MLPs).
+        log_std_init: initial log std of every action dimension.
+        initial_fire_bias: starting mean of the fire order (action index
+            ``FIRE_ACTION`` = 2), as in the v1 policy; must be 0 when the
+            action has no fire order (``action_dim <= 2``).
+
+    Raises:
+        ValueError, TypeError: for an invalid argument (the message names it).
+    """
+
+    def __init__(self, obs_dim: int, action_dim: int, state_dim: int, n_agents: int = 1,
+                 share_parameters: bool = True,
+                 actor_hidden_sizes: Sequence[int] = DEFAULT_HIDDEN,
+                 critic_hidden_sizes: Sequence[int] = DEFAULT_HIDDEN,
+                 activation: str = "tanh", layer_norm: bool = False,
+                 log_std_init: float = 0.0, initial_fire_bias: float = 0.0) -> None:
+        super().__init__()
+        self.obs_dim = check_int("obs_dim", obs_dim, minimum=1)
+        self.action_dim = check_int("action_dim", action_dim, minimum=1)
+        self.state_dim = check_int("state_dim", state_dim, minimum=1)
+        self.n_agents = check_int("n_agents", n_agents, minimum=1)
+        self.share_parameters = _check_bool("share_parameters", share_parameters)
+        actor_hidden = _check_hidden_sizes("actor_hidden_sizes", actor_hidden_sizes)
+        critic_hidden = _check_hidden_sizes("critic_hidden_sizes", critic_hidden_sizes)
+        self.activation = _check_activation(activation)
+        self.layer_norm = _check_bool("layer_norm", layer_norm)
+        log_std_init = check_number("log_std_init", log_std_init)
+        initial_fire_bias = check_number("initial_fire_bias", initial_fire_bias)
+        if initial_fire_bias != 0.0 and self.action_dim <= FIRE_ACTION:
+            raise ValueError(f"initial_fire_bias={initial_fire_bias!r} is invalid for "
+                             f"action_dim={self.action_dim}: the fire order is action index "
+                             f"{FIRE_ACTION}, so expected 0.0 unless action_dim > {FIRE_ACTION}")
+        self._kwargs: dict[str, Any] = dict(
+            obs_dim=self.obs_dim, action_dim=self.action_dim, state_dim=self.state_dim,
+            n_agents=self.n_agents, share_parameters=self.share_parameters,
+            actor_hidden_sizes=list(actor_hidden), critic_hidden_sizes=list(critic_hidden),
+            activation=self.activation, layer_norm=self.layer_norm, log_std_init=log_std_init,
+            initial_fire_bias=initial_fire_bias)
+
+        def make_actor() -> MAPPOActor:
+            actor = MAPPOActor(self.obs_dim, self.action_dim, actor_hidden, self.activation,
+                               self.layer_norm, log_std_init)
+            if self.action_dim > FIRE_ACTION:
+                with torch.no_grad():
+                    actor.action_mean.bias[FIRE_ACTION] = initial_fire_bias
+            return actor
+
+        if self.share_parameters:
+            self.actor = make_actor()
+        else:
+            self.actors = nn.ModuleList(make_actor() for _ in range(self.n_agents))
+        self.critic = MAPPOCritic(self.state_dim, critic_hidden, self.activation,
+                                  self.layer_norm)
+
+    # ----------------------------------------------------------------- structure
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        """The constructor arguments as plain JSON values: ``MAPPOPolicy(**policy.kwargs)``."""
+        return {key: list(value) if isinstance(value, list) else value
+                for key, value in self._kwargs.items()}
+
+    @property
+    def device(self) -> torch.device:
+        """The device the parameters live on."""
+        return self.critic.value_head.weight.device
+
+    def all_actors(self) -> list[MAPPOActor]:
+        """The distinct actors: one when parameters are shared, else ``n_agents``."""
+        return [self.actor] if self.share_parameters else list(self.actors)
+
+    def get_actor(self, idx: int = 0) -> MAPPOActor:
+        """The actor of agent ``idx`` (the shared actor for every index when sharing).
+
+        Raises:
+            ValueError: if ``idx`` is not an integer in ``[0, n_agents)``.
+        """
+        idx = check_int("agent_idx", idx, minimum=0, maximum=self.n_agents - 1)
+        return self.actor if self.share_parameters else self.actors[idx]
+
+    def parameter_count(self) -> dict[str, int]:
+        """Trainable parameters: ``{"actor": all actors, "critic": ..., "total": ...}``."""
+        actor = sum(p.numel() for a in self.all_actors() for p in a.parameters())
+        critic = sum(p.numel() for p in self.critic.parameters())
+        return {"actor": actor, "critic": critic, "total": actor + critic}
+
+    # ----------------------------------------------------------------- acting
+
+    def _batch(self, name: str, value: Any, dim: int) -> torch.Tensor:
+        """``value`` as a finite float32 ``(B, dim)`` tensor on the policy's device."""
+        if isinstance(value, torch.Tensor):
+            tensor = value.to(device=self.device, dtype=torch.float32)
+        else:
+            try:
+                array = np.asarray(value, dtype=np.float32)
+            except (TypeError, ValueError):
+                raise TypeError(f"{name}={value!r} is invalid: expected a numeric array of "
+                                f"shape ({dim},) or (batch, {dim})") from None
+            tensor = torch.as_tensor(array, device=self.device)
+        _check_last_dim(name, tensor, dim)
+        if tensor.ndim == 1:
+            tensor = tensor.unsqueeze(0)
+        if not bool(torch.isfinite(tensor).all()):
+            raise ValueError(f"{name} contains non-finite values (NaN or inf): expected "
+                             "finite numbers")
+        return tensor
+
+    def _agent_indices(self, agent_idx: Any, batch: int) -> int | torch.Tensor:
+        """An int, or a ``(batch,)`` long tensor of agent indices, checked against n_agents."""
+        if isinstance(agent_idx, (torch.Tensor, np.ndarray)) and agent_idx.ndim == 0:
+            agent_idx = agent_idx.item()
+        if isinstance(agent_idx, numbers.Integral) and not isinstance(agent_idx, bool):
+            return check_int("agent_idx", agent_idx, minimum=0, maximum=self.n_agents - 1)
+        if not isinstance(agent_idx, (torch.Tensor, np.ndarray)):
+            raise TypeError(f"agent_idx={agent_idx!r} is invalid: expected an int or a 1-D "
+                            "integer tensor of per-sample agent indices")
+        indices = torch.as_tensor(agent_idx)
+        if indices.is_floating_point() or indices.is_complex() or indices.dtype == torch.bool:
+            raise TypeError(f"agent_idx has dtype {indices.dtype}: expected integer indices")
+        if indices.shape != (batch,):
+            raise ValueError(f"agent_idx has shape {tuple(indices.shape)}: expected ({batch},), "
+                             "one agent index per sample")
+        if batch and (int(indices.min()) < 0 or int(indices.max()) >= self.n_agents):
+            raise ValueError(f"agent_idx contains {int(indices.min())}..{int(indices.max())}: "
+                             f"expected indices in [0, {self.n_agents - 1}]")
+        return indices.to(device=self.device, dtype=torch.long)
+
+    def _distribution(self, obs: torch.Tensor, agents: int | torch.Tensor) -> Normal:
+        """The action distribution of each sample under its own agent's actor."""
+        if isinstance(agents, int) or self.share_parameters:
+            actor = self.actor if self.share_parameters else self.actors[agents]
+            return actor.distribution(obs)
+        # Run each agent's actor on its own samples only; index_put keeps autograd.
+        mean = obs.new_zeros(obs.shape[0], self.action_dim)
+        for k in torch.unique(agents).tolist():
+            mask = agents == k
+            mean = mean.index_put((mask,), self.actors[k](obs[mask])[0])
+        log_std = torch.stack([actor.log_std for actor in self.actors])[agents]
+        return Normal(mean, log_std.exp())
+
+    def act(self, obs: Any, agent_idx: int | torch.Tensor = 0,
+            deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sample (or take the mean of) each agent's action, without gradients.
+
+        Actions are the raw Gaussian draws, not clipped: the environment clips
+        them to its action box, and the log-probability is that of the drawn
+        value (as in SB3 PPO), so it matches :meth:`evaluate_actions` on the
+        same actions.
+
+        Args:
+            obs: local observations ``(B, obs_dim)`` or one ``(obs_dim,)``.
+            agent_idx: the acting agent, or one index per sample.
+            deterministic: return the mean instead of a sample.
+
+        Returns:
+            ``(actions (B, action_dim), log_probs (B,))``; ``B = 1`` for a 1-D obs.
+
+        Raises:
+            ValueError, TypeError: for a wrong shape, non-finite value or index.
+        """
+        deterministic = _check_bool("deterministic", deterministic)
+        with torch.no_grad():
+            obs_t = self._batch("obs", obs, self.obs_dim)
+            dist = self._distribution(obs_t, self._agent_indices(agent_idx, obs_t.shape[0]))
+            actions = dist.mean if deterministic else dist.sample()
+            return actions, dist.log_prob(actions).sum(-1)
+
+    def get_value(self, state: Any) -> torch.Tensor:
+        """Critic values of ``state`` (``(B, state_dim)`` or 1-D), shape ``(B,)``, no gradients.
+
+        Raises:
+            ValueError, TypeError: for a wrong shape or a non-finite value.
+        """
+        with torch.no_grad():
+            return self.critic(self._batch("state", state, self.state_dim))
+
+    def evaluate_actions(self, obs: Any, actions: Any, state: Any,
+                         agent_idx: int | torch.Tensor = 0,
+                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Log-probabilities, entropies and values for a PPO update, with gradients.
+
+        Args:
+            obs: local observations ``(B, obs_dim)``.
+            actions: the actions taken ``(B, action_dim)``.
+            state: global states ``(B, state_dim)``.
+            agent_idx: the acting agent, or one index per sample.
+
+        Returns:
+            ``(log_prob, entropy, values)``, each ``(B,)``; log-prob and entropy
+            are summed over action dimensions.
+
+        Raises:
+            ValueError, TypeError: for a wrong shape, a batch-size mismatch, a
+            non-finite value or an invalid index.
+        """
+        obs_t = self._batch("obs", obs, self.obs_dim)
+        actions_t = self._batch("actions", actions, self.action_dim)
+        state_t = self._batch("state", state, self.state_dim)
+        sizes = {"obs": obs_t.shape[0], "actions": actions_t.shape[0], "state": state_t.shape[0]}
+        if len(set(sizes.values())) != 1:
+            raise ValueError(f"batch sizes differ: {sizes}; expected one size for obs, actions "
+                             "and state")
+        dist = self._distribution(obs_t, self._agent_indices(agent_idx, obs_t.shape[0]))
+        return (dist.log_prob(actions_t).sum(-1), dist.entropy().sum(-1),
+                self.critic(state_t))
+
+
+def save_policy(policy: MAPPOPolicy, path: str | os.PathLike, **extra: Any) -> Path:
+    """Write ``policy`` to ``path`` atomically as ``{"kwargs", "state_dict", **extra}``.
+
+    Tensors are stored on the CPU. ``extra`` values should be plain values
+    (numbers, strings, lists, dicts, tensors) so that :func:`load_policy` can
+    read the file with ``weights_only=True``.
+
+    Args:
+        policy: the policy to save.
+        path: the file to write (folders are created).
+        **extra: additional entries, e.g. ``version=3``.
+
+    Returns:
+        The path written.
+
+    Raises:
+        TypeError: if ``policy`` is not a MAPPOPolicy.
+        ValueError: if ``extra`` uses a reserved key (``kwargs``, ``state_dict``).
+    """
+    if not isinstance(policy, MAPPOPolicy):
+        raise TypeError(f"policy={type(policy).__name__} is invalid: expected a MAPPOPolicy")
+    reserved = sorted(set(extra) & set(POLICY_FILE_KEYS))
+    if reserved:
+        raise ValueError(f"extra keys {reserved} are invalid: {list(POLICY_FILE_KEYS)} are "
+                         "reserved for the policy itself")
+    path = Path(path)
+    state = {key: value.detach().cpu() for key, value in policy.state_dict().items()}
+    buffer = io.BytesIO()
+    torch.save({"kwargs": policy.kwargs, "state_dict": state, **extra}, buffer)
+    atomic_write_bytes(path, buffer.getvalue())
+    return path
+
+
+def load_policy(path: str | os.PathLike,
+                device: str | torch.device | None = None) -> MAPPOPolicy:
+    """Rebuild a policy written by :func:`save_policy`, in eval mode.
+
+    Only tensors and plain values are read (``torch.load(weights_only=True)``).
+
+    Args:
+        path: the policy file.
+        device: where to put the policy (default CPU).
+
+    Returns:
+        The policy, in eval mode.
+
+    Raises:
+        FileNotFoundError: if ``path`` does not exist.
+        ValueError: if the file is not a MAPPO policy file (unreadable, missing
+            keys, invalid constructor arguments or weights of the wrong shapes).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"MAPPO policy file {path} does not exist")
+    device = torch.device(device) if device is not None else torch.device("cpu")
+    try:
+        data = torch.load(path, map_location=device, weights_only=True)
+    except Exception as error:  # torch raises many types for a bad file; all mean "corrupt"
+        raise ValueError(f"{path} is not a readable MAPPO policy file (corrupt, truncated or "
+                         f"not a torch file): {error}") from error
+    if not isinstance(data, dict) or any(key not in data for key in POLICY_FILE_KEYS):
+        found = sorted(map(str, data)) if isinstance(data, dict) else type(data).__name__
+        raise ValueError(f"{path} is not a MAPPO policy file: expected the keys "
+                         f"{list(POLICY_FILE_KEYS)}, found {found}")
+    kwargs, state_dict = data["kwargs"], data["state_dict"]
+    if not isinstance(kwargs, dict) or not isinstance(state_dict, dict):
+        raise ValueError(f"{path} is not a MAPPO policy file: 'kwargs' and 'state_dict' must "
+                         "be dicts")
+    try:
+        policy = MAPPOPolicy(**kwargs)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{path} holds invalid MAPPOPolicy arguments {kwargs}: {error}") \
+            from error
+    try:
+        policy.load_state_dict(state_dict)
+    except RuntimeError as error:
+        raise ValueError(f"{path} holds weights that do not fit its MAPPOPolicy arguments "
+                         f"{kwargs}: {error}") from error
+    return policy.to(device).eval()

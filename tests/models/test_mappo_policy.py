@@ -1,0 +1,197 @@
+"""MAPPO networks: shapes, actor routing, sampling, saving and argument checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from models import MAPPOActor, MAPPOCritic, MAPPOPolicy
+from models.battalion_policy import FIRE_ACTION
+from models.mappo_policy import load_policy, save_policy
+
+OBS, ACT, STATE = 22, 3, 25
+
+
+def make(**changes) -> MAPPOPolicy:
+    torch.manual_seed(0)
+    return MAPPOPolicy(**{"obs_dim": OBS, "action_dim": ACT, "state_dim": STATE, **changes})
+
+
+def test_act_and_value_shapes_for_one_and_many_observations():
+    policy = make()
+    actions, log_probs = policy.act(torch.randn(OBS))
+    assert actions.shape == (1, ACT) and log_probs.shape == (1,)
+    actions, log_probs = policy.act(np.random.default_rng(0).normal(size=(5, OBS)))
+    assert actions.shape == (5, ACT) and log_probs.shape == (5,)
+    assert policy.get_value(torch.randn(STATE)).shape == (1,)
+    assert policy.get_value(torch.randn(7, STATE)).shape == (7,)
+    log_prob, entropy, values = policy.evaluate_actions(
+        torch.randn(4, OBS), torch.randn(4, ACT), torch.randn(4, STATE))
+    assert log_prob.shape == entropy.shape == values.shape == (4,)
+    assert values.requires_grad and log_prob.requires_grad
+
+
+def test_shared_policy_has_one_actor_for_every_agent():
+    policy = make(n_agents=3)
+    assert policy.get_actor(0) is policy.get_actor(2) is policy.actor
+    assert not hasattr(policy, "actors")
+    obs = torch.randn(3, OBS)
+    same = policy.act(obs, agent_idx=0, deterministic=True)[0]
+    assert torch.equal(policy.act(obs, agent_idx=2, deterministic=True)[0], same)
+
+
+def test_per_sample_agent_indices_route_to_each_agents_own_actor():
+    policy = make(n_agents=2, share_parameters=False)
+    assert len(policy.actors) == 2 and policy.get_actor(1) is policy.actors[1]
+    with torch.no_grad():
+        policy.actors[1].log_std.fill_(-1.0)
+    obs = torch.randn(6, OBS)
+    agents = torch.tensor([0, 1, 1, 0, 1, 0])
+    mixed, _ = policy.act(obs, agent_idx=agents, deterministic=True)
+    by_0, _ = policy.act(obs, agent_idx=0, deterministic=True)
+    by_1, _ = policy.act(obs, agent_idx=1, deterministic=True)
+    assert not torch.allclose(by_0, by_1)
+    expected = torch.where((agents == 1)[:, None], by_1, by_0)
+    torch.testing.assert_close(mixed, expected)
+    actions = torch.randn(6, ACT)
+    log_prob, entropy, _ = policy.evaluate_actions(obs, actions, torch.randn(6, STATE), agents)
+    lp0, ent0, _ = policy.evaluate_actions(obs, actions, torch.randn(6, STATE), 0)
+    lp1, ent1, _ = policy.evaluate_actions(obs, actions, torch.randn(6, STATE), 1)
+    torch.testing.assert_close(log_prob, torch.where(agents == 1, lp1, lp0))
+    torch.testing.assert_close(entropy, torch.where(agents == 1, ent1, ent0))
+    # Gradients reach exactly the actors that acted.
+    policy.zero_grad()
+    policy.evaluate_actions(obs[:2], actions[:2], torch.randn(2, STATE),
+                            torch.tensor([0, 0]))[0].sum().backward()
+    assert policy.actors[0].trunk[0].weight.grad.abs().sum() > 0
+    assert policy.actors[1].trunk[0].weight.grad is None
+
+
+def test_deterministic_act_is_the_mean_and_repeatable():
+    policy = make(initial_fire_bias=-2.0)
+    obs = torch.randn(8, OBS)
+    first, _ = policy.act(obs, deterministic=True)
+    again, _ = policy.act(obs, deterministic=True)
+    mean, std = policy.actor(obs)
+    assert torch.equal(first, again)
+    torch.testing.assert_close(first, mean)
+    assert std.shape == mean.shape and torch.all(std == 1.0)  # log_std_init 0
+    assert policy.actor.action_mean.bias[FIRE_ACTION].item() == -2.0
+
+
+def test_sampled_log_prob_matches_evaluate_actions_on_the_same_actions():
+    policy = make(n_agents=2, share_parameters=False, log_std_init=-0.5)
+    torch.manual_seed(1)
+    obs = torch.randn(16, OBS)
+    agents = torch.arange(16) % 2
+    actions, log_probs = policy.act(obs, agent_idx=agents)
+    assert not torch.allclose(actions, policy.act(obs, agent_idx=agents, deterministic=True)[0])
+    log_prob, _, _ = policy.evaluate_actions(obs, actions, torch.randn(16, STATE), agents)
+    torch.testing.assert_close(log_prob.detach(), log_probs)
+    # Actions are the raw draws: nothing clips them to the env's box.
+    wide = make(log_std_init=2.0).act(torch.randn(200, OBS))[0]
+    assert wide.abs().max() > 1.0
+
+
+def test_parameter_count_sums_every_parameter():
+    shared, separate = make(n_agents=3), make(n_agents=3, share_parameters=False)
+    for policy in (shared, separate):
+        counts = policy.parameter_count()
+        assert counts["total"] == sum(p.numel() for p in policy.parameters())
+        assert counts["critic"] == sum(p.numel() for p in policy.critic.parameters())
+        assert counts["actor"] + counts["critic"] == counts["total"]
+    assert separate.parameter_count()["actor"] == 3 * shared.parameter_count()["actor"]
+    # The reference design's hand-counted 2v2 network (128-64 with LayerNorm).
+    reference = make(actor_hidden_sizes=(128, 64), critic_hidden_sizes=(128, 64),
+                     layer_norm=True)
+    assert reference.parameter_count() == {"actor": 11_782, "critic": 12_033, "total": 23_815}
+
+
+def test_save_and_load_round_trip_gives_identical_outputs(tmp_path):
+    policy = make(n_agents=2, share_parameters=False, actor_hidden_sizes=[64, 32],
+                  activation="relu", layer_norm=True, log_std_init=-0.3)
+    path = save_policy(policy, tmp_path / "sub" / "team.pt", version=7)
+    assert path.is_file()
+    assert [p.name for p in path.parent.iterdir()] == ["team.pt"]  # no temp files left
+    loaded = load_policy(path)
+    assert not loaded.training and loaded.kwargs == policy.kwargs
+    assert MAPPOPolicy(**policy.kwargs).kwargs == policy.kwargs
+    obs, state = torch.randn(5, OBS), torch.randn(5, STATE)
+    agents = torch.tensor([0, 1, 1, 0, 1])
+    actions = torch.randn(5, ACT)
+    for got, want in zip(loaded.evaluate_actions(obs, actions, state, agents),
+                         policy.evaluate_actions(obs, actions, state, agents), strict=True):
+        assert torch.equal(got, want)
+    assert torch.load(path, weights_only=True)["version"] == 7
+
+
+def test_load_refuses_missing_garbage_and_foreign_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.pt"):
+        load_policy(tmp_path / "nope.pt")
+    garbage = tmp_path / "garbage.pt"
+    garbage.write_bytes(b"this is not a torch file")
+    with pytest.raises(ValueError, match="garbage.pt"):
+        load_policy(garbage)
+    other = tmp_path / "other.pt"
+    torch.save({"policy_state_dict": {}}, other)
+    with pytest.raises(ValueError, match=r"other\.pt.*kwargs"):
+        load_policy(other)
+    wrong = tmp_path / "wrong.pt"
+    torch.save({"kwargs": make().kwargs, "state_dict": make(obs_dim=10).state_dict()}, wrong)
+    with pytest.raises(ValueError, match="wrong.pt"):
+        load_policy(wrong)
+    with pytest.raises(TypeError, match="MAPPOPolicy"):
+        save_policy(torch.nn.Linear(2, 2), tmp_path / "x.pt")
+    with pytest.raises(ValueError, match="reserved"):
+        save_policy(make(), tmp_path / "x.pt", kwargs={})
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"obs_dim": 0}, "obs_dim"),
+    ({"action_dim": 2.5}, "action_dim"),
+    ({"state_dim": -1}, "state_dim"),
+    ({"n_agents": 0}, "n_agents"),
+    ({"share_parameters": "yes"}, "share_parameters"),
+    ({"actor_hidden_sizes": ()}, "actor_hidden_sizes"),
+    ({"critic_hidden_sizes": (64, 0)}, r"critic_hidden_sizes\[1\]"),
+    ({"activation": "gelu"}, "activation"),
+    ({"layer_norm": 1}, "layer_norm"),
+    ({"log_std_init": float("nan")}, "log_std_init"),
+    ({"initial_fire_bias": float("inf")}, "initial_fire_bias"),
+    ({"action_dim": 2, "initial_fire_bias": -1.0}, "initial_fire_bias"),
+])
+def test_constructor_errors_name_the_field(changes, field):
+    with pytest.raises((ValueError, TypeError), match=field):
+        make(**changes)
+
+
+def test_call_errors_name_the_input():
+    policy = make(n_agents=2, share_parameters=False)
+    with pytest.raises(ValueError, match="obs has shape"):
+        policy.act(torch.randn(3, OBS + 1))
+    with pytest.raises(ValueError, match="obs contains non-finite"):
+        policy.act(torch.full((OBS,), float("nan")))
+    with pytest.raises(ValueError, match="agent_idx"):
+        policy.act(torch.randn(OBS), agent_idx=2)
+    with pytest.raises(ValueError, match="agent_idx"):
+        policy.act(torch.randn(2, OBS), agent_idx=torch.tensor([0, 1, 1]))
+    with pytest.raises(TypeError, match="agent_idx"):
+        policy.act(torch.randn(2, OBS), agent_idx=torch.tensor([0.0, 1.0]))
+    with pytest.raises(ValueError, match="state has shape"):
+        policy.get_value(torch.randn(2, STATE - 1))
+    with pytest.raises(ValueError, match="batch sizes differ"):
+        policy.evaluate_actions(torch.randn(2, OBS), torch.randn(3, ACT), torch.randn(2, STATE))
+
+
+def test_actor_and_critic_modules_alone():
+    actor = MAPPOActor(OBS, ACT, hidden_sizes=(16,), layer_norm=True, log_std_init=-1.0)
+    assert [type(m).__name__ for m in actor.trunk] == ["Linear", "LayerNorm", "Tanh"]
+    dist = actor.distribution(torch.randn(4, OBS))
+    torch.testing.assert_close(dist.stddev, torch.full((4, ACT), float(np.exp(-1.0))))
+    log_prob, entropy = actor.evaluate_actions(torch.randn(4, OBS), torch.randn(4, ACT))
+    assert log_prob.shape == entropy.shape == (4,)
+    critic = MAPPOCritic(STATE, hidden_sizes=[8, 8], activation="relu")
+    assert critic(torch.randn(3, STATE)).shape == (3,)
+    with pytest.raises(ValueError, match="hidden_sizes"):
+        MAPPOCritic(STATE, hidden_sizes="128")

@@ -1,0 +1,173 @@
+"""MAPPO training: runs, checkpoints, resume, curriculum, team self-play, CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
+from models.mappo_policy import MAPPOPolicy
+from training.mappo_config import YAML_KEYS, MAPPOConfig
+from training.self_play import (
+    TeamOpponentPool,
+    evaluate_team_vs_pool,
+    nash_exploitability_proxy,
+    pool_opponent_win_rates,
+)
+from training.train_mappo import (
+    CHECKPOINT_NAME,
+    load_checkpoint,
+    policy_from_checkpoint,
+    train_mappo,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+ROLLOUT = 8 * 16
+
+
+def tiny(tmp_path, **changes):
+    settings = dict(n_envs=8, n_steps=16, batch_size=128, n_epochs=1, max_steps=60,
+                    total_timesteps=2 * ROLLOUT, checkpoint_freq=ROLLOUT, eval_freq=ROLLOUT,
+                    n_eval_episodes=4, checkpoint_dir=str(tmp_path / "ck"),
+                    log_dir=str(tmp_path / "logs"), elo_registry_path=str(tmp_path / "elo.json"),
+                    self_play_pool_dir=str(tmp_path / "pool"), enable_wandb=False,
+                    progress_bar=False)
+    settings.update(changes)
+    return settings
+
+
+def test_experiment_yaml_mirrors_the_config():
+    nested = yaml.safe_load((ROOT / "configs" / "experiment_mappo_2v2.yaml").read_text())
+    defaults = MAPPOConfig().to_dict()
+    for name, key in YAML_KEYS.items():
+        section, field = key.split(".")
+        assert nested[section][field] == defaults[name], name
+    assert set(YAML_KEYS) == set(defaults)
+
+
+def test_bad_settings_are_named(tmp_path):
+    with pytest.raises(ValueError, match="n_blu"):
+        train_mappo(**tiny(tmp_path), n_blu=2)
+    with pytest.raises(ValueError, match="n_red"):
+        MAPPOConfig(n_red=7)
+    with pytest.raises(ValueError, match="total_timesteps"):
+        train_mappo(**tiny(tmp_path, total_timesteps=ROLLOUT - 1))
+    with pytest.raises(ValueError, match="curriculum_initial_stage"):
+        MAPPOConfig(curriculum_initial_stage="5v5")
+    with pytest.raises(FileNotFoundError):
+        train_mappo(**tiny(tmp_path), resume=tmp_path / "missing.pt")
+
+
+def test_a_run_learns_logs_and_checkpoints(tmp_path):
+    result = train_mappo(**tiny(tmp_path))
+    assert result.total_steps == 2 * ROLLOUT
+    assert len(result.history) == 2
+    last = result.history[-1]
+    for key in ("train/policy_loss", "train/value_loss", "train/entropy", "train/total_loss",
+                "time/total_steps", "time/episodes", "eval/win_rate", "elo/team_rating"):
+        assert key in last, key
+    assert (tmp_path / "logs" / "mappo").is_dir()  # TensorBoard events
+    data = load_checkpoint(result.final_checkpoint)
+    assert data["total_steps"] == 2 * ROLLOUT
+    assert MAPPOPolicy(**data["kwargs"]).kwargs == result.policy.kwargs
+    restored = policy_from_checkpoint(result.final_checkpoint)
+    obs = torch.rand(5, OBS_DIM)
+    state = torch.rand(5, CRITIC_STATE_DIM)
+    torch.testing.assert_close(restored.act(obs, deterministic=True)[0],
+                               result.policy.act(obs, deterministic=True)[0])
+    torch.testing.assert_close(restored.get_value(state), result.policy.get_value(state))
+    with pytest.raises(ValueError, match="not a"):
+        bad = tmp_path / "bad.pt"
+        bad.write_bytes(b"not a checkpoint")
+        load_checkpoint(bad)
+
+
+def test_resume_continues_the_counters(tmp_path):
+    first = train_mappo(**tiny(tmp_path, total_timesteps=2 * ROLLOUT))
+    periodic = tmp_path / "ck" / CHECKPOINT_NAME
+    assert load_checkpoint(periodic)["total_steps"] == 2 * ROLLOUT
+    second = train_mappo(**tiny(tmp_path, total_timesteps=4 * ROLLOUT), resume=periodic)
+    assert second.total_steps == 4 * ROLLOUT
+    assert len(second.history) == 2
+    assert second.history[0]["time/total_steps"] == 3 * ROLLOUT
+    assert second.episodes >= first.episodes
+
+
+def test_curriculum_promotion_swaps_the_battles(tmp_path):
+    # On a 60 m field a passive Red (level 1) is always in reach, so Blue's random
+    # volleys win about a third of the battles and the scheduler promotes on its own.
+    result = train_mappo(**tiny(
+        tmp_path, curriculum=True, curriculum_threshold=0.25, curriculum_window=4,
+        map_width=60.0, map_height=60.0, red_level=1, max_steps=150, n_steps=75,
+        batch_size=600, total_timesteps=16 * 8 * 75))
+    sizes = [(h["curriculum/n_blue"], h["curriculum/n_red"]) for h in result.history]
+    assert sizes[0] == (1, 1)
+    assert (2, 1) in sizes and sizes[-1] == (2, 2), sizes
+    promotions = [h["curriculum/promotion_step"] for h in result.history
+                  if "curriculum/promotion_step" in h]
+    assert len(promotions) == 2
+    assert load_checkpoint(result.final_checkpoint)["curriculum"]["stage"] == 2
+
+
+def test_team_self_play_from_the_config(tmp_path):
+    result = train_mappo(**tiny(tmp_path, self_play=True, self_play_snapshot_freq=ROLLOUT,
+                                self_play_eval_freq=ROLLOUT, self_play_n_eval_episodes=4,
+                                self_play_exploitability_episodes=2,
+                                self_play_scripted_share=0.5, total_timesteps=3 * ROLLOUT))
+    pool = TeamOpponentPool(tmp_path / "pool")
+    assert pool.size == 3
+    assert "self_play/win_rate_vs_pool" in result.history[-1]
+    assert "self_play/exploitability" in result.history[-1]
+    assert (tmp_path / "elo.json").is_file()
+
+
+def test_team_evaluation_counts_draws_for_nobody(tmp_path):
+    torch.manual_seed(0)
+    policy = MAPPOPolicy(OBS_DIM, 3, CRITIC_STATE_DIM, n_agents=2)
+    pool = TeamOpponentPool(tmp_path / "pool", max_size=3)
+    pool.add(MAPPOPolicy(OBS_DIM, 3, CRITIC_STATE_DIM, n_agents=2), 1)
+    pool.add(MAPPOPolicy(OBS_DIM, 3, CRITIC_STATE_DIM, n_agents=1), 2)
+    # Ten steps are too few for anyone to win: every battle is a draw.
+    short = {"max_steps": 10}
+    assert evaluate_team_vs_pool(policy, pool.sample_latest(), n_episodes=6,
+                                 env_kwargs=short) == 0.0
+    assert pool_opponent_win_rates(policy, pool, n_episodes_per_opponent=4,
+                                   env_kwargs=short) == [0.0, 0.0]
+    assert nash_exploitability_proxy(policy, pool, n_episodes_per_opponent=4,
+                                     env_kwargs=short) == 0.0
+    # Same seed, same battles.
+    first = evaluate_team_vs_pool(policy, pool.sample_latest(), n_episodes=8, seed=3)
+    assert evaluate_team_vs_pool(policy, pool.sample_latest(), n_episodes=8, seed=3) == first
+    with pytest.raises(ValueError, match="n_episodes"):
+        evaluate_team_vs_pool(policy, pool.sample_latest(), n_episodes=0)
+    with pytest.raises(ValueError, match="env_kwargs"):
+        evaluate_team_vs_pool(policy, pool.sample_latest(), env_kwargs={"fog": True})
+
+
+def test_command_line_trains_and_resumes(tmp_path):
+    overrides = [f"eval.checkpoint_dir={tmp_path / 'ck'}", f"logging.log_dir={tmp_path / 'logs'}",
+                 f"elo.registry_path={tmp_path / 'elo.json'}", "env.num_envs=8",
+                 "training.n_steps=16", "training.batch_size=128", "training.n_epochs=1",
+                 f"training.total_timesteps={ROLLOUT}", f"eval.checkpoint_freq={ROLLOUT}",
+                 "eval.n_eval_episodes=2", "env.max_steps=40", "wandb.enabled=false",
+                 "logging.progress_bar=false", f"hydra.run.dir={tmp_path / 'hydra'}"]
+    script = ROOT / "training" / "train_mappo.py"
+    done = subprocess.run([sys.executable, str(script), *overrides], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "ck" / "mappo_policy_final.pt").is_file()
+    again = subprocess.run([sys.executable, str(script), *overrides[:-6],
+                            f"training.total_timesteps={2 * ROLLOUT}", "resume.auto=true",
+                            *overrides[-5:]], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "Resuming from" in again.stdout
+    assert load_checkpoint(tmp_path / "ck" / "mappo_policy_final.pt")["total_steps"] == \
+        2 * ROLLOUT
+    assert np.isfinite(load_checkpoint(tmp_path / "ck" / CHECKPOINT_NAME)["total_steps"])

@@ -1,0 +1,570 @@
+"""Curriculum for multi-agent training: 1v1, then 2v1, then 2v2.
+
+* :class:`CurriculumScheduler` tracks Blue's recent win rate and promotes the
+  team to the next scenario once it wins often enough over a full window of
+  episodes. Its state round-trips through :meth:`CurriculumScheduler.state_dict`,
+  so a resumed run continues the curriculum where it stopped.
+* :func:`load_scenario` reads a scenario file of ``configs/scenarios/``: the
+  :class:`~envs.multi_battalion_env.MultiBattalionEnv` arguments of one battle
+  size (``1v1`` .. ``6v6``).
+* :func:`load_v1_weights_into_mappo` seeds a MAPPO team with a trained v1
+  (single-battalion SB3) commander, layer for layer.
+
+Typical use::
+
+    scheduler = CurriculumScheduler(promote_threshold=0.7, win_rate_window=50)
+    env = MultiBattalionEnv(**scheduler.env_kwargs())
+    ...
+    scheduler.record_episodes(episode_wins)
+    if scheduler.should_promote():
+        scheduler.promote()
+        scheduler.log_promotion_event(total_steps, wandb_run)
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import re
+import zipfile
+from collections import deque
+from collections.abc import Iterable
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import yaml
+from torch import nn
+
+from envs.sim.constants import NUM_CURRICULUM_LEVELS
+from envs.sim.validation import check_in_range, check_int, check_positive
+from models.mappo_policy import MAPPOPolicy
+from training.opponents import checkpoint_path
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["STAGE_ENV_KWARGS", "STAGE_LABELS", "SCENARIO_DIR", "SCENARIO_KEYS",
+           "CurriculumScheduler", "CurriculumStage", "available_scenarios",
+           "load_scenario", "load_v1_weights_into_mappo"]
+
+
+class CurriculumStage(IntEnum):
+    """The stages of the multi-agent curriculum, in order."""
+
+    STAGE_1V1 = 0
+    STAGE_2V1 = 1
+    STAGE_2V2 = 2
+
+
+STAGE_LABELS: dict[CurriculumStage, str] = {
+    CurriculumStage.STAGE_1V1: "1v1",
+    CurriculumStage.STAGE_2V1: "2v1",
+    CurriculumStage.STAGE_2V2: "2v2",
+}
+"""Short name of each stage; also the name of its scenario file."""
+
+STAGE_ENV_KWARGS: dict[CurriculumStage, dict[str, int]] = {
+    CurriculumStage.STAGE_1V1: {"n_blue": 1, "n_red": 1},
+    CurriculumStage.STAGE_2V1: {"n_blue": 2, "n_red": 1},
+    CurriculumStage.STAGE_2V2: {"n_blue": 2, "n_red": 2},
+}
+"""Team sizes of each stage (a test checks they match the scenario files)."""
+
+_FINAL_STAGE = max(CurriculumStage)
+
+# ---------------------------------------------------------------------------- scenarios
+
+SCENARIO_DIR = Path(__file__).resolve().parent.parent / "configs" / "scenarios"
+"""Folder of the scenario files (``<name>.yaml``)."""
+
+
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}={value!r} is invalid: expected True or False")
+    return bool(value)
+
+
+SCENARIO_KEYS: dict[str, Any] = {
+    "n_blue": lambda v: check_int("n_blue", v, minimum=1),
+    "n_red": lambda v: check_int("n_red", v, minimum=1),
+    "map_width": lambda v: check_positive("map_width", v),
+    "map_height": lambda v: check_positive("map_height", v),
+    "max_steps": lambda v: check_int("max_steps", v, minimum=1),
+    "randomize_terrain": lambda v: _check_bool("randomize_terrain", v),
+    "hill_speed_factor": lambda v: check_in_range("hill_speed_factor", v, 0.0, 1.0,
+                                                  low_open=True),
+    "visibility_radius": lambda v: check_positive("visibility_radius", v),
+    "curriculum_level": lambda v: check_int("curriculum_level", v, minimum=1,
+                                            maximum=NUM_CURRICULUM_LEVELS),
+}
+"""The keys a scenario file may hold, each with the check of its value."""
+
+_SCENARIO_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+
+def available_scenarios() -> list[str]:
+    """Names of the scenario files in :data:`SCENARIO_DIR`, sorted."""
+    return sorted(path.stem for path in SCENARIO_DIR.glob("*.yaml"))
+
+
+def load_scenario(name: str) -> dict[str, Any]:
+    """The MultiBattalionEnv arguments of scenario ``name`` (e.g. ``"2v2"``), checked.
+
+    Args:
+        name: the scenario's file name without ``.yaml``.
+
+    Returns:
+        A new dict of constructor arguments (sizes as floats, counts as ints).
+
+    Raises:
+        TypeError: if ``name`` is not a string, or a value has the wrong type.
+        FileNotFoundError: if there is no such scenario (the message lists the
+            available ones).
+        ValueError: for a malformed file, an unknown key or an invalid value;
+            the message names the file.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name={name!r} is invalid: expected a scenario name such as '2v2'")
+    if not _SCENARIO_NAME.match(name):
+        raise ValueError(f"name={name!r} is invalid: expected a scenario file name such as "
+                         f"'2v2' (no folders), one of {available_scenarios()}")
+    path = SCENARIO_DIR / f"{name}.yaml"
+    if not path.is_file():
+        raise FileNotFoundError(f"scenario {name!r} does not exist ({path}): available "
+                                f"scenarios are {available_scenarios()}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise ValueError(f"scenario file {path} is not valid YAML: {error}") from error
+    if not isinstance(data, dict):
+        raise ValueError(f"scenario file {path} holds {type(data).__name__}: expected a "
+                         "mapping of MultiBattalionEnv arguments")
+    unknown = sorted(str(key) for key in data if key not in SCENARIO_KEYS)
+    if unknown:
+        raise ValueError(f"scenario file {path} has unknown keys {unknown}: allowed keys are "
+                         f"{sorted(SCENARIO_KEYS)}")
+    scenario = {}
+    for key, value in data.items():
+        try:
+            scenario[key] = SCENARIO_KEYS[key](value)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"scenario file {path}: {error}") from error
+    return scenario
+
+
+# ---------------------------------------------------------------------------- scheduler
+
+
+def _check_stage(name: str, value: Any) -> CurriculumStage:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
+            or int(value) not in {int(stage) for stage in CurriculumStage}:
+        allowed = ", ".join(f"{int(s)} ({s.name})" for s in CurriculumStage)
+        raise ValueError(f"{name}={value!r} is invalid: expected a CurriculumStage: {allowed}")
+    return CurriculumStage(int(value))
+
+
+class CurriculumScheduler:
+    """Promotes a team through 1v1 -> 2v1 -> 2v2 on its recent win rate.
+
+    The win rate is taken over the last ``win_rate_window`` episodes recorded
+    since the last promotion. Promotion needs a full window, so a lucky start
+    does not promote, and a promotion clears the window, so the new stage is
+    judged on its own battles.
+
+    Args:
+        promote_threshold: win rate needed to promote, in (0, 1].
+        win_rate_window: episodes in the window (>= 1).
+        initial_stage: the starting stage.
+
+    Raises:
+        ValueError: for an argument out of range (the message names it).
+    """
+
+    def __init__(self, promote_threshold: float = 0.70, win_rate_window: int = 50,
+                 initial_stage: CurriculumStage | int = CurriculumStage.STAGE_1V1) -> None:
+        self.promote_threshold = check_in_range("promote_threshold", promote_threshold, 0.0,
+                                                1.0, low_open=True)
+        self.win_rate_window = check_int("win_rate_window", win_rate_window, minimum=1)
+        self._stage = _check_stage("initial_stage", initial_stage)
+        self._window: deque[bool] = deque(maxlen=self.win_rate_window)
+        self._total_episodes = 0
+        self._promotions: list[dict[str, Any]] = []
+
+    # --------------------------------------------------------------- properties
+
+    @property
+    def stage(self) -> CurriculumStage:
+        """The current stage."""
+        return self._stage
+
+    @property
+    def stage_label(self) -> str:
+        """The current stage's short name (``"1v1"``, ``"2v1"``, ``"2v2"``)."""
+        return STAGE_LABELS[self._stage]
+
+    @property
+    def is_final_stage(self) -> bool:
+        """Whether the team is at the last stage (no further promotion)."""
+        return self._stage == _FINAL_STAGE
+
+    @property
+    def total_episodes(self) -> int:
+        """Episodes recorded since the scheduler started, across all stages."""
+        return self._total_episodes
+
+    @property
+    def promotions(self) -> list[dict[str, Any]]:
+        """Past promotions, oldest first: ``{"to_stage", "total_episodes", "total_steps"}``.
+
+        ``total_steps`` is filled in by :meth:`log_promotion_event` (None before).
+        """
+        return [dict(entry) for entry in self._promotions]
+
+    # --------------------------------------------------------------- recording
+
+    def record_episode(self, win: bool) -> None:
+        """Record one finished episode: whether Blue won.
+
+        Raises:
+            TypeError: if ``win`` is not a bool.
+        """
+        self._window.append(_check_bool("win", win))
+        self._total_episodes += 1
+
+    def record_episodes(self, wins: Iterable[bool]) -> None:
+        """Record several finished episodes in order (all checked before any is recorded).
+
+        Raises:
+            TypeError: if ``wins`` is not an iterable of bools.
+        """
+        if isinstance(wins, (str, bytes)) or not isinstance(wins, Iterable):
+            raise TypeError(f"wins={wins!r} is invalid: expected an iterable of bools")
+        checked = [_check_bool(f"wins[{i}]", win) for i, win in enumerate(wins)]
+        for win in checked:
+            self.record_episode(win)
+
+    def win_rate(self) -> float:
+        """Win rate over the window (0.0 when no episode has been recorded at this stage)."""
+        return sum(self._window) / len(self._window) if self._window else 0.0
+
+    def should_promote(self) -> bool:
+        """Whether to promote: not final, the window full, and its win rate >= the threshold."""
+        return (not self.is_final_stage and len(self._window) == self.win_rate_window
+                and self.win_rate() >= self.promote_threshold)
+
+    def promote(self) -> CurriculumStage:
+        """Advance one stage and clear the window; returns the new stage.
+
+        Raises:
+            RuntimeError: at the final stage.
+        """
+        if self.is_final_stage:
+            raise RuntimeError(f"cannot promote past the final stage {self.stage_label}")
+        self._stage = CurriculumStage(self._stage + 1)
+        self._window.clear()
+        self._promotions.append({"to_stage": int(self._stage),
+                                 "total_episodes": self._total_episodes, "total_steps": None})
+        return self._stage
+
+    def env_kwargs(self) -> dict[str, int]:
+        """The current stage's MultiBattalionEnv team sizes (a copy)."""
+        return dict(STAGE_ENV_KWARGS[self._stage])
+
+    # --------------------------------------------------------------- logging
+
+    def wandb_metrics(self) -> dict[str, Any]:
+        """The ``curriculum/*`` metrics of the current state."""
+        return {"curriculum/stage": int(self._stage),
+                "curriculum/stage_label": self.stage_label,
+                "curriculum/win_rate": self.win_rate(),
+                "curriculum/total_episodes": self._total_episodes}
+
+    def log_promotion_event(self, total_steps: int, wandb_run: Any = None) -> None:
+        """Log that the team reached its current stage at ``total_steps``.
+
+        Always logs an info line; with a W&B run, also logs the
+        ``curriculum/*`` metrics plus ``curriculum/promotion_step`` at that step.
+        The step is recorded in the latest :attr:`promotions` entry.
+
+        Raises:
+            ValueError: if ``total_steps`` is not an integer >= 0.
+            TypeError: if ``wandb_run`` has no ``log`` method.
+        """
+        total_steps = check_int("total_steps", total_steps, minimum=0)
+        if wandb_run is not None and not callable(getattr(wandb_run, "log", None)):
+            raise TypeError(f"wandb_run={wandb_run!r} is invalid: expected a W&B run (an "
+                            "object with a log method) or None")
+        if self._promotions and self._promotions[-1]["to_stage"] == int(self._stage) \
+                and self._promotions[-1]["total_steps"] is None:
+            self._promotions[-1]["total_steps"] = total_steps
+        logger.info("curriculum: promoted to stage %d (%s) at step %d after %d episodes",
+                    int(self._stage), self.stage_label, total_steps, self._total_episodes)
+        if wandb_run is not None:
+            wandb_run.log({**self.wandb_metrics(), "curriculum/promotion_step": total_steps},
+                          step=total_steps)
+
+    # --------------------------------------------------------------- resume
+
+    def state_dict(self) -> dict[str, Any]:
+        """The scheduler's progress as plain values (JSON- and ``weights_only``-safe)."""
+        return {"stage": int(self._stage), "window": list(self._window),
+                "total_episodes": self._total_episodes, "promotions": self.promotions,
+                "promote_threshold": self.promote_threshold,
+                "win_rate_window": self.win_rate_window}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore the progress saved by :meth:`state_dict` (checked before anything changes).
+
+        The threshold and window size stay this scheduler's own (a resumed run
+        may change them; a difference is logged). If the saved window is longer
+        than this scheduler's, its newest episodes are kept.
+
+        Raises:
+            TypeError, ValueError: for a malformed state (the message names the field).
+        """
+        if not isinstance(state, dict):
+            raise TypeError(f"state={type(state).__name__} is invalid: expected the dict of "
+                            "CurriculumScheduler.state_dict()")
+        required = {"stage", "window", "total_episodes", "promotions"}
+        missing = sorted(required - set(state))
+        unknown = sorted(str(k) for k in set(state) - required
+                         - {"promote_threshold", "win_rate_window"})
+        if missing or unknown:
+            raise ValueError(f"curriculum state is invalid: missing keys {missing}, unknown "
+                             f"keys {unknown}; expected {sorted(required)} (and optionally "
+                             "promote_threshold, win_rate_window)")
+        stage = _check_stage("state['stage']", state["stage"])
+        window = state["window"]
+        if not isinstance(window, list):
+            raise TypeError(f"state['window']={window!r} is invalid: expected a list of bools")
+        window = [_check_bool(f"state['window'][{i}]", win) for i, win in enumerate(window)]
+        total = check_int("state['total_episodes']", state["total_episodes"],
+                          minimum=len(window))
+        promotions = state["promotions"]
+        if not isinstance(promotions, list):
+            raise TypeError(f"state['promotions']={promotions!r} is invalid: expected a list")
+        checked = []
+        for i, entry in enumerate(promotions):
+            name = f"state['promotions'][{i}]"
+            if not isinstance(entry, dict) or set(entry) != {"to_stage", "total_episodes",
+                                                             "total_steps"}:
+                raise ValueError(f"{name}={entry!r} is invalid: expected a dict with keys "
+                                 "to_stage, total_episodes, total_steps")
+            to_stage = _check_stage(f"{name}['to_stage']", entry["to_stage"])
+            if to_stage > stage or to_stage == CurriculumStage.STAGE_1V1:
+                raise ValueError(f"{name}['to_stage']={int(to_stage)} is invalid: expected a "
+                                 f"stage in 1..{int(stage)} (the saved stage)")
+            steps = entry["total_steps"]
+            checked.append({
+                "to_stage": int(to_stage),
+                "total_episodes": check_int(f"{name}['total_episodes']", entry["total_episodes"],
+                                            minimum=0, maximum=total),
+                "total_steps": None if steps is None else check_int(
+                    f"{name}['total_steps']", steps, minimum=0)})
+        for key, own in (("promote_threshold", self.promote_threshold),
+                         ("win_rate_window", self.win_rate_window)):
+            if key in state and state[key] != own:
+                logger.warning("curriculum state was saved with %s=%r; continuing with %r",
+                               key, state[key], own)
+        self._stage = stage
+        self._window = deque(window, maxlen=self.win_rate_window)
+        self._total_episodes = total
+        self._promotions = checked
+
+
+# ---------------------------------------------------------------------------- v1 -> MAPPO
+
+_V1_ACTOR_TRUNK = "mlp_extractor.policy_net."
+_V1_CRITIC_TRUNK = "mlp_extractor.value_net."
+
+
+def _read_v1_checkpoint(path: Path) -> tuple[dict[str, torch.Tensor], str | None]:
+    """The v1 policy's tensors and its activation (None if unreadable) from an SB3 .zip."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
+            if "policy.pth" not in names:
+                raise ValueError(f"{path} is not a v1 SB3 checkpoint: the archive has no "
+                                 f"policy.pth (it holds {sorted(names)})")
+            raw = archive.read("policy.pth")
+            data = archive.read("data") if "data" in names else None
+    except zipfile.BadZipFile as error:
+        raise ValueError(f"{path} is not a v1 SB3 checkpoint (not a zip archive): "
+                         f"{error}") from error
+    try:
+        state = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
+    except Exception as error:  # torch raises many types for a bad file; all mean "corrupt"
+        raise ValueError(f"{path}: policy.pth is not a readable state dict: {error}") from error
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor)
+                                              for v in state.values()):
+        raise ValueError(f"{path}: policy.pth is not a state dict of tensors")
+    activation = None
+    try:
+        kwargs = json.loads(data).get("policy_kwargs", {}) if data is not None else {}
+        # BattalionMlpPolicy and SB3's ActorCriticPolicy both default to Tanh.
+        activation = kwargs.get("activation", "tanh") if isinstance(kwargs, dict) else None
+    except (ValueError, AttributeError):
+        activation = None
+    return state, activation
+
+
+def _v1_linear_layers(state: dict[str, torch.Tensor], prefix: str) -> list[str]:
+    """Prefixes (``mlp_extractor.policy_net.2``) of the Linear layers under ``prefix``, in order."""
+    indices = []
+    for key, value in state.items():
+        rest = key[len(prefix):] if key.startswith(prefix) else ""
+        head, _, tail = rest.partition(".")
+        if head.isdigit() and tail == "weight" and value.ndim == 2:
+            indices.append(int(head))
+    return [f"{prefix}{i}" for i in sorted(indices)]
+
+
+def _mappo_linear_layers(trunk: nn.Sequential, prefix: str) -> list[str]:
+    return [f"{prefix}{name}" for name, module in trunk.named_children()
+            if isinstance(module, nn.Linear)]
+
+
+def _fit(source: torch.Tensor, target: torch.Size, pad_inputs: bool) -> torch.Tensor | None:
+    """``source`` in the shape ``target``, or None if it does not fit.
+
+    With ``pad_inputs``, a weight with fewer input columns fits: its columns go
+    first and the rest are zero, so the extra inputs do not change the output.
+    """
+    if source.shape == target:
+        return source.clone()
+    if (pad_inputs and source.ndim == 2 and len(target) == 2
+            and source.shape[0] == target[0] and source.shape[1] < target[1]):
+        padded = torch.zeros(target, dtype=source.dtype)
+        padded[:, :source.shape[1]] = source
+        return padded
+    return None
+
+
+def load_v1_weights_into_mappo(v1_checkpoint_path: str | os.PathLike,
+                               mappo_policy: MAPPOPolicy, *,
+                               strict: bool = False) -> dict[str, list[str]]:
+    """Seed ``mappo_policy`` with the weights of a trained v1 (SB3 PPO) commander.
+
+    Only ``policy.pth`` is read from the archive, with
+    ``torch.load(weights_only=True)``; nothing is unpickled. Layers map by
+    position: the Linear layers of ``mlp_extractor.policy_net`` onto those of
+    the actor trunk (every actor when parameters are not shared),
+    ``action_net`` onto ``action_mean``, ``log_std`` onto ``log_std``; the
+    Linear layers of ``mlp_extractor.value_net`` onto ``critic.trunk`` and
+    ``value_net`` onto ``critic.value_head``. A layer's weight and bias move
+    together or not at all.
+
+    The MAPPO observation (and critic state) starts with the v1 observation's
+    features, followed by features v1 never saw. So a first layer with the same
+    width and at least as many inputs takes the v1 weight in its first columns
+    and zeros in the rest: with plain (no LayerNorm) MLPs of the same
+    activation, the MAPPO actor and critic then compute exactly the v1
+    functions of those first inputs. Every other layer transfers only on an
+    exact shape match.
+
+    Args:
+        v1_checkpoint_path: the v1 ``.zip`` (suffix optional).
+        mappo_policy: the policy to fill in place.
+        strict: raise instead of skipping anything.
+
+    Returns:
+        ``{"loaded": MAPPO parameter names filled, "skipped": v1 keys not
+        transferred}`` (the reasons are logged).
+
+    Raises:
+        FileNotFoundError: if the checkpoint does not exist.
+        ValueError: if it is not a zip holding a readable ``policy.pth``, or, with
+            ``strict``, if anything was skipped (the policy is then unchanged).
+        TypeError: if ``mappo_policy`` is not a MAPPOPolicy.
+    """
+    if not isinstance(mappo_policy, MAPPOPolicy):
+        raise TypeError(f"mappo_policy={type(mappo_policy).__name__} is invalid: expected a "
+                        "MAPPOPolicy")
+    strict = _check_bool("strict", strict)
+    path = checkpoint_path(v1_checkpoint_path)
+    if path is None:
+        raise FileNotFoundError(f"v1 checkpoint {v1_checkpoint_path} does not exist (also "
+                                f"tried {v1_checkpoint_path}.zip)")
+    v1, v1_activation = _read_v1_checkpoint(path)
+    if mappo_policy.layer_norm:
+        logger.warning("MAPPO policy uses LayerNorm: the v1 weights are copied, but the "
+                       "MAPPO networks will not compute the v1 functions")
+    if v1_activation is not None and v1_activation != mappo_policy.activation:
+        logger.warning("v1 checkpoint %s uses activation %r but the MAPPO policy uses %r: the "
+                       "copied networks will not compute the v1 functions", path,
+                       v1_activation, mappo_policy.activation)
+
+    targets = dict(mappo_policy.named_parameters())
+    actor_prefixes = (["actor."] if mappo_policy.share_parameters
+                      else [f"actors.{i}." for i in range(mappo_policy.n_agents)])
+    # (v1 layer, MAPPO layers, whether input columns may be padded); a "layer"
+    # is a prefix whose .weight and .bias move together.
+    layer_pairs: list[tuple[str, list[str], bool]] = []
+    problems: dict[str, str] = {}
+
+    def pair_trunks(v1_prefix: str, trunk: nn.Sequential, mappo_prefixes: list[str]) -> None:
+        v1_layers = _v1_linear_layers(v1, v1_prefix)
+        mappo_layers = _mappo_linear_layers(trunk, "trunk.")
+        for position, v1_layer in enumerate(v1_layers):
+            if position >= len(mappo_layers):
+                for suffix in (".weight", ".bias"):
+                    problems[v1_layer + suffix] = (f"v1 has {len(v1_layers)} hidden layers, "
+                                                   f"MAPPO only {len(mappo_layers)}")
+                continue
+            layer_pairs.append((v1_layer, [p + mappo_layers[position] for p in mappo_prefixes],
+                                position == 0))
+        if len(mappo_layers) > len(v1_layers):
+            logger.warning("MAPPO %strunk has %d Linear layers, v1 %s only %d: the extra "
+                           "layers keep their initialisation", mappo_prefixes[0],
+                           len(mappo_layers), v1_prefix.rstrip("."), len(v1_layers))
+
+    pair_trunks(_V1_ACTOR_TRUNK, mappo_policy.all_actors()[0].trunk, actor_prefixes)
+    layer_pairs.append(("action_net", [p + "action_mean" for p in actor_prefixes], False))
+    pair_trunks(_V1_CRITIC_TRUNK, mappo_policy.critic.trunk, ["critic."])
+    layer_pairs.append(("value_net", ["critic.value_head"], False))
+
+    plan: list[tuple[str, torch.Tensor]] = []
+    used: set[str] = set()
+
+    def transfer(v1_keys: list[str], mappo_names: list[list[str]], pads: list[bool]) -> None:
+        """Move the v1 tensors ``v1_keys`` together into each target group, or skip them all."""
+        if not all(key in v1 for key in v1_keys):
+            return  # the v1 file lacks this layer: nothing to transfer or report
+        fitted = []
+        for names in mappo_names:
+            for key, name, pad in zip(v1_keys, names, pads, strict=True):
+                value = _fit(v1[key], targets[name].shape, pad)
+                if value is None:
+                    reason = (f"shape {tuple(v1[key].shape)} does not fit {name} "
+                              f"{tuple(targets[name].shape)}")
+                    for k in v1_keys:
+                        problems.setdefault(k, reason)
+                    return
+                fitted.append((name, value))
+        plan.extend(fitted)
+        used.update(v1_keys)
+
+    for v1_layer, mappo_layers, pad in layer_pairs:
+        transfer([f"{v1_layer}.weight", f"{v1_layer}.bias"],
+                 [[f"{m}.weight", f"{m}.bias"] for m in mappo_layers], [pad, False])
+    transfer(["log_std"], [[p + "log_std"] for p in actor_prefixes], [False])
+
+    for key in v1:
+        if key not in used and key not in problems:
+            problems[key] = "no MAPPO counterpart"
+    skipped = [key for key in v1 if key in problems]
+    if skipped and strict:
+        raise ValueError(f"v1 checkpoint {path} does not fit the MAPPO policy (strict=True); "
+                         "skipped: " + "; ".join(f"{k}: {problems[k]}" for k in skipped))
+    with torch.no_grad():
+        for name, value in plan:
+            targets[name].copy_(value.to(dtype=targets[name].dtype, device=targets[name].device))
+    if skipped:
+        logger.warning("v1 checkpoint %s: skipped %d tensor(s): %s", path, len(skipped),
+                       "; ".join(f"{k}: {problems[k]}" for k in skipped))
+    logger.info("v1 checkpoint %s: loaded %d MAPPO tensor(s)", path, len(plan))
+    return {"loaded": [name for name, _ in plan], "skipped": skipped}
