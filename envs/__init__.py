@@ -21,14 +21,17 @@ _EXPORTS = {
     "BattalionEnv": "envs.battalion_env",
     "BattalionVecEnv": "envs.vec_env",
     "BattleConfig": "envs.sim.config",
+    "MultiBattalionEnv": "envs.multi_battalion_env",
     "RewardWeights": "envs.reward",
     "TerrainMap": "envs.sim.terrain",
 }
 
-__all__ = ["BattalionEnv", "BattalionVecEnv", "BattleConfig", "RewardWeights", "TerrainMap"]
+__all__ = ["BattalionEnv", "BattalionVecEnv", "BattleConfig", "MultiBattalionEnv",
+           "RewardWeights", "TerrainMap"]
 
 if TYPE_CHECKING:
     from envs.battalion_env import BattalionEnv
+    from envs.multi_battalion_env import MultiBattalionEnv
     from envs.reward import RewardWeights
     from envs.sim.config import BattleConfig
     from envs.sim.terrain import TerrainMap

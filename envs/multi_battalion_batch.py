@@ -41,7 +41,7 @@ from envs.sim.deploy import deploy, terrain_grid_shape
 from envs.sim.scripted import scripted_actions
 from envs.sim.state import BattleState
 from envs.sim.terrain import TerrainMap
-from envs.sim.validation import check_int, check_positive
+from envs.sim.validation import check_action_array, check_int, check_positive
 
 F32 = np.float32
 BLUE, RED = 0, 1
@@ -225,8 +225,11 @@ class MultiBattalionBatch:
         levels = np.broadcast_to(np.asarray(level, dtype=np.int8), (self.n_battles,))
         if levels.min() < 1 or levels.max() > 5:
             raise ValueError(f"level={level!r} is invalid: expected scripted levels in 1..5")
-        return scripted_actions(self.state, self.geometry, np.asarray(units, dtype=np.intp),
-                                levels, self.config)
+        units = np.asarray(units, dtype=np.intp).reshape(-1)
+        if units.size and (units.min() < 0 or units.max() >= self.n_units):
+            raise ValueError(f"units={units.tolist()} is invalid: expected unit indices in "
+                             f"[0, {self.n_units})")
+        return scripted_actions(self.state, self.geometry, units, levels, self.config)
 
     # --- stepping -------------------------------------------------------------------
 
@@ -235,8 +238,12 @@ class MultiBattalionBatch:
 
         Orders are clipped into the action box; those of battalions out of the
         fight are ignored.
+
+        Raises:
+            ValueError: for a wrong shape or a non-finite order.
         """
         self._require_reset()
+        actions = check_action_array("actions", actions, (self.n_battles, self.n_units, 3))
         before, geometry_before = self.state, self.geometry
         state, events = engine.step(before, actions, self.config, geometry_before)
         geometry = events.geometry
@@ -286,8 +293,9 @@ class MultiBattalionBatch:
                   - np.where(engaged, near_after, F32(0))) * acted_u
         closed = side_sum(closed) / acted_count * F32(1 / self.config.diagonal)
 
-        routed = after.routed.T.astype(F32)
-        routed_share = side_sum(routed) / self._side_size
+        # Routs are paid once, on the step they happen (the duel ends on its rout).
+        newly_routed = (after.routed & ~before.routed).T.astype(F32)
+        routed_share = side_sum(newly_routed) / self._side_size
 
         def flat(per_side: np.ndarray) -> np.ndarray:
             return np.ascontiguousarray(per_side, dtype=F32).reshape(-1)

@@ -230,7 +230,8 @@ def battalion_observations(state: BattleState, geometry: Geometry, reports: FogR
         np.minimum(np.maximum(dx * inv, -one), one), np.minimum(np.maximum(dy * inv, -one), one),
         strength, morale, elevation, cover, los, readiness, rel_cos, rel_sin, front_cos,
         front_sin, own_hit, their_hit, visible.astype(F32), age,
-        rc * ch + rs * sh, rs * ch - rc * sh,
+        np.minimum(np.maximum(rc * ch + rs * sh, -one), one),
+        np.minimum(np.maximum(rs * ch - rc * sh, -one), one),
     ])
     (DIST, BEAR_COS, BEAR_SIN, STR, MOR, ELEV, COVER, LOS, READY, REL_COS, REL_SIN, FRONT_COS,
      FRONT_SIN, OWN_HIT, THEIR_HIT, VISIBLE, AGE, HEAD_COS, HEAD_SIN) = range(len(pairwise))

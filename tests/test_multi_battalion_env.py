@@ -16,6 +16,7 @@ from envs.multi_observation import (
     STATE_DIM,
     STATE_FEATURES,
 )
+from envs.reward import COMPONENTS, RewardWeights
 from envs.sim import engine
 from envs.sim.config import BattleConfig
 
@@ -234,3 +235,37 @@ def test_render_draws_every_battalion():
     env.reset(seed=2)
     frame = env.render()
     assert frame.ndim == 3 and frame.shape[2] == 3 and frame.std() > 0
+
+
+def test_batch_checks_orders_and_units():
+    b = batch(2, 2, 1)
+    b.reset(np.arange(2), [0, 1], np.zeros(2, np.int64))
+    with pytest.raises(ValueError, match="shape"):
+        b.step(np.zeros((2, 2, 3), np.float32))
+    bad = np.zeros((2, 3, 3), np.float32)
+    bad[1, 2, 0] = np.nan
+    with pytest.raises(ValueError, match="non-finite"):
+        b.step(bad)
+    with pytest.raises(ValueError, match="units"):
+        b.scripted_actions(np.array([-1]), 5)
+    with pytest.raises(ValueError, match="level"):
+        b.scripted_actions(np.array([2]), 6)
+
+
+def test_a_rout_is_rewarded_once():
+    weights = RewardWeights(**{**{name: 0.0 for name in COMPONENTS}, "enemy_routed_bonus": 1.0})
+    b = batch(16, 1, 2, reward_weights=weights)
+    b.reset(np.arange(16), list(range(16)), np.zeros(16, np.int64))
+    totals = np.zeros(16)
+    finished = np.zeros(16, bool)
+    doctrine = np.array([0])
+    while not finished.all():
+        orders = np.zeros((16, 3, 3), np.float32)
+        orders[:, 0] = b.scripted_actions(doctrine, 5)[:, 0]
+        orders[:, 1:] = b.scripted_actions(np.array([1, 2]), 3)  # Red advances, never fires
+        result = b.step(orders)
+        totals += np.where(finished, 0, result.team_reward.total[:16])
+        finished |= result.battle_over
+    routed = b.state.routed[:, 1:].sum(axis=1)
+    np.testing.assert_allclose(totals, routed / 2, atol=1e-6)
+    assert routed.any()

@@ -146,9 +146,13 @@ class MAPPOConfig:
 
     def env_kwargs(self) -> dict[str, Any]:
         """The battle settings as :class:`~envs.multi_battalion_env.MultiBattalionEnv` kwargs."""
+        return {"n_blue": self.n_blue, "n_red": self.n_red, **self.field_kwargs()}
+
+    def field_kwargs(self) -> dict[str, Any]:
+        """The battle settings other than the team sizes (which the curriculum changes)."""
         return {name: getattr(self, name) for name in (
-            "n_blue", "n_red", "map_width", "map_height", "max_steps", "randomize_terrain",
-            "hill_speed_factor", "visibility_radius")}
+            "map_width", "map_height", "max_steps", "randomize_terrain", "hill_speed_factor",
+            "visibility_radius")}
 
     def reward_weights(self):
         from envs.reward import RewardWeights

@@ -34,9 +34,12 @@ def make_team_battles(n_battles: int, n_blue: int, n_red: int,
         ValueError: for an unknown keyword (named) or a bad value.
     """
     settings = dict(_ENV_DEFAULTS)
+    sizes = {"n_blue": n_blue, "n_red": n_red}
     for key, value in (env_kwargs or {}).items():
-        if key in ("n_blue", "n_red"):
-            continue  # given explicitly
+        if key in sizes:
+            if value != sizes[key]:
+                raise ValueError(f"env_kwargs[{key!r}]={value!r} contradicts {key}={sizes[key]}")
+            continue
         if key not in settings:
             raise ValueError(f"env_kwargs key {key!r} is invalid: expected some of "
                              f"{sorted(settings)}")
@@ -56,7 +59,7 @@ def team_actions(policy: Any, observations: np.ndarray, deterministic: bool) -> 
     agents = torch.arange(n).repeat(b) % policy.n_agents
     actions, _ = policy.act(torch.from_numpy(np.ascontiguousarray(observations).reshape(-1, dim)),
                             agent_idx=agents, deterministic=deterministic)
-    return actions.numpy().reshape(b, n, -1)
+    return actions.cpu().numpy().reshape(b, n, -1)
 
 
 def play_team_battles(policy: Any, opponent: Any, *, n_blue: int = 2, n_red: int = 2,
@@ -69,7 +72,9 @@ def play_team_battles(policy: Any, opponent: Any, *, n_blue: int = 2, n_red: int
         policy: a :class:`~models.mappo_policy.MAPPOPolicy` for Blue.
         opponent: Red's commander: a scripted level (int 1..5) or a MAPPOPolicy.
         n_blue, n_red: battalions a side.
-        n_episodes: battles (>= 1); battle ``i`` is episode 0 of seed ``seed + i``.
+        n_episodes: battles (>= 1); battle ``i`` is episode 0 of seed ``seed + i``, and
+            sampled actions draw from a generator seeded with ``seed`` (the global
+            torch generator is left as it was), so a seed always gives the same outcomes.
         deterministic: Blue acts on the mean of its policy.
         opponent_deterministic: the same for a policy opponent.
         seed: base seed (0 when None).
@@ -85,8 +90,16 @@ def play_team_battles(policy: Any, opponent: Any, *, n_blue: int = 2, n_red: int
     elif not callable(getattr(opponent, "act", None)):
         raise TypeError(f"opponent={opponent!r} is invalid: expected a scripted level 1..5 "
                         "or a MAPPOPolicy")
-    battles = make_team_battles(n_episodes, n_blue, n_red, env_kwargs)
     base = 0 if seed is None else check_int("seed", seed, minimum=0)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(base)
+        return _play(policy, opponent, scripted, n_blue, n_red, n_episodes, deterministic,
+                     opponent_deterministic, base, env_kwargs)
+
+
+def _play(policy, opponent, scripted, n_blue, n_red, n_episodes, deterministic,
+          opponent_deterministic, base, env_kwargs) -> np.ndarray:
+    battles = make_team_battles(n_episodes, n_blue, n_red, env_kwargs)
     battles.reset(np.arange(n_episodes), [base + i for i in range(n_episodes)],
                   np.zeros(n_episodes, np.int64))
     blue, red = slice(0, n_blue), slice(n_blue, n_blue + n_red)

@@ -23,8 +23,10 @@ Command line (Hydra; ``configs/experiment_mappo_2v2.yaml``, override any key)::
 A run writes ``mappo_policy.pt`` every ``checkpoint_freq`` env-steps (replaced
 atomically) and ``mappo_policy_final.pt`` at the end, each with the policy's
 constructor arguments, the optimiser, the step and episode counters, the
-curriculum and the random generators, so a killed run resumes where its last
-checkpoint left it. Metrics go to TensorBoard under ``log_dir`` and to W&B.
+curriculum, the self-play version and the random generators, so a killed run
+resumes from its last checkpoint with all of that restored; the battles in
+progress at that moment are not saved, and the resumed run starts new ones
+(drawn from the restored generator). Metrics go to TensorBoard under ``log_dir`` and to W&B.
 """
 
 from __future__ import annotations
@@ -117,7 +119,7 @@ class TrainingBattles:
         self.rng = rng
         self.n_blue, self.n_red = n_blue, n_red
         self.batch: MultiBattalionBatch = make_team_battles(
-            config.n_envs, n_blue, n_red, config.env_kwargs(), config.reward_weights())
+            config.n_envs, n_blue, n_red, config.field_kwargs(), config.reward_weights())
         seeds = rng.integers(0, 2**62, size=config.n_envs)
         self.batch.reset(np.arange(config.n_envs), [int(s) for s in seeds],
                          np.zeros(config.n_envs, np.int64))
@@ -151,7 +153,7 @@ class TrainingBattles:
 def save_checkpoint(path: Path, policy: MAPPOPolicy, optimizer: torch.optim.Optimizer,
                     total_steps: int, episodes: int, config: MAPPOConfig,
                     scheduler: CurriculumScheduler | None, rng: np.random.Generator,
-                    self_play_version: int) -> Path:
+                    generator: torch.Generator, self_play_version: int) -> Path:
     """Write a resumable checkpoint atomically (only tensors and plain values)."""
     buffer = io.BytesIO()
     torch.save({
@@ -164,6 +166,7 @@ def save_checkpoint(path: Path, policy: MAPPOPolicy, optimizer: torch.optim.Opti
         "curriculum": None if scheduler is None else scheduler.state_dict(),
         "numpy_rng": rng.bit_generator.state,
         "torch_rng": torch.get_rng_state(),
+        "minibatch_rng": generator.get_state(),
         "self_play_version": int(self_play_version),
     }, buffer)
     atomic_write_bytes(path, buffer.getvalue())
@@ -185,7 +188,8 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     except Exception as error:
         raise ValueError(f"{path} is not a readable MAPPO checkpoint: {error}") from error
     missing = {"kwargs", "policy_state_dict", "optimizer_state_dict", "total_steps",
-               "episodes"} - set(data if isinstance(data, dict) else ())
+               "episodes", "numpy_rng", "torch_rng", "minibatch_rng"} - set(
+        data if isinstance(data, dict) else ())
     if missing:
         raise ValueError(f"{path} is not a MAPPO training checkpoint: missing {sorted(missing)}")
     return data
@@ -242,9 +246,9 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int, gamma: 
         critic_state[t] = torch.from_numpy(batch.critic_state[:, :nb])
         valid[t] = batch.in_fight[:, :nb]
         sampled, log_prob = policy.act(obs[t].reshape(-1, OBS_DIM), agent_idx=agents)
-        actions[t] = sampled.reshape(n_envs, nb, ACTION_DIM)
-        log_probs[t] = log_prob.reshape(n_envs, nb)
-        values[t] = policy.get_value(critic_state[t].reshape(-1, CRITIC_STATE_DIM)).reshape(
+        actions[t] = sampled.cpu().reshape(n_envs, nb, ACTION_DIM)
+        log_probs[t] = log_prob.cpu().reshape(n_envs, nb)
+        values[t] = policy.get_value(critic_state[t].reshape(-1, CRITIC_STATE_DIM)).cpu().reshape(
             n_envs, nb)
         orders[:, :nb] = actions[t].numpy()
         orders[:, nb:] = battles.red_actions()
@@ -255,7 +259,7 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int, gamma: 
         if truncated.any():
             # Cut off by the clock, not beaten: bootstrap from the value of where it stood.
             final = torch.from_numpy(result.critic_state[:, :nb][truncated])
-            reward[truncated] += gamma * policy.get_value(final).numpy()
+            reward[truncated] += gamma * policy.get_value(final).cpu().numpy()
         rewards[t] = reward
         dones[t] = result.terminated[:, :nb] | truncated
         running_returns += result.team_reward.total[:n_envs]
@@ -269,7 +273,7 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int, gamma: 
             running_agent[over] = 0
             batch.next_episode(over)
     last_values = policy.get_value(
-        torch.from_numpy(batch.critic_state[:, :nb].reshape(-1, CRITIC_STATE_DIM))).reshape(
+        torch.from_numpy(batch.critic_state[:, :nb].reshape(-1, CRITIC_STATE_DIM))).cpu().reshape(
         n_envs, nb).numpy()
     return Rollout(obs, critic_state, actions, log_probs, values, rewards, dones, valid,
                    last_values, wins, episode_returns, agent_returns)
@@ -298,21 +302,23 @@ def update(policy: MAPPOPolicy, optimizer: torch.optim.Optimizer, rollout: Rollo
            advantages: np.ndarray, returns: np.ndarray, config: MAPPOConfig,
            generator: torch.Generator) -> dict[str, float]:
     """Clipped-PPO epochs over the rollout's valid samples; mean losses."""
+    device = policy.device
     valid = torch.from_numpy(rollout.valid)
     nb = rollout.valid.shape[2]
-    agent_of = (torch.arange(nb).expand(rollout.valid.shape) % policy.n_agents)[valid]
-    obs, state = rollout.obs[valid], rollout.critic_state[valid]
-    actions, old_log_probs = rollout.actions[valid], rollout.log_probs[valid]
-    adv = torch.from_numpy(advantages)[valid]
+    agent_of = (torch.arange(nb).expand(rollout.valid.shape) % policy.n_agents)[valid].to(device)
+    obs, state = rollout.obs[valid].to(device), rollout.critic_state[valid].to(device)
+    actions = rollout.actions[valid].to(device)
+    old_log_probs = rollout.log_probs[valid].to(device)
+    adv = torch.from_numpy(advantages)[valid].to(device)
     adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-    ret = torch.from_numpy(returns)[valid]
+    ret = torch.from_numpy(returns)[valid].to(device)
     n = len(adv)
     sums = dict(policy_loss=0.0, value_loss=0.0, entropy=0.0, total_loss=0.0, approx_kl=0.0,
                 clip_fraction=0.0)
     n_batches = 0
     policy.train()
     for _ in range(config.n_epochs):
-        order = torch.randperm(n, generator=generator)
+        order = torch.randperm(n, generator=generator).to(device)
         for start in range(0, n, config.batch_size):
             mb = order[start:start + config.batch_size]
             log_prob, entropy, value = policy.evaluate_actions(obs[mb], actions[mb], state[mb],
@@ -397,7 +403,7 @@ def train_mappo(config: MAPPOConfig | None = None, *, resume: str | Path | None 
         share_parameters=config.share_parameters,
         actor_hidden_sizes=tuple(config.actor_hidden_sizes),
         critic_hidden_sizes=tuple(config.critic_hidden_sizes),
-        log_std_init=config.log_std_init)
+        log_std_init=config.log_std_init).to(_device(config.device))
     optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate, eps=1e-5)
     total_steps = episodes = self_play_version = 0
     transfer = None
@@ -414,7 +420,7 @@ def train_mappo(config: MAPPOConfig | None = None, *, resume: str | Path | None 
             scheduler.load_state_dict(data["curriculum"])
         rng.bit_generator.state = data["numpy_rng"]
         torch.set_rng_state(data["torch_rng"])
-        generator.manual_seed(config.seed + total_steps)
+        generator.set_state(data["minibatch_rng"])
         logger.info("resuming %s at step %d", resume, total_steps)
     elif config.v1_checkpoint is not None:
         transfer = load_v1_weights_into_mappo(config.v1_checkpoint, policy)
@@ -506,15 +512,21 @@ def train_mappo(config: MAPPOConfig | None = None, *, resume: str | Path | None 
         history.append(metrics)
         if checkpoint_due(total_steps):
             save_checkpoint(checkpoint_dir / CHECKPOINT_NAME, policy, optimizer, total_steps,
-                            episodes, config, scheduler, rng, self_play_version)
+                            episodes, config, scheduler, rng, generator,
+                            self_play_version)
         if progress is not None:
             progress.update(rollout_steps)
             progress.set_postfix(win=f"{metrics.get('rollout/win_rate', float('nan')):.2f}",
                                  stage=f"{battles.n_blue}v{battles.n_red}")
+        elif config.verbose:
+            logger.info("step %d: %dv%d, win rate %.2f, %.0f env-steps/s", total_steps,
+                        battles.n_blue, battles.n_red,
+                        metrics.get("rollout/win_rate", float("nan")), metrics["time/fps"])
     if progress is not None:
         progress.close()
     final = save_checkpoint(checkpoint_dir / FINAL_CHECKPOINT_NAME, policy, optimizer,
-                            total_steps, episodes, config, scheduler, rng, self_play_version)
+                            total_steps, episodes, config, scheduler, rng, generator,
+                            self_play_version)
     if writer is not None:
         writer.close()
     if run is not None:
@@ -530,6 +542,13 @@ def _resolve_config(config: MAPPOConfig | None, overrides: dict[str, Any]) -> MA
         config or MAPPOConfig())
 
 
+def _device(name: str) -> torch.device:
+    """The torch device of a config's ``device`` ("auto": CUDA when available)."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(name)
+
+
 def _sample_members(pool: TeamOpponentPool, rng: np.random.Generator) -> list[MAPPOPolicy]:
     """Up to ``OPPONENTS_PER_SWAP`` distinct pool members, drawn uniformly."""
     paths = pool.snapshot_paths
@@ -543,7 +562,7 @@ def _evaluate_against_script(policy: MAPPOPolicy, battles: TrainingBattles,
     """Deterministic battles against the scripted Red at the current team sizes."""
     outcomes = play_team_battles(policy, config.red_level, n_blue=battles.n_blue,
                                  n_red=battles.n_red, n_episodes=config.n_eval_episodes,
-                                 seed=10**6 + total_steps, env_kwargs=config.env_kwargs())
+                                 seed=10**6 + total_steps, env_kwargs=config.field_kwargs())
     opponent = f"scripted_team_l{config.red_level}"
     registry.update(config.elo_agent_name, opponent, score(outcomes),
                     n_games=len(outcomes))
@@ -563,12 +582,12 @@ def _evaluate_against_pool(policy: MAPPOPolicy, pool: TeamOpponentPool,
     outcomes = play_team_battles(policy, pool.load(path), n_blue=battles.n_blue,
                                  n_red=battles.n_red,
                                  n_episodes=config.self_play_n_eval_episodes,
-                                 seed=2 * 10**6 + total_steps, env_kwargs=config.env_kwargs())
+                                 seed=2 * 10**6 + total_steps, env_kwargs=config.field_kwargs())
     registry.update(config.elo_agent_name, path.stem, score(outcomes), n_games=len(outcomes))
     registry.save()
     exploitability = nash_exploitability_proxy(
         policy, pool, battles.n_blue, battles.n_red, config.self_play_exploitability_episodes,
-        seed=3 * 10**6 + total_steps, env_kwargs=config.env_kwargs())
+        seed=3 * 10**6 + total_steps, env_kwargs=config.field_kwargs())
     return {"self_play/win_rate_vs_pool": float((outcomes == WIN).mean()),
             "self_play/exploitability": exploitability,
             "elo/team_rating": registry.get_rating(config.elo_agent_name)}

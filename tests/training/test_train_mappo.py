@@ -20,6 +20,7 @@ from training.self_play import (
     nash_exploitability_proxy,
     pool_opponent_win_rates,
 )
+from training.team_battles import play_team_battles
 from training.train_mappo import (
     CHECKPOINT_NAME,
     load_checkpoint,
@@ -88,15 +89,34 @@ def test_a_run_learns_logs_and_checkpoints(tmp_path):
         load_checkpoint(bad)
 
 
-def test_resume_continues_the_counters(tmp_path):
+def test_resume_restores_counters_optimiser_and_generators(tmp_path, monkeypatch):
     first = train_mappo(**tiny(tmp_path, total_timesteps=2 * ROLLOUT))
     periodic = tmp_path / "ck" / CHECKPOINT_NAME
-    assert load_checkpoint(periodic)["total_steps"] == 2 * ROLLOUT
+    saved = load_checkpoint(periodic)
+    assert saved["total_steps"] == 2 * ROLLOUT
+
+    import training.train_mappo as trainer
+
+    seen = {}
+    original = trainer.TrainingBattles.__init__
+
+    def spy(self, config, n_blue, n_red, rng):  # what the resumed run starts from
+        seen["rng"] = rng.bit_generator.state
+        seen["torch"] = torch.get_rng_state()
+        original(self, config, n_blue, n_red, rng)
+
+    monkeypatch.setattr(trainer.TrainingBattles, "__init__", spy)
     second = train_mappo(**tiny(tmp_path, total_timesteps=4 * ROLLOUT), resume=periodic)
+    assert seen["rng"] == saved["numpy_rng"]
+    assert torch.equal(seen["torch"], saved["torch_rng"])
     assert second.total_steps == 4 * ROLLOUT
     assert len(second.history) == 2
     assert second.history[0]["time/total_steps"] == 3 * ROLLOUT
     assert second.episodes >= first.episodes
+    # The optimiser went on from its saved moments (Adam's step count grew).
+    final = load_checkpoint(second.final_checkpoint)
+    steps_before = saved["optimizer_state_dict"]["state"][0]["step"]
+    assert final["optimizer_state_dict"]["state"][0]["step"] > steps_before
 
 
 def test_curriculum_promotion_swaps_the_battles(tmp_path):
@@ -141,13 +161,24 @@ def test_team_evaluation_counts_draws_for_nobody(tmp_path):
                                    env_kwargs=short) == [0.0, 0.0]
     assert nash_exploitability_proxy(policy, pool, n_episodes_per_opponent=4,
                                      env_kwargs=short) == 0.0
-    # Same seed, same battles.
-    first = evaluate_team_vs_pool(policy, pool.sample_latest(), n_episodes=8, seed=3)
-    assert evaluate_team_vs_pool(policy, pool.sample_latest(), n_episodes=8, seed=3) == first
+    # Same seed, same battles and the same sampled orders: on a 150 m field battles
+    # are decided, so the outcomes really depend on both.
+    small = {"map_width": 150.0, "map_height": 150.0}
+    opponent = pool.sample_latest()
+    runs = [play_team_battles(policy, opponent, n_episodes=24, seed=3, env_kwargs=small)
+            for _ in range(2)]
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert (runs[0] != 0).any()
+    other = play_team_battles(policy, opponent, n_episodes=24, seed=4, env_kwargs=small)
+    assert (other != runs[0]).any()
+    assert evaluate_team_vs_pool(policy, opponent, n_episodes=24, seed=3,
+                                 env_kwargs=small) == float((runs[0] == 1).mean())
     with pytest.raises(ValueError, match="n_episodes"):
         evaluate_team_vs_pool(policy, pool.sample_latest(), n_episodes=0)
     with pytest.raises(ValueError, match="env_kwargs"):
         evaluate_team_vs_pool(policy, pool.sample_latest(), env_kwargs={"fog": True})
+    with pytest.raises(ValueError, match="n_red"):
+        evaluate_team_vs_pool(policy, pool.sample_latest(), env_kwargs={"n_red": 3})
 
 
 def test_command_line_trains_and_resumes(tmp_path):
