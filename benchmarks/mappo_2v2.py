@@ -104,8 +104,8 @@ def rollout_rate(n_battles: int, policy: MAPPOPolicy) -> float:
 
 
 def outcome_row(label: str, outcomes: np.ndarray) -> str:
-    won, lost = (outcomes == WIN).mean(), (outcomes < 0).mean()
-    return f"| {label} | {won:.0%} | {1 - won - lost:.0%} | {lost:.0%} |"
+    won, drawn, lost = ((outcomes == k).mean() for k in (WIN, 0, -1))
+    return f"| {label} | {won:.0%} | {drawn:.0%} | {lost:.0%} |"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -204,7 +204,8 @@ def main(argv: list[str] | None = None) -> None:
                       f"{h['curriculum/n_red']}{note} | {rolling:.0%} | {evaluation} |")
         final = play_team_battles(result.policy, RED_LEVEL, n_blue=2, n_red=2, n_episodes=200,
                                   seed=EVAL_SEED)
-        print(f"\nFinal, 200 unseen 2v2 battles: {outcome_row('', final)[4:]}")
+        print(f"\nFinal, 200 unseen 2v2 battles (won / drawn / lost): "
+              f"{outcome_row('', final)[4:]}")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import numpy as np
 
 from envs.episodes import EpisodeChains
 from envs.multi_observation import (
+    ROTATE_SIGN,
     FogReports,
     battalion_observations,
     critic_states,
@@ -134,6 +135,9 @@ class MultiBattalionBatch:
         self._side = np.stack([self.team == side for side in (BLUE, RED)]).astype(F32)
         self._side_size = np.array([self.n_blue, self.n_red], F32)[:, None]
         self._enemy = (self.team[:, None] != self.team[None, :])[:, :, None]
+        # Orders come in each side's own frame (Red's is mirrored): the real-map
+        # rotate sign of every unit.
+        self._rotate_sign = ROTATE_SIGN[self.team]
 
     # --- episodes -----------------------------------------------------------------
 
@@ -220,7 +224,8 @@ class MultiBattalionBatch:
 
     def scripted_actions(self, units: np.ndarray, level: int | np.ndarray) -> np.ndarray:
         """(B, len(units), 3) orders of scripted commanders of ``level`` (1..5, or one a battle)
-        for ``units``. Scripted commanders see the whole field (no fog of war)."""
+        for ``units``, in each unit's own frame (ready for :meth:`step`). Scripted
+        commanders see the whole field (no fog of war)."""
         self._require_reset()
         levels = np.broadcast_to(np.asarray(level, dtype=np.int8), (self.n_battles,))
         if levels.min() < 1 or levels.max() > 5:
@@ -229,12 +234,15 @@ class MultiBattalionBatch:
         if units.size and (units.min() < 0 or units.max() >= self.n_units):
             raise ValueError(f"units={units.tolist()} is invalid: expected unit indices in "
                              f"[0, {self.n_units})")
-        return scripted_actions(self.state, self.geometry, units, levels, self.config)
+        orders = scripted_actions(self.state, self.geometry, units, levels, self.config)
+        orders[:, :, 1] *= self._rotate_sign[units]  # into each side's own frame
+        return orders
 
     # --- stepping -------------------------------------------------------------------
 
     def step(self, actions: np.ndarray) -> TeamStep:
-        """Step every battle with (B, U, 3) ``[move, rotate, fire]`` orders.
+        """Step every battle with (B, U, 3) ``[move, rotate, fire]`` orders, each in its
+        side's own frame (Red's rotate is mirrored, see :mod:`envs.multi_observation`).
 
         Orders are clipped into the action box; those of battalions out of the
         fight are ignored.
@@ -244,8 +252,10 @@ class MultiBattalionBatch:
         """
         self._require_reset()
         actions = check_action_array("actions", actions, (self.n_battles, self.n_units, 3))
+        on_map = actions.copy()
+        on_map[:, :, 1] *= self._rotate_sign
         before, geometry_before = self.state, self.geometry
-        state, events = engine.step(before, actions, self.config, geometry_before)
+        state, events = engine.step(before, on_map, self.config, geometry_before)
         geometry = events.geometry
         self.state, self.geometry, self.last_events = state, geometry, events
         self._observe(state, geometry, self.reports)

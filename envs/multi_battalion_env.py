@@ -77,7 +77,10 @@ class MultiBattalionEnv(ParallelEnv):
 
     Observations are :data:`OBS_DIM` float32 numbers per agent
     (:data:`~envs.multi_observation.OBSERVATION_FEATURES`), actions are
-    ``[move, rotate, fire]`` as in the duel. :meth:`state` is the global state
+    ``[move, rotate, fire]`` as in the duel. Each side's observations and orders are
+    in its own frame: Red's are mirrored across the north-south centre line, so
+    both sides see themselves deploying in the west (one policy can play either
+    side). :meth:`state` is the global state
     from Blue's side; :meth:`critic_state` is what a centralised critic of one
     agent reads. Agents leave ``agents`` when they rout or are destroyed, and all
     leave when the battle ends. The step's dicts cover the agents that acted in

@@ -25,6 +25,13 @@ crest is remembered where it vanished. Allies are always known.
 Empty slots are all zeros, with ``present`` 0. Teams of up to
 :data:`MAX_TEAM_SIZE` fit every slot; in bigger teams the farthest are left out.
 
+**Each side in its own frame.** Red's observations and state are mirrored across
+the map's north-south centre line, so every battalion sees the battle as if its
+side had deployed in the west, facing east: one policy can command either side
+(self-play), and the battle is the same game from both chairs. Orders are in
+the same frame (:data:`ROTATE_SIGN`): Red's "turn left" turns it right on the
+real map.
+
 **Global state.** :func:`global_states` gives each side's fog-free picture of the
 battle: :data:`MAX_TEAM_SIZE` slots of its own battalions, then as many of the
 enemy's, then the time. The critic of battalion ``i`` reads ``i``'s observation
@@ -95,6 +102,27 @@ OBS_HIGH = np.ones(OBS_DIM, F32)
 STATE_LOW = np.array([-1.0 if name.endswith(_SIGNED_SUFFIXES) else 0.0
                       for name in STATE_FEATURES], F32)
 STATE_HIGH = np.ones(STATE_DIM, F32)
+
+# Mirroring across the north-south centre line: x -> 1 - x, headings theta -> pi - theta
+# (cosine negated), angles measured between two directions change sign (sine negated).
+_NEGATED = {"own_heading_cos", "enemy_bearing_cos", "enemy_relative_bearing_sin",
+            "own_bearing_from_enemy_front_sin",
+            *(f"ally_{k}_{name}" for k in range(ALLY_SLOTS)
+              for name in ("bearing_sin", "heading_sin")),
+            *(f"enemy_{k}_{name}" for k in range(ENEMY_SLOTS)
+              for name in ("bearing_sin", "front_sin"))}
+_OBS_MIRROR_SIGN = np.array([-1.0 if name in _NEGATED or name == "own_x" else 1.0
+                             for name in OBSERVATION_FEATURES], F32)
+_OBS_MIRROR_OFFSET = np.array([1.0 if name == "own_x" else 0.0 for name in OBSERVATION_FEATURES],
+                              F32)
+_STATE_MIRROR_SIGN = np.array([-1.0 if name.endswith(("_x", "_heading_cos")) else 1.0
+                               for name in STATE_FEATURES], F32)
+_STATE_X = np.array([i for i, name in enumerate(STATE_FEATURES) if name.endswith("_x")])
+_STATE_PRESENT = np.array([i for i, name in enumerate(STATE_FEATURES)
+                           if name.endswith("_in_fight")])
+ROTATE_SIGN = np.array([1.0, -1.0], F32)
+"""Sign of the rotate order on the real map, by side (Blue, Red): orders are given in
+each side's own frame."""
 
 # What a report remembers of a battalion, in this order.
 _REPORTED = ("x", "y", "heading_cos", "heading_sin", "strength", "morale", "readiness",
@@ -288,7 +316,10 @@ def battalion_observations(state: BattleState, geometry: Geometry, reports: FogR
         ally_block.transpose(1, 0, 2, 3).reshape(-1, *x.shape),
         enemy_block.transpose(1, 0, 2, 3).reshape(-1, *x.shape),
         team_block], axis=0)
-    return np.ascontiguousarray(features.transpose(2, 1, 0))
+    observations = np.ascontiguousarray(features.transpose(2, 1, 0))
+    red = team == 1
+    observations[:, red] = observations[:, red] * _OBS_MIRROR_SIGN + _OBS_MIRROR_OFFSET
+    return observations
 
 
 def global_states(state: BattleState, geometry: Geometry, config: BattleConfig) -> np.ndarray:
@@ -311,6 +342,9 @@ def global_states(state: BattleState, geometry: Geometry, config: BattleConfig) 
     out = np.empty((2, batch, STATE_DIM), F32)
     out[:, :, :-1] = slots.transpose(1, 3, 2, 0).reshape(2, batch, -1)
     out[:, :, -1] = np.minimum(state.step.astype(F32) * F32(1 / config.max_steps), one)
+    # Red's view, mirrored; an empty slot's x stays 0 (x -> in_fight - x).
+    out[1] *= _STATE_MIRROR_SIGN
+    out[1][:, _STATE_X] += out[1][:, _STATE_PRESENT]
     return out
 
 
@@ -327,6 +361,6 @@ assert DUEL_OBS_DIM == 25 and OBS_DIM == 25 + 2 + ALLY_SLOTS * 9 + ENEMY_SLOTS *
 
 __all__ = ["ALLY_FEATURES", "ALLY_SLOTS", "CRITIC_STATE_DIM", "ENEMY_FEATURES", "ENEMY_SLOTS",
            "FOCUS_FEATURES", "FogReports", "MAX_TEAM_SIZE", "OBSERVATION_FEATURES", "OBS_DIM",
-           "OBS_HIGH", "OBS_LOW", "STATE_DIM", "STATE_FEATURES", "STATE_HIGH", "STATE_LOW",
-           "TEAM_FEATURES", "UNIT_STATE_FEATURES", "battalion_observations", "critic_states",
-           "global_states", "sightings"]
+           "OBS_HIGH", "OBS_LOW", "ROTATE_SIGN", "STATE_DIM", "STATE_FEATURES", "STATE_HIGH",
+           "STATE_LOW", "TEAM_FEATURES", "UNIT_STATE_FEATURES", "battalion_observations",
+           "critic_states", "global_states", "sightings"]

@@ -269,3 +269,34 @@ def test_a_rout_is_rewarded_once():
     routed = b.state.routed[:, 1:].sum(axis=1)
     np.testing.assert_allclose(totals, routed / 2, atol=1e-6)
     assert routed.any()
+
+
+def test_each_side_sees_the_battle_in_its_own_frame():
+    """Swap the sides of a battle and mirror it: Red's view becomes Blue's, and the
+    same orders (each in its own frame) play the same battle."""
+    config = BattleConfig()
+    original, mirrored = (batch(1, 2, 2, randomize_terrain=False) for _ in range(2))
+    for b in (original, mirrored):
+        b.reset(np.array([0]), [7], np.zeros(1, np.int64))
+    rng = np.random.default_rng(0)
+    x = rng.uniform(100, 900, 4).astype(np.float32)
+    y = rng.uniform(100, 900, 4).astype(np.float32)
+    theta = rng.uniform(0, 2 * np.pi, 4).astype(np.float32)
+    swap = np.array([2, 3, 0, 1])  # mirrored unit k is original unit swap[k]
+    original.state.x[0], original.state.y[0], original.state.theta[0] = x, y, theta
+    mirrored.state.x[0] = config.map_width - x[swap]
+    mirrored.state.y[0] = y[swap]
+    mirrored.state.theta[0] = np.mod(np.pi - theta[swap], 2 * np.pi)
+    for b in (original, mirrored):
+        b.geometry = engine.sense(b.state, b.config)
+        b.reports.refresh(b.state, b.geometry, np.ones((2, 4, 1), bool))
+        b._observe(b.state, b.geometry, b.reports)
+    for _ in range(30):
+        np.testing.assert_allclose(mirrored.observation[0], original.observation[0, swap],
+                                   atol=2e-4)
+        np.testing.assert_allclose(mirrored.global_state[:, 0], original.global_state[::-1, 0],
+                                   atol=2e-4)
+        orders = rng.uniform(-1, 1, (1, 4, 3)).astype(np.float32)
+        orders[..., 2] = 0  # hold fire: nothing random happens
+        original.step(orders)
+        mirrored.step(orders[:, swap])
