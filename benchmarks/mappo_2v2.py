@@ -195,13 +195,16 @@ def main(argv: list[str] | None = None) -> None:
         print("|---:|---|---:|---:|---:|---:|")
         for h in result.history:
             if "eval/win_rate" in h or "curriculum/promotion_step" in h:
+                battle = f"{h['curriculum/n_blue']}v{h['curriculum/n_red']}"
                 rolling = h.get("curriculum/win_rate", h.get("rollout/win_rate", float("nan")))
+                if "curriculum/promotion_step" in h:
+                    rolling = h["curriculum/promotion_win_rate"]
+                    battle += f", promoted to {h['curriculum/stage_label']} after " \
+                              f"{h['curriculum/total_episodes']} battles in all"
                 evaluation = (f"{h['eval/win_rate']:.0%} | {h['eval/draw_rate']:.0%} | "
                               f"{h['eval/loss_rate']:.0%}" if "eval/win_rate" in h
                               else "- | - | -")
-                note = " (promoted)" if "curriculum/promotion_step" in h else ""
-                print(f"| {h['time/total_steps']:,} | {h['curriculum/n_blue']}v"
-                      f"{h['curriculum/n_red']}{note} | {rolling:.0%} | {evaluation} |")
+                print(f"| {h['time/total_steps']:,} | {battle} | {rolling:.0%} | {evaluation} |")
         final = play_team_battles(result.policy, RED_LEVEL, n_blue=2, n_red=2, n_episodes=200,
                                   seed=EVAL_SEED)
         print(f"\nFinal, 200 unseen 2v2 battles (won / drawn / lost): "

@@ -484,6 +484,8 @@ def train_mappo(config: MAPPOConfig | None = None, *, resume: str | Path | None 
         if scheduler is not None:
             scheduler.record_episodes(rollout.wins)
             if scheduler.should_promote():
+                metrics["curriculum/promotion_win_rate"] = scheduler.win_rate()
+                metrics["curriculum/promoted_from"] = scheduler.stage_label
                 scheduler.promote()
                 scheduler.log_promotion_event(total_steps, run)
                 metrics["curriculum/promotion_step"] = total_steps
