@@ -17,9 +17,11 @@ crest is remembered where it vanished. Allies are always known.
    believed still in the fight, at its reported position. In a 1v1 battle with
    the enemy in sight they equal the duel's observation, which is what lets a v1
    policy seed a multi-agent one (:func:`training.curriculum_scheduler.load_v1_weights_into_mappo`).
-2. Whether the focus enemy is in sight now, and how old its report is.
+2. Whether the focus enemy is in sight now, how old its report is, and how well
+   the allies can hit it (who else is engaging it).
 3. :data:`ALLY_SLOTS` slots for the nearest allies in the fight, nearest first.
-4. :data:`ENEMY_SLOTS` slots for the other enemies believed in the fight, nearest first.
+4. :data:`ENEMY_SLOTS` slots for the other enemies believed in the fight, nearest
+   first, each with one's own and the allies' best hit chance on it.
 5. How many battalions each side still has in the fight.
 
 Empty slots are all zeros, with ``present`` 0. Teams of up to
@@ -59,17 +61,20 @@ MAX_TEAM_SIZE = 6
 ALLY_SLOTS = MAX_TEAM_SIZE - 1
 ENEMY_SLOTS = MAX_TEAM_SIZE - 1
 
-FOCUS_FEATURES = ("focus_visible", "focus_report_age")
+FOCUS_FEATURES = ("focus_visible", "focus_report_age", "focus_allies_hit_chance")
+"""Whether the focus enemy is in sight now, its report's age, and the best hit chance
+any ally's volley would have on it now (allies engaging the same enemy)."""
 ALLY_FEATURES = ("present", "distance", "bearing_cos", "bearing_sin", "heading_cos",
                  "heading_sin", "strength", "morale", "readiness")
 """Per ally slot: distance (of the map diagonal), the ally's bearing relative to
 one's own heading, its heading relative to one's own, and its state."""
 ENEMY_FEATURES = ("present", "visible", "report_age", "distance", "bearing_cos",
                   "bearing_sin", "front_cos", "front_sin", "strength", "morale",
-                  "readiness", "hit_chance")
+                  "readiness", "hit_chance", "allies_hit_chance")
 """Per enemy slot, from its report: whether it is in sight now, the report's age (of
 ``max_steps``), distance, its bearing relative to one's own heading, one's own
-bearing from its front, its state, and the hit chance of one's volley on it now."""
+bearing from its front, its state, the hit chance of one's volley on it now, and the
+best hit chance of any ally's (who else is engaging it: concentrating fire wins)."""
 TEAM_FEATURES = ("own_in_fight", "enemies_in_fight")
 """Battalions of one's own side in the fight, and enemies believed in it, over
 :data:`MAX_TEAM_SIZE`."""
@@ -257,12 +262,14 @@ def battalion_observations(state: BattleState, geometry: Geometry, reports: FogR
         np.minimum(dist * F32(1 / config.diagonal), one),
         np.minimum(np.maximum(dx * inv, -one), one), np.minimum(np.maximum(dy * inv, -one), one),
         strength, morale, elevation, cover, los, readiness, rel_cos, rel_sin, front_cos,
-        front_sin, own_hit, their_hit, visible.astype(F32), age,
+        front_sin, own_hit, their_hit, _allies_best(own_hit, ally, in_fight),
+        visible.astype(F32), age,
         np.minimum(np.maximum(rc * ch + rs * sh, -one), one),
         np.minimum(np.maximum(rs * ch - rc * sh, -one), one),
     ])
     (DIST, BEAR_COS, BEAR_SIN, STR, MOR, ELEV, COVER, LOS, READY, REL_COS, REL_SIN, FRONT_COS,
-     FRONT_SIN, OWN_HIT, THEIR_HIT, VISIBLE, AGE, HEAD_COS, HEAD_SIN) = range(len(pairwise))
+     FRONT_SIN, OWN_HIT, THEIR_HIT, ALLIES_HIT, VISIBLE, AGE, HEAD_COS,
+     HEAD_SIN) = range(len(pairwise))
 
     # Nearest first: enemies believed in the fight by reported distance (the first is
     # the focus), allies in the fight by distance.
@@ -292,11 +299,11 @@ def battalion_observations(state: BattleState, geometry: Geometry, reports: FogR
         time_fraction, geometry.elevation.T, geometry.cover.T, focus[ELEV], focus[COVER],
         focus[LOS], state.readiness.T, focus[READY], focus[REL_COS], focus[REL_SIN],
         focus[FRONT_COS], focus[FRONT_SIN], focus[OWN_HIT], focus[THEIR_HIT],
-        focus[VISIBLE], focus[AGE]])
+        focus[VISIBLE], focus[AGE], focus[ALLIES_HIT]])
 
     ally_rows = (DIST, REL_COS, REL_SIN, HEAD_COS, HEAD_SIN, STR, MOR, READY)
     enemy_rows = (VISIBLE, AGE, DIST, REL_COS, REL_SIN, FRONT_COS, FRONT_SIN, STR, MOR, READY,
-                  OWN_HIT)
+                  OWN_HIT, ALLIES_HIT)
     ally_block = np.zeros((len(ALLY_FEATURES), ALLY_SLOTS) + x.shape, F32)
     ally_block[0, :n_ally] = ally_present.transpose(1, 0, 2)
     ally_block[1:, :n_ally] = allies[list(ally_rows)].transpose(0, 2, 1, 3)
@@ -320,6 +327,13 @@ def battalion_observations(state: BattleState, geometry: Geometry, reports: FogR
     red = team == 1
     observations[:, red] = observations[:, red] * _OBS_MIRROR_SIGN + _OBS_MIRROR_OFFSET
     return observations
+
+
+def _allies_best(own_hit: np.ndarray, ally: np.ndarray, in_fight: np.ndarray) -> np.ndarray:
+    """(i, j, B): the best hit chance on j of any ally of i in the fight."""
+    # Allies share their side's reports, so ally a's view of j is own_hit[a, j].
+    engaged = own_hit[None, :, :, :] * (ally & in_fight[None, :, :])[:, :, None, :]
+    return engaged.max(axis=1)
 
 
 def global_states(state: BattleState, geometry: Geometry, config: BattleConfig) -> np.ndarray:
@@ -357,7 +371,7 @@ def critic_states(observations: np.ndarray, states: np.ndarray, team: np.ndarray
     return out
 
 
-assert DUEL_OBS_DIM == 25 and OBS_DIM == 25 + 2 + ALLY_SLOTS * 9 + ENEMY_SLOTS * 12 + 2
+assert DUEL_OBS_DIM == 25 and OBS_DIM == 25 + 3 + ALLY_SLOTS * 9 + ENEMY_SLOTS * 13 + 2
 
 __all__ = ["ALLY_FEATURES", "ALLY_SLOTS", "CRITIC_STATE_DIM", "ENEMY_FEATURES", "ENEMY_SLOTS",
            "FOCUS_FEATURES", "FogReports", "MAX_TEAM_SIZE", "OBSERVATION_FEATURES", "OBS_DIM",

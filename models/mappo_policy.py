@@ -317,7 +317,9 @@ class MAPPOPolicy(nn.Module):
         _check_last_dim(name, tensor, dim)
         if tensor.ndim == 1:
             tensor = tensor.unsqueeze(0)
-        if not bool(torch.isfinite(tensor).all()):
+        # The sum is finite for finite inputs except on overflow, so the full check
+        # runs only then (one reduction instead of a boolean copy per call).
+        if not bool(torch.isfinite(tensor.sum())) and not bool(torch.isfinite(tensor).all()):
             raise ValueError(f"{name} contains non-finite values (NaN or inf): expected "
                              "finite numbers")
         return tensor

@@ -37,7 +37,7 @@ def test_spaces_are_shared_and_fit_every_team_size():
     small, large = MultiBattalionEnv(1, 1), MultiBattalionEnv(6, 6)
     assert small.observation_space("blue_0") is small.observation_space("red_0")
     assert small.observation_space("blue_0").shape == large.observation_space("red_5").shape
-    assert OBS_DIM == len(OBSERVATION_FEATURES) == 134
+    assert OBS_DIM == len(OBSERVATION_FEATURES) == 140
     obs, _ = large.reset(seed=1)
     assert all(large.observation_space(a).contains(o) for a, o in obs.items())
     assert large.state_space.contains(large.state())
