@@ -8,8 +8,9 @@
    ``--v1-checkpoint`` is given) seeds a MAPPO policy; warm-started and fresh
    policies fight 200 unseen battles each at 1v1, 2v1 and 2v2 before any MAPPO
    training.
-3. MAPPO 2v2 training from the warm start (and, with ``--fresh``, from scratch),
-   with the win rate against scripted L5 measured along the way.
+3. MAPPO 2v2 training from the v1 warm start, with the default config (which
+   first imitates the disciplined doctrine) and, with ``--fresh``, from scratch;
+   the win rate against scripted L5 is measured along the way.
 4. A curriculum run 1v1 -> 2v1 -> 2v2 from the warm start, promoting on its own
    at a 70 % rolling win rate over 50 battles.
 
@@ -171,9 +172,10 @@ def main(argv: list[str] | None = None) -> None:
                                          n_episodes=200, seed=EVAL_SEED)
             print(outcome_row(f"{name}, {n_blue}v{n_red}", outcomes))
 
-    runs = [("2v2 from the v1 warm start", dict(v1_checkpoint=str(v1)))]
+    runs = [("2v2 from the v1 warm start", dict(v1_checkpoint=str(v1))),
+            ("2v2 with the default config (imitating the doctrine first)", {})]
     if args.fresh:
-        runs.append(("2v2 from scratch", {}))
+        runs.append(("2v2 from scratch", dict(warm_start_doctrine=None)))
     runs.append(("curriculum 1v1 -> 2v1 -> 2v2 from the v1 warm start",
                  dict(v1_checkpoint=str(v1), curriculum=True)))
     for k, (title, settings) in enumerate(runs):

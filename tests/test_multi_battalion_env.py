@@ -300,3 +300,20 @@ def test_each_side_sees_the_battle_in_its_own_frame():
         orders[..., 2] = 0  # hold fire: nothing random happens
         original.step(orders)
         mirrored.step(orders[:, swap])
+
+
+def test_observations_say_which_allies_engage_an_enemy():
+    b = batch(1, 2, 1, randomize_terrain=False)
+    b.reset(np.array([0]), [0], np.zeros(1, np.int64))
+    state = b.state
+    state.x[0] = (300.0, 450.0, 550.0)  # blue_0 out of range, blue_1 at 100 m
+    state.y[0] = (500.0, 500.0, 500.0)
+    state.theta[0] = (0.0, 0.0, np.pi)
+    b.geometry = engine.sense(state, b.config)
+    b._observe(state, b.geometry, b.reports)
+    names = list(OBSERVATION_FEATURES)
+    blue_0, blue_1 = b.observation[0, 0], b.observation[0, 1]
+    assert blue_0[names.index("own_hit_chance")] == 0
+    assert blue_1[names.index("own_hit_chance")] == pytest.approx(0.25)  # (1 - 100/200)^2
+    assert blue_0[names.index("focus_allies_hit_chance")] == pytest.approx(0.25)
+    assert blue_1[names.index("focus_allies_hit_chance")] == 0

@@ -23,6 +23,7 @@ from envs.sim.validation import check_int, check_non_negative, check_positive
 from training.config import (
     _boolean,
     _device,
+    _doctrine,
     _finite,
     _hidden_sizes,
     _learning_rate,
@@ -48,7 +49,10 @@ class MAPPOConfig:
 
     Every field has a default matching ``configs/experiment_mappo_2v2.yaml``;
     ``docs/training.md`` explains the choices. Sample counts are in env-steps
-    (one step of one battle, whatever the number of battalions in it).
+    (one step of one battle, whatever the number of battalions in it). A run
+    starts from ``v1_checkpoint`` when one is given, else imitates
+    ``warm_start_doctrine`` for ``warm_start_steps`` (counted in the budget),
+    else starts from scratch.
     """
 
     # Battles
@@ -90,6 +94,9 @@ class MAPPOConfig:
     critic_hidden_sizes: list[int] = field(default_factory=lambda: [128, 128])
     log_std_init: float = -1.0
     v1_checkpoint: str | None = None
+    warm_start_doctrine: str | None = "disciplined"
+    warm_start_steps: int = 300_000
+    warm_start_epochs: int = 10
     seed: int = 42
     device: str = "cpu"
     torch_threads: int = 1
@@ -203,6 +210,8 @@ _VALIDATORS = {
     "max_grad_norm": lambda n, v: check_positive(n, v), "share_parameters": _boolean,
     "actor_hidden_sizes": _hidden_sizes, "critic_hidden_sizes": _hidden_sizes,
     "log_std_init": _finite, "v1_checkpoint": _optional_path,
+    "warm_start_doctrine": _doctrine, "warm_start_steps": _positive_int,
+    "warm_start_epochs": _positive_int,
     "seed": lambda n, v: check_int(n, v, minimum=0), "device": _device,
     "torch_threads": _positive_int,
     "checkpoint_dir": _text, "checkpoint_freq": _positive_int, "eval_freq": _positive_int,
@@ -228,8 +237,9 @@ YAML_KEYS: dict[str, str] = {
     **{name: f"training.{name}" for name in (
         "total_timesteps", "n_steps", "n_epochs", "batch_size", "learning_rate", "gamma",
         "gae_lambda", "clip_range", "vf_coef", "ent_coef", "max_grad_norm", "share_parameters",
-        "actor_hidden_sizes", "critic_hidden_sizes", "log_std_init", "v1_checkpoint", "seed",
-        "device", "torch_threads")},
+        "actor_hidden_sizes", "critic_hidden_sizes", "log_std_init", "v1_checkpoint",
+        "warm_start_doctrine", "warm_start_steps", "warm_start_epochs", "seed", "device",
+        "torch_threads")},
     **{name: f"eval.{name}" for name in (
         "checkpoint_dir", "checkpoint_freq", "eval_freq", "n_eval_episodes")},
     "curriculum": "curriculum.enabled", "curriculum_threshold": "curriculum.promote_threshold",

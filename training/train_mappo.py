@@ -62,6 +62,7 @@ from training.mappo_config import (  # noqa: E402
     check_mappo_field_names,
     mappo_config_from_nested,
 )
+from training.mappo_warm_start import warm_start_team  # noqa: E402
 from training.self_play import TeamOpponentPool, nash_exploitability_proxy  # noqa: E402
 from training.team_battles import (  # noqa: E402
     WIN,
@@ -431,6 +432,13 @@ def train_mappo(config: MAPPOConfig | None = None, *, resume: str | Path | None 
     sizes = scheduler.env_kwargs() if scheduler else dict(n_blue=config.n_blue,
                                                           n_red=config.n_red)
     battles = TrainingBattles(config, sizes["n_blue"], sizes["n_red"], rng)
+    if resume is None and config.v1_checkpoint is None and config.warm_start_doctrine:
+        # Demonstration steps count towards the budget, leaving at least one rollout.
+        steps = min(config.warm_start_steps, config.total_timesteps - rollout_steps)
+        if steps >= config.n_envs:
+            total_steps = warm_start_team(policy, battles, config.warm_start_doctrine, steps,
+                                          gamma=config.gamma, epochs=config.warm_start_epochs,
+                                          seed=config.seed)
     pool = registry = None
     if config.self_play:
         pool = TeamOpponentPool(config.self_play_pool_dir, config.self_play_pool_max_size)

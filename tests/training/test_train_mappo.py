@@ -38,7 +38,7 @@ def tiny(tmp_path, **changes):
                     n_eval_episodes=4, checkpoint_dir=str(tmp_path / "ck"),
                     log_dir=str(tmp_path / "logs"), elo_registry_path=str(tmp_path / "elo.json"),
                     self_play_pool_dir=str(tmp_path / "pool"), enable_wandb=False,
-                    progress_bar=False)
+                    progress_bar=False, warm_start_doctrine=None)
     settings.update(changes)
     return settings
 
@@ -187,18 +187,59 @@ def test_command_line_trains_and_resumes(tmp_path):
                  "training.n_steps=16", "training.batch_size=128", "training.n_epochs=1",
                  f"training.total_timesteps={ROLLOUT}", f"eval.checkpoint_freq={ROLLOUT}",
                  "eval.n_eval_episodes=2", "env.max_steps=40", "wandb.enabled=false",
-                 "logging.progress_bar=false", f"hydra.run.dir={tmp_path / 'hydra'}"]
+                 "training.warm_start_doctrine=null", "logging.progress_bar=false",
+                 f"hydra.run.dir={tmp_path / 'hydra'}"]
     script = ROOT / "training" / "train_mappo.py"
     done = subprocess.run([sys.executable, str(script), *overrides], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "ck" / "mappo_policy_final.pt").is_file()
-    again = subprocess.run([sys.executable, str(script), *overrides[:-6],
-                            f"training.total_timesteps={2 * ROLLOUT}", "resume.auto=true",
-                            *overrides[-5:]], cwd=tmp_path, capture_output=True, text=True,
-                           timeout=300)
+    budget = f"training.total_timesteps={ROLLOUT}"
+    again = subprocess.run([sys.executable, str(script),
+                            *[o for o in overrides if o != budget],
+                            f"training.total_timesteps={2 * ROLLOUT}", "resume.auto=true"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "Resuming from" in again.stdout
     assert load_checkpoint(tmp_path / "ck" / "mappo_policy_final.pt")["total_steps"] == \
         2 * ROLLOUT
     assert np.isfinite(load_checkpoint(tmp_path / "ck" / CHECKPOINT_NAME)["total_steps"])
+
+
+def test_wandb_offline_run_is_written(tmp_path):
+    result = train_mappo(**tiny(tmp_path, enable_wandb=True, wandb_project="mappo_test"))
+    runs = list((tmp_path / "logs" / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1
+    assert list(runs[0].glob("run-*.wandb"))
+    assert result.history[-1]["time/total_steps"] == 2 * ROLLOUT
+
+
+def test_doctrine_warm_start_teaches_the_actor_and_counts_in_the_budget(tmp_path):
+    import math
+
+    from envs.doctrine import DisciplinedCommander
+    from training.team_battles import make_team_battles
+
+    warm = train_mappo(**tiny(tmp_path / "warm", warm_start_doctrine="disciplined",
+                              warm_start_steps=8 * 400, total_timesteps=8 * 400 + ROLLOUT,
+                              n_epochs=1, eval_freq=10**6))
+    assert warm.total_steps == 8 * 400 + ROLLOUT
+    assert len(warm.history) == 1  # the demonstrations used the rest of the budget
+    torch.manual_seed(0)
+    fresh = MAPPOPolicy(**warm.policy.kwargs)
+    # Unseen battles: how close are the policies' orders to the doctrine's?
+    battles = make_team_battles(32, 2, 2)
+    battles.reset(np.arange(32), list(range(900, 932)), np.zeros(32, np.int64))
+    teacher = DisciplinedCommander(map_diagonal=math.hypot(1000, 1000))
+    errors = {"warm": [], "fresh": []}
+    for _ in range(60):
+        obs = battles.observation[:, :2].reshape(-1, OBS_DIM)
+        taught = np.asarray(teacher.predict(obs[:, :25])[0], np.float32)
+        for name, policy in (("warm", warm.policy), ("fresh", fresh)):
+            mean = policy.act(obs, deterministic=True)[0].numpy()
+            errors[name].append(((np.clip(mean, [-1, -1, 0], 1) - taught) ** 2).mean())
+        orders = np.zeros((32, 4, 3), np.float32)
+        orders[:, :2] = taught.reshape(32, 2, 3)
+        orders[:, 2:] = battles.scripted_actions(np.array([2, 3]), 5)
+        battles.step(orders)
+    assert np.mean(errors["warm"]) < 0.5 * np.mean(errors["fresh"]), errors
