@@ -97,9 +97,9 @@ def rollout_rate(n_battles: int, policy: MAPPOPolicy) -> float:
     battles = TrainingBattles(config, 2, 2, np.random.default_rng(0))
     returns, agent = np.zeros(n_battles, np.float32), np.zeros((n_battles, 2), np.float32)
 
-    def step() -> int:
-        collect(policy, battles, 8, config.gamma, returns, agent)
-        return 8 * n_battles
+    def step() -> int:  # one rollout of the training default's length
+        collect(policy, battles, config.n_steps, config.gamma, returns, agent)
+        return config.n_steps * n_battles
 
     return measure(step)
 
@@ -117,6 +117,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fresh", action="store_true",
                         help="also train 2v2 from scratch with the same budget")
     parser.add_argument("--out", type=Path, default=None, help="keep the runs' files here")
+    parser.add_argument("--throughput-only", action="store_true",
+                        help="measure the speeds and stop")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     out = args.out or Path(tempfile.mkdtemp(prefix="mappo_2v2_"))
@@ -128,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = [("MultiBattalionEnv (PettingZoo, one battle)", 1, single_env_rate())]
     rows += [("batched env, Blue orders given", n, batched_env_rate(n)) for n in (64, 256, 1024)]
     rows += [("batched rollout, MAPPO choosing Blue's orders", n, rollout_rate(n, policy))
-             for n in (256, 1024)]
+             for n in (256, 1024, 2048)]
     single = rows[0][2]
     print("| what | battles | env-steps/s | x single | x reference (2,500) |")
     print("|---|---:|---:|---:|---:|")
@@ -145,6 +147,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"| {n_blue}v{n_red} | {rate:,.0f} | {rate * (n_blue + n_red):,.0f} | "
               f"{rate / scaling[(2, 2)]:.2f} |")
 
+    if args.throughput_only:
+        return
     v1 = args.v1_checkpoint
     if v1 is None:
         from training.train import train

@@ -230,10 +230,11 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int, gamma: 
     batch, nb = battles.batch, battles.n_blue
     n_envs = battles.config.n_envs
     shape = (n_steps, n_envs, nb)
-    obs = torch.zeros(shape + (OBS_DIM,))
-    critic_state = torch.zeros(shape + (CRITIC_STATE_DIM,))
-    actions = torch.zeros(shape + (ACTION_DIM,))
-    log_probs, values = torch.zeros(shape), torch.zeros(shape)
+    # Every entry is written below, so the buffers need no zeroing.
+    obs = torch.empty(shape + (OBS_DIM,))
+    critic_state = torch.empty(shape + (CRITIC_STATE_DIM,))
+    actions = torch.empty(shape + (ACTION_DIM,))
+    log_probs, values = torch.empty(shape), torch.empty(shape)
     rewards, dones = np.zeros(shape, np.float32), np.zeros(shape, np.float32)
     valid = np.zeros(shape, bool)
     # Shared parameters: one actor for all; otherwise battalion i uses actor i.
@@ -244,7 +245,10 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int, gamma: 
     agent_returns: list[np.ndarray] = []
     for t in range(n_steps):
         obs[t] = torch.from_numpy(batch.observation[:, :nb])
-        critic_state[t] = torch.from_numpy(batch.critic_state[:, :nb])
+        # Blue's critic inputs: its observations, then Blue's global state (built here
+        # rather than for every unit of both sides).
+        critic_state[t, :, :, :OBS_DIM] = obs[t]
+        critic_state[t, :, :, OBS_DIM:] = torch.from_numpy(batch.global_state[BLUE])[:, None]
         valid[t] = batch.in_fight[:, :nb]
         sampled, log_prob = policy.act(obs[t].reshape(-1, OBS_DIM), agent_idx=agents)
         actions[t] = sampled.cpu().reshape(n_envs, nb, ACTION_DIM)
