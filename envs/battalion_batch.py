@@ -55,6 +55,23 @@ def check_curriculum_level(level: object, name: str = "curriculum_level") -> int
     return check_int(name, level, minimum=1, maximum=NUM_CURRICULUM_LEVELS)
 
 
+def check_battle_setup(config: BattleConfig, terrain: TerrainMap | None,
+                       reward_weights: RewardWeights | None) -> None:
+    """Raise ``TypeError``/``ValueError`` naming ``terrain`` or ``reward_weights`` unless
+    the terrain (if any) is a TerrainMap of the map's size and the weights are
+    RewardWeights or None."""
+    if terrain is not None and not isinstance(terrain, TerrainMap):
+        raise TypeError(f"terrain={terrain!r} is invalid: expected a TerrainMap or None")
+    if terrain is not None and (terrain.width, terrain.height) != (
+            config.map_width, config.map_height):
+        raise ValueError(
+            f"terrain covers {terrain.width} x {terrain.height} m but the map is "
+            f"{config.map_width} x {config.map_height} m: expected the same size")
+    if reward_weights is not None and not isinstance(reward_weights, RewardWeights):
+        raise TypeError(f"reward_weights={reward_weights!r} is invalid: expected a "
+                        "RewardWeights or None")
+
+
 @dataclass(frozen=True, eq=False)
 class DuelStep:
     """Result of stepping every battle of a batch once (arrays over battles)."""
@@ -113,16 +130,7 @@ class BattalionBatch:
                  randomize_terrain: bool, curriculum_level: int,
                  reward_weights: RewardWeights | None) -> None:
         self.n_battles = check_int("n_battles", n_battles, minimum=1)
-        if terrain is not None and not isinstance(terrain, TerrainMap):
-            raise TypeError(f"terrain={terrain!r} is invalid: expected a TerrainMap or None")
-        if terrain is not None and (terrain.width, terrain.height) != (
-                config.map_width, config.map_height):
-            raise ValueError(
-                f"terrain covers {terrain.width} x {terrain.height} m but the map is "
-                f"{config.map_width} x {config.map_height} m: expected the same size")
-        if reward_weights is not None and not isinstance(reward_weights, RewardWeights):
-            raise TypeError(f"reward_weights={reward_weights!r} is invalid: expected a "
-                            "RewardWeights or None")
+        check_battle_setup(config, terrain, reward_weights)
         self.config = config
         self.terrain = terrain
         self.randomize_terrain = bool(randomize_terrain) and terrain is None
@@ -259,4 +267,4 @@ class BattalionBatch:
 
 
 __all__ = ["BattalionBatch", "DuelStep", "INFO_STEP_KEYS", "RedPolicy", "OBS_DIM",
-           "check_red_policy", "check_curriculum_level"]
+           "check_battle_setup", "check_red_policy", "check_curriculum_level"]

@@ -26,6 +26,7 @@ from functools import cached_property
 
 import numpy as np
 
+from envs.battalion_batch import check_battle_setup
 from envs.episodes import EpisodeChains
 from envs.multi_observation import (
     ROTATE_SIGN,
@@ -105,16 +106,7 @@ class MultiBattalionBatch:
         self.n_blue = check_int("n_blue", n_blue, minimum=1)
         self.n_red = check_int("n_red", n_red, minimum=1)
         self.visibility_radius = check_positive("visibility_radius", visibility_radius)
-        if terrain is not None and not isinstance(terrain, TerrainMap):
-            raise TypeError(f"terrain={terrain!r} is invalid: expected a TerrainMap or None")
-        if terrain is not None and (terrain.width, terrain.height) != (
-                config.map_width, config.map_height):
-            raise ValueError(
-                f"terrain covers {terrain.width} x {terrain.height} m but the map is "
-                f"{config.map_width} x {config.map_height} m: expected the same size")
-        if reward_weights is not None and not isinstance(reward_weights, RewardWeights):
-            raise TypeError(f"reward_weights={reward_weights!r} is invalid: expected a "
-                            "RewardWeights or None")
+        check_battle_setup(config, terrain, reward_weights)
         self.config = config
         self.terrain = terrain
         self.randomize_terrain = bool(randomize_terrain) and terrain is None

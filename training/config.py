@@ -30,8 +30,40 @@ def _default_training_opponents() -> list[str]:
             "scripted_l4", "scripted_l5", "scripted_l5", "random"]
 
 
+class Settings:
+    """What the trainers' config dataclasses share: field names, validated copies, dicts."""
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def check_field_names(cls, names: Mapping[str, Any] | list[str]) -> None:
+        """Raise ``ValueError`` naming any key that is not a field."""
+        valid = cls.field_names()
+        unknown = sorted(set(names) - set(valid))
+        if unknown:
+            raise ValueError(f"unknown {cls.__name__} field(s) {unknown}: valid fields are "
+                             f"{', '.join(valid)}")
+
+    def replace(self, **changes: Any):
+        """A copy with ``changes`` applied (and validated); unknown names raise ``ValueError``."""
+        self.check_field_names(changes)
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def validate_fields(self, validators: Mapping[str, Callable[[str, Any], Any]]) -> None:
+        """Replace each field by its validator's result (which raises, naming the field)."""
+        for name, value in dataclasses.asdict(self).items():
+            validator = validators.get(name)
+            if validator is not None:
+                setattr(self, name, validator(name, value))
+
+
 @dataclass
-class TrainingConfig:
+class TrainingConfig(Settings):
     """Configuration for a single PPO training run on :class:`~envs.battalion_env.BattalionEnv`.
 
     All fields are optional; the defaults match ``configs/default.yaml``. Pass an
@@ -129,35 +161,17 @@ class TrainingConfig:
     progress_bar: bool = True
 
     def __post_init__(self) -> None:
-        for name, value in dataclasses.asdict(self).items():
-            validator = _VALIDATORS.get(name)
-            if validator is not None:
-                setattr(self, name, validator(name, value))
+        self.validate_fields(_VALIDATORS)
         if self.batch_size > self.n_steps * self.n_envs:
             raise ValueError(
                 f"batch_size={self.batch_size} is invalid: expected at most n_steps * n_envs "
                 f"= {self.n_steps * self.n_envs} (one rollout)")
 
-    @classmethod
-    def field_names(cls) -> list[str]:
-        return [f.name for f in dataclasses.fields(cls)]
-
-    def replace(self, **changes: Any) -> TrainingConfig:
-        """A copy with ``changes`` applied; unknown names raise ``ValueError``."""
-        check_field_names(changes)
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 def check_field_names(names: Mapping[str, Any] | list[str]) -> None:
     """Raise ``ValueError`` naming any key that is not a TrainingConfig field."""
-    valid = TrainingConfig.field_names()
-    unknown = sorted(set(names) - set(valid))
-    if unknown:
-        raise ValueError(f"unknown TrainingConfig field(s) {unknown}: valid fields are "
-                         f"{', '.join(valid)}")
+    TrainingConfig.check_field_names(names)
 
 
 # --- validation ----------------------------------------------------------------

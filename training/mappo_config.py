@@ -7,7 +7,6 @@ The dataclass is the single source of the defaults; ``configs/experiment_mappo_2
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +20,7 @@ from envs.sim.constants import (
 )
 from envs.sim.validation import check_int, check_non_negative, check_positive
 from training.config import (
+    Settings,
     _boolean,
     _device,
     _doctrine,
@@ -43,7 +43,7 @@ REWARD_COMPONENTS = ("delta_enemy_strength", "delta_own_strength", "survival_bon
 
 
 @dataclass
-class MAPPOConfig:
+class MAPPOConfig(Settings):
     """Configuration of a MAPPO run on :class:`~envs.multi_battalion_env.MultiBattalionEnv`
     battles (Blue learns; Red is scripted or, with self-play, a frozen snapshot).
 
@@ -132,24 +132,11 @@ class MAPPOConfig:
     verbose: int = 1
 
     def __post_init__(self) -> None:
-        for name, value in dataclasses.asdict(self).items():
-            setattr(self, name, _VALIDATORS[name](name, value))
+        self.validate_fields(_VALIDATORS)
         if self.batch_size > self.n_steps * self.n_envs * self.n_blue:
             raise ValueError(
                 f"batch_size={self.batch_size} is invalid: expected at most one rollout's "
                 f"samples, n_steps * n_envs * n_blue = {self.n_steps * self.n_envs * self.n_blue}")
-
-    @classmethod
-    def field_names(cls) -> list[str]:
-        return [f.name for f in dataclasses.fields(cls)]
-
-    def replace(self, **changes: Any) -> MAPPOConfig:
-        """A copy with ``changes`` applied; unknown names raise ``ValueError``."""
-        check_mappo_field_names(changes)
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
     def env_kwargs(self) -> dict[str, Any]:
         """The battle settings as :class:`~envs.multi_battalion_env.MultiBattalionEnv` kwargs."""
@@ -170,11 +157,7 @@ class MAPPOConfig:
 
 def check_mappo_field_names(names: Mapping[str, Any] | list[str]) -> None:
     """Raise ``ValueError`` naming any key that is not a MAPPOConfig field."""
-    valid = MAPPOConfig.field_names()
-    unknown = sorted(set(names) - set(valid))
-    if unknown:
-        raise ValueError(f"unknown MAPPOConfig field(s) {unknown}: valid fields are "
-                         f"{', '.join(valid)}")
+    MAPPOConfig.check_field_names(names)
 
 
 def _team_size(name: str, value: Any) -> int:
