@@ -24,7 +24,7 @@ from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
 from envs.observation import OBS_DIM as DUEL_OBS_DIM
 from envs.sim.validation import check_int, check_positive
 from models.mappo_policy import MAPPOPolicy
-from training.warm_start import make_doctrine
+from training.warm_start import discounted_returns, make_doctrine
 
 logger = logging.getLogger(__name__)
 
@@ -80,15 +80,8 @@ def collect_team_demonstrations(battles, teacher, n_steps: int,
         over = np.flatnonzero(result.battle_over)
         if len(over):
             batch.next_episode(over)
-    returns = np.zeros(shape, np.float32)
-    running = np.zeros(shape[1:], np.float32)
-    known = np.zeros(shape[1:], bool)  # a return is known once an episode end follows
-    keep = np.zeros(shape, bool)
-    for t in range(rounds - 1, -1, -1):
-        known |= dones[t]
-        running = rewards[t] + gamma * running * ~dones[t]
-        returns[t] = running
-        keep[t] = known & valid[t]
+    returns, known = discounted_returns(rewards, dones, gamma)
+    keep = known & valid
     agents = np.broadcast_to(np.arange(nb), shape)
     return TeamDemonstrations(observations[keep], critic_states[keep], actions[keep],
                               returns[keep], agents[keep]), rounds * n_envs

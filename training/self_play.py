@@ -48,7 +48,8 @@ logger = logging.getLogger(__name__)
 SNAPSHOT_PATTERN = re.compile(r"^snapshot_v(\d{6,})\.zip$")
 TEAM_SNAPSHOT_PATTERN = re.compile(r"^team_snapshot_v(\d{6,})\.pt$")
 
-__all__ = ["OpponentPool", "SelfPlayCallback", "TeamOpponentPool", "WinRateVsPoolCallback",
+__all__ = ["OpponentPool", "SelfPlayCallback", "SnapshotPool", "TeamOpponentPool",
+           "WinRateVsPoolCallback",
            "evaluate_team_vs_pool", "evaluate_vs_pool", "nash_exploitability_proxy",
            "pool_opponent_win_rates", "self_play_callbacks"]
 
@@ -57,7 +58,129 @@ def snapshot_name(version: int) -> str:
     return f"snapshot_v{version:06d}"
 
 
-class OpponentPool:
+class SnapshotPool:
+    """A folder of versioned snapshots: the newest ``max_size`` form the pool, and the
+    oldest is evicted (its file deleted) when a new one comes in.
+
+    Subclasses say how a snapshot is named (:attr:`pattern`, :meth:`file_name`),
+    written and read. On construction an existing folder is reloaded in version
+    order; a file there that is not a snapshot is reported (logged) and left
+    alone, and a kept snapshot that is not a readable archive raises
+    ``ValueError`` naming it (both formats are zip archives). Snapshots beyond
+    ``max_size`` are deleted on reload when :attr:`delete_excess_on_reload`, else
+    left on disk.
+
+    Args:
+        pool_dir: folder of the snapshots (created).
+        max_size: snapshots kept (>= 1).
+
+    Attributes:
+        pool_dir: the folder.
+        max_size: the capacity.
+    """
+
+    pattern: re.Pattern
+    kind = "pool"
+    delete_excess_on_reload = False
+
+    def __init__(self, pool_dir: str | Path, max_size: int = 10) -> None:
+        self.pool_dir = Path(pool_dir)
+        self.max_size = check_int("max_size", max_size, minimum=1)
+        self.pool_dir.mkdir(parents=True, exist_ok=True)
+        self._paths: list[Path] = self._scan()
+
+    @classmethod
+    def file_name(cls, version: int) -> str:
+        raise NotImplementedError
+
+    @classmethod
+    def version_of(cls, path: str | Path) -> int:
+        """The version in a snapshot's file name."""
+        match = cls.pattern.match(Path(path).name)
+        if match is None:
+            raise ValueError(f"{path} is not named like a {cls.kind} snapshot "
+                             f"({cls.file_name(1)})")
+        return int(match.group(1))
+
+    def _scan(self) -> list[Path]:
+        snapshots, foreign = [], []
+        for path in self.pool_dir.iterdir():
+            if self.pattern.match(path.name):
+                snapshots.append(path)
+            elif path.is_file() and not path.name.startswith("."):
+                foreign.append(path.name)
+        if foreign:
+            logger.warning("%s %s holds files that are not snapshots (left alone): %s",
+                           self.kind, self.pool_dir, ", ".join(sorted(foreign)))
+        snapshots.sort(key=self.version_of)
+        kept, excess = snapshots[-self.max_size:], snapshots[:-self.max_size]
+        for path in kept:
+            # Both formats are zip archives: a cheap check that catches truncated
+            # and foreign files without loading every snapshot.
+            if not zipfile.is_zipfile(path):
+                raise ValueError(f"{self.kind} snapshot {path} is not a readable archive "
+                                 "(corrupt or truncated): remove or restore it before using "
+                                 "the pool")
+        if excess and self.delete_excess_on_reload:
+            for path in excess:
+                path.unlink(missing_ok=True)
+                logger.info("evicted %s from the %s %s (more than max_size=%d snapshots)",
+                            path.name, self.kind, self.pool_dir, self.max_size)
+        elif excess:
+            logger.warning("%s %s holds %d snapshots; using the newest %d (older files are "
+                           "left on disk)", self.kind, self.pool_dir, len(snapshots),
+                           self.max_size)
+        return kept
+
+    @property
+    def size(self) -> int:
+        """Number of snapshots in the pool."""
+        return len(self._paths)
+
+    @property
+    def snapshot_paths(self) -> list[Path]:
+        """Snapshot paths, oldest first (a copy)."""
+        return list(self._paths)
+
+    @property
+    def latest_version(self) -> int:
+        """Highest snapshot version in the pool (0 when empty)."""
+        return self.version_of(self._paths[-1]) if self._paths else 0
+
+    def _add(self, version: int, write) -> Path:
+        """Write snapshot ``version`` with ``write(path) -> path``, then evict the oldest
+        beyond ``max_size``. Written first: if the process dies in between, the pool
+        has one snapshot too many (dealt with on the next reload), never one too few."""
+        version = check_int("version", version, minimum=1)
+        if self._paths and version <= self.latest_version:
+            raise ValueError(f"version={version} is invalid: expected a version above "
+                             f"{self.latest_version}, the newest in {self.pool_dir}")
+        path = write(self.pool_dir / self.file_name(version))
+        while len(self._paths) >= self.max_size:
+            oldest = self._paths.pop(0)
+            self._forget(oldest)
+            oldest.unlink(missing_ok=True)
+            logger.info("evicted %s from the %s", oldest.name, self.kind)
+        self._paths.append(path)
+        return path
+
+    def _forget(self, path: Path) -> None:
+        """Drop anything kept in memory for an evicted snapshot."""
+
+    def _member(self, path: str | Path) -> Path:
+        path = Path(path)
+        if path not in self._paths:
+            raise KeyError(f"{path} is not in the {self.kind} {self.pool_dir}")
+        return path
+
+    def _pick(self, rng: np.random.Generator | None) -> Path | None:
+        if not self._paths:
+            return None
+        rng = rng if rng is not None else np.random.default_rng()
+        return self._paths[int(rng.integers(len(self._paths)))]
+
+
+class OpponentPool(SnapshotPool):
     """Fixed-size pool of frozen PPO snapshots, oldest evicted first.
 
     Args:
@@ -74,47 +197,15 @@ class OpponentPool:
         max_size: the capacity.
     """
 
+    pattern = SNAPSHOT_PATTERN
+
     def __init__(self, pool_dir: str | Path, max_size: int = 10) -> None:
-        self.pool_dir = Path(pool_dir)
-        self.max_size = check_int("max_size", max_size, minimum=1)
-        self.pool_dir.mkdir(parents=True, exist_ok=True)
-        self._paths: list[Path] = self._scan()
+        super().__init__(pool_dir, max_size)
         self._loaded: OrderedDict[Path, PPO] = OrderedDict()
 
-    def _scan(self) -> list[Path]:
-        snapshots, foreign = [], []
-        for path in self.pool_dir.iterdir():
-            if SNAPSHOT_PATTERN.match(path.name):
-                snapshots.append(path)
-            elif path.is_file() and not path.name.startswith("."):
-                foreign.append(path.name)
-        if foreign:
-            logger.warning("pool %s holds files that are not snapshots (left alone): %s",
-                           self.pool_dir, ", ".join(sorted(foreign)))
-        snapshots.sort(key=version_of)
-        for path in snapshots:
-            if not zipfile.is_zipfile(path):
-                raise ValueError(f"pool snapshot {path} is not a readable archive (corrupt "
-                                 "or truncated): remove or restore it before using the pool")
-        if len(snapshots) > self.max_size:
-            logger.warning("pool %s holds %d snapshots; using the newest %d (older files are "
-                           "left on disk)", self.pool_dir, len(snapshots), self.max_size)
-        return snapshots[-self.max_size:]
-
-    @property
-    def size(self) -> int:
-        """Number of snapshots in the pool."""
-        return len(self._paths)
-
-    @property
-    def snapshot_paths(self) -> list[Path]:
-        """Snapshot paths, oldest first (a copy)."""
-        return list(self._paths)
-
-    @property
-    def latest_version(self) -> int:
-        """Highest snapshot version in the pool (0 when empty)."""
-        return version_of(self._paths[-1]) if self._paths else 0
+    @classmethod
+    def file_name(cls, version: int) -> str:
+        return snapshot_name(version) + ".zip"
 
     def add(self, model: PPO, version: int) -> Path:
         """Save ``model`` as snapshot ``version`` and add it, evicting the oldest if full.
@@ -122,23 +213,14 @@ class OpponentPool:
         Raises:
             ValueError: if ``version`` is not above every version in the pool.
         """
-        version = check_int("version", version, minimum=1)
-        if self._paths and version <= self.latest_version:
-            raise ValueError(f"version={version} is invalid: expected a version above "
-                             f"{self.latest_version}, the newest in {self.pool_dir}")
-        path = save_ppo(model, self.pool_dir / snapshot_name(version))
-        while len(self._paths) >= self.max_size:
-            oldest = self._paths.pop(0)
-            self._loaded.pop(oldest, None)
-            oldest.unlink(missing_ok=True)
-            logger.info("evicted %s from the pool", oldest.name)
-        self._paths.append(path)
-        return path
+        return self._add(version, lambda path: save_ppo(model, path))
+
+    def _forget(self, path: Path) -> None:
+        self._loaded.pop(path, None)
 
     def load(self, path: Path) -> PPO:
         """The model of snapshot ``path`` (loaded once, then kept while in the pool)."""
-        if path not in self._paths:
-            raise KeyError(f"{path} is not in the pool {self.pool_dir}")
+        path = self._member(path)
         model = self._loaded.get(path)
         if model is None:
             model = load_ppo(path, device="cpu")
@@ -147,10 +229,8 @@ class OpponentPool:
 
     def sample(self, rng: np.random.Generator | None = None) -> PPO | None:
         """A uniformly chosen snapshot, loaded; None if the pool is empty."""
-        if not self._paths:
-            return None
-        rng = rng if rng is not None else np.random.default_rng()
-        return self.load(self._paths[int(rng.integers(len(self._paths)))])
+        path = self._pick(rng)
+        return None if path is None else self.load(path)
 
     def sample_latest(self) -> PPO | None:
         """The newest snapshot, loaded; None if the pool is empty."""
@@ -165,10 +245,8 @@ class OpponentPool:
 
 
 def version_of(path: Path) -> int:
-    match = SNAPSHOT_PATTERN.match(Path(path).name)
-    if match is None:
-        raise ValueError(f"{path} is not named like a snapshot (snapshot_v000001.zip)")
-    return int(match.group(1))
+    """The version in a PPO snapshot's file name."""
+    return OpponentPool.version_of(path)
 
 
 class _ActingAs:
@@ -387,13 +465,10 @@ def team_snapshot_name(version: int) -> str:
 
 def team_version_of(path: Path) -> int:
     """The version in a team snapshot's file name."""
-    match = TEAM_SNAPSHOT_PATTERN.match(Path(path).name)
-    if match is None:
-        raise ValueError(f"{path} is not named like a team snapshot (team_snapshot_v000001.pt)")
-    return int(match.group(1))
+    return TeamOpponentPool.version_of(path)
 
 
-class TeamOpponentPool:
+class TeamOpponentPool(SnapshotPool):
     """Fixed-size pool of frozen MAPPO team snapshots, oldest evicted first.
 
     Each snapshot is a :func:`models.mappo_policy.save_policy` file
@@ -425,51 +500,13 @@ class TeamOpponentPool:
         max_size: the capacity.
     """
 
-    def __init__(self, pool_dir: str | Path, max_size: int = 10) -> None:
-        self.pool_dir = Path(pool_dir)
-        self.max_size = check_int("max_size", max_size, minimum=1)
-        self.pool_dir.mkdir(parents=True, exist_ok=True)
-        self._paths: list[Path] = self._scan()
+    pattern = TEAM_SNAPSHOT_PATTERN
+    kind = "team pool"
+    delete_excess_on_reload = True
 
-    def _scan(self) -> list[Path]:
-        snapshots, foreign = [], []
-        for path in self.pool_dir.iterdir():
-            if TEAM_SNAPSHOT_PATTERN.match(path.name):
-                snapshots.append(path)
-            elif path.is_file() and not path.name.startswith("."):
-                foreign.append(path.name)
-        if foreign:
-            logger.warning("team pool %s holds files that are not team snapshots (left "
-                           "alone): %s", self.pool_dir, ", ".join(sorted(foreign)))
-        snapshots.sort(key=team_version_of)
-        kept, excess = snapshots[-self.max_size:], snapshots[:-self.max_size]
-        for path in kept:
-            # torch.save writes a zip archive: a cheap check that catches
-            # truncated and foreign files without loading every snapshot.
-            if not zipfile.is_zipfile(path):
-                raise ValueError(f"team pool snapshot {path} is not a readable torch file "
-                                 "(corrupt or truncated): remove or restore it before using "
-                                 "the pool")
-        for path in excess:
-            path.unlink(missing_ok=True)
-            logger.info("evicted %s from the team pool %s (more than max_size=%d snapshots)",
-                        path.name, self.pool_dir, self.max_size)
-        return kept
-
-    @property
-    def size(self) -> int:
-        """Number of snapshots in the pool."""
-        return len(self._paths)
-
-    @property
-    def snapshot_paths(self) -> list[Path]:
-        """Snapshot paths, oldest first (a copy)."""
-        return list(self._paths)
-
-    @property
-    def latest_version(self) -> int:
-        """Highest snapshot version in the pool (0 when empty)."""
-        return team_version_of(self._paths[-1]) if self._paths else 0
+    @classmethod
+    def file_name(cls, version: int) -> str:
+        return team_snapshot_name(version)
 
     def add(self, policy: MAPPOPolicy, version: int) -> Path:
         """Save ``policy`` as snapshot ``version``, then evict the oldest beyond ``max_size``.
@@ -488,19 +525,7 @@ class TeamOpponentPool:
         if not isinstance(policy, MAPPOPolicy):
             raise TypeError(f"policy={type(policy).__name__} is invalid: expected a "
                             "MAPPOPolicy")
-        version = check_int("version", version, minimum=1)
-        if self._paths and version <= self.latest_version:
-            raise ValueError(f"version={version} is invalid: expected a version above "
-                             f"{self.latest_version}, the newest in {self.pool_dir}")
-        # Written first: if the process dies here the pool has one snapshot too
-        # many (evicted on the next reload), never one too few.
-        path = save_policy(policy, self.pool_dir / team_snapshot_name(version), version=version)
-        while len(self._paths) >= self.max_size:
-            oldest = self._paths.pop(0)
-            oldest.unlink(missing_ok=True)
-            logger.info("evicted %s from the team pool", oldest.name)
-        self._paths.append(path)
-        return path
+        return self._add(version, lambda path: save_policy(policy, path, version=version))
 
     def load(self, path: str | Path, device: str | None = None) -> MAPPOPolicy:
         """The policy of snapshot ``path`` (a fresh copy, in eval mode).
@@ -510,10 +535,7 @@ class TeamOpponentPool:
             FileNotFoundError: if its file has disappeared.
             ValueError: if the file is not a readable MAPPO policy (the message names it).
         """
-        path = Path(path)
-        if path not in self._paths:
-            raise KeyError(f"{path} is not in the team pool {self.pool_dir}")
-        return load_policy(path, device=device)
+        return load_policy(self._member(path), device=device)
 
     def sample(self, rng: np.random.Generator | None = None,
                device: str | None = None) -> MAPPOPolicy | None:
@@ -522,10 +544,8 @@ class TeamOpponentPool:
         Raises:
             ValueError: if the chosen snapshot is corrupt (the message names it).
         """
-        if not self._paths:
-            return None
-        rng = rng if rng is not None else np.random.default_rng()
-        return self.load(self._paths[int(rng.integers(len(self._paths)))], device=device)
+        path = self._pick(rng)
+        return None if path is None else self.load(path, device=device)
 
     def sample_latest(self, device: str | None = None) -> MAPPOPolicy | None:
         """The newest snapshot, loaded; None if the pool is empty."""

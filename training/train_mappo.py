@@ -443,7 +443,7 @@ def train_mappo(config: MAPPOConfig | None = None, *, resume: str | Path | None 
             total_steps = warm_start_team(policy, battles, config.warm_start_doctrine, steps,
                                           gamma=config.gamma, epochs=config.warm_start_epochs,
                                           seed=config.seed)
-    pool = registry = None
+    pool = None
     if config.self_play:
         pool = TeamOpponentPool(config.self_play_pool_dir, config.self_play_pool_max_size)
         self_play_version = max(self_play_version, pool.latest_version)

@@ -65,17 +65,28 @@ def collect_demonstrations(env, teacher, n_steps: int, gamma: float) -> Demonstr
         obs, reward, done, _ = env.step(action)
         rewards.append(reward)
         dones.append(done)
-    rewards_a, dones_a = np.array(rewards, np.float32), np.array(dones)
-    returns = np.zeros_like(rewards_a)
-    running = np.zeros(env.num_envs, np.float32)
-    known = np.zeros(env.num_envs, bool)  # a return is known once an episode end follows
-    keep = np.zeros_like(dones_a)
-    for t in range(rounds - 1, -1, -1):
-        known |= dones_a[t]
-        running = rewards_a[t] + gamma * running * ~dones_a[t]
-        returns[t] = running
-        keep[t] = known
+    returns, keep = discounted_returns(np.array(rewards, np.float32), np.array(dones), gamma)
     return Demonstrations(np.array(observations)[keep], np.array(actions)[keep], returns[keep])
+
+
+def discounted_returns(rewards: np.ndarray, dones: np.ndarray,
+                       gamma: float) -> tuple[np.ndarray, np.ndarray]:
+    """Returns discounted within episodes, over the first (time) axis of (T, ...) arrays.
+
+    Returns:
+        ``(returns, known)``: a step's return is known once an episode end follows
+        it in the recording; the others are cut short and should not be used.
+    """
+    returns = np.zeros_like(rewards)
+    running = np.zeros(rewards.shape[1:], np.float32)
+    seen_end = np.zeros(rewards.shape[1:], bool)
+    known = np.zeros(rewards.shape, bool)
+    for t in range(len(rewards) - 1, -1, -1):
+        seen_end |= dones[t]
+        running = rewards[t] + gamma * running * ~dones[t]
+        returns[t] = running
+        known[t] = seen_end
+    return returns, known
 
 
 def behaviour_clone(model: PPO, demonstrations: Demonstrations, *, epochs: int = 10,
