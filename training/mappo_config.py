@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from envs.reward import RewardWeights
 from envs.sim.constants import (
     HILL_SPEED_FACTOR,
     MAP_HEIGHT,
@@ -21,6 +22,7 @@ from envs.sim.constants import (
 from envs.sim.validation import check_int, check_non_negative, check_positive
 from training.config import (
     Settings,
+    TrainingConfig,
     _boolean,
     _device,
     _doctrine,
@@ -36,6 +38,9 @@ from training.config import (
     fields_from_nested,
 )
 from training.curriculum_scheduler import STAGE_LABELS
+
+_DUEL = TrainingConfig
+"""The duel's training config: where the defaults both trainers share live."""
 
 REWARD_COMPONENTS = ("delta_enemy_strength", "delta_own_strength", "survival_bonus",
                      "win_bonus", "loss_penalty", "time_penalty", "enemy_routed_bonus",
@@ -66,40 +71,40 @@ class MAPPOConfig(Settings):
     hill_speed_factor: float = HILL_SPEED_FACTOR
     visibility_radius: float = VISIBILITY_RADIUS
     red_level: int = 5
-    # Team reward (envs.reward.RewardWeights)
-    reward_delta_enemy_strength: float = 5.0
-    reward_delta_own_strength: float = 5.0
-    reward_survival_bonus: float = 0.0
-    reward_win_bonus: float = 10.0
-    reward_loss_penalty: float = -10.0
-    reward_time_penalty: float = -0.01
-    reward_enemy_routed_bonus: float = 0.0
-    reward_own_routing_penalty: float = 0.0
-    reward_approach: float = 5.0
-    reward_fire_cost: float = 0.0
-    # MAPPO
+    # Team reward (envs.reward.RewardWeights): the duel's training defaults, one source
+    reward_delta_enemy_strength: float = _DUEL.reward_delta_enemy_strength
+    reward_delta_own_strength: float = _DUEL.reward_delta_own_strength
+    reward_survival_bonus: float = _DUEL.reward_survival_bonus
+    reward_win_bonus: float = _DUEL.reward_win_bonus
+    reward_loss_penalty: float = _DUEL.reward_loss_penalty
+    reward_time_penalty: float = _DUEL.reward_time_penalty
+    reward_enemy_routed_bonus: float = RewardWeights.enemy_routed_bonus
+    reward_own_routing_penalty: float = RewardWeights.own_routing_penalty
+    reward_approach: float = _DUEL.reward_approach
+    reward_fire_cost: float = _DUEL.reward_fire_cost
+    # MAPPO (the PPO constants are the duel's)
     total_timesteps: int = 2_000_000
     n_steps: int = 64
     n_epochs: int = 5
     batch_size: int = 4096
-    learning_rate: float = 3e-4
-    gamma: float = 0.995
-    gae_lambda: float = 0.95
-    clip_range: float = 0.2
-    vf_coef: float = 0.5
-    ent_coef: float = 0.0
-    max_grad_norm: float = 0.5
+    learning_rate: float = _DUEL.learning_rate
+    gamma: float = _DUEL.gamma
+    gae_lambda: float = _DUEL.gae_lambda
+    clip_range: float = _DUEL.clip_range
+    vf_coef: float = _DUEL.vf_coef
+    ent_coef: float = _DUEL.ent_coef
+    max_grad_norm: float = _DUEL.max_grad_norm
     share_parameters: bool = True
     actor_hidden_sizes: list[int] = field(default_factory=lambda: [128, 128])
     critic_hidden_sizes: list[int] = field(default_factory=lambda: [128, 128])
     log_std_init: float = -1.0
     v1_checkpoint: str | None = None
-    warm_start_doctrine: str | None = "disciplined"
-    warm_start_steps: int = 300_000
-    warm_start_epochs: int = 10
+    warm_start_doctrine: str | None = _DUEL.warm_start_doctrine
+    warm_start_steps: int = _DUEL.warm_start_steps
+    warm_start_epochs: int = _DUEL.warm_start_epochs
     seed: int = 42
     device: str = "cpu"
-    torch_threads: int = 1
+    torch_threads: int = _DUEL.torch_threads
     # Evaluation and checkpoints
     checkpoint_dir: str = "checkpoints/mappo_2v2"
     checkpoint_freq: int = 100_000
@@ -148,9 +153,8 @@ class MAPPOConfig(Settings):
             "map_width", "map_height", "max_steps", "randomize_terrain", "hill_speed_factor",
             "visibility_radius")}
 
-    def reward_weights(self):
-        from envs.reward import RewardWeights
-
+    def reward_weights(self) -> RewardWeights:
+        """The team reward's weights."""
         return RewardWeights(**{name: getattr(self, f"reward_{name}")
                                 for name in REWARD_COMPONENTS})
 
