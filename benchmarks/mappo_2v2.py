@@ -40,6 +40,7 @@ from training.train_mappo import TrainingBattles, collect, train_mappo
 REFERENCE_STEPS_PER_SECOND = 2_500
 EVAL_SEED = 500_000
 RED_LEVEL = 5
+ROLLOUT_LENGTH = 64  # steps per battle in the rollout-rate rows, as the 128-battle default
 
 
 def measure(step, seconds: float = 2.0) -> float:
@@ -93,13 +94,13 @@ def batched_env_rate(n_battles: int, n_blue: int = 2, n_red: int = 2) -> float:
 
 
 def rollout_rate(n_battles: int, policy: MAPPOPolicy) -> float:
-    config = MAPPOConfig(n_envs=n_battles, enable_wandb=False)
+    config = MAPPOConfig(n_envs=n_battles, n_steps=ROLLOUT_LENGTH, enable_wandb=False)
     battles = TrainingBattles(config, 2, 2, np.random.default_rng(0))
     returns, agent = np.zeros(n_battles, np.float32), np.zeros((n_battles, 2), np.float32)
 
-    def step() -> int:  # one rollout of the training default's length
-        collect(policy, battles, config.n_steps, config.gamma, returns, agent)
-        return config.n_steps * n_battles
+    def step() -> int:
+        collect(policy, battles, ROLLOUT_LENGTH, config.gamma, returns, agent)
+        return ROLLOUT_LENGTH * n_battles
 
     return measure(step)
 

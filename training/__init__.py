@@ -1,16 +1,26 @@
 """Training: algorithms and bookkeeping on top of the environments.
 
 The stable API is importable from here, e.g. ``from training import train,
-TrainingConfig``. Names load on first use, so ``import training.league`` and
-other light modules do not pay for torch.
+TrainingConfig``, and from the module that documents each name (``from
+training.train import train``). :data:`_EXPORTS` is the one list of these
+names. They load on first use, so ``import training.league`` and other light
+modules do not pay for torch.
+
+``training.train`` and ``training.evaluate`` are both a module and the function
+of the same name in it; as an attribute of this package the name is always the
+function, whichever was imported first (as an eager ``from training.train import
+train`` here would make it). Reach the modules' other names with ``from
+training.train import TrainingConfig`` or ``importlib.import_module``.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+import sys
+import types
 
 _EXPORTS = {
+    # training API
     "train": "training.train",
     "TrainingConfig": "training.config",
     "WandbCallback": "training.callbacks",
@@ -18,73 +28,67 @@ _EXPORTS = {
     "EloEvalCallback": "training.callbacks",
     "ManifestCheckpointCallback": "training.callbacks",
     "ManifestEvalCallback": "training.callbacks",
+    # evaluation
     "EvaluationResult": "training.evaluate",
     "evaluate": "training.evaluate",
     "evaluate_detailed": "training.evaluate",
     "run_episodes_with_model": "training.evaluate",
+    # self-play
+    "OpponentPool": "training.self_play",
+    "SelfPlayCallback": "training.self_play",
+    "WinRateVsPoolCallback": "training.self_play",
+    "evaluate_vs_pool": "training.self_play",
+    "TeamOpponentPool": "training.self_play",
+    "evaluate_team_vs_pool": "training.self_play",
+    "nash_exploitability_proxy": "training.self_play",
+    # curriculum
+    "CurriculumScheduler": "training.curriculum_scheduler",
+    "CurriculumStage": "training.curriculum_scheduler",
+    "STAGE_ENV_KWARGS": "training.curriculum_scheduler",
+    "load_v1_weights_into_mappo": "training.curriculum_scheduler",
+    # Elo
     "EloRegistry": "training.elo",
     "TeamEloRegistry": "training.elo",
     "DEFAULT_RATING": "training.elo",
     "BASELINE_RATINGS": "training.elo",
     "TEAM_BASELINE_RATINGS": "training.elo",
+    # artifacts
     "CheckpointManifest": "training.artifacts",
     "checkpoint_name_prefix": "training.artifacts",
     "checkpoint_final_stem": "training.artifacts",
     "checkpoint_best_filename": "training.artifacts",
     "parse_step_from_checkpoint_name": "training.artifacts",
-    "TeamOpponentPool": "training.self_play",
-    "CurriculumScheduler": "training.curriculum_scheduler",
-    "CurriculumStage": "training.curriculum_scheduler",
-    "STAGE_ENV_KWARGS": "training.curriculum_scheduler",
-    "load_v1_weights_into_mappo": "training.curriculum_scheduler",
 }
+"""Every public name of the package and the module that defines it."""
 
 __all__ = sorted(_EXPORTS)
-
-if TYPE_CHECKING:
-    from training.artifacts import (  # noqa: F401
-        CheckpointManifest,
-        checkpoint_best_filename,
-        checkpoint_final_stem,
-        checkpoint_name_prefix,
-        parse_step_from_checkpoint_name,
-    )
-    from training.callbacks import (  # noqa: F401
-        EloEvalCallback,
-        ManifestCheckpointCallback,
-        ManifestEvalCallback,
-        RewardBreakdownCallback,
-        WandbCallback,
-    )
-    from training.config import TrainingConfig  # noqa: F401
-    from training.curriculum_scheduler import (  # noqa: F401
-        STAGE_ENV_KWARGS,
-        CurriculumScheduler,
-        CurriculumStage,
-        load_v1_weights_into_mappo,
-    )
-    from training.elo import (  # noqa: F401
-        BASELINE_RATINGS,
-        DEFAULT_RATING,
-        TEAM_BASELINE_RATINGS,
-        EloRegistry,
-        TeamEloRegistry,
-    )
-    from training.evaluate import (  # noqa: F401
-        EvaluationResult,
-        evaluate,
-        evaluate_detailed,
-        run_episodes_with_model,
-    )
-    from training.self_play import TeamOpponentPool  # noqa: F401
-    from training.train import train  # noqa: F401
 
 
 def __getattr__(name: str):
     if name in _EXPORTS:
         value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        # Importing training.train binds the submodule to the name "train";
-        # the package's public "train" is the function, so bind it last.
         globals()[name] = value
         return value
     raise AttributeError(f"module 'training' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+class _Package(types.ModuleType):
+    """The package module: a submodule named like an exported function binds the function.
+
+    The import system binds ``training.train`` (the submodule) as the package's
+    attribute ``train`` once the submodule has run, which would hide the function
+    ``train`` from ``from training import train``. The function wins instead.
+    """
+
+    def __setattr__(self, name: str, value) -> None:
+        if (isinstance(value, types.ModuleType) and _EXPORTS.get(name) == value.__name__
+                and hasattr(value, name)):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -61,6 +61,29 @@ class Settings:
             if validator is not None:
                 setattr(self, name, validator(name, value))
 
+    # The rollout rule, for configs with n_envs, n_steps, rollout_steps,
+    # batch_size, n_minibatches and total_timesteps (docs/training.md, "Rollout size").
+
+    def rollout_n_steps(self) -> int:
+        """Steps of every battle per rollout.
+
+        ``n_steps`` when set; otherwise ``rollout_steps`` spread over ``n_envs``
+        (rounded up), so a rollout holds the same number of env-steps whatever
+        ``n_envs`` is, and no more than ``total_timesteps`` allows.
+        """
+        if self.n_steps is not None:
+            return self.n_steps
+        spread = -(-self.rollout_steps // self.n_envs)
+        fits = self.total_timesteps // self.n_envs
+        return max(min(spread, fits), -(-2 // self.n_envs))  # PPO needs two samples
+
+    def minibatch_size(self, samples: int) -> int:
+        """Samples per minibatch for a rollout of ``samples``: ``batch_size`` when
+        set, otherwise an ``n_minibatches``-th of the rollout (rounded up)."""
+        if self.batch_size is not None:
+            return self.batch_size
+        return max(2, -(-samples // self.n_minibatches))
+
 
 @dataclass
 class TrainingConfig(Settings):
@@ -85,8 +108,12 @@ class TrainingConfig(Settings):
     # PPO
     total_timesteps: int = 1_000_000
     learning_rate: float = 3e-4
-    n_steps: int = 128
-    batch_size: int = 2048
+    # A rollout holds rollout_steps env-steps whatever n_envs is and is split into
+    # n_minibatches; n_steps (per battle) or batch_size, when set, fix those instead.
+    n_steps: int | None = None
+    rollout_steps: int = 8192
+    batch_size: int | None = None
+    n_minibatches: int = 4
     n_epochs: int = 10
     gamma: float = 0.995
     gae_lambda: float = 0.95
@@ -162,11 +189,11 @@ class TrainingConfig(Settings):
 
     def __post_init__(self) -> None:
         self.validate_fields(_VALIDATORS)
-        if self.batch_size > self.n_steps * self.n_envs:
+        rollout = self.rollout_n_steps() * self.n_envs
+        if self.batch_size is not None and self.batch_size > rollout:
             raise ValueError(
                 f"batch_size={self.batch_size} is invalid: expected at most n_steps * n_envs "
-                f"= {self.n_steps * self.n_envs} (one rollout)")
-
+                f"= {rollout} (one rollout)")
 
 
 def check_field_names(names: Mapping[str, Any] | list[str]) -> None:
@@ -178,6 +205,15 @@ def check_field_names(names: Mapping[str, Any] | list[str]) -> None:
 
 def _positive_int(name: str, value: Any) -> int:
     return check_int(name, value, minimum=1)
+
+
+def _optional_positive_int(name: str, value: Any) -> int | None:
+    return None if value is None else _positive_int(name, value)
+
+
+def _optional_minibatch(name: str, value: Any) -> int | None:
+    # PPO normalises advantages over a minibatch: one sample has no spread.
+    return None if value is None else check_int(name, value, minimum=2)
 
 
 def _non_negative_int(name: str, value: Any) -> int:
@@ -261,7 +297,9 @@ def _curriculum(name: str, value: Any) -> int:
 
 _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "total_timesteps": _positive_int, "learning_rate": _learning_rate,
-    "n_steps": _positive_int, "batch_size": _positive_int, "n_epochs": _positive_int,
+    "n_steps": _optional_positive_int, "rollout_steps": _positive_int,
+    "batch_size": _optional_minibatch, "n_minibatches": _positive_int,
+    "n_epochs": _positive_int,
     "gamma": _open_unit_interval, "gae_lambda": _unit_interval,
     "clip_range": _open_unit_interval, "ent_coef": lambda n, v: check_non_negative(n, v),
     "vf_coef": lambda n, v: check_non_negative(n, v),
@@ -295,7 +333,8 @@ _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
 
 YAML_KEYS: dict[str, str] = {
     **{name: f"training.{name}" for name in (
-        "total_timesteps", "learning_rate", "n_steps", "batch_size", "n_epochs", "gamma",
+        "total_timesteps", "learning_rate", "n_steps", "rollout_steps", "batch_size",
+        "n_minibatches", "n_epochs", "gamma",
         "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "seed", "device",
         "torch_threads", "policy_hidden_sizes", "policy_log_std_init", "warm_start_doctrine",
         "warm_start_steps", "warm_start_epochs")},

@@ -30,6 +30,7 @@ from training.config import (
     _hidden_sizes,
     _learning_rate,
     _open_unit_interval,
+    _optional_positive_int,
     _optional_text,
     _positive_int,
     _text,
@@ -82,11 +83,14 @@ class MAPPOConfig(Settings):
     reward_own_routing_penalty: float = RewardWeights.own_routing_penalty
     reward_approach: float = _DUEL.reward_approach
     reward_fire_cost: float = _DUEL.reward_fire_cost
-    # MAPPO (the PPO constants are the duel's)
+    # MAPPO (the PPO constants and the rollout rule are the duel's; samples are
+    # battalion-steps, so a minibatch is an n_minibatches-th of Blue's samples)
     total_timesteps: int = 2_000_000
-    n_steps: int = 64
+    n_steps: int | None = None
+    rollout_steps: int = _DUEL.rollout_steps
     n_epochs: int = 5
-    batch_size: int = 4096
+    batch_size: int | None = None
+    n_minibatches: int = _DUEL.n_minibatches
     learning_rate: float = _DUEL.learning_rate
     gamma: float = _DUEL.gamma
     gae_lambda: float = _DUEL.gae_lambda
@@ -138,10 +142,11 @@ class MAPPOConfig(Settings):
 
     def __post_init__(self) -> None:
         self.validate_fields(_VALIDATORS)
-        if self.batch_size > self.n_steps * self.n_envs * self.n_blue:
+        samples = self.rollout_n_steps() * self.n_envs * self.n_blue
+        if self.batch_size is not None and self.batch_size > samples:
             raise ValueError(
                 f"batch_size={self.batch_size} is invalid: expected at most one rollout's "
-                f"samples, n_steps * n_envs * n_blue = {self.n_steps * self.n_envs * self.n_blue}")
+                f"samples, n_steps * n_envs * n_blue = {samples}")
 
     def env_kwargs(self) -> dict[str, Any]:
         """The battle settings as :class:`~envs.multi_battalion_env.MultiBattalionEnv` kwargs."""
@@ -189,8 +194,10 @@ _VALIDATORS = {
     "visibility_radius": lambda n, v: check_positive(n, v),
     "red_level": lambda n, v: check_int(n, v, minimum=1, maximum=5),
     **{f"reward_{name}": _finite for name in REWARD_COMPONENTS},
-    "total_timesteps": _positive_int, "n_steps": _positive_int, "n_epochs": _positive_int,
-    "batch_size": _positive_int, "learning_rate": _learning_rate,
+    "total_timesteps": _positive_int, "n_steps": _optional_positive_int,
+    "rollout_steps": _positive_int, "n_epochs": _positive_int,
+    "batch_size": _optional_positive_int, "n_minibatches": _positive_int,
+    "learning_rate": _learning_rate,
     "gamma": _open_unit_interval, "gae_lambda": _unit_interval,
     "clip_range": _open_unit_interval, "vf_coef": lambda n, v: check_non_negative(n, v),
     "ent_coef": lambda n, v: check_non_negative(n, v),
@@ -222,7 +229,8 @@ YAML_KEYS: dict[str, str] = {
         "hill_speed_factor", "visibility_radius", "red_level")},
     **{f"reward_{name}": f"reward.{name}" for name in REWARD_COMPONENTS},
     **{name: f"training.{name}" for name in (
-        "total_timesteps", "n_steps", "n_epochs", "batch_size", "learning_rate", "gamma",
+        "total_timesteps", "n_steps", "rollout_steps", "n_epochs", "batch_size",
+        "n_minibatches", "learning_rate", "gamma",
         "gae_lambda", "clip_range", "vf_coef", "ent_coef", "max_grad_norm", "share_parameters",
         "actor_hidden_sizes", "critic_hidden_sizes", "log_std_init", "v1_checkpoint",
         "warm_start_doctrine", "warm_start_steps", "warm_start_epochs", "seed", "device",

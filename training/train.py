@@ -78,11 +78,11 @@ def train(config: TrainingConfig | None = None, *,
         extra_callbacks: more SB3 callbacks to run alongside the built-in ones.
         resume: a checkpoint (``.zip`` optional) to continue from: the step
             counter goes on from the checkpoint's.
+        **override_kwargs: TrainingConfig fields to override.
 
     Training stops at the last whole rollout (``n_steps * n_envs`` steps) that
     fits in ``total_timesteps``, warm-start demonstrations included, so a run
     never exceeds its budget.
-        **override_kwargs: TrainingConfig fields to override.
 
     Returns:
         The trained model. Periodic, best and final checkpoints and the manifest
@@ -137,7 +137,7 @@ def train(config: TrainingConfig | None = None, *,
     callbacks += list(extra_callbacks or [])
 
     # PPO learns in whole rollouts; stop at the last one that fits the budget.
-    rollout = config.n_steps * config.n_envs
+    rollout = config.rollout_n_steps() * config.n_envs
     remaining = max(0, config.total_timesteps - model.num_timesteps) // rollout * rollout
     if remaining:
         model.learn(total_timesteps=remaining, callback=CallbackList(callbacks),
@@ -159,9 +159,11 @@ def _resolve_config(config: TrainingConfig | None, overrides: dict[str, Any]) ->
 
 
 def _new_model(config: TrainingConfig, env: VecMonitor) -> PPO:
+    n_steps = config.rollout_n_steps()
     return PPO(
-        BattalionMlpPolicy, env, learning_rate=config.learning_rate, n_steps=config.n_steps,
-        batch_size=config.batch_size, n_epochs=config.n_epochs, gamma=config.gamma,
+        BattalionMlpPolicy, env, learning_rate=config.learning_rate, n_steps=n_steps,
+        batch_size=config.minibatch_size(n_steps * config.n_envs), n_epochs=config.n_epochs,
+        gamma=config.gamma,
         gae_lambda=config.gae_lambda, clip_range=config.clip_range, ent_coef=config.ent_coef,
         vf_coef=config.vf_coef, max_grad_norm=config.max_grad_norm, seed=config.seed,
         device=config.device, verbose=config.verbose, tensorboard_log=config.log_dir,

@@ -321,11 +321,12 @@ def update(policy: MAPPOPolicy, optimizer: torch.optim.Optimizer, rollout: Rollo
     sums = dict(policy_loss=0.0, value_loss=0.0, entropy=0.0, total_loss=0.0, approx_kl=0.0,
                 clip_fraction=0.0)
     n_batches = 0
+    batch_size = config.minibatch_size(n)
     policy.train()
     for _ in range(config.n_epochs):
         order = torch.randperm(n, generator=generator).to(device)
-        for start in range(0, n, config.batch_size):
-            mb = order[start:start + config.batch_size]
+        for start in range(0, n, batch_size):
+            mb = order[start:start + batch_size]
             log_prob, entropy, value = policy.evaluate_actions(obs[mb], actions[mb], state[mb],
                                                                agent_idx=agent_of[mb])
             log_ratio = log_prob - old_log_probs[mb]
@@ -385,7 +386,8 @@ def train_mappo(config: MAPPOConfig | None = None, *, resume: str | Path | None 
         FileNotFoundError: if ``resume`` or ``v1_checkpoint`` does not exist.
     """
     config = _resolve_config(config, overrides)
-    rollout_steps = config.n_steps * config.n_envs
+    n_steps = config.rollout_n_steps()
+    rollout_steps = n_steps * config.n_envs
     if config.total_timesteps < rollout_steps:
         raise ValueError(f"total_timesteps={config.total_timesteps} is invalid: expected at "
                          f"least one rollout, n_steps * n_envs = {rollout_steps}")
@@ -472,7 +474,7 @@ def train_mappo(config: MAPPOConfig | None = None, *, resume: str | Path | None 
     progress = _progress(config, n_updates * rollout_steps)
     for _ in range(n_updates):
         started = time.perf_counter()
-        rollout = collect(policy, battles, config.n_steps, config.gamma, running_returns,
+        rollout = collect(policy, battles, n_steps, config.gamma, running_returns,
                           running_agent)
         collected = time.perf_counter()
         advantages, returns = advantages_and_returns(rollout, config.gamma, config.gae_lambda)
