@@ -66,9 +66,9 @@ class SnapshotPool:
     written and read. On construction an existing folder is reloaded in version
     order; a file there that is not a snapshot is reported (logged) and left
     alone, and a kept snapshot that is not a readable archive raises
-    ``ValueError`` naming it (both formats are zip archives). Snapshots beyond
-    ``max_size`` are deleted on reload when :attr:`delete_excess_on_reload`, else
-    left on disk.
+    ``ValueError`` naming it (both formats are zip archives). Reloading never
+    deletes anything: snapshots beyond ``max_size`` stay on disk, outside the
+    pool. Only :meth:`add` evicts, and only snapshots that are in the pool.
 
     Args:
         pool_dir: folder of the snapshots (created).
@@ -81,7 +81,6 @@ class SnapshotPool:
 
     pattern: re.Pattern
     kind = "pool"
-    delete_excess_on_reload = False
 
     def __init__(self, pool_dir: str | Path, max_size: int = 10) -> None:
         self.pool_dir = Path(pool_dir)
@@ -121,12 +120,7 @@ class SnapshotPool:
                 raise ValueError(f"{self.kind} snapshot {path} is not a readable archive "
                                  "(corrupt or truncated): remove or restore it before using "
                                  "the pool")
-        if excess and self.delete_excess_on_reload:
-            for path in excess:
-                path.unlink(missing_ok=True)
-                logger.info("evicted %s from the %s %s (more than max_size=%d snapshots)",
-                            path.name, self.kind, self.pool_dir, self.max_size)
-        elif excess:
+        if excess:
             logger.warning("%s %s holds %d snapshots; using the newest %d (older files are "
                            "left on disk)", self.kind, self.pool_dir, len(snapshots),
                            self.max_size)
@@ -149,8 +143,8 @@ class SnapshotPool:
 
     def _add(self, version: int, write) -> Path:
         """Write snapshot ``version`` with ``write(path) -> path``, then evict the oldest
-        beyond ``max_size``. Written first: if the process dies in between, the pool
-        has one snapshot too many (dealt with on the next reload), never one too few."""
+        beyond ``max_size``. Written first: if the process dies in between, the folder
+        has one snapshot too many (the next reload leaves it out), never one too few."""
         version = check_int("version", version, minimum=1)
         if self._paths and version <= self.latest_version:
             raise ValueError(f"version={version} is invalid: expected a version above "
@@ -502,7 +496,6 @@ class TeamOpponentPool(SnapshotPool):
 
     pattern = TEAM_SNAPSHOT_PATTERN
     kind = "team pool"
-    delete_excess_on_reload = True
 
     @classmethod
     def file_name(cls, version: int) -> str:

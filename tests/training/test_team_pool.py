@@ -74,11 +74,11 @@ def test_reload_from_disk_in_a_new_instance(tmp_path):
     again = TeamOpponentPool(tmp_path, max_size=5)
     assert again.snapshot_paths == pool.snapshot_paths and again.latest_version == 4
     assert torch.equal(mean_action(again.sample_latest()), mean_action(team(4)))
-    # A smaller pool keeps the newest and evicts the rest from disk.
+    # A smaller pool uses the newest and deletes nothing.
     small = TeamOpponentPool(tmp_path, max_size=2)
     assert names(small.snapshot_paths) == ["team_snapshot_v000003.pt",
                                            "team_snapshot_v000004.pt"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == names(small.snapshot_paths)
+    assert len(list(tmp_path.iterdir())) == 4
 
 
 def test_corrupt_snapshot_is_refused_by_name(tmp_path):
@@ -111,3 +111,38 @@ def test_foreign_files_are_reported_and_left_alone(tmp_path, caplog):
 def test_max_size_is_validated(tmp_path):
     with pytest.raises(ValueError, match="max_size"):
         TeamOpponentPool(tmp_path, max_size=0)
+
+
+def ppo_snapshot(version: int):
+    from stable_baselines3 import PPO
+
+    from envs.vec_env import BattalionVecEnv
+
+    return PPO("MlpPolicy", BattalionVecEnv(2), n_steps=8, batch_size=16, device="cpu",
+               seed=version)
+
+
+@pytest.mark.parametrize("kind", ["ppo", "team"])
+def test_reload_deletes_nothing_and_add_evicts_only_pool_members(tmp_path, kind):
+    from training.self_play import OpponentPool
+
+    pool_class, make = ((OpponentPool, ppo_snapshot) if kind == "ppo"
+                        else (TeamOpponentPool, team))
+    big = pool_class(tmp_path, max_size=10)
+    for version in range(1, 7):
+        big.add(make(version), version)
+    user_file = tmp_path / "notes.txt"
+    user_file.write_text("mine")
+    written = sorted(p.name for p in tmp_path.iterdir())
+
+    small = pool_class(tmp_path, max_size=2)  # reloading a folder of 6 snapshots
+    assert names(small.snapshot_paths) == names(big.snapshot_paths[-2:])
+    assert sorted(p.name for p in tmp_path.iterdir()) == written
+
+    small.add(make(7), 7)  # evicts v5, the oldest member; v1-v4 are not members
+    on_disk = sorted(p.name for p in tmp_path.iterdir())
+    assert big.snapshot_paths[4].name not in on_disk
+    assert all(p.name in on_disk for p in big.snapshot_paths[:4])
+    assert user_file.read_text() == "mine"
+    assert names(small.snapshot_paths) == [big.snapshot_paths[5].name,
+                                           pool_class.file_name(7)]
