@@ -2,7 +2,9 @@
 
 Runs ``tests/examples/quick_start.py`` (the training API's quick-start, both
 forms, copied from the seed) at its full budgets, timing each ``train`` call,
-then ``train(enable_wandb=False)`` (the default config). Each trained commander
+then ``train(enable_wandb=False)`` (the default config); the runs' own output
+(SB3's tables, progress bars) goes to ``train.log`` in the output folder. Each
+trained commander
 then fights 100 deterministic battles against each scripted level and random
 orders (seeds 100000..100099, unseen in training). Prints, per run: env-steps,
 training minutes, env-steps/s and won/drawn/lost per opponent.
@@ -15,6 +17,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -55,11 +58,14 @@ def main(argv: list[str] | None = None) -> None:
         return model
 
     training.train = timed_train  # what `from training import train` hands the example
-    try:
-        run_source(EXAMPLE, out / "seed_forms", full=True)
-        run_source_default(out / "default")
-    finally:
-        training.train = real_train
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "train.log", "w", encoding="utf-8") as log, \
+            contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        try:
+            run_source(EXAMPLE, out / "seed_forms", full=True)
+            run_source_default(out / "default")
+        finally:
+            training.train = real_train
 
     print(f"# quick_start: the seed's forms as written, beside the default config "
           f"({args.episodes} unseen battles per opponent)")

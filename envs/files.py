@@ -17,10 +17,11 @@ import contextlib
 import json
 import logging
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import filelock
 
@@ -118,19 +119,22 @@ def hold_lock(path: str | os.PathLike, timeout: float = LOCK_TIMEOUT_S) -> Itera
         lock.release()
 
 
-def append_line(path: str | os.PathLike, line: bytes, *, fsync: bool = False) -> None:
+def append_line(path: str | os.PathLike, line: bytes, *, fsync: bool = False,
+                locked: bool = False) -> None:
     """Append one complete line to a file shared by several processes.
 
     The line goes in one ``os.write`` on a file opened with ``O_APPEND``, under
     :func:`hold_lock`, so concurrent writers never interleave. If a crashed
     writer left a torn last line, it is terminated first so this line stays
     whole (readers skip the fragment). ``fsync`` also survives power loss.
+    ``locked`` says the caller already holds :func:`hold_lock` on ``path`` (to
+    check the file and append in one critical section).
     """
     if not line.endswith(b"\n") or b"\n" in line[:-1]:
         raise ValueError("line must be a single line ending in a newline")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with hold_lock(path):
+    with contextlib.nullcontext() if locked else hold_lock(path):
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
         try:
             size = os.fstat(fd).st_size
@@ -146,32 +150,102 @@ def append_line(path: str | os.PathLike, line: bytes, *, fsync: bool = False) ->
             os.close(fd)
 
 
-def append_json_line(path: str | os.PathLike, row: dict, *, fsync: bool = False) -> None:
+def append_json_line(path: str | os.PathLike, row: dict, *, fsync: bool = False,
+                     locked: bool = False) -> None:
     """Append ``row`` as one JSON line (keys sorted) with :func:`append_line`."""
     line = json.dumps(row, sort_keys=True, allow_nan=False, separators=(",", ":")) + "\n"
-    append_line(path, line.encode("utf-8"), fsync=fsync)
+    append_line(path, line.encode("utf-8"), fsync=fsync, locked=locked)
+
+
+class UnreadableFileError(ValueError):
+    """A file we read is not what it should be: its message names the file, what is
+    wrong, and what to do. A ``ValueError``, so callers that catch those still do."""
+
+
+MAX_JSON_BYTES = 256 * 2**20
+"""Largest JSON file read whole: far above any registry, pool or manifest we write."""
+
+
+def loads_json(text: str | bytes, source: str) -> Any:
+    """``json.loads`` that reports nesting too deep to parse as :class:`UnreadableFileError`
+    (Python's parser recurses, so such input would raise ``RecursionError``)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise UnreadableFileError(f"{source}: JSON nested too deeply to parse") from None
+    except (ValueError, UnicodeDecodeError) as error:
+        raise UnreadableFileError(f"{source}: not valid JSON ({error})") from None
+
+
+def read_json_file(path: str | os.PathLike, what: str) -> Any:
+    """Parse the JSON file ``path``, a ``what`` (e.g. "Elo registry"), refusing anything
+    but a regular file of at most :data:`MAX_JSON_BYTES`.
+
+    Raises:
+        UnreadableFileError: naming the file and the problem, for a missing or
+            special file (FIFO, device, folder), one too large, or invalid JSON.
+    """
+    path = Path(path)
+    source = f"{what} {path}"
+    data = read_regular_file(path, MAX_JSON_BYTES, source)
+    return loads_json(data, source)
+
+
+def read_regular_file(path: Path, max_bytes: int, source: str) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``max_bytes``.
+
+    Opened without blocking and checked after opening, so a FIFO or a device
+    put in its place is refused, never read (a FIFO would hang, ``/dev/zero``
+    would never end).
+
+    Raises:
+        UnreadableFileError: for anything else.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as error:
+        raise UnreadableFileError(f"{source} cannot be opened: {error.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnreadableFileError(f"{source} is not a regular file: refusing to read it")
+        if info.st_size > max_bytes:
+            raise UnreadableFileError(f"{source} holds {info.st_size:,} bytes: more than the "
+                                      f"{max_bytes:,} allowed")
+        chunks, size = [], 0
+        while chunk := os.read(fd, 1 << 20):
+            size += len(chunk)
+            if size > max_bytes:
+                raise UnreadableFileError(f"{source} grew past {max_bytes:,} bytes while read")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def read_json_lines(path: str | os.PathLike) -> tuple[list[dict], int]:
     """The JSON objects of a JSON-lines file and the number of lines skipped.
 
-    Malformed lines and a torn last line are skipped, counted and logged; a
-    missing file reads as empty.
+    Malformed lines (nested too deep included) and a torn last line are
+    skipped, counted and logged; a missing file reads as empty.
+
+    Raises:
+        UnreadableFileError: if ``path`` is not a regular file or is larger than
+            :data:`MAX_JSON_BYTES`.
     """
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    if not path.exists() and not path.is_symlink():
         return [], 0
+    data = read_regular_file(path, MAX_JSON_BYTES, f"JSON-lines file {path}")
     rows, bad = [], []
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue
         try:
-            row = json.loads(raw)
+            row = loads_json(raw, f"line {number}")
             if not isinstance(row, dict):
                 raise ValueError("not a JSON object")
-        except (ValueError, UnicodeDecodeError) as error:
+        except ValueError as error:
             bad.append(f"line {number}: {error}")
             continue
         rows.append(row)

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from envs.files import append_json_line, read_json_lines
+from envs.files import append_json_line, hold_lock, read_json_lines
 from envs.sim.validation import check_int
 
 logger = logging.getLogger(__name__)
@@ -117,6 +117,9 @@ class CheckpointManifest:
                  step: int | None) -> bool:
         """Index an artifact unless the same (path, type, step) is already there.
 
+        Several processes may register the same artifact: the check and the
+        append hold the manifest's lock together, so one row is written.
+
         Returns:
             True if a row was written.
 
@@ -128,13 +131,15 @@ class CheckpointManifest:
                              f"{', '.join(ARTIFACT_TYPES)}")
         if step is not None:
             check_int("step", step, minimum=0)
-        if self.has_entry(artifact_path, artifact_type=artifact_type, step=step):
-            return False
-        self.append({
-            "config_hash": config_hash, "curriculum_level": int(curriculum_level),
-            "path": str(artifact_path), "run_id": run_id, "seed": int(seed),
-            "step": step, "timestamp": int(time.time()), "type": artifact_type,
-        })
+        row = {"config_hash": config_hash, "curriculum_level": int(curriculum_level),
+               "path": str(artifact_path), "run_id": run_id, "seed": int(seed),
+               "step": step, "timestamp": int(time.time()), "type": artifact_type}
+        # Check and append in one critical section: concurrent writers of the same
+        # event leave one row.
+        with hold_lock(self.path):
+            if self.has_entry(artifact_path, artifact_type=artifact_type, step=step):
+                return False
+            append_json_line(self.path, row, locked=True)
         return True
 
     def _existing(self, artifact_type: str, prefix: str | None = None,

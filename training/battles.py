@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from stable_baselines3.common.vec_env import VecMonitor
+from stable_baselines3.common.vec_env import VecEnvWrapper, VecMonitor
 
 from envs.reward import RewardWeights
 from envs.vec_env import BattalionVecEnv
 from training.config import TrainingConfig
-from training.opponents import RandomPolicy
+from training.opponents import RandomPolicy, resolve_opponent
 
-__all__ = ["env_kwargs_for", "make_eval_env", "make_training_env"]
+__all__ = ["OpponentRotation", "env_kwargs_for", "make_eval_env", "make_training_env"]
 
 
 def env_kwargs_for(config: TrainingConfig) -> dict[str, Any]:
@@ -30,23 +31,75 @@ def env_kwargs_for(config: TrainingConfig) -> dict[str, Any]:
 
 
 def make_training_env(config: TrainingConfig) -> VecMonitor:
-    """The training battles: ``n_envs`` battles, their opponents assigned in turn from
-    ``training_opponents`` (all scripted at ``curriculum_level`` if that is empty)."""
+    """The training battles: ``n_envs`` battles whose episodes meet the
+    ``training_opponents`` in turn (:class:`OpponentRotation`), or scripted
+    ``curriculum_level`` in every battle if that list is empty."""
     env = BattalionVecEnv(config.n_envs, curriculum_level=config.curriculum_level,
                           **env_kwargs_for(config))
-    opponents = config.training_opponents
-    if opponents:
-        battles = np.arange(config.n_envs)
-        random_battles = [int(i) for i in battles if opponents[i % len(opponents)] == "random"]
-        for level in range(1, 6):
-            chosen = [int(i) for i in battles
-                      if opponents[i % len(opponents)] == f"scripted_l{level}"]
-            if chosen:
-                env.env_method("set_curriculum_level", level, indices=chosen)
-        if random_battles:
-            env.env_method("set_red_policy", RandomPolicy(config.seed), indices=random_battles)
     env.seed(config.seed)
+    if config.training_opponents:
+        return VecMonitor(OpponentRotation(env, config.training_opponents, config.seed))
     return VecMonitor(env)
+
+
+class OpponentRotation(VecEnvWrapper):
+    """Deals Red's commanders episode by episode: each new episode, in any battle,
+    meets the next opponent of a list, in turn.
+
+    So every opponent of the list gets its share of episodes whatever the number of
+    battles (dealing per battle would leave some out when there are fewer battles
+    than opponents). At the start, battle ``i`` meets opponent ``i`` (modulo the
+    list). A battle given another commander with ``set_red_policy`` keeps it and
+    leaves the rotation; setting None, or the rotation's own random player, puts
+    it back, from its next episode.
+
+    Args:
+        venv: the training battles.
+        opponents: names from :data:`~training.opponents.NAMED_OPPONENTS` (repeats
+            weight an opponent).
+        seed: seed of the ``random`` opponent's orders.
+    """
+
+    def __init__(self, venv: BattalionVecEnv, opponents: Sequence[str], seed: int = 0) -> None:
+        super().__init__(venv)
+        self.random = RandomPolicy(seed)
+        self.opponents = [resolve_opponent(name) for name in opponents]
+        self.rotating = np.ones(self.num_envs, bool)
+        self._next = 0
+        self._deal(np.arange(self.num_envs))
+
+    def _deal(self, battles: np.ndarray) -> None:
+        picks = (self._next + np.arange(len(battles))) % len(self.opponents)
+        self._next += len(battles)
+        for k in np.unique(picks):
+            chosen = battles[picks == k]
+            opponent = self.opponents[k]
+            policy = self.random if opponent.name == "random" else None
+            self.venv.env_method("set_red_policy", policy, indices=chosen)
+            self.venv.env_method("set_curriculum_level", opponent.curriculum_level,
+                                 indices=chosen)
+
+    def reset(self) -> np.ndarray:
+        return self.venv.reset()
+
+    def step_wait(self):
+        obs, rewards, dones, infos = self.venv.step_wait()
+        ended = np.flatnonzero(dones & self.rotating)
+        if len(ended):
+            self._deal(ended)
+        return obs, rewards, dones, infos
+
+    def env_method(self, method_name: str, *method_args: Any, indices=None,
+                   **method_kwargs: Any) -> list[Any]:
+        if method_name == "set_red_policy":
+            policy = method_args[0] if method_args else method_kwargs.get("policy")
+            battles = np.arange(self.num_envs)[indices if indices is not None else slice(None)]
+            if policy is None or policy is self.random:
+                self.rotating[battles] = True  # dealt again from the next episode
+                return [None] * len(np.atleast_1d(battles))
+            self.rotating[battles] = False
+        return self.venv.env_method(method_name, *method_args, indices=indices,
+                                    **method_kwargs)
 
 
 def make_eval_env(config: TrainingConfig) -> BattalionVecEnv:

@@ -11,18 +11,22 @@ agent with fewer than 30 games, 20 below 100, then 10, judged by the game
 count before the update. Only the agent's rating moves.
 
 File format (indent 2, sorted keys): ``{"game_counts": {name: int}, "ratings":
-{name: float}}``. Several processes may share a file: :meth:`EloRegistry.save`
-merges under a file lock, keeping other processes' agents and writing its own
-updates, atomically.
+{name: float}}``. Several processes may share a file and rate the same agent:
+a registry keeps the games it recorded since its last save, and
+:meth:`EloRegistry.save` replays them, in order, on the ratings in the file under
+its lock, then writes atomically. So N processes recording M games each leave
+N x M games in the file whatever the interleaving, as if they had played one
+after another.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import numbers
 from pathlib import Path
 
-from envs.files import atomic_write_text, hold_lock
+from envs.files import atomic_write_text, hold_lock, read_json_file
 from envs.sim.validation import check_in_range, check_int
 
 DEFAULT_RATING = 1000.0
@@ -63,7 +67,8 @@ class EloRegistry:
         self.path = Path(path) if path is not None else None
         self._ratings: dict[str, float] = {}
         self._game_counts: dict[str, int] = {}
-        self._changed: set[str] = set()
+        # What this registry did since its last save, replayed on the file by save().
+        self._pending: list[tuple] = []
         if self.path is not None and self.path.exists():
             self._ratings, self._game_counts = self._read(self.path)
 
@@ -78,10 +83,10 @@ class EloRegistry:
         return name in self.baselines
 
     def get_rating(self, name: str) -> float:
-        """Stored rating, else the baseline's, else :data:`DEFAULT_RATING`."""
-        if name in self._ratings:
-            return self._ratings[name]
-        return self.baselines.get(name, BASELINE_RATINGS.get(name, DEFAULT_RATING))
+        """The baseline's fixed rating, else the stored one, else :data:`DEFAULT_RATING`."""
+        if name in self.baselines:
+            return self.baselines[name]
+        return self._ratings.get(name, DEFAULT_RATING)
 
     def get_game_count(self, name: str) -> int:
         return self._game_counts.get(name, 0)
@@ -104,17 +109,23 @@ class EloRegistry:
         """
         outcome = check_in_range("outcome", outcome, 0.0, 1.0)
         n_games = check_int("n_games", n_games, minimum=1)
-        if not isinstance(agent, str) or not agent:
-            raise ValueError(f"agent={agent!r} is invalid: expected a non-empty name")
-        if self.is_baseline(agent) or agent in BASELINE_RATINGS:
+        _check_name("agent", agent)
+        _check_name("opponent", opponent)
+        if self.is_baseline(agent):
             raise ValueError(f"agent={agent!r} is a fixed baseline: baselines are never "
                              "updated; rate a trained agent instead")
-        rating = self.get_rating(agent)
-        delta = k_factor(self.get_game_count(agent)) * (
-            outcome - expected_score(rating, self.get_rating(opponent)))
-        self._ratings[agent] = rating + delta
-        self._game_counts[agent] = self.get_game_count(agent) + n_games
-        self._changed.add(agent)
+        self._pending.append(("update", agent, opponent, outcome, n_games))
+        return self._apply_update(self._ratings, self._game_counts, agent, opponent, outcome,
+                                  n_games)
+
+    def _apply_update(self, ratings: dict[str, float], counts: dict[str, int], agent: str,
+                      opponent: str, outcome: float, n_games: int) -> float:
+        rating = ratings.get(agent, DEFAULT_RATING)
+        opponent_rating = self.baselines.get(opponent, ratings.get(opponent, DEFAULT_RATING))
+        delta = k_factor(counts.get(agent, 0)) * (
+            outcome - expected_score(rating, opponent_rating))
+        ratings[agent] = rating + delta
+        counts[agent] = counts.get(agent, 0) + n_games
         return delta
 
     def set_rating(self, name: str, rating: float) -> None:
@@ -123,14 +134,15 @@ class EloRegistry:
         Raises:
             ValueError: for a baseline name or a non-finite rating.
         """
-        if self.is_baseline(name) or name in BASELINE_RATINGS:
+        _check_name("name", name)
+        if self.is_baseline(name):
             raise ValueError(f"{name!r} is a fixed baseline: its rating cannot be set")
-        rating = float(rating)
-        if not math.isfinite(rating):
+        if isinstance(rating, bool) or not isinstance(rating, numbers.Real) or \
+                not math.isfinite(rating):
             raise ValueError(f"rating={rating!r} is invalid: expected a finite number")
-        self._ratings[name] = rating
+        self._pending.append(("set", name, float(rating)))
+        self._ratings[name] = float(rating)
         self._game_counts.setdefault(name, 0)
-        self._changed.add(name)
 
     def save(self) -> Path:
         """Write the registry, merging with what other processes saved meanwhile.
@@ -142,30 +154,48 @@ class EloRegistry:
             raise ValueError("this EloRegistry has no file (path=None): nothing to save to")
         with hold_lock(self.path):
             ratings, counts = self._read(self.path) if self.path.exists() else ({}, {})
-            for name in self._changed:
-                ratings[name] = self._ratings[name]
-                counts[name] = self._game_counts[name]
+            for operation in self._pending:
+                if operation[0] == "update":
+                    self._apply_update(ratings, counts, *operation[1:])
+                else:
+                    _, name, rating = operation
+                    ratings[name] = rating
+                    counts.setdefault(name, 0)
             text = json.dumps({"game_counts": counts, "ratings": ratings}, indent=2,
                               sort_keys=True)
             atomic_write_text(self.path, text + "\n")
         self._ratings, self._game_counts = ratings, counts
-        self._changed.clear()
+        self._pending.clear()
         return self.path
 
-    @staticmethod
-    def _read(path: Path) -> tuple[dict[str, float], dict[str, int]]:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            ratings = {str(k): float(v) for k, v in data["ratings"].items()}
-            counts = {str(k): int(v) for k, v in data["game_counts"].items()}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
-            raise ValueError(
-                f"Elo registry {path} is not readable ({type(error).__name__}: {error}): "
-                "expected {\"game_counts\": {...}, \"ratings\": {...}}; restore it from a "
-                "backup or move it aside to start a fresh registry") from error
-        if not all(math.isfinite(r) for r in ratings.values()):
-            raise ValueError(f"Elo registry {path} holds a non-finite rating")
-        return ratings, counts
+    def _read(self, path: Path) -> tuple[dict[str, float], dict[str, int]]:
+        def problem(what: str) -> ValueError:
+            return ValueError(
+                f"Elo registry {path} is not valid ({what}): expected {{\"game_counts\": "
+                "{name: count >= 0}, \"ratings\": {name: finite number}} without the fixed "
+                "baselines; restore it from a backup or move it aside to start a fresh registry")
+
+        data = read_json_file(path, "Elo registry")
+        if not isinstance(data, dict) or set(data) != {"game_counts", "ratings"} or \
+                not all(isinstance(data[k], dict) for k in data):
+            raise problem("not an object with game_counts and ratings")
+        ratings, counts = data["ratings"], data["game_counts"]
+        for name, rating in ratings.items():
+            if isinstance(rating, bool) or not isinstance(rating, (int, float)) or \
+                    not math.isfinite(rating):
+                raise problem(f"rating of {name!r} is {rating!r}")
+            if name in self.baselines:
+                raise problem(f"it rates the fixed baseline {name!r}")
+        for name, count in counts.items():
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise problem(f"game count of {name!r} is {count!r}")
+        return {k: float(v) for k, v in ratings.items()}, dict(counts)
+
+
+def _check_name(field: str, name) -> None:
+    if not isinstance(name, str) or not name or not name.isprintable():
+        raise ValueError(f"{field}={name!r} is invalid: expected a non-empty name of "
+                         "printable characters")
 
 
 class TeamEloRegistry(EloRegistry):

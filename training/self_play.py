@@ -324,7 +324,7 @@ class SelfPlayCallback(BaseCallback):
         self._due.start(self.model.num_timesteps)
         if self.vec_env is None:
             self.vec_env = self.model.get_env()
-        self._battles = getattr(self.vec_env, "unwrapped", self.vec_env)
+        self._battles = self.vec_env  # through its wrappers, which may deal opponents too
         self._original = self._battles.get_attr("red_policy")
 
     def _on_step(self) -> bool:

@@ -121,10 +121,10 @@ def test_torn_last_line_is_skipped_counted_logged_and_repaired(db_path: Path, ca
 
 def test_malformed_middle_lines_are_skipped(db_path: Path, caplog) -> None:
     db_path.parent.mkdir(parents=True)
-    good = json.dumps(MatchResult("a", "b", 1.0).to_dict())
+    good, other = (json.dumps(MatchResult("a", "b", 1.0).to_dict()) for _ in range(2))
     db_path.write_text("\n".join([good, "not json", '{"agent_id": "a"}',
                                   '{"agent_id": "a", "opponent_id": "b", "outcome": 7}',
-                                  "", good]) + "\n")
+                                  "", other]) + "\n")
     with caplog.at_level(logging.WARNING):
         db = MatchDatabase(db_path)
     assert len(db) == 2 and db.skipped_lines == 3

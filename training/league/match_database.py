@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envs.files import append_line, atomic_writer, hold_lock, lock_path_for
+from envs.files import append_line, atomic_writer, hold_lock, loads_json, lock_path_for
 
 logger = logging.getLogger(__name__)
 
@@ -240,6 +240,8 @@ class MatchDatabase:
 
     def _reset_memory(self) -> None:
         self._results: list[MatchResult] = []
+        self._by_id: dict[str, MatchResult] = {}
+        self._duplicates = 0
         # focal agent -> opponent -> results; keeps queries O(matches of that pair).
         self._by_agent: dict[str, dict[str, list[MatchResult]]] = {}
         self._pair_totals: dict[tuple[str, str], list[float]] = {}
@@ -248,7 +250,12 @@ class MatchDatabase:
         self._identity: tuple[int, int] | None = None
         self._torn_at: int | None = None
 
-    def _index(self, result: MatchResult) -> None:
+    def _index(self, result: MatchResult) -> bool:
+        """Add a result to memory; False (and nothing added) for a match id already there."""
+        if result.match_id in self._by_id:
+            self._duplicates += 1
+            return False
+        self._by_id[result.match_id] = result
         self._results.append(result)
         self._by_agent.setdefault(result.agent_id, {}).setdefault(result.opponent_id, []).append(
             result
@@ -256,9 +263,10 @@ class MatchDatabase:
         totals = self._pair_totals.setdefault((result.agent_id, result.opponent_id), [0.0, 0])
         totals[0] += result.outcome
         totals[1] += 1
+        return True
 
     def _rebuild_index(self, results: list[MatchResult]) -> None:
-        self._results, self._by_agent, self._pair_totals = [], {}, {}
+        self._results, self._by_agent, self._pair_totals, self._by_id = [], {}, {}, {}
         for result in results:
             self._index(result)
 
@@ -297,8 +305,8 @@ class MatchDatabase:
             if not raw.strip():
                 continue
             try:
-                result = MatchResult.from_dict(json.loads(raw))
-            except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+                result = MatchResult.from_dict(loads_json(raw, f"line {self._line_no}"))
+            except (ValueError, KeyError, TypeError) as exc:
                 if start != self._torn_at:  # a torn tail was counted when first seen
                     self._skipped += 1
                     bad.append(f"line {self._line_no}: {exc}")
@@ -306,7 +314,9 @@ class MatchDatabase:
             if start == self._torn_at:
                 # It was a line being written while we read, not a torn one.
                 self._skipped -= 1
-            self._index(result)
+            if not self._index(result):
+                bad.append(f"line {self._line_no}: match_id {result.match_id!r} repeats an "
+                           "earlier line (counted once)")
         self._offset += end
         tail = data[end:]
         if tail and self._torn_at != self._offset:
@@ -338,6 +348,10 @@ class MatchDatabase:
     ) -> MatchResult:
         """Append a match result to the file and to memory.
 
+        Idempotent by ``match_id``: recording an id that the file already holds
+        (from this process or another) writes nothing and returns the stored
+        result; the same id with a different result raises ``ValueError``.
+
         Args:
             agent_id: The focal agent.
             opponent_id: Its opponent.
@@ -350,7 +364,7 @@ class MatchDatabase:
             supply_consumed: Optional, >= 0.
 
         Returns:
-            The recorded result.
+            The recorded (or already stored) result.
 
         Raises:
             ValueError, TypeError: If a value is invalid; nothing is written then.
@@ -369,8 +383,15 @@ class MatchDatabase:
             **kwargs,
         )
         line = (json.dumps(result.to_dict(), allow_nan=False) + "\n").encode("utf-8")
-        append_line(self._path, line, fsync=self._fsync)
         with hold_lock(self._path):
+            self._sync()
+            existing = self._by_id.get(result.match_id)
+            if existing is not None:  # recorded already, by this or another process
+                if existing.to_dict() != result.to_dict():
+                    raise ValueError(f"match_id={result.match_id!r} is already recorded with a "
+                                     "different result: expected a new id")
+                return existing
+            append_line(self._path, line, fsync=self._fsync, locked=True)
             # Read our own line back together with any others' lines before
             # it, so memory keeps the file's order.
             self._sync()

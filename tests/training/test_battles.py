@@ -1,0 +1,63 @@
+"""The training battles: opponents dealt episode by episode, whatever n_envs is."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from envs.vec_env import BattalionVecEnv
+from training.battles import OpponentRotation, make_training_env
+from training.config import TrainingConfig
+
+
+def current_opponents(env: OpponentRotation) -> list[str]:
+    levels = env.venv.get_attr("curriculum_level")
+    policies = env.venv.get_attr("red_policy")
+    return ["random" if p is env.random else f"scripted_l{level}" if p is None else "other"
+            for level, p in zip(levels, policies, strict=True)]
+
+
+def play(env: OpponentRotation, steps: int) -> Counter:
+    """Opponents met by the episodes that started during ``steps`` steps."""
+    met = Counter(current_opponents(env))
+    env.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(steps):
+        actions = rng.uniform([-1, -1, 0], [1, 1, 1], (env.num_envs, 3)).astype(np.float32)
+        _, _, dones, _ = env.step(actions)
+        now = current_opponents(env)
+        met.update(now[i] for i in np.flatnonzero(dones))
+    return met
+
+
+def test_fewer_battles_than_opponents_still_meet_every_opponent_in_turn():
+    names = TrainingConfig().training_opponents
+    env = OpponentRotation(BattalionVecEnv(4, max_steps=20), names, seed=0)
+    met = play(env, 20 * 30)  # 4 battles x 30 episodes of 20 steps
+    expected = Counter(names)
+    episodes = sum(met.values())
+    assert set(met) == set(expected)  # L5 and random too, with only 4 battles
+    for name, weight in expected.items():
+        assert abs(met[name] - episodes * weight / len(names)) <= 1
+
+
+def test_a_battle_given_a_policy_leaves_the_rotation_and_none_brings_it_back():
+    env = OpponentRotation(BattalionVecEnv(2, max_steps=10), ["scripted_l1", "scripted_l2"])
+    stranger = env.random.__class__(1)
+    env.env_method("set_red_policy", stranger, indices=[0])
+    play(env, 30)
+    assert env.venv.get_attr("red_policy", indices=[0]) == [stranger]
+    env.env_method("set_red_policy", None, indices=[0])
+    assert env.venv.get_attr("red_policy", indices=[0]) == [stranger]  # until its episode ends
+    play(env, 10)
+    assert current_opponents(env)[0] in ("scripted_l1", "scripted_l2")
+
+
+def test_training_env_deals_the_configured_opponents():
+    env = make_training_env(TrainingConfig(n_envs=3, training_opponents=["random"]))
+    assert isinstance(env.venv, OpponentRotation)
+    assert current_opponents(env.venv) == ["random"] * 3
+    plain = make_training_env(TrainingConfig(n_envs=3, training_opponents=[],
+                                             curriculum_level=2))
+    assert plain.venv.get_attr("curriculum_level") == [2, 2, 2]
