@@ -19,6 +19,7 @@ import logging
 import os
 import stat
 import tempfile
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -63,7 +64,10 @@ def atomic_writer(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
         raise ValueError(f"mode={mode!r} is invalid: expected 'w' or 'wb'")
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    # The writer's pid in the name lets clean_stale_temporaries tell a dead
+    # writer's leftover from a live writer's file.
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp",
+                                    dir=target.parent)
     tmp = Path(tmp_name)
     try:
         os.chmod(tmp, 0o666 & ~_UMASK)
@@ -76,6 +80,40 @@ def atomic_writer(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
         tmp.unlink(missing_ok=True)
         raise
     fsync_directory(target.parent)
+
+
+def clean_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
+    """Delete the temporary files that writers killed mid-write left in ``folder``.
+
+    Only :func:`atomic_writer`'s own files (``.<name>.<pid>.<random>.tmp``) whose
+    writing process no longer exists are deleted; a live writer's file, and
+    anything else, is left alone. Returns the deleted paths.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    deleted = []
+    for path in folder.glob(".*.tmp"):
+        parts = path.name.split(".")
+        # ["", name..., pid, random, "tmp"]: the pid is the third field from the end.
+        if len(parts) < 5 or not parts[-3].isdigit() or not path.is_file() or \
+                path.is_symlink() or _alive(int(parts[-3])):
+            continue
+        path.unlink(missing_ok=True)
+        deleted.append(path)
+    if deleted:
+        logger.info("removed %d temporary file(s) of dead writers in %s", len(deleted), folder)
+    return deleted
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
@@ -160,6 +198,47 @@ def append_json_line(path: str | os.PathLike, row: dict, *, fsync: bool = False,
 class UnreadableFileError(ValueError):
     """A file we read is not what it should be: its message names the file, what is
     wrong, and what to do. A ``ValueError``, so callers that catch those still do."""
+
+
+class UntrustedCheckpointError(ValueError):
+    """A checkpoint holds pickled objects that cannot be verified, so it is not loaded
+    (unpickling a shared file can run any code)."""
+
+
+MAX_ARCHIVE_BYTES = 2**30
+"""Most bytes a checkpoint archive may expand to: policies here are a few MB."""
+
+
+def check_archive(path: str | os.PathLike, what: str,
+                  max_bytes: int = MAX_ARCHIVE_BYTES) -> Path:
+    """``path`` if it is a regular file holding a zip archive (SB3 and torch files are)
+    that expands to at most ``max_bytes``; the declared sizes bound every later read.
+
+    Raises:
+        FileNotFoundError: if nothing is at ``path``.
+        UnreadableFileError: for a special file, an unreadable archive or one that
+            would expand past ``max_bytes`` (a zip bomb).
+    """
+    path = Path(path)
+    source = f"{what} {path}"
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{source} does not exist") from None
+    except OSError as error:
+        raise UnreadableFileError(f"{source} cannot be read: {error.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise UnreadableFileError(f"{source} is not a regular file: refusing to read it")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            expanded = sum(entry.file_size for entry in archive.infolist())
+    except (zipfile.BadZipFile, OSError, ValueError) as error:
+        raise UnreadableFileError(f"{source} is not a readable archive (corrupt or "
+                                  f"truncated): {error}") from None
+    if expanded > max_bytes:
+        raise UnreadableFileError(f"{source} would expand to {expanded:,} bytes: more than "
+                                  f"the {max_bytes:,} allowed")
+    return path
 
 
 MAX_JSON_BYTES = 256 * 2**20

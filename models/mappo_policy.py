@@ -38,6 +38,7 @@ from torch.distributions import Normal
 from envs.files import atomic_write_bytes
 from envs.sim.validation import check_int, check_number
 from models.battalion_policy import ACTIVATIONS, FIRE_ACTION
+from models.weights import check_module_size, load_weights
 
 __all__ = ["MAPPOActor", "MAPPOCritic", "MAPPOPolicy", "load_policy", "save_policy"]
 
@@ -492,34 +493,42 @@ def load_policy(path: str | os.PathLike,
 
     Raises:
         FileNotFoundError: if ``path`` does not exist.
-        ValueError: if the file is not a MAPPO policy file (unreadable, missing
-            keys, invalid constructor arguments or weights of the wrong shapes).
+        UntrustedCheckpointError: if it holds pickled objects (a ``ValueError``).
+        ValueError: if the file is not a MAPPO policy file (unreadable, special,
+            too large, missing keys, invalid constructor arguments, a network
+            larger than its weights, or weights of the wrong shapes).
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"MAPPO policy file {path} does not exist")
     device = torch.device(device) if device is not None else torch.device("cpu")
-    try:
-        data = torch.load(path, map_location=device, weights_only=True)
-    except Exception as error:  # torch raises many types for a bad file; all mean "corrupt"
-        raise ValueError(f"{path} is not a readable MAPPO policy file (corrupt, truncated or "
-                         f"not a torch file): {error}") from error
+    data = load_weights(path, f"MAPPO policy file {path}", device)
     if not isinstance(data, dict) or any(key not in data for key in POLICY_FILE_KEYS):
         found = sorted(map(str, data)) if isinstance(data, dict) else type(data).__name__
         raise ValueError(f"{path} is not a MAPPO policy file: expected the keys "
                          f"{list(POLICY_FILE_KEYS)}, found {found}")
     kwargs, state_dict = data["kwargs"], data["state_dict"]
+    policy = policy_from_kwargs(kwargs, state_dict, f"MAPPO policy file {path}")
+    return policy.to(device).eval()
+
+
+def policy_from_kwargs(kwargs: Any, state_dict: Any, what: str) -> MAPPOPolicy:
+    """A MAPPOPolicy built from a file's constructor arguments and weights, both checked
+    like user input (the network's size is checked before it is built).
+
+    Raises:
+        ValueError: naming ``what``, for arguments or weights that do not make a policy.
+    """
     if not isinstance(kwargs, dict) or not isinstance(state_dict, dict):
-        raise ValueError(f"{path} is not a MAPPO policy file: 'kwargs' and 'state_dict' must "
+        raise ValueError(f"{what} is not a MAPPO policy: 'kwargs' and 'state_dict' must "
                          "be dicts")
     try:
+        check_module_size(lambda: MAPPOPolicy(**kwargs), state_dict, what)
         policy = MAPPOPolicy(**kwargs)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"{path} holds invalid MAPPOPolicy arguments {kwargs}: {error}") \
-            from error
+        raise ValueError(f"{what} holds invalid MAPPOPolicy arguments {kwargs}: {error}") \
+            from None
     try:
         policy.load_state_dict(state_dict)
     except RuntimeError as error:
-        raise ValueError(f"{path} holds weights that do not fit its MAPPOPolicy arguments "
-                         f"{kwargs}: {error}") from error
-    return policy.to(device).eval()
+        raise ValueError(f"{what} holds weights that do not fit its MAPPOPolicy arguments "
+                         f"{kwargs}: {error}") from None
+    return policy

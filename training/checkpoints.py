@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import pickle
 import re
 import zipfile
 from pathlib import Path
@@ -25,7 +26,12 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.utils import ConstantSchedule, FloatSchedule
 
 from envs.battalion_env import make_spaces
-from envs.files import atomic_write_bytes
+from envs.files import (
+    UntrustedCheckpointError,
+    atomic_write_bytes,
+    check_archive,
+    loads_json,
+)
 from models.battalion_policy import BattalionMlpPolicy
 from training.opponents import checkpoint_path
 
@@ -43,8 +49,9 @@ _TRANSIENT = ("_last_obs", "_last_episode_starts", "_last_original_obs", "ep_inf
 _DROPPED = object()
 
 
-class UntrustedCheckpointError(ValueError):
-    """A checkpoint holds pickled objects that cannot be replaced safely."""
+MAX_LAYER_WIDTH = 4096
+MAX_LAYERS = 16
+"""Bounds on the hidden layers an archive's ``policy_kwargs`` may ask for (ours use 2 x 128)."""
 
 
 def save_ppo(model: PPO, path: str | Path) -> Path:
@@ -74,24 +81,36 @@ def load_ppo(path: str | Path, *, env=None, device: str = "cpu",
     Raises:
         FileNotFoundError: if the checkpoint does not exist.
         UntrustedCheckpointError: if it holds pickled entries that cannot be
-            identified and ``trusted`` is False.
-        ValueError: if the file is not a readable SB3 archive.
+            identified and ``trusted`` is False, or weights with pickled objects.
+        ValueError: if the file is not a readable SB3 archive (a special file,
+            one that would expand past :data:`envs.files.MAX_ARCHIVE_BYTES`, or
+            one whose network settings are out of bounds).
     """
     found = checkpoint_path(path)
     if found is None:
         raise FileNotFoundError(f"checkpoint {path} does not exist (also tried {path}.zip)")
+    check_archive(found, "PPO checkpoint")
     replacements = {} if trusted else safe_replacements(found)
     replacements.update(custom_objects or {})
-    return PPO.load(found, env=env, device=device, custom_objects=replacements)
+    try:
+        return PPO.load(found, env=env, device=device, custom_objects=replacements)
+    except pickle.UnpicklingError:  # torch refused a pickled object in the weights
+        raise UntrustedCheckpointError(
+            f"{found} holds weights with pickled objects other than tensors; it is not "
+            "loaded, since unpickling a shared file can run code") from None
 
 
 def safe_replacements(path: Path) -> dict[str, Any]:
     """Trusted stand-ins for every pickled entry of the archive at ``path``."""
     try:
         with zipfile.ZipFile(path) as archive:
-            data = json.loads(archive.read("data"))
-    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as error:
-        raise ValueError(f"{path} is not a Stable-Baselines3 archive: {error}") from error
+            raw = archive.read("data")
+    except (zipfile.BadZipFile, KeyError) as error:
+        raise ValueError(f"{path} is not a Stable-Baselines3 archive: {error}") from None
+    data = loads_json(raw, f"PPO checkpoint {path}: data")
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} is not a Stable-Baselines3 archive: 'data' is not an object")
+    _check_policy_kwargs(path, data.get("policy_kwargs"))
     replacements: dict[str, Any] = {}
     for key, entry in data.items():
         if not (isinstance(entry, dict) and ":serialized:" in entry):
@@ -107,6 +126,21 @@ def safe_replacements(path: Path) -> dict[str, Any]:
                 "trust where the file came from.")
         replacements[key] = replacement
     return replacements
+
+
+def _check_policy_kwargs(path: Path, kwargs: Any) -> None:
+    """The archive's network settings, checked like user input before SB3 builds the net."""
+    if kwargs is None:
+        return
+    if not isinstance(kwargs, dict):
+        raise ValueError(f"{path}: policy_kwargs={kwargs!r} is invalid: expected an object")
+    arch = kwargs.get("net_arch", [])
+    layers = list(arch.values()) if isinstance(arch, dict) else [arch]
+    for sizes in layers:
+        if not isinstance(sizes, list) or len(sizes) > MAX_LAYERS or not all(
+                type(n) is int and 1 <= n <= MAX_LAYER_WIDTH for n in sizes):
+            raise ValueError(f"{path}: policy_kwargs net_arch={arch!r} is invalid: expected "
+                             f"at most {MAX_LAYERS} layers of 1 to {MAX_LAYER_WIDTH} units")
 
 
 def _replace(key: str, entry: dict[str, Any]) -> Any | None:

@@ -23,8 +23,6 @@ Typical use::
 
 from __future__ import annotations
 
-import io
-import json
 import logging
 import os
 import re
@@ -40,9 +38,11 @@ import torch
 import yaml
 from torch import nn
 
+from envs.files import check_archive, loads_json
 from envs.sim.constants import NUM_CURRICULUM_LEVELS
 from envs.sim.validation import check_in_range, check_int, check_positive
 from models.mappo_policy import MAPPOPolicy
+from models.weights import load_weights
 from training.opponents import checkpoint_path
 
 logger = logging.getLogger(__name__)
@@ -384,6 +384,7 @@ _V1_CRITIC_TRUNK = "mlp_extractor.value_net."
 
 def _read_v1_checkpoint(path: Path) -> tuple[dict[str, torch.Tensor], str | None]:
     """The v1 policy's tensors and its activation (None if unreadable) from an SB3 .zip."""
+    check_archive(path, "v1 checkpoint")
     try:
         with zipfile.ZipFile(path) as archive:
             names = set(archive.namelist())
@@ -395,16 +396,14 @@ def _read_v1_checkpoint(path: Path) -> tuple[dict[str, torch.Tensor], str | None
     except zipfile.BadZipFile as error:
         raise ValueError(f"{path} is not a v1 SB3 checkpoint (not a zip archive): "
                          f"{error}") from error
-    try:
-        state = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
-    except Exception as error:  # torch raises many types for a bad file; all mean "corrupt"
-        raise ValueError(f"{path}: policy.pth is not a readable state dict: {error}") from error
+    state = load_weights(raw, f"v1 checkpoint {path}: policy.pth")
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor)
                                               for v in state.values()):
         raise ValueError(f"{path}: policy.pth is not a state dict of tensors")
     activation = None
     try:
-        kwargs = json.loads(data).get("policy_kwargs", {}) if data is not None else {}
+        kwargs = loads_json(data, f"v1 checkpoint {path}: data").get(
+            "policy_kwargs", {}) if data is not None else {}
         # BattalionMlpPolicy and SB3's ActorCriticPolicy both default to Tanh.
         activation = kwargs.get("activation", "tanh") if isinstance(kwargs, dict) else None
     except (ValueError, AttributeError):

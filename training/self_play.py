@@ -25,8 +25,9 @@ Typical use is ``train(enable_self_play=True)``; directly::
 from __future__ import annotations
 
 import logging
+import os
 import re
-import zipfile
+import stat
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ import numpy as np
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 
+from envs.files import UnreadableFileError, check_archive, clean_stale_temporaries
 from envs.sim.validation import check_in_range, check_int
 from models.mappo_policy import MAPPOPolicy, load_policy, save_policy
 from training.artifacts import CheckpointManifest
@@ -86,6 +88,7 @@ class SnapshotPool:
         self.pool_dir = Path(pool_dir)
         self.max_size = check_int("max_size", max_size, minimum=1)
         self.pool_dir.mkdir(parents=True, exist_ok=True)
+        clean_stale_temporaries(self.pool_dir)
         self._paths: list[Path] = self._scan()
 
     @classmethod
@@ -105,6 +108,7 @@ class SnapshotPool:
         snapshots, foreign = [], []
         for path in self.pool_dir.iterdir():
             if self.pattern.match(path.name):
+                self._check_member(path)
                 snapshots.append(path)
             elif path.is_file() and not path.name.startswith("."):
                 foreign.append(path.name)
@@ -114,17 +118,33 @@ class SnapshotPool:
         snapshots.sort(key=self.version_of)
         kept, excess = snapshots[-self.max_size:], snapshots[:-self.max_size]
         for path in kept:
-            # Both formats are zip archives: a cheap check that catches truncated
-            # and foreign files without loading every snapshot.
-            if not zipfile.is_zipfile(path):
-                raise ValueError(f"{self.kind} snapshot {path} is not a readable archive "
-                                 "(corrupt or truncated): remove or restore it before using "
-                                 "the pool")
+            # Both formats are zip archives: a cheap check that catches truncated,
+            # foreign and oversized files without loading every snapshot.
+            try:
+                check_archive(path, f"{self.kind} snapshot")
+            except UnreadableFileError as error:
+                raise UnreadableFileError(f"{error}: remove or restore it before using the "
+                                          "pool") from None
         if excess:
             logger.warning("%s %s holds %d snapshots; using the newest %d (older files are "
                            "left on disk)", self.kind, self.pool_dir, len(snapshots),
                            self.max_size)
         return kept
+
+    def _check_member(self, path: Path) -> None:
+        """Refuse a snapshot that is not a regular file of the pool's own folder: a
+        symlink out of it (to another file, a device or a FIFO) or a special file."""
+        try:
+            target, info = path.resolve(), os.stat(path)
+        except OSError as error:
+            raise UnreadableFileError(f"{self.kind} snapshot {path} cannot be read: "
+                                      f"{error.strerror}") from None
+        if target.parent != self.pool_dir.resolve():
+            raise UnreadableFileError(f"{self.kind} snapshot {path} links to {target}, outside "
+                                      f"{self.pool_dir}: refusing to read it")
+        if not stat.S_ISREG(info.st_mode):
+            raise UnreadableFileError(f"{self.kind} snapshot {path} is not a regular file: "
+                                      "refusing to read it")
 
     @property
     def size(self) -> int:
@@ -165,6 +185,7 @@ class SnapshotPool:
         path = Path(path)
         if path not in self._paths:
             raise KeyError(f"{path} is not in the {self.kind} {self.pool_dir}")
+        self._check_member(path)  # it may have been replaced since the scan
         return path
 
     def _pick(self, rng: np.random.Generator | None) -> Path | None:
@@ -342,6 +363,8 @@ class SelfPlayCallback(BaseCallback):
                                    step=self.num_timesteps, **self.row)
         if self.registry is not None and self.agent_name is not None:
             self.registry.set_rating(path.stem, self.registry.get_rating(self.agent_name))
+            if self.registry.can_save:  # with the snapshot, so a crash cannot lose it
+                self.registry.save()
         if self.verbose:
             logger.info("self-play snapshot %s at step %d", path.name, self.num_timesteps)
         return path

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList  # noq
 from stable_baselines3.common.utils import ConstantSchedule, FloatSchedule  # noqa: E402
 from stable_baselines3.common.vec_env import VecMonitor  # noqa: E402
 
+from envs.files import clean_stale_temporaries  # noqa: E402
 from models.battalion_policy import BattalionMlpPolicy  # noqa: E402
 from training.artifacts import (  # noqa: E402
     CheckpointManifest,
@@ -103,6 +105,7 @@ def train(config: TrainingConfig | None = None, *,
     torch.set_num_threads(config.torch_threads)
     digest = config_hash(config)
     manifest = CheckpointManifest(config.manifest_path) if config.write_manifest else None
+    _tidy_after_a_crash(config, manifest)
     if resume_path is not None and manifest is not None:
         _report_config_change(manifest, resume_path, digest, config)
 
@@ -119,11 +122,8 @@ def train(config: TrainingConfig | None = None, *,
                 map_width=config.map_width, map_height=config.map_height,
                 epochs=config.warm_start_epochs, seed=config.seed)
     else:
-        model = load_ppo(resume_path, env=env, device=config.device, custom_objects={
-            "lr_schedule": FloatSchedule(ConstantSchedule(config.learning_rate)),
-            "learning_rate": config.learning_rate,
-            "clip_range": FloatSchedule(ConstantSchedule(config.clip_range)),
-        })
+        model = load_ppo(resume_path, env=env, device=config.device,
+                         custom_objects=_resumed_settings(config))
         # Fresh but reproducible battles after a resume.
         model.set_random_seed(config.seed + model.num_timesteps)
         logger.info("resuming %s at step %d", resume_path, model.num_timesteps)
@@ -147,6 +147,56 @@ def train(config: TrainingConfig | None = None, *,
     if run is not None:
         _finish_wandb(run, final, owns_run)
     return model
+
+
+def _resumed_settings(config: TrainingConfig) -> dict[str, Any]:
+    """What a resumed run takes from the user's config, never from the checkpoint: the
+    PPO settings, the rollout and minibatch sizes (so the budget holds) and where logs go."""
+    n_steps = config.rollout_n_steps()
+    return {
+        "lr_schedule": FloatSchedule(ConstantSchedule(config.learning_rate)),
+        "learning_rate": config.learning_rate,
+        "clip_range": FloatSchedule(ConstantSchedule(config.clip_range)),
+        "n_steps": n_steps, "batch_size": config.minibatch_size(n_steps * config.n_envs),
+        "n_epochs": config.n_epochs, "gamma": config.gamma, "gae_lambda": config.gae_lambda,
+        "ent_coef": config.ent_coef, "vf_coef": config.vf_coef,
+        "max_grad_norm": config.max_grad_norm, "tensorboard_log": config.log_dir,
+        "verbose": config.verbose,
+    }
+
+
+def _tidy_after_a_crash(config: TrainingConfig, manifest: CheckpointManifest | None) -> None:
+    """Remove temporary files of killed writers, and list in the manifest the periodic
+    checkpoints a killed run wrote but did not get to register."""
+    checkpoint_dir = Path(config.checkpoint_dir)
+    for folder in {checkpoint_dir, checkpoint_dir / "best", Path(config.self_play_pool_dir),
+                   Path(config.manifest_path).parent, Path(config.elo_registry_path).parent}:
+        clean_stale_temporaries(folder)
+    if manifest is not None:
+        prefix = checkpoint_name_prefix(seed=config.seed, curriculum_level=config.curriculum_level,
+                                        enable_v2=config.enable_naming_v2)
+        for path, step in periodic_checkpoints(checkpoint_dir, prefix):
+            manifest.register(path, artifact_type="periodic", step=step, seed=config.seed,
+                              curriculum_level=config.curriculum_level, run_id=None,
+                              config_hash=config_hash(config))
+
+
+def periodic_checkpoints(checkpoint_dir: Path, prefix: str) -> list[tuple[Path, int]]:
+    """The complete periodic checkpoints ``{prefix}_{N}_steps.zip`` in a folder, by step.
+
+    Checkpoints are renamed into place whole, so a file with that name is complete;
+    one that is not a zip archive (damaged since) is reported and left out.
+    """
+    found = []
+    for path in checkpoint_dir.glob(f"{prefix}_*_steps.zip"):
+        step = parse_step_from_checkpoint_name(path)
+        if step is None or path.name != f"{prefix}_{step}_steps.zip":
+            continue
+        if not zipfile.is_zipfile(path):
+            logger.warning("%s is not a readable checkpoint; leaving it out", path)
+            continue
+        found.append((path, step))
+    return sorted(found, key=lambda item: item[1])
 
 
 def _resolve_config(config: TrainingConfig | None, overrides: dict[str, Any]) -> TrainingConfig:
@@ -261,8 +311,10 @@ def resolve_resume(resume: dict[str, Any], config: TrainingConfig) -> Path | Non
     """The checkpoint a CLI run continues from (``resume`` section of the config).
 
     Order: ``resume.checkpoint`` if set (it must exist); else, with
-    ``resume.auto``, the manifest's newest periodic checkpoint, else the newest
-    ``{prefix}_*_steps.zip`` on disk; else None (a fresh run).
+    ``resume.auto``, the newest complete ``{prefix}_*_steps.zip`` in the
+    checkpoint folder, whether or not the manifest lists it (a run killed
+    between writing a checkpoint and indexing it still resumes from it); else
+    None (a fresh run).
 
     Raises:
         FileNotFoundError: if ``resume.checkpoint`` does not exist.
@@ -277,14 +329,8 @@ def resolve_resume(resume: dict[str, Any], config: TrainingConfig) -> Path | Non
         return None
     prefix = checkpoint_name_prefix(seed=config.seed, curriculum_level=config.curriculum_level,
                                     enable_v2=config.enable_naming_v2)
-    if config.write_manifest:
-        latest = CheckpointManifest(config.manifest_path).latest_periodic(
-            config.checkpoint_dir, prefix)
-        if latest is not None:
-            return latest
-    on_disk = sorted(Path(config.checkpoint_dir).glob(f"{prefix}_*_steps.zip"),
-                     key=lambda p: parse_step_from_checkpoint_name(p) or -1)
-    return on_disk[-1] if on_disk else None
+    found = periodic_checkpoints(Path(config.checkpoint_dir), prefix)
+    return found[-1][0] if found else None
 
 
 def main() -> None:

@@ -46,10 +46,11 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from envs.files import atomic_write_bytes  # noqa: E402
+from envs.files import atomic_write_bytes, clean_stale_temporaries  # noqa: E402
 from envs.multi_battalion_batch import BLUE, MultiBattalionBatch  # noqa: E402
 from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM  # noqa: E402
-from models.mappo_policy import MAPPOPolicy  # noqa: E402
+from models.mappo_policy import MAPPOPolicy, policy_from_kwargs  # noqa: E402
+from models.weights import load_weights  # noqa: E402
 from training.curriculum_scheduler import (  # noqa: E402
     STAGE_ENV_KWARGS,
     STAGE_LABELS,
@@ -182,12 +183,7 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
         ValueError: if it is not a MAPPO training checkpoint.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"MAPPO checkpoint {path} does not exist")
-    try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:
-        raise ValueError(f"{path} is not a readable MAPPO checkpoint: {error}") from error
+    data = load_weights(path, f"MAPPO checkpoint {path}")
     missing = {"kwargs", "policy_state_dict", "optimizer_state_dict", "total_steps",
                "episodes", "numpy_rng", "torch_rng", "minibatch_rng"} - set(
         data if isinstance(data, dict) else ())
@@ -199,9 +195,8 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
 def policy_from_checkpoint(path: str | Path) -> MAPPOPolicy:
     """The policy of a MAPPO training checkpoint, in eval mode."""
     data = load_checkpoint(path)
-    policy = MAPPOPolicy(**data["kwargs"])
-    policy.load_state_dict(data["policy_state_dict"])
-    return policy.eval()
+    return policy_from_kwargs(data["kwargs"], data["policy_state_dict"],
+                              f"MAPPO checkpoint {path}").eval()
 
 
 # --- one update: rollout, advantages, PPO epochs ----------------------------------------
@@ -396,6 +391,7 @@ def train_mappo(config: MAPPOConfig | None = None, *, resume: str | Path | None 
     torch.manual_seed(config.seed)
     generator = torch.Generator().manual_seed(config.seed)
     checkpoint_dir = Path(config.checkpoint_dir)
+    clean_stale_temporaries(checkpoint_dir)  # left by a run killed mid-write
 
     scheduler = None
     if config.curriculum:

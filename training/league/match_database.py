@@ -350,7 +350,8 @@ class MatchDatabase:
 
         Idempotent by ``match_id``: recording an id that the file already holds
         (from this process or another) writes nothing and returns the stored
-        result; the same id with a different result raises ``ValueError``.
+        result; the same id with a different result (other than its timestamp)
+        raises ``ValueError``.
 
         Args:
             agent_id: The focal agent.
@@ -387,7 +388,7 @@ class MatchDatabase:
             self._sync()
             existing = self._by_id.get(result.match_id)
             if existing is not None:  # recorded already, by this or another process
-                if existing.to_dict() != result.to_dict():
+                if {**existing.to_dict(), "timestamp": 0} != {**result.to_dict(), "timestamp": 0}:
                     raise ValueError(f"match_id={result.match_id!r} is already recorded with a "
                                      "different result: expected a new id")
                 return existing
