@@ -209,10 +209,10 @@ MAX_ARCHIVE_BYTES = 2**30
 """Most bytes a checkpoint archive may expand to: policies here are a few MB."""
 
 
-def check_archive(path: str | os.PathLike, what: str,
-                  max_bytes: int = MAX_ARCHIVE_BYTES) -> Path:
+def check_archive(path: str | os.PathLike, what: str, max_bytes: int | None = None) -> Path:
     """``path`` if it is a regular file holding a zip archive (SB3 and torch files are)
-    that expands to at most ``max_bytes``; the declared sizes bound every later read.
+    that expands to at most ``max_bytes`` (default :data:`MAX_ARCHIVE_BYTES`); the
+    declared sizes bound every later read.
 
     Raises:
         FileNotFoundError: if nothing is at ``path``.
@@ -235,6 +235,7 @@ def check_archive(path: str | os.PathLike, what: str,
     except (zipfile.BadZipFile, OSError, ValueError) as error:
         raise UnreadableFileError(f"{source} is not a readable archive (corrupt or "
                                   f"truncated): {error}") from None
+    max_bytes = MAX_ARCHIVE_BYTES if max_bytes is None else max_bytes
     if expanded > max_bytes:
         raise UnreadableFileError(f"{source} would expand to {expanded:,} bytes: more than "
                                   f"the {max_bytes:,} allowed")

@@ -500,7 +500,7 @@ def load_policy(path: str | os.PathLike,
     """
     path = Path(path)
     device = torch.device(device) if device is not None else torch.device("cpu")
-    data = load_weights(path, f"MAPPO policy file {path}", device)
+    data = load_weights(path, "MAPPO policy file", device)
     if not isinstance(data, dict) or any(key not in data for key in POLICY_FILE_KEYS):
         found = sorted(map(str, data)) if isinstance(data, dict) else type(data).__name__
         raise ValueError(f"{path} is not a MAPPO policy file: expected the keys "

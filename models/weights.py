@@ -29,7 +29,8 @@ def load_weights(source: str | Path | bytes, what: str, device: str | torch.devi
 
     Args:
         source: a path, or the bytes of an archive member already bounded by its archive.
-        what: what the file is, for messages (e.g. "MAPPO policy file x.pt").
+        what: what the file is, for messages (e.g. "MAPPO policy file"); for bytes,
+            also where they come from.
 
     Raises:
         FileNotFoundError: if the file does not exist.
@@ -42,6 +43,7 @@ def load_weights(source: str | Path | bytes, what: str, device: str | torch.devi
         handle: Any = io.BytesIO(source)
     else:
         handle = check_archive(source, what)
+        what = f"{what} {source}"
     try:
         return torch.load(handle, map_location=device, weights_only=True)
     except pickle.UnpicklingError:

@@ -401,13 +401,11 @@ def _read_v1_checkpoint(path: Path) -> tuple[dict[str, torch.Tensor], str | None
                                               for v in state.values()):
         raise ValueError(f"{path}: policy.pth is not a state dict of tensors")
     activation = None
-    try:
-        kwargs = loads_json(data, f"v1 checkpoint {path}: data").get(
-            "policy_kwargs", {}) if data is not None else {}
+    if data is not None:
+        description = loads_json(data, f"v1 checkpoint {path}: data")
+        kwargs = description.get("policy_kwargs", {}) if isinstance(description, dict) else None
         # BattalionMlpPolicy and SB3's ActorCriticPolicy both default to Tanh.
         activation = kwargs.get("activation", "tanh") if isinstance(kwargs, dict) else None
-    except (ValueError, AttributeError):
-        activation = None
     return state, activation
 
 

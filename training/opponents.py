@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from envs.battalion_batch import RedPolicy
+from envs.files import UnreadableFileError
 from envs.sim.constants import NUM_CURRICULUM_LEVELS
 
 SCRIPTED_OPPONENTS = tuple(f"scripted_l{level}" for level in range(1, NUM_CURRICULUM_LEVELS + 1))
@@ -70,9 +71,17 @@ def resolve_opponent(opponent: str | RedPolicy, *, seed: int | None = None,
 
 
 def checkpoint_path(path: str | Path) -> Path | None:
-    """The existing checkpoint file ``path`` names (``.zip`` optional), or None."""
+    """The existing checkpoint file ``path`` names (``.zip`` optional), or None.
+
+    Raises:
+        UnreadableFileError: if what is there is not a regular file (a folder, a
+            FIFO, a device), which would hang or never end if read.
+    """
     path = Path(path)
     for candidate in (path, path.with_name(path.name + ".zip")):
         if candidate.is_file():
             return candidate
+        if candidate.exists():
+            raise UnreadableFileError(f"checkpoint {candidate} is not a regular file: "
+                                      "refusing to read it")
     return None

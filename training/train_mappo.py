@@ -183,7 +183,7 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
         ValueError: if it is not a MAPPO training checkpoint.
     """
     path = Path(path)
-    data = load_weights(path, f"MAPPO checkpoint {path}")
+    data = load_weights(path, "MAPPO checkpoint")
     missing = {"kwargs", "policy_state_dict", "optimizer_state_dict", "total_steps",
                "episodes", "numpy_rng", "torch_rng", "minibatch_rng"} - set(
         data if isinstance(data, dict) else ())

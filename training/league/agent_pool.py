@@ -51,7 +51,13 @@ from typing import Any
 
 import numpy as np
 
-from envs.files import atomic_write_text, hold_lock, lock_path_for
+from envs.files import (
+    MAX_JSON_BYTES,
+    atomic_write_text,
+    hold_lock,
+    lock_path_for,
+    read_regular_file,
+)
 from training.league.pfsp import pfsp_probabilities
 
 logger = logging.getLogger(__name__)
@@ -238,6 +244,8 @@ def _parse_manifest(path: Path, text: str) -> tuple[int | None, dict[str, AgentR
         raise ValueError("the file is empty")
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise ValueError("its JSON is nested too deeply to parse") from None
     except json.JSONDecodeError as exc:
         raise ValueError(
             f"invalid JSON at line {exc.lineno}, column {exc.colno} ({exc.msg}); "
@@ -270,10 +278,11 @@ def _parse_manifest(path: Path, text: str) -> tuple[int | None, dict[str, AgentR
 
 def _read_text(path: Path) -> str | None:
     """Return the file's text, or None if it does not exist."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists() and not path.is_symlink():
         return None
+    data = read_regular_file(path, MAX_JSON_BYTES, f"pool manifest {path}")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(f"the file is not UTF-8 text ({exc})") from None
 

@@ -33,6 +33,7 @@ import json
 import logging
 import math
 import os
+import stat
 import time
 import uuid
 from collections.abc import Mapping
@@ -40,7 +41,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envs.files import append_line, atomic_writer, hold_lock, loads_json, lock_path_for
+from envs.files import (
+    UnreadableFileError,
+    append_line,
+    atomic_writer,
+    hold_lock,
+    loads_json,
+    lock_path_for,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -283,6 +291,9 @@ class MatchDatabase:
             st = os.stat(self._path)
         except FileNotFoundError:
             return
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would hang the read, a device never end
+            raise UnreadableFileError(f"match database {self._path} is not a regular file: "
+                                      "refusing to read it")
         identity = (st.st_dev, st.st_ino)
         if self._identity is not None and (
             identity != self._identity or st.st_size < self._offset
