@@ -347,6 +347,18 @@ class SelfPlayCallback(BaseCallback):
             self.vec_env = self.model.get_env()
         self._battles = self.vec_env  # through its wrappers, which may deal opponents too
         self._original = self._battles.get_attr("red_policy")
+        if self.registry is not None and self.agent_name is not None:
+            self._rate_unrated_snapshots()
+
+    def _rate_unrated_snapshots(self) -> None:
+        """Enter snapshots the registry does not know (a run killed between writing one
+        and saving its rating) at the learner's rating, as :meth:`snapshot` would have."""
+        rated = self.registry.all_ratings()
+        missing = [p.stem for p in self.pool.snapshot_paths if p.stem not in rated]
+        for name in missing:
+            self.registry.set_rating(name, self.registry.get_rating(self.agent_name))
+        if missing and self.registry.can_save:
+            self.registry.save()
 
     def _on_step(self) -> bool:
         if self._due(self.num_timesteps):
