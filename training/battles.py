@@ -43,15 +43,21 @@ def make_training_env(config: TrainingConfig) -> VecMonitor:
 
 
 class OpponentRotation(VecEnvWrapper):
-    """Deals Red's commanders episode by episode: each new episode, in any battle,
-    meets the next opponent of a list, in turn.
+    """Deals Red's commanders episode by episode so that each opponent of a list gets
+    its share of the training steps, whatever the number of battles.
 
-    So every opponent of the list gets its share of episodes whatever the number of
-    battles (dealing per battle would leave some out when there are fewer battles
-    than opponents). At the start, battle ``i`` meets opponent ``i`` (modulo the
-    list). A battle given another commander with ``set_red_policy`` keeps it and
-    leaves the rotation; setting None, or the rotation's own random player, puts
-    it back, from its next episode.
+    The list's repeats are weights: ``[l4, l5, l5]`` means a third of the steps
+    against L4 and two thirds against L5. A battle whose episode ends meets the
+    opponent furthest behind its share, counting the steps played against each
+    and, for the battles now facing it, the mean episode length still to come.
+    With many battles this keeps about ``weight * n_envs`` battles on each
+    opponent; with fewer battles than opponents (``n_envs=4`` and nine
+    entries) each still gets its share over time, where dealing once per battle
+    would leave some out.
+
+    A battle given another commander with ``set_red_policy`` keeps it and leaves
+    the rotation; setting None, or the rotation's own random player, puts it
+    back from its next episode.
 
     Args:
         venv: the training battles.
@@ -63,14 +69,28 @@ class OpponentRotation(VecEnvWrapper):
     def __init__(self, venv: BattalionVecEnv, opponents: Sequence[str], seed: int = 0) -> None:
         super().__init__(venv)
         self.random = RandomPolicy(seed)
-        self.opponents = [resolve_opponent(name) for name in opponents]
+        names = list(dict.fromkeys(opponents))  # distinct, in first-seen order
+        self.opponents = [resolve_opponent(name) for name in names]
+        self.weights = np.array([list(opponents).count(n) for n in names], float)
+        self.weights /= self.weights.sum()
+        self.steps = np.zeros(len(names))  # steps played against each opponent
+        self.facing = np.zeros(self.num_envs, np.intp)  # each battle's opponent
         self.rotating = np.ones(self.num_envs, bool)
-        self._next = 0
+        self._episode_steps = np.zeros(self.num_envs, np.intp)
+        self._mean_length = float(venv.get_attr("max_steps", [0])[0]) / 2  # until measured
         self._deal(np.arange(self.num_envs))
 
     def _deal(self, battles: np.ndarray) -> None:
-        picks = (self._next + np.arange(len(battles))) % len(self.opponents)
-        self._next += len(battles)
+        staying = self.rotating.copy()
+        staying[battles] = False
+        facing = np.bincount(self.facing[staying], minlength=len(self.opponents))
+        picks = np.empty(len(battles), np.intp)
+        for j in range(len(battles)):
+            load = self.steps + self._mean_length * facing
+            k = int(np.argmax(self.weights * load.sum() - load + 1e-9 * self.weights))
+            picks[j] = k
+            facing[k] += 1
+        self.facing[battles] = picks
         for k in np.unique(picks):
             chosen = battles[picks == k]
             opponent = self.opponents[k]
@@ -84,9 +104,16 @@ class OpponentRotation(VecEnvWrapper):
 
     def step_wait(self):
         obs, rewards, dones, infos = self.venv.step_wait()
-        ended = np.flatnonzero(dones & self.rotating)
+        self.steps += np.bincount(self.facing[self.rotating], minlength=len(self.opponents))
+        self._episode_steps += 1
+        ended = np.flatnonzero(dones)
         if len(ended):
-            self._deal(ended)
+            lengths = self._episode_steps[ended]
+            self._mean_length += 0.05 * (lengths.mean() - self._mean_length)
+            self._episode_steps[ended] = 0
+            ended = ended[self.rotating[ended]]
+            if len(ended):
+                self._deal(ended)
         return obs, rewards, dones, infos
 
     def env_method(self, method_name: str, *method_args: Any, indices=None,
