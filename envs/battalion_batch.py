@@ -21,7 +21,7 @@ from envs.sim.deploy import deploy, terrain_grid_shape
 from envs.sim.scripted import scripted_actions
 from envs.sim.state import BattleState
 from envs.sim.terrain import TerrainMap
-from envs.sim.validation import check_int
+from envs.sim.validation import check_bool, check_count_fits, check_int
 
 F32 = np.float32
 BLUE, RED = 0, 1
@@ -30,6 +30,18 @@ INFO_STEP_KEYS = ("blue_damage_dealt", "red_damage_dealt", "blue_routed", "red_r
                   "blue_destroyed", "red_destroyed", "step_count")
 """Keys of every step's ``info`` besides the ``reward/*`` components."""
 _RED_UNIT = np.array([RED])
+
+BYTES_PER_BATTLE = 64 * 1024
+"""Memory one duel of a batch may use at most, with procedural terrain (measured peak
+about 31 KB during a step, doubled for safety); batches that would not fit in the
+machine's memory are refused when they are configured."""
+
+
+def check_duel_batch_size(name: str, n_battles: object) -> int:
+    """``n_battles`` as an int >= 1 whose battles fit in memory, or ``ValueError`` naming
+    ``name`` and the GiB the batch would need."""
+    n_battles = check_int(name, n_battles, minimum=1)
+    return check_count_fits(name, n_battles, BYTES_PER_BATTLE, "battles")
 
 
 @runtime_checkable
@@ -60,6 +72,8 @@ def check_battle_setup(config: BattleConfig, terrain: TerrainMap | None,
     """Raise ``TypeError``/``ValueError`` naming ``terrain`` or ``reward_weights`` unless
     the terrain (if any) is a TerrainMap of the map's size and the weights are
     RewardWeights or None."""
+    if not isinstance(config, BattleConfig):
+        raise TypeError(f"config={config!r} is invalid: expected a BattleConfig")
     if terrain is not None and not isinstance(terrain, TerrainMap):
         raise TypeError(f"terrain={terrain!r} is invalid: expected a TerrainMap or None")
     if terrain is not None and (terrain.width, terrain.height) != (
@@ -129,11 +143,12 @@ class BattalionBatch:
     def __init__(self, n_battles: int, *, config: BattleConfig, terrain: TerrainMap | None,
                  randomize_terrain: bool, curriculum_level: int,
                  reward_weights: RewardWeights | None) -> None:
-        self.n_battles = check_int("n_battles", n_battles, minimum=1)
+        self.n_battles = check_duel_batch_size("n_battles", n_battles)
         check_battle_setup(config, terrain, reward_weights)
         self.config = config
         self.terrain = terrain
-        self.randomize_terrain = bool(randomize_terrain) and terrain is None
+        self.randomize_terrain = check_bool("randomize_terrain",
+                                            randomize_terrain) and terrain is None
         self.reward_weights = reward_weights or RewardWeights()
         self._weight_vector = self.reward_weights.as_array()
         self._inverse_diagonal = np.float32(1 / config.diagonal)
@@ -267,4 +282,5 @@ class BattalionBatch:
 
 
 __all__ = ["BattalionBatch", "DuelStep", "INFO_STEP_KEYS", "RedPolicy", "OBS_DIM",
-           "check_battle_setup", "check_red_policy", "check_curriculum_level"]
+           "check_battle_setup", "check_red_policy", "check_curriculum_level",
+           "BYTES_PER_BATTLE", "check_duel_batch_size"]

@@ -31,15 +31,19 @@ from envs.sim.constants import (
     MAP_WIDTH,
     MAX_STEPS,
     NUM_CURRICULUM_LEVELS,
+    SEED_BOUND,
 )
 from envs.sim.terrain import TerrainMap
-from envs.sim.validation import check_action_array, check_int
+from envs.sim.validation import check_action_array, check_choice, check_options, check_seed
 
 __all__ = [
     "BattalionEnv", "RedPolicy", "MAP_WIDTH", "MAP_HEIGHT", "MAX_STEPS", "DT",
     "NUM_CURRICULUM_LEVELS", "DESTROYED_THRESHOLD", "OBS_DIM", "OBSERVATION_FEATURES",
-    "INFO_STEP_KEYS", "make_spaces", "battle_config_from_args",
+    "INFO_STEP_KEYS", "make_spaces", "battle_config_from_args", "RESET_OPTIONS",
 ]
+
+RESET_OPTIONS: tuple[str, ...] = ()
+"""Keys ``reset(options=...)`` accepts: none (a typo in an option must not pass silently)."""
 
 
 def make_spaces() -> tuple[spaces.Box, spaces.Box]:
@@ -57,7 +61,6 @@ def make_spaces() -> tuple[spaces.Box, spaces.Box]:
 def battle_config_from_args(map_width: float, map_height: float, max_steps: int,
                             hill_speed_factor: float) -> BattleConfig:
     """The battle model for the env constructor's arguments (validated, naming each)."""
-    check_int("max_steps", max_steps, minimum=1)
     return BattleConfig(map_width=map_width, map_height=map_height, max_steps=max_steps,
                         hill_speed_factor=hill_speed_factor)
 
@@ -66,13 +69,15 @@ class BattalionEnv(gym.Env):
     """A 1v1 battle: the agent commands Blue; Red is scripted or driven by a policy.
 
     Args:
-        map_width: battlefield width in metres (> 0).
-        map_height: battlefield height in metres (> 0).
-        max_steps: steps before the battle is called a draw (>= 1).
+        map_width: battlefield width in metres, in
+            :data:`~envs.sim.constants.MAP_SIZE_RANGE` (10 m to 100 km).
+        map_height: battlefield height in metres, likewise.
+        max_steps: steps before the battle is called a draw, 1 to
+            :data:`~envs.sim.constants.MAX_STEPS_LIMIT`.
         terrain: a fixed :class:`~envs.sim.terrain.TerrainMap`; when given,
             ``randomize_terrain`` is ignored.
-        randomize_terrain: draw new procedural hills and woods at every reset;
-            otherwise the ground is open and level.
+        randomize_terrain: ``True`` to draw new procedural hills and woods at every
+            reset, ``False`` for open, level ground.
         hill_speed_factor: speed on the highest ground, as a fraction of speed
             on the lowest, in (0, 1].
         curriculum_level: scripted Red's level, 1 (passive) to 5 (full combat).
@@ -108,9 +113,7 @@ class BattalionEnv(gym.Env):
         render_mode: str | None = None,
     ) -> None:
         super().__init__()
-        if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode={render_mode!r} is invalid: expected None or one "
-                             f"of {self.metadata['render_modes']}")
+        check_choice("render_mode", render_mode, (None, *self.metadata["render_modes"]))
         check_red_policy(red_policy)
         self.config = battle_config_from_args(map_width, map_height, max_steps,
                                               hill_speed_factor)
@@ -136,9 +139,18 @@ class BattalionEnv(gym.Env):
 
         The same ``seed`` always gives the same battle; later resets without a
         seed continue that seed's sequence of battles.
+
+        Args:
+            seed: None, or an integer in [0, 2**63).
+            options: None or ``{}``; the env defines no reset options.
+
+        Raises:
+            ValueError: for any other ``seed``, or an ``options`` key.
         """
+        seed = check_seed("seed", seed)
+        check_options("options", options, RESET_OPTIONS)
         super().reset(seed=seed)
-        fresh = self.np_random.integers(0, 2**63, size=1, dtype=np.int64)
+        fresh = self.np_random.integers(0, SEED_BOUND, size=1, dtype=np.int64)
         self._battle.reset(np.array([0]), [seed], fresh)
         self._battle.last_events = None
         return self._get_obs(), {}

@@ -43,10 +43,35 @@ from envs.sim.deploy import deploy, terrain_grid_shape
 from envs.sim.scripted import scripted_actions
 from envs.sim.state import BattleState
 from envs.sim.terrain import TerrainMap
-from envs.sim.validation import check_action_array, check_int, check_positive
+from envs.sim.validation import (
+    check_action_array,
+    check_bool,
+    check_count_fits,
+    check_int,
+    check_positive,
+)
 
 F32 = np.float32
 BLUE, RED = 0, 1
+
+
+def bytes_per_battle(n_units: int) -> int:
+    """Memory one N-vs-M battle of ``n_units`` battalions may use at most in a batch.
+
+    Measured peaks during a step with procedural terrain, 31 KB (1v1) to 116 KB
+    (6v6), grow with the square of the battalions (sight and distances are per
+    pair); this bound is about twice that. Batches that would not fit in the
+    machine's memory are refused when they are configured.
+    """
+    return 64 * 1024 + 1024 * n_units * n_units
+
+
+def check_team_batch_size(name: str, n_battles: object, n_units: int) -> int:
+    """``n_battles`` as an int >= 1 whose battles of ``n_units`` battalions fit in memory,
+    or ``ValueError`` naming ``name`` and the GiB the batch would need."""
+    n_battles = check_int(name, n_battles, minimum=1)
+    return check_count_fits(name, n_battles, bytes_per_battle(n_units),
+                            f"battles of {n_units} battalions")
 
 
 @dataclass(frozen=True, eq=False)
@@ -89,7 +114,8 @@ class MultiBattalionBatch:
     """``n_battles`` independent N-vs-M battles stepped as one NumPy batch.
 
     Args:
-        n_battles: number of battles (>= 1).
+        n_battles: number of battles (>= 1, and few enough to fit in memory:
+            :func:`bytes_per_battle` each).
         n_blue, n_red: battalions a side (>= 1 each).
         config: the battle model's parameters.
         terrain: a fixed map for every battle, or None.
@@ -102,14 +128,15 @@ class MultiBattalionBatch:
     def __init__(self, n_battles: int, n_blue: int, n_red: int, *, config: BattleConfig,
                  terrain: TerrainMap | None, randomize_terrain: bool,
                  visibility_radius: float, reward_weights: RewardWeights | None) -> None:
-        self.n_battles = check_int("n_battles", n_battles, minimum=1)
         self.n_blue = check_int("n_blue", n_blue, minimum=1)
         self.n_red = check_int("n_red", n_red, minimum=1)
+        self.n_battles = check_team_batch_size("n_battles", n_battles, self.n_blue + self.n_red)
         self.visibility_radius = check_positive("visibility_radius", visibility_radius)
         check_battle_setup(config, terrain, reward_weights)
         self.config = config
         self.terrain = terrain
-        self.randomize_terrain = bool(randomize_terrain) and terrain is None
+        self.randomize_terrain = check_bool("randomize_terrain",
+                                            randomize_terrain) and terrain is None
         self.reward_weights = reward_weights or RewardWeights()
         self._weight_vector = self.reward_weights.as_array()
         self.team = np.array([BLUE] * self.n_blue + [RED] * self.n_red, dtype=np.int8)
@@ -313,4 +340,4 @@ class MultiBattalionBatch:
             flat(side_sum(events.volley.T) / acted_count))
 
 
-__all__ = ["MultiBattalionBatch", "TeamStep"]
+__all__ = ["MultiBattalionBatch", "TeamStep", "bytes_per_battle", "check_team_batch_size"]

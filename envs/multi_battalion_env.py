@@ -9,12 +9,14 @@ trajectories.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from envs.battalion_batch import check_curriculum_level
 from envs.battalion_env import battle_config_from_args
 from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
 from envs.multi_observation import (
@@ -34,13 +36,27 @@ from envs.sim.constants import (
     MAP_HEIGHT,
     MAP_WIDTH,
     MAX_STEPS,
+    SEED_BOUND,
     VISIBILITY_RADIUS,
 )
 from envs.sim.terrain import TerrainMap
-from envs.sim.validation import check_action_array, check_int
+from envs.sim.validation import (
+    check_action_array,
+    check_choice,
+    check_int,
+    check_options,
+    check_seed,
+    short_repr,
+)
 
 __all__ = ["MultiBattalionEnv", "OBS_DIM", "STATE_DIM", "CRITIC_STATE_DIM",
-           "OBSERVATION_FEATURES", "agent_names", "team_spaces"]
+           "OBSERVATION_FEATURES", "RESET_OPTIONS", "agent_names", "team_spaces"]
+
+RESET_OPTIONS = ("options",)
+"""Keys ``reset(options=...)`` accepts. The env defines no options of its own;
+``"options"`` is the placeholder PettingZoo's ``parallel_api_test`` passes to check
+that ``reset`` takes the argument, and is ignored. Any other key raises
+``ValueError`` (a typo in an option must not pass silently)."""
 
 ACTION_LOW = np.array([-1, -1, 0], np.float32)
 ACTION_HIGH = np.array([1, 1, 1], np.float32)
@@ -63,11 +79,14 @@ class MultiBattalionEnv(ParallelEnv):
 
     Args:
         n_blue, n_red: battalions a side, 1 to ``MAX_TEAM_SIZE`` (6) each.
-        map_width, map_height: battlefield size in metres (> 0).
-        max_steps: steps before the battle is called a draw (>= 1).
+        map_width, map_height: battlefield size in metres, each in
+            :data:`~envs.sim.constants.MAP_SIZE_RANGE` (10 m to 100 km).
+        max_steps: steps before the battle is called a draw, 1 to
+            :data:`~envs.sim.constants.MAX_STEPS_LIMIT`.
         terrain: a fixed :class:`~envs.sim.terrain.TerrainMap`; when given,
             ``randomize_terrain`` is ignored.
-        randomize_terrain: draw new procedural hills and woods at every reset.
+        randomize_terrain: ``True`` to draw new procedural hills and woods at every
+            reset, ``False`` for open, level ground.
         hill_speed_factor: speed on the highest ground over speed on the lowest, in (0, 1].
         visibility_radius: how far a battalion sees, in metres (> 0); enemies
             beyond it, or behind a crest, are known only from their last report
@@ -87,9 +106,10 @@ class MultiBattalionEnv(ParallelEnv):
     it; each ``info`` holds ``damage_dealt``, ``damage_taken``, ``routed``,
     ``destroyed`` and ``step_count``.
 
-    Actions: agents missing from the dict hold still and hold fire. An unknown
-    agent, an agent that has left, or a non-finite action raises ``ValueError``;
-    finite values outside the box are clipped.
+    Actions: a dict from agent to ``[move, rotate, fire]``; agents missing from it
+    hold still and hold fire. Anything but a dict, an unknown agent, an agent that
+    has left, or an action that is not three finite real numbers raises
+    ``ValueError``; finite values outside the box are clipped.
     """
 
     metadata = {"render_modes": ["rgb_array"], "name": "multi_battalion_v0", "render_fps": 10}
@@ -108,9 +128,7 @@ class MultiBattalionEnv(ParallelEnv):
         render_mode: str | None = None,
         reward_weights: RewardWeights | None = None,
     ) -> None:
-        if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode={render_mode!r} is invalid: expected None or one "
-                             f"of {self.metadata['render_modes']}")
+        check_choice("render_mode", render_mode, (None, *self.metadata["render_modes"]))
         self.n_blue = check_int("n_blue", n_blue, minimum=1, maximum=MAX_TEAM_SIZE)
         self.n_red = check_int("n_red", n_red, minimum=1, maximum=MAX_TEAM_SIZE)
         self.config = battle_config_from_args(map_width, map_height, max_steps,
@@ -141,10 +159,20 @@ class MultiBattalionEnv(ParallelEnv):
     def reset(self, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[dict, dict]:
         """Start a new battle; the same ``seed`` always gives the same battle, and
-        later resets without a seed continue that seed's sequence of battles."""
+        later resets without a seed continue that seed's sequence of battles.
+
+        Args:
+            seed: None, or an integer in [0, 2**63).
+            options: None or a dict with only the keys of :data:`RESET_OPTIONS`.
+
+        Raises:
+            ValueError: for any other ``seed``, or an unknown ``options`` key.
+        """
+        seed = check_seed("seed", seed)
+        check_options("options", options, RESET_OPTIONS)
         if seed is not None:
-            self._rng = np.random.default_rng(check_int("seed", seed, minimum=0))
-        fresh = self._rng.integers(0, 2**63, size=1, dtype=np.int64)
+            self._rng = np.random.default_rng(seed)
+        fresh = self._rng.integers(0, SEED_BOUND, size=1, dtype=np.int64)
         self._battle.reset(np.array([0]), [seed], fresh)
         self._battle.last_events = None
         self.agents = list(self.possible_agents)
@@ -153,6 +181,9 @@ class MultiBattalionEnv(ParallelEnv):
                 {a: {} for a in self.agents})
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        if not isinstance(actions, Mapping):
+            raise ValueError(f"actions={short_repr(actions)} is invalid: expected a dict from "
+                             "agent name to [move, rotate, fire]")
         if not self.agents:
             if self._battle.geometry is None:
                 raise RuntimeError("step() called before reset(): call reset() first")
@@ -160,7 +191,9 @@ class MultiBattalionEnv(ParallelEnv):
         orders = self._actions
         orders[:] = 0
         for agent, action in actions.items():
-            self._check_name(agent)
+            if not isinstance(agent, str) or agent not in self._index:
+                raise ValueError(f"actions[{short_repr(agent)}] is invalid: no such agent; "
+                                 f"expected keys among {self.possible_agents}")
             if agent not in self.agents:
                 raise ValueError(f"actions[{agent!r}] is invalid: {agent} has left the battle; "
                                  f"agents still in it: {self.agents}")
@@ -212,7 +245,7 @@ class MultiBattalionEnv(ParallelEnv):
     def team_state(self, team: str) -> np.ndarray:
         """The global state from ``team``'s side ("blue" or "red")."""
         sides = {"blue": BLUE, "red": RED}
-        if team not in sides:
+        if not isinstance(team, str) or team not in sides:
             raise ValueError(f"team={team!r} is invalid: expected 'blue' or 'red'")
         return self._battle.global_state[sides[team], 0].copy()
 
@@ -220,8 +253,12 @@ class MultiBattalionEnv(ParallelEnv):
                          agents: list[str] | None = None) -> dict[str, np.ndarray]:
         """Orders a scripted commander of ``level`` (1..5) would give ``agents`` (Red's
         agents still in the battle by default)."""
+        level = check_curriculum_level(level, "level")
         if agents is None:
             agents = [a for a in self.agents if a.startswith("red_")]
+        if not isinstance(agents, (list, tuple)):
+            raise ValueError(f"agents={short_repr(agents)} is invalid: expected None or a "
+                             "list of agent names")
         for agent in agents:
             self._check_name(agent)
         units = np.array([self._index[a] for a in agents], dtype=np.intp)
@@ -239,6 +276,6 @@ class MultiBattalionEnv(ParallelEnv):
         return self._battle.last_events
 
     def _check_name(self, agent: str) -> None:
-        if agent not in self._index:
-            raise ValueError(f"agent={agent!r} is invalid: expected one of "
+        if not isinstance(agent, str) or agent not in self._index:
+            raise ValueError(f"agent={short_repr(agent)} is invalid: expected one of "
                              f"{self.possible_agents}")

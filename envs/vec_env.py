@@ -15,12 +15,24 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
-from envs.battalion_batch import BattalionBatch, DuelStep, RedPolicy, check_red_policy
-from envs.battalion_env import battle_config_from_args, make_spaces
+from envs.battalion_batch import (
+    BattalionBatch,
+    DuelStep,
+    RedPolicy,
+    check_duel_batch_size,
+    check_red_policy,
+)
+from envs.battalion_env import RESET_OPTIONS, battle_config_from_args, make_spaces
 from envs.reward import RewardWeights
-from envs.sim.constants import HILL_SPEED_FACTOR, MAP_HEIGHT, MAP_WIDTH, MAX_STEPS
+from envs.sim.constants import HILL_SPEED_FACTOR, MAP_HEIGHT, MAP_WIDTH, MAX_STEPS, SEED_BOUND
 from envs.sim.terrain import TerrainMap
-from envs.sim.validation import check_action_array, check_int
+from envs.sim.validation import (
+    check_action_array,
+    check_choice,
+    check_options,
+    check_seed,
+    short_repr,
+)
 
 __all__ = ["BattalionVecEnv", "BatchInfos"]
 
@@ -72,7 +84,8 @@ class BattalionVecEnv(VecEnv):
     """``n_envs`` independent 1v1 battles, stepped as one batch.
 
     Args:
-        n_envs: number of battles (>= 1).
+        n_envs: number of battles (>= 1, and few enough to fit in memory:
+            :data:`~envs.battalion_batch.BYTES_PER_BATTLE` each).
         map_width, map_height, max_steps, terrain, randomize_terrain,
         hill_speed_factor, curriculum_level, reward_weights, render_mode:
             as for :class:`~envs.battalion_env.BattalionEnv`, applied to every battle.
@@ -84,7 +97,9 @@ class BattalionVecEnv(VecEnv):
             queried once per step.
 
     Seeding follows SB3: ``seed(s)`` makes battle ``i`` play the episodes a
-    ``BattalionEnv`` reset with ``seed=s + i`` would play.
+    ``BattalionEnv`` reset with ``seed=s + i`` would play. Like ``BattalionEnv``,
+    the battles take no reset options: ``set_options`` accepts None, ``{}`` or a
+    list of ``n_envs`` empty dicts.
     """
 
     def __init__(
@@ -102,10 +117,8 @@ class BattalionVecEnv(VecEnv):
         red_policy: RedPolicy | None = None,
         render_mode: str | None = None,
     ) -> None:
-        n_envs = check_int("n_envs", n_envs, minimum=1)
-        if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode={render_mode!r} is invalid: expected None or "
-                             "'rgb_array'")
+        n_envs = check_duel_batch_size("n_envs", n_envs)
+        check_choice("render_mode", render_mode, (None, "rgb_array"))
         check_red_policy(red_policy)
         self.config = battle_config_from_args(map_width, map_height, max_steps,
                                               hill_speed_factor)
@@ -123,12 +136,34 @@ class BattalionVecEnv(VecEnv):
 
     def reset(self) -> np.ndarray:
         """Start a new battle everywhere (using seeds set by :meth:`seed`, once)."""
-        fresh = self._fresh_seeds.integers(0, 2**63, size=self.num_envs, dtype=np.int64)
+        fresh = self._fresh_seeds.integers(0, SEED_BOUND, size=self.num_envs, dtype=np.int64)
         self._battle.reset(np.arange(self.num_envs), list(self._seeds), fresh)
         self._reset_seeds()
         self._reset_options()
         self.reset_infos = [{} for _ in range(self.num_envs)]
         return self._battle.blue_observation().copy()
+
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        """Seed battle ``i`` with ``seed + i`` at the next reset (None: random seeds).
+
+        Raises:
+            ValueError: unless ``seed`` is None or an integer with ``seed + n_envs - 1``
+                in [0, 2**63).
+        """
+        return super().seed(check_seed("seed", seed, count=self.num_envs))
+
+    def set_options(self, options: list[dict] | dict | None = None) -> None:
+        """Check reset options: the battles define none, so only None, ``{}`` or a list
+        of ``n_envs`` empty dicts are accepted (``ValueError`` names the first key)."""
+        if isinstance(options, (list, tuple)):
+            if len(options) != self.num_envs:
+                raise ValueError(f"options={short_repr(options)} is invalid: expected a dict "
+                                 f"or a list of {self.num_envs} dicts, one per battle")
+            options = [check_options(f"options[{i}]", o, RESET_OPTIONS)
+                       for i, o in enumerate(options)]
+        else:
+            check_options("options", options, RESET_OPTIONS)
+        super().set_options(options)
 
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = check_action_array("actions", actions, (self.num_envs, 3))

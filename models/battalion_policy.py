@@ -18,6 +18,8 @@ import torch
 from stable_baselines3.common.policies import ActorCriticPolicy
 from torch import nn
 
+from envs.sim.validation import check_real_array
+
 ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
 DEFAULT_HIDDEN = (128, 128)
 FIRE_ACTION = 2
@@ -60,6 +62,16 @@ class BattalionMlpPolicy(ActorCriticPolicy):
                          activation_fn=ACTIVATIONS[activation], **kwargs)
         with torch.no_grad():
             self.action_net.bias[FIRE_ACTION] = self.initial_fire_bias
+
+    def predict(self, observation, state=None, episode_start=None, deterministic=False):
+        """SB3's ``predict``, refusing observations that are not real numbers (strings,
+        booleans, complex numbers, objects) instead of converting them.
+
+        Raises:
+            ValueError: naming ``observation``.
+        """
+        observation = check_real_array("observation", observation, finite=False)
+        return super().predict(observation, state, episode_start, deterministic)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         parameters = super()._get_constructor_parameters()

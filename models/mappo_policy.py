@@ -36,7 +36,7 @@ from torch import nn
 from torch.distributions import Normal
 
 from envs.files import atomic_write_bytes
-from envs.sim.validation import check_int, check_number
+from envs.sim.validation import check_int, check_number, check_real_array
 from models.battalion_policy import ACTIVATIONS, FIRE_ACTION
 from models.weights import check_module_size, load_weights
 
@@ -329,11 +329,9 @@ class MAPPOPolicy(nn.Module):
         if isinstance(value, torch.Tensor):
             tensor = value.to(device=self.device, dtype=torch.float32)
         else:
-            try:
-                array = np.asarray(value, dtype=np.float32)
-            except (TypeError, ValueError):
-                raise TypeError(f"{name}={value!r} is invalid: expected a numeric array of "
-                                f"shape ({dim},) or (batch, {dim})") from None
+            # Real numbers only (strings, booleans, complex numbers are refused); the
+            # finiteness check below is torch's, one reduction.
+            array = check_real_array(name, value, finite=False)
             tensor = torch.as_tensor(array, device=self.device)
         _check_last_dim(name, tensor, dim)
         if tensor.ndim == 1:
@@ -354,6 +352,8 @@ class MAPPOPolicy(nn.Module):
         if not isinstance(agent_idx, (torch.Tensor, np.ndarray)):
             raise TypeError(f"agent_idx={agent_idx!r} is invalid: expected an int or a 1-D "
                             "integer tensor of per-sample agent indices")
+        if isinstance(agent_idx, np.ndarray) and agent_idx.dtype.kind not in "iu":
+            raise TypeError(f"agent_idx has dtype {agent_idx.dtype}: expected integer indices")
         indices = torch.as_tensor(agent_idx)
         if indices.is_floating_point() or indices.is_complex() or indices.dtype == torch.bool:
             raise TypeError(f"agent_idx has dtype {indices.dtype}: expected integer indices")

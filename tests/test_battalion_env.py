@@ -194,3 +194,69 @@ def test_reward_weights_shape_the_reward():
     _, no_time = play(BattalionEnv(reward_weights=RewardWeights(time_penalty=0.0)), 3,
                       actions)
     assert np.allclose(no_time - plain, 0.01, atol=1e-6)
+
+
+# --- issue 11, silent acceptance: each reproducer now raises a named ValueError ----------
+
+def test_a_string_boolean_is_refused_not_read_by_truthiness():
+    with pytest.raises(ValueError, match=r"randomize_terrain='false' is invalid: expected "
+                                         r"true or false"):
+        BattalionEnv(randomize_terrain="false")
+
+
+@pytest.mark.parametrize("width", [1e308, 5e-324, 9.0, 100_001.0])
+def test_map_sizes_outside_the_documented_range_are_refused(width):
+    with pytest.raises(ValueError, match=r"map_width=.* expected a map side in metres in "
+                                         r"\[10, 100000\]"):
+        BattalionEnv(map_width=width)
+
+
+def test_max_steps_is_bounded_by_the_step_counter():
+    with pytest.raises(ValueError, match="max_steps=10000000000"):
+        BattalionEnv(max_steps=10**10)
+
+
+@pytest.mark.parametrize("action, dtype", [
+    (np.array(["1", "0", "0"]), "<U1"),
+    (np.array([1 + 1j, 0, 0]), "complex128"),
+    (np.array([1.0, 0.0, 0.0], dtype=object), "object"),
+    (np.array([True, False, True]), "bool"),
+    (["1", "0", "0"], "<U1"),
+])
+def test_actions_must_be_real_numbers(action, dtype):
+    env = BattalionEnv(max_steps=5)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=f"action=.* dtype {dtype}; expected a real numeric"):
+        env.step(action)
+
+
+def test_an_action_beyond_float32_is_refused():
+    env = BattalionEnv(max_steps=5)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"non-finite value 1e\+300 \(beyond the float32"):
+        env.step(np.array([1e300, 0.0, 0.0]))
+
+
+@pytest.mark.parametrize("seed", [-1, 2**63, 2**64, 1.5, "a", True, np.float64(3.0)])
+def test_reset_seeds_outside_the_range_raise_naming_seed(seed):
+    env = BattalionEnv(max_steps=5)
+    with pytest.raises(ValueError, match=r"seed=.* expected None or an integer in \[0, 2\*\*63\)"):
+        env.reset(seed=seed)
+
+
+def test_the_largest_seed_and_numpy_seeds_work():
+    env = BattalionEnv(max_steps=5)
+    first = env.reset(seed=2**63 - 1)[0]
+    assert np.array_equal(env.reset(seed=np.uint64(2**63 - 1))[0], first)
+
+
+@pytest.mark.parametrize("options, match", [
+    ({"seed": 1}, "options key 'seed' is invalid"),
+    ({"curriculum_level": 2}, "options key 'curriculum_level' is invalid"),
+    ("fast", "options='fast' is invalid: expected None or a dict"),
+])
+def test_reset_options_must_be_documented(options, match):
+    env = BattalionEnv(max_steps=5)
+    with pytest.raises(ValueError, match=match):
+        env.reset(options=options)
+    env.reset(options={})  # an empty dict is fine (Gymnasium's checker passes one)

@@ -317,3 +317,42 @@ def test_observations_say_which_allies_engage_an_enemy():
     assert blue_1[names.index("own_hit_chance")] == pytest.approx(0.25)  # (1 - 100/200)^2
     assert blue_0[names.index("focus_allies_hit_chance")] == pytest.approx(0.25)
     assert blue_1[names.index("focus_allies_hit_chance")] == 0
+
+
+# --- issue 11, silent acceptance ------------------------------------------------------------
+
+@pytest.mark.parametrize("actions", [None, [("blue_0", [0, 0, 0])], "blue_0"])
+def test_step_needs_a_dict_of_actions(actions):
+    env = MultiBattalionEnv(1, 1, max_steps=5)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="actions=.* is invalid: expected a dict"):
+        env.step(actions)
+
+
+def test_an_unknown_agent_key_is_named_as_an_actions_key():
+    env = MultiBattalionEnv(1, 1, max_steps=5)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"actions\[1\] is invalid"):
+        env.step({1: np.zeros(3)})
+    with pytest.raises(ValueError, match=r"actions\['blue_0'\]=.* dtype complex128"):
+        env.step({"blue_0": np.zeros(3, complex)})
+
+
+@pytest.mark.parametrize("seed", [-1, 2**63, 2**64, 0.5, "0"])
+def test_reset_seeds_raise_naming_seed(seed):
+    with pytest.raises(ValueError, match=r"seed=.* expected None or an integer in \[0, 2\*\*63\)"):
+        MultiBattalionEnv(1, 1, max_steps=5).reset(seed=seed)
+
+
+def test_reset_options_other_than_pettingzoos_probe_are_refused():
+    env = MultiBattalionEnv(1, 1, max_steps=5)
+    with pytest.raises(ValueError, match="options key 'seed' is invalid"):
+        env.reset(options={"seed": 3})
+    env.reset(seed=0, options={"options": 1})  # what parallel_api_test passes
+
+
+def test_string_booleans_are_refused():
+    with pytest.raises(ValueError, match="randomize_terrain='false' is invalid"):
+        MultiBattalionEnv(randomize_terrain="false")
+    with pytest.raises(ValueError, match="randomize_terrain='false' is invalid"):
+        batch(1, 1, 1, randomize_terrain="false")

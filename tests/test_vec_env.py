@@ -157,3 +157,40 @@ def test_stable_baselines3_ppo_trains_on_it():
     model.learn(total_timesteps=512)
     assert model.num_timesteps >= 512
     assert len(model.ep_info_buffer) > 0  # episodes finished and were counted
+
+
+# --- issue 11, silent acceptance ------------------------------------------------------------
+
+def test_a_batch_that_cannot_fit_in_memory_is_refused_with_the_memory_it_needs():
+    with pytest.raises(ValueError, match=r"n_envs=1000000000000 is invalid: .* would need "
+                                         r"about [\d,.]+ GiB of memory, more than the"):
+        BattalionVecEnv(10**12)
+
+
+def test_string_booleans_and_string_actions_are_refused():
+    with pytest.raises(ValueError, match="randomize_terrain='no' is invalid"):
+        BattalionVecEnv(2, randomize_terrain="no")
+    env = BattalionVecEnv(2, max_steps=5)
+    env.reset()
+    with pytest.raises(ValueError, match="actions=.* dtype <U1"):
+        env.step(np.full((2, 3), "1"))
+
+
+@pytest.mark.parametrize("seed", [-1, 2**63 - 1, "a", 1.5])
+def test_seeds_must_leave_every_battle_a_valid_seed(seed):
+    env = BattalionVecEnv(2, max_steps=5)
+    with pytest.raises(ValueError, match=r"seed=.* expected None or an integer in \[0, 2\*\*63"):
+        env.seed(seed)
+    assert env.seed(2**63 - 2) == [2**63 - 2, 2**63 - 1]
+
+
+def test_reset_options_are_checked():
+    env = BattalionVecEnv(2, max_steps=5)
+    with pytest.raises(ValueError, match="options key 'foo' is invalid"):
+        env.set_options({"foo": 1})
+    with pytest.raises(ValueError, match=r"options\[1\] key 'foo' is invalid"):
+        env.set_options([{}, {"foo": 1}])
+    with pytest.raises(ValueError, match="a list of 2 dicts"):
+        env.set_options([{}])
+    env.set_options(None)
+    env.set_options([{}, {}])

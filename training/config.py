@@ -13,15 +13,33 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from envs.battalion_batch import BYTES_PER_BATTLE, check_duel_batch_size
+from envs.observation import OBS_DIM
+from envs.sim.constants import MAX_STEPS_LIMIT
 from envs.sim.validation import (
+    check_bool,
+    check_count_fits,
     check_in_range,
     check_int,
+    check_map_size,
+    check_memory,
     check_non_negative,
     check_number,
+    check_path,
     check_positive,
+    format_count,
+    memory_bytes,
+    short_repr,
 )
 from training.opponents import NAMED_OPPONENTS
 from training.warm_start import DOCTRINES
+
+ROLLOUT_SAMPLE_BYTES = 2 * 4 * (OBS_DIM + 3 + 6)
+"""Memory of one env-step in SB3's rollout buffer: a float32 observation, action and
+six scalars (reward, return, value, ...), copied once when the buffer is flattened."""
+DEMONSTRATION_SAMPLE_BYTES = 4 * 4 * (OBS_DIM + 3 + 3)
+"""Memory of one imitation sample during the warm start (observation, action, reward,
+done, return as float32; held in about four copies while it is recorded and trained on)."""
 
 
 def _default_training_opponents() -> list[str]:
@@ -76,6 +94,25 @@ class Settings:
         spread = -(-self.rollout_steps // self.n_envs)
         fits = self.total_timesteps // self.n_envs
         return max(min(spread, fits), -(-2 // self.n_envs))  # PPO needs two samples
+
+    def check_rollout_memory(self, battle_bytes: int, sample_bytes: int) -> None:
+        """Raise ``ValueError`` naming ``n_envs`` (and ``n_steps``) if the battles and one
+        rollout of them would not fit in this machine's memory.
+
+        Args:
+            battle_bytes: memory of one battle of the training batch.
+            sample_bytes: memory of one env-step of one battle in the rollout.
+        """
+        n_steps = self.rollout_n_steps()
+        per_battle = battle_bytes + n_steps * sample_bytes
+        limit = memory_bytes()
+        fits = None if limit is None else limit // per_battle
+        subject = (f"n_envs={short_repr(self.n_envs)}" if self.n_steps is None else
+                   f"n_envs={short_repr(self.n_envs)} with n_steps={short_repr(n_steps)}")
+        check_memory(subject, self.n_envs * per_battle,
+                     f"{format_count(self.n_envs)} battles with rollouts of "
+                     f"{format_count(n_steps)} steps each",
+                     expected=f"at most {fits:,} battles" if fits else "a smaller n_steps")
 
     def minibatch_size(self, samples: int) -> int:
         """Samples per minibatch for a rollout of ``samples``: ``batch_size`` when
@@ -189,6 +226,10 @@ class TrainingConfig(Settings):
 
     def __post_init__(self) -> None:
         self.validate_fields(_VALIDATORS)
+        self.check_rollout_memory(BYTES_PER_BATTLE, ROLLOUT_SAMPLE_BYTES)
+        if self.warm_start_doctrine is not None:
+            check_count_fits("warm_start_steps", self.warm_start_steps,
+                             DEMONSTRATION_SAMPLE_BYTES, "imitation samples")
         rollout = self.rollout_n_steps() * self.n_envs
         if self.batch_size is not None and self.batch_size > rollout:
             raise ValueError(
@@ -221,9 +262,20 @@ def _non_negative_int(name: str, value: Any) -> int:
 
 
 def _boolean(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{name}={value!r} is invalid: expected true or false")
-    return value
+    return check_bool(name, value)
+
+
+def _max_steps(name: str, value: Any) -> int:
+    return check_int(name, value, minimum=1, maximum=MAX_STEPS_LIMIT)
+
+
+def _map_side(name: str, value: Any) -> float:
+    return check_map_size(name, value)
+
+
+def _duel_batch(name: str, value: Any) -> int:
+    # Evaluations play this many battles at once, as one batch.
+    return check_duel_batch_size(name, value)
 
 
 def _text(name: str, value: Any) -> str:
@@ -234,6 +286,16 @@ def _text(name: str, value: Any) -> str:
 
 def _optional_text(name: str, value: Any) -> str | None:
     return None if value is None else _text(name, value)
+
+
+def _path(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        _text(name, value)
+    return str(check_path(name, value))
+
+
+def _optional_path(name: str, value: Any) -> str | None:
+    return None if value is None else _path(name, value)
 
 
 def _unit_interval(name: str, value: Any) -> float:
@@ -309,25 +371,24 @@ _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "warm_start_steps": _positive_int, "warm_start_epochs": _positive_int,
     "n_envs": _positive_int, "curriculum_level": _curriculum,
     "training_opponents": _opponent_list,
-    "map_width": lambda n, v: check_positive(n, v),
-    "map_height": lambda n, v: check_positive(n, v), "max_steps": _positive_int,
+    "map_width": _map_side, "map_height": _map_side, "max_steps": _max_steps,
     "randomize_terrain": _boolean, "hill_speed_factor": _open_unit_interval,
     **{f"reward_{name}": _finite for name in (
         "delta_enemy_strength", "delta_own_strength", "survival_bonus", "win_bonus",
         "loss_penalty", "time_penalty", "approach", "fire_cost")},
-    "checkpoint_dir": _text, "checkpoint_freq": _positive_int, "eval_freq": _positive_int,
-    "n_eval_episodes": _positive_int, "eval_deterministic": _boolean,
-    "write_manifest": _boolean, "manifest_path": _text, "enable_naming_v2": _boolean,
+    "checkpoint_dir": _path, "checkpoint_freq": _positive_int, "eval_freq": _positive_int,
+    "n_eval_episodes": _duel_batch, "eval_deterministic": _boolean,
+    "write_manifest": _boolean, "manifest_path": _path, "enable_naming_v2": _boolean,
     "keep_legacy_aliases": _boolean, "enable_wandb": _boolean, "wandb_project": _text,
     "wandb_entity": _optional_text, "wandb_tags": _text_list, "wandb_log_freq": _positive_int,
-    "enable_self_play": _boolean, "self_play_pool_dir": _text,
+    "enable_self_play": _boolean, "self_play_pool_dir": _path,
     "self_play_pool_max_size": _positive_int, "self_play_snapshot_freq": _positive_int,
-    "self_play_eval_freq": _positive_int, "self_play_n_eval_episodes": _positive_int,
+    "self_play_eval_freq": _positive_int, "self_play_n_eval_episodes": _duel_batch,
     "self_play_use_latest_for_eval": _boolean, "self_play_scripted_share": _unit_interval,
-    "elo_opponents": _opponent_list, "elo_registry_path": _text,
-    "elo_eval_freq": _positive_int, "elo_n_eval_episodes": _positive_int,
+    "elo_opponents": _opponent_list, "elo_registry_path": _path,
+    "elo_eval_freq": _positive_int, "elo_n_eval_episodes": _duel_batch,
     "keep_periodic": _non_negative_int, "keep_self_play_snapshots": _non_negative_int,
-    "prune_on_run_end": _boolean, "verbose": _non_negative_int, "log_dir": _text,
+    "prune_on_run_end": _boolean, "verbose": _non_negative_int, "log_dir": _path,
     "progress_bar": _boolean,
 }
 

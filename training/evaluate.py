@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -29,10 +30,16 @@ import numpy as np
 if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from envs.battalion_batch import check_duel_batch_size  # noqa: E402
 from envs.battalion_env import BattalionEnv  # noqa: E402
-from envs.sim.validation import check_int  # noqa: E402
+from envs.sim.validation import (  # noqa: E402
+    check_bool,
+    check_path,
+    check_seed,
+    short_repr,
+)
 from envs.vec_env import BattalionVecEnv  # noqa: E402
-from training.opponents import resolve_opponent  # noqa: E402
+from training.opponents import check_opponent, resolve_opponent  # noqa: E402
 
 __all__ = ["EvaluationResult", "evaluate", "evaluate_detailed", "main",
            "run_episodes_with_model", "env_kwargs_of"]
@@ -95,20 +102,26 @@ def run_episodes_with_model(
             that accepts an (n, obs_dim) batch (SB3 models do).
         opponent: see the module docstring; also any object with ``predict`` (it
             then commands Red, receiving an (n, obs_dim) batch).
-        n_episodes: number of battles (>= 1).
-        deterministic: whether Blue acts deterministically.
-        seed: base seed; episode ``i`` uses ``seed + i``. None draws one.
+        n_episodes: number of battles (>= 1), played at once as one batch (so no
+            more than fit in memory).
+        deterministic: whether Blue acts deterministically (``True`` or ``False``).
+        seed: base seed; episode ``i`` uses ``seed + i``, which must stay below
+            2**63. None draws one.
         env: a :class:`BattalionEnv` whose settings (map, terrain, step limit,
             reward weights) the battles use; its curriculum level and Red are
             replaced by ``opponent``.
-        env_kwargs: further BattalionEnv constructor settings (override ``env``'s).
+        env_kwargs: further BattalionEnv settings (override ``env``'s): some of
+            ``map_width``, ``map_height``, ``max_steps``, ``terrain``,
+            ``randomize_terrain``, ``hill_speed_factor`` and ``reward_weights``.
 
     Returns:
         The :class:`EvaluationResult`.
 
     Raises:
-        ValueError: if ``n_episodes < 1``, the opponent is unknown, or the model
-            returns actions of the wrong shape.
+        ValueError: if an argument is out of range or of the wrong type (the
+            message names it), the opponent is unknown, or the model returns
+            actions of the wrong shape.
+        TypeError: if ``model`` has no ``predict``.
     """
     outcomes = play_battles(model, opponent, n_episodes, deterministic, seed, env, env_kwargs)
     return EvaluationResult.from_outcomes(outcomes)
@@ -118,14 +131,18 @@ def play_battles(model: Any, opponent: Any, n_episodes: int, deterministic: bool
                  seed: int | None, env: BattalionEnv | None = None,
                  env_kwargs: dict | None = None) -> np.ndarray:
     """Per-battle outcomes (+1 win, 0 draw, -1 loss) of :func:`run_episodes_with_model`."""
-    n_episodes = check_int("n_episodes", n_episodes, minimum=1)
+    if not callable(getattr(model, "predict", None)):
+        raise TypeError(f"model={short_repr(model)} is invalid: expected an object with "
+                        "predict(obs, deterministic) -> (actions, state)")
+    n_episodes = check_duel_batch_size("n_episodes", n_episodes)
+    deterministic = check_bool("deterministic", deterministic)
+    seed = check_seed("seed", seed, count=n_episodes)
     if seed is None:
         seed = int(np.random.default_rng().integers(0, 2**31))
-    seed = check_int("seed", seed, minimum=0)
+    if env is not None and not isinstance(env, BattalionEnv):
+        raise TypeError(f"env={short_repr(env)} is invalid: expected None or a BattalionEnv")
     settings = env_kwargs_of(env) if env is not None else {}
-    settings.update(env_kwargs or {})
-    for forbidden in ("curriculum_level", "red_policy", "render_mode"):
-        settings.pop(forbidden, None)
+    settings.update(_check_env_kwargs(env_kwargs))
     red = resolve_opponent(opponent, seed=seed)
     vec = BattalionVecEnv(n_episodes, curriculum_level=red.curriculum_level,
                           red_policy=red.policy, **settings)
@@ -151,6 +168,21 @@ def play_battles(model: Any, opponent: Any, n_episodes: int, deterministic: bool
     return outcomes
 
 
+def _check_env_kwargs(env_kwargs: Any) -> dict[str, Any]:
+    """``env_kwargs`` as a dict of battle settings (values are checked by the env)."""
+    if env_kwargs is None:
+        return {}
+    if not isinstance(env_kwargs, Mapping):
+        raise ValueError(f"env_kwargs={short_repr(env_kwargs)} is invalid: expected None or "
+                         "a dict of BattalionEnv settings")
+    for key in env_kwargs:
+        if key not in _ENV_SETTINGS:
+            raise ValueError(
+                f"env_kwargs key {short_repr(key)} is invalid: expected some of "
+                f"{', '.join(_ENV_SETTINGS)} (Red and its level come from opponent)")
+    return dict(env_kwargs)
+
+
 def evaluate_detailed(checkpoint_path: str, n_episodes: int = 50, deterministic: bool = True,
                       seed: int | None = None, opponent: str = "scripted_l5",
                       env_kwargs: dict | None = None) -> EvaluationResult:
@@ -158,11 +190,17 @@ def evaluate_detailed(checkpoint_path: str, n_episodes: int = 50, deterministic:
 
     Raises:
         FileNotFoundError: if the checkpoint does not exist.
-        ValueError: if ``n_episodes < 1`` or the opponent is unknown.
+        ValueError: if an argument is invalid (the message names it) or the
+            opponent is unknown; arguments are checked before the checkpoint is read.
     """
     from training.checkpoints import load_ppo
 
-    check_int("n_episodes", n_episodes, minimum=1)
+    check_path("checkpoint_path", checkpoint_path)
+    n_episodes = check_duel_batch_size("n_episodes", n_episodes)
+    check_bool("deterministic", deterministic)
+    check_seed("seed", seed, count=n_episodes)
+    _check_env_kwargs(env_kwargs)
+    check_opponent(opponent)
     model = load_ppo(checkpoint_path)
     return run_episodes_with_model(model, opponent, n_episodes, deterministic, seed,
                                    env_kwargs=env_kwargs)

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from envs.multi_battalion_batch import bytes_per_battle, check_team_batch_size
+from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
 from envs.reward import RewardWeights
 from envs.sim.constants import (
     HILL_SPEED_FACTOR,
@@ -19,7 +21,7 @@ from envs.sim.constants import (
     MAX_STEPS,
     VISIBILITY_RADIUS,
 )
-from envs.sim.validation import check_int, check_non_negative, check_positive
+from envs.sim.validation import check_count_fits, check_int, check_non_negative, check_positive
 from training.config import (
     Settings,
     TrainingConfig,
@@ -29,9 +31,13 @@ from training.config import (
     _finite,
     _hidden_sizes,
     _learning_rate,
+    _map_side,
+    _max_steps,
     _open_unit_interval,
+    _optional_path,
     _optional_positive_int,
     _optional_text,
+    _path,
     _positive_int,
     _text,
     _text_list,
@@ -42,6 +48,13 @@ from training.curriculum_scheduler import STAGE_LABELS
 
 _DUEL = TrainingConfig
 """The duel's training config: where the defaults both trainers share live."""
+
+TEAM_SAMPLE_BYTES = 4 * (OBS_DIM + CRITIC_STATE_DIM + 8)
+"""Memory of one battalion-step of Blue in a MAPPO rollout: float32 observation,
+critic input, action and five scalars."""
+TEAM_DEMONSTRATION_SAMPLE_BYTES = 2 * TEAM_SAMPLE_BYTES
+"""Memory of one battalion-step of the warm start's demonstrations (recorded, then
+copied for training)."""
 
 REWARD_COMPONENTS = ("delta_enemy_strength", "delta_own_strength", "survival_bonus",
                      "win_bonus", "loss_penalty", "time_penalty", "enemy_routed_bonus",
@@ -142,6 +155,15 @@ class MAPPOConfig(Settings):
 
     def __post_init__(self) -> None:
         self.validate_fields(_VALIDATORS)
+        n_units = self.n_blue + self.n_red
+        self.check_rollout_memory(bytes_per_battle(n_units), self.n_blue * TEAM_SAMPLE_BYTES)
+        for name in ("n_eval_episodes", "self_play_n_eval_episodes",
+                     "self_play_exploitability_episodes"):
+            # Evaluations play this many battles at once, as one batch.
+            check_team_batch_size(name, getattr(self, name), n_units)
+        if self.warm_start_doctrine is not None and self.v1_checkpoint is None:
+            check_count_fits("warm_start_steps", self.warm_start_steps,
+                             self.n_blue * TEAM_DEMONSTRATION_SAMPLE_BYTES, "imitation samples")
         samples = self.rollout_n_steps() * self.n_envs * self.n_blue
         if self.batch_size is not None and self.batch_size > samples:
             raise ValueError(
@@ -182,14 +204,9 @@ def _stage(name: str, value: Any) -> str:
     return value
 
 
-def _optional_path(name: str, value: Any) -> str | None:
-    return _optional_text(name, value)
-
-
 _VALIDATORS = {
     "n_envs": _positive_int, "n_blue": _team_size, "n_red": _team_size,
-    "map_width": lambda n, v: check_positive(n, v),
-    "map_height": lambda n, v: check_positive(n, v), "max_steps": _positive_int,
+    "map_width": _map_side, "map_height": _map_side, "max_steps": _max_steps,
     "randomize_terrain": _boolean, "hill_speed_factor": _open_unit_interval,
     "visibility_radius": lambda n, v: check_positive(n, v),
     "red_level": lambda n, v: check_int(n, v, minimum=1, maximum=5),
@@ -208,17 +225,17 @@ _VALIDATORS = {
     "warm_start_epochs": _positive_int,
     "seed": lambda n, v: check_int(n, v, minimum=0), "device": _device,
     "torch_threads": _positive_int,
-    "checkpoint_dir": _text, "checkpoint_freq": _positive_int, "eval_freq": _positive_int,
+    "checkpoint_dir": _path, "checkpoint_freq": _positive_int, "eval_freq": _positive_int,
     "n_eval_episodes": _positive_int,
     "curriculum": _boolean, "curriculum_threshold": _open_unit_interval,
     "curriculum_window": _positive_int, "curriculum_initial_stage": _stage,
-    "self_play": _boolean, "self_play_pool_dir": _text, "self_play_pool_max_size": _positive_int,
+    "self_play": _boolean, "self_play_pool_dir": _path, "self_play_pool_max_size": _positive_int,
     "self_play_snapshot_freq": _positive_int, "self_play_scripted_share": _unit_interval,
     "self_play_eval_freq": _positive_int, "self_play_n_eval_episodes": _positive_int,
     "self_play_exploitability_episodes": _positive_int,
-    "elo_registry_path": _text, "elo_agent_name": _text,
+    "elo_registry_path": _path, "elo_agent_name": _text,
     "enable_wandb": _boolean, "wandb_project": _text, "wandb_entity": _optional_text,
-    "wandb_tags": _text_list, "log_dir": _text, "progress_bar": _boolean,
+    "wandb_tags": _text_list, "log_dir": _path, "progress_bar": _boolean,
     "verbose": lambda n, v: check_int(n, v, minimum=0),
 }
 

@@ -10,6 +10,7 @@ import numpy as np
 from envs.battalion_batch import RedPolicy
 from envs.files import UnreadableFileError
 from envs.sim.constants import NUM_CURRICULUM_LEVELS
+from envs.sim.validation import check_path, short_repr
 
 SCRIPTED_OPPONENTS = tuple(f"scripted_l{level}" for level in range(1, NUM_CURRICULUM_LEVELS + 1))
 NAMED_OPPONENTS = (*SCRIPTED_OPPONENTS, "random")
@@ -52,10 +53,8 @@ def resolve_opponent(opponent: str | RedPolicy, *, seed: int | None = None,
     Raises:
         ValueError: for a name that is neither a known opponent nor an existing file.
     """
+    check_opponent(opponent)
     if not isinstance(opponent, (str, Path)):
-        if not callable(getattr(opponent, "predict", None)):
-            raise ValueError(f"opponent={opponent!r} is invalid: expected a name, a "
-                             "checkpoint path or an object with predict()")
         return Opponent(type(opponent).__name__, NUM_CURRICULUM_LEVELS, opponent)
     if opponent in SCRIPTED_OPPONENTS:
         return Opponent(opponent, int(opponent.removeprefix("scripted_l")), None)
@@ -70,14 +69,27 @@ def resolve_opponent(opponent: str | RedPolicy, *, seed: int | None = None,
     return Opponent(str(path), NUM_CURRICULUM_LEVELS, load_ppo(path, device=device))
 
 
-def checkpoint_path(path: str | Path) -> Path | None:
+def check_opponent(opponent: object, name: str = "opponent") -> None:
+    """Raise ``ValueError`` naming ``name`` unless ``opponent`` is an object with
+    ``predict`` or a name or path (a checkpoint's existence is not checked here)."""
+    if isinstance(opponent, (str, Path)):
+        if opponent not in NAMED_OPPONENTS:
+            check_path(name, opponent)
+    elif not callable(getattr(opponent, "predict", None)):
+        raise ValueError(f"{name}={short_repr(opponent)} is invalid: expected a name, a "
+                         "checkpoint path or an object with predict()")
+
+
+def checkpoint_path(path: str | Path, name: str = "path") -> Path | None:
     """The existing checkpoint file ``path`` names (``.zip`` optional), or None.
 
     Raises:
+        ValueError: naming ``name`` if ``path`` is not a usable file path (empty, not
+            text, with a NUL character or an over-long part).
         UnreadableFileError: if what is there is not a regular file (a folder, a
             FIFO, a device), which would hang or never end if read.
     """
-    path = Path(path)
+    path = check_path(name, path)
     for candidate in (path, path.with_name(path.name + ".zip")):
         if candidate.is_file():
             return candidate

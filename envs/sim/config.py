@@ -11,7 +11,16 @@ from types import SimpleNamespace
 import numpy as np
 
 from envs.sim import constants as C
-from envs.sim.validation import check_in_range, check_int, check_non_negative, check_positive
+from envs.sim.validation import (
+    check_in_range,
+    check_int,
+    check_map_size,
+    check_non_negative,
+    check_positive,
+)
+
+MAX_LOS_SAMPLES = 1024
+"""Most points a sight line may be sampled at (each costs a terrain lookup per unit pair)."""
 
 
 @dataclass(frozen=True)
@@ -21,6 +30,10 @@ class BattleConfig:
     The defaults are the module constants of :mod:`envs.sim.constants`, each
     documented in ``docs/simulation.md``. A config is immutable and shared by all
     battles of a batch.
+
+    Map sides must lie in :data:`~envs.sim.constants.MAP_SIZE_RANGE`, ``max_steps`` in
+    1 to :data:`~envs.sim.constants.MAX_STEPS_LIMIT` and ``los_samples`` in
+    1 to :data:`MAX_LOS_SAMPLES`.
 
     Raises:
         ValueError: if any field is out of its allowed range; the message names it.
@@ -59,11 +72,13 @@ class BattleConfig:
     destroyed_threshold: float = C.DESTROYED_THRESHOLD
 
     def __post_init__(self) -> None:
-        for name in ("map_width", "map_height", "dt", "max_speed", "max_turn_rate",
+        check_map_size("map_width", self.map_width)
+        check_map_size("map_height", self.map_height)
+        for name in ("dt", "max_speed", "max_turn_rate",
                      "fire_range", "volley_damage", "reload_rate", "hit_falloff_exponent"):
             check_positive(name, getattr(self, name))
-        check_int("max_steps", self.max_steps, minimum=1)
-        check_int("los_samples", self.los_samples, minimum=1)
+        check_int("max_steps", self.max_steps, minimum=1, maximum=C.MAX_STEPS_LIMIT)
+        check_int("los_samples", self.los_samples, minimum=1, maximum=MAX_LOS_SAMPLES)
         check_in_range("hill_speed_factor", self.hill_speed_factor, 0.0, 1.0, low_open=True)
         check_in_range("fire_arc", self.fire_arc, 0.0, math.pi, low_open=True)
         check_in_range("front_half_angle", self.front_half_angle, 0.0, math.pi)

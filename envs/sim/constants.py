@@ -18,6 +18,13 @@ MAP_HEIGHT = 1000.0
 """Default battlefield height in metres (south to north)."""
 MAX_STEPS = 500
 """Steps before a battle is cut off as a draw."""
+MAX_STEPS_LIMIT = 1_000_000
+"""Largest ``max_steps`` a battle may have (28 hours of battle; the step counter is int32)."""
+MAP_SIZE_RANGE = (10.0, 100_000.0)
+"""Smallest and largest map width or height in metres: from two strides at full speed to
+100 km, where float32 positions still resolve a centimetre."""
+SEED_BOUND = 2**63
+"""Seeds are integers in ``[0, SEED_BOUND)``, like the fresh seeds drawn for unseeded resets."""
 
 # --- movement ---------------------------------------------------------------
 MAX_SPEED = 50.0

@@ -22,7 +22,13 @@ import numpy as np
 
 from envs.sim import constants as C
 from envs.sim import random as rnd
-from envs.sim.validation import check_int, check_positive
+from envs.sim.validation import (
+    check_count_fits,
+    check_int,
+    check_map_size,
+    check_real_array,
+    check_seed,
+)
 
 F32 = np.float32
 
@@ -34,12 +40,13 @@ class TerrainMap:
     Args:
         elevation: (rows, cols) heights in any unit (only relative heights matter).
         cover: (rows, cols) cover density in [0, 1].
-        width: map width in metres (> 0).
-        height: map height in metres (> 0).
+        width: map width in metres, in :data:`~envs.sim.constants.MAP_SIZE_RANGE`.
+        height: map height in metres, likewise.
 
     Raises:
-        ValueError: if the grids differ in shape, are not 2-D, hold non-finite
-            values, or cover leaves [0, 1].
+        ValueError: if the grids are not real numeric arrays, differ in shape, are
+            not 2-D, hold non-finite values, or cover leaves [0, 1]; or if a side is
+            out of range.
     """
 
     elevation: np.ndarray
@@ -48,16 +55,14 @@ class TerrainMap:
     height: float = C.MAP_HEIGHT
 
     def __post_init__(self) -> None:
-        elevation = np.array(self.elevation, dtype=F32)
-        cover = np.array(self.cover, dtype=F32)
+        elevation = check_real_array("elevation", self.elevation).copy()
+        cover = check_real_array("cover", self.cover).copy()
         if elevation.ndim != 2 or elevation.size == 0:
             raise ValueError(f"elevation has shape {elevation.shape}: expected a non-empty "
                              "(rows, cols) grid")
         if cover.shape != elevation.shape:
             raise ValueError(f"cover has shape {cover.shape}: expected the elevation shape "
                              f"{elevation.shape}")
-        if not (np.isfinite(elevation).all() and np.isfinite(cover).all()):
-            raise ValueError("elevation and cover must hold finite numbers only")
         if cover.min() < 0 or cover.max() > 1:
             raise ValueError(f"cover spans [{cover.min()}, {cover.max()}]: expected values "
                              "in [0, 1]")
@@ -65,8 +70,8 @@ class TerrainMap:
         cover.flags.writeable = False
         object.__setattr__(self, "elevation", elevation)
         object.__setattr__(self, "cover", cover)
-        object.__setattr__(self, "width", check_positive("width", self.width))
-        object.__setattr__(self, "height", check_positive("height", self.height))
+        object.__setattr__(self, "width", check_map_size("width", self.width))
+        object.__setattr__(self, "height", check_map_size("height", self.height))
 
     # --- construction ---------------------------------------------------------
 
@@ -89,9 +94,19 @@ class TerrainMap:
         """Procedural hills and woods; the same ``seed`` always gives the same map.
 
         Raises:
-            ValueError: if ``seed`` is negative or a size or count is invalid.
+            ValueError: if ``seed`` is not an integer in [0, 2**63), a size or count is
+                invalid, or the grid would not fit in memory.
         """
-        seed = check_int("seed", seed, minimum=0)
+        if seed is None:
+            raise ValueError("seed=None is invalid: expected an integer in [0, 2**63)")
+        seed = check_seed("seed", seed)
+        rows = check_int("rows", rows, minimum=1)
+        cols = check_int("cols", cols, minimum=1)
+        features = check_int("num_hills", num_hills, minimum=0) + check_int(
+            "num_forests", num_forests, minimum=0)
+        # generate_terrain holds a (rows, cols) float32 grid per feature at once.
+        check_count_fits("rows * cols", rows * cols, 4 * (features + 4),
+                         "grid cells of terrain")
         keys = rnd.seed_keys(np.array([seed], dtype=np.uint64))
         elevation, cover = generate_terrain(keys, rows, cols, num_hills, num_forests)
         return cls(elevation[0], cover[0], width, height)

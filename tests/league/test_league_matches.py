@@ -167,3 +167,27 @@ def test_fsync_option_and_bad_paths(tmp_path: Path) -> None:
         MatchDatabase(tmp_path)
     with pytest.raises(ValueError, match="agent_id"):
         db.win_rate(3, "b")  # type: ignore[arg-type]
+
+
+# --- issue 11, silent acceptance ------------------------------------------------------------
+
+@pytest.mark.parametrize("field", ["agent_id", "opponent_id", "match_id"])
+@pytest.mark.parametrize("bad", ["a\nb", "a\0b", "\x7f"])
+def test_ids_with_control_characters_are_refused(db_path: Path, field: str, bad: str) -> None:
+    db = MatchDatabase(db_path)
+    kwargs = {"agent_id": "a", "opponent_id": "b", "outcome": 1.0, field: bad}
+    with pytest.raises(ValueError, match=f"{field}=.* printable characters only"):
+        db.record(**kwargs)
+    assert not db_path.exists() or db_path.read_text() == ""
+
+
+def test_outcomes_and_flags_must_have_real_types(db_path: Path) -> None:
+    import numpy as np
+
+    db = MatchDatabase(db_path)
+    with pytest.raises(TypeError, match="outcome=.* expected a number"):
+        db.record("a", "b", np.array([1.0]))
+    with pytest.raises(TypeError, match="metadata key 1 is not a string"):
+        db.record("a", "b", 1.0, metadata={1: 2})
+    with pytest.raises(ValueError, match="fsync='no' is invalid"):
+        MatchDatabase(db_path, fsync="no")

@@ -185,7 +185,7 @@ def test_trivial_sizes() -> None:
         (np.zeros(3), r"shape \(3,\)"),
         (np.array([[0.5, np.nan], [0.5, 0.5]]), r"\[0, 1\] is nan"),
         (np.array([[0.5, np.inf], [0.5, 0.5]]), "finite"),
-        ([["a", "b"], ["c", "d"]], "not numeric"),
+        ([["a", "b"], ["c", "d"]], "payoff=.*dtype <U1"),
     ],
 )
 def test_invalid_matrices_are_rejected(matrix, match) -> None:
@@ -230,3 +230,27 @@ def test_nash_entropy() -> None:
         nash_entropy([0.5, -0.1])
     with pytest.raises(ValueError, match="1-D"):
         nash_entropy([[0.5]])
+
+
+# --- issue 11, silent acceptance ------------------------------------------------------------
+
+def test_regret_matching_iterations_are_bounded() -> None:
+    from training.league.nash import MAX_REGRET_ITERATIONS
+
+    for use_lp in (True, False):  # refused even when the LP would not need them
+        with pytest.raises(ValueError, match=r"n_iterations=1000000000000 is invalid: expected "
+                                             r"an int in \[1, 1_000_000\]"):
+            compute_nash_distribution(RPS, n_iterations=10**12, use_lp=use_lp)
+    assert MAX_REGRET_ITERATIONS == 1_000_000
+
+
+@pytest.mark.parametrize("payoff", [np.full((2, 2), 0.5, dtype=complex),
+                                    np.full((2, 2), True), np.full((2, 2), "0.5")])
+def test_payoffs_must_be_real_numbers(payoff) -> None:
+    with pytest.raises(ValueError, match="payoff=.* dtype"):
+        compute_nash_distribution(payoff)
+
+
+def test_use_lp_must_be_a_boolean() -> None:
+    with pytest.raises(ValueError, match="use_lp='false' is invalid"):
+        compute_nash_distribution(RPS, use_lp="false")

@@ -290,3 +290,28 @@ def test_missing_manifest_with_leftover_copy_warns(manifest: Path, caplog) -> No
         empty = AgentPool(manifest)
     assert len(empty) == 0 and "AgentPool.recover" in caplog.text
     assert [r.agent_id for r in AgentPool.recover(manifest).list()] == ["a"]
+
+
+# --- issue 11, silent acceptance ------------------------------------------------------------
+
+def test_a_string_force_flag_is_refused_and_evicts_nothing(manifest: Path) -> None:
+    pool = AgentPool(manifest, max_size=1)
+    pool.add("snapshots/a.pt", agent_id="a")
+    with pytest.raises(ValueError, match="force='no' is invalid: expected true or false"):
+        pool.add("snapshots/b.pt", agent_id="b", force="no")
+    assert [r.agent_id for r in AgentPool(manifest)] == ["a"]
+    with pytest.raises(ValueError, match="recover='yes' is invalid"):
+        AgentPool(manifest, recover="yes")
+
+
+@pytest.mark.parametrize("agent_id", ["a\nb", "a\0b", "\t", "a\u2028b", "x" * 201])
+def test_agent_ids_must_be_printable_and_short(manifest: Path, agent_id: str) -> None:
+    pool = AgentPool(manifest)
+    with pytest.raises(ValueError, match="agent_id=.* is invalid"):
+        pool.add("snapshots/a.pt", agent_id=agent_id)
+    assert len(AgentPool(manifest)) == 0
+
+
+def test_a_snapshot_path_with_a_nul_is_refused(manifest: Path) -> None:
+    with pytest.raises(ValueError, match="snapshot_path=.* without NUL"):
+        AgentPool(manifest).add("snapshots/a\0.pt")

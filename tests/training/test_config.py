@@ -59,3 +59,36 @@ def test_self_play_yaml_turns_self_play_on_over_the_defaults():
     assert config.eval_freq == 100_000
     assert config.replace(enable_self_play=False, total_timesteps=1_000_000,
                           eval_freq=50_000) == TrainingConfig()
+
+
+# --- issue 11, silent acceptance ------------------------------------------------------------
+
+def test_a_run_that_cannot_fit_in_memory_is_refused_when_configured():
+    from training.mappo_config import MAPPOConfig
+
+    with pytest.raises(ValueError, match=r"n_envs=1000000000000 is invalid: .* GiB of memory"):
+        TrainingConfig(n_envs=10**12)
+    with pytest.raises(ValueError, match=r"n_envs=1000000000000 is invalid: .* GiB of memory"):
+        MAPPOConfig(n_envs=10**12)
+    with pytest.raises(ValueError, match=r"n_envs=64 with n_steps=\d+ is invalid: .* GiB"):
+        TrainingConfig(n_envs=64, n_steps=10**12)
+    with pytest.raises(ValueError, match=r"n_eval_episodes=1000000000000 is invalid"):
+        TrainingConfig(n_eval_episodes=10**12)
+
+
+@pytest.mark.parametrize("changes, field", [
+    (dict(map_width=1e308), "map_width"),
+    (dict(map_height=5e-324), "map_height"),
+    (dict(max_steps=10**9), "max_steps"),
+    (dict(randomize_terrain="false"), "randomize_terrain"),
+    (dict(eval_deterministic=0), "eval_deterministic"),
+    (dict(checkpoint_dir="runs\0x"), "checkpoint_dir"),
+])
+def test_bounds_and_booleans_are_checked_in_both_configs(changes, field):
+    from training.mappo_config import MAPPOConfig
+
+    with pytest.raises(ValueError, match=f"{field}="):
+        TrainingConfig(**changes)
+    if field in MAPPOConfig.field_names():
+        with pytest.raises(ValueError, match=f"{field}="):
+            MAPPOConfig(**changes)

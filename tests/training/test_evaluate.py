@@ -76,3 +76,30 @@ def test_cli_runs_as_a_script(tiny_checkpoint):
         capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert "vs random over 3 battles" in done.stdout
+
+
+# --- issue 11, silent acceptance ------------------------------------------------------------
+
+def test_a_string_deterministic_flag_is_refused_before_anything_is_loaded(tmp_path):
+    from training.evaluate import evaluate
+
+    missing = tmp_path / "no_such_checkpoint.zip"
+    with pytest.raises(ValueError, match="deterministic='false' is invalid: expected true or"):
+        evaluate(str(missing), deterministic="false")
+    with pytest.raises(ValueError, match="deterministic='false' is invalid"):
+        run_episodes_with_model(HoldPosition(), "scripted_l1", 2, deterministic="false")
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(n_episodes=10**12), r"n_episodes=1000000000000 is invalid: .* GiB"),
+    (dict(n_episodes=2.0), "n_episodes=2.0"),
+    (dict(seed=2**63 - 1), r"seed=9223372036854775807 is invalid"),
+    (dict(env_kwargs={"curriculum_level": 1}), "env_kwargs key 'curriculum_level'"),
+    (dict(env_kwargs={"max_steps": "3"}), "max_steps='3'"),
+    (dict(opponent="a\0b"), "opponent="),
+])
+def test_evaluation_arguments_are_checked(kwargs, match):
+    settings = dict(model=HoldPosition(), opponent="scripted_l1", n_episodes=2, seed=0)
+    settings.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        run_episodes_with_model(**settings)

@@ -58,6 +58,7 @@ from envs.files import (
     lock_path_for,
     read_regular_file,
 )
+from envs.sim.validation import check_bool, check_identifier, check_path
 from training.league.pfsp import pfsp_probabilities
 
 logger = logging.getLogger(__name__)
@@ -131,7 +132,8 @@ class AgentRecord:
     Equality and hashing use ``agent_id`` only.
 
     Args:
-        agent_id: Unique, non-empty id.
+        agent_id: Unique id: a non-blank string of printable characters (no newline,
+            tab or NUL), at most :data:`~envs.sim.validation.MAX_ID_LENGTH` long.
         agent_type: Role (``AgentType`` or its string value/name).
         version: Snapshot version, an int >= 0 (trainers register version 0
             for their initial weights).
@@ -153,20 +155,14 @@ class AgentRecord:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.agent_id, str) or not self.agent_id.strip():
-            raise ValueError(f"agent_id={self.agent_id!r} is invalid: expected a non-empty string")
+        check_identifier("agent_id", self.agent_id)
         self.agent_type = AgentType.from_str(self.agent_type)
         if isinstance(self.version, bool) or not isinstance(self.version, (int, np.integer)):
             raise TypeError(f"version={self.version!r} is invalid: expected an int >= 0")
         self.version = int(self.version)
         if self.version < 0:
             raise ValueError(f"version={self.version} is invalid: expected an int >= 0")
-        if isinstance(self.snapshot_path, os.PathLike):
-            self.snapshot_path = os.fspath(self.snapshot_path)
-        if not isinstance(self.snapshot_path, str) or not self.snapshot_path:
-            raise ValueError(
-                f"snapshot_path={self.snapshot_path!r} is invalid: expected a non-empty path string"
-            )
+        self.snapshot_path = os.fspath(check_path("snapshot_path", self.snapshot_path))
         if isinstance(self.created_at, bool) or not isinstance(
             self.created_at, (int, float, np.integer, np.floating)
         ):
@@ -314,7 +310,7 @@ class AgentPool:
                  recover: bool = False) -> None:
         if not isinstance(pool_manifest, (str, os.PathLike)) or not os.fspath(pool_manifest):
             raise TypeError(f"pool_manifest={pool_manifest!r} is invalid: expected a file path")
-        self._path = Path(os.fspath(pool_manifest))
+        self._path = check_path("pool_manifest", pool_manifest)
         if self._path.suffix == ".tmp":
             raise ValueError(
                 f"pool_manifest={str(self._path)!r} ends in '.tmp', the suffix reserved for the "
@@ -326,6 +322,7 @@ class AgentPool:
             raise TypeError(f"max_size={max_size!r} is invalid: expected an int >= 1")
         if max_size < 1:
             raise ValueError(f"max_size={max_size} is invalid: expected an int >= 1")
+        recover = check_bool("recover", recover)
         self._max_size = int(max_size)
         self._records: dict[str, AgentRecord] = {}
         if recover:
@@ -571,7 +568,8 @@ class AgentPool:
             agent_id: Unique id; a random UUID4 string when None.
             version: Snapshot version, an int >= 0.
             metadata: JSON-compatible extra information (copied).
-            force: At capacity, evict the oldest agents instead of raising.
+            force: At capacity, evict the oldest agents instead of raising
+                (``True`` or ``False``; a string such as ``"no"`` is refused).
 
         Returns:
             The new record.
@@ -581,6 +579,7 @@ class AgentPool:
             RuntimeError: If the pool is full and ``force`` is False.
             PoolManifestError: If the manifest on disk is corrupt.
         """
+        force = check_bool("force", force)
         record = AgentRecord(
             agent_id=str(uuid.uuid4()) if agent_id is None else agent_id,
             agent_type=agent_type,

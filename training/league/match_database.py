@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import numbers
 import os
 import stat
 import time
@@ -49,6 +50,7 @@ from envs.files import (
     loads_json,
     lock_path_for,
 )
+from envs.sim.validation import check_bool, check_identifier, check_path, short_repr
 
 logger = logging.getLogger(__name__)
 
@@ -59,9 +61,14 @@ _OPTIONAL_FIELDS = ("territory_control", "blue_casualties", "red_casualties", "s
 
 def _check_real(name: str, value: Any, *, low: float | None, high: float | None) -> float:
     """Return ``value`` as a float after checking it is a finite number in [low, high]."""
-    if isinstance(value, (bool, str, bytes)) or not hasattr(value, "__float__"):
-        raise TypeError(f"{name}={value!r} has type {type(value).__name__}: expected a number")
-    number = float(value)
+    # numbers.Real only: a one-element array or a string would otherwise convert.
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}={short_repr(value)} has type {type(value).__name__}: "
+                        "expected a number")
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond the float range
+        number = math.inf
     if low is not None and high is not None:
         allowed = f"a finite number in [{low:g}, {high:g}]"
     elif low is not None:
@@ -76,9 +83,9 @@ def _check_real(name: str, value: Any, *, low: float | None, high: float | None)
 
 
 def _check_id(name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{name}={value!r} is invalid: expected a non-empty string")
-    return value
+    # Printable only: a newline or NUL in an id would corrupt the JSONL file's lines
+    # or hide one agent behind another in logs.
+    return check_identifier(name, value)
 
 
 @dataclass
@@ -124,6 +131,10 @@ class MatchResult:
                 f"metadata={self.metadata!r} has type {type(self.metadata).__name__}: "
                 "expected a dict"
             )
+        for key in self.metadata:
+            if not isinstance(key, str):  # json.dumps would turn 1 into "1" silently
+                raise TypeError(f"metadata key {short_repr(key)} is not a string: JSON needs "
+                                "string keys")
         try:
             self.metadata = json.loads(json.dumps(dict(self.metadata), allow_nan=False))
         except (TypeError, ValueError) as exc:
@@ -201,10 +212,10 @@ class MatchDatabase:
     def __init__(self, db_path: str | os.PathLike, *, fsync: bool = False) -> None:
         if not isinstance(db_path, (str, os.PathLike)) or not os.fspath(db_path):
             raise TypeError(f"db_path={db_path!r} is invalid: expected a file path")
-        self._path = Path(os.fspath(db_path))
+        self._path = check_path("db_path", db_path)
         if self._path.is_dir():
             raise ValueError(f"db_path={str(self._path)!r} is a directory: expected a file")
-        self._fsync = bool(fsync)
+        self._fsync = check_bool("fsync", fsync)
         self._skipped = 0
         self._reset_memory()
         self._sync()
