@@ -28,9 +28,11 @@ Safety, beyond the reference design:
   file, the problem and the copy; :meth:`AgentPool.recover` (or
   ``AgentPool(..., recover=True)``) restores the copy and keeps the corrupt
   file aside as ``pool.json.corrupt-<UTC time>``.
-* **Paths from elsewhere.** A manifest may record any ``snapshot_path``, but
-  :meth:`AgentPool.resolve_snapshot` refuses one that resolves outside the
-  pool's directory tree; load snapshots of shared pools through it.
+* **Paths from elsewhere.** A manifest may record any ``snapshot_path`` (it is
+  the record's metadata), but :meth:`AgentPool.load_snapshot`, the way to load
+  one, refuses a path that resolves outside the pool's directory tree
+  (:meth:`AgentPool.resolve_snapshot`) and a file that is not a regular, bounded
+  archive, and never unpickles code.
 """
 
 from __future__ import annotations
@@ -764,6 +766,37 @@ class AgentPool:
         return candidates[index]
 
     # ------------------------------------------------------------------ files
+
+    def load_snapshot(self, record: AgentRecord | str, *,
+                      root: str | os.PathLike | None = None, device: str = "cpu") -> Any:
+        """Load a record's snapshot safely: an SB3 ``.zip`` as a PPO model, a ``.pt``
+        as a MAPPO policy.
+
+        The path must resolve inside ``root`` (:meth:`resolve_snapshot`), and the
+        file is read like any file from elsewhere: a regular file only, bounded
+        in size, nothing unpickled.
+
+        Args:
+            record: A record or an agent id of this pool.
+            root: The allowed directory tree; defaults to the manifest's folder.
+            device: Torch device of the loaded policy.
+
+        Raises:
+            KeyError: If ``record`` is an id that is not in the pool.
+            ValueError: If the path is outside ``root``, has another suffix, or the
+                file is not a loadable snapshot (the message names it).
+            FileNotFoundError: If the file does not exist.
+        """
+        path = self.resolve_snapshot(record, root=root)
+        if path.suffix == ".zip":
+            from training.checkpoints import load_ppo
+
+            return load_ppo(path, device=device)
+        if path.suffix == ".pt":
+            from models.mappo_policy import load_policy
+
+            return load_policy(path, device=device)
+        raise ValueError(f"snapshot {path} is invalid: expected an SB3 .zip or a MAPPO .pt file")
 
     def resolve_snapshot(
         self, record: AgentRecord | str, *, root: str | os.PathLike | None = None
