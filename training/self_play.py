@@ -340,6 +340,10 @@ class SelfPlayCallback(BaseCallback):
         self.version = pool.latest_version
         self._due = EveryNSteps(snapshot_freq)
         self._original: list[Any] | None = None
+        if registry is not None and agent_name is not None:
+            # Here, not at the start of learning: a resumed run with nothing left
+            # to learn must repair the ratings too.
+            self._rate_unrated_snapshots()
 
     def _init_callback(self) -> None:
         self._due.start(self.model.num_timesteps)
@@ -347,8 +351,6 @@ class SelfPlayCallback(BaseCallback):
             self.vec_env = self.model.get_env()
         self._battles = self.vec_env  # through its wrappers, which may deal opponents too
         self._original = self._battles.get_attr("red_policy")
-        if self.registry is not None and self.agent_name is not None:
-            self._rate_unrated_snapshots()
 
     def _rate_unrated_snapshots(self) -> None:
         """Enter snapshots the registry does not know (a run killed between writing one
