@@ -20,9 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from training.config import TrainingConfig
+from training.common.opponents import NAMED_OPPONENTS
 from training.evaluate import run_episodes_with_model
-from training.opponents import NAMED_OPPONENTS
+from training.ppo.config import TrainingConfig
 from training.train import train
 
 EVAL_SEED = 100_000

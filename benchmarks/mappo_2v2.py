@@ -33,8 +33,8 @@ from envs.multi_battalion_env import MultiBattalionEnv
 from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
 from models.mappo_policy import MAPPOPolicy
 from training.curriculum_scheduler import load_v1_weights_into_mappo
-from training.mappo_config import MAPPOConfig
-from training.team_battles import WIN, make_team_battles, play_team_battles
+from training.mappo.battles import WIN, make_team_battles, play_team_battles
+from training.mappo.config import MAPPOConfig
 from training.train_mappo import TrainingBattles, collect, train_mappo
 
 REFERENCE_STEPS_PER_SECOND = 2_500

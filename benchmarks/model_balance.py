@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 
 from envs.doctrine import DisciplinedCommander, ScriptedCommander
+from training.common.opponents import NAMED_OPPONENTS, RandomPolicy
 from training.evaluate import run_episodes_with_model
-from training.opponents import NAMED_OPPONENTS, RandomPolicy
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 import training  # noqa: E402
 from tests.doc_examples import run_source  # noqa: E402
+from training.common.opponents import NAMED_OPPONENTS  # noqa: E402
 from training.evaluate import run_episodes_with_model  # noqa: E402
-from training.opponents import NAMED_OPPONENTS  # noqa: E402
 
 EVAL_SEED = 100_000
 EXAMPLE = "tests/examples/quick_start.py"

@@ -2,7 +2,7 @@
 
 ``BattalionEnv`` is registered with Gymnasium as ``wargames/Battalion-v0``.
 The public classes are imported on first use, so that light modules of this
-package (``envs.sim``, ``envs.files``) do not pay for torch, which
+package (``envs.sim``, ``storage.files``) do not pay for torch, which
 ``BattalionVecEnv`` pulls in through Stable-Baselines3.
 """
 

@@ -35,10 +35,10 @@ import torch
 from torch import nn
 from torch.distributions import Normal
 
-from envs.files import atomic_write_bytes
 from envs.sim.validation import check_int, check_number, check_real_array
 from models.battalion_policy import ACTIVATIONS, FIRE_ACTION
 from models.weights import check_module_size, load_weights
+from storage.files import atomic_write_bytes
 
 __all__ = ["MAPPOActor", "MAPPOCritic", "MAPPOPolicy", "load_policy", "save_policy"]
 

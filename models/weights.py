@@ -3,7 +3,7 @@
 Every torch file we load (MAPPO policies and checkpoints, team snapshots, the
 ``policy.pth`` of an SB3 archive) goes through :func:`load_weights`: the file
 must be a regular file holding an archive of bounded size
-(:func:`envs.files.check_archive`), it is read with ``torch.load(weights_only=True)``,
+(:func:`storage.files.check_archive`), it is read with ``torch.load(weights_only=True)``,
 and a refusal is one of our named errors, never torch's advice to unpickle.
 :func:`check_module_size` bounds a network that a file's constructor arguments
 ask for before any memory is allocated for it.
@@ -20,7 +20,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from envs.files import UnreadableFileError, UntrustedCheckpointError, check_archive
+from envs.sim.validation import check_path
+from storage.files import UnreadableFileError, UntrustedCheckpointError, check_archive
 
 
 def load_weights(source: str | Path | bytes, what: str, device: str | torch.device = "cpu"
@@ -75,4 +76,23 @@ def check_module_size(build: Callable[[], nn.Module], state_dict: Mapping[str, A
                                   f"holds {given:,} weights")
 
 
-__all__ = ["check_module_size", "load_weights"]
+__all__ = ["checkpoint_path", "check_module_size", "load_weights"]
+
+
+def checkpoint_path(path: str | Path, name: str = "path") -> Path | None:
+    """The existing checkpoint file ``path`` names (``.zip`` optional), or None.
+
+    Raises:
+        ValueError: naming ``name`` if ``path`` is not a usable file path (empty, not
+            text, with a NUL character or an over-long part).
+        UnreadableFileError: if what is there is not a regular file (a folder, a
+            FIFO, a device), which would hang or never end if read.
+    """
+    path = check_path(name, path)
+    for candidate in (path, path.with_name(path.name + ".zip")):
+        if candidate.is_file():
+            return candidate
+        if candidate.exists():
+            raise UnreadableFileError(f"checkpoint {candidate} is not a regular file: "
+                                      "refusing to read it")
+    return None

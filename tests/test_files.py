@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from envs.files import atomic_write_text, atomic_writer
+from storage.files import atomic_write_text, atomic_writer
 
 
 def test_replaces_the_file_and_leaves_no_temporary_behind(tmp_path):

@@ -22,12 +22,12 @@ import types
 _EXPORTS = {
     # training API
     "train": "training.train",
-    "TrainingConfig": "training.config",
-    "WandbCallback": "training.callbacks",
-    "RewardBreakdownCallback": "training.callbacks",
-    "EloEvalCallback": "training.callbacks",
-    "ManifestCheckpointCallback": "training.callbacks",
-    "ManifestEvalCallback": "training.callbacks",
+    "TrainingConfig": "training.ppo.config",
+    "WandbCallback": "training.ppo.callbacks",
+    "RewardBreakdownCallback": "training.ppo.callbacks",
+    "EloEvalCallback": "training.ppo.callbacks",
+    "ManifestCheckpointCallback": "training.ppo.callbacks",
+    "ManifestEvalCallback": "training.ppo.callbacks",
     # evaluation
     "EvaluationResult": "training.evaluate",
     "evaluate": "training.evaluate",

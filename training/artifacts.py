@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from envs.files import append_json_line, hold_lock, read_json_lines
 from envs.sim.validation import check_int
+from storage.files import append_json_line, hold_lock, read_json_lines
 
 logger = logging.getLogger(__name__)
 

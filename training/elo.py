@@ -26,8 +26,8 @@ import math
 import numbers
 from pathlib import Path
 
-from envs.files import atomic_write_text, hold_lock, read_json_file
 from envs.sim.validation import check_in_range, check_int
+from storage.files import atomic_write_text, hold_lock, read_json_file
 
 DEFAULT_RATING = 1000.0
 BASELINE_RATINGS: dict[str, float] = {

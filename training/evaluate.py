@@ -20,26 +20,21 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
-if __package__ in (None, ""):  # run as a script: make the project importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from envs.battalion_batch import check_duel_batch_size  # noqa: E402
-from envs.battalion_env import BattalionEnv  # noqa: E402
-from envs.sim.validation import (  # noqa: E402
+from envs.battalion_batch import check_duel_batch_size
+from envs.battalion_env import BattalionEnv
+from envs.sim.validation import (
     check_bool,
     check_path,
     check_seed,
     short_repr,
 )
-from envs.vec_env import BattalionVecEnv  # noqa: E402
-from training.opponents import check_opponent, resolve_opponent  # noqa: E402
+from envs.vec_env import BattalionVecEnv
+from training.common.opponents import check_opponent, resolve_opponent
 
 __all__ = ["EvaluationResult", "evaluate", "evaluate_detailed", "main",
            "run_episodes_with_model", "env_kwargs_of"]
@@ -193,7 +188,7 @@ def evaluate_detailed(checkpoint_path: str, n_episodes: int = 50, deterministic:
         ValueError: if an argument is invalid (the message names it) or the
             opponent is unknown; arguments are checked before the checkpoint is read.
     """
-    from training.checkpoints import load_ppo
+    from training.ppo.checkpoints import load_ppo
 
     check_path("checkpoint_path", checkpoint_path)
     n_episodes = check_duel_batch_size("n_episodes", n_episodes)

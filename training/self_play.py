@@ -36,14 +36,14 @@ import numpy as np
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 
-from envs.files import UnreadableFileError, check_archive, clean_stale_temporaries
 from envs.sim.validation import check_in_range, check_int
 from models.mappo_policy import MAPPOPolicy, load_policy, save_policy
+from storage.files import UnreadableFileError, check_archive, clean_stale_temporaries
 from training.artifacts import CheckpointManifest
-from training.callbacks import EveryNSteps, publish
-from training.checkpoints import load_ppo, save_ppo
 from training.elo import EloRegistry
 from training.evaluate import run_episodes_with_model
+from training.ppo.callbacks import EveryNSteps, publish
+from training.ppo.checkpoints import load_ppo, save_ppo
 
 logger = logging.getLogger(__name__)
 
@@ -469,7 +469,7 @@ class WinRateVsPoolCallback(BaseCallback):
 def self_play_callbacks(config, manifest: CheckpointManifest | None,
                         rows: dict[str, Any]) -> list[BaseCallback]:
     """The self-play callbacks of a :class:`~training.config.TrainingConfig` run."""
-    from training.battles import env_kwargs_for
+    from training.ppo.battles import env_kwargs_for
 
     pool = OpponentPool(config.self_play_pool_dir, config.self_play_pool_max_size)
     registry = EloRegistry(config.elo_registry_path)
@@ -613,7 +613,7 @@ def evaluate_team_vs_pool(policy: MAPPOPolicy, opponent: MAPPOPolicy, n_blue: in
     Raises:
         ValueError: if ``n_episodes < 1``.
     """
-    from training.team_battles import WIN, play_team_battles
+    from training.mappo.battles import WIN, play_team_battles
 
     outcomes = play_team_battles(policy, opponent, n_blue=n_blue, n_red=n_red,
                                  n_episodes=n_episodes, deterministic=deterministic, seed=seed,
@@ -657,7 +657,7 @@ def pool_opponent_win_rates(policy: MAPPOPolicy, pool: TeamOpponentPool, n_blue:
                             env_kwargs: dict[str, Any] | None = None) -> list[float]:
     """Each snapshot's share of battles *won* against ``policy`` (oldest first; draws
     count for nobody). Arguments as for :func:`nash_exploitability_proxy`."""
-    from training.team_battles import LOSS, play_team_battles
+    from training.mappo.battles import LOSS, play_team_battles
 
     check_int("n_episodes_per_opponent", n_episodes_per_opponent, minimum=1)
     rates = []

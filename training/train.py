@@ -22,23 +22,20 @@ checkpoint: the step counter goes on and the manifest gains rows.
 from __future__ import annotations
 
 import logging
-import sys
 import zipfile
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: make the project importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import torch
+from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+from stable_baselines3.common.utils import ConstantSchedule, FloatSchedule
+from stable_baselines3.common.vec_env import VecMonitor
 
-import torch  # noqa: E402
-from stable_baselines3 import PPO  # noqa: E402
-from stable_baselines3.common.callbacks import BaseCallback, CallbackList  # noqa: E402
-from stable_baselines3.common.utils import ConstantSchedule, FloatSchedule  # noqa: E402
-from stable_baselines3.common.vec_env import VecMonitor  # noqa: E402
-
-from envs.files import clean_stale_temporaries  # noqa: E402
-from models.battalion_policy import BattalionMlpPolicy  # noqa: E402
-from training.artifacts import (  # noqa: E402
+from models.battalion_policy import BattalionMlpPolicy
+from models.weights import checkpoint_path
+from storage.files import clean_stale_temporaries
+from training.artifacts import (
     CheckpointManifest,
     checkpoint_best_filename,
     checkpoint_final_stem,
@@ -46,20 +43,19 @@ from training.artifacts import (  # noqa: E402
     config_hash,
     parse_step_from_checkpoint_name,
 )
-from training.battles import env_kwargs_for, make_eval_env, make_training_env  # noqa: E402
-from training.callbacks import (  # noqa: E402
+from training.common.tracking import log_artifact, start_wandb
+from training.elo import EloRegistry
+from training.ppo.battles import env_kwargs_for, make_eval_env, make_training_env
+from training.ppo.callbacks import (
     EloEvalCallback,
     ManifestCheckpointCallback,
     ManifestEvalCallback,
     RewardBreakdownCallback,
     WandbCallback,
 )
-from training.checkpoints import load_ppo, save_ppo  # noqa: E402
-from training.config import TrainingConfig, check_field_names, config_from_nested  # noqa: E402
-from training.elo import EloRegistry  # noqa: E402
-from training.opponents import checkpoint_path  # noqa: E402
-from training.tracking import log_artifact, start_wandb  # noqa: E402
-from training.warm_start import warm_start  # noqa: E402
+from training.ppo.checkpoints import load_ppo, save_ppo
+from training.ppo.config import TrainingConfig, check_field_names, config_from_nested
+from training.ppo.warm_start import warm_start
 
 logger = logging.getLogger(__name__)
 

@@ -33,46 +33,42 @@ from __future__ import annotations
 
 import io
 import logging
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: make the project importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
+import torch
+from torch import nn
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from torch import nn  # noqa: E402
-
-from envs.files import atomic_write_bytes, clean_stale_temporaries  # noqa: E402
-from envs.multi_battalion_batch import BLUE, MultiBattalionBatch  # noqa: E402
-from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM  # noqa: E402
-from models.mappo_policy import MAPPOPolicy, policy_from_kwargs  # noqa: E402
-from models.weights import load_weights  # noqa: E402
-from training.curriculum_scheduler import (  # noqa: E402
+from envs.multi_battalion_batch import BLUE, MultiBattalionBatch
+from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
+from models.mappo_policy import MAPPOPolicy, policy_from_kwargs
+from models.weights import load_weights
+from storage.files import atomic_write_bytes, clean_stale_temporaries
+from training.common.tracking import log_artifact, start_wandb
+from training.curriculum_scheduler import (
     STAGE_ENV_KWARGS,
     STAGE_LABELS,
     CurriculumScheduler,
     load_v1_weights_into_mappo,
 )
-from training.elo import TeamEloRegistry  # noqa: E402
-from training.mappo_config import (  # noqa: E402
-    MAPPOConfig,
-    check_mappo_field_names,
-    mappo_config_from_nested,
-)
-from training.mappo_warm_start import warm_start_team  # noqa: E402
-from training.self_play import TeamOpponentPool, nash_exploitability_proxy  # noqa: E402
-from training.team_battles import (  # noqa: E402
+from training.elo import TeamEloRegistry
+from training.mappo.battles import (
     WIN,
     make_team_battles,
     play_team_battles,
     score,
     team_actions,
 )
-from training.tracking import log_artifact, start_wandb  # noqa: E402
+from training.mappo.config import (
+    MAPPOConfig,
+    check_mappo_field_names,
+    mappo_config_from_nested,
+)
+from training.mappo.warm_start import warm_start_team
+from training.self_play import TeamOpponentPool, nash_exploitability_proxy
 
 logger = logging.getLogger(__name__)
 

@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from envs.files import atomic_write_bytes
 from envs.rendering.draw import Frame, draw_frame, palette_for, terrain_image
 from envs.sim.engine import StepEvents
 from envs.sim.state import BattleState
+from storage.files import atomic_write_bytes
 
 REPLAY_FORMAT_VERSION = 1
 _TRACKS = ("x", "y", "theta", "strength", "morale", "readiness", "routed", "destroyed",

@@ -271,13 +271,13 @@ def _boundaries(workdir: Path) -> list[Boundary]:
     from envs.multi_battalion_batch import MultiBattalionBatch
     from envs.multi_observation import MAX_TEAM_SIZE
     from envs.sim.constants import MAP_SIZE_RANGE, MAX_STEPS_LIMIT
-    from training.config import TrainingConfig
     from training.evaluate import evaluate as evaluate_win_rate
     from training.evaluate import evaluate_detailed as evaluate_details
     from training.evaluate import run_episodes_with_model
     from training.league import AgentPool, MatchDatabase, compute_nash_distribution, solve_nash
     from training.league.nash import MAX_REGRET_ITERATIONS
-    from training.mappo_config import MAPPOConfig
+    from training.mappo.config import MAPPOConfig
+    from training.ppo.config import TrainingConfig
 
     lo, hi = MAP_SIZE_RANGE
     maps = floats(lo, hi)

@@ -135,7 +135,7 @@ class Campaign:
         from stable_baselines3 import PPO
 
         from envs.vec_env import BattalionVecEnv
-        from training.checkpoints import save_ppo
+        from training.ppo.checkpoints import save_ppo
 
         model = PPO("MlpPolicy", BattalionVecEnv(2), n_steps=8, batch_size=16, device="cpu")
         return save_ppo(model, self.folder / "valid.zip")
@@ -162,12 +162,12 @@ class Campaign:
     def loaders(self) -> list[tuple[str, str, Callable[[Path], object], set[str]]]:
         from models.mappo_policy import load_policy
         from training.artifacts import CheckpointManifest
-        from training.checkpoints import load_ppo
         from training.curriculum_scheduler import load_v1_weights_into_mappo
         from training.elo import EloRegistry
         from training.evaluate import evaluate
         from training.league.agent_pool import AgentPool
         from training.league.match_database import MatchDatabase
+        from training.ppo.checkpoints import load_ppo
         from training.self_play import OpponentPool, TeamOpponentPool
         from training.train_mappo import policy_from_checkpoint
 
@@ -271,12 +271,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--bomb-mib", type=int, default=3 * 1024)
     parser.add_argument("--archive-limit-mib", type=int, default=None,
-                        help="lower envs.files.MAX_ARCHIVE_BYTES (tests use a small bomb)")
+                        help="lower storage.files.MAX_ARCHIVE_BYTES (tests use a small bomb)")
     args = parser.parse_args(argv)
     if args.archive_limit_mib is not None:
-        import envs.files
+        import storage.files
 
-        envs.files.MAX_ARCHIVE_BYTES = args.archive_limit_mib << 20
+        storage.files.MAX_ARCHIVE_BYTES = args.archive_limit_mib << 20
     args.folder.mkdir(parents=True, exist_ok=True)
     for result in Campaign(args.folder.resolve(), args.bomb_mib).run():
         print(json.dumps(result), flush=True)

@@ -3,7 +3,7 @@
 A file event is a moment a run touches a file that must not be lost: just before
 a finished temporary file is renamed over its target (a checkpoint, a snapshot,
 the Elo registry, the best model), just after that rename, and just after a line
-is appended to the manifest. The hook replaces ``envs.files.os`` with a proxy
+is appended to the manifest. The hook replaces ``storage.files.os`` with a proxy
 that counts these events and kills the process (SIGKILL, no cleanup) at the
 chosen one.
 
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class _KillingOs:
-    """``os`` for envs.files, counting file events and dying at the chosen one."""
+    """``os`` for storage.files, counting file events and dying at the chosen one."""
 
     def __init__(self, real, kill_at: int | None, log: list) -> None:
         self._real, self._kill_at, self._log = real, kill_at, log
@@ -64,7 +64,7 @@ class _KillingOs:
 
 
 def ppo_config(folder: Path):
-    from training.config import TrainingConfig
+    from training.ppo.config import TrainingConfig
 
     return TrainingConfig(
         total_timesteps=2048, n_envs=4, n_steps=64, batch_size=128, n_epochs=1,
@@ -78,7 +78,7 @@ def ppo_config(folder: Path):
 
 
 def mappo_config(folder: Path):
-    from training.mappo_config import MAPPOConfig
+    from training.mappo.config import MAPPOConfig
 
     return MAPPOConfig(
         total_timesteps=8 * 16 * 6, n_envs=8, n_steps=16, n_epochs=1, max_steps=60,
@@ -113,10 +113,10 @@ def train_once(algo: str, folder: Path, resume: bool) -> int:
 
 
 def child(algo: str, folder: Path, kill_at: int | None, events_out: Path | None) -> None:
-    import envs.files
+    import storage.files
 
     log: list = []
-    envs.files.os = _KillingOs(os, kill_at, log)
+    storage.files.os = _KillingOs(os, kill_at, log)
     train_once(algo, folder, resume=False)
     if events_out is not None:
         events_out.write_text(json.dumps(log))

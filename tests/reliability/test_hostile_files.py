@@ -37,8 +37,8 @@ def test_league_snapshots_load_only_inside_the_league(tmp_path):
     from stable_baselines3 import PPO
 
     from envs.vec_env import BattalionVecEnv
-    from training.checkpoints import save_ppo
     from training.league import AgentPool, AgentType
+    from training.ppo.checkpoints import save_ppo
 
     league = tmp_path / "league"
     pool = AgentPool(league / "pool.json")

@@ -24,7 +24,7 @@ def test_resume_takes_paths_sizes_and_budget_from_the_config(tmp_path):
 def test_resume_auto_uses_a_checkpoint_the_manifest_does_not_list(tmp_path):
     config = tiny_config(tmp_path, total_timesteps=1024, checkpoint_freq=256)
     train(**config)
-    from training.config import TrainingConfig
+    from training.ppo.config import TrainingConfig
 
     ck = tmp_path / "ck"
     newest = ck / "ppo_battalion_s42_c5_1024_steps.zip"

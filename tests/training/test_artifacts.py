@@ -12,7 +12,7 @@ from training.artifacts import (
     config_hash,
     parse_step_from_checkpoint_name,
 )
-from training.config import TrainingConfig
+from training.ppo.config import TrainingConfig
 
 ROW = dict(seed=1, curriculum_level=5, run_id=None, config_hash="abc")
 

@@ -7,8 +7,8 @@ from collections import Counter
 import numpy as np
 
 from envs.vec_env import BattalionVecEnv
-from training.battles import OpponentRotation, make_training_env
-from training.config import TrainingConfig
+from training.ppo.battles import OpponentRotation, make_training_env
+from training.ppo.config import TrainingConfig
 
 
 def current_opponents(env: OpponentRotation) -> list[str]:

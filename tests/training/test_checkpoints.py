@@ -8,7 +8,7 @@ import torch
 from stable_baselines3 import PPO
 
 from envs.vec_env import BattalionVecEnv
-from training.checkpoints import UntrustedCheckpointError, load_ppo, save_ppo
+from training.ppo.checkpoints import UntrustedCheckpointError, load_ppo, save_ppo
 
 
 def test_trained_checkpoint_loads_safely_and_predicts_the_same(tiny_checkpoint):

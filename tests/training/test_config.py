@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from training.config import YAML_KEYS, TrainingConfig, config_from_nested
+from training.ppo.config import YAML_KEYS, TrainingConfig, config_from_nested
 
 DEFAULT_YAML = Path(__file__).resolve().parents[2] / "configs" / "default.yaml"
 
@@ -64,7 +64,7 @@ def test_self_play_yaml_turns_self_play_on_over_the_defaults():
 # --- issue 11, silent acceptance ------------------------------------------------------------
 
 def test_a_run_that_cannot_fit_in_memory_is_refused_when_configured():
-    from training.mappo_config import MAPPOConfig
+    from training.mappo.config import MAPPOConfig
 
     with pytest.raises(ValueError, match=r"n_envs=1000000000000 is invalid: .* GiB of memory"):
         TrainingConfig(n_envs=10**12)
@@ -85,7 +85,7 @@ def test_a_run_that_cannot_fit_in_memory_is_refused_when_configured():
     (dict(checkpoint_dir="runs\0x"), "checkpoint_dir"),
 ])
 def test_bounds_and_booleans_are_checked_in_both_configs(changes, field):
-    from training.mappo_config import MAPPOConfig
+    from training.mappo.config import MAPPOConfig
 
     with pytest.raises(ValueError, match=f"{field}="):
         TrainingConfig(**changes)

@@ -12,7 +12,6 @@ import torch
 import yaml
 
 from models.mappo_policy import MAPPOPolicy
-from training.checkpoints import load_ppo
 from training.curriculum_scheduler import (
     SCENARIO_DIR,
     STAGE_ENV_KWARGS,
@@ -22,6 +21,7 @@ from training.curriculum_scheduler import (
     load_scenario,
     load_v1_weights_into_mappo,
 )
+from training.ppo.checkpoints import load_ppo
 
 # ---------------------------------------------------------------------------- scheduler
 

@@ -15,7 +15,7 @@ import pytest
 from tests.training.conftest import tiny_config
 from training import TrainingConfig, train
 from training.artifacts import CheckpointManifest, parse_step_from_checkpoint_name
-from training.checkpoints import load_ppo
+from training.ppo.checkpoints import load_ppo
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "ppo_battalion_s42_c5"

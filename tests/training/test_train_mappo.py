@@ -13,14 +13,14 @@ import yaml
 
 from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
 from models.mappo_policy import MAPPOPolicy
-from training.mappo_config import YAML_KEYS, MAPPOConfig
+from training.mappo.battles import play_team_battles
+from training.mappo.config import YAML_KEYS, MAPPOConfig
 from training.self_play import (
     TeamOpponentPool,
     evaluate_team_vs_pool,
     nash_exploitability_proxy,
     pool_opponent_win_rates,
 )
-from training.team_battles import play_team_battles
 from training.train_mappo import (
     CHECKPOINT_NAME,
     load_checkpoint,
@@ -218,7 +218,7 @@ def test_doctrine_warm_start_teaches_the_actor_and_counts_in_the_budget(tmp_path
     import math
 
     from envs.doctrine import DisciplinedCommander
-    from training.team_battles import make_team_battles
+    from training.mappo.battles import make_team_battles
 
     warm = train_mappo(**tiny(tmp_path / "warm", warm_start_doctrine="disciplined",
                               warm_start_steps=8 * 400, total_timesteps=8 * 400 + ROLLOUT,

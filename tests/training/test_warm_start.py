@@ -8,10 +8,11 @@ import pytest
 from envs.doctrine import DisciplinedCommander
 from tests.training.conftest import tiny_config
 from training import train
-from training.battles import make_training_env
-from training.config import TrainingConfig
+from training.common.imitation import make_doctrine
+from training.ppo.battles import make_training_env
+from training.ppo.config import TrainingConfig
+from training.ppo.warm_start import collect_demonstrations, warm_start
 from training.train import _new_model
-from training.warm_start import collect_demonstrations, make_doctrine, warm_start
 
 
 def test_cloned_policy_gives_the_doctrines_orders():

@@ -53,14 +53,14 @@ from typing import Any
 
 import numpy as np
 
-from envs.files import (
+from envs.sim.validation import check_bool, check_identifier, check_path
+from storage.files import (
     MAX_JSON_BYTES,
     atomic_write_text,
     hold_lock,
     lock_path_for,
     read_regular_file,
 )
-from envs.sim.validation import check_bool, check_identifier, check_path
 from training.league.pfsp import pfsp_probabilities
 
 logger = logging.getLogger(__name__)
@@ -789,7 +789,7 @@ class AgentPool:
         """
         path = self.resolve_snapshot(record, root=root)
         if path.suffix == ".zip":
-            from training.checkpoints import load_ppo
+            from training.ppo.checkpoints import load_ppo
 
             return load_ppo(path, device=device)
         if path.suffix == ".pt":

@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envs.files import (
+from envs.sim.validation import check_bool, check_identifier, check_path, short_repr
+from storage.files import (
     UnreadableFileError,
     append_line,
     atomic_writer,
@@ -50,7 +51,6 @@ from envs.files import (
     loads_json,
     lock_path_for,
 )
-from envs.sim.validation import check_bool, check_identifier, check_path, short_repr
 
 logger = logging.getLogger(__name__)
 

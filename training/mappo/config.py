@@ -22,7 +22,8 @@ from envs.sim.constants import (
     VISIBILITY_RADIUS,
 )
 from envs.sim.validation import check_count_fits, check_int, check_non_negative, check_positive
-from training.config import (
+from training.curriculum_scheduler import STAGE_LABELS
+from training.ppo.config import (
     Settings,
     TrainingConfig,
     _boolean,
@@ -44,7 +45,6 @@ from training.config import (
     _unit_interval,
     fields_from_nested,
 )
-from training.curriculum_scheduler import STAGE_LABELS
 
 _DUEL = TrainingConfig
 """The duel's training config: where the defaults both trainers share live."""

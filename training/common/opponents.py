@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from envs.battalion_batch import RedPolicy
-from envs.files import UnreadableFileError
 from envs.sim.constants import NUM_CURRICULUM_LEVELS
 from envs.sim.validation import check_path, short_repr
+from models.weights import checkpoint_path
 
 SCRIPTED_OPPONENTS = tuple(f"scripted_l{level}" for level in range(1, NUM_CURRICULUM_LEVELS + 1))
 NAMED_OPPONENTS = (*SCRIPTED_OPPONENTS, "random")
@@ -64,7 +64,7 @@ def resolve_opponent(opponent: str | RedPolicy, *, seed: int | None = None,
     if path is None:
         raise ValueError(f"opponent={opponent!r} is invalid: expected one of "
                          f"{', '.join(NAMED_OPPONENTS)} or the path of an SB3 .zip checkpoint")
-    from training.checkpoints import load_ppo
+    from training.ppo.checkpoints import load_ppo
 
     return Opponent(str(path), NUM_CURRICULUM_LEVELS, load_ppo(path, device=device))
 
@@ -78,22 +78,3 @@ def check_opponent(opponent: object, name: str = "opponent") -> None:
     elif not callable(getattr(opponent, "predict", None)):
         raise ValueError(f"{name}={short_repr(opponent)} is invalid: expected a name, a "
                          "checkpoint path or an object with predict()")
-
-
-def checkpoint_path(path: str | Path, name: str = "path") -> Path | None:
-    """The existing checkpoint file ``path`` names (``.zip`` optional), or None.
-
-    Raises:
-        ValueError: naming ``name`` if ``path`` is not a usable file path (empty, not
-            text, with a NUL character or an over-long part).
-        UnreadableFileError: if what is there is not a regular file (a folder, a
-            FIFO, a device), which would hang or never end if read.
-    """
-    path = check_path(name, path)
-    for candidate in (path, path.with_name(path.name + ".zip")):
-        if candidate.is_file():
-            return candidate
-        if candidate.exists():
-            raise UnreadableFileError(f"checkpoint {candidate} is not a regular file: "
-                                      "refusing to read it")
-    return None

@@ -26,14 +26,14 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.utils import ConstantSchedule, FloatSchedule
 
 from envs.battalion_env import make_spaces
-from envs.files import (
+from models.battalion_policy import BattalionMlpPolicy
+from models.weights import checkpoint_path
+from storage.files import (
     UntrustedCheckpointError,
     atomic_write_bytes,
     check_archive,
     loads_json,
 )
-from models.battalion_policy import BattalionMlpPolicy
-from training.opponents import checkpoint_path
 
 _POLICY_CLASSES = {
     ("models.battalion_policy", "BattalionMlpPolicy"): BattalionMlpPolicy,
@@ -83,7 +83,7 @@ def load_ppo(path: str | Path, *, env=None, device: str = "cpu",
         UntrustedCheckpointError: if it holds pickled entries that cannot be
             identified and ``trusted`` is False, or weights with pickled objects.
         ValueError: if the file is not a readable SB3 archive (a special file,
-            one that would expand past :data:`envs.files.MAX_ARCHIVE_BYTES`, or
+            one that would expand past :data:`storage.files.MAX_ARCHIVE_BYTES`, or
             one whose network settings are out of bounds).
     """
     found = checkpoint_path(path)

@@ -1,6 +1,6 @@
 """Warm start for MAPPO: every Blue battalion imitates a doctrine before PPO.
 
-As in the duel (:mod:`training.warm_start`), a side that must hold its fire
+As in the duel (:mod:`training.ppo.warm_start`), a side that must hold its fire
 until close range against a scripted enemy that shoots from afar practically
 never discovers that plan by random exploration: MAPPO from scratch wins no 2v2
 battle against scripted L5 in 2M env-steps (``docs/performance.md``). The
@@ -24,7 +24,7 @@ from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
 from envs.observation import OBS_DIM as DUEL_OBS_DIM
 from envs.sim.validation import check_int, check_positive
 from models.mappo_policy import MAPPOPolicy
-from training.warm_start import discounted_returns, make_doctrine
+from training.common.imitation import discounted_returns, make_doctrine
 
 logger = logging.getLogger(__name__)
 

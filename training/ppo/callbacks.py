@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback, EvalCallback
 
-from envs.files import atomic_write_bytes
 from envs.reward import COMPONENTS
 from envs.sim.validation import check_int
+from storage.files import atomic_write_bytes
 from training.artifacts import CheckpointManifest
-from training.checkpoints import save_ppo
 from training.elo import EloRegistry
 from training.evaluate import run_episodes_with_model
+from training.ppo.checkpoints import save_ppo
 
 logger = logging.getLogger(__name__)
 
@@ -177,7 +177,7 @@ class EloEvalCallback(BaseCallback):
                  agent_name: str, eval_freq: int, env_kwargs: dict | None = None,
                  seed: int | None = None, verbose: int = 0) -> None:
         super().__init__(verbose)
-        from training.opponents import resolve_opponent
+        from training.common.opponents import resolve_opponent
 
         for opponent in opponents:
             resolve_opponent(opponent)  # fail at construction on a bad name

@@ -31,8 +31,8 @@ from envs.sim.validation import (
     memory_bytes,
     short_repr,
 )
-from training.opponents import NAMED_OPPONENTS
-from training.warm_start import DOCTRINES
+from training.common.imitation import DOCTRINES
+from training.common.opponents import NAMED_OPPONENTS
 
 ROLLOUT_SAMPLE_BYTES = 2 * 4 * (OBS_DIM + 3 + 6)
 """Memory of one env-step in SB3's rollout buffer: a float32 observation, action and

@@ -10,8 +10,8 @@ from stable_baselines3.common.vec_env import VecEnvWrapper, VecMonitor
 
 from envs.reward import RewardWeights
 from envs.vec_env import BattalionVecEnv
-from training.config import TrainingConfig
-from training.opponents import RandomPolicy, resolve_opponent
+from training.common.opponents import RandomPolicy, resolve_opponent
+from training.ppo.config import TrainingConfig
 
 __all__ = ["OpponentRotation", "env_kwargs_for", "make_eval_env", "make_training_env"]
 

@@ -24,13 +24,10 @@ import numpy as np
 import torch
 from stable_baselines3 import PPO
 
-from envs.doctrine import DisciplinedCommander
 from envs.sim.validation import check_int, check_positive
+from training.common.imitation import discounted_returns, make_doctrine
 
 logger = logging.getLogger(__name__)
-
-DOCTRINES = ("disciplined",)
-
 
 @dataclass(frozen=True)
 class Demonstrations:
@@ -39,13 +36,6 @@ class Demonstrations:
     observations: np.ndarray
     actions: np.ndarray
     returns: np.ndarray
-
-
-def make_doctrine(name: str, map_width: float, map_height: float):
-    """The hand-written commander called ``name`` for a map of the given size."""
-    if name == "disciplined":
-        return DisciplinedCommander(map_diagonal=math.hypot(map_width, map_height))
-    raise ValueError(f"doctrine={name!r} is invalid: expected one of {', '.join(DOCTRINES)}")
 
 
 def collect_demonstrations(env, teacher, n_steps: int, gamma: float) -> Demonstrations:
@@ -67,26 +57,6 @@ def collect_demonstrations(env, teacher, n_steps: int, gamma: float) -> Demonstr
         dones.append(done)
     returns, keep = discounted_returns(np.array(rewards, np.float32), np.array(dones), gamma)
     return Demonstrations(np.array(observations)[keep], np.array(actions)[keep], returns[keep])
-
-
-def discounted_returns(rewards: np.ndarray, dones: np.ndarray,
-                       gamma: float) -> tuple[np.ndarray, np.ndarray]:
-    """Returns discounted within episodes, over the first (time) axis of (T, ...) arrays.
-
-    Returns:
-        ``(returns, known)``: a step's return is known once an episode end follows
-        it in the recording; the others are cut short and should not be used.
-    """
-    returns = np.zeros_like(rewards)
-    running = np.zeros(rewards.shape[1:], np.float32)
-    seen_end = np.zeros(rewards.shape[1:], bool)
-    known = np.zeros(rewards.shape, bool)
-    for t in range(len(rewards) - 1, -1, -1):
-        seen_end |= dones[t]
-        running = rewards[t] + gamma * running * ~dones[t]
-        returns[t] = running
-        known[t] = seen_end
-    return returns, known
 
 
 def behaviour_clone(model: PPO, demonstrations: Demonstrations, *, epochs: int = 10,

@@ -1,0 +1,1 @@
+"""What the SB3 PPO trainer and the MAPPO trainer share: settings, logging, opponents."""
