@@ -96,10 +96,9 @@ def batched_env_rate(n_battles: int, n_blue: int = 2, n_red: int = 2) -> float:
 def rollout_rate(n_battles: int, policy: MAPPOPolicy) -> float:
     config = MAPPOConfig(n_envs=n_battles, n_steps=ROLLOUT_LENGTH, enable_wandb=False)
     battles = TrainingBattles(config, 2, 2, np.random.default_rng(0))
-    returns, agent = np.zeros(n_battles, np.float32), np.zeros((n_battles, 2), np.float32)
 
     def step() -> int:
-        collect(policy, battles, ROLLOUT_LENGTH, config.gamma, returns, agent)
+        collect(policy, battles, ROLLOUT_LENGTH, config.gamma)
         return ROLLOUT_LENGTH * n_battles
 
     return measure(step)

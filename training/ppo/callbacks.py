@@ -19,6 +19,7 @@ from envs.reward import COMPONENTS
 from envs.sim.validation import check_int
 from storage.files import atomic_write_bytes
 from training.artifacts import CheckpointManifest
+from training.common.schedule import EveryNSteps
 from training.elo import EloRegistry
 from training.evaluate import run_episodes_with_model
 from training.ppo.checkpoints import save_ppo
@@ -44,23 +45,6 @@ def publish(callback: BaseCallback, metrics: dict[str, float]) -> None:
     if run is not None:
         run.log({**metrics, "time/total_timesteps": callback.num_timesteps},
                 step=callback.num_timesteps)
-
-
-class EveryNSteps:
-    """Fires once each time a step count crosses a multiple of ``freq``."""
-
-    def __init__(self, freq: int) -> None:
-        self.freq = check_int("freq", freq, minimum=1)
-        self.last = 0
-
-    def start(self, steps: int) -> None:
-        """Count from ``steps`` (a resumed run does not fire at once)."""
-        self.last = steps
-
-    def __call__(self, steps: int) -> bool:
-        due = steps // self.freq > self.last // self.freq
-        self.last = steps
-        return due
 
 
 class WandbCallback(BaseCallback):

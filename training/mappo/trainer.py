@@ -1,0 +1,237 @@
+"""MAPPOTrainer: MAPPO one rollout and one update at a time, extras on hooks.
+
+The loop, top to bottom::
+
+    rollout = trainer.collect_rollout()            # n_steps of every battle
+    metrics = trainer.learn_from(rollout)           # GAE, clipped-PPO epochs, counters
+    for hook in hooks: hook.on_update_end(trainer, metrics)
+
+:meth:`MAPPOTrainer.learn` runs it until the budget is spent. A league role
+drives the same two calls itself and changes, between rollouts, who the
+learner fights (:meth:`TrainingBattles.deal`) and which side it learns from
+(:meth:`TrainingBattles.set_learning_side`). Curriculum, self-play, evaluation,
+logging, checkpoints and progress are :class:`~training.mappo.hooks.MAPPOHook`\\ s,
+in the style of Stable-Baselines3's callbacks.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from envs.multi_battalion_batch import RED
+from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
+from models.mappo_policy import MAPPOPolicy
+from models.v1_transfer import load_v1_weights_into_mappo
+from storage.files import clean_stale_temporaries
+from training.curriculum_scheduler import STAGE_ENV_KWARGS, STAGE_LABELS, CurriculumScheduler
+from training.mappo.checkpoints import load_checkpoint, save_checkpoint
+from training.mappo.config import MAPPOConfig
+from training.mappo.rollout import ACTION_DIM, Rollout, TrainingBattles, collect
+from training.mappo.update import advantages_and_returns, update
+from training.mappo.warm_start import warm_start_team
+
+logger = logging.getLogger(__name__)
+
+
+class MAPPOHook:
+    """Something hung on :meth:`MAPPOTrainer.learn`; override what you need.
+
+    Hooks run in the order given, so a hook sees the metrics added by those
+    before it.
+    """
+
+    def on_training_start(self, trainer: MAPPOTrainer) -> None:
+        """Before the first rollout (after the warm start or the resume)."""
+
+    def on_update_end(self, trainer: MAPPOTrainer, metrics: dict[str, Any]) -> None:
+        """After each rollout and update; add to ``metrics`` to have them logged."""
+
+    def on_training_end(self, trainer: MAPPOTrainer) -> None:
+        """After the last update."""
+
+
+class MAPPOTrainer:
+    """MAPPO on ``config``'s battles: the policy, its optimiser, the battles, the counters.
+
+    Building it builds the policy (big enough for every team size of the
+    curriculum), then continues ``resume`` (weights, optimiser, counters,
+    curriculum, generators), or seeds the policy from ``config.v1_checkpoint``,
+    or imitates ``config.warm_start_doctrine`` (those steps count towards the
+    budget, leaving at least one rollout).
+
+    Args:
+        config: the run's settings.
+        resume: a checkpoint of an earlier run to continue, or None.
+
+    Attributes:
+        policy, optimizer: the learner.
+        battles: the :class:`~training.mappo.rollout.TrainingBattles` it trains in.
+        scheduler: the curriculum, or None.
+        total_steps, episodes: env-steps trained (imitation included) and battles finished.
+        self_play_version: the last snapshot version a self-play hook added.
+        rng, generator: the run's NumPy generator and the minibatch generator.
+        rollout: the last rollout collected.
+        history: the metrics of every update of :meth:`learn`.
+        transfer: the ``{"loaded", "skipped"}`` report of a v1 warm start, or None.
+        final_checkpoint: set by the checkpoint hook when the run ends.
+
+    Raises:
+        TypeError: if ``config`` is not a MAPPOConfig.
+        ValueError: if the budget is smaller than one rollout, or ``resume`` holds
+            a policy of another shape.
+        FileNotFoundError: if ``resume`` or ``v1_checkpoint`` does not exist.
+    """
+
+    def __init__(self, config: MAPPOConfig, *, resume: str | Path | None = None) -> None:
+        if not isinstance(config, MAPPOConfig):
+            raise TypeError(f"config={config!r} is invalid: expected a MAPPOConfig")
+        self.config = config
+        self.n_steps = config.rollout_n_steps()
+        self.rollout_steps = self.n_steps * config.n_envs
+        if config.total_timesteps < self.rollout_steps:
+            raise ValueError(f"total_timesteps={config.total_timesteps} is invalid: expected at "
+                             f"least one rollout, n_steps * n_envs = {self.rollout_steps}")
+        torch.set_num_threads(config.torch_threads)
+        self.rng = np.random.default_rng(config.seed)
+        torch.manual_seed(config.seed)
+        self.generator = torch.Generator().manual_seed(config.seed)
+        self.checkpoint_dir = Path(config.checkpoint_dir)
+        clean_stale_temporaries(self.checkpoint_dir)  # left by a run killed mid-write
+
+        self.scheduler = None
+        if config.curriculum:
+            initial = next(s for s, label in STAGE_LABELS.items()
+                           if label == config.curriculum_initial_stage)
+            self.scheduler = CurriculumScheduler(config.curriculum_threshold,
+                                                 config.curriculum_window, initial)
+        largest_team = max([config.n_blue] + [kw["n_blue"] for kw in STAGE_ENV_KWARGS.values()]
+                           if config.curriculum else [config.n_blue])
+        self.policy = MAPPOPolicy(
+            OBS_DIM, ACTION_DIM, CRITIC_STATE_DIM, n_agents=largest_team,
+            share_parameters=config.share_parameters,
+            actor_hidden_sizes=tuple(config.actor_hidden_sizes),
+            critic_hidden_sizes=tuple(config.critic_hidden_sizes),
+            log_std_init=config.log_std_init).to(_device(config.device))
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.learning_rate,
+                                          eps=1e-5)
+        self.total_steps = self.episodes = self.self_play_version = 0
+        self.transfer: dict[str, list[str]] | None = None
+        self.rollout: Rollout | None = None
+        self.history: list[dict[str, Any]] = []
+        self.final_checkpoint: Path | None = None
+        if resume is not None:
+            self._restore(resume)
+        elif config.v1_checkpoint is not None:
+            self.transfer = load_v1_weights_into_mappo(config.v1_checkpoint, self.policy)
+            logger.info("warm start from %s: %d tensors loaded, %d skipped",
+                        config.v1_checkpoint, len(self.transfer["loaded"]),
+                        len(self.transfer["skipped"]))
+        self.policy.eval()
+
+        sizes = self.scheduler.env_kwargs() if self.scheduler else dict(n_blue=config.n_blue,
+                                                                        n_red=config.n_red)
+        self.battles = TrainingBattles(config, sizes["n_blue"], sizes["n_red"], self.rng)
+        if resume is None and config.v1_checkpoint is None and config.warm_start_doctrine:
+            steps = min(config.warm_start_steps, config.total_timesteps - self.rollout_steps)
+            if steps >= config.n_envs:
+                self.total_steps = warm_start_team(
+                    self.policy, self.battles, config.warm_start_doctrine, steps,
+                    gamma=config.gamma, epochs=config.warm_start_epochs, seed=config.seed)
+
+    # --- the loop ------------------------------------------------------------------------
+
+    def learn(self, hooks: list[MAPPOHook] = ()) -> MAPPOTrainer:
+        """Rollouts and updates until ``total_timesteps``, calling ``hooks`` around them."""
+        for hook in hooks:
+            hook.on_training_start(self)
+        n_updates = (self.config.total_timesteps - self.total_steps) // self.rollout_steps
+        for _ in range(n_updates):
+            started = time.perf_counter()
+            rollout = self.collect_rollout()
+            collected = time.perf_counter()
+            metrics = self.learn_from(rollout)
+            metrics["time/fps"] = self.rollout_steps / (time.perf_counter() - started)
+            metrics["time/rollout_fps"] = self.rollout_steps / (collected - started)
+            for hook in hooks:
+                hook.on_update_end(self, metrics)
+            self.history.append(metrics)
+        for hook in hooks:
+            hook.on_training_end(self)
+        return self
+
+    def collect_rollout(self) -> Rollout:
+        """``n_steps`` of every battle, the learner sampling from its policy."""
+        self.rollout = collect(self.policy, self.battles, self.n_steps, self.config.gamma)
+        return self.rollout
+
+    def learn_from(self, rollout: Rollout) -> dict[str, Any]:
+        """Advantages, PPO epochs and counters for one rollout; its metrics."""
+        config = self.config
+        advantages, returns = advantages_and_returns(rollout, config.gamma, config.gae_lambda)
+        metrics = update(self.policy, self.optimizer, rollout, advantages, returns, config,
+                         self.generator)
+        self.total_steps += self.rollout_steps
+        self.episodes += len(rollout.wins)
+        metrics.update({
+            "time/total_steps": self.total_steps, "time/episodes": self.episodes,
+            "rollout/n_wins": int(sum(rollout.wins)), "reward/n_episodes": len(rollout.wins),
+            "curriculum/n_blue": self.battles.n_blue, "curriculum/n_red": self.battles.n_red,
+        })
+        if rollout.wins:
+            metrics["rollout/win_rate"] = float(np.mean(rollout.wins))
+            metrics["reward/team_mean"] = float(np.mean(rollout.episode_returns))
+            per_agent = np.mean(rollout.agent_returns, axis=0)
+            metrics.update({f"reward/agent_{i}": float(r) for i, r in enumerate(per_agent)})
+        return metrics
+
+    # --- changing the battles -----------------------------------------------------------------
+
+    def swap_battles(self, n_blue: int, n_red: int) -> None:
+        """New battles of ``n_blue`` against ``n_red`` with the same weights, the same
+        dealt opponents and the same learning sides (a curriculum promotion)."""
+        opponents = [policy for policy, _ in self.battles.opponents]
+        sides = self.battles.learner_side
+        self.battles = TrainingBattles(self.config, n_blue, n_red, self.rng)
+        if opponents:
+            self.battles.deal(opponents, self.config.self_play_scripted_share)
+        red = np.flatnonzero(sides == RED)
+        if len(red):
+            self.battles.set_learning_side(RED, red)
+
+    def save(self, path: Path) -> Path:
+        """Write a resumable checkpoint of the run to ``path`` (atomically)."""
+        return save_checkpoint(path, self.policy, self.optimizer, self.total_steps,
+                               self.episodes, self.config, self.scheduler, self.rng,
+                               self.generator, self.self_play_version)
+
+    def _restore(self, resume: str | Path) -> None:
+        data = load_checkpoint(resume)
+        if data["kwargs"] != self.policy.kwargs:
+            raise ValueError(f"resume={str(resume)!r} holds a policy built with {data['kwargs']}, "
+                             f"but this config builds {self.policy.kwargs}")
+        self.policy.load_state_dict(data["policy_state_dict"])
+        self.optimizer.load_state_dict(data["optimizer_state_dict"])
+        self.total_steps, self.episodes = data["total_steps"], data["episodes"]
+        self.self_play_version = data.get("self_play_version", 0)
+        if self.scheduler is not None and data.get("curriculum") is not None:
+            self.scheduler.load_state_dict(data["curriculum"])
+        self.rng.bit_generator.state = data["numpy_rng"]
+        torch.set_rng_state(data["torch_rng"])
+        self.generator.set_state(data["minibatch_rng"])
+        logger.info("resuming %s at step %d", resume, self.total_steps)
+
+
+def _device(name: str) -> torch.device:
+    """The torch device of a config's ``device`` ("auto": CUDA when available)."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(name)
+
+
+__all__ = ["MAPPOHook", "MAPPOTrainer"]
