@@ -10,7 +10,7 @@ the wrong shape, an id with a newline or NUL, a path with a NUL. Every call is
 judged:
 
 - ``named``: it raised ``ValueError``, ``TypeError`` or ``KeyError`` (or a
-  subclass) from a file of ours (``envs/``, ``models/``, ``training/``), and the
+  subclass) from a file of ours (``storage/``, ``envs/``, ``models/``, ``training/``), and the
   message names the argument: what should happen;
 - ``silent``: it returned, or failed later in the way the valid baseline fails
   (the invalid value got past the boundary);
@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-OUR_CODE = tuple(ROOT / folder for folder in ("envs", "models", "training"))
+OUR_CODE = tuple(ROOT / folder for folder in ("storage", "envs", "models", "training"))
 HANG_S = 5.0
 ALLOWED = (ValueError, TypeError, KeyError)
 KINDS = ("named", "silent", "raw", "hang")
