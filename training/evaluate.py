@@ -6,8 +6,9 @@ SB3 ``.zip`` checkpoint that then commands Red. Blue wins when Red is routed or
 destroyed while Blue is neither; it loses in the mirror case; anything else
 (both broken on the same step, or the step limit) is a draw.
 
-All episodes run at once, as one :class:`~envs.vec_env.BattalionVecEnv` batch;
-episode ``i`` is the battle ``BattalionEnv(...).reset(seed=seed + i)`` plays.
+All episodes run at once, as one :class:`~envs.vec_env.BattalionVecEnv` batch
+played by :func:`training.common.play.play` with :class:`DuelSettings`; episode
+``i`` is the battle ``BattalionEnv(...).reset(seed=seed + i)`` plays.
 
 Usage::
 
@@ -20,7 +21,9 @@ Usage::
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -35,9 +38,10 @@ from envs.sim.validation import (
 )
 from envs.vec_env import BattalionVecEnv
 from training.common.opponents import check_opponent, resolve_opponent
+from training.common.play import play
 
-__all__ = ["EvaluationResult", "evaluate", "evaluate_detailed", "main",
-           "run_episodes_with_model", "env_kwargs_of"]
+__all__ = ["DuelSettings", "EvaluationResult", "evaluate", "evaluate_detailed", "main",
+           "play_duels", "run_episodes_with_model", "env_kwargs_of"]
 
 _ENV_SETTINGS = ("map_width", "map_height", "max_steps", "terrain", "randomize_terrain",
                  "hill_speed_factor", "reward_weights")
@@ -72,7 +76,8 @@ class EvaluationResult(NamedTuple):
 
     @property
     def score(self) -> float:
-        """Mean score per battle for Elo: 1 per win, 0.5 per draw."""
+        """Mean score per battle for Elo: 1 per win, 0.5 per draw (the
+        :func:`training.common.play.score` of the battles)."""
         return (self.wins + 0.5 * self.draws) / self.n_episodes
 
 
@@ -118,14 +123,22 @@ def run_episodes_with_model(
             actions of the wrong shape.
         TypeError: if ``model`` has no ``predict``.
     """
-    outcomes = play_battles(model, opponent, n_episodes, deterministic, seed, env, env_kwargs)
-    return EvaluationResult.from_outcomes(outcomes)
+    return EvaluationResult.from_outcomes(
+        play_duels(model, opponent, n_episodes, deterministic, seed, env=env,
+                   env_kwargs=env_kwargs))
 
 
-def play_battles(model: Any, opponent: Any, n_episodes: int, deterministic: bool,
-                 seed: int | None, env: BattalionEnv | None = None,
-                 env_kwargs: dict | None = None) -> np.ndarray:
-    """Per-battle outcomes (+1 win, 0 draw, -1 loss) of :func:`run_episodes_with_model`."""
+def play_duels(model: Any, opponent: Any, n_episodes: int, deterministic: bool = True,
+               seed: int | None = None, *, env: BattalionEnv | None = None,
+               env_kwargs: dict | None = None, red_deterministic: bool = False) -> np.ndarray:
+    """Check a duel evaluation's arguments, then :func:`~training.common.play.play` it.
+
+    Arguments as for :func:`run_episodes_with_model`; ``red_deterministic`` as
+    in :class:`DuelSettings`.
+
+    Returns:
+        (n_episodes,) int8 outcomes from Blue's side: +1 won, 0 drawn, -1 lost.
+    """
     if not callable(getattr(model, "predict", None)):
         raise TypeError(f"model={short_repr(model)} is invalid: expected an object with "
                         "predict(obs, deterministic) -> (actions, state)")
@@ -138,29 +151,77 @@ def play_battles(model: Any, opponent: Any, n_episodes: int, deterministic: bool
         raise TypeError(f"env={short_repr(env)} is invalid: expected None or a BattalionEnv")
     settings = env_kwargs_of(env) if env is not None else {}
     settings.update(_check_env_kwargs(env_kwargs))
-    red = resolve_opponent(opponent, seed=seed)
-    vec = BattalionVecEnv(n_episodes, curriculum_level=red.curriculum_level,
-                          red_policy=red.policy, **settings)
-    vec.seed(seed)
-    observations = vec.reset()
-    outcomes = np.zeros(n_episodes, np.int8)
-    finished = np.zeros(n_episodes, bool)
-    while not finished.all():
-        actions = np.asarray(model.predict(observations, deterministic=deterministic)[0],
+    return play(model, opponent, n_episodes, seed,
+                DuelSettings(settings, deterministic, red_deterministic))
+
+
+@dataclass(frozen=True)
+class DuelSettings:
+    """How 1v1 duels are played: one :class:`~envs.vec_env.BattalionVecEnv` batch in
+    which Blue's model predicts its orders and the battles command Red.
+
+    Red is an opponent name or a policy (see the module docstring); a scripted
+    level sets the battles' curriculum level, any other Red plays at the top one.
+
+    Attributes:
+        env_kwargs: BattalionEnv settings of the battles (map, terrain, step limit,
+            reward weights).
+        deterministic: Blue acts on its policy's mean.
+        red_deterministic: a policy Red acts on its mean too; otherwise it samples,
+            as the battles ask it to.
+    """
+
+    env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    deterministic: bool = True
+    red_deterministic: bool = False
+
+    @contextmanager
+    def battles(self, blue: Any, red: Any, n: int, seed: int) -> Iterator[_Duels]:
+        """``n`` duels of ``blue`` against ``red``, duel ``i`` seeded ``seed + i``."""
+        yield _Duels(blue, red, n, seed, self)
+
+
+class _Duels:
+    """The :class:`~training.common.play.Battles` of :class:`DuelSettings`."""
+
+    def __init__(self, blue: Any, red: Any, n: int, seed: int, settings: DuelSettings) -> None:
+        opponent = resolve_opponent(red, seed=seed)
+        policy = opponent.policy
+        if policy is not None and settings.red_deterministic:
+            policy = _ActingAs(policy, True)
+        self.vec = BattalionVecEnv(n, curriculum_level=opponent.curriculum_level,
+                                   red_policy=policy, **settings.env_kwargs)
+        self.vec.seed(seed)
+        self.observations = self.vec.reset()
+        self.blue, self.deterministic, self.n = blue, settings.deterministic, n
+        self.infos = None
+
+    def step(self) -> np.ndarray:
+        actions = np.asarray(self.blue.predict(self.observations,
+                                               deterministic=self.deterministic)[0],
                              dtype=np.float32)
-        if actions.shape != (n_episodes, 3):
+        if actions.shape != (self.n, 3):
             raise ValueError(f"model returned actions of shape {actions.shape}: expected "
-                             f"({n_episodes}, 3) for a batch of {n_episodes} observations")
-        observations, _, done, infos = vec.step(actions)
-        newly = done & ~finished
-        if newly.any():
-            info = infos.arrays
-            blue_out = info["blue_routed"] | info["blue_destroyed"]
-            red_out = info["red_routed"] | info["red_destroyed"]
-            outcomes[newly] = (red_out & ~blue_out)[newly].astype(np.int8) - (
-                blue_out & ~red_out)[newly].astype(np.int8)
-            finished |= newly
-    return outcomes
+                             f"({self.n}, 3) for a batch of {self.n} observations")
+        self.observations, _, done, self.infos = self.vec.step(actions)
+        return done
+
+    def outcomes(self) -> np.ndarray:
+        info = self.infos.arrays
+        blue_out = info["blue_routed"] | info["blue_destroyed"]
+        red_out = info["red_routed"] | info["red_destroyed"]
+        return (red_out & ~blue_out).astype(np.int8) - (blue_out & ~red_out).astype(np.int8)
+
+
+class _ActingAs:
+    """A policy answering every ``predict`` with a fixed ``deterministic`` flag (the
+    battles always ask Red to sample)."""
+
+    def __init__(self, policy: Any, deterministic: bool) -> None:
+        self.policy, self.deterministic = policy, deterministic
+
+    def predict(self, observation: np.ndarray, deterministic: bool = False):
+        return self.policy.predict(observation, deterministic=self.deterministic)
 
 
 def _check_env_kwargs(env_kwargs: Any) -> dict[str, Any]:

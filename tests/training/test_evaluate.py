@@ -103,3 +103,33 @@ def test_evaluation_arguments_are_checked(kwargs, match):
     settings.update(kwargs)
     with pytest.raises(ValueError, match=match):
         run_episodes_with_model(**settings)
+
+
+def test_play_keeps_each_battles_first_end():
+    from contextlib import nullcontext
+
+    from training.common.play import DRAW, LOSS, WIN, play, score
+
+    class Scripted:
+        """Battles that end on steps 1, 3 and 2, then stay over with the opposite outcome
+        (as a restarted battle may)."""
+
+        def __init__(self):
+            self.t = 0
+            self.ends = np.array([1, 3, 2])
+            self.first = np.array([WIN, LOSS, DRAW], np.int8)
+
+        def step(self):
+            self.t += 1
+            return self.t >= self.ends
+
+        def outcomes(self):
+            return np.where(self.t == self.ends, self.first, -self.first).astype(np.int8)
+
+    class Settings:
+        def battles(self, blue, red, n, seed):
+            return nullcontext(Scripted())
+
+    outcomes = play(None, None, 3, 0, Settings())
+    assert outcomes.tolist() == [WIN, LOSS, DRAW] and outcomes.dtype == np.int8
+    assert score(outcomes) == 0.5

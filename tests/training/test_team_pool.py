@@ -98,7 +98,7 @@ def test_corrupt_snapshot_is_refused_by_name(tmp_path):
 def test_foreign_files_are_reported_and_left_alone(tmp_path, caplog):
     (tmp_path / "notes.txt").write_text("keep me")
     (tmp_path / "snapshot_v000001.zip").write_bytes(b"an SB3 snapshot")
-    with caplog.at_level(logging.WARNING, logger="training.self_play"):
+    with caplog.at_level(logging.WARNING, logger="training.common.pools"):
         pool = TeamOpponentPool(tmp_path, max_size=1)
     assert "notes.txt" in caplog.text and "snapshot_v000001.zip" in caplog.text
     pool.add(team(1), 1)

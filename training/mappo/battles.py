@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,8 +20,7 @@ from envs.sim.constants import (
     VISIBILITY_RADIUS,
 )
 from envs.sim.validation import check_int
-
-WIN, DRAW, LOSS = 1, 0, -1
+from training.common.play import DRAW, LOSS, WIN, play, score
 
 _ENV_DEFAULTS = dict(map_width=MAP_WIDTH, map_height=MAP_HEIGHT, max_steps=MAX_STEPS,
                      randomize_terrain=True, hill_speed_factor=HILL_SPEED_FACTOR,
@@ -68,6 +70,9 @@ def play_team_battles(policy: Any, opponent: Any, *, n_blue: int = 2, n_red: int
                       env_kwargs: dict[str, Any] | None = None) -> np.ndarray:
     """Play ``n_episodes`` battles at once, ``policy`` commanding Blue.
 
+    Checks the arguments, then :func:`~training.common.play.play` with
+    :class:`TeamSettings`.
+
     Args:
         policy: a :class:`~models.mappo_policy.MAPPOPolicy` for Blue.
         opponent: Red's commander: a scripted level (int 1..5) or a MAPPOPolicy.
@@ -84,48 +89,85 @@ def play_team_battles(policy: Any, opponent: Any, *, n_blue: int = 2, n_red: int
         (n_episodes,) int8 outcomes from Blue's side: 1 won, 0 drawn, -1 lost.
     """
     n_episodes = check_int("n_episodes", n_episodes, minimum=1)
-    scripted = isinstance(opponent, (int, np.integer)) and not isinstance(opponent, bool)
-    if scripted:
+    if _is_level(opponent):
         check_int("opponent", opponent, minimum=1, maximum=5)
     elif not callable(getattr(opponent, "act", None)):
         raise TypeError(f"opponent={opponent!r} is invalid: expected a scripted level 1..5 "
                         "or a MAPPOPolicy")
     base = 0 if seed is None else check_int("seed", seed, minimum=0)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(base)
-        return _play(policy, opponent, scripted, n_blue, n_red, n_episodes, deterministic,
-                     opponent_deterministic, base, env_kwargs)
+    return play(policy, opponent, n_episodes, base,
+                TeamSettings(n_blue, n_red, env_kwargs, deterministic, opponent_deterministic))
 
 
-def _play(policy, opponent, scripted, n_blue, n_red, n_episodes, deterministic,
-          opponent_deterministic, base, env_kwargs) -> np.ndarray:
-    battles = make_team_battles(n_episodes, n_blue, n_red, env_kwargs)
-    battles.reset(np.arange(n_episodes), [base + i for i in range(n_episodes)],
-                  np.zeros(n_episodes, np.int64))
-    blue, red = slice(0, n_blue), slice(n_blue, n_blue + n_red)
-    red_units = np.arange(n_blue, n_blue + n_red)
-    outcome = np.zeros(n_episodes, np.int8)
-    finished = np.zeros(n_episodes, bool)
-    actions = np.zeros((n_episodes, n_blue + n_red, 3), np.float32)
-    while not finished.all():
-        observation = battles.observation
-        actions[:, blue] = team_actions(policy, observation[:, blue], deterministic)
-        if scripted:
-            actions[:, red] = battles.scripted_actions(red_units, int(opponent))
+def _is_level(opponent: Any) -> bool:
+    """Whether Red is a scripted level rather than a policy."""
+    return isinstance(opponent, (int, np.integer)) and not isinstance(opponent, bool)
+
+
+@dataclass(frozen=True)
+class TeamSettings:
+    """How N-vs-M battles are played: one :class:`MultiBattalionBatch` in which Blue is a
+    MAPPO policy and Red a scripted level (int 1..5) or a MAPPO policy.
+
+    Battalion ``i`` of a side acts with its policy's actor ``i mod n_agents``.
+    Sampled orders draw from torch's generator seeded with the battles' base
+    seed, and the caller's generator is left as it was, so a seed always gives
+    the same outcomes.
+
+    Attributes:
+        n_blue, n_red: battalions a side.
+        env_kwargs: further MultiBattalionEnv settings (map size, max_steps, ...).
+        deterministic: Blue acts on its policy's mean.
+        red_deterministic: the same for a policy Red.
+    """
+
+    n_blue: int = 2
+    n_red: int = 2
+    env_kwargs: Mapping[str, Any] | None = None
+    deterministic: bool = True
+    red_deterministic: bool = False
+
+    @contextmanager
+    def battles(self, blue: Any, red: Any, n: int, seed: int) -> Iterator[_TeamBattles]:
+        """``n`` battles of ``blue`` against ``red``, battle ``i`` seeded ``seed + i``."""
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            yield _TeamBattles(blue, red, n, seed, self)
+
+
+class _TeamBattles:
+    """The :class:`~training.common.play.Battles` of :class:`TeamSettings`."""
+
+    def __init__(self, blue: Any, red: Any, n: int, seed: int, settings: TeamSettings) -> None:
+        n_blue, n_red = settings.n_blue, settings.n_red
+        self.battles = make_team_battles(n, n_blue, n_red, settings.env_kwargs)
+        self.battles.reset(np.arange(n), [seed + i for i in range(n)], np.zeros(n, np.int64))
+        self.blue, self.red, self.settings = blue, red, settings
+        self.blue_side, self.red_side = slice(0, n_blue), slice(n_blue, n_blue + n_red)
+        self.red_units = np.arange(n_blue, n_blue + n_red)
+        self.scripted = _is_level(red)
+        self.actions = np.zeros((n, n_blue + n_red, 3), np.float32)
+        self.winner: np.ndarray | None = None
+
+    def step(self) -> np.ndarray:
+        observation = self.battles.observation
+        # Blue draws its sampled orders before Red: the order of the seeded draws.
+        self.actions[:, self.blue_side] = team_actions(
+            self.blue, observation[:, self.blue_side], self.settings.deterministic)
+        if self.scripted:
+            self.actions[:, self.red_side] = self.battles.scripted_actions(self.red_units,
+                                                                           int(self.red))
         else:
-            actions[:, red] = team_actions(opponent, observation[:, red], opponent_deterministic)
-        result = battles.step(actions)
-        ended = result.battle_over & ~finished
-        outcome[ended & (result.winner == BLUE)] = WIN
-        outcome[ended & (result.winner == RED)] = LOSS
-        finished |= result.battle_over
-    return outcome
+            self.actions[:, self.red_side] = team_actions(
+                self.red, observation[:, self.red_side], self.settings.red_deterministic)
+        result = self.battles.step(self.actions)
+        self.winner = result.winner
+        return result.battle_over
+
+    def outcomes(self) -> np.ndarray:
+        return np.where(self.winner == BLUE, WIN,
+                        np.where(self.winner == RED, LOSS, DRAW)).astype(np.int8)
 
 
-def score(outcomes: np.ndarray) -> float:
-    """Elo score of a set of outcomes: (wins + draws / 2) / n."""
-    return float(((outcomes == WIN) + 0.5 * (outcomes == DRAW)).mean())
-
-
-__all__ = ["DRAW", "LOSS", "WIN", "make_team_battles", "play_team_battles", "score",
-           "team_actions"]
+__all__ = ["DRAW", "LOSS", "WIN", "TeamSettings", "make_team_battles", "play_team_battles",
+           "score", "team_actions"]

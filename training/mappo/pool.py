@@ -1,0 +1,97 @@
+"""The team self-play pool: frozen MAPPO teams for the other side of N-vs-M battles."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from models.mappo_policy import MAPPOPolicy, load_policy, save_policy
+from training.common.pools import SnapshotPool
+
+TEAM_SNAPSHOT_PATTERN = re.compile(r"^team_snapshot_v(\d{6,})\.pt$")
+
+
+class TeamOpponentPool(SnapshotPool):
+    """Fixed-size pool of frozen MAPPO team snapshots, oldest evicted first.
+
+    Each snapshot is a :func:`models.mappo_policy.save_policy` file
+    ``team_snapshot_v{version:06d}.pt`` holding ``{"kwargs", "state_dict"}``,
+    written atomically; loading reads tensors and plain values only
+    (``weights_only=True``) and rebuilds ``MAPPOPolicy(**kwargs)``.
+
+    An existing folder is reloaded as :class:`SnapshotPool` says: its snapshots
+    in version order, the newest ``max_size`` in the pool, older ones left on
+    disk outside it (only :meth:`add` evicts). A file there that is not a team
+    snapshot is reported (logged) and left alone. A kept snapshot that is not a
+    readable archive raises ``ValueError`` naming it; one that is readable but
+    not a MAPPO policy raises when it is loaded.
+
+    Every load returns a fresh policy in eval mode, so a caller may move or
+    modify it without affecting the pool.
+
+    Args:
+        pool_dir: folder of the snapshots (created).
+        max_size: snapshots kept (>= 1).
+
+    Raises:
+        ValueError: for ``max_size < 1`` or a corrupt snapshot.
+
+    Attributes:
+        pool_dir: the folder.
+        max_size: the capacity.
+    """
+
+    pattern = TEAM_SNAPSHOT_PATTERN
+    kind = "team pool"
+
+    @classmethod
+    def file_name(cls, version: int) -> str:
+        return f"team_snapshot_v{version:06d}.pt"
+
+    def add(self, policy: MAPPOPolicy, version: int) -> Path:
+        """Save ``policy`` as snapshot ``version``, then evict the oldest beyond ``max_size``.
+
+        Args:
+            policy: the team policy to freeze.
+            version: its version, above every version in the pool.
+
+        Returns:
+            The snapshot's path.
+
+        Raises:
+            TypeError: if ``policy`` is not a MAPPOPolicy.
+            ValueError: if ``version`` is not an integer above every version in the pool.
+        """
+        if not isinstance(policy, MAPPOPolicy):
+            raise TypeError(f"policy={type(policy).__name__} is invalid: expected a "
+                            "MAPPOPolicy")
+        return self._add(version, lambda path: save_policy(policy, path, version=version))
+
+    def load(self, path: str | Path, device: str | None = None) -> MAPPOPolicy:
+        """The policy of snapshot ``path`` (a fresh copy, in eval mode).
+
+        Raises:
+            KeyError: if ``path`` is not in the pool.
+            FileNotFoundError: if its file has disappeared.
+            ValueError: if the file is not a readable MAPPO policy (the message names it).
+        """
+        return load_policy(self._member(path), device=device)
+
+    def sample(self, rng: np.random.Generator | None = None,
+               device: str | None = None) -> MAPPOPolicy | None:
+        """A uniformly chosen snapshot, loaded; None if the pool is empty.
+
+        Raises:
+            ValueError: if the chosen snapshot is corrupt (the message names it).
+        """
+        path = self._pick(rng)
+        return None if path is None else self.load(path, device=device)
+
+    def sample_latest(self, device: str | None = None) -> MAPPOPolicy | None:
+        """The newest snapshot, loaded; None if the pool is empty."""
+        return self.load(self._paths[-1], device=device) if self._paths else None
+
+
+__all__ = ["TEAM_SNAPSHOT_PATTERN", "TeamOpponentPool"]
