@@ -6,7 +6,8 @@
   so a resumed run continues the curriculum where it stopped.
 * :func:`load_scenario` reads a scenario file of ``configs/scenarios/``: the
   :class:`~envs.multi_battalion_env.MultiBattalionEnv` arguments of one battle
-  size (``1v1`` .. ``6v6``).
+  size (``1v1`` .. ``6v6``). Each stage's team sizes (:data:`STAGE_ENV_KWARGS`)
+  come from the file named like the stage.
 * :func:`load_v1_weights_into_mappo` (from :mod:`models.v1_transfer`) seeds a MAPPO
   team with a trained v1 (single-battalion SB3) commander, layer for layer.
 
@@ -58,14 +59,7 @@ STAGE_LABELS: dict[CurriculumStage, str] = {
     CurriculumStage.STAGE_2V1: "2v1",
     CurriculumStage.STAGE_2V2: "2v2",
 }
-"""Short name of each stage; also the name of its scenario file."""
-
-STAGE_ENV_KWARGS: dict[CurriculumStage, dict[str, int]] = {
-    CurriculumStage.STAGE_1V1: {"n_blue": 1, "n_red": 1},
-    CurriculumStage.STAGE_2V1: {"n_blue": 2, "n_red": 1},
-    CurriculumStage.STAGE_2V2: {"n_blue": 2, "n_red": 2},
-}
-"""Team sizes of each stage (a test checks they match the scenario files)."""
+"""Short name of each stage; also the name of the scenario file it takes its team sizes from."""
 
 _FINAL_STAGE = max(CurriculumStage)
 
@@ -147,6 +141,24 @@ def load_scenario(name: str) -> dict[str, Any]:
         except (TypeError, ValueError) as error:
             raise type(error)(f"scenario file {path}: {error}") from error
     return scenario
+
+
+def _stage_team_sizes() -> dict[CurriculumStage, dict[str, int]]:
+    sizes = {}
+    for stage, label in STAGE_LABELS.items():
+        scenario = load_scenario(label)
+        missing = [key for key in ("n_blue", "n_red") if key not in scenario]
+        if missing:
+            raise ValueError(f"scenario file {SCENARIO_DIR / label}.yaml has no {missing}: the "
+                             f"curriculum's stage {label} takes its team sizes from it")
+        sizes[stage] = {"n_blue": scenario["n_blue"], "n_red": scenario["n_red"]}
+    return sizes
+
+
+STAGE_ENV_KWARGS: dict[CurriculumStage, dict[str, int]] = _stage_team_sizes()
+"""Team sizes of each stage, read from its scenario file (``1v1``: 1 and 1, ``2v1``: 2
+and 1, ``2v2``: 2 and 2). The rest of a scenario (map, steps, terrain, visibility) is
+left to the run's config, which holds for every stage."""
 
 
 # ---------------------------------------------------------------------------- scheduler

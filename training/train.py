@@ -43,6 +43,7 @@ from training.artifacts import (
     config_hash,
     parse_step_from_checkpoint_name,
 )
+from training.common.settings import ResumeOptions
 from training.common.tracking import log_artifact, start_wandb
 from training.elo import EloRegistry
 from training.ppo.battles import env_kwargs_for, make_eval_env, make_training_env
@@ -54,12 +55,15 @@ from training.ppo.callbacks import (
     WandbCallback,
 )
 from training.ppo.checkpoints import load_ppo, save_ppo
-from training.ppo.config import TrainingConfig, check_field_names, config_from_nested
+from training.ppo.config import (
+    CONFIG_FILE,
+    TrainingConfig,
+    check_field_names,
+    config_from_nested,
+)
 from training.ppo.warm_start import warm_start
 
 logger = logging.getLogger(__name__)
-
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 
 __all__ = ["EloEvalCallback", "ManifestCheckpointCallback", "ManifestEvalCallback",
            "RewardBreakdownCallback", "TrainingConfig", "WandbCallback", "env_kwargs_for",
@@ -334,11 +338,15 @@ def main() -> None:
     import hydra
     from omegaconf import OmegaConf
 
-    @hydra.main(config_path=str(CONFIG_DIR), config_name="default", version_base=None)
+    # Hydra checks the YAML file and the overrides against the declarations' schema.
+    CONFIG_FILE.register()
+
+    @hydra.main(config_path=str(CONFIG_FILE.path.parent), config_name=CONFIG_FILE.name,
+                version_base=None)
     def run(cfg) -> None:
         nested = OmegaConf.to_container(cfg, resolve=True)
         config = config_from_nested(nested)
-        resume = resolve_resume(nested.get("resume") or {}, config)
+        resume = resolve_resume(ResumeOptions.from_nested(nested).to_dict(), config)
         if resume is not None:
             print(f"Resuming from {resume}")
         model = train(config, resume=resume)

@@ -62,8 +62,6 @@ from training.mappo.update import advantages_and_returns, update
 
 logger = logging.getLogger(__name__)
 
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
-
 
 @dataclass
 class MAPPOResult:
@@ -146,12 +144,18 @@ def main() -> None:
     import hydra
     from omegaconf import OmegaConf
 
-    @hydra.main(config_path=str(CONFIG_DIR), config_name="experiment_mappo_2v2",
+    from training.common.settings import ResumeOptions
+    from training.mappo.config import CONFIG_FILE
+
+    # Hydra checks the YAML file and the overrides against the declarations' schema.
+    CONFIG_FILE.register()
+
+    @hydra.main(config_path=str(CONFIG_FILE.path.parent), config_name=CONFIG_FILE.name,
                 version_base=None)
     def run(cfg) -> None:
         nested = OmegaConf.to_container(cfg, resolve=True)
         config = mappo_config_from_nested(nested)
-        resume = resolve_resume(nested.get("resume") or {}, config)
+        resume = resolve_resume(ResumeOptions.from_nested(nested).to_dict(), config)
         if resume is not None:
             print(f"Resuming from {resume}")
         result = train_mappo(config, resume=resume)

@@ -1,24 +1,109 @@
-"""TrainingConfig: one source of defaults, validation that names the field."""
+"""The trainers' configs: each setting declared once, the YAML files and Hydra's schema
+made from the declarations, validation that names the field."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import dataclasses
 
 import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
-from training.ppo.config import YAML_KEYS, TrainingConfig, config_from_nested
+from envs.reward import RewardWeights
+from training.common.settings import CONFIG_DIR, ConfigFile, ResumeOptions
+from training.mappo.config import CONFIG_FILE as MAPPO_FILE
+from training.mappo.config import MAPPOConfig
+from training.ppo.config import CONFIG_FILE as PPO_FILE
+from training.ppo.config import TrainingConfig, config_from_nested
 
-DEFAULT_YAML = Path(__file__).resolve().parents[2] / "configs" / "default.yaml"
+FILES = [pytest.param(PPO_FILE, id="default"), pytest.param(MAPPO_FILE, id="mappo")]
 
 
-def test_default_yaml_matches_the_dataclass_field_for_field():
-    nested = OmegaConf.to_container(OmegaConf.load(DEFAULT_YAML), resolve=True)
-    assert config_from_nested(nested) == TrainingConfig()
-    listed = {f"{section}.{key}" for section, keys in nested.items()
-              if section != "resume" for key in keys}
-    assert listed == set(YAML_KEYS.values())  # nothing missing, nothing extra
-    assert nested["resume"] == {"auto": False, "checkpoint": None}
+def composed(file: ConfigFile, overrides: list[str] = (), name: str | None = None) -> dict:
+    """The config the CLI would see, as plain containers."""
+    file.register()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+        cfg = compose(config_name=name or file.name, overrides=list(overrides))
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+@pytest.mark.parametrize("file", FILES)
+def test_yaml_files_are_what_the_declarations_give(file):
+    regenerate = f"python -m {file.settings[0].__module__}"
+    assert file.path.read_text(encoding="utf-8") == file.text(), f"run `{regenerate}`"
+
+
+@pytest.mark.parametrize("file", FILES)
+def test_hydra_gives_the_declared_defaults(file):
+    config_class = file.settings[0]
+    nested = composed(file)
+    assert config_class.from_nested(nested) == config_class()
+    assert ResumeOptions.from_nested(nested) == ResumeOptions()
+    assert set(nested) == {key.split(".")[0] for cls in file.settings
+                           for key in cls.yaml_keys().values()}
+
+
+def test_every_setting_has_a_doc_a_check_and_its_own_yaml_key():
+    for cls in (TrainingConfig, MAPPOConfig, ResumeOptions):
+        keys = cls.yaml_keys()
+        assert len(set(keys.values())) == len(keys), cls  # no two settings share a key
+        for spec in dataclasses.fields(cls):
+            assert spec.metadata["doc"].strip() and callable(spec.metadata["check"]), spec.name
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["training.learning_rat=1e-3"], "learning_rat"),
+    (["env.n_blu=3"], "n_blu"),
+    (["training.seed=abc"], "training.seed"),
+    (["wandb.tags=3"], "wandb.tags"),
+])
+def test_hydra_refuses_unknown_keys_and_wrong_types(overrides, message):
+    file = MAPPO_FILE if "n_blu" in message else PPO_FILE
+    with pytest.raises(ConfigCompositionException) as error:
+        composed(file, overrides)
+    assert message in str(error.value) + str(error.value.__cause__)
+
+
+def test_hydra_refuses_an_unknown_key_in_a_yaml_file(tmp_path):
+    (tmp_path / "mine.yaml").write_text(f"defaults:\n  - {PPO_FILE.schema_name}\n  - _self_\n"
+                                        "training:\n  learning_rat: 0.001\n")
+    PPO_FILE.register()
+    with initialize_config_dir(config_dir=str(tmp_path), version_base=None):
+        with pytest.raises(ConfigCompositionException) as error:
+            compose(config_name="mine")
+    assert "learning_rat" in str(error.value) + str(error.value.__cause__)
+
+
+def test_an_added_key_is_still_refused_by_name():
+    # Hydra lets a key through when it is added with "+"; the config refuses it.
+    nested = composed(PPO_FILE, ["+training.learning_rat=1e-3"])
+    with pytest.raises(ValueError, match="training.learning_rat.*learning_rate"):
+        config_from_nested(nested)
+
+
+def test_self_play_yaml_turns_self_play_on_over_the_defaults():
+    config = config_from_nested(composed(PPO_FILE, name="self_play"))
+    assert config.enable_self_play and config.total_timesteps == 2_000_000
+    assert config.eval_freq == 100_000
+    assert config.replace(enable_self_play=False, total_timesteps=1_000_000,
+                          eval_freq=50_000) == TrainingConfig()
+
+
+def test_the_shared_groups_are_the_same_settings_in_both_configs():
+    duel, team = TrainingConfig(), MAPPOConfig()
+    shared = set(duel.field_names()) & set(team.field_names())
+    assert {"gamma", "map_width", "reward_win_bonus", "wandb_project"} <= shared
+    mappo_defaults = {"total_timesteps", "n_envs", "n_epochs", "device", "wandb_tags",
+                      "log_dir", "checkpoint_dir", "eval_freq", "n_eval_episodes",
+                      "self_play_pool_dir", "self_play_snapshot_freq",
+                      "self_play_scripted_share", "self_play_eval_freq", "elo_registry_path"}
+    for name in shared - mappo_defaults:
+        assert getattr(duel, name) == getattr(team, name), name
+    assert TrainingConfig.yaml_keys()["gamma"] == MAPPOConfig.yaml_keys()["gamma"]
+    assert duel.reward_weights() == RewardWeights(approach=5.0)
+    assert team.reward_weights() == RewardWeights(approach=5.0)
+    assert MAPPOConfig(reward_enemy_routed_bonus=1.0).reward_weights().enemy_routed_bonus == 1.0
 
 
 @pytest.mark.parametrize("changes, field", [
@@ -32,11 +117,19 @@ def test_default_yaml_matches_the_dataclass_field_for_field():
     (dict(training_opponents=["scripted_l9"]), "training_opponents"),
     (dict(device="tpu"), "device"),
     (dict(enable_wandb="yes"), "enable_wandb"),
+    (dict(batch_size=1), "batch_size"),
     (dict(batch_size=10_000, n_envs=4, n_steps=128), "batch_size"),
 ])
 def test_invalid_values_raise_naming_the_field(changes, field):
     with pytest.raises(ValueError, match=field):
         TrainingConfig(**changes)
+
+
+def test_every_setting_is_checked_naming_it():
+    for cls in (TrainingConfig, MAPPOConfig):
+        for name in cls.field_names():
+            with pytest.raises(ValueError, match=f"{name}"):
+                cls(**{name: object()})
 
 
 def test_unknown_field_lists_the_valid_ones():
@@ -49,23 +142,9 @@ def test_nested_config_rejects_unknown_keys():
         config_from_nested({"training": {"learning_rat": 1e-3}})
 
 
-def test_self_play_yaml_turns_self_play_on_over_the_defaults():
-    from hydra import compose, initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(DEFAULT_YAML.parent), version_base=None):
-        cfg = compose(config_name="self_play")
-    config = config_from_nested(OmegaConf.to_container(cfg, resolve=True))
-    assert config.enable_self_play and config.total_timesteps == 2_000_000
-    assert config.eval_freq == 100_000
-    assert config.replace(enable_self_play=False, total_timesteps=1_000_000,
-                          eval_freq=50_000) == TrainingConfig()
-
-
 # --- issue 11, silent acceptance ------------------------------------------------------------
 
 def test_a_run_that_cannot_fit_in_memory_is_refused_when_configured():
-    from training.mappo.config import MAPPOConfig
-
     with pytest.raises(ValueError, match=r"n_envs=1000000000000 is invalid: .* GiB of memory"):
         TrainingConfig(n_envs=10**12)
     with pytest.raises(ValueError, match=r"n_envs=1000000000000 is invalid: .* GiB of memory"):
@@ -85,8 +164,6 @@ def test_a_run_that_cannot_fit_in_memory_is_refused_when_configured():
     (dict(checkpoint_dir="runs\0x"), "checkpoint_dir"),
 ])
 def test_bounds_and_booleans_are_checked_in_both_configs(changes, field):
-    from training.mappo.config import MAPPOConfig
-
     with pytest.raises(ValueError, match=f"{field}="):
         TrainingConfig(**changes)
     if field in MAPPOConfig.field_names():

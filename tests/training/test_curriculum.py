@@ -150,10 +150,20 @@ def test_load_state_dict_refuses_malformed_state(change, field):
 # ---------------------------------------------------------------------------- scenarios
 
 
-def test_stage_team_sizes_match_the_scenario_files():
-    for stage, label in STAGE_LABELS.items():
-        scenario = load_scenario(label)
-        assert {k: scenario[k] for k in ("n_blue", "n_red")} == STAGE_ENV_KWARGS[stage]
+def test_stages_take_their_team_sizes_from_the_scenario_files(tmp_path, monkeypatch):
+    assert STAGE_ENV_KWARGS == {CurriculumStage.STAGE_1V1: {"n_blue": 1, "n_red": 1},
+                                CurriculumStage.STAGE_2V1: {"n_blue": 2, "n_red": 1},
+                                CurriculumStage.STAGE_2V2: {"n_blue": 2, "n_red": 2}}
+    import training.curriculum_scheduler as cs
+
+    for label in STAGE_LABELS.values():
+        (tmp_path / f"{label}.yaml").write_text(yaml.safe_dump({"n_blue": 3, "n_red": 4}))
+    monkeypatch.setattr(cs, "SCENARIO_DIR", tmp_path)
+    sizes = cs._stage_team_sizes()
+    assert list(sizes.values()) == [{"n_blue": 3, "n_red": 4}] * len(STAGE_LABELS)
+    (tmp_path / "2v1.yaml").write_text(yaml.safe_dump({"n_blue": 3}))
+    with pytest.raises(ValueError, match=r"2v1.yaml has no \['n_red'\]"):
+        cs._stage_team_sizes()
 
 
 @pytest.mark.parametrize("name, n, visibility", [

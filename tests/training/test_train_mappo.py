@@ -9,12 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-import yaml
 
 from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
 from models.mappo_policy import MAPPOPolicy
 from training.mappo.battles import play_team_battles
-from training.mappo.config import YAML_KEYS, MAPPOConfig
+from training.mappo.config import MAPPOConfig
 from training.self_play import (
     TeamOpponentPool,
     evaluate_team_vs_pool,
@@ -41,15 +40,6 @@ def tiny(tmp_path, **changes):
                     progress_bar=False, warm_start_doctrine=None)
     settings.update(changes)
     return settings
-
-
-def test_experiment_yaml_mirrors_the_config():
-    nested = yaml.safe_load((ROOT / "configs" / "experiment_mappo_2v2.yaml").read_text())
-    defaults = MAPPOConfig().to_dict()
-    for name, key in YAML_KEYS.items():
-        section, field = key.split(".")
-        assert nested[section][field] == defaults[name], name
-    assert set(YAML_KEYS) == set(defaults)
 
 
 def test_bad_settings_are_named(tmp_path):

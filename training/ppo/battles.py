@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnvWrapper, VecMonitor
 
-from envs.reward import RewardWeights
 from envs.vec_env import BattalionVecEnv
 from training.common.opponents import RandomPolicy, resolve_opponent
 from training.ppo.config import TrainingConfig
@@ -20,14 +19,8 @@ def env_kwargs_for(config: TrainingConfig) -> dict[str, Any]:
     """BattalionEnv settings of the config's battles (map, terrain, steps, reward)."""
     return dict(map_width=config.map_width, map_height=config.map_height,
                 max_steps=config.max_steps, randomize_terrain=config.randomize_terrain,
-                hill_speed_factor=config.hill_speed_factor, reward_weights=RewardWeights(
-                    delta_enemy_strength=config.reward_delta_enemy_strength,
-                    delta_own_strength=config.reward_delta_own_strength,
-                    survival_bonus=config.reward_survival_bonus,
-                    win_bonus=config.reward_win_bonus,
-                    loss_penalty=config.reward_loss_penalty,
-                    time_penalty=config.reward_time_penalty,
-                    approach=config.reward_approach, fire_cost=config.reward_fire_cost))
+                hill_speed_factor=config.hill_speed_factor,
+                reward_weights=config.reward_weights())
 
 
 def make_training_env(config: TrainingConfig) -> VecMonitor:

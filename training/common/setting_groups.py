@@ -1,0 +1,250 @@
+"""The groups of settings both trainers have, each setting declared once.
+
+:class:`~training.ppo.config.TrainingConfig` and
+:class:`~training.mappo.config.MAPPOConfig` inherit :class:`PPOSettings`,
+:class:`BattlefieldSettings`, :class:`RewardSettings` and :class:`TrackingSettings`;
+the defaults are the duel's, and MAPPO changes a few with
+:func:`~training.common.settings.override`. Fields are made with
+:func:`~training.common.settings.setting` (default, doc, check, YAML key).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from envs.reward import COMPONENTS, RewardWeights
+from envs.sim.constants import (
+    HILL_SPEED_FACTOR,
+    MAP_HEIGHT,
+    MAP_WIDTH,
+    MAX_STEPS,
+    MAX_STEPS_LIMIT,
+)
+from envs.sim.validation import (
+    check_bool,
+    check_int,
+    check_map_size,
+    check_memory,
+    check_non_negative,
+    check_number,
+    check_positive,
+    format_count,
+    memory_bytes,
+    short_repr,
+)
+from training.common.imitation import DOCTRINES
+from training.common.settings import (
+    Settings,
+    non_negative_int,
+    open_unit_interval,
+    optional,
+    path,
+    positive_int,
+    setting,
+    text,
+    text_list,
+    unit_interval,
+)
+
+
+def torch_device(name: str, value: Any) -> str:
+    """A torch device name."""
+    if value not in ("auto", "cpu", "cuda") and not (isinstance(value, str)
+                                                     and value.startswith("cuda:")):
+        raise ValueError(f"{name}={value!r} is invalid: expected 'auto', 'cpu', 'cuda' or "
+                         "'cuda:<index>'")
+    return value
+
+
+def step_size(name: str, value: Any) -> float:
+    """A step size in (0, 1)."""
+    rate = check_positive(name, value)
+    if not math.isfinite(rate) or rate >= 1:
+        raise ValueError(f"{name}={value!r} is invalid: expected a number in (0, 1)")
+    return rate
+
+
+def doctrine(name: str, value: Any) -> str | None:
+    """A doctrine to imitate, or None."""
+    if value is not None and value not in DOCTRINES:
+        raise ValueError(f"{name}={value!r} is invalid: expected null (no warm start) or one "
+                         f"of {', '.join(DOCTRINES)}")
+    return value
+
+
+@dataclass
+class PPOSettings(Settings):
+    """A PPO run: budget, battles per batch, rollout, update constants, warm start.
+
+    The rollout rule (``docs/training.md``, "Rollout size"): a rollout holds
+    ``rollout_steps`` env-steps whatever ``n_envs`` is and is split into
+    ``n_minibatches``; ``n_steps`` (per battle) or ``batch_size``, when set, fix
+    those instead.
+    """
+
+    total_timesteps: int = setting(
+        1_000_000, "Env-steps to train, warm-start demonstrations included; training stops "
+        "at the last whole rollout that fits.", positive_int, "training.total_timesteps")
+    n_envs: int = setting(
+        64, "Battles stepped together, as one batch.", positive_int, "env.num_envs")
+    learning_rate: float = setting(
+        3e-4, "Adam's step size (constant).", step_size, "training.learning_rate")
+    n_steps: int | None = setting(
+        None, "Steps of every battle per rollout; null: rollout_steps spread over the battles.",
+        optional(positive_int), "training.n_steps")
+    rollout_steps: int = setting(
+        8192, "Env-steps per rollout when n_steps is null, whatever the number of battles.",
+        positive_int, "training.rollout_steps")
+    batch_size: int | None = setting(
+        None, "Samples per minibatch; null: an n_minibatches-th of the rollout.",
+        optional(positive_int), "training.batch_size")
+    n_minibatches: int = setting(
+        4, "Minibatches per pass when batch_size is null.", positive_int,
+        "training.n_minibatches")
+    n_epochs: int = setting(10, "Passes over each rollout.", positive_int, "training.n_epochs")
+    gamma: float = setting(
+        0.995, "Discount per step (battles last 100 to 300 steps).", open_unit_interval,
+        "training.gamma")
+    gae_lambda: float = setting(
+        0.95, "GAE's lambda: 0 is one-step TD, 1 Monte Carlo returns.", unit_interval,
+        "training.gae_lambda")
+    clip_range: float = setting(
+        0.2, "How far PPO lets the probability ratio move from 1.", open_unit_interval,
+        "training.clip_range")
+    ent_coef: float = setting(
+        0.0, "Weight of the entropy bonus in the loss.", check_non_negative, "training.ent_coef")
+    vf_coef: float = setting(
+        0.5, "Weight of the value loss in the loss.", check_non_negative, "training.vf_coef")
+    max_grad_norm: float = setting(
+        0.5, "Gradients are clipped to this global norm.", check_positive,
+        "training.max_grad_norm")
+    seed: int = setting(
+        42, "Seed of the battles, the network's initial weights and the dealing of opponents.",
+        non_negative_int, "training.seed")
+    device: str = setting(
+        "auto", "Torch device: auto, cpu, cuda or cuda:<index>.", torch_device, "training.device")
+    torch_threads: int = setting(
+        1, "Torch's CPU threads (more stall whenever another process wants a core).",
+        positive_int, "training.torch_threads")
+    warm_start_doctrine: str | None = setting(
+        "disciplined", "Doctrine imitated before PPO (behaviour cloning of its orders); null "
+        "starts from scratch.", doctrine, "training.warm_start_doctrine")
+    warm_start_steps: int = setting(
+        300_000, "Env-steps of the doctrine's battles to imitate, counted in total_timesteps.",
+        positive_int, "training.warm_start_steps")
+    warm_start_epochs: int = setting(
+        10, "Passes over the demonstrations.", positive_int, "training.warm_start_epochs")
+
+    def rollout_n_steps(self) -> int:
+        """Steps of every battle per rollout.
+
+        ``n_steps`` when set; otherwise ``rollout_steps`` spread over ``n_envs``
+        (rounded up), so a rollout holds the same number of env-steps whatever
+        ``n_envs`` is, and no more than ``total_timesteps`` allows.
+        """
+        if self.n_steps is not None:
+            return self.n_steps
+        spread = -(-self.rollout_steps // self.n_envs)
+        fits = self.total_timesteps // self.n_envs
+        return max(min(spread, fits), -(-2 // self.n_envs))  # PPO needs two samples
+
+    def check_rollout_memory(self, battle_bytes: int, sample_bytes: int) -> None:
+        """Raise ``ValueError`` naming ``n_envs`` (and ``n_steps``) if the battles and one
+        rollout of them would not fit in this machine's memory.
+
+        Args:
+            battle_bytes: memory of one battle of the training batch.
+            sample_bytes: memory of one env-step of one battle in the rollout.
+        """
+        n_steps = self.rollout_n_steps()
+        per_battle = battle_bytes + n_steps * sample_bytes
+        limit = memory_bytes()
+        fits = None if limit is None else limit // per_battle
+        subject = (f"n_envs={short_repr(self.n_envs)}" if self.n_steps is None else
+                   f"n_envs={short_repr(self.n_envs)} with n_steps={short_repr(n_steps)}")
+        check_memory(subject, self.n_envs * per_battle,
+                     f"{format_count(self.n_envs)} battles with rollouts of "
+                     f"{format_count(n_steps)} steps each",
+                     expected=f"at most {fits:,} battles" if fits else "a smaller n_steps")
+
+    def minibatch_size(self, samples: int) -> int:
+        """Samples per minibatch for a rollout of ``samples``: ``batch_size`` when
+        set, otherwise an ``n_minibatches``-th of the rollout (rounded up)."""
+        if self.batch_size is not None:
+            return self.batch_size
+        return max(2, -(-samples // self.n_minibatches))
+
+
+@dataclass
+class BattlefieldSettings(Settings):
+    """The ground the training battles are fought on."""
+
+    map_width: float = setting(
+        MAP_WIDTH, "Map width in metres.", check_map_size, "env.map_width")
+    map_height: float = setting(
+        MAP_HEIGHT, "Map height in metres.", check_map_size, "env.map_height")
+    max_steps: int = setting(
+        MAX_STEPS, "Steps after which a battle is called a draw.",
+        partial(check_int, minimum=1, maximum=MAX_STEPS_LIMIT), "env.max_steps")
+    randomize_terrain: bool = setting(
+        True, "Draw new hills and woods for every battle; false: open ground.", check_bool,
+        "env.randomize_terrain")
+    hill_speed_factor: float = setting(
+        HILL_SPEED_FACTOR, "Speed on the highest ground as a fraction of speed on the lowest.",
+        open_unit_interval, "env.hill_speed_factor")
+
+
+def reward_weight(component: str, default: float | None = None) -> Any:
+    """The setting ``reward_<component>``: the weight of one component of
+    :class:`~envs.reward.RewardWeights` (its default there unless ``default`` is given)."""
+    if component not in COMPONENTS:
+        raise ValueError(f"component={component!r} is invalid: expected one of {COMPONENTS}")
+    return setting(getattr(RewardWeights, component) if default is None else default,
+                   f"Weight of the reward's {component} component (envs.reward.RewardWeights "
+                   "says what it pays for).", check_number, f"reward.{component}")
+
+
+@dataclass
+class RewardSettings(Settings):
+    """The reward's weights (:class:`~envs.reward.RewardWeights`); components a
+    config has no setting for keep RewardWeights' defaults."""
+
+    reward_delta_enemy_strength: float = reward_weight("delta_enemy_strength")
+    reward_delta_own_strength: float = reward_weight("delta_own_strength")
+    reward_survival_bonus: float = reward_weight("survival_bonus")
+    reward_win_bonus: float = reward_weight("win_bonus")
+    reward_loss_penalty: float = reward_weight("loss_penalty")
+    reward_time_penalty: float = reward_weight("time_penalty")
+    # Training shapes on the distance closed (docs/training.md, "Reward shaping: approach").
+    reward_approach: float = reward_weight("approach", 5.0)
+    reward_fire_cost: float = reward_weight("fire_cost")
+
+    def reward_weights(self) -> RewardWeights:
+        """The reward's weights."""
+        return RewardWeights(**{name: getattr(self, f"reward_{name}") for name in COMPONENTS
+                                if hasattr(self, f"reward_{name}")})
+
+
+@dataclass
+class TrackingSettings(Settings):
+    """Where a run reports: Weights & Biases, TensorBoard, the console."""
+
+    enable_wandb: bool = setting(
+        True, "Log to Weights & Biases (online with an API key, otherwise offline under "
+        "log_dir/wandb).", check_bool, "wandb.enabled")
+    wandb_project: str = setting(
+        "wargames_training", "W&B project.", text, "wandb.project")
+    wandb_entity: str | None = setting(
+        None, "W&B entity (user or team); null: your default.", optional(text), "wandb.entity")
+    wandb_tags: list[str] = setting(["v1", "ppo"], "W&B run tags.", text_list, "wandb.tags")
+    log_dir: str = setting(
+        "logs", "Folder of the TensorBoard logs (and of offline W&B runs).", path,
+        "logging.log_dir")
+    progress_bar: bool = setting(
+        True, "Show a progress bar.", check_bool, "logging.progress_bar")
+    verbose: int = setting(
+        1, "Console output: 0 silent, 1 progress and results.", non_negative_int,
+        "logging.verbose")
