@@ -31,7 +31,7 @@ test: lint
 	$(PY) -m pytest -q -n 2
 
 bench: $(STAMP)
-	$(PY) benchmarks/sim_throughput.py
+	$(PY) -m benchmarks.sim_throughput
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -13,24 +13,19 @@ gaps. Exits 1 if there are any.
 
 Usage::
 
-    python benchmarks/fuzz.py [--calls 10000] [--seed 0]
+    python -m benchmarks.fuzz [--calls 10000] [--seed 0]
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tests.reliability.fuzz import run_fuzz  # noqa: E402
+from benchmarks import argument_parser
+from tests.reliability.fuzz import run_fuzz
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__, __spec__.name)
     parser.add_argument("--calls", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)

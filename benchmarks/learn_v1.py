@@ -10,16 +10,16 @@ Targets on a 2-core machine: >= 95 % wins against scripted L1-L4 and random,
 
 Usage::
 
-    python benchmarks/learn_v1.py [--total-timesteps 1000000] [--seed 42] [--out DIR]
+    python -m benchmarks.learn_v1 [--total-timesteps 1000000] [--seed 42] [--out DIR]
 """
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import argument_parser
 from training.common.opponents import NAMED_OPPONENTS
 from training.evaluate import run_episodes_with_model
 from training.ppo.config import TrainingConfig
@@ -31,7 +31,7 @@ TARGETS = {**{f"scripted_l{level}": 0.95 for level in range(1, 5)}, "random": 0.
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__, __spec__.name)
     parser.add_argument("--total-timesteps", type=int, default=TrainingConfig.total_timesteps)
     parser.add_argument("--seed", type=int, default=TrainingConfig.seed)
     parser.add_argument("--episodes", type=int, default=100)

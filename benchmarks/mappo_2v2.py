@@ -16,12 +16,11 @@
 
 Usage::
 
-    python benchmarks/mappo_2v2.py [--v1-checkpoint PATH] [--steps 1500000] [--fresh]
+    python -m benchmarks.mappo_2v2 [--v1-checkpoint PATH] [--steps 1500000] [--fresh]
 """
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 from pathlib import Path
@@ -29,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from benchmarks import argument_parser
 from envs.multi_battalion_env import MultiBattalionEnv
 from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
 from models.mappo_policy import MAPPOPolicy
@@ -110,7 +110,7 @@ def outcome_row(label: str, outcomes: np.ndarray) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__, __spec__.name)
     parser.add_argument("--v1-checkpoint", type=Path, default=None)
     parser.add_argument("--steps", type=int, default=1_500_000,
                         help="env-steps of each MAPPO training run")

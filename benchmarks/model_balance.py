@@ -7,20 +7,19 @@ one where command, not luck, decides battles.
 
 Usage::
 
-    python benchmarks/model_balance.py [--episodes 500]
+    python -m benchmarks.model_balance [--episodes 500]
 """
 
 from __future__ import annotations
 
-import argparse
-
+from benchmarks import argument_parser
 from envs.doctrine import DisciplinedCommander, ScriptedCommander
 from training.common.opponents import NAMED_OPPONENTS, RandomPolicy
 from training.evaluate import run_episodes_with_model
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__, __spec__.name)
     parser.add_argument("--episodes", type=int, default=500)
     args = parser.parse_args(argv)
     blues = {"DisciplinedCommander": DisciplinedCommander(),

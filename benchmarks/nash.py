@@ -6,25 +6,21 @@ times ``solve_nash`` with the LP (HiGHS) and with regret matching
 (``use_lp=False``), and prints the median time of a few repeats together with
 the certified exploitability of each answer.
 
-Run: ``python benchmarks/nash.py`` (``--help`` for options). Target: the LP
+Run: ``python -m benchmarks.nash`` (``--help`` for options). Target: the LP
 solves 200x200 in under 50 ms on a 2-core machine.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from training.league.nash import solve_nash  # noqa: E402  (after the path tweak)
+from benchmarks import argument_parser
+from training.league.nash import solve_nash
 
 
 def random_symmetric_game(n: int, seed: int) -> np.ndarray:
@@ -48,7 +44,7 @@ def time_solver(matrix: np.ndarray, repeats: int, **kwargs) -> tuple[float, floa
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__, __spec__.name)
     parser.add_argument("--sizes", type=int, nargs="+", default=[50, 200, 500])
     parser.add_argument("--lp-repeats", type=int, default=5)
     parser.add_argument("--rm-repeats", type=int, default=3)

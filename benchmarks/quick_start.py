@@ -11,26 +11,22 @@ training minutes, env-steps/s and won/drawn/lost per opponent.
 
 Usage::
 
-    python benchmarks/quick_start.py [--episodes 100] [--out DIR]
+    python -m benchmarks.quick_start [--episodes 100] [--out DIR]
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import training  # noqa: E402
-from tests.doc_examples import run_source  # noqa: E402
-from training.common.opponents import NAMED_OPPONENTS  # noqa: E402
-from training.evaluate import run_episodes_with_model  # noqa: E402
+import training
+from benchmarks import argument_parser
+from tests.doc_examples import run_source
+from training.common.opponents import NAMED_OPPONENTS
+from training.evaluate import run_episodes_with_model
 
 EVAL_SEED = 100_000
 EXAMPLE = "tests/examples/quick_start.py"
@@ -41,7 +37,7 @@ DEFAULT = "train(enable_wandb=False) (default config: 1M steps, n_envs=64)"
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__, __spec__.name)
     parser.add_argument("--episodes", type=int, default=100)
     parser.add_argument("--out", type=Path, default=None, help="keep the runs' files here")
     args = parser.parse_args(argv)

@@ -13,12 +13,11 @@ The fuzz of the public API is ``benchmarks/fuzz.py``. Prints Markdown tables.
 
 Usage::
 
-    python benchmarks/reliability.py [--kills 20] [--updates 200] [--out DIR]
+    python -m benchmarks.reliability [--kills 20] [--updates 200] [--out DIR]
 """
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import subprocess
@@ -27,14 +26,14 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks import argument_parser
+from tests.reliability import concurrency, kills
 
-from tests.reliability import concurrency, kills  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__, __spec__.name)
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--updates", type=int, default=200)
     parser.add_argument("--bomb-mib", type=int, default=3 * 1024)

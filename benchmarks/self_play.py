@@ -13,18 +13,18 @@ then climbs; the control separates that from forgetting).
 
 Usage::
 
-    python benchmarks/self_play.py [--total-timesteps 1200000] [--report-every 100000]
+    python -m benchmarks.self_play [--total-timesteps 1200000] [--report-every 100000]
 """
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 from pathlib import Path
 
 from stable_baselines3.common.callbacks import BaseCallback
 
+from benchmarks import argument_parser
 from training.common.opponents import NAMED_OPPONENTS
 from training.elo import EloRegistry
 from training.evaluate import run_episodes_with_model
@@ -68,7 +68,7 @@ class Reporter(BaseCallback):
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__, __spec__.name)
     parser.add_argument("--total-timesteps", type=int, default=1_200_000)
     parser.add_argument("--report-every", type=int, default=100_000)
     parser.add_argument("--out", type=Path, default=None)

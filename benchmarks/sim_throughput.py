@@ -8,17 +8,17 @@ also builds every per-battle info dict each step, as SB3's VecMonitor does.
 
 Usage::
 
-    python benchmarks/sim_throughput.py [--seconds 2] [--repeats 3]
+    python -m benchmarks.sim_throughput [--seconds 2] [--repeats 3]
 """
 
 from __future__ import annotations
 
-import argparse
 import platform
 import time
 
 import numpy as np
 
+from benchmarks import argument_parser
 from envs.battalion_env import BattalionEnv
 from envs.vec_env import BattalionVecEnv
 
@@ -66,7 +66,7 @@ def time_vec(n_envs: int, seconds: float, with_infos: bool) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__, __spec__.name)
     parser.add_argument("--seconds", type=float, default=2.0, help="length of one timed slice")
     parser.add_argument("--repeats", type=int, default=3, help="slices per configuration")
     args = parser.parse_args(argv)

@@ -1,21 +1,16 @@
 """Environments: the battle simulator and the RL interfaces on top of it.
 
-``BattalionEnv`` is registered with Gymnasium as ``wargames/Battalion-v0``.
 The public classes are imported on first use, so that light modules of this
-package (``envs.sim``, ``storage.files``) do not pay for torch, which
-``BattalionVecEnv`` pulls in through Stable-Baselines3.
+package (``envs.sim``) load neither Gymnasium nor torch, which
+``BattalionVecEnv`` pulls in through Stable-Baselines3. ``BattalionEnv`` is
+registered with Gymnasium as ``wargames/Battalion-v0`` when its module is
+imported (e.g. by ``from envs import BattalionEnv``).
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING
-
-import gymnasium
-
-if "wargames/Battalion-v0" not in gymnasium.registry:
-    # The env truncates itself at max_steps, so no TimeLimit wrapper is added.
-    gymnasium.register("wargames/Battalion-v0", entry_point="envs.battalion_env:BattalionEnv")
 
 _EXPORTS = {
     "BattalionEnv": "envs.battalion_env",

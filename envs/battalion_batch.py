@@ -13,15 +13,15 @@ import numpy as np
 
 from envs.episodes import EpisodeChains
 from envs.observation import OBS_DIM, duel_observations
-from envs.reward import INFO_KEYS, RewardComponents, RewardWeights, reward_from_weight_vector
+from envs.reward import INFO_KEYS, RewardComponents, RewardWeights, SideLayout, side_rewards
 from envs.sim import engine
 from envs.sim.config import BattleConfig
-from envs.sim.constants import NUM_CURRICULUM_LEVELS
+from envs.sim.constants import ACTION_DIM
 from envs.sim.deploy import deploy, terrain_grid_shape
 from envs.sim.scripted import scripted_actions
 from envs.sim.state import BattleState
 from envs.sim.terrain import TerrainMap
-from envs.sim.validation import check_bool, check_count_fits, check_int
+from envs.sim.validation import check_bool, check_count_fits, check_int, check_scripted_level
 
 F32 = np.float32
 BLUE, RED = 0, 1
@@ -60,11 +60,6 @@ def check_red_policy(policy: object, name: str = "red_policy") -> None:
     if policy is not None and not callable(getattr(policy, "predict", None)):
         raise TypeError(f"{name}={policy!r} is invalid: expected None (scripted Red) or an "
                         "object with predict(obs, deterministic=False) -> (action, state)")
-
-
-def check_curriculum_level(level: object, name: str = "curriculum_level") -> int:
-    """The scripted level as an int in 1..5, or ``ValueError``."""
-    return check_int(name, level, minimum=1, maximum=NUM_CURRICULUM_LEVELS)
 
 
 def check_battle_setup(config: BattleConfig, terrain: TerrainMap | None,
@@ -136,7 +131,8 @@ class BattalionBatch:
         terrain: a fixed map for every battle, or None.
         randomize_terrain: draw a new procedural map at every reset (ignored when
             ``terrain`` is given).
-        curriculum_level: scripted Red's level (1..5) for every battle.
+        curriculum_level: scripted Red's level (1 to
+            :data:`~envs.sim.constants.NUM_CURRICULUM_LEVELS`) for every battle.
         reward_weights: reward shaping; None means the defaults.
     """
 
@@ -152,7 +148,10 @@ class BattalionBatch:
         self.reward_weights = reward_weights or RewardWeights()
         self._weight_vector = self.reward_weights.as_array()
         self._inverse_diagonal = np.float32(1 / config.diagonal)
-        self.levels = np.full(self.n_battles, check_curriculum_level(curriculum_level), np.int8)
+        # The duel's reward is Blue's side reward, with one battalion a side.
+        self._sides = SideLayout.of(np.array([BLUE, RED]), sides=(BLUE,))
+        self.levels = np.full(self.n_battles,
+                              check_scripted_level("curriculum_level", curriculum_level), np.int8)
         rows, cols = terrain_grid_shape(terrain, self.randomize_terrain)
         self.state = BattleState.empty(self.n_battles, np.array([BLUE, RED]), rows, cols)
         self.geometry: engine.Geometry | None = None
@@ -162,8 +161,8 @@ class BattalionBatch:
         self._red_policies: list[RedPolicy | None] = [None] * self.n_battles
         self._policy_groups: list[tuple[RedPolicy, np.ndarray]] = []
         self._scripted = np.ones(self.n_battles, bool)
-        # Actions in the engine's unit-major layout (3, U, B), reused every step.
-        self._orders = np.zeros((3, 2, self.n_battles), F32)
+        # Actions in the engine's unit-major layout (ACTION_DIM, U, B), reused every step.
+        self._orders = np.zeros((ACTION_DIM, 2, self.n_battles), F32)
 
     # --- control of Red -----------------------------------------------------------
 
@@ -183,8 +182,8 @@ class BattalionBatch:
         return self._red_policies[battle]
 
     def set_curriculum_level(self, level: int, battles: np.ndarray | None = None) -> None:
-        """Scripted Red's level (1..5) in ``battles`` (all by default)."""
-        self.levels[self._indices(battles)] = check_curriculum_level(level, "level")
+        """Scripted Red's level in ``battles`` (all by default)."""
+        self.levels[self._indices(battles)] = check_scripted_level("level", level)
 
     # --- episodes -----------------------------------------------------------------
 
@@ -223,22 +222,22 @@ class BattalionBatch:
     # --- stepping -----------------------------------------------------------------
 
     def step(self, blue_actions: np.ndarray) -> DuelStep:
-        """Step every battle with Blue's (B, 3) actions; Red acts from the same state."""
+        """Step every battle with Blue's (B, ACTION_DIM) actions; Red acts from the same
+        state."""
         if self.geometry is None:
             raise RuntimeError("step() called before reset(): call reset() first")
-        state = self.state
+        before, geometry_before = self.state, self.geometry
         orders = self._orders
         orders[:, BLUE, :] = blue_actions.T
         if self._scripted.any():
-            scripted = scripted_actions(state, self.geometry, _RED_UNIT, self.levels,
+            scripted = scripted_actions(before, geometry_before, _RED_UNIT, self.levels,
                                         self.config)[:, 0, :]
             orders[:, RED, :] = scripted.T
         for policy, battles in self._policy_groups:
             orders[:, RED, battles] = self._ask(policy, battles).T
 
-        distance_before = self.geometry.dist[:, BLUE, RED]
-        state, events = engine.step(state, orders.transpose(2, 1, 0), self.config,
-                                    self.geometry)
+        state, events = engine.step(before, orders.transpose(2, 1, 0), self.config,
+                                    geometry_before)
         self.state, self.geometry, self.last_events = state, events.geometry, events
         self._views = duel_observations(state, events.geometry, self.config)
 
@@ -247,12 +246,9 @@ class BattalionBatch:
         terminated = blue_done | red_done
         truncated = ~terminated & (state.step >= self.config.max_steps)
         dealt = events.damage_dealt
-        reward = reward_from_weight_vector(
-            self._weight_vector, dealt[:, BLUE], dealt[:, RED], state.strength[:, BLUE],
-            red_done & ~blue_done, blue_done & ~red_done, state.routed[:, RED],
-            state.routed[:, BLUE],
-            (distance_before - events.geometry.dist[:, BLUE, RED]) * self._inverse_diagonal,
-            events.volley[:, BLUE])
+        # Blue's loss is counted as the damage Red dealt (see side_rewards' own_loss).
+        reward = side_rewards(self._weight_vector, self._sides, before, geometry_before, state,
+                              events, self._inverse_diagonal, own_loss=dealt[:, ::-1])
         return DuelStep(self._views[BLUE], reward, terminated, truncated, dealt[:, BLUE],
                         dealt[:, RED], state.routed[:, BLUE], state.routed[:, RED],
                         state.destroyed[:, BLUE], state.destroyed[:, RED], state.step)
@@ -263,13 +259,13 @@ class BattalionBatch:
         if self.n_battles == 1:  # a single env hands policies a single observation
             observations = observations[0]
         action = np.asarray(policy.predict(observations, deterministic=False)[0], dtype=F32)
-        expected = (len(battles), 3) if self.n_battles > 1 else (3,)
+        expected = (len(battles), ACTION_DIM) if self.n_battles > 1 else (ACTION_DIM,)
         if action.shape != expected or not np.isfinite(action).all():
             raise ValueError(
                 f"red policy {policy!r} returned actions of shape {action.shape} "
                 f"(finite: {bool(np.isfinite(action).all())}): expected finite actions "
                 f"of shape {expected}")
-        return action.reshape(len(battles), 3)
+        return action.reshape(len(battles), ACTION_DIM)
 
     def _indices(self, battles: np.ndarray | None) -> np.ndarray:
         if battles is None:
@@ -282,5 +278,5 @@ class BattalionBatch:
 
 
 __all__ = ["BattalionBatch", "DuelStep", "INFO_STEP_KEYS", "RedPolicy", "OBS_DIM",
-           "check_battle_setup", "check_red_policy", "check_curriculum_level",
-           "BYTES_PER_BATTLE", "check_duel_batch_size"]
+           "check_battle_setup", "check_red_policy", "BYTES_PER_BATTLE",
+           "check_duel_batch_size"]

@@ -13,17 +13,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from envs.battalion_batch import (
-    INFO_STEP_KEYS,
-    BattalionBatch,
-    RedPolicy,
-    check_curriculum_level,
-    check_red_policy,
-)
+from envs.battalion_batch import INFO_STEP_KEYS, BattalionBatch, RedPolicy, check_red_policy
 from envs.observation import OBS_DIM, OBS_HIGH, OBS_LOW, OBSERVATION_FEATURES
 from envs.reward import RewardWeights
 from envs.sim.config import BattleConfig
 from envs.sim.constants import (
+    ACTION_DIM,
+    ACTION_HIGH,
+    ACTION_LOW,
     DESTROYED_THRESHOLD,
     DT,
     HILL_SPEED_FACTOR,
@@ -34,28 +31,37 @@ from envs.sim.constants import (
     SEED_BOUND,
 )
 from envs.sim.terrain import TerrainMap
-from envs.sim.validation import check_action_array, check_choice, check_options, check_seed
+from envs.sim.validation import (
+    check_action_array,
+    check_choice,
+    check_options,
+    check_scripted_level,
+    check_seed,
+)
 
 __all__ = [
     "BattalionEnv", "RedPolicy", "MAP_WIDTH", "MAP_HEIGHT", "MAX_STEPS", "DT",
     "NUM_CURRICULUM_LEVELS", "DESTROYED_THRESHOLD", "OBS_DIM", "OBSERVATION_FEATURES",
-    "INFO_STEP_KEYS", "make_spaces", "battle_config_from_args", "RESET_OPTIONS",
+    "INFO_STEP_KEYS", "make_spaces", "make_action_space", "battle_config_from_args",
+    "RESET_OPTIONS",
 ]
 
 RESET_OPTIONS: tuple[str, ...] = ()
 """Keys ``reset(options=...)`` accepts: none (a typo in an option must not pass silently)."""
 
 
-def make_spaces() -> tuple[spaces.Box, spaces.Box]:
-    """Observation and action spaces of the 1v1 duel.
+def make_action_space() -> spaces.Box:
+    """One battalion's action space, in the duel and the team battles alike:
+    ``[move, rotate, fire]`` (:data:`~envs.sim.constants.ACTION_NAMES`), move in
+    [-1, 1] (negative steps back), rotate in [-1, 1] (positive is counter-clockwise)
+    and fire intensity in [0, 1]."""
+    return spaces.Box(np.array(ACTION_LOW, np.float32), np.array(ACTION_HIGH, np.float32),
+                      dtype=np.float32)
 
-    Actions are ``[move, rotate, fire]``: move in [-1, 1] (negative steps back),
-    rotate in [-1, 1] (positive is counter-clockwise) and fire intensity in [0, 1].
-    """
-    observation = spaces.Box(OBS_LOW, OBS_HIGH, dtype=np.float32)
-    action = spaces.Box(np.array([-1, -1, 0], np.float32), np.array([1, 1, 1], np.float32),
-                        dtype=np.float32)
-    return observation, action
+
+def make_spaces() -> tuple[spaces.Box, spaces.Box]:
+    """Observation and action spaces of the 1v1 duel (see :func:`make_action_space`)."""
+    return spaces.Box(OBS_LOW, OBS_HIGH, dtype=np.float32), make_action_space()
 
 
 def battle_config_from_args(map_width: float, map_height: float, max_steps: int,
@@ -120,7 +126,7 @@ class BattalionEnv(gym.Env):
         self.map_width, self.map_height = self.config.map_width, self.config.map_height
         self.max_steps = self.config.max_steps
         self.hill_speed_factor = self.config.hill_speed_factor
-        self.curriculum_level = check_curriculum_level(curriculum_level)
+        self.curriculum_level = check_scripted_level("curriculum_level", curriculum_level)
         self.render_mode = render_mode
         self._battle = BattalionBatch(
             1, config=self.config, terrain=terrain, randomize_terrain=randomize_terrain,
@@ -156,7 +162,7 @@ class BattalionEnv(gym.Env):
         return self._get_obs(), {}
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        action = check_action_array("action", action, (3,))
+        action = check_action_array("action", action, (ACTION_DIM,))
         result = self._battle.step(action[None, :])
         info = result.info(0)
         return (result.observation[0].copy(), info["reward/total"],
@@ -213,3 +219,8 @@ class BattalionEnv(gym.Env):
     def last_events(self):
         """What happened in the last step (fire, damage), or None right after a reset."""
         return self._battle.last_events
+
+
+if "wargames/Battalion-v0" not in gym.registry:
+    # The env truncates itself at max_steps, so no TimeLimit wrapper is added.
+    gym.register("wargames/Battalion-v0", entry_point="envs.battalion_env:BattalionEnv")

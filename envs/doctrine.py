@@ -10,15 +10,15 @@ on a ridge it does no thinking at all.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from envs.observation import OBSERVATION_FEATURES
 from envs.sim import constants as C
-from envs.sim.validation import check_positive
+from envs.sim.config import BattleConfig
+from envs.sim.validation import check_positive, check_scripted_level
 
 _F = {name: i for i, name in enumerate(OBSERVATION_FEATURES)}
+_DEFAULT_DIAGONAL = BattleConfig().diagonal
 
 
 class DisciplinedCommander:
@@ -34,8 +34,7 @@ class DisciplinedCommander:
         max_turn_rate: the battle's turn rate, to wheel without overshooting.
     """
 
-    def __init__(self, hold_range: float = 60.0,
-                 map_diagonal: float = math.hypot(C.MAP_WIDTH, C.MAP_HEIGHT),
+    def __init__(self, hold_range: float = 60.0, map_diagonal: float = _DEFAULT_DIAGONAL,
                  max_turn_rate: float = C.MAX_TURN_RATE, min_range: float = 15.0) -> None:
         self.hold_range = check_positive("hold_range", hold_range)
         self.min_range = check_positive("min_range", min_range)
@@ -69,18 +68,15 @@ class ScriptedCommander:
     against itself) or be put in a pool of opponents.
 
     Args:
-        level: curriculum level, 1 to 5.
+        level: curriculum level, 1 to :data:`~envs.sim.constants.NUM_CURRICULUM_LEVELS`.
         map_diagonal, max_turn_rate, fire_range: the battle's, as for
             :class:`DisciplinedCommander`.
     """
 
-    def __init__(self, level: int,
-                 map_diagonal: float = math.hypot(C.MAP_WIDTH, C.MAP_HEIGHT),
+    def __init__(self, level: int, map_diagonal: float = _DEFAULT_DIAGONAL,
                  max_turn_rate: float = C.MAX_TURN_RATE,
                  fire_range: float = C.FIRE_RANGE) -> None:
-        from envs.battalion_batch import check_curriculum_level
-
-        self.level = check_curriculum_level(level, "level")
+        self.level = check_scripted_level("level", level)
         self.map_diagonal = check_positive("map_diagonal", map_diagonal)
         self.max_turn_rate = check_positive("max_turn_rate", max_turn_rate)
         self.halt = C.SCRIPTED_HALT_FRACTION * check_positive("fire_range", fire_range)

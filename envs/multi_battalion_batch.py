@@ -6,17 +6,10 @@ Every battalion is an agent. It acts while it is in the fight; its episode ends
 when it routs or is destroyed, or when the battle ends (one side has nobody left
 in the fight: the other wins, or both at once: a draw), or is cut off at
 ``max_steps``. The reward is its side's (a team reward, shared by the side's
-battalions in the fight), from :class:`~envs.reward.RewardWeights`:
-
-* damage dealt, as a fraction of the enemy side's starting strength, and
-  damage taken, as a fraction of one's own side's;
-* the win bonus or loss penalty when the battle is decided, and the time penalty;
-* survival: the side's mean strength; routs: the fraction of each side routed;
-* approach: the mean distance by which the side's battalions closed on their
-  nearest enemy, of the map diagonal (potential-based shaping);
-* fire cost: the side's mean volley.
-
-With one battalion a side this is exactly the 1v1 duel's reward.
+battalions in the fight), weighted by :class:`~envs.reward.RewardWeights`; its
+components are listed in :mod:`envs.reward` and computed by
+:func:`~envs.reward.side_rewards`, the function that computes the 1v1 duel's, so
+with one battalion a side this is the duel's reward.
 """
 
 from __future__ import annotations
@@ -36,9 +29,10 @@ from envs.multi_observation import (
     global_states,
     sightings,
 )
-from envs.reward import RewardComponents, RewardWeights, reward_from_weight_vector
+from envs.reward import RewardComponents, RewardWeights, SideLayout, side_rewards, side_won
 from envs.sim import engine
 from envs.sim.config import BattleConfig
+from envs.sim.constants import ACTION_DIM
 from envs.sim.deploy import deploy, terrain_grid_shape
 from envs.sim.scripted import scripted_actions
 from envs.sim.state import BattleState
@@ -49,6 +43,7 @@ from envs.sim.validation import (
     check_count_fits,
     check_int,
     check_positive,
+    check_scripted_levels,
 )
 
 F32 = np.float32
@@ -139,8 +134,10 @@ class MultiBattalionBatch:
                                             randomize_terrain) and terrain is None
         self.reward_weights = reward_weights or RewardWeights()
         self._weight_vector = self.reward_weights.as_array()
+        self._inverse_diagonal = F32(1 / config.diagonal)
         self.team = np.array([BLUE] * self.n_blue + [RED] * self.n_red, dtype=np.int8)
         self.n_units = len(self.team)
+        self._sides = SideLayout.of(self.team)
         rows, cols = terrain_grid_shape(terrain, self.randomize_terrain)
         self.state = BattleState.empty(self.n_battles, self.team, rows, cols)
         self.reports = FogReports.empty(self.n_units, self.n_battles)
@@ -150,10 +147,6 @@ class MultiBattalionBatch:
         self._observation: np.ndarray | None = None
         self._critic_state: np.ndarray | None = None
         self._global_state: np.ndarray | None = None
-        # Per-side sums over battalions as one matrix product: (2, U).
-        self._side = np.stack([self.team == side for side in (BLUE, RED)]).astype(F32)
-        self._side_size = np.array([self.n_blue, self.n_red], F32)[:, None]
-        self._enemy = (self.team[:, None] != self.team[None, :])[:, :, None]
         # Orders come in each side's own frame (Red's is mirrored): the real-map
         # rotate sign of every unit.
         self._rotate_sign = ROTATE_SIGN[self.team]
@@ -242,13 +235,12 @@ class MultiBattalionBatch:
         return self.state.active
 
     def scripted_actions(self, units: np.ndarray, level: int | np.ndarray) -> np.ndarray:
-        """(B, len(units), 3) orders of scripted commanders of ``level`` (1..5, or one a battle)
-        for ``units``, in each unit's own frame (ready for :meth:`step`). Scripted
-        commanders see the whole field (no fog of war)."""
+        """(B, len(units), ACTION_DIM) orders of scripted commanders of ``level`` (1 to
+        :data:`~envs.sim.constants.NUM_CURRICULUM_LEVELS`, or one a battle) for ``units``,
+        in each unit's own frame (ready for :meth:`step`). Scripted commanders see the
+        whole field (no fog of war)."""
         self._require_reset()
-        levels = np.broadcast_to(np.asarray(level, dtype=np.int8), (self.n_battles,))
-        if levels.min() < 1 or levels.max() > 5:
-            raise ValueError(f"level={level!r} is invalid: expected scripted levels in 1..5")
+        levels = check_scripted_levels("level", level, self.n_battles)
         units = np.asarray(units, dtype=np.intp).reshape(-1)
         if units.size and (units.min() < 0 or units.max() >= self.n_units):
             raise ValueError(f"units={units.tolist()} is invalid: expected unit indices in "
@@ -260,8 +252,8 @@ class MultiBattalionBatch:
     # --- stepping -------------------------------------------------------------------
 
     def step(self, actions: np.ndarray) -> TeamStep:
-        """Step every battle with (B, U, 3) ``[move, rotate, fire]`` orders, each in its
-        side's own frame (Red's rotate is mirrored, see :mod:`envs.multi_observation`).
+        """Step every battle with (B, U, ACTION_DIM) ``[move, rotate, fire]`` orders, each
+        in its side's own frame (Red's rotate is mirrored, see :mod:`envs.multi_observation`).
 
         Orders are clipped into the action box; those of battalions out of the
         fight are ignored.
@@ -270,7 +262,8 @@ class MultiBattalionBatch:
             ValueError: for a wrong shape or a non-finite order.
         """
         self._require_reset()
-        actions = check_action_array("actions", actions, (self.n_battles, self.n_units, 3))
+        actions = check_action_array("actions", actions,
+                                     (self.n_battles, self.n_units, ACTION_DIM))
         on_map = actions.copy()
         on_map[:, :, 1] *= self._rotate_sign
         before, geometry_before = self.state, self.geometry
@@ -286,58 +279,18 @@ class MultiBattalionBatch:
         cut_off = ~decided & (state.step >= self.config.max_steps)
         terminated = acted & (out | decided[:, None])
         truncated = acted & ~terminated & cut_off[:, None]
-        won = np.stack([defeated[:, RED] & ~defeated[:, BLUE],
-                        defeated[:, BLUE] & ~defeated[:, RED]])
+        won = side_won(defeated.T)
         winner = np.full(self.n_battles, -1, np.int8)
         winner[won[BLUE]] = BLUE
         winner[won[RED]] = RED
 
-        components = self._team_reward(before, geometry_before, state, events, acted, won)
+        components = side_rewards(self._weight_vector, self._sides, before, geometry_before,
+                                  state, events, self._inverse_diagonal, won=won)
         team_total = components.total.reshape(2, self.n_battles)
         reward = team_total[self.team].T * acted
         return TeamStep(self._observation, self._global_state, self.team, reward.astype(F32), acted,
                         terminated, truncated, decided | cut_off, winner, components,
                         events.damage_dealt, events.damage_taken)
-
-    def _team_reward(self, before: BattleState, geometry_before: engine.Geometry,
-                     after: BattleState, events: engine.StepEvents, acted: np.ndarray,
-                     won: np.ndarray) -> RewardComponents:
-        """Each side's reward components, as a batch of 2B (side-major)."""
-        side = self._side
-        enemy_size = self._side_size[::-1]
-        acted_u = acted.T.astype(F32)  # (U, B)
-        acted_count = np.maximum(side @ acted_u, F32(1))
-
-        def side_sum(per_unit: np.ndarray) -> np.ndarray:
-            return side @ per_unit
-
-        # Approach: how much nearer each battalion got to the nearest enemy that was
-        # in the fight, averaged over the side's battalions that acted.
-        targets = self._enemy & acted.T[None, :, :]
-        inf = F32(np.inf)
-        near_before = np.where(targets, geometry_before.dist.transpose(1, 2, 0), inf).min(axis=1)
-        near_after = np.where(targets, events.geometry.dist.transpose(1, 2, 0), inf).min(axis=1)
-        engaged = np.isfinite(near_before)  # the same targets before and after
-        closed = (np.where(engaged, near_before, F32(0))
-                  - np.where(engaged, near_after, F32(0))) * acted_u
-        closed = side_sum(closed) / acted_count * F32(1 / self.config.diagonal)
-
-        # Routs are paid once, on the step they happen (the duel ends on its rout).
-        newly_routed = (after.routed & ~before.routed).T.astype(F32)
-        routed_share = side_sum(newly_routed) / self._side_size
-
-        def flat(per_side: np.ndarray) -> np.ndarray:
-            return np.ascontiguousarray(per_side, dtype=F32).reshape(-1)
-
-        return reward_from_weight_vector(
-            self._weight_vector,
-            flat(side_sum(events.damage_dealt.T) / enemy_size),
-            flat(side_sum(events.damage_taken.T) / self._side_size),
-            flat(side_sum(after.strength.T) / self._side_size),
-            flat(won), flat(won[::-1]),
-            flat(routed_share[::-1]), flat(routed_share),
-            flat(closed),
-            flat(side_sum(events.volley.T) / acted_count))
 
 
 __all__ = ["MultiBattalionBatch", "TeamStep", "bytes_per_battle", "check_team_batch_size"]

@@ -16,8 +16,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from envs.battalion_batch import check_curriculum_level
-from envs.battalion_env import battle_config_from_args
+from envs.battalion_env import battle_config_from_args, make_action_space
 from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
 from envs.multi_observation import (
     CRITIC_STATE_DIM,
@@ -32,6 +31,7 @@ from envs.multi_observation import (
 )
 from envs.reward import RewardWeights
 from envs.sim.constants import (
+    ACTION_DIM,
     HILL_SPEED_FACTOR,
     MAP_HEIGHT,
     MAP_WIDTH,
@@ -45,6 +45,7 @@ from envs.sim.validation import (
     check_choice,
     check_int,
     check_options,
+    check_scripted_level,
     check_seed,
     short_repr,
 )
@@ -58,9 +59,6 @@ RESET_OPTIONS = ("options",)
 that ``reset`` takes the argument, and is ignored. Any other key raises
 ``ValueError`` (a typo in an option must not pass silently)."""
 
-ACTION_LOW = np.array([-1, -1, 0], np.float32)
-ACTION_HIGH = np.array([1, 1, 1], np.float32)
-
 
 def agent_names(n_blue: int, n_red: int) -> list[str]:
     """``["blue_0", ..., "red_0", ...]``: the agents of a battle, in unit order."""
@@ -69,8 +67,7 @@ def agent_names(n_blue: int, n_red: int) -> list[str]:
 
 def team_spaces() -> tuple[spaces.Box, spaces.Box, spaces.Box]:
     """Observation, action and global-state spaces, the same for every agent and team size."""
-    return (spaces.Box(OBS_LOW, OBS_HIGH, dtype=np.float32),
-            spaces.Box(ACTION_LOW, ACTION_HIGH, dtype=np.float32),
+    return (spaces.Box(OBS_LOW, OBS_HIGH, dtype=np.float32), make_action_space(),
             spaces.Box(STATE_LOW, STATE_HIGH, dtype=np.float32))
 
 
@@ -144,7 +141,7 @@ class MultiBattalionEnv(ParallelEnv):
         self._index = {name: i for i, name in enumerate(self.possible_agents)}
         self._observation_space, self._action_space, self.state_space = team_spaces()
         self._rng = np.random.default_rng()
-        self._actions = np.zeros((1, len(self.possible_agents), 3), np.float32)
+        self._actions = np.zeros((1, len(self.possible_agents), ACTION_DIM), np.float32)
 
     # --- PettingZoo API -----------------------------------------------------------
 
@@ -198,7 +195,7 @@ class MultiBattalionEnv(ParallelEnv):
                 raise ValueError(f"actions[{agent!r}] is invalid: {agent} has left the battle; "
                                  f"agents still in it: {self.agents}")
             orders[0, self._index[agent]] = check_action_array(f"actions[{agent!r}]", action,
-                                                               (3,))
+                                                               (ACTION_DIM,))
         result = self._battle.step(orders)
         observation = result.observation[0]
         step_count = int(self._battle.state.step[0])
@@ -251,9 +248,10 @@ class MultiBattalionEnv(ParallelEnv):
 
     def scripted_actions(self, level: int,
                          agents: list[str] | None = None) -> dict[str, np.ndarray]:
-        """Orders a scripted commander of ``level`` (1..5) would give ``agents`` (Red's
+        """Orders a scripted commander of ``level`` (1 to
+        :data:`~envs.sim.constants.NUM_CURRICULUM_LEVELS`) would give ``agents`` (Red's
         agents still in the battle by default)."""
-        level = check_curriculum_level(level, "level")
+        level = check_scripted_level("level", level)
         if agents is None:
             agents = [a for a in self.agents if a.startswith("red_")]
         if not isinstance(agents, (list, tuple)):

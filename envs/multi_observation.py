@@ -16,7 +16,7 @@ crest is remembered where it vanished. Allies are always known.
    same order and scaling), taken against the *focus* enemy: the nearest enemy
    believed still in the fight, at its reported position. In a 1v1 battle with
    the enemy in sight they equal the duel's observation, which is what lets a v1
-   policy seed a multi-agent one (:func:`training.curriculum_scheduler.load_v1_weights_into_mappo`).
+   policy seed a multi-agent one (:func:`models.v1_transfer.load_v1_weights_into_mappo`).
 2. Whether the focus enemy is in sight now, how old its report is, and how well
    the allies can hit it (who else is engaging it).
 3. :data:`ALLY_SLOTS` slots for the nearest allies in the fight, nearest first.
@@ -51,7 +51,7 @@ import numpy as np
 from envs.observation import OBS_DIM as DUEL_OBS_DIM
 from envs.observation import OBSERVATION_FEATURES as DUEL_FEATURES
 from envs.sim.config import BattleConfig
-from envs.sim.engine import Geometry, team_layout
+from envs.sim.engine import Geometry, hit_chance, team_layout
 from envs.sim.state import BattleState
 
 F32 = np.float32
@@ -232,7 +232,7 @@ def battalion_observations(state: BattleState, geometry: Geometry, reports: FogR
         (B, U, OBS_DIM) float32, C-contiguous.
     """
     k = config.f32
-    one, zero = F32(1), F32(0)
+    one = F32(1)
     team, enemy, ally, _, _ = _layout(tuple(state.team.tolist()))
     in_fight = (~(state.routed | state.destroyed)).T
     x, y = state.x.T, state.y.T
@@ -255,7 +255,7 @@ def battalion_observations(state: BattleState, geometry: Geometry, reports: FogR
     front_cos = np.minimum(np.maximum((-dx * rc - dy * rs) * inv, -one), one)
     front_sin = np.minimum(np.maximum((dx * rs - dy * rc) * inv, -one), one)
     los = (geometry.los.transpose(1, 2, 0) & visible).astype(F32)
-    reach = np.maximum(one - dist * k.inv_fire_range, zero) ** k.hit_falloff_exponent * los
+    reach = hit_chance(dist, config) * los
     own_hit = reach * (rel_cos > k.cos_fire_arc)
     their_hit = reach * (front_cos > k.cos_fire_arc)
     pairwise = np.stack([

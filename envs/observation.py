@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from envs.sim.config import BattleConfig
-from envs.sim.engine import Geometry
+from envs.sim.engine import Geometry, hit_chance
 from envs.sim.state import BattleState
 
 F32 = np.float32
@@ -82,8 +82,7 @@ def duel_observations(state: BattleState, geometry: Geometry,
     time_fraction = np.minimum(state.step.astype(F32) * F32(1 / config.max_steps), F32(1))
     los = toward_enemy(geometry.los)
     # The hit chance a volley would have now: in range, inside the arc, in sight.
-    hit_chance = (np.maximum(F32(1) - dist * k.inv_fire_range, F32(0)) ** k.hit_falloff_exponent
-                  * (relative_cos > k.cos_fire_arc) * los)
+    hits = hit_chance(dist, config) * (relative_cos > k.cos_fire_arc) * los
 
     features = (
         state.x.T * (F32(1) / k.map_width), state.y.T * (F32(1) / k.map_height),
@@ -94,7 +93,7 @@ def duel_observations(state: BattleState, geometry: Geometry,
         enemy_strength, enemy_morale, np.broadcast_to(time_fraction, dist.shape),
         elevation, cover, enemy_elevation, enemy_cover, los,
         readiness, enemy_readiness, relative_cos, relative_sin,
-        relative_cos[::-1], relative_sin[::-1], hit_chance, hit_chance[::-1],
+        relative_cos[::-1], relative_sin[::-1], hits, hits[::-1],
     )
     # Stacking along the first axis copies whole contiguous rows; the (2, B, D)
     # result is a transposed view of the (D, 2, B) block.

@@ -24,7 +24,15 @@ from envs.battalion_batch import (
 )
 from envs.battalion_env import RESET_OPTIONS, battle_config_from_args, make_spaces
 from envs.reward import RewardWeights
-from envs.sim.constants import HILL_SPEED_FACTOR, MAP_HEIGHT, MAP_WIDTH, MAX_STEPS, SEED_BOUND
+from envs.sim.constants import (
+    ACTION_DIM,
+    HILL_SPEED_FACTOR,
+    MAP_HEIGHT,
+    MAP_WIDTH,
+    MAX_STEPS,
+    NUM_CURRICULUM_LEVELS,
+    SEED_BOUND,
+)
 from envs.sim.terrain import TerrainMap
 from envs.sim.validation import (
     check_action_array,
@@ -91,7 +99,7 @@ class BattalionVecEnv(VecEnv):
             as for :class:`~envs.battalion_env.BattalionEnv`, applied to every battle.
         red_policy: commands Red in every battle (None: scripted). Its
             ``predict`` receives the (n, obs_dim) observations of all battles it
-            commands at once and must return (n, 3) actions. Use
+            commands at once and must return (n, ACTION_DIM) actions. Use
             ``env_method("set_red_policy", policy, indices=...)`` to give
             different battles different opponents; each opponent is still
             queried once per step.
@@ -112,7 +120,7 @@ class BattalionVecEnv(VecEnv):
         terrain: TerrainMap | None = None,
         randomize_terrain: bool = True,
         hill_speed_factor: float = HILL_SPEED_FACTOR,
-        curriculum_level: int = 5,
+        curriculum_level: int = NUM_CURRICULUM_LEVELS,
         reward_weights: RewardWeights | None = None,
         red_policy: RedPolicy | None = None,
         render_mode: str | None = None,
@@ -166,7 +174,7 @@ class BattalionVecEnv(VecEnv):
         super().set_options(options)
 
     def step_async(self, actions: np.ndarray) -> None:
-        self._actions = check_action_array("actions", actions, (self.num_envs, 3))
+        self._actions = check_action_array("actions", actions, (self.num_envs, ACTION_DIM))
 
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, BatchInfos]:
         if self._actions is None:

@@ -18,12 +18,13 @@ import torch
 from stable_baselines3.common.policies import ActorCriticPolicy
 from torch import nn
 
+from envs.sim.constants import ACTION_NAMES
 from envs.sim.validation import check_real_array
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
 DEFAULT_HIDDEN = (128, 128)
-FIRE_ACTION = 2
-"""Index of the fire order in the duel's ``[move, rotate, fire]`` action."""
+FIRE_ACTION = ACTION_NAMES.index("fire")
+"""Index of the fire order in a battalion's ``[move, rotate, fire]`` action (2)."""
 
 
 class BattalionMlpPolicy(ActorCriticPolicy):

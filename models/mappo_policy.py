@@ -1,15 +1,19 @@
 """MAPPO networks: decentralised Gaussian actors and one centralised critic.
 
-Each battalion acts from its own local observation through an actor; one
-critic values the whole battle from the global state (centralised training,
-decentralised execution). Actors are shared by all agents of a team
-(``share_parameters=True``) or one per agent.
+Each battalion acts from its own local observation through an actor (decentralised
+execution). One critic, shared by the team, values each battalion's situation from
+its *critic state*: whatever fog-free picture training gives it. In this project
+that is the battalion's own observation followed by its side's global state
+(:func:`envs.multi_observation.critic_states`, ``CRITIC_STATE_DIM`` numbers), the
+agent-specific global state MAPPO works best with, so there is one value per
+battalion, not one per battle (centralised training). Actors are shared by all
+agents of a team (``share_parameters=True``) or one per agent.
 
 The networks line up layer for layer with the v1 SB3 policy of
 :mod:`models.battalion_policy` (separate 128-128 Tanh MLPs, a linear action
 head, a state-independent ``log_std`` and a linear value head), so a trained
 v1 commander can seed a MAPPO team exactly; see
-:func:`training.curriculum_scheduler.load_v1_weights_into_mappo`.
+:func:`models.v1_transfer.load_v1_weights_into_mappo`.
 
 The action distribution is an unsquashed diagonal Gaussian, as in SB3 PPO:
 sampled actions are returned as drawn (the environment clips them to its
@@ -179,10 +183,16 @@ class MAPPOActor(nn.Module):
 
 
 class MAPPOCritic(nn.Module):
-    """Centralised critic: global state -> value.
+    """Centralised critic: one agent's critic state -> the value of its situation.
+
+    The critic state is fog-free and may cover the whole battle; in the team battles
+    it is the battalion's observation followed by its side's global state
+    (:func:`envs.multi_observation.critic_states`), so agents of one battle get
+    values of their own.
 
     Args:
-        state_dim: size of the global state (>= 1).
+        state_dim: size of the critic state (>= 1); ``CRITIC_STATE_DIM`` in the team
+            battles.
         hidden_sizes: hidden layer widths (non-empty, each >= 1).
         activation: ``"tanh"`` or ``"relu"``.
         layer_norm: put a LayerNorm after each hidden Linear layer.
@@ -207,13 +217,14 @@ class MAPPOCritic(nn.Module):
         _orthogonal_(self.value_head, _VALUE_GAIN)
 
     def forward(self, state: torch.Tensor) -> torch.Tensor:
-        """Values of ``state`` (shape ``(B, state_dim)``), shape ``(B,)``."""
+        """Values of critic states ``state`` (shape ``(B, state_dim)``), shape ``(B,)``."""
         _check_last_dim("state", state, self.state_dim)
         return self.value_head(self.trunk(state)).squeeze(-1)
 
 
 class MAPPOPolicy(nn.Module):
-    """A MAPPO team: Gaussian actor(s) on local observations, one critic on the global state.
+    """A MAPPO team: Gaussian actor(s) on local observations, one centralised critic on
+    each agent's critic state (see :class:`MAPPOCritic`).
 
     Shapes: every method takes batches (``(B, obs_dim)``, ``(B, state_dim)``,
     ``(B, action_dim)``); a single 1-D observation or state is treated as a
@@ -229,7 +240,8 @@ class MAPPOPolicy(nn.Module):
     Args:
         obs_dim: size of an agent's local observation.
         action_dim: size of an agent's action.
-        state_dim: size of the global state the critic sees.
+        state_dim: size of the critic state the critic reads (``CRITIC_STATE_DIM`` in
+            the team battles: an agent's observation, then its side's global state).
         n_agents: agents of the team (>= 1).
         share_parameters: one actor for all agents (True) or one each.
         actor_hidden_sizes: hidden widths of each actor.
@@ -406,7 +418,8 @@ class MAPPOPolicy(nn.Module):
             return actions, dist.log_prob(actions).sum(-1)
 
     def get_value(self, state: Any) -> torch.Tensor:
-        """Critic values of ``state`` (``(B, state_dim)`` or 1-D), shape ``(B,)``, no gradients.
+        """Critic values of critic states ``state`` (``(B, state_dim)`` or 1-D), shape
+        ``(B,)``, no gradients.
 
         Raises:
             ValueError, TypeError: for a wrong shape or a non-finite value.
@@ -422,7 +435,7 @@ class MAPPOPolicy(nn.Module):
         Args:
             obs: local observations ``(B, obs_dim)``.
             actions: the actions taken ``(B, action_dim)``.
-            state: global states ``(B, state_dim)``.
+            state: the agents' critic states ``(B, state_dim)``.
             agent_idx: the acting agent, or one index per sample.
 
         Returns:

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-import envs  # noqa: F401  (registers wargames/Battalion-v0)
-from envs.battalion_env import BattalionEnv
+from envs.battalion_env import BattalionEnv  # also registers wargames/Battalion-v0
 from envs.observation import OBS_DIM, OBSERVATION_FEATURES
 from envs.reward import INFO_KEYS, RewardWeights
+from envs.sim.constants import ACTION_DIM, ACTION_HIGH, ACTION_LOW
 from envs.sim.terrain import TerrainMap
 
 ADVANCE_AND_FIRE = np.array([1.0, 0.0, 1.0], np.float32)
@@ -36,14 +36,16 @@ def test_passes_gymnasium_check_env_through_the_registry():
 def test_spaces_and_observation_layout():
     env = BattalionEnv()
     assert env.observation_space.shape == (OBS_DIM,) == (len(OBSERVATION_FEATURES),)
-    assert env.action_space.shape == (3,)
+    assert env.action_space.shape == (ACTION_DIM,) == (3,)
+    assert env.action_space.low.tolist() == [-1, -1, 0]
+    assert env.action_space.high.tolist() == [1, 1, 1]
     obs, info = env.reset(seed=0)
     assert info == {} and env.observation_space.contains(obs)
     assert obs[OBSERVATION_FEATURES.index("own_readiness")] == 1.0
 
 
 def test_same_seed_same_trajectory_bit_for_bit():
-    actions = np.random.default_rng(5).uniform([-1, -1, 0], [1, 1, 1], (300, 3)).astype(
+    actions = np.random.default_rng(5).uniform(ACTION_LOW, ACTION_HIGH, (300, ACTION_DIM)).astype(
         np.float32)
     first = play(BattalionEnv(), 42, actions)
     second = play(BattalionEnv(), 42, actions)

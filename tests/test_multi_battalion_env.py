@@ -7,6 +7,7 @@ import pytest
 from pettingzoo.test import parallel_api_test
 
 from envs.battalion_batch import BattalionBatch
+from envs.battalion_env import make_spaces
 from envs.multi_battalion_batch import MultiBattalionBatch
 from envs.multi_battalion_env import MultiBattalionEnv
 from envs.multi_observation import (
@@ -46,6 +47,41 @@ def test_spaces_are_shared_and_fit_every_team_size():
     assert critic.shape == (CRITIC_STATE_DIM,)
     np.testing.assert_array_equal(critic[:OBS_DIM], obs["red_2"])
     np.testing.assert_array_equal(critic[OBS_DIM:], large.team_state("red"))
+    assert small.action_space("red_0") == make_spaces()[1]  # the duel's action box
+
+
+def test_with_one_battalion_a_side_every_reward_component_is_the_duels():
+    """The duel is the one-battalion case of the team reward, component by component,
+    in battles that end by destruction (volleys that take more than is left) too."""
+    n = 64
+    config = BattleConfig(rout_threshold=0.0, volley_damage=1.0, reload_rate=0.2)
+    weights = RewardWeights(**{name: 0.5 + i for i, name in enumerate(COMPONENTS)})
+    multi = batch(n, 1, 1, config=config, visibility_radius=1e9, reward_weights=weights)
+    duel = BattalionBatch(n, config=config, terrain=None, randomize_terrain=True,
+                          curriculum_level=5, reward_weights=weights)
+    for b in (multi, duel):
+        b.reset(np.arange(n), list(range(n)), np.zeros(n, np.int64))
+    rng = np.random.default_rng(1)
+    own_loss = COMPONENTS.index("delta_own_strength")
+    destroyed = 0
+    for _ in range(400):
+        blue = rng.uniform(-1, 1, (n, 3)).astype(np.float32)
+        red = multi.scripted_actions(np.array([1]), 5)[:, 0]
+        result = multi.step(np.stack([blue, red], axis=1))
+        expected = duel.step(blue)
+        blue_side = result.team_reward.values[:, :n]
+        others = np.arange(len(COMPONENTS)) != own_loss
+        np.testing.assert_array_equal(blue_side[others], expected.reward.values[others])
+        # The duel reads Blue's loss as the damage Red dealt, the team battle as the
+        # damage Blue took: equal but for the last bit after a volley that kills.
+        np.testing.assert_allclose(blue_side[own_loss], expected.reward.values[own_loss],
+                                   rtol=1e-6)
+        destroyed += duel.state.destroyed.sum()
+        over = np.flatnonzero(result.battle_over)
+        if len(over):
+            multi.next_episode(over)
+            duel.next_episode(over)
+    assert destroyed > 0
 
 
 def play(env, seed, n_steps, rng):
@@ -250,6 +286,13 @@ def test_batch_checks_orders_and_units():
         b.scripted_actions(np.array([-1]), 5)
     with pytest.raises(ValueError, match="level"):
         b.scripted_actions(np.array([2]), 6)
+    # One level a battle is fine; a level that is not a whole number, or a wrong count, is not.
+    per_battle = b.scripted_actions(np.array([2]), np.array([1, 5]))
+    np.testing.assert_array_equal(per_battle[0], b.scripted_actions(np.array([2]), 1)[0])
+    np.testing.assert_array_equal(per_battle[1], b.scripted_actions(np.array([2]), 5)[1])
+    for level in (2.5, True, np.array([1, 2, 3])):
+        with pytest.raises(ValueError, match="level"):
+            b.scripted_actions(np.array([2]), level)
 
 
 def test_a_rout_is_rewarded_once():

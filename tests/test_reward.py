@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -38,3 +40,11 @@ def test_weights_reject_non_numbers_naming_the_field():
         RewardWeights(win_bonus=float("nan"))
     with pytest.raises(ValueError, match="time_penalty"):
         RewardWeights(time_penalty="slow")
+
+
+def test_component_names_and_defaults_are_the_weights_fields():
+    fields = dataclasses.fields(RewardWeights)
+    assert COMPONENTS == tuple(field.name for field in fields)
+    assert INFO_KEYS == (*(f"reward/{field.name}" for field in fields), "reward/total")
+    np.testing.assert_array_equal(RewardWeights().as_array(),
+                                  np.array([field.default for field in fields], np.float32))

@@ -9,6 +9,7 @@ from stable_baselines3.common.vec_env import VecMonitor
 
 from envs.battalion_env import BattalionEnv
 from envs.observation import OBS_DIM
+from envs.sim.constants import ACTION_DIM, ACTION_HIGH, ACTION_LOW
 from envs.vec_env import BattalionVecEnv
 
 N, T = 5, 900
@@ -16,7 +17,7 @@ N, T = 5, 900
 
 def random_actions(steps: int, n: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).uniform(
-        [-1, -1, 0], [1, 1, 1], size=(steps, n, 3)).astype(np.float32)
+        ACTION_LOW, ACTION_HIGH, size=(steps, n, ACTION_DIM)).astype(np.float32)
 
 
 def test_equals_n_single_envs_bit_for_bit_across_episode_boundaries():
@@ -155,7 +156,8 @@ def test_stable_baselines3_ppo_trains_on_it():
     model = PPO("MlpPolicy", vec, n_steps=64, batch_size=128, n_epochs=1, seed=0,
                 device="cpu")
     model.learn(total_timesteps=512)
-    assert model.num_timesteps >= 512
+    # SB3 counts num_envs steps per env step: 2 rollouts of 4 envs x 64 steps, exactly.
+    assert model.num_timesteps == 512
     assert len(model.ep_info_buffer) > 0  # episodes finished and were counted
 
 

@@ -35,8 +35,12 @@ from typing import Any
 import numpy as np
 import yaml
 
-from envs.sim.constants import NUM_CURRICULUM_LEVELS
-from envs.sim.validation import check_in_range, check_int, check_positive
+from envs.sim.validation import (
+    check_in_range,
+    check_int,
+    check_positive,
+    check_scripted_level,
+)
 from models.v1_transfer import load_v1_weights_into_mappo  # noqa: F401  (documented here)
 
 logger = logging.getLogger(__name__)
@@ -85,8 +89,7 @@ SCENARIO_KEYS: dict[str, Any] = {
     "hill_speed_factor": lambda v: check_in_range("hill_speed_factor", v, 0.0, 1.0,
                                                   low_open=True),
     "visibility_radius": lambda v: check_positive("visibility_radius", v),
-    "curriculum_level": lambda v: check_int("curriculum_level", v, minimum=1,
-                                            maximum=NUM_CURRICULUM_LEVELS),
+    "curriculum_level": lambda v: check_scripted_level("curriculum_level", v),
 }
 """The keys a scenario file may hold, each with the check of its value."""
 

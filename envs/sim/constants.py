@@ -26,6 +26,17 @@ MAP_SIZE_RANGE = (10.0, 100_000.0)
 SEED_BOUND = 2**63
 """Seeds are integers in ``[0, SEED_BOUND)``, like the fresh seeds drawn for unseeded resets."""
 
+# --- orders -----------------------------------------------------------------
+ACTION_NAMES = ("move", "rotate", "fire")
+"""A battalion's order, in this order: ``move`` in [-1, 1] (negative steps back),
+``rotate`` in [-1, 1] (positive is counter-clockwise) and ``fire`` intensity in [0, 1]."""
+ACTION_DIM = len(ACTION_NAMES)
+"""Numbers in one battalion's order."""
+ACTION_LOW = (-1.0, -1.0, 0.0)
+"""Lower corner of the action box; finite orders outside the box are clipped into it."""
+ACTION_HIGH = (1.0, 1.0, 1.0)
+"""Upper corner of the action box."""
+
 # --- movement ---------------------------------------------------------------
 MAX_SPEED = 50.0
 """Top speed in m/s, so a battalion covers at most ``MAX_SPEED * DT`` = 5 m per step."""
@@ -42,8 +53,9 @@ FOREST_SPEED_PENALTY = 0.3
 FIRE_RANGE = 200.0
 """Musket range in metres: beyond it a volley hits nothing."""
 HIT_FALLOFF_EXPONENT = 2.0
-"""Hit chance is ``(1 - distance / FIRE_RANGE) ** HIT_FALLOFF_EXPONENT``: 1 at point
-blank, 0.25 at half range, 0.04 at 160 m, so long-range fire is mostly wasted."""
+"""Hit chance is ``(1 - distance / FIRE_RANGE) ** HIT_FALLOFF_EXPONENT``
+(:func:`envs.sim.engine.hit_chance`): 1 at point blank, 0.25 at half range, 0.04 at
+160 m, so long-range fire is mostly wasted."""
 FIRE_ARC = math.pi / 4
 """Half-angle of the frontal arc a battalion can fire into (45 degrees either side)."""
 VOLLEY_DAMAGE = 0.5
@@ -127,7 +139,10 @@ VISIBILITY_RADIUS = 600.0
 
 # --- scripted opponents -----------------------------------------------------
 NUM_CURRICULUM_LEVELS = 5
-"""Scripted opponents come in levels 1 (passive) to 5 (full combat)."""
+"""Scripted opponents come in levels 1 (passive) to 5 (full combat);
+:func:`envs.sim.validation.check_scripted_level` checks a level against this range."""
+SCRIPTED_LEVELS = range(1, NUM_CURRICULUM_LEVELS + 1)
+"""The scripted levels, 1 to :data:`NUM_CURRICULUM_LEVELS`."""
 SCRIPTED_HALT_FRACTION = 0.8
 """Scripted advancing levels halt once the enemy is within this fraction of fire range."""
 SCRIPTED_FIRE_INTENSITY = (0.0, 0.0, 0.0, 0.5, 1.0)

@@ -31,19 +31,27 @@ import numpy as np
 
 from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
-from envs.sim.constants import DESTROYED_THRESHOLD, DT, MAP_HEIGHT, MAP_WIDTH, MAX_STEPS
+from envs.sim.constants import (
+    ACTION_HIGH,
+    ACTION_LOW,
+    DESTROYED_THRESHOLD,
+    DT,
+    MAP_HEIGHT,
+    MAP_WIDTH,
+    MAX_STEPS,
+)
 from envs.sim.state import BattleState
 from envs.sim.terrain import bilinear, cell_index, line_of_sight
 
+# The model's headline constants are also importable from here, where the reference
+# design defines them; their home is envs.sim.constants.
 __all__ = [
     "DESTROYED_THRESHOLD", "DT", "MAP_HEIGHT", "MAP_WIDTH", "MAX_STEPS",
-    "Geometry", "StepEvents", "sense", "step",
+    "Geometry", "StepEvents", "hit_chance", "sense", "step",
 ]
 
 F32 = np.float32
 TWO_PI = F32(2 * math.pi)
-ACTION_DIM = 3
-"""Per battalion: move in [-1, 1], rotate in [-1, 1] (+ is counter-clockwise), fire in [0, 1]."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -114,15 +122,6 @@ def team_layout(team: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return first, second, enemy[:, :, None]
 
 
-_ACTION_LOW = np.array([-1, -1, 0], dtype=F32)
-_ACTION_HIGH = np.array([1, 1, 1], dtype=F32)
-
-
-def clip_actions(actions: np.ndarray) -> np.ndarray:
-    """Clip (..., 3) actions into [-1, 1] x [-1, 1] x [0, 1]."""
-    return np.minimum(np.maximum(actions, _ACTION_LOW), _ACTION_HIGH)
-
-
 @lru_cache(maxsize=64)
 def _map_offsets(batch: int, cells_per_map: int) -> np.ndarray:
     """Offset of each battle's map in the flattened (B * rows * cols) terrain stack."""
@@ -184,8 +183,9 @@ def step(state: BattleState, actions: np.ndarray, config: BattleConfig,
     Args:
         state: the batch to advance (not modified).
         actions: (B, U, 3) ``[move, rotate, fire]`` per battalion; values outside
-            [-1, 1] x [-1, 1] x [0, 1] are clipped. Actions of routed or destroyed
-            battalions are ignored. An array laid out as the transpose of a
+            the action box (:data:`~envs.sim.constants.ACTION_LOW` to
+            :data:`~envs.sim.constants.ACTION_HIGH`) are clipped. Actions of routed or
+            destroyed battalions are ignored. An array laid out as the transpose of a
             C-contiguous (3, U, B) array is used without copying.
         config: the battle model's parameters.
         geometry: ``sense(state, config)`` if the caller already has it (the
@@ -230,8 +230,18 @@ def step(state: BattleState, actions: np.ndarray, config: BattleConfig,
     return new_state, StepEvents(geo, volley.T, target.T, dealt.T, taken.T)
 
 
-_ORDER_LOW = np.array([-1, -1, 0], dtype=F32)[:, None, None]
-_ORDER_HIGH = np.array([1, 1, 1], dtype=F32)[:, None, None]
+# The action box, broadcast over unit-major (3, U, B) orders.
+_ORDER_LOW = np.array(ACTION_LOW, dtype=F32)[:, None, None]
+_ORDER_HIGH = np.array(ACTION_HIGH, dtype=F32)[:, None, None]
+
+
+def hit_chance(dist: np.ndarray, config: BattleConfig) -> np.ndarray:
+    """Share of a volley that hits at ``dist`` metres, arc and sight aside: 1 at point
+    blank, falling as ``(1 - dist / fire_range) ** hit_falloff_exponent`` to 0 at
+    ``fire_range`` and beyond. Float32 like ``dist``; the fire model and the
+    observations both read it from here."""
+    k = config.f32
+    return np.maximum(F32(1) - dist * k.inv_fire_range, F32(0)) ** k.hit_falloff_exponent
 
 
 def _manoeuvre(state: BattleState, move: np.ndarray, rotate: np.ndarray,
@@ -263,7 +273,7 @@ def _fire(state: BattleState, geo: Geometry, active: np.ndarray, move: np.ndarra
     the unit came under fire.
     """
     k = config.f32
-    one, zero = F32(1), F32(0)
+    one = F32(1)
     dist, facing_cos = _unit_major(geo.dist), _unit_major(geo.facing_cos)
     _, _, enemy = team_layout(tuple(state.team.tolist()))
     can_hit = (enemy & active[:, None, :] & active[None, :, :] & _unit_major(geo.los)
@@ -286,7 +296,7 @@ def _fire(state: BattleState, geo: Geometry, active: np.ndarray, move: np.ndarra
     steadiness = ((one - k.moving_fire_penalty * np.abs(move))
                   * (one - k.turning_fire_penalty * np.abs(rotate)))
     firepower = k.volley_damage * volley * state.strength.T * steadiness
-    hit_chance = np.maximum(one - dist * k.inv_fire_range, zero) ** k.hit_falloff_exponent
+    hits = hit_chance(dist, config)
     # How fire arrives: the angle between the target's front and the shooter.
     arrival_cos = facing_cos.transpose(1, 0, 2)
     flank = arrival_cos <= k.cos_front
@@ -296,8 +306,7 @@ def _fire(state: BattleState, geo: Geometry, active: np.ndarray, move: np.ndarra
     elevation, cover = geo.elevation.T, geo.cover.T
     height_mult = one + k.height_advantage * (elevation[:, None, :] - elevation[None, :, :])
     protection = one - k.cover_protection * cover[None, :, :]
-    raw = (firepower[:, None, :] * aim_share) * (hit_chance * angle_mult * height_mult
-                                                * protection)
+    raw = (firepower[:, None, :] * aim_share) * (hits * angle_mult * height_mult * protection)
 
     # A target cannot lose more than it has; its shooters share the loss.
     incoming = raw.sum(axis=0)

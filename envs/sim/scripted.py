@@ -56,7 +56,7 @@ def scripted_actions(state: BattleState, geometry: Geometry, units: np.ndarray,
     turn = np.clip(bearing * F32(1 / config.max_turn_rate), -1, 1) * ((level >= 2) & has_enemy)
     halt = F32(C.SCRIPTED_HALT_FRACTION * config.fire_range)
     advance = (level >= 3) & has_enemy & (to_enemy > halt)
-    actions = np.empty((len(level), len(units), 3), F32)
+    actions = np.empty((len(level), len(units), C.ACTION_DIM), F32)
     actions[..., 0] = advance.T
     actions[..., 1] = turn.T
     actions[..., 2] = _FIRE_BY_LEVEL[level][:, None]

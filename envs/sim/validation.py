@@ -1,7 +1,9 @@
 """Argument checks that name the field, the value and what is allowed.
 
-Every public entry point of the project validates its input with these helpers so
-that error messages read the same everywhere.
+Public entry points validate their input with these helpers wherever one fits, so
+that error messages read the same everywhere: ``{name}={value} is invalid: expected
+{what is allowed}``. Checks that belong to one class (an agent name, a policy's
+activation, a checkpoint's contents) are written beside it, in the same words.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.sim.constants import MAP_SIZE_RANGE, SEED_BOUND
+from envs.sim.constants import MAP_SIZE_RANGE, NUM_CURRICULUM_LEVELS, SEED_BOUND
 
 GIB = 2**30
 MAX_ID_LENGTH = 200
@@ -131,6 +133,29 @@ def check_int(name: str, value: Any, *, minimum: int | None = None,
         _fail(name, value, f"an integer <= {maximum}" + (
             f" and >= {minimum}" if minimum is not None else ""))
     return number
+
+
+def check_scripted_level(name: str, value: Any) -> int:
+    """A scripted commander's level: an integer in 1 to
+    :data:`~envs.sim.constants.NUM_CURRICULUM_LEVELS`."""
+    return check_int(name, value, minimum=1, maximum=NUM_CURRICULUM_LEVELS)
+
+
+def check_scripted_levels(name: str, value: Any, count: int) -> np.ndarray:
+    """One scripted level, or one per battle, as a read-only (count,) int8 array.
+
+    Raises:
+        ValueError: naming ``name`` unless ``value`` is an integer, or ``count``
+            integers, each in 1 to :data:`~envs.sim.constants.NUM_CURRICULUM_LEVELS`.
+    """
+    levels = np.asarray(value)
+    allowed = (f"a scripted level in 1..{NUM_CURRICULUM_LEVELS}, or {count} of them "
+               "(one per battle)")
+    if levels.dtype.kind not in "iu" or levels.shape not in ((), (count,)):
+        _fail(name, value, allowed)
+    if levels.min() < 1 or levels.max() > NUM_CURRICULUM_LEVELS:
+        _fail(name, value, allowed)
+    return np.broadcast_to(levels.astype(np.int8), (count,))
 
 
 def check_real_array(name: str, value: Any, shape: tuple[int, ...] | None = None, *,

@@ -93,7 +93,10 @@ def test_four_processes_record_4000_matches_into_one_file(tmp_path: Path) -> Non
 
     db = MatchDatabase(path)
     assert len(db) == 4000 and db.skipped_lines == 0
-    assert db.win_rate("w0", "opp0") is not None
+    # The query agrees with the rows as written, whoever wrote around them.
+    outcomes = [r["outcome"] for r in rows if (r["agent_id"], r["opponent_id"]) == ("w0", "opp0")]
+    assert len(outcomes) == 200
+    assert db.win_rate("w0", "opp0") == sum(outcomes) / len(outcomes)
 
 
 def test_two_processes_add_agents_to_one_pool(tmp_path: Path) -> None:

@@ -111,7 +111,7 @@ def test_duplicate_id_and_capacity(manifest: Path, caplog) -> None:
     with pytest.raises(RuntimeError, match="full.*force=True"):
         pool.add("/dev/null", agent_id="c")
     assert [r.agent_id for r in AgentPool(manifest, max_size=2).list()] == ["a", "b"]
-    with caplog.at_level(logging.INFO, logger="training.league.agent_pool"):
+    with caplog.at_level(logging.INFO, logger="training.league"):
         pool.add("/dev/null", agent_id="c", force=True)
     assert [r.agent_id for r in pool.list()] == ["b", "c"]
     assert "evicted oldest agent a" in caplog.text
@@ -194,7 +194,7 @@ def test_recover_restores_the_last_good_copy(manifest: Path, caplog) -> None:
     corrupt_text = manifest.read_text()[:40]
     manifest.write_text(corrupt_text)
 
-    with caplog.at_level(logging.WARNING, logger="training.league.agent_pool"):
+    with caplog.at_level(logging.WARNING, logger="training.league"):
         recovered = AgentPool.recover(manifest)
     assert [r.agent_id for r in recovered.list()] == ["a", "b"]
     assert "recovered" in caplog.text and "2 agent(s) restored" in caplog.text
@@ -286,7 +286,7 @@ def test_missing_manifest_with_leftover_copy_warns(manifest: Path, caplog) -> No
     pool.add("/dev/null", agent_id="a")
     pool.add("/dev/null", agent_id="b")
     os.remove(manifest)
-    with caplog.at_level(logging.WARNING, logger="training.league.agent_pool"):
+    with caplog.at_level(logging.WARNING, logger="training.league"):
         empty = AgentPool(manifest)
     assert len(empty) == 0 and "AgentPool.recover" in caplog.text
     assert [r.agent_id for r in AgentPool.recover(manifest).list()] == ["a"]

@@ -252,7 +252,7 @@ class Campaign:
             outcome = "hung"
         except (ValueError, FileNotFoundError) as error:
             frame = traceback.extract_tb(error.__traceback__)[-1].filename
-            ours = any(part in frame for part in ("/envs/", "/training/", "/models/"))
+            ours = any(part in frame for part in ("/storage/", "/envs/", "/training/", "/models/"))
             advice = "weights_only=False" in str(error)
             outcome = "refused" if ours and not advice else "raw"
             detail = f"{type(error).__name__}: {str(error)[:160]}"

@@ -148,6 +148,12 @@ class TestFire:
         _, events = fire_once(behind)
         assert events.damage_dealt[0, 0] == 0
 
+    def test_hit_chance_falls_with_the_square_of_range_to_zero_at_fire_range(self):
+        dist = np.array([0.0, 100.0, 160.0, 200.0, 350.0], np.float32)
+        np.testing.assert_allclose(engine.hit_chance(dist, DEFAULT), [1, 0.25, 0.04, 0, 0],
+                                   atol=1e-7)
+        assert engine.hit_chance(dist, DEFAULT).dtype == np.float32
+
     def test_nearest_enemy_is_the_target(self):
         state = place([(500, 500, 0), (600, 500, 180), (560, 510, 180)], [0, 1, 1])
         _, events = engine.step(state, actions(VOLLEY, HOLD, HOLD), DEFAULT)

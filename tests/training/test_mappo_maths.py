@@ -10,9 +10,10 @@ import torch
 
 from envs.multi_battalion_batch import BLUE, RED
 from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
+from envs.sim.constants import ACTION_DIM
 from models.mappo_policy import MAPPOPolicy
 from training.mappo.config import MAPPOConfig
-from training.mappo.rollout import ACTION_DIM, Rollout, TrainingBattles, collect
+from training.mappo.rollout import Rollout, TrainingBattles, collect
 from training.mappo.update import advantages_and_returns, update
 
 

@@ -8,11 +8,17 @@ from pathlib import Path
 import numpy as np
 
 from envs.battalion_batch import RedPolicy
-from envs.sim.constants import NUM_CURRICULUM_LEVELS
+from envs.sim.constants import (
+    ACTION_DIM,
+    ACTION_HIGH,
+    ACTION_LOW,
+    NUM_CURRICULUM_LEVELS,
+    SCRIPTED_LEVELS,
+)
 from envs.sim.validation import check_path, short_repr
 from models.weights import checkpoint_path
 
-SCRIPTED_OPPONENTS = tuple(f"scripted_l{level}" for level in range(1, NUM_CURRICULUM_LEVELS + 1))
+SCRIPTED_OPPONENTS = tuple(f"scripted_l{level}" for level in SCRIPTED_LEVELS)
 NAMED_OPPONENTS = (*SCRIPTED_OPPONENTS, "random")
 
 
@@ -25,8 +31,8 @@ class RandomPolicy:
     def predict(self, observation: np.ndarray,
                 deterministic: bool = False) -> tuple[np.ndarray, None]:
         obs = np.asarray(observation)
-        shape = (3,) if obs.ndim == 1 else (obs.shape[0], 3)
-        actions = self.rng.uniform([-1, -1, 0], [1, 1, 1], size=shape).astype(np.float32)
+        shape = (ACTION_DIM,) if obs.ndim == 1 else (obs.shape[0], ACTION_DIM)
+        actions = self.rng.uniform(ACTION_LOW, ACTION_HIGH, size=shape).astype(np.float32)
         return actions, None
 
 

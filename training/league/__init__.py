@@ -1,7 +1,9 @@
 """AlphaStar-style league: agent pool, match log, matchmaking, Nash and diversity.
 
-Only NumPy, SciPy (imported lazily by the Nash solver) and filelock are
-needed here; trainers that need torch live in their own modules.
+Only NumPy, SciPy and filelock are needed here. Importing this package loads no
+Gymnasium, torch, Stable-Baselines3 or SciPy: SciPy loads when the Nash solver
+first runs, torch when ``AgentPool.load_snapshot`` first loads a snapshot, and
+trainers that need torch live in their own modules.
 """
 
 from __future__ import annotations

@@ -31,172 +31,28 @@ from __future__ import annotations
 
 import json
 import logging
-import math
-import numbers
 import os
 import stat
-import time
-import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from envs.sim.validation import check_bool, check_identifier, check_path, short_repr
-from storage.files import (
-    UnreadableFileError,
-    append_line,
-    atomic_writer,
-    hold_lock,
-    loads_json,
-    lock_path_for,
-)
+from envs.sim.validation import check_bool, check_identifier
+from storage.files import UnreadableFileError, append_line, atomic_writer, hold_lock, loads_json
+from training.league.records import MatchResult
+from training.league.shared_file import SharedFile
 
 logger = logging.getLogger(__name__)
 
+# MatchResult is re-exported: it was born here, and the match log is its home in the docs.
 __all__ = ["MatchResult", "MatchDatabase"]
 
-_OPTIONAL_FIELDS = ("territory_control", "blue_casualties", "red_casualties", "supply_consumed")
+
+def _jsonl_line(result: MatchResult) -> bytes:
+    """One complete line of the log: the row's JSON and its newline, UTF-8."""
+    return (json.dumps(result.to_dict(), allow_nan=False) + "\n").encode("utf-8")
 
 
-def _check_real(name: str, value: Any, *, low: float | None, high: float | None) -> float:
-    """Return ``value`` as a float after checking it is a finite number in [low, high]."""
-    # numbers.Real only: a one-element array or a string would otherwise convert.
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name}={short_repr(value)} has type {type(value).__name__}: "
-                        "expected a number")
-    try:
-        number = float(value)
-    except OverflowError:  # an int beyond the float range
-        number = math.inf
-    if low is not None and high is not None:
-        allowed = f"a finite number in [{low:g}, {high:g}]"
-    elif low is not None:
-        allowed = f"a finite number >= {low:g}"
-    else:
-        allowed = "a finite number"
-    too_low = low is not None and number < low
-    too_high = high is not None and number > high
-    if not math.isfinite(number) or too_low or too_high:
-        raise ValueError(f"{name}={value!r} is out of range: expected {allowed}")
-    return number
-
-
-def _check_id(name: str, value: Any) -> str:
-    # Printable only: a newline or NUL in an id would corrupt the JSONL file's lines
-    # or hide one agent behind another in logs.
-    return check_identifier(name, value)
-
-
-@dataclass
-class MatchResult:
-    """The outcome of one match (or a batch of games) between two agents.
-
-    Args:
-        agent_id: The focal agent.
-        opponent_id: Its opponent.
-        outcome: Score of ``agent_id`` in [0, 1] (1 win, 0.5 draw, 0 loss).
-        match_id: Unique id; a random UUID4 string by default.
-        timestamp: Unix time of the match.
-        metadata: JSON-compatible extra information (e.g. ``{"step": N}``).
-        territory_control: Optional share of territory held, in [0, 1].
-        blue_casualties: Optional casualties of Blue, >= 0.
-        red_casualties: Optional casualties of Red, >= 0.
-        supply_consumed: Optional supply used, >= 0.
-
-    Raises:
-        ValueError: If a value is out of range (e.g. ``outcome`` outside [0, 1]).
-        TypeError: If a value has the wrong type.
-    """
-
-    agent_id: str
-    opponent_id: str
-    outcome: float
-    match_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    timestamp: float = field(default_factory=time.time)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    territory_control: float | None = None
-    blue_casualties: float | None = None
-    red_casualties: float | None = None
-    supply_consumed: float | None = None
-
-    def __post_init__(self) -> None:
-        _check_id("agent_id", self.agent_id)
-        _check_id("opponent_id", self.opponent_id)
-        _check_id("match_id", self.match_id)
-        self.outcome = _check_real("outcome", self.outcome, low=0.0, high=1.0)
-        self.timestamp = _check_real("timestamp", self.timestamp, low=None, high=None)
-        if not isinstance(self.metadata, Mapping):
-            raise TypeError(
-                f"metadata={self.metadata!r} has type {type(self.metadata).__name__}: "
-                "expected a dict"
-            )
-        for key in self.metadata:
-            if not isinstance(key, str):  # json.dumps would turn 1 into "1" silently
-                raise TypeError(f"metadata key {short_repr(key)} is not a string: JSON needs "
-                                "string keys")
-        try:
-            self.metadata = json.loads(json.dumps(dict(self.metadata), allow_nan=False))
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                f"metadata is not JSON-serialisable ({exc}): use str, int, finite float, bool, "
-                "None, lists and dicts with string keys"
-            ) from None
-        if self.territory_control is not None:
-            self.territory_control = _check_real(
-                "territory_control", self.territory_control, low=0.0, high=1.0
-            )
-        for name in ("blue_casualties", "red_casualties", "supply_consumed"):
-            value = getattr(self, name)
-            if value is not None:
-                setattr(self, name, _check_real(name, value, low=0.0, high=None))
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the JSONL row; optional fields appear only when set."""
-        row: dict[str, Any] = {
-            "match_id": self.match_id,
-            "agent_id": self.agent_id,
-            "opponent_id": self.opponent_id,
-            "outcome": self.outcome,
-            "timestamp": self.timestamp,
-            "metadata": json.loads(json.dumps(self.metadata)),
-        }
-        for name in _OPTIONAL_FIELDS:
-            value = getattr(self, name)
-            if value is not None:
-                row[name] = value
-        return row
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> MatchResult:
-        """Build a result from a JSONL row.
-
-        Raises:
-            KeyError: If ``agent_id``, ``opponent_id`` or ``outcome`` is missing.
-            ValueError, TypeError: If a value is invalid.
-        """
-        if not isinstance(data, Mapping):
-            raise TypeError(f"match row {data!r} is not a JSON object")
-        for key in ("agent_id", "opponent_id", "outcome"):
-            if key not in data:
-                raise KeyError(f"match row is missing field {key!r}")
-        kwargs: dict[str, Any] = {
-            "agent_id": data["agent_id"],
-            "opponent_id": data["opponent_id"],
-            "outcome": data["outcome"],
-            "metadata": data.get("metadata") or {},
-        }
-        if "match_id" in data:
-            kwargs["match_id"] = data["match_id"]
-        if "timestamp" in data:
-            kwargs["timestamp"] = data["timestamp"]
-        for name in _OPTIONAL_FIELDS:
-            if data.get(name) is not None:
-                kwargs[name] = data[name]
-        return cls(**kwargs)
-
-
-class MatchDatabase:
+class MatchDatabase(SharedFile):
     """A multi-process safe, append-only log of match results with win-rate queries.
 
     Args:
@@ -210,11 +66,7 @@ class MatchDatabase:
     """
 
     def __init__(self, db_path: str | os.PathLike, *, fsync: bool = False) -> None:
-        if not isinstance(db_path, (str, os.PathLike)) or not os.fspath(db_path):
-            raise TypeError(f"db_path={db_path!r} is invalid: expected a file path")
-        self._path = check_path("db_path", db_path)
-        if self._path.is_dir():
-            raise ValueError(f"db_path={str(self._path)!r} is a directory: expected a file")
+        super().__init__("db_path", db_path)
         self._fsync = check_bool("fsync", fsync)
         self._skipped = 0
         self._reset_memory()
@@ -222,20 +74,8 @@ class MatchDatabase:
 
     # ------------------------------------------------------------ properties
 
-    @property
-    def path(self) -> Path:
-        """Path of the JSONL file."""
-        return self._path
-
-    @property
-    def db_path(self) -> Path:
-        """Alias of :attr:`path` (the constructor's argument name)."""
-        return self._path
-
-    @property
-    def lock_path(self) -> Path:
-        """Path of the inter-process lock file (``<db>.lock``)."""
-        return lock_path_for(self._path)
+    # The constructor's argument name for :attr:`path`, the JSONL file.
+    db_path = SharedFile.path
 
     @property
     def skipped_lines(self) -> int:
@@ -405,7 +245,7 @@ class MatchDatabase:
             supply_consumed=supply_consumed,
             **kwargs,
         )
-        line = (json.dumps(result.to_dict(), allow_nan=False) + "\n").encode("utf-8")
+        line = _jsonl_line(result)
         with hold_lock(self._path):
             self._sync()
             existing = self._by_id.get(result.match_id)
@@ -452,7 +292,7 @@ class MatchDatabase:
             self._sync()
             with atomic_writer(self._path, "wb") as handle:
                 for result in self._results:
-                    handle.write((json.dumps(result.to_dict(), allow_nan=False) + "\n").encode())
+                    handle.write(_jsonl_line(result))
             st = os.stat(self._path)
             self._identity = (st.st_dev, st.st_ino)
             self._offset = st.st_size
@@ -468,18 +308,18 @@ class MatchDatabase:
             agent_id: The focal agent.
             opponent_id: Only matches against this opponent, if given.
         """
-        _check_id("agent_id", agent_id)
+        check_identifier("agent_id", agent_id)
         self._sync()
         by_opponent = self._by_agent.get(agent_id, {})
         if opponent_id is not None:
-            _check_id("opponent_id", opponent_id)
+            check_identifier("opponent_id", opponent_id)
             return list(by_opponent.get(opponent_id, []))
         return [r for r in self._results if r.agent_id == agent_id]
 
     def win_rate(self, agent_id: str, opponent_id: str) -> float | None:
         """Return the mean outcome of ``agent_id`` against ``opponent_id``, or None without data."""
-        _check_id("agent_id", agent_id)
-        _check_id("opponent_id", opponent_id)
+        check_identifier("agent_id", agent_id)
+        check_identifier("opponent_id", opponent_id)
         self._sync()
         totals = self._pair_totals.get((agent_id, opponent_id))
         if not totals:
@@ -488,7 +328,7 @@ class MatchDatabase:
 
     def win_rates_for(self, agent_id: str) -> dict[str, float]:
         """Return ``{opponent_id: mean outcome}`` over the opponents ``agent_id`` has played."""
-        _check_id("agent_id", agent_id)
+        check_identifier("agent_id", agent_id)
         self._sync()
         return {
             opponent: self._pair_totals[(agent_id, opponent)][0]

@@ -13,13 +13,14 @@ import torch
 from envs.battalion_env import battle_config_from_args
 from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
 from envs.sim.constants import (
+    ACTION_DIM,
     HILL_SPEED_FACTOR,
     MAP_HEIGHT,
     MAP_WIDTH,
     MAX_STEPS,
     VISIBILITY_RADIUS,
 )
-from envs.sim.validation import check_int
+from envs.sim.validation import check_int, check_scripted_level
 from training.common.play import DRAW, LOSS, WIN, play, score
 
 _ENV_DEFAULTS = dict(map_width=MAP_WIDTH, map_height=MAP_HEIGHT, max_steps=MAX_STEPS,
@@ -90,7 +91,7 @@ def play_team_battles(policy: Any, opponent: Any, *, n_blue: int = 2, n_red: int
     """
     n_episodes = check_int("n_episodes", n_episodes, minimum=1)
     if _is_level(opponent):
-        check_int("opponent", opponent, minimum=1, maximum=5)
+        check_scripted_level("opponent", opponent)
     elif not callable(getattr(opponent, "act", None)):
         raise TypeError(f"opponent={opponent!r} is invalid: expected a scripted level 1..5 "
                         "or a MAPPOPolicy")
@@ -146,7 +147,7 @@ class _TeamBattles:
         self.blue_side, self.red_side = slice(0, n_blue), slice(n_blue, n_blue + n_red)
         self.red_units = np.arange(n_blue, n_blue + n_red)
         self.scripted = _is_level(red)
-        self.actions = np.zeros((n, n_blue + n_red, 3), np.float32)
+        self.actions = np.zeros((n, n_blue + n_red, ACTION_DIM), np.float32)
         self.winner: np.ndarray | None = None
 
     def step(self) -> np.ndarray:

@@ -17,13 +17,14 @@ from typing import Any
 
 from envs.multi_battalion_batch import bytes_per_battle, check_team_batch_size
 from envs.multi_observation import CRITIC_STATE_DIM, MAX_TEAM_SIZE, OBS_DIM
-from envs.sim.constants import NUM_CURRICULUM_LEVELS, VISIBILITY_RADIUS
+from envs.sim.constants import VISIBILITY_RADIUS
 from envs.sim.validation import (
     check_bool,
     check_count_fits,
     check_int,
     check_number,
     check_positive,
+    check_scripted_level,
 )
 from training.common.setting_groups import (
     BattlefieldSettings,
@@ -97,7 +98,7 @@ class MAPPOConfig(PPOSettings, BattlefieldSettings, RewardSettings, TrackingSett
         "env.visibility_radius")
     red_level: int = setting(
         5, "Scripted level (1-5) of Red, in training and in the evaluations.",
-        partial(check_int, minimum=1, maximum=NUM_CURRICULUM_LEVELS), "env.red_level")
+        check_scripted_level, "env.red_level")
     # The team reward's components the duel has no setting for.
     reward_enemy_routed_bonus: float = reward_weight("enemy_routed_bonus")
     reward_own_routing_penalty: float = reward_weight("own_routing_penalty")

@@ -20,11 +20,10 @@ import torch
 
 from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
 from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
+from envs.sim.constants import ACTION_DIM
 from models.mappo_policy import MAPPOPolicy
 from training.mappo.battles import make_team_battles, team_actions
 from training.mappo.config import MAPPOConfig
-
-ACTION_DIM = 3
 
 
 class TrainingBattles:
@@ -56,7 +55,7 @@ class TrainingBattles:
         self.red_units = np.arange(n_blue, n_blue + n_red)
         self.learner_side = np.full(config.n_envs, BLUE, np.int8)
         self.opponents: list[tuple[MAPPOPolicy, np.ndarray]] = []
-        self.orders = np.zeros((config.n_envs, n_blue + n_red, 3), np.float32)
+        self.orders = np.zeros((config.n_envs, n_blue + n_red, ACTION_DIM), np.float32)
         """(B, U, 3) order buffer reused every step."""
         self.episode_return = np.zeros(config.n_envs, np.float32)
         self.agent_return = np.zeros((config.n_envs, 0), np.float32)
@@ -238,4 +237,4 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int,
                    last_values, wins, episode_returns, agent_returns)
 
 
-__all__ = ["ACTION_DIM", "Rollout", "TrainingBattles", "collect"]
+__all__ = ["Rollout", "TrainingBattles", "collect"]

@@ -26,13 +26,14 @@ import torch
 
 from envs.multi_battalion_batch import RED
 from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
+from envs.sim.constants import ACTION_DIM
 from models.mappo_policy import MAPPOPolicy
 from models.v1_transfer import load_v1_weights_into_mappo
 from storage.files import clean_stale_temporaries
 from training.curriculum_scheduler import STAGE_ENV_KWARGS, STAGE_LABELS, CurriculumScheduler
 from training.mappo.checkpoints import load_checkpoint, save_checkpoint
 from training.mappo.config import MAPPOConfig
-from training.mappo.rollout import ACTION_DIM, Rollout, TrainingBattles, collect
+from training.mappo.rollout import Rollout, TrainingBattles, collect
 from training.mappo.update import advantages_and_returns, update
 from training.mappo.warm_start import warm_start_team
 

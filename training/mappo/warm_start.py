@@ -22,6 +22,7 @@ import torch
 
 from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
 from envs.observation import OBS_DIM as DUEL_OBS_DIM
+from envs.sim.constants import ACTION_DIM
 from envs.sim.validation import check_int, check_positive
 from models.mappo_policy import MAPPOPolicy
 from training.common.imitation import discounted_returns, make_doctrine
@@ -71,7 +72,7 @@ def collect_team_demonstrations(battles, teacher, n_steps: int,
         valid[t] = batch.in_fight[:, :nb]
         duel_view = observations[t, :, :, :DUEL_OBS_DIM].reshape(-1, DUEL_OBS_DIM)
         taught = np.asarray(teacher.predict(duel_view, deterministic=True)[0], np.float32)
-        actions[t] = taught.reshape(n_envs, nb, 3)
+        actions[t] = taught.reshape(n_envs, nb, ACTION_DIM)
         orders[:, :nb] = actions[t]
         orders[:, nb:] = battles.red_actions()
         result = batch.step(orders)

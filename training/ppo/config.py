@@ -9,13 +9,17 @@ Hydra, and a test checks the file; ``python -m training.ppo.config`` rewrites it
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from envs.battalion_batch import BYTES_PER_BATTLE, check_duel_batch_size
 from envs.observation import OBS_DIM
-from envs.sim.constants import NUM_CURRICULUM_LEVELS
-from envs.sim.validation import check_bool, check_count_fits, check_int, check_number
+from envs.sim.validation import (
+    check_bool,
+    check_count_fits,
+    check_int,
+    check_number,
+    check_scripted_level,
+)
 from training.common.opponents import NAMED_OPPONENTS
 from training.common.setting_groups import (
     BattlefieldSettings,
@@ -99,7 +103,7 @@ class TrainingConfig(PPOSettings, BattlefieldSettings, RewardSettings, TrackingS
     curriculum_level: int = setting(
         5, "Scripted level (1-5) of Red in the evaluation battles, and in the training "
         "battles when env.opponents is empty; part of the checkpoint names.",
-        partial(check_int, minimum=1, maximum=NUM_CURRICULUM_LEVELS), "env.curriculum_level")
+        check_scripted_level, "env.curriculum_level")
     training_opponents: list[str] = setting(
         _TRAINING_OPPONENTS, "Red's commanders, met in turn across the training battles "
         "(scripted_l1..scripted_l5, random; a repeat weights an entry); empty: scripted "

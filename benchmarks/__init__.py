@@ -1,0 +1,22 @@
+"""Benchmarks: scripts that measure speed, learning and robustness and print small tables.
+
+Run one as a module from the repository root, e.g. ``python -m benchmarks.sim_throughput``
+(``--help`` lists its options); the latest results are recorded in ``docs/performance.md``
+and ``docs/reliability.md``. Some reuse the test suite's campaigns (``tests.reliability``,
+``tests.doc_examples``), which the repository root on ``sys.path`` makes importable.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def argument_parser(doc: str, module: str) -> argparse.ArgumentParser:
+    """Return a benchmark's command-line parser, its usage line naming the ``-m`` command.
+
+    Args:
+        doc: The benchmark module's docstring; its first line describes the command.
+        module: The module's import name (``__spec__.name``: ``__name__`` is
+            ``"__main__"`` under ``python -m``).
+    """
+    return argparse.ArgumentParser(prog=f"python -m {module}", description=doc.splitlines()[0])
