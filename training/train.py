@@ -43,7 +43,6 @@ from training.artifacts import (
     config_hash,
     parse_step_from_checkpoint_name,
 )
-from training.common.settings import ResumeOptions
 from training.common.tracking import log_artifact, start_wandb
 from training.elo import EloRegistry
 from training.ppo.battles import env_kwargs_for, make_eval_env, make_training_env
@@ -59,7 +58,6 @@ from training.ppo.config import (
     CONFIG_FILE,
     TrainingConfig,
     check_field_names,
-    config_from_nested,
 )
 from training.ppo.warm_start import warm_start
 
@@ -335,24 +333,15 @@ def resolve_resume(resume: dict[str, Any], config: TrainingConfig) -> Path | Non
 
 def main() -> None:
     """Hydra entry point: ``python training/train.py key=value ...``."""
-    import hydra
-    from omegaconf import OmegaConf
+    CONFIG_FILE.run(_run_command_line)
 
-    # Hydra checks the YAML file and the overrides against the declarations' schema.
-    CONFIG_FILE.register()
 
-    @hydra.main(config_path=str(CONFIG_FILE.path.parent), config_name=CONFIG_FILE.name,
-                version_base=None)
-    def run(cfg) -> None:
-        nested = OmegaConf.to_container(cfg, resolve=True)
-        config = config_from_nested(nested)
-        resume = resolve_resume(ResumeOptions.from_nested(nested).to_dict(), config)
-        if resume is not None:
-            print(f"Resuming from {resume}")
-        model = train(config, resume=resume)
-        print(f"Trained for {model.num_timesteps} steps; checkpoints in {config.checkpoint_dir}")
-
-    run()
+def _run_command_line(config: TrainingConfig, resume_options: dict[str, Any]) -> None:
+    resume = resolve_resume(resume_options, config)
+    if resume is not None:
+        print(f"Resuming from {resume}")
+    model = train(config, resume=resume)
+    print(f"Trained for {model.num_timesteps} steps; checkpoints in {config.checkpoint_dir}")
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ from training.mappo.checkpoints import (
     resolve_resume,
     save_checkpoint,
 )
-from training.mappo.config import MAPPOConfig, check_mappo_field_names, mappo_config_from_nested
+from training.mappo.config import MAPPOConfig, check_mappo_field_names
 from training.mappo.hooks import (
     CheckpointHook,
     CurriculumHook,
@@ -141,32 +141,22 @@ def _resolve_config(config: MAPPOConfig | None, overrides: dict[str, Any]) -> MA
 
 def main() -> None:
     """Hydra entry point: ``python training/train_mappo.py key=value ...``."""
-    import hydra
-    from omegaconf import OmegaConf
-
-    from training.common.settings import ResumeOptions
     from training.mappo.config import CONFIG_FILE
 
-    # Hydra checks the YAML file and the overrides against the declarations' schema.
-    CONFIG_FILE.register()
+    CONFIG_FILE.run(_run_command_line)
 
-    @hydra.main(config_path=str(CONFIG_FILE.path.parent), config_name=CONFIG_FILE.name,
-                version_base=None)
-    def run(cfg) -> None:
-        nested = OmegaConf.to_container(cfg, resolve=True)
-        config = mappo_config_from_nested(nested)
-        resume = resolve_resume(ResumeOptions.from_nested(nested).to_dict(), config)
-        if resume is not None:
-            print(f"Resuming from {resume}")
-        result = train_mappo(config, resume=resume)
-        last = next((h for h in reversed(result.history) if "eval/win_rate" in h), None)
-        print(f"Trained for {result.total_steps} env-steps ({result.episodes} battles); "
-              f"final checkpoint {result.final_checkpoint}")
-        if last is not None:
-            print(f"Last evaluation vs scripted L{config.red_level}: "
-                  f"won {last['eval/win_rate']:.0%}, drawn {last['eval/draw_rate']:.0%}")
 
-    run()
+def _run_command_line(config: MAPPOConfig, resume_options: dict[str, Any]) -> None:
+    resume = resolve_resume(resume_options, config)
+    if resume is not None:
+        print(f"Resuming from {resume}")
+    result = train_mappo(config, resume=resume)
+    last = next((h for h in reversed(result.history) if "eval/win_rate" in h), None)
+    print(f"Trained for {result.total_steps} env-steps ({result.episodes} battles); "
+          f"final checkpoint {result.final_checkpoint}")
+    if last is not None:
+        print(f"Last evaluation vs scripted L{config.red_level}: "
+              f"won {last['eval/win_rate']:.0%}, drawn {last['eval/draw_rate']:.0%}")
 
 
 if __name__ == "__main__":

@@ -269,6 +269,26 @@ class ConfigFile:
 
         ConfigStore.instance().store(name=self.schema_name, node=self.schema())
 
+    def run(self, app: Callable[[Any, dict[str, Any]], None]) -> None:
+        """Run ``app(config, resume)`` as the Hydra command line of this file.
+
+        Hydra checks the file and the command-line overrides against :meth:`schema`;
+        ``config`` is the first of :attr:`settings` built from the result, ``resume``
+        the ``resume`` section as a dict.
+        """
+        import hydra
+        from omegaconf import OmegaConf
+
+        self.register()
+
+        @hydra.main(config_path=str(self.path.parent), config_name=self.name,
+                    version_base=None)
+        def hydra_app(cfg) -> None:
+            nested = OmegaConf.to_container(cfg, resolve=True)
+            app(self.settings[0].from_nested(nested), ResumeOptions.from_nested(nested).to_dict())
+
+        hydra_app()
+
     def text(self) -> str:
         """The file's text: the header, the schema as the first default, then every
         setting under its section with its doc as a comment."""
