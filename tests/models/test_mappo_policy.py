@@ -8,7 +8,7 @@ import torch
 
 from models import MAPPOActor, MAPPOCritic, MAPPOPolicy
 from models.battalion_policy import FIRE_ACTION
-from models.mappo_policy import load_policy, save_policy
+from models.mappo_files import load_policy, save_policy
 
 OBS, ACT, STATE = 22, 3, 25
 

@@ -148,7 +148,7 @@ class Campaign:
                            actor_hidden_sizes=(16,), critic_hidden_sizes=(16,))
 
     def _save_team(self, path: Path) -> None:
-        from models.mappo_policy import save_policy
+        from models.mappo_files import save_policy
 
         save_policy(self._team(), path, version=1)
 
@@ -160,7 +160,7 @@ class Campaign:
 
     # Each loader: (name, file name it reads, how to call it on a folder holding that file).
     def loaders(self) -> list[tuple[str, str, Callable[[Path], object], set[str]]]:
-        from models.mappo_policy import load_policy
+        from models.mappo_files import load_policy
         from training.artifacts import CheckpointManifest
         from training.curriculum_scheduler import load_v1_weights_into_mappo
         from training.elo import EloRegistry

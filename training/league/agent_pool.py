@@ -304,7 +304,7 @@ class AgentPool(PoolManifest):
 
             return load_ppo(path, device=device)
         if path.suffix == ".pt":
-            from models.mappo_policy import load_policy
+            from models.mappo_files import load_policy
 
             return load_policy(path, device=device)
         raise ValueError(f"snapshot {path} is invalid: expected an SB3 .zip or a MAPPO .pt file")

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from models.mappo_policy import MAPPOPolicy, policy_from_kwargs
+from models.mappo_files import policy_from_kwargs
+from models.mappo_policy import MAPPOPolicy
 from models.weights import load_weights
 from storage.files import atomic_write_bytes
 

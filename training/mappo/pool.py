@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from models.mappo_policy import MAPPOPolicy, load_policy, save_policy
+from models.mappo_files import load_policy, save_policy
+from models.mappo_policy import MAPPOPolicy
 from training.common.pools import SnapshotPool
 
 TEAM_SNAPSHOT_PATTERN = re.compile(r"^team_snapshot_v(\d{6,})\.pt$")
@@ -16,7 +17,7 @@ TEAM_SNAPSHOT_PATTERN = re.compile(r"^team_snapshot_v(\d{6,})\.pt$")
 class TeamOpponentPool(SnapshotPool):
     """Fixed-size pool of frozen MAPPO team snapshots, oldest evicted first.
 
-    Each snapshot is a :func:`models.mappo_policy.save_policy` file
+    Each snapshot is a :func:`models.mappo_files.save_policy` file
     ``team_snapshot_v{version:06d}.pt`` holding ``{"kwargs", "state_dict"}``,
     written atomically; loading reads tensors and plain values only
     (``weights_only=True``) and rebuilds ``MAPPOPolicy(**kwargs)``.
