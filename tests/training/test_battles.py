@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+import pytest
 
 from envs.vec_env import BattalionVecEnv
 from training.ppo.battles import OpponentRotation, make_training_env
@@ -71,3 +72,25 @@ def test_training_env_deals_the_configured_opponents():
     plain = make_training_env(TrainingConfig(n_envs=3, training_opponents=[],
                                              curriculum_level=2))
     assert plain.venv.get_attr("curriculum_level") == [2, 2, 2]
+
+
+def test_pool_members_take_their_share_of_the_episodes_in_turn():
+    names = ["scripted_l1", "scripted_l5", "random"]
+    env = OpponentRotation(BattalionVecEnv(8, max_steps=20), names, seed=0)
+    members = [env.random.__class__(1), env.random.__class__(2)]
+    env.set_members(members, 0.25)
+    met = Counter()
+    env.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(20 * 40):  # 8 battles x 40 episodes
+        actions = rng.uniform([-1, -1, 0], [1, 1, 1], (8, 3)).astype(np.float32)
+        _, _, dones, _ = env.step(actions)
+        policies = env.venv.get_attr("red_policy")
+        met.update("member" if policies[i] in members else "listed"
+                   for i in np.flatnonzero(dones))
+    episodes = sum(met.values())
+    assert abs(met["member"] - episodes / 4) <= 1, met
+    # At the end some battle is commanded by a member.
+    assert {id(p) for p in env.venv.get_attr("red_policy")} & {id(m) for m in members}
+    with pytest.raises(ValueError, match="share"):
+        env.set_members(members, 1.5)

@@ -8,11 +8,14 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnvWrapper, VecMonitor
 
+from envs.battalion_batch import check_red_policy
+from envs.sim.validation import check_in_range
 from envs.vec_env import BattalionVecEnv
 from training.common.opponents import RandomPolicy, resolve_opponent
 from training.ppo.config import TrainingConfig
 
-__all__ = ["OpponentRotation", "env_kwargs_for", "make_eval_env", "make_training_env"]
+__all__ = ["OpponentRotation", "env_kwargs_for", "find_rotation", "make_eval_env",
+           "make_training_env"]
 
 
 def env_kwargs_for(config: TrainingConfig) -> dict[str, Any]:
@@ -48,6 +51,9 @@ class OpponentRotation(VecEnvWrapper):
     steps with 64 battles won 94 %, 94 % and 97 % against L5 (seeds 42, 1, 2);
     battles that kept one opponent for the whole run won 49 %, 66 % and 94 %.
 
+    Self-play snapshots join as episodes too (:meth:`set_members`): a share of the
+    episodes dealt meet them, in turn, the rest go on through the list.
+
     A battle given another commander with ``set_red_policy`` keeps it and leaves
     the rotation; setting None, or the rotation's own random player, puts it
     back from its next episode.
@@ -65,9 +71,36 @@ class OpponentRotation(VecEnvWrapper):
         self.opponents = [resolve_opponent(name) for name in opponents]
         self.rotating = np.ones(self.num_envs, bool)
         self._next = 0  # the entry the next episode meets
+        self.members: list[Any] = []
+        self.member_share = 0.0
+        self._member_credit = 0.0  # episodes owed to the members (share per episode dealt)
+        self._next_member = 0
         self._deal(np.arange(self.num_envs))
 
+    def set_members(self, members: Sequence[Any], share: float) -> None:
+        """Let frozen commanders (self-play snapshots) take ``share`` of the episodes
+        dealt from now on, in turn; the other episodes go on through the list.
+
+        Raises:
+            ValueError: for a share outside [0, 1] or a member without ``predict``.
+        """
+        share = check_in_range("share", share, 0.0, 1.0)
+        for i, member in enumerate(members):
+            check_red_policy(member, f"members[{i}]")
+        self.members, self.member_share = list(members), share if members else 0.0
+
     def _deal(self, battles: np.ndarray) -> None:
+        from_members = np.zeros(len(battles), bool)
+        for j in range(len(battles)):  # an exact share, spread evenly over the episodes
+            self._member_credit += self.member_share
+            if self._member_credit >= 1.0:
+                self._member_credit -= 1.0
+                from_members[j] = True
+        for j in np.flatnonzero(from_members):
+            member = self.members[self._next_member % len(self.members)]
+            self._next_member += 1
+            self.venv.env_method("set_red_policy", member, indices=[int(battles[j])])
+        battles = battles[~from_members]
         picks = (self._next + np.arange(len(battles))) % len(self.opponents)
         self._next = (self._next + len(battles)) % len(self.opponents)
         for k in np.unique(picks):
@@ -108,3 +141,12 @@ def make_eval_env(config: TrainingConfig) -> BattalionVecEnv:
                           **env_kwargs_for(config))
     env.seed(config.seed + 1000)
     return env
+
+
+def find_rotation(env: Any) -> OpponentRotation | None:
+    """The :class:`OpponentRotation` among ``env`` and the envs it wraps, or None."""
+    while env is not None:
+        if isinstance(env, OpponentRotation):
+            return env
+        env = getattr(env, "venv", None)
+    return None

@@ -20,7 +20,7 @@ from training.artifacts import CheckpointManifest
 from training.common.schedule import EveryNSteps
 from training.elo import EloRegistry
 from training.evaluate import EvaluationResult, play_duels
-from training.ppo.battles import env_kwargs_for
+from training.ppo.battles import env_kwargs_for, find_rotation
 from training.ppo.callbacks import publish
 from training.ppo.pool import OpponentPool
 
@@ -33,11 +33,12 @@ class SelfPlayCallback(BaseCallback):
     """Snapshots the learner into the pool and deals pool members to the training battles.
 
     Every ``snapshot_freq`` environment steps: the learner is saved as the next
-    snapshot (and registered in ``manifest``); then each training battle gets a
-    Red commander: a share ``scripted_share`` of battles, chosen at random, keep
-    the opponent they started with (scripted or random), and the rest are split
-    among up to ``opponents_per_swap`` pool members sampled uniformly. Every
-    member commands all its battles through one batched ``predict`` per step.
+    snapshot (and registered in ``manifest``); then up to ``opponents_per_swap``
+    pool members, sampled uniformly, are dealt to the training battles (see
+    :meth:`deal_opponents`): episode by episode, ``1 - scripted_share`` of the
+    episodes, when the battles deal their opponents that way (``train()``'s do),
+    else to ``1 - scripted_share`` of the battles. Every member commands all its
+    battles through one batched ``predict`` per step.
 
     Args:
         pool: the opponent pool.
@@ -116,7 +117,23 @@ class SelfPlayCallback(BaseCallback):
         return path
 
     def deal_opponents(self) -> dict[str, list[int]]:
-        """Assign Red commanders to the training battles; returns member -> battles."""
+        """Deal pool members to the training battles.
+
+        In training battles that deal their opponents episode by episode (an
+        :class:`~training.ppo.battles.OpponentRotation`, as ``train()`` builds), the
+        members take ``1 - scripted_share`` of the episodes from now on. In other
+        vectorised envs a ``scripted_share`` of battles, chosen at random, keep the
+        opponent they started with and the rest are split among the members.
+
+        Returns:
+            member name -> the battles it commands now (empty with a rotation, where
+            members are dealt episode by episode).
+        """
+        rotation = find_rotation(self._battles)
+        if rotation is not None:
+            members = [member for _, member in self._sample_members()]
+            rotation.set_members(members, 1.0 - self.scripted_share)
+            return {}
         n = self._battles.num_envs
         order = self.rng.permutation(n)
         n_kept = int(round(self.scripted_share * n))
@@ -125,15 +142,19 @@ class SelfPlayCallback(BaseCallback):
             self._battles.env_method("set_red_policy", self._original[i], indices=[int(i)])
         assignment: dict[str, list[int]] = {}
         if self.pool.size and len(dealt):
-            n_members = min(self.opponents_per_swap, self.pool.size)
-            chosen = self.rng.choice(self.pool.size, size=n_members, replace=False)
-            paths = self.pool.snapshot_paths
-            for k, path_index in enumerate(chosen):
-                battles = [int(i) for i in dealt[k::n_members]]
-                member = self.pool.load(paths[int(path_index)])
+            members = self._sample_members()
+            for k, (name, member) in enumerate(members):
+                battles = [int(i) for i in dealt[k::len(members)]]
                 self._battles.env_method("set_red_policy", member, indices=battles)
-                assignment[paths[int(path_index)].stem] = battles
+                assignment[name] = battles
         return assignment
+
+    def _sample_members(self) -> list[tuple[str, Any]]:
+        """Up to ``opponents_per_swap`` distinct pool members, drawn uniformly, loaded."""
+        n_members = min(self.opponents_per_swap, self.pool.size)
+        chosen = self.rng.choice(self.pool.size, size=n_members, replace=False)
+        paths = self.pool.snapshot_paths
+        return [(paths[int(i)].stem, self.pool.load(paths[int(i)])) for i in chosen]
 
 
 class WinRateVsPoolCallback(BaseCallback):
