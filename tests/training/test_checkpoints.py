@@ -42,3 +42,20 @@ def test_missing_and_foreign_files(tmp_path):
     (tmp_path / "junk.zip").write_bytes(b"not a zip")
     with pytest.raises(ValueError, match="junk.zip"):
         load_ppo(tmp_path / "junk.zip")
+
+
+def test_loading_leaves_the_global_random_generators_alone(tiny_checkpoint):
+    # SB3's PPO.load re-seeds them with the saved run's seed: a self-play run that
+    # loads an opponent would restart its own exploration noise.
+    import random
+
+    torch.manual_seed(123)
+    random.seed(123)
+    np.random.seed(123)  # noqa: NPY002  (the legacy generator SB3 seeds)
+    expected = (torch.rand(3), random.random(), np.random.random())  # noqa: NPY002
+    torch.manual_seed(123)
+    random.seed(123)
+    np.random.seed(123)  # noqa: NPY002
+    load_ppo(tiny_checkpoint)
+    got = (torch.rand(3), random.random(), np.random.random())  # noqa: NPY002
+    assert torch.equal(got[0], expected[0]) and got[1:] == expected[1:]

@@ -12,14 +12,19 @@ atomically, so a run killed mid-save leaves the previous checkpoint intact.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import pickle
+import random
 import re
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
@@ -65,9 +70,24 @@ def save_ppo(model: PPO, path: str | Path) -> Path:
     return path
 
 
+@contextlib.contextmanager
+def preserved_global_rngs() -> Iterator[None]:
+    """Python's, NumPy's and torch's global random generators as they were on entry,
+    whatever the body does to them."""
+    # The legacy global NumPy generator is the one SB3 re-seeds.
+    python_state, numpy_state = random.getstate(), np.random.get_state()  # noqa: NPY002
+    with torch.random.fork_rng():
+        try:
+            yield
+        finally:
+            random.setstate(python_state)
+            np.random.set_state(numpy_state)  # noqa: NPY002
+
+
 def load_ppo(path: str | Path, *, env=None, device: str = "cpu",
              custom_objects: dict[str, Any] | None = None, trusted: bool = False) -> PPO:
-    """Load a PPO checkpoint without unpickling anything from it.
+    """Load a PPO checkpoint without unpickling anything from it, leaving the global
+    random generators as they were (SB3's own ``load`` re-seeds them).
 
     Args:
         path: the ``.zip`` (suffix optional).
@@ -93,7 +113,10 @@ def load_ppo(path: str | Path, *, env=None, device: str = "cpu",
     replacements = {} if trusted else safe_replacements(found)
     replacements.update(custom_objects or {})
     try:
-        return PPO.load(found, env=env, device=device, custom_objects=replacements)
+        # PPO.load re-seeds Python's, NumPy's and torch's global generators with the
+        # saved run's seed; loading an opponent must not restart the caller's noise.
+        with preserved_global_rngs():
+            return PPO.load(found, env=env, device=device, custom_objects=replacements)
     except pickle.UnpicklingError:  # torch refused a pickled object in the weights
         raise UntrustedCheckpointError(
             f"{found} holds weights with pickled objects other than tensors; it is not "
