@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 from benchmarks import argument_parser
-from training.common.opponents import NAMED_OPPONENTS
 from training.evaluate import run_episodes_with_model
 from training.ppo.config import TrainingConfig
+from training.ppo.opponents import NAMED_OPPONENTS
 from training.train import train
 
 EVAL_SEED = 100_000

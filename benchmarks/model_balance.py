@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from benchmarks import argument_parser
 from envs.doctrine import DisciplinedCommander, ScriptedCommander
-from training.common.opponents import NAMED_OPPONENTS, RandomPolicy
 from training.evaluate import run_episodes_with_model
+from training.ppo.opponents import NAMED_OPPONENTS, RandomPolicy
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -25,8 +25,8 @@ from pathlib import Path
 import training
 from benchmarks import argument_parser
 from tests.doc_examples import run_source
-from training.common.opponents import NAMED_OPPONENTS
 from training.evaluate import run_episodes_with_model
+from training.ppo.opponents import NAMED_OPPONENTS
 
 EVAL_SEED = 100_000
 EXAMPLE = "tests/examples/quick_start.py"

@@ -25,11 +25,11 @@ from pathlib import Path
 from stable_baselines3.common.callbacks import BaseCallback
 
 from benchmarks import argument_parser
-from training.common.opponents import NAMED_OPPONENTS
 from training.elo import EloRegistry
 from training.evaluate import run_episodes_with_model
 from training.ppo.battles import env_kwargs_for
 from training.ppo.config import TrainingConfig
+from training.ppo.opponents import NAMED_OPPONENTS
 from training.self_play import OpponentPool, evaluate_vs_pool
 from training.train import train
 

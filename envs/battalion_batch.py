@@ -246,9 +246,8 @@ class BattalionBatch:
         terminated = blue_done | red_done
         truncated = ~terminated & (state.step >= self.config.max_steps)
         dealt = events.damage_dealt
-        # Blue's loss is counted as the damage Red dealt (see side_rewards' own_loss).
         reward = side_rewards(self._weight_vector, self._sides, before, geometry_before, state,
-                              events, self._inverse_diagonal, own_loss=dealt[:, ::-1])
+                              events, self._inverse_diagonal)
         return DuelStep(self._views[BLUE], reward, terminated, truncated, dealt[:, BLUE],
                         dealt[:, RED], state.routed[:, BLUE], state.routed[:, RED],
                         state.destroyed[:, BLUE], state.destroyed[:, RED], state.step)

@@ -20,8 +20,7 @@ simulator; a side's reward is shared by its battalions in the fight:
 The 1v1 duel (:class:`~envs.battalion_batch.BattalionBatch`) is the case of one
 battalion a side, and its reward is Blue's; the team battles
 (:class:`~envs.multi_battalion_batch.MultiBattalionBatch`) reward both sides. With
-one battalion a side the team reward is therefore the duel's, but for one rounding
-the duel keeps (``own_loss`` of :func:`side_rewards`).
+one battalion a side the team reward is therefore the duel's.
 """
 
 from __future__ import annotations
@@ -200,8 +199,8 @@ def side_won(defeated: np.ndarray) -> np.ndarray:
 
 def side_rewards(weights: np.ndarray, layout: SideLayout, before: BattleState,
                  geometry_before: Geometry, after: BattleState, events: StepEvents,
-                 inverse_diagonal: np.float32, *, won: np.ndarray | None = None,
-                 own_loss: np.ndarray | None = None) -> RewardComponents:
+                 inverse_diagonal: np.float32, *,
+                 won: np.ndarray | None = None) -> RewardComponents:
     """Reward components of each side of ``layout.sides`` for one step of a batch.
 
     Args:
@@ -213,10 +212,6 @@ def side_rewards(weights: np.ndarray, layout: SideLayout, before: BattleState,
         events: the events the step returned.
         inverse_diagonal: 1 / the map diagonal, as float32.
         won: (2, B) :func:`side_won` of ``after``, if the caller has it already.
-        own_loss: (B, U) strength each battalion lost this step; by default
-            ``events.damage_taken``. The duel passes the damage its enemy dealt, as it
-            always has: the two are equal except when a volley takes more than is
-            left, where the shooter's share can round one unit in the last place apart.
 
     Returns:
         The components of ``len(layout.sides) * B`` steps, side-major (column
@@ -228,8 +223,6 @@ def side_rewards(weights: np.ndarray, layout: SideLayout, before: BattleState,
     acted_count = np.maximum(members @ acted_u, F32(1))
     if won is None:
         won = side_won((members @ after.active.T.astype(F32)) == 0)
-    if own_loss is None:
-        own_loss = events.damage_taken
 
     # Approach: how much nearer each battalion got to the nearest enemy that was
     # in the fight, averaged over the side's battalions that acted.
@@ -246,7 +239,7 @@ def side_rewards(weights: np.ndarray, layout: SideLayout, before: BattleState,
 
     per_side = {  # (2, B) each; costs negative
         "delta_enemy_strength": members @ events.damage_dealt.T / size[::-1],
-        "delta_own_strength": -(members @ own_loss.T / size),
+        "delta_own_strength": -(members @ events.damage_taken.T / size),
         "survival_bonus": members @ after.strength.T / size,
         "win_bonus": won,
         "loss_penalty": won[::-1],

@@ -21,9 +21,9 @@ from rich.table import Table
 
 from envs.battalion_env import BattalionEnv
 from envs.rendering import record_episode, render_gif, save_replay
-from training.common.opponents import NAMED_OPPONENTS
 from training.evaluate import run_episodes_with_model
 from training.ppo.config import TrainingConfig
+from training.ppo.opponents import NAMED_OPPONENTS
 from training.train import train
 
 EVAL_SEED = 100_000

@@ -37,8 +37,8 @@ from envs.sim.validation import (
     short_repr,
 )
 from envs.vec_env import BattalionVecEnv
-from training.common.opponents import check_opponent, resolve_opponent
 from training.common.play import play
+from training.ppo.opponents import check_opponent, resolve_opponent
 
 __all__ = ["DuelSettings", "EvaluationResult", "evaluate", "evaluate_detailed", "main",
            "play_duels", "run_episodes_with_model", "env_kwargs_of"]

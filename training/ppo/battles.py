@@ -11,8 +11,8 @@ from stable_baselines3.common.vec_env import VecEnvWrapper, VecMonitor
 from envs.battalion_batch import check_red_policy
 from envs.sim.validation import check_in_range
 from envs.vec_env import BattalionVecEnv
-from training.common.opponents import RandomPolicy, resolve_opponent
 from training.ppo.config import TrainingConfig
+from training.ppo.opponents import RandomPolicy, resolve_opponent
 
 __all__ = ["OpponentRotation", "env_kwargs_for", "find_rotation", "make_eval_env",
            "make_training_env"]
@@ -60,7 +60,7 @@ class OpponentRotation(VecEnvWrapper):
 
     Args:
         venv: the training battles.
-        opponents: names from :data:`~training.common.opponents.NAMED_OPPONENTS`
+        opponents: names from :data:`~training.ppo.opponents.NAMED_OPPONENTS`
             (repeats weight an opponent).
         seed: seed of the ``random`` opponent's orders.
     """
@@ -73,7 +73,7 @@ class OpponentRotation(VecEnvWrapper):
         self._next = 0  # the entry the next episode meets
         self.members: list[Any] = []
         self.member_share = 0.0
-        self._member_credit = 0.0  # episodes owed to the members (share per episode dealt)
+        self._member_credit = 0.0  # fraction of an episode owed to the members
         self._next_member = 0
         self._deal(np.arange(self.num_envs))
 
@@ -90,16 +90,19 @@ class OpponentRotation(VecEnvWrapper):
         self.members, self.member_share = list(members), share if members else 0.0
 
     def _deal(self, battles: np.ndarray) -> None:
-        from_members = np.zeros(len(battles), bool)
-        for j in range(len(battles)):  # an exact share, spread evenly over the episodes
-            self._member_credit += self.member_share
-            if self._member_credit >= 1.0:
-                self._member_credit -= 1.0
-                from_members[j] = True
-        for j in np.flatnonzero(from_members):
-            member = self.members[self._next_member % len(self.members)]
-            self._next_member += 1
-            self.venv.env_method("set_red_policy", member, indices=[int(battles[j])])
+        # An exact share spread evenly over the episodes: episode j owes the members
+        # one more episode whenever the running credit crosses a whole number.
+        credit = self._member_credit + self.member_share * np.arange(1, len(battles) + 1)
+        whole = np.floor(credit)
+        from_members = np.diff(whole, prepend=np.floor(self._member_credit)) > 0
+        self._member_credit = float(credit[-1] - whole[-1])  # battles is never empty
+        if from_members.any():
+            dealt = battles[from_members]
+            picks = (self._next_member + np.arange(len(dealt))) % len(self.members)
+            self._next_member += len(dealt)
+            for k in np.unique(picks):
+                self.venv.env_method("set_red_policy", self.members[k],
+                                     indices=dealt[picks == k])
         battles = battles[~from_members]
         picks = (self._next + np.arange(len(battles))) % len(self.opponents)
         self._next = (self._next + len(battles)) % len(self.opponents)

@@ -161,7 +161,7 @@ class EloEvalCallback(BaseCallback):
                  agent_name: str, eval_freq: int, env_kwargs: dict | None = None,
                  seed: int | None = None, verbose: int = 0) -> None:
         super().__init__(verbose)
-        from training.common.opponents import resolve_opponent
+        from training.ppo.opponents import resolve_opponent
 
         for opponent in opponents:
             resolve_opponent(opponent)  # fail at construction on a bad name

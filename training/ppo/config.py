@@ -20,7 +20,6 @@ from envs.sim.validation import (
     check_number,
     check_scripted_level,
 )
-from training.common.opponents import NAMED_OPPONENTS
 from training.common.setting_groups import (
     BattlefieldSettings,
     PPOSettings,
@@ -40,6 +39,7 @@ from training.common.settings import (
     text_list,
     unit_interval,
 )
+from training.ppo.opponents import NAMED_OPPONENTS
 
 ROLLOUT_SAMPLE_BYTES = 2 * 4 * (OBS_DIM + 3 + 6)
 """Memory of one env-step in SB3's rollout buffer: a float32 observation, action and
