@@ -9,7 +9,9 @@ of the newest snapshot (snapshots enter the registry at the learner's rating
 when they are taken). At the end it plays 100 battles against each scripted
 level and random orders, beside a control run with the same budget and seed
 but no self-play (fine-tuning after the warm start first dips against L4/L5,
-then climbs; the control separates that from forgetting).
+then climbs; the control separates that from forgetting). Last, the control
+fights a copy of itself, both deterministic, 200 battles: a fair duel
+(Red sees and orders in its own mirrored frame) is won about as often as lost.
 
 Usage::
 
@@ -26,7 +28,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from benchmarks import argument_parser
 from training.elo import EloRegistry
-from training.evaluate import run_episodes_with_model
+from training.evaluate import EvaluationResult, play_duels, run_episodes_with_model
 from training.ppo.battles import env_kwargs_for
 from training.ppo.config import TrainingConfig
 from training.ppo.opponents import NAMED_OPPONENTS
@@ -107,6 +109,13 @@ def main(argv: list[str] | None = None) -> None:
             r = run_episodes_with_model(trained, opponent, 100, seed=100_000)
             cells.append(f"{r.win_rate:.0%} / {r.draw_rate:.0%} / {r.loss_rate:.0%}")
         print(f"| {opponent} | {cells[0]} | {cells[1]} |")
+    mirror = EvaluationResult.from_outcomes(play_duels(
+        control, control, 200, True, seed=100_000, env_kwargs=env_kwargs_for(config),
+        red_deterministic=True))
+    print()
+    print(f"The control against a copy of itself (200 battles, both deterministic), from "
+          f"Blue's side: {mirror.win_rate:.1%} won / {mirror.draw_rate:.1%} drawn / "
+          f"{mirror.loss_rate:.1%} lost.")
 
 
 if __name__ == "__main__":

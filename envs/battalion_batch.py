@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from envs.episodes import EpisodeChains
-from envs.observation import OBS_DIM, duel_observations
+from envs.observation import OBS_DIM, ROTATE_SIGN, duel_observations
 from envs.reward import INFO_KEYS, RewardComponents, RewardWeights, SideLayout, side_rewards
 from envs.sim import engine
 from envs.sim.config import BattleConfig
@@ -30,6 +30,9 @@ INFO_STEP_KEYS = ("blue_damage_dealt", "red_damage_dealt", "blue_routed", "red_r
                   "blue_destroyed", "red_destroyed", "step_count")
 """Keys of every step's ``info`` besides the ``reward/*`` components."""
 _RED_UNIT = np.array([RED])
+# A policy commands Red in Red's own (mirrored) frame: its rotate order turns the
+# other way on the real map.
+_RED_ORDERS_TO_MAP = np.array([1.0, ROTATE_SIGN[RED], 1.0], F32)
 
 BYTES_PER_BATTLE = 64 * 1024
 """Memory one duel of a batch may use at most, with procedural terrain (measured peak
@@ -216,7 +219,8 @@ class BattalionBatch:
         return self._views[BLUE]
 
     def red_observation(self) -> np.ndarray:
-        """(B, OBS_DIM) Red's current observations (same layout, from Red's side)."""
+        """(B, OBS_DIM) Red's current observations (same layout, from Red's side, mirrored
+        into Red's own frame; see :mod:`envs.observation`)."""
         return self._views[RED]
 
     # --- stepping -----------------------------------------------------------------
@@ -234,7 +238,7 @@ class BattalionBatch:
                                         self.config)[:, 0, :]
             orders[:, RED, :] = scripted.T
         for policy, battles in self._policy_groups:
-            orders[:, RED, battles] = self._ask(policy, battles).T
+            orders[:, RED, battles] = (self._ask(policy, battles) * _RED_ORDERS_TO_MAP).T
 
         state, events = engine.step(before, orders.transpose(2, 1, 0), self.config,
                                     geometry_before)

@@ -48,8 +48,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from envs.observation import MIRROR_NEGATED as DUEL_MIRROR_NEGATED
 from envs.observation import OBS_DIM as DUEL_OBS_DIM
 from envs.observation import OBSERVATION_FEATURES as DUEL_FEATURES
+from envs.observation import ROTATE_SIGN
 from envs.sim.config import BattleConfig
 from envs.sim.engine import Geometry, hit_chance, team_layout
 from envs.sim.state import BattleState
@@ -110,8 +112,7 @@ STATE_HIGH = np.ones(STATE_DIM, F32)
 
 # Mirroring across the north-south centre line: x -> 1 - x, headings theta -> pi - theta
 # (cosine negated), angles measured between two directions change sign (sine negated).
-_NEGATED = {"own_heading_cos", "enemy_bearing_cos", "enemy_relative_bearing_sin",
-            "own_bearing_from_enemy_front_sin",
+_NEGATED = {*DUEL_MIRROR_NEGATED,
             *(f"ally_{k}_{name}" for k in range(ALLY_SLOTS)
               for name in ("bearing_sin", "heading_sin")),
             *(f"enemy_{k}_{name}" for k in range(ENEMY_SLOTS)
@@ -125,9 +126,6 @@ _STATE_MIRROR_SIGN = np.array([-1.0 if name.endswith(("_x", "_heading_cos")) els
 _STATE_X = np.array([i for i, name in enumerate(STATE_FEATURES) if name.endswith("_x")])
 _STATE_PRESENT = np.array([i for i, name in enumerate(STATE_FEATURES)
                            if name.endswith("_in_fight")])
-ROTATE_SIGN = np.array([1.0, -1.0], F32)
-"""Sign of the rotate order on the real map, by side (Blue, Red): orders are given in
-each side's own frame."""
 
 # What a report remembers of a battalion, in this order.
 _REPORTED = ("x", "y", "heading_cos", "heading_sin", "strength", "morale", "readiness",

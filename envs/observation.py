@@ -8,6 +8,13 @@ after trigonometry the policy would have to learn; and the hit chance a volley
 would have right now, each way (zero out of range, arc or sight). The last two
 matter most: the whole fire range is under a seventh of the normalised
 distance, too fine a band for a network to read fire effect from.
+
+**Each side in its own frame.** Red's observation is mirrored across the map's
+north-south centre line, so both battalions see the battle as if their side had
+deployed in the west, facing east, and a policy's orders are read in the same
+frame (:data:`ROTATE_SIGN`: Red's "turn left" turns it right on the real map).
+One policy can then command either side: a snapshot of the learner meets it as
+Red in the situations it learnt as Blue.
 """
 
 from __future__ import annotations
@@ -41,6 +48,18 @@ _SIGNED = {"own_heading_cos", "own_heading_sin", "enemy_bearing_cos", "enemy_bea
 OBS_LOW = np.array([-1.0 if name in _SIGNED else 0.0 for name in OBSERVATION_FEATURES], F32)
 OBS_HIGH = np.ones(OBS_DIM, F32)
 
+MIRROR_NEGATED = frozenset({"own_heading_cos", "enemy_bearing_cos",
+                            "enemy_relative_bearing_sin", "own_bearing_from_enemy_front_sin"})
+"""Features whose sign mirroring across the north-south centre line flips: headings
+theta become pi - theta (cosine negated), angles measured between two directions change
+sign (sine negated). ``own_x`` becomes ``1 - own_x``; the rest are unchanged."""
+ROTATE_SIGN = np.array([1.0, -1.0], F32)
+"""Sign of the rotate order on the real map, by side (Blue, Red): orders are given in
+each side's own frame."""
+
+_MIRROR = np.array([[1.0, -1.0 if name in MIRROR_NEGATED or name == "own_x" else 1.0]
+                    for name in OBSERVATION_FEATURES], F32)[:, :, None]
+_OWN_X = OBSERVATION_FEATURES.index("own_x")
 _SIDE = np.array([0, 1])
 _OTHER = np.array([1, 0])
 
@@ -55,7 +74,8 @@ def duel_observations(state: BattleState, geometry: Geometry,
         config: the battle model's parameters.
 
     Returns:
-        (2, B, OBS_DIM) float32: ``[0]`` is Blue's view, ``[1]`` Red's.
+        (2, B, OBS_DIM) float32: ``[0]`` is Blue's view, ``[1]`` Red's, mirrored into
+        Red's own frame.
     """
     # Unit-major (2, B): row s is side s's own value, row s reversed is the enemy's.
     def own_and_enemy(battle_major: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -97,4 +117,7 @@ def duel_observations(state: BattleState, geometry: Geometry,
     )
     # Stacking along the first axis copies whole contiguous rows; the (2, B, D)
     # result is a transposed view of the (D, 2, B) block.
-    return np.stack(features, axis=0, dtype=F32).transpose(1, 2, 0)
+    block = np.stack(features, axis=0, dtype=F32)
+    block *= _MIRROR
+    block[_OWN_X, 1] += F32(1)
+    return block.transpose(1, 2, 0)

@@ -7,9 +7,12 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
+from envs.battalion_batch import BattalionBatch
 from envs.battalion_env import BattalionEnv  # also registers wargames/Battalion-v0
-from envs.observation import OBS_DIM, OBSERVATION_FEATURES
+from envs.observation import OBS_DIM, OBSERVATION_FEATURES, duel_observations
 from envs.reward import INFO_KEYS, RewardWeights
+from envs.sim import engine
+from envs.sim.config import BattleConfig
 from envs.sim.constants import ACTION_DIM, ACTION_HIGH, ACTION_LOW
 from envs.sim.terrain import TerrainMap
 
@@ -124,7 +127,53 @@ def test_red_observation_mirrors_blues():
     f = OBSERVATION_FEATURES.index
     assert red[f("own_strength")] == blue[f("enemy_strength")]
     assert red[f("enemy_distance")] == blue[f("enemy_distance")]
-    assert red[f("own_x")] == pytest.approx(env.battle_state.x[0, 1] / env.map_width)
+    # Red's view is mirrored into its own frame: as if it had deployed in the west.
+    assert red[f("own_x")] == pytest.approx(1 - env.battle_state.x[0, 1] / env.map_width)
+    assert red[f("own_heading_cos")] > 0.9 and blue[f("own_heading_cos")] > 0.9
+
+
+class Scripted:
+    """A Red policy that plays a given list of orders, one a step."""
+
+    def __init__(self, orders):
+        self.orders = iter(orders)
+
+    def predict(self, observation, deterministic=False):
+        return next(self.orders), None
+
+
+def test_each_side_sees_the_duel_in_its_own_frame():
+    """Swap the sides of a duel and mirror it: Red's view becomes Blue's, and the same
+    orders (each in its own side's frame) play the same battle."""
+    config = BattleConfig()
+    rng = np.random.default_rng(3)
+    x = rng.uniform(300, 700, 2).astype(np.float32)
+    y = rng.uniform(300, 700, 2).astype(np.float32)
+    theta = rng.uniform(0, 2 * np.pi, 2).astype(np.float32)
+    orders = rng.uniform(-1, 1, (40, 2, 3)).astype(np.float32)
+    orders[..., 2] = 0  # hold fire: nothing random happens
+    battles = []
+    for mirror, red_orders in ((False, orders[:, 1]), (True, orders[:, 0])):
+        b = BattalionBatch(1, config=config, terrain=None, randomize_terrain=False,
+                           curriculum_level=1, reward_weights=None)
+        b.reset(np.array([0]), [0], np.zeros(1, np.int64))
+        b.set_red_policy(Scripted(red_orders))
+        swap = [1, 0] if mirror else [0, 1]
+        b.state.x[0] = config.map_width - x[swap] if mirror else x
+        b.state.y[0] = y[swap]
+        b.state.theta[0] = np.mod(np.pi - theta[swap], 2 * np.pi) if mirror else theta
+        b.geometry = engine.sense(b.state, config)
+        b._views = duel_observations(b.state, b.geometry, config)
+        battles.append(b)
+    original, mirrored = battles
+    for step in range(len(orders)):
+        np.testing.assert_allclose(mirrored.blue_observation(), original.red_observation(),
+                                   atol=2e-4)
+        np.testing.assert_allclose(mirrored.red_observation(), original.blue_observation(),
+                                   atol=2e-4)
+        original.step(orders[step, :1])
+        mirrored.step(orders[step, 1:])
+    assert not np.allclose(original.state.theta, theta)  # the orders did turn them
 
 
 def test_finite_actions_outside_the_box_are_clipped():

@@ -17,6 +17,7 @@ from envs.multi_observation import (
     STATE_DIM,
     STATE_FEATURES,
 )
+from envs.observation import OBSERVATION_FEATURES as DUEL_FEATURES
 from envs.reward import COMPONENTS, RewardWeights
 from envs.sim import engine
 from envs.sim.config import BattleConfig
@@ -393,3 +394,16 @@ def test_string_booleans_are_refused():
         MultiBattalionEnv(randomize_terrain="false")
     with pytest.raises(ValueError, match="randomize_terrain='false' is invalid"):
         batch(1, 1, 1, randomize_terrain="false")
+
+
+def test_a_1v1_battle_gives_both_sides_the_duels_observation():
+    """The first 25 features are the duel's, for Blue and for Red (both mirrored the same
+    way), which is what lets a duel policy seed a team policy."""
+    team = batch(4, 1, 1)
+    duel = BattalionBatch(4, config=BattleConfig(), terrain=None, randomize_terrain=True,
+                          curriculum_level=1, reward_weights=None)
+    for b in (team, duel):
+        b.reset(np.arange(4), [11, 12, 13, 14], np.zeros(4, np.int64))
+    np.testing.assert_array_equal(team.state.x, duel.state.x)
+    views = np.stack([duel.blue_observation(), duel.red_observation()], axis=1)
+    np.testing.assert_allclose(team.observation[:, :, :len(DUEL_FEATURES)], views, atol=1e-6)
