@@ -64,8 +64,9 @@ class ScriptedCommander:
     """The scripted opponent of a curriculum level, driven from an observation.
 
     It gives the same orders as the built-in scripted Red (:mod:`envs.sim.scripted`)
-    would in a 1v1 battle (in the frame of the side it commands), but as a policy: it can command Blue (to pit a level
-    against itself) or be put in a pool of opponents.
+    would in a 1v1 battle (in the frame of the side it commands), but as a
+    policy: it can command Blue (to pit a level against itself) or be put in a
+    pool of opponents.
 
     Args:
         level: curriculum level, 1 to :data:`~envs.sim.constants.NUM_CURRICULUM_LEVELS`.

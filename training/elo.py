@@ -8,7 +8,10 @@ Update rule: ``delta = K * (outcome - expected)``, with ``expected = 1 / (1 +
 10 ** ((r_opponent - r_agent) / 400))`` and ``outcome`` the mean score of a batch
 of games (1 win, 0.5 draw, 0 loss). One update per batch; ``K`` is 40 for an
 agent with fewer than 30 games, 20 below 100, then 10, judged by the game
-count before the update. Only the agent's rating moves.
+count before the update. :meth:`EloRegistry.update` moves the agent's rating
+only (an opponent that is not itself being rated: a scripted level, a frozen
+snapshot of a past self); :meth:`EloRegistry.update_pair` moves both players'
+(league members that all keep ratings), from the ratings before the game.
 
 File format (indent 2, sorted keys): ``{"game_counts": {name: int}, "ratings":
 {name: float}}``. Several processes may share a file and rate the same agent:
@@ -37,6 +40,9 @@ BASELINE_RATINGS: dict[str, float] = {
 TEAM_BASELINE_RATINGS: dict[str, float] = {
     "random_team": 500.0, "scripted_team_l1": 600.0, "scripted_team_l2": 700.0,
     "scripted_team_l3": 800.0, "scripted_team_l4": 900.0, "scripted_team_l5": 1000.0,
+    # The disciplined doctrine commanding every battalion of a team beats
+    # scripted_team_l5 in about 72 % of 2v2 battles (docs/performance.md): ~1150.
+    "doctrine_team": 1150.0,
 }
 
 
@@ -118,10 +124,48 @@ class EloRegistry:
         return self._apply_update(self._ratings, self._game_counts, agent, opponent, outcome,
                                   n_games)
 
+    def update_pair(self, agent: str, opponent: str, outcome: float,
+                    n_games: int = 1) -> tuple[float, float]:
+        """Update both players after ``n_games`` in which ``agent`` scored ``outcome`` on
+        average (the opponent ``1 - outcome``); a fixed baseline keeps its rating.
+
+        Returns:
+            The changes of the agent's and of the opponent's rating.
+
+        Raises:
+            ValueError: if ``outcome`` is outside [0, 1], ``n_games < 1``, a name is
+                invalid, or both players are fixed baselines.
+        """
+        outcome = check_in_range("outcome", outcome, 0.0, 1.0)
+        n_games = check_int("n_games", n_games, minimum=1)
+        _check_name("agent", agent)
+        _check_name("opponent", opponent)
+        if self.is_baseline(agent) and self.is_baseline(opponent):
+            raise ValueError(f"agent={agent!r} and opponent={opponent!r} are both fixed "
+                             "baselines: there is no rating to update")
+        self._pending.append(("pair", agent, opponent, outcome, n_games))
+        return self._apply_pair(self._ratings, self._game_counts, agent, opponent, outcome,
+                                n_games)
+
+    def _apply_pair(self, ratings: dict[str, float], counts: dict[str, int], agent: str,
+                    opponent: str, outcome: float, n_games: int) -> tuple[float, float]:
+        # Both changes are computed from the ratings before the games.
+        before = dict(ratings)
+        deltas = []
+        for player, other, score in ((agent, opponent, outcome), (opponent, agent, 1 - outcome)):
+            if self.is_baseline(player):
+                deltas.append(0.0)
+                continue
+            deltas.append(self._apply_update(ratings, counts, player, other, score, n_games,
+                                             before))
+        return deltas[0], deltas[1]
+
     def _apply_update(self, ratings: dict[str, float], counts: dict[str, int], agent: str,
-                      opponent: str, outcome: float, n_games: int) -> float:
-        rating = ratings.get(agent, DEFAULT_RATING)
-        opponent_rating = self.baselines.get(opponent, ratings.get(opponent, DEFAULT_RATING))
+                      opponent: str, outcome: float, n_games: int,
+                      before: dict[str, float] | None = None) -> float:
+        known = ratings if before is None else before
+        rating = known.get(agent, DEFAULT_RATING)
+        opponent_rating = self.baselines.get(opponent, known.get(opponent, DEFAULT_RATING))
         delta = k_factor(counts.get(agent, 0)) * (
             outcome - expected_score(rating, opponent_rating))
         ratings[agent] = rating + delta
@@ -157,6 +201,8 @@ class EloRegistry:
             for operation in self._pending:
                 if operation[0] == "update":
                     self._apply_update(ratings, counts, *operation[1:])
+                elif operation[0] == "pair":
+                    self._apply_pair(ratings, counts, *operation[1:])
                 else:
                     _, name, rating = operation
                     ratings[name] = rating

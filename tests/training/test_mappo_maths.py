@@ -26,7 +26,8 @@ def hand_rollout() -> Rollout:
     shape = (3, 1, 2)
     return Rollout(torch.zeros(shape + (OBS_DIM,)), torch.zeros(shape + (CRITIC_STATE_DIM,)),
                    torch.zeros(shape + (ACTION_DIM,)), torch.zeros(shape), values, rewards,
-                   dones, np.ones(shape, bool), np.array([[9.0, 9.0]], np.float32), [], [], [])
+                   dones, np.ones(shape, bool), np.array([[9.0, 9.0]], np.float32), [], [], [], [],
+                   [])
 
 
 def test_advantages_and_returns_match_a_hand_computed_case():

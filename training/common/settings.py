@@ -219,8 +219,9 @@ class ConfigFile:
     """A trainer's Hydra config file, made from the declarations of its settings.
 
     Attributes:
-        name: the file's name in :data:`CONFIG_DIR` without ``.yaml`` (Hydra's
-            ``config_name``).
+        name: the file's path in :data:`CONFIG_DIR` without ``.yaml``, e.g.
+            ``experiment_mappo_2v2`` or ``league/main_agent`` (its last part is
+            Hydra's ``config_name``, its folder Hydra's ``config_path``).
         settings: the Settings classes whose fields it holds, in order.
         header: the comment at the top of the file (what it is for, how to override).
     """
@@ -237,7 +238,7 @@ class ConfigFile:
     @property
     def schema_name(self) -> str:
         """The name of the schema in Hydra's ConfigStore (the file's first default)."""
-        return f"{self.name}_schema"
+        return f"{self.path.stem}_schema"
 
     def sections(self) -> dict[str, list[tuple[str, type, dataclasses.Field]]]:
         """``{section: [(key, type, field), ...]}``: sections in :data:`SECTION_ORDER`,
@@ -281,7 +282,7 @@ class ConfigFile:
 
         self.register()
 
-        @hydra.main(config_path=str(self.path.parent), config_name=self.name,
+        @hydra.main(config_path=str(self.path.parent), config_name=self.path.stem,
                     version_base=None)
         def hydra_app(cfg) -> None:
             nested = OmegaConf.to_container(cfg, resolve=True)

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from envs.battalion_env import battle_config_from_args
+from envs.doctrine import DisciplinedCommander
 from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
 from envs.sim.constants import (
     ACTION_DIM,
@@ -56,13 +57,33 @@ def make_team_battles(n_battles: int, n_blue: int, n_red: int,
 
 
 def team_actions(policy: Any, observations: np.ndarray, deterministic: bool) -> np.ndarray:
-    """(b, n, 3) orders of a MAPPO policy for (b, n, obs_dim) observations (agent i of
-    a side uses the policy's actor ``i mod n_agents``)."""
+    """(b, n, 3) orders for (b, n, obs_dim) observations.
+
+    ``policy`` is a MAPPO policy (agent i of a side uses its actor ``i mod
+    n_agents``) or a battalion commander with ``predict`` that reads the duel's
+    features, which lead every team observation (the disciplined doctrine
+    commanding each battalion: :data:`DOCTRINE_TEAM`).
+    """
     b, n, dim = observations.shape
+    flat = np.ascontiguousarray(observations).reshape(-1, dim)
+    if not is_team_policy(policy):
+        return np.asarray(policy.predict(flat, deterministic=deterministic)[0],
+                          np.float32).reshape(b, n, -1)
     agents = torch.arange(n).repeat(b) % policy.n_agents
-    actions, _ = policy.act(torch.from_numpy(np.ascontiguousarray(observations).reshape(-1, dim)),
-                            agent_idx=agents, deterministic=deterministic)
+    actions, _ = policy.act(torch.from_numpy(flat), agent_idx=agents,
+                            deterministic=deterministic)
     return actions.cpu().numpy().reshape(b, n, -1)
+
+
+def is_team_policy(commander: Any) -> bool:
+    """Whether ``commander`` is a MAPPO-style policy (``act``) rather than a battalion
+    commander (``predict``)."""
+    return callable(getattr(commander, "act", None))
+
+
+DOCTRINE_TEAM = DisciplinedCommander()
+"""The disciplined doctrine commanding every battalion of a team (Elo anchor
+``doctrine_team``), on the default map."""
 
 
 def play_team_battles(policy: Any, opponent: Any, *, n_blue: int = 2, n_red: int = 2,
@@ -76,7 +97,8 @@ def play_team_battles(policy: Any, opponent: Any, *, n_blue: int = 2, n_red: int
 
     Args:
         policy: a :class:`~models.mappo_policy.MAPPOPolicy` for Blue.
-        opponent: Red's commander: a scripted level (int 1..5) or a MAPPOPolicy.
+        opponent: Red's commander: a scripted level (int 1..5), a MAPPOPolicy or a
+            battalion commander with ``predict`` (:data:`DOCTRINE_TEAM`).
         n_blue, n_red: battalions a side.
         n_episodes: battles (>= 1); battle ``i`` is episode 0 of seed ``seed + i``, and
             sampled actions draw from a generator seeded with ``seed`` (the global
@@ -92,9 +114,9 @@ def play_team_battles(policy: Any, opponent: Any, *, n_blue: int = 2, n_red: int
     n_episodes = check_int("n_episodes", n_episodes, minimum=1)
     if _is_level(opponent):
         check_scripted_level("opponent", opponent)
-    elif not callable(getattr(opponent, "act", None)):
-        raise TypeError(f"opponent={opponent!r} is invalid: expected a scripted level 1..5 "
-                        "or a MAPPOPolicy")
+    elif not is_team_policy(opponent) and not callable(getattr(opponent, "predict", None)):
+        raise TypeError(f"opponent={opponent!r} is invalid: expected a scripted level 1..5, "
+                        "a MAPPOPolicy or a battalion commander with predict (DOCTRINE_TEAM)")
     base = 0 if seed is None else check_int("seed", seed, minimum=0)
     return play(policy, opponent, n_episodes, base,
                 TeamSettings(n_blue, n_red, env_kwargs, deterministic, opponent_deterministic))
@@ -170,5 +192,5 @@ class _TeamBattles:
                         np.where(self.winner == RED, LOSS, DRAW)).astype(np.int8)
 
 
-__all__ = ["DRAW", "LOSS", "WIN", "TeamSettings", "make_team_battles", "play_team_battles",
-           "score", "team_actions"]
+__all__ = ["DOCTRINE_TEAM", "DRAW", "LOSS", "WIN", "TeamSettings", "is_team_policy",
+           "make_team_battles", "play_team_battles", "score", "team_actions"]

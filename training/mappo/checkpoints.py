@@ -33,7 +33,8 @@ _REQUIRED = frozenset({"kwargs", "policy_state_dict", "optimizer_state_dict", "t
 def save_checkpoint(path: Path, policy: MAPPOPolicy, optimizer: torch.optim.Optimizer,
                     total_steps: int, episodes: int, config: Any,
                     scheduler: Any, rng: np.random.Generator,
-                    generator: torch.Generator, self_play_version: int) -> Path:
+                    generator: torch.Generator, self_play_version: int,
+                    extra: dict[str, Any] | None = None) -> Path:
     """Write a resumable checkpoint atomically (only tensors and plain values).
 
     Args:
@@ -45,6 +46,8 @@ def save_checkpoint(path: Path, policy: MAPPOPolicy, optimizer: torch.optim.Opti
         rng, generator: the run's NumPy generator and the minibatch generator (the
             global torch generator is saved too).
         self_play_version: the last snapshot version added to the pool.
+        extra: plain values a driver of the trainer keeps with it (a league role's
+            counters and reset state), or None.
 
     Returns:
         ``path``.
@@ -62,6 +65,7 @@ def save_checkpoint(path: Path, policy: MAPPOPolicy, optimizer: torch.optim.Opti
         "torch_rng": torch.get_rng_state(),
         "minibatch_rng": generator.get_state(),
         "self_play_version": int(self_play_version),
+        "extra": extra,
     }, buffer)
     atomic_write_bytes(path, buffer.getvalue())
     return path

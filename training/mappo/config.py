@@ -118,6 +118,10 @@ class MAPPOConfig(PPOSettings, BattlefieldSettings, RewardSettings, TrackingSett
     v1_checkpoint: str | None = setting(
         None, "A trained v1 (duel) commander to start from, layer for layer; it replaces the "
         "warm start.", optional(path), "training.v1_checkpoint")
+    init_policy: str | None = setting(
+        None, "A MAPPO policy file (a pool snapshot or save_policy's file, same network "
+        "shapes) to start from; it replaces the warm start and v1_checkpoint.",
+        optional(path), "training.init_policy")
     # Evaluation and checkpoints
     checkpoint_dir: str = setting(
         "checkpoints/mappo_2v2", "Folder of mappo_policy.pt and mappo_policy_final.pt.", path,

@@ -157,6 +157,9 @@ class Rollout:
     """``n_steps`` of the learner's battalions in every battle: (T, B, n_slots, ...) arrays.
 
     ``valid`` marks samples: a slot that is a battalion in the fight at that step.
+    For every battle that ended, in the order they ended: whether the learner won
+    (``wins``), its score (``scores``: 1 won, 0.5 drawn, 0 lost), the battle it was
+    fought in (``episode_battles``) and the learner's returns.
     """
 
     obs: torch.Tensor
@@ -169,6 +172,8 @@ class Rollout:
     valid: np.ndarray
     last_values: np.ndarray
     wins: list[bool]
+    scores: list[float]
+    episode_battles: list[int]
     episode_returns: list[float]
     agent_returns: list[np.ndarray]
 
@@ -195,6 +200,8 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int,
     # Shared parameters: one actor for all; otherwise slot k uses actor k.
     agents = 0 if policy.share_parameters else torch.arange(nb).repeat(n_envs) % policy.n_agents
     wins: list[bool] = []
+    scores: list[float] = []
+    episode_battles: list[int] = []
     episode_returns: list[float] = []
     agent_returns: list[np.ndarray] = []
     for t in range(n_steps):
@@ -224,7 +231,11 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int,
         battles.agent_return += battles.learner_view(result.reward)
         over = np.flatnonzero(result.battle_over)
         if len(over):
-            wins.extend((result.winner[over] == battles.learner_side[over]).tolist())
+            winner, side = result.winner[over], battles.learner_side[over]
+            won = winner == side
+            wins.extend(won.tolist())
+            scores.extend(np.where(won, 1.0, np.where(winner == 1 - side, 0.0, 0.5)).tolist())
+            episode_battles.extend(over.tolist())
             episode_returns.extend(battles.episode_return[over].tolist())
             agent_returns.extend(battles.agent_return[over])
             battles.episode_return[over] = 0
@@ -234,7 +245,7 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int,
         battles.learner_view(batch.critic_state).reshape(-1, CRITIC_STATE_DIM))).cpu().reshape(
         n_envs, nb).numpy()
     return Rollout(obs, critic_state, actions, log_probs, values, rewards, dones, valid,
-                   last_values, wins, episode_returns, agent_returns)
+                   last_values, wins, scores, episode_battles, episode_returns, agent_returns)
 
 
 __all__ = ["Rollout", "TrainingBattles", "collect"]

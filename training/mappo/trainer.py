@@ -27,6 +27,7 @@ import torch
 from envs.multi_battalion_batch import RED
 from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
 from envs.sim.constants import ACTION_DIM
+from models.mappo_files import load_policy
 from models.mappo_policy import MAPPOPolicy
 from models.v1_transfer import load_v1_weights_into_mappo
 from storage.files import clean_stale_temporaries
@@ -63,8 +64,9 @@ class MAPPOTrainer:
     Building it builds the policy (big enough for every team size of the
     curriculum), then continues ``resume`` (weights, optimiser, counters,
     curriculum, generators), or seeds the policy from ``config.v1_checkpoint``,
-    or imitates ``config.warm_start_doctrine`` (those steps count towards the
-    budget, leaving at least one rollout).
+    or starts from the weights of ``config.init_policy``, or imitates
+    ``config.warm_start_doctrine`` (those steps count towards the budget, leaving
+    at least one rollout).
 
     Args:
         config: the run's settings.
@@ -81,12 +83,14 @@ class MAPPOTrainer:
         history: the metrics of every update of :meth:`learn`.
         transfer: the ``{"loaded", "skipped"}`` report of a v1 warm start, or None.
         final_checkpoint: set by the checkpoint hook when the run ends.
+        resumed_extra: the ``extra`` values of the checkpoint resumed, or None.
 
     Raises:
         TypeError: if ``config`` is not a MAPPOConfig.
         ValueError: if the budget is smaller than one rollout, or ``resume`` holds
             a policy of another shape.
-        FileNotFoundError: if ``resume`` or ``v1_checkpoint`` does not exist.
+        FileNotFoundError: if ``resume``, ``init_policy`` or ``v1_checkpoint`` does not
+            exist.
     """
 
     def __init__(self, config: MAPPOConfig, *, resume: str | Path | None = None) -> None:
@@ -126,8 +130,11 @@ class MAPPOTrainer:
         self.rollout: Rollout | None = None
         self.history: list[dict[str, Any]] = []
         self.final_checkpoint: Path | None = None
+        self.resumed_extra: dict[str, Any] | None = None
         if resume is not None:
             self._restore(resume)
+        elif config.init_policy is not None:
+            self._start_from(config.init_policy)
         elif config.v1_checkpoint is not None:
             self.transfer = load_v1_weights_into_mappo(config.v1_checkpoint, self.policy)
             logger.info("warm start from %s: %d tensors loaded, %d skipped",
@@ -138,7 +145,8 @@ class MAPPOTrainer:
         sizes = self.scheduler.env_kwargs() if self.scheduler else dict(n_blue=config.n_blue,
                                                                         n_red=config.n_red)
         self.battles = TrainingBattles(config, sizes["n_blue"], sizes["n_red"], self.rng)
-        if resume is None and config.v1_checkpoint is None and config.warm_start_doctrine:
+        if resume is None and config.v1_checkpoint is None and config.init_policy is None \
+                and config.warm_start_doctrine:
             steps = min(config.warm_start_steps, config.total_timesteps - self.rollout_steps)
             if steps >= config.n_envs:
                 self.total_steps = warm_start_team(
@@ -205,11 +213,20 @@ class MAPPOTrainer:
         if len(red):
             self.battles.set_learning_side(RED, red)
 
-    def save(self, path: Path) -> Path:
-        """Write a resumable checkpoint of the run to ``path`` (atomically)."""
+    def save(self, path: Path, extra: dict[str, Any] | None = None) -> Path:
+        """Write a resumable checkpoint of the run to ``path`` (atomically), with a
+        driver's ``extra`` plain values (read back as :attr:`resumed_extra`)."""
         return save_checkpoint(path, self.policy, self.optimizer, self.total_steps,
                                self.episodes, self.config, self.scheduler, self.rng,
-                               self.generator, self.self_play_version)
+                               self.generator, self.self_play_version, extra)
+
+    def _start_from(self, policy_file: str) -> None:
+        start = load_policy(policy_file)
+        if start.kwargs != self.policy.kwargs:
+            raise ValueError(f"init_policy={policy_file!r} holds a policy built with "
+                             f"{start.kwargs}, but this config builds {self.policy.kwargs}")
+        self.policy.load_state_dict(start.state_dict())
+        logger.info("starting from the policy in %s", policy_file)
 
     def _restore(self, resume: str | Path) -> None:
         data = load_checkpoint(resume)
@@ -220,6 +237,7 @@ class MAPPOTrainer:
         self.optimizer.load_state_dict(data["optimizer_state_dict"])
         self.total_steps, self.episodes = data["total_steps"], data["episodes"]
         self.self_play_version = data.get("self_play_version", 0)
+        self.resumed_extra = data.get("extra")
         if self.scheduler is not None and data.get("curriculum") is not None:
             self.scheduler.load_state_dict(data["curriculum"])
         self.rng.bit_generator.state = data["numpy_rng"]

@@ -47,9 +47,11 @@ class OpponentRotation(VecEnvWrapper):
     in three), and with fewer battles than entries none is left out. At the start,
     battle ``i`` meets entry ``i`` (modulo the list).
 
-    Measured on the default config (``docs/performance.md``): dealt this way, 1M
-    steps with 64 battles won 94 %, 94 % and 97 % against L5 (seeds 42, 1, 2);
-    battles that kept one opponent for the whole run won 49 %, 66 % and 94 %.
+    Measured on the default config before Red's duel view was mirrored
+    (``docs/performance.md``): dealt this way, 1M steps with 64 battles won 94 %,
+    94 % and 97 % against L5 (seeds 42, 1, 2), battles that kept one opponent
+    for the whole run 49 %, 66 % and 94 %; seeds 3 and 4 dealt this way won 28 %
+    and 67 %, so the results spread widely with the seed either way.
 
     Self-play snapshots join as episodes too (:meth:`set_members`): a share of the
     episodes dealt meet them, in turn, the rest go on through the list.

@@ -1,0 +1,99 @@
+"""The league's three roles, trained for a few rollouts each on one league directory."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from training.elo import TeamEloRegistry
+from training.league import AgentPool, AgentType, MatchDatabase
+from training.league.config import LeagueExploiterConfig, MainAgentConfig, MainExploiterConfig
+from training.league.launch import role_class
+from training.league.matchmaking import make_pfsp_weight_fn, monotonic_prefix_length
+
+TINY = dict(n_envs=16, rollout_steps=512, total_timesteps=4096, warm_start_doctrine=None,
+            snapshot_freq=1024, eval_freq=1024, n_eval_episodes=4, checkpoint_freq=1024,
+            enable_wandb=False, progress_bar=False)
+
+
+@pytest.fixture(scope="module")
+def league(tmp_path_factory):
+    """Main agent, then main exploiter, then league exploiter, in one league folder."""
+    folder = tmp_path_factory.mktemp("league")
+    roles = {}
+    for role, config_class in (("main_agent", MainAgentConfig),
+                               ("main_exploiter", MainExploiterConfig),
+                               ("league_exploiter", LeagueExploiterConfig)):
+        paths = {name: str(folder / getattr(config_class(), name).removeprefix("checkpoints/"))
+                 for name in ("pool_manifest", "snapshot_dir", "match_db_path",
+                              "elo_registry_path", "checkpoint_dir")}
+        pools = {"main_agent": "opponent_pool_manifests",
+                 "main_exploiter": "main_agent_pool_manifest",
+                 "league_exploiter": "additional_pool_manifests"}[role]
+        default = getattr(config_class(), pools)
+        paths[pools] = ([str(folder / p.removeprefix("checkpoints/")) for p in default]
+                        if isinstance(default, list) else
+                        str(folder / default.removeprefix("checkpoints/")))
+        reset = {} if role == "main_agent" else dict(reset_win_rate_threshold=0.99,
+                                                     reset_window_size=1)
+        config = config_class(**TINY, **paths, **reset, log_dir=str(folder / "logs" / role))
+        roles[role] = role_class(role).from_config(config).learn()
+    return folder, roles
+
+
+def test_each_role_snapshots_under_the_seed_names(league):
+    folder, roles = league
+    for role, trainer in roles.items():
+        pool = AgentPool(trainer.pool.manifest_path)
+        own = [r for r in pool.list() if r.metadata["parent_agent_id"] == f"{role}_001"]
+        assert [r.agent_id for r in own] == [f"{role}_001_v{v:06d}" for v in range(len(own))]
+        assert len(own) >= 4 and all(r.agent_type is AgentType(role) for r in own)
+        for record in own:
+            assert pool.resolve_snapshot(record).name == \
+                f"{role}_{role}_001_v{record.version:06d}.pt"
+            assert "step" in record.metadata
+            if role != "main_agent":
+                assert "reset_count" in record.metadata
+
+
+def test_the_main_agent_meets_the_exploiters_and_everybody_is_rated(league):
+    folder, roles = league
+    matches = MatchDatabase(roles["main_agent"].matches.path)
+    opponents = {r.opponent_id for r in matches.results if r.agent_id == "league_exploiter_001"}
+    assert any(o.startswith("main_exploiter_001_v") for o in opponents)
+    assert any(o.startswith("main_agent_001_v") for o in opponents)
+    ratings = TeamEloRegistry(roles["main_agent"].elo.path).all_ratings()
+    for role in roles:
+        assert f"{role}_001" in ratings
+    # Opponents' ratings move too: a snapshot that only others played is no longer
+    # where it entered.
+    snapshots = [name for name in ratings if "_v" in name]
+    entered = json.loads(roles["main_agent"].elo.path.read_text())["game_counts"]
+    assert any(entered[name] > 0 for name in snapshots)
+
+
+def test_exploiters_reset_when_they_stop_winning(league):
+    _, roles = league
+    assert roles["main_exploiter"].reset_count >= 1
+    assert roles["league_exploiter"].reset_count >= 1
+    assert roles["main_agent"].reset_count == 0
+
+
+def test_a_killed_role_resumes_its_counters(league, tmp_path):
+    folder, roles = league
+    trainer = roles["main_exploiter"]
+    checkpoint = trainer.checkpoint_dir / "mappo_policy.pt"
+    again = role_class("main_exploiter").from_config(trainer.trainer.config, resume=checkpoint)
+    assert again.trainer.total_steps == trainer.trainer.total_steps
+    assert again.reset_count == trainer.reset_count
+    assert again.version >= trainer.version  # never reuses a snapshot version
+
+
+def test_pfsp_temperature_and_forgetting_helpers():
+    f = make_pfsp_weight_fn(0.5)
+    assert f(0.5) == pytest.approx(0.25) and f(1.0) == 0.0
+    with pytest.raises(ValueError, match="temperature"):
+        make_pfsp_weight_fn(0)
+    assert monotonic_prefix_length([0.9, 0.8, 0.7]) == 0  # steady learning: nothing forgotten
+    assert monotonic_prefix_length([0.5, 0.9, 0.8]) == 2

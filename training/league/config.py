@@ -1,0 +1,241 @@
+"""The settings of the league's roles, each declared once (:mod:`training.common.settings`).
+
+A role's config is a :class:`~training.mappo.config.MAPPOConfig` (the learner's
+``training.*``, ``env.*`` ... keys) plus the ``league`` section. The three roles
+share one league directory (``checkpoints/league``): each writes its own pool
+and snapshots and reads the others' pools; the match log and the Elo file are
+shared. ``configs/league/main_agent.yaml``, ``main_exploiter.yaml`` and
+``league_exploiter.yaml`` are generated from these declarations (a test checks
+them); ``python -m training.league.config`` rewrites them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from training.common.setting_groups import PPOSettings, TrackingSettings
+from training.common.settings import (
+    ConfigFile,
+    ResumeOptions,
+    Settings,
+    non_negative_int,
+    open_unit_interval,
+    override,
+    path,
+    positive_int,
+    setting,
+    text,
+    text_list,
+    unit_interval,
+)
+from training.league.matchmaking import MATCHMAKING
+from training.mappo.config import MAPPOConfig
+
+LEAGUE_DIR = "checkpoints/league"
+"""Where the roles' files live unless told otherwise."""
+
+
+def _one_of(options: tuple[str, ...]):
+    def check(name: str, value: Any) -> str:
+        if value not in options:
+            raise ValueError(f"{name}={value!r} is invalid: expected one of {', '.join(options)}")
+        return value
+
+    return check
+
+
+def _positive(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"{name}={value!r} is invalid: expected a number > 0")
+    return float(value)
+
+
+def _role_dir(role: str) -> str:
+    return f"{LEAGUE_DIR}/{role}"
+
+
+@dataclass
+class LeagueSettings(Settings):
+    """The ``league`` section every role has."""
+
+    agent_id: str = setting("main_agent_001", "The live learner's id (snapshots are "
+                            "{agent_id}_v{version:06d}).", text, "league.agent_id")
+    matchmaking: str = setting(
+        "pfsp", f"Who the role meets: {', '.join(MATCHMAKING)} (training/league/matchmaking.py).",
+        _one_of(MATCHMAKING), "league.matchmaking")
+    snapshot_freq: int = setting(100_000, "Env-steps between snapshots into the role's pool.",
+                                 positive_int, "league.snapshot_freq")
+    eval_freq: int = setting(50_000, "Env-steps between evaluation matches (Elo, Nash, "
+                             "diversity, resets).", positive_int, "league.eval_freq")
+    n_eval_episodes: int = setting(20, "Battles per evaluation match, played as one batch.",
+                                   positive_int, "league.n_eval_episodes")
+    pfsp_temperature: float = setting(1.0, "PFSP temperature T of f_T(w) = (1 - w)^(1/T) "
+                                      "(1: hard opponents first).", _positive,
+                                      "league.pfsp_temperature")
+    unknown_win_rate: float = setting(0.5, "Win rate assumed against a member never met.",
+                                      unit_interval, "league.unknown_win_rate")
+    opponents_per_rollout: int = setting(
+        4, "Opponents drawn per rollout, each commanding Red in an equal share of the "
+        "battles.", positive_int, "league.opponents_per_rollout")
+    scripted_share: float = setting(0.25, "Share of the training battles against scripted "
+                                    "env.red_level.", unit_interval, "league.scripted_share")
+    log_interval: int = setting(2_000, "Env-steps between training log lines.", positive_int,
+                                "league.log_interval")
+    pool_max_size: int = setting(200, "Snapshots the role's pool keeps (the oldest leave "
+                                 "first).", positive_int, "league.pool_max_size")
+    pool_manifest: str = setting(f"{_role_dir('main_agent')}/pool.json", "The role's own "
+                                 "pool manifest.", path, "league.pool_manifest")
+    snapshot_dir: str = setting(f"{_role_dir('main_agent')}/snapshots", "Folder of the role's "
+                                "snapshot files.", path, "league.snapshot_dir")
+    match_db_path: str = setting(f"{LEAGUE_DIR}/matches.jsonl", "The league's match log, "
+                                 "shared by the roles.", path, "league.match_db_path")
+
+
+@dataclass
+class ResetSettings(Settings):
+    """The exploiters' reset rule."""
+
+    reset_rule: str = setting("rolling", "rolling: reset when the mean of the last "
+                              "reset_window_size evaluation win rates falls below "
+                              "reset_win_rate_threshold; alphastar: the published "
+                              "checkpoint-and-reset gate.", _one_of(("rolling", "alphastar")),
+                              "league.reset_rule")
+    reset_win_rate_threshold: float = setting(0.30, "Rolling rule: reset below this mean "
+                                              "win rate.", unit_interval,
+                                              "league.reset_win_rate_threshold")
+    reset_window_size: int = setting(5, "Rolling rule: evaluations in the window.",
+                                     positive_int, "league.reset_window_size")
+    gate_min_steps: int = setting(200_000, "Gate: env-steps since the last gate before the "
+                                  "next (AlphaStar: 2e9).", positive_int,
+                                  "league.gate_min_steps")
+    gate_max_steps: int = setting(400_000, "Gate: env-steps after which it opens whatever "
+                                  "the win rates (AlphaStar: 4e9).", positive_int,
+                                  "league.gate_max_steps")
+    gate_win_rate: float = setting(0.7, "Gate: opens early once the least win rate against "
+                                   "the targets exceeds this.", open_unit_interval,
+                                   "league.gate_win_rate")
+
+
+def _path(role: str, name: str) -> str:
+    return f"{_role_dir(role)}/{name}"
+
+
+@dataclass
+class MainAgentConfig(MAPPOConfig, LeagueSettings):
+    """The main agent: meets every league member; never resets."""
+
+    total_timesteps: int = override(PPOSettings, "total_timesteps", default=5_000_000)
+    seed: int = override(PPOSettings, "seed", default=42)
+    wandb_tags: list[str] = override(TrackingSettings, "wandb_tags",
+                                     default=["v4", "league", "main_agent"])
+    log_dir: str = override(TrackingSettings, "log_dir", default="logs/league/main_agent")
+    checkpoint_dir: str = override(MAPPOConfig, "checkpoint_dir",
+                                   default=_role_dir("main_agent"))
+    elo_registry_path: str = override(MAPPOConfig, "elo_registry_path",
+                                      default=f"{LEAGUE_DIR}/elo.json")
+    agent_id: str = override(LeagueSettings, "agent_id", default="main_agent_001")
+    scripted_share: float = override(LeagueSettings, "scripted_share", default=0.25)
+    pool_manifest: str = override(LeagueSettings, "pool_manifest",
+                                  default=_path("main_agent", "pool.json"))
+    snapshot_dir: str = override(LeagueSettings, "snapshot_dir",
+                                 default=_path("main_agent", "snapshots"))
+    opponent_pool_manifests: list[str] = setting(
+        [f"{_role_dir('main_exploiter')}/pool.json", f"{_role_dir('league_exploiter')}/pool.json"],
+        "The exploiters' pools, whose members the main agent meets too.", text_list,
+        "league.opponent_pool_manifests")
+
+    def league_pools(self) -> list[str]:
+        return list(self.opponent_pool_manifests)
+
+
+@dataclass
+class MainExploiterConfig(MAPPOConfig, LeagueSettings, ResetSettings):
+    """The main exploiter: meets the main agent only; resets."""
+
+    total_timesteps: int = override(PPOSettings, "total_timesteps", default=3_000_000)
+    seed: int = override(PPOSettings, "seed", default=43)
+    wandb_tags: list[str] = override(TrackingSettings, "wandb_tags",
+                                     default=["v4", "league", "main_exploiter"])
+    log_dir: str = override(TrackingSettings, "log_dir", default="logs/league/main_exploiter")
+    checkpoint_dir: str = override(MAPPOConfig, "checkpoint_dir",
+                                   default=_role_dir("main_exploiter"))
+    elo_registry_path: str = override(MAPPOConfig, "elo_registry_path",
+                                      default=f"{LEAGUE_DIR}/elo.json")
+    agent_id: str = override(LeagueSettings, "agent_id", default="main_exploiter_001")
+    scripted_share: float = override(LeagueSettings, "scripted_share", default=0.0)
+    pool_manifest: str = override(LeagueSettings, "pool_manifest",
+                                  default=_path("main_exploiter", "pool.json"))
+    snapshot_dir: str = override(LeagueSettings, "snapshot_dir",
+                                 default=_path("main_exploiter", "snapshots"))
+    main_agent_pool_manifest: str = setting(
+        f"{_role_dir('main_agent')}/pool.json", "The main agent's pool (read only).", path,
+        "league.main_agent_pool_manifest")
+
+    def league_pools(self) -> list[str]:
+        return [self.main_agent_pool_manifest]
+
+
+@dataclass
+class LeagueExploiterConfig(MAPPOConfig, LeagueSettings, ResetSettings):
+    """The league exploiter: meets every member outside its lineage; resets; measures
+    the league's exploitability."""
+
+    total_timesteps: int = override(PPOSettings, "total_timesteps", default=3_000_000)
+    seed: int = override(PPOSettings, "seed", default=44)
+    wandb_tags: list[str] = override(TrackingSettings, "wandb_tags",
+                                     default=["v4", "league", "league_exploiter"])
+    log_dir: str = override(TrackingSettings, "log_dir", default="logs/league/league_exploiter")
+    checkpoint_dir: str = override(MAPPOConfig, "checkpoint_dir",
+                                   default=_role_dir("league_exploiter"))
+    elo_registry_path: str = override(MAPPOConfig, "elo_registry_path",
+                                      default=f"{LEAGUE_DIR}/elo.json")
+    agent_id: str = override(LeagueSettings, "agent_id", default="league_exploiter_001")
+    scripted_share: float = override(LeagueSettings, "scripted_share", default=0.0)
+    pool_manifest: str = override(LeagueSettings, "pool_manifest",
+                                  default=_path("league_exploiter", "pool.json"))
+    snapshot_dir: str = override(LeagueSettings, "snapshot_dir",
+                                 default=_path("league_exploiter", "snapshots"))
+    additional_pool_manifests: list[str] = setting(
+        [f"{_role_dir('main_agent')}/pool.json", f"{_role_dir('main_exploiter')}/pool.json"],
+        "The other roles' pools (read only).", text_list, "league.additional_pool_manifests")
+    reset_probability: float = setting(0.25, "Gate rule: chance of a reset at each gate "
+                                       "(AlphaStar's league exploiters: 0.25).", unit_interval,
+                                       "league.reset_probability")
+    exploitability_eval_freq: int = setting(
+        100_000, "Env-steps between exploitability estimates (0: never).", non_negative_int,
+        "league.exploitability_eval_freq")
+    n_exploitability_opponents: int = setting(
+        10, "Members sampled (without replacement) per exploitability estimate.",
+        positive_int, "league.n_exploitability_opponents")
+
+    def league_pools(self) -> list[str]:
+        return list(self.additional_pool_manifests)
+
+
+_HEADER = """
+League role {role} (v4): the configuration of
+`python -m training.league.{module} --config-path configs/league --config-name {role}`
+(Hydra), generated from the declarations in training/league/config.py and checked
+against them: edit those, then run `python -m training.league.config`. Override any key
+on the command line, e.g.
+  python training/league/{module}.py training.total_timesteps=5000000 league.pfsp_temperature=1.0
+Start all three roles on one league with `python -m training.league`.
+"""
+
+CONFIG_FILES = {
+    role: ConfigFile(f"league/{role}", (config, ResumeOptions),
+                     header=_HEADER.format(role=role, module=module))
+    for role, config, module in (
+        ("main_agent", MainAgentConfig, "train_main_agent"),
+        ("main_exploiter", MainExploiterConfig, "train_exploiter"),
+        ("league_exploiter", LeagueExploiterConfig, "train_league_exploiter"))
+}
+"""The roles' Hydra config files, by role."""
+
+__all__ = ["CONFIG_FILES", "LEAGUE_DIR", "LeagueExploiterConfig", "LeagueSettings",
+           "MainAgentConfig", "MainExploiterConfig", "ResetSettings"]
+
+if __name__ == "__main__":
+    for config_file in CONFIG_FILES.values():
+        print(f"wrote {config_file.write()}")

@@ -1,0 +1,232 @@
+"""Who a league role plays next: the three matchmaking rules, in one place.
+
+Every rule picks opponents for one role from the league's members (the records
+of every role's pool), given the role's win rate against each of them:
+
+* ``pfsp`` (the seeds' rules, their holes closed): the main agent and the league
+  exploiter draw by PFSP ``f_T(w) = (1 - w) ** (1 / T)`` over every member (the
+  league exploiter leaving out its own lineage); the main exploiter plays the
+  newest main-agent snapshot.
+* ``nash``: draws follow the Nash distribution of the league's payoff matrix,
+  restricted to the members the role may meet (:func:`nash_weights` computes it;
+  the role recomputes it as matches accrue).
+* ``alphastar``: the published rules (REFERENCE §M): the main agent plays PFSP
+  ``squared`` over every past player half the time, a verification match
+  (against main exploiters it loses to, else against its own past selves it
+  forgets) 15 % of the time, and otherwise itself, or PFSP ``variance`` over its
+  snapshots while it loses to itself; the main exploiter plays the newest main
+  agent while it wins more than 10 % of the time, else PFSP ``variance`` over the
+  main agent's snapshots; the league exploiter plays PFSP ``linear_capped`` over
+  every past player.
+
+The draws are :data:`SELF` (the learner's own current weights) or records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from training.league.nash import build_payoff_matrix, compute_nash_distribution
+from training.league.pfsp import get_pfsp_weighting, pfsp_probabilities
+from training.league.records import AgentRecord, AgentType
+
+MATCHMAKING = ("pfsp", "nash", "alphastar")
+"""The matchmaking rules a role can use."""
+SELF = "self"
+"""A draw meaning: the learner's own current weights (AlphaStar's self-play)."""
+
+# The published rules' constants (REFERENCE §M).
+MAIN_PFSP_SHARE = 0.5
+MAIN_VERIFICATION_SHARE = 0.15
+EXPLOITER_LOSS_LINE = 0.3
+"""Verification: the main agent meets main exploiters it beats less often than this."""
+FORGETTING_LINE = 0.7
+"""Verification: the main agent meets past selves it beats less often than this."""
+SELF_PLAY_LINE = 0.3
+"""The main agent plays itself while it wins more than this against itself."""
+MAIN_EXPLOITER_LINE = 0.1
+"""The main exploiter plays the main agent while it wins more than this against it."""
+
+
+def make_pfsp_weight_fn(temperature: float = 1.0) -> Callable[[float], float]:
+    """PFSP with a temperature: ``f_T(w) = max((1 - w) ** (1 / T), 0)``.
+
+    Args:
+        temperature: ``T > 0``; 1 gives the linear ``1 - w`` (hard opponents first),
+            smaller values sharpen it towards the hardest.
+
+    Raises:
+        ValueError: if ``temperature`` is not a positive number.
+    """
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or \
+            not np.isfinite(temperature) or temperature <= 0:
+        raise ValueError(f"temperature={temperature!r} is invalid: expected a number > 0")
+    power = 1.0 / float(temperature)
+
+    def weight(win_rate: float) -> float:
+        return max((1.0 - win_rate) ** power, 0.0)
+
+    return weight
+
+
+@dataclass
+class Matchup:
+    """What a rule needs to choose: the role, the members it can see, its win rates.
+
+    Attributes:
+        role: the focal role.
+        focal_id: the live learner's id (its lineage's ``parent_agent_id``).
+        members: every record of the league, oldest first.
+        win_rate: the learner's win rate against a member id, or against
+            :data:`SELF`; 0.5 when nothing is known.
+        rng: the role's generator.
+        temperature: the PFSP temperature of the ``pfsp`` rule.
+        nash: member id -> Nash weight, for the ``nash`` rule (None: not yet known).
+    """
+
+    role: AgentType
+    focal_id: str
+    members: Sequence[AgentRecord]
+    win_rate: Callable[[str], float]
+    rng: np.random.Generator
+    temperature: float = 1.0
+    nash: Mapping[str, float] | None = None
+
+    def eligible(self) -> list[AgentRecord]:
+        """The members this role may meet: not its own live record; a main exploiter
+        only main agents; a league exploiter nothing of its own lineage."""
+        out = [r for r in self.members if r.agent_id != self.focal_id]
+        if self.role is AgentType.MAIN_EXPLOITER:
+            out = [r for r in out if r.agent_type is AgentType.MAIN_AGENT]
+        elif self.role is AgentType.LEAGUE_EXPLOITER:
+            out = [r for r in out if r.metadata.get("parent_agent_id") != self.focal_id]
+        return out
+
+    def pfsp(self, records: Sequence[AgentRecord],
+             weighting: str | Callable[[float], float]) -> AgentRecord | None:
+        """One of ``records`` drawn by PFSP with ``weighting`` (None if empty)."""
+        if not records:
+            return None
+        rates = [self.win_rate(r.agent_id) for r in records]
+        p = pfsp_probabilities(rates, get_pfsp_weighting(weighting))
+        return records[int(self.rng.choice(len(records), p=p))]
+
+
+def choose(rule: str, matchup: Matchup) -> AgentRecord | str | None:
+    """One opponent for ``matchup``'s role under ``rule``: a record, :data:`SELF`, or
+    None when the league holds nobody the role may meet yet.
+
+    Raises:
+        ValueError: for a rule not in :data:`MATCHMAKING`.
+    """
+    if rule == "pfsp":
+        return _pfsp(matchup)
+    if rule == "nash":
+        return _nash(matchup)
+    if rule == "alphastar":
+        return _alphastar(matchup)
+    raise ValueError(f"matchmaking={rule!r} is invalid: expected one of {', '.join(MATCHMAKING)}")
+
+
+def _pfsp(m: Matchup) -> AgentRecord | None:
+    candidates = m.eligible()
+    if m.role is AgentType.MAIN_EXPLOITER:
+        return candidates[-1] if candidates else None
+    return m.pfsp(candidates, make_pfsp_weight_fn(m.temperature))
+
+
+def _nash(m: Matchup) -> AgentRecord | None:
+    candidates = m.eligible()
+    if not candidates:
+        return None
+    weights = np.array([max(m.nash.get(r.agent_id, 0.0), 0.0) if m.nash else 0.0
+                        for r in candidates])
+    if weights.sum() <= 1e-12:  # before the first solution, or all mass elsewhere
+        return _pfsp(m)
+    return candidates[int(m.rng.choice(len(candidates), p=weights / weights.sum()))]
+
+
+def _alphastar(m: Matchup) -> AgentRecord | str | None:
+    candidates = m.eligible()
+    mains = [r for r in candidates if r.agent_type is AgentType.MAIN_AGENT]
+    if m.role is AgentType.MAIN_AGENT:
+        draw = m.rng.random()
+        if draw < MAIN_PFSP_SHARE:
+            return m.pfsp(candidates, "squared") or SELF
+        if draw < MAIN_PFSP_SHARE + MAIN_VERIFICATION_SHARE:
+            verification = _verification(m, candidates)
+            if verification is not None:
+                return verification
+        if m.win_rate(SELF) > SELF_PLAY_LINE or not mains:
+            return SELF
+        return m.pfsp(mains, "variance")
+    if m.role is AgentType.MAIN_EXPLOITER:
+        if not mains:
+            return None
+        if m.win_rate(mains[-1].agent_id) > MAIN_EXPLOITER_LINE:
+            return mains[-1]
+        return m.pfsp(mains, "variance")
+    return m.pfsp(candidates, "linear_capped")
+
+
+def _verification(m: Matchup, candidates: Sequence[AgentRecord]) -> AgentRecord | None:
+    """Main exploiters the main agent loses to, else past selves it is forgetting."""
+    exploiters = [r for r in candidates if r.agent_type is AgentType.MAIN_EXPLOITER]
+    if exploiters and min(m.win_rate(r.agent_id) for r in exploiters) < EXPLOITER_LOSS_LINE:
+        return m.pfsp(exploiters, "squared")
+    own = [r for r in candidates if r.metadata.get("parent_agent_id") == m.focal_id]
+    rates = [m.win_rate(r.agent_id) for r in own]
+    own = own[:monotonic_prefix_length(rates)]
+    if own and min(m.win_rate(r.agent_id) for r in own) < FORGETTING_LINE:
+        return m.pfsp(own, "squared")
+    return None
+
+
+def monotonic_prefix_length(win_rates: Sequence[float]) -> int:
+    """How many of a lineage's snapshots (oldest first) the forgetting check keeps.
+
+    Win rates that fall steadily towards the newest snapshots are what learning
+    looks like (newer selves are harder), not forgetting: that trailing run is
+    dropped, up to and excluding the last snapshot beaten less than its successor.
+    """
+    for i in range(len(win_rates) - 1, 0, -1):
+        if win_rates[i - 1] < win_rates[i]:
+            return i + 1
+    return 0
+
+
+def nash_weights(members: Sequence[AgentRecord],
+                 win_rate: Callable[[str, str], float | None]) -> dict[str, float]:
+    """The Nash distribution of the league's payoff matrix, as weights on its members.
+
+    The players are the members and the live learners whose snapshots they are
+    (``metadata.parent_agent_id``): the match records are mostly a live learner
+    against a member. A live learner's weight goes to its newest snapshot, the
+    member that plays as it does now.
+
+    Args:
+        members: the league's records, oldest first.
+        win_rate: ``win_rate(a, b)`` from the match records, or None when unknown.
+
+    Returns:
+        member id -> weight (summing to 1), empty for an empty league.
+    """
+    ids = [r.agent_id for r in members]
+    if not ids:
+        return {}
+    newest = {r.metadata["parent_agent_id"]: r.agent_id for r in members
+              if isinstance(r.metadata.get("parent_agent_id"), str)}
+    live = sorted(set(newest) - set(ids))
+    players = ids + live
+    payoff = build_payoff_matrix(players, win_rate_fn=win_rate)
+    weights = dict(zip(players, compute_nash_distribution(payoff).tolist(), strict=True))
+    for learner in live:
+        weights[newest[learner]] += weights.pop(learner)
+    return weights
+
+
+__all__ = ["MATCHMAKING", "Matchup", "SELF", "choose", "make_pfsp_weight_fn",
+           "monotonic_prefix_length", "nash_weights"]

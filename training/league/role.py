@@ -1,0 +1,455 @@
+"""A league role: a MAPPO learner that meets the league's members, one rollout at a time.
+
+:class:`LeagueRole` drives a :class:`~training.mappo.trainer.MAPPOTrainer` and
+reads top to bottom, once per rollout::
+
+    opponents = self.choose_opponents()        # the matchmaking rule, over every pool
+    self.deal(opponents)                        # who commands Red in which battle
+    rollout = trainer.collect_rollout()         # only the learner's side is recorded
+    metrics = trainer.learn_from(rollout)       # GAE and the PPO epochs
+    self.record_training_games(rollout)         # outcomes -> the shared match log
+    snapshot / evaluate (Elo, Nash, diversity, reset) / checkpoint / log
+
+The three roles (:mod:`training.league.train_main_agent`,
+:mod:`~training.league.train_exploiter`, :mod:`~training.league.train_league_exploiter`)
+differ in their type, their metric names and what they do after an evaluation
+(:meth:`LeagueRole.after_evaluation`: the exploiters' resets).
+
+The league is the union of every role's pool (the role writes its own and reads
+the others'), one match log and one Elo file shared by all, with the scripted
+anchors ``scripted_team_l5`` and ``doctrine_team`` at fixed ratings. Every file
+is shared safely between processes (:mod:`storage.files`), and a role killed at
+any moment resumes from its checkpoint with its counters, reset state and
+generators (:meth:`LeagueRole.state_dict`).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from models.mappo_files import load_policy, save_policy
+from models.mappo_policy import MAPPOPolicy
+from training.common.schedule import EveryNSteps
+from training.elo import TeamEloRegistry
+from training.league.agent_pool import AgentPool
+from training.league.diversity import TrajectoryBatch, diversity_score, embed_trajectory
+from training.league.match_database import MatchDatabase
+from training.league.matchmaker import LeagueMatchmaker
+from training.league.matchmaking import SELF, Matchup, choose, nash_weights
+from training.league.nash import nash_entropy
+from training.league.records import AgentRecord, AgentType
+from training.mappo.battles import DOCTRINE_TEAM, WIN, play_team_battles, score
+from training.mappo.checkpoints import CHECKPOINT_NAME, FINAL_CHECKPOINT_NAME
+from training.mappo.trainer import MAPPOTrainer
+
+logger = logging.getLogger(__name__)
+
+ANCHORS = ("scripted_team_l5", "doctrine_team")
+"""The league's fixed Elo anchors: scripted L5 and the disciplined doctrine commanding
+every battalion of a team (fixed ratings in :mod:`training.elo`)."""
+PAYOFF_DECAY = 0.99
+"""Weight of a match record relative to the next newer one of the same pair, as the
+published league's payoff table decays its counts: old results fade."""
+RESET_RULES = ("rolling", "alphastar")
+"""How an exploiter decides to reset: the seeds' rolling win rate below a threshold, or
+the published checkpoint-and-reset gate."""
+
+
+class LeagueRole:
+    """One role of the league, training with a :class:`MAPPOTrainer`.
+
+    Args:
+        trainer: the learner (built from the role's config; resumed if a checkpoint
+            exists).
+        agent_pool: the role's own pool: its snapshots go here.
+        match_database: the league's match log (shared by the roles).
+        matchmaker: the seeds' matchmaker over the role's pool; the role keeps its
+            weight function and Nash weights up to date.
+        elo_registry: the league's team Elo registry (shared by the roles).
+        agent_id: the live learner's id (snapshots are ``{agent_id}_v{version:06d}``).
+        snapshot_dir: folder of the snapshot files.
+        snapshot_freq, eval_freq, checkpoint_freq: env-steps between snapshots,
+            evaluations and checkpoints.
+        n_eval_episodes: battles per evaluation match, played as one batch.
+        log_interval: env-steps between training log lines.
+        checkpoint_dir: folder of the role's checkpoints (the trainer's
+            ``checkpoint_dir`` when None).
+        league_pools: the other roles' pool manifests, read before every rollout.
+        matchmaking: ``pfsp``, ``nash`` or ``alphastar``
+            (:mod:`training.league.matchmaking`).
+        pfsp_temperature: the ``pfsp`` rule's temperature.
+        opponents_per_rollout: opponents drawn per rollout, each commanding Red in an
+            equal share of the battles not kept scripted.
+        scripted_share: share of the training battles against scripted Red.
+        run: a W&B run to log to, or None.
+
+    Raises:
+        TypeError: if ``trainer`` is not a MAPPOTrainer.
+        ValueError: for an unknown ``matchmaking`` or a bad frequency.
+    """
+
+    agent_type: ClassVar[AgentType] = AgentType.MAIN_AGENT
+
+    def __init__(self, trainer: MAPPOTrainer, agent_pool: AgentPool,
+                 match_database: MatchDatabase, matchmaker: LeagueMatchmaker,
+                 elo_registry: TeamEloRegistry, agent_id: str, snapshot_dir: str | Path,
+                 snapshot_freq: int = 100_000, eval_freq: int = 50_000,
+                 n_eval_episodes: int = 20, log_interval: int = 2_000,
+                 checkpoint_dir: str | Path | None = None, checkpoint_freq: int = 100_000, *,
+                 league_pools: Sequence[str | Path] = (), matchmaking: str = "pfsp",
+                 pfsp_temperature: float = 1.0, opponents_per_rollout: int = 4,
+                 scripted_share: float = 0.0, run: Any = None) -> None:
+        if not isinstance(trainer, MAPPOTrainer):
+            raise TypeError(f"trainer={trainer!r} is invalid: expected a MAPPOTrainer")
+        from training.league.matchmaking import MATCHMAKING, make_pfsp_weight_fn
+
+        if matchmaking not in MATCHMAKING:
+            raise ValueError(f"matchmaking={matchmaking!r} is invalid: expected one of "
+                             f"{', '.join(MATCHMAKING)}")
+        self.trainer, self.pool, self.matches = trainer, agent_pool, match_database
+        self.matchmaker, self.elo = matchmaker, elo_registry
+        self.agent_id = agent_id
+        self.snapshot_dir = Path(snapshot_dir)
+        self.checkpoint_dir = Path(checkpoint_dir or trainer.config.checkpoint_dir)
+        self.snapshot_freq, self.eval_freq = snapshot_freq, eval_freq
+        self.checkpoint_freq, self.log_interval = checkpoint_freq, log_interval
+        self.n_eval_episodes = n_eval_episodes
+        self.league_pools = [AgentPool(path) for path in league_pools]
+        self.matchmaking, self.temperature = matchmaking, pfsp_temperature
+        self.opponents_per_rollout, self.scripted_share = opponents_per_rollout, scripted_share
+        self.run = run
+        matchmaker.set_weight_function(make_pfsp_weight_fn(pfsp_temperature))
+        self.rng = trainer.rng
+        self.version = 0
+        self.reset_count = 0
+        self.nash: dict[str, float] | None = None
+        self.members: list[AgentRecord] = []
+        self.dealt: dict[int, str] = {}  # id(policy) -> opponent id, for the last deal
+        self.last_metrics: dict[str, Any] = {}
+        self.writer = None
+        self._policies: dict[str, MAPPOPolicy] = {}
+        self._initial_state = copy.deepcopy(trainer.policy.state_dict())
+        self._warm_started = trainer.total_steps > 0 or trainer.transfer is not None or \
+            trainer.config.init_policy is not None
+        self._start()
+
+    @classmethod
+    def from_config(cls, config: Any, *, resume: str | Path | None = None,
+                    run: Any = None) -> LeagueRole:
+        """The role a config describes, its files opened; ``resume`` is a checkpoint to
+        continue (:func:`~training.mappo.checkpoints.resolve_resume` finds it)."""
+        trainer = MAPPOTrainer(config, resume=resume)
+        pool = AgentPool(config.pool_manifest, config.pool_max_size)
+        matches = MatchDatabase(config.match_db_path)
+        matchmaker = LeagueMatchmaker(pool, matches, unknown_win_rate=config.unknown_win_rate)
+        return cls(trainer, pool, matches, matchmaker, TeamEloRegistry(config.elo_registry_path),
+                   agent_id=config.agent_id, snapshot_dir=config.snapshot_dir,
+                   snapshot_freq=config.snapshot_freq, eval_freq=config.eval_freq,
+                   n_eval_episodes=config.n_eval_episodes, log_interval=config.log_interval,
+                   checkpoint_dir=config.checkpoint_dir, checkpoint_freq=config.checkpoint_freq,
+                   run=run, **cls.role_kwargs(config))
+
+    @classmethod
+    def role_kwargs(cls, config: Any) -> dict[str, Any]:
+        """The keyword arguments of this role's constructor that its config gives."""
+        return dict(league_pools=config.league_pools(), matchmaking=config.matchmaking,
+                    pfsp_temperature=config.pfsp_temperature,
+                    opponents_per_rollout=config.opponents_per_rollout,
+                    scripted_share=config.scripted_share)
+
+    # --- the loop ------------------------------------------------------------------------
+
+    def learn(self) -> LeagueRole:
+        """Rollouts and updates until the trainer's ``total_timesteps``; then a final
+        snapshot and checkpoint."""
+        config = self.trainer.config
+        while self.trainer.total_steps + self.trainer.rollout_steps <= config.total_timesteps:
+            self.train_step()
+        self.snapshot()
+        self.trainer.final_checkpoint = self.save(self.checkpoint_dir / FINAL_CHECKPOINT_NAME)
+        if self.writer is not None:
+            self.writer.close()
+        return self
+
+    def train_step(self) -> dict[str, Any]:
+        """One rollout against the league and one update; returns its metrics."""
+        trainer = self.trainer
+        self.deal(self.choose_opponents())
+        rollout = trainer.collect_rollout()
+        metrics = trainer.learn_from(rollout)
+        self.record_training_games(rollout)
+        self._remember_behaviour(rollout)
+        step = trainer.total_steps
+        if self.snapshot_due(step):
+            self.snapshot()
+        metrics["league/pool_size"] = len(self.members)
+        metrics[f"{self.metric_prefix}/snapshot_version"] = self.version
+        if self.evaluation_due(step):
+            evaluation = self.evaluate()
+            metrics.update(evaluation)
+            metrics.update(self.after_evaluation(evaluation))
+        if self.checkpoint_due(step):
+            self.save(self.checkpoint_dir / CHECKPOINT_NAME)
+        self._log(metrics, step)
+        self.last_metrics = metrics
+        return metrics
+
+    # --- who the learner meets ---------------------------------------------------------------
+
+    def refresh(self) -> list[AgentRecord]:
+        """Re-read every pool: the league's members, oldest first, each id once."""
+        seen: dict[str, AgentRecord] = {}
+        for pool in (self.pool, *self.league_pools):
+            pool.reload()
+            for record in pool.list():
+                seen.setdefault(record.agent_id, record)
+        self.members = sorted(seen.values(), key=lambda r: r.created_at)
+        return self.members
+
+    def choose_opponents(self) -> list[AgentRecord | str]:
+        """``opponents_per_rollout`` draws of the matchmaking rule (:data:`SELF` or
+        records); empty while the league has nobody this role may meet."""
+        self.refresh()
+        self.matches.refresh()
+        matchup = Matchup(self.agent_type, self.agent_id, self.members, self.win_rate,
+                          self.rng, self.temperature, self.nash)
+        drawn = [choose(self.matchmaking, matchup) for _ in range(self.opponents_per_rollout)]
+        return [d for d in drawn if d is not None]
+
+    def deal(self, opponents: Sequence[AgentRecord | str]) -> None:
+        """Let ``opponents`` command Red in equal shares of the battles that are not kept
+        scripted (all battles scripted when there are none)."""
+        policies, self.dealt = [], {}
+        for opponent in opponents:
+            if opponent == SELF:
+                policy, name = copy.deepcopy(self.trainer.policy).eval(), self.agent_id
+            else:
+                policy, name = self.load(opponent), opponent.agent_id
+            policies.append(policy)
+            self.dealt[id(policy)] = name
+        self.trainer.battles.deal(policies, self.scripted_share if policies else 1.0)
+
+    def load(self, record: AgentRecord) -> MAPPOPolicy:
+        """A member's frozen policy (cached: snapshot files never change)."""
+        if record.agent_id not in self._policies:
+            owner = next((p for p in (self.pool, *self.league_pools) if record in p), self.pool)
+            root = _common_folder([self.pool.manifest_path, *(p.manifest_path
+                                                              for p in self.league_pools)])
+            self._policies[record.agent_id] = load_policy(owner.resolve_snapshot(record,
+                                                                                 root=root))
+            if len(self._policies) > 64:  # a long league: keep the cache bounded
+                self._policies.pop(next(iter(self._policies)))
+        return self._policies[record.agent_id]
+
+    def win_rate(self, opponent_id: str) -> float:
+        """The learner's recent win rate against ``opponent_id``: its match records'
+        mean score, each weighted :data:`PAYOFF_DECAY` per newer record; 0.5 unknown."""
+        if opponent_id == SELF:
+            opponent_id = self.agent_id
+        results = self.matches.results_for(self.agent_id, opponent_id)
+        if not results:
+            return 0.5
+        weights = PAYOFF_DECAY ** np.arange(len(results) - 1, -1, -1)
+        games = np.array([r.metadata.get("games", 1) for r in results], float)
+        outcomes = np.array([r.outcome for r in results])
+        return float(np.sum(weights * games * outcomes) / np.sum(weights * games))
+
+    def opponent_of_battles(self) -> np.ndarray:
+        """(n_envs,) the id of who commands Red in each training battle."""
+        battles = self.trainer.battles
+        names = np.full(battles.config.n_envs, f"scripted_team_l{battles.config.red_level}",
+                        dtype=object)
+        for policy, index in battles.opponents:
+            names[index] = self.dealt[id(policy)]
+        return names
+
+    # --- what the league learns from a rollout --------------------------------------------
+
+    def record_training_games(self, rollout) -> None:
+        """Each opponent's finished battles of the rollout, as one match record."""
+        if not rollout.scores:
+            return
+        names = self.opponent_of_battles()[np.asarray(rollout.episode_battles)]
+        scores = np.asarray(rollout.scores)
+        for name in np.unique(names):
+            mine = scores[names == name]
+            self.matches.record(self.agent_id, str(name), float(mine.mean()), metadata={
+                "step": self.trainer.total_steps, "games": len(mine), "kind": "training"})
+
+    def _remember_behaviour(self, rollout) -> None:
+        """The learner's behaviour embedding, from its first battalion in battle 0."""
+        actions = rollout.actions[:, 0, 0].numpy()
+        positions = rollout.obs[:, 0, 0, :2].numpy()
+        self.embedding = embed_trajectory(TrajectoryBatch(actions, positions, self.agent_id))
+
+    # --- snapshots, evaluation, resets ------------------------------------------------------
+
+    @property
+    def metric_prefix(self) -> str:
+        return self.agent_type.value
+
+    def snapshot(self, extra_metadata: dict[str, Any] | None = None) -> AgentRecord:
+        """Add the learner's current weights to the role's pool as the next version."""
+        self.version += 1
+        return self._add_snapshot(self.version, extra_metadata)
+
+    def _add_snapshot(self, version: int, extra: dict[str, Any] | None) -> AgentRecord:
+        name = f"{self.agent_type.value}_{self.agent_id}_v{version:06d}.pt"
+        path = save_policy(self.trainer.policy, self.snapshot_dir / name, version=version)
+        metadata = {"parent_agent_id": self.agent_id, "step": self.trainer.total_steps,
+                    **self.snapshot_metadata(), **(extra or {})}
+        if getattr(self, "embedding", None) is not None:
+            metadata["embedding"] = [round(float(v), 6) for v in self.embedding]
+        record = self.pool.add(_relative(path, self.pool.manifest_path.parent),
+                               self.agent_type, agent_id=f"{self.agent_id}_v{version:06d}",
+                               version=version, metadata=metadata, force=True)
+        # A snapshot enters the table at its learner's rating, then plays for itself.
+        self.elo.set_rating(record.agent_id, self.elo.get_rating(self.agent_id))
+        self.elo.save()
+        return record
+
+    def snapshot_metadata(self) -> dict[str, Any]:
+        """Extra metadata of this role's snapshots (the exploiters' reset count)."""
+        return {}
+
+    def evaluation_opponents(self) -> list[str]:
+        """Member ids evaluated against: those dealt in the last rollout."""
+        return sorted({name for name in self.dealt.values() if name != self.agent_id})
+
+    def evaluate(self) -> dict[str, Any]:
+        """Deterministic matches against the dealt members and the anchors: match
+        records, Elo (both sides move), Nash and diversity."""
+        trainer, step = self.trainer, self.trainer.total_steps
+        metrics: dict[str, Any] = {"eval/step": step}
+        before = self.elo.get_rating(self.agent_id)
+        members = {r.agent_id: r for r in self.members}
+        for name in [*self.evaluation_opponents(), *ANCHORS]:
+            opponent = (5 if name == "scripted_team_l5" else DOCTRINE_TEAM
+                        if name == "doctrine_team" else self.load(members[name]))
+            outcomes = play_team_battles(
+                trainer.policy, opponent, n_blue=trainer.battles.n_blue,
+                n_red=trainer.battles.n_red, n_episodes=self.n_eval_episodes,
+                seed=trainer.config.seed + step, env_kwargs=trainer.config.field_kwargs())
+            result = score(outcomes)
+            self.matches.record(self.agent_id, name, result, metadata={
+                "step": step, "games": len(outcomes), "kind": "evaluation"})
+            self.elo.update_pair(self.agent_id, name, result, n_games=len(outcomes))
+            metrics[f"matchup/win_rate/{name}"] = float((outcomes == WIN).mean())
+            metrics[f"matchup/mean_win_rate/{name}"] = self.win_rate(name)
+        self.elo.save()
+        rating = self.elo.get_rating(self.agent_id)
+        metrics[f"elo/{self.agent_type.value}"] = rating
+        metrics["elo/delta"] = rating - before
+        self.nash = nash_weights(self.members, self.matches.win_rate)
+        self.matchmaker.set_nash_weights(
+            {k: v for k, v in self.nash.items() if k in self.pool} or None)
+        metrics["league/nash_entropy"] = nash_entropy(list(self.nash.values())) \
+            if self.nash else 0.0
+        embeddings = [r.metadata["embedding"] for r in self.members if "embedding" in
+                      r.metadata]
+        metrics["league/diversity_score"] = diversity_score(
+            np.array([*embeddings, self.embedding])) if embeddings else 0.0
+        return metrics
+
+    def after_evaluation(self, evaluation: dict[str, Any]) -> dict[str, Any]:
+        """What the role does after an evaluation whose metrics are ``evaluation`` (the
+        exploiters reset); its own metrics."""
+        return {}
+
+    def reset_weights(self) -> None:
+        """Back to the run's initial weights if it started from trained ones (a warm
+        start), else fresh orthogonal weights on every linear layer (gain 1, zero
+        bias); Adam's state cleared either way."""
+        policy = self.trainer.policy
+        if self._warm_started:
+            policy.load_state_dict(self._initial_state)
+        else:
+            for module in policy.modules():
+                if isinstance(module, torch.nn.Linear):
+                    torch.nn.init.orthogonal_(module.weight, gain=1.0)
+                    torch.nn.init.zeros_(module.bias)
+        self.trainer.optimizer.state.clear()
+        self.trainer.optimizer.zero_grad(set_to_none=True)
+        self.reset_count += 1
+        self._policies.pop(self.agent_id, None)
+
+    # --- persistence ---------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """The role's counters and reset state, kept in its checkpoints."""
+        return {"version": self.version, "reset_count": self.reset_count,
+                "warm_started": self._warm_started}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.version = int(state["version"])
+        self.reset_count = int(state["reset_count"])
+        self._warm_started = bool(state["warm_started"])
+
+    def save(self, path: Path) -> Path:
+        """A resumable checkpoint of the learner and of the role, written atomically."""
+        return self.trainer.save(path, extra={"league_role": self.state_dict()})
+
+    def _start(self) -> None:
+        trainer = self.trainer
+        resumed = (trainer.resumed_extra or {}).get("league_role")
+        if resumed is not None:
+            self.load_state_dict(resumed)
+        self.refresh()
+        own = [r for r in self.pool.list() if r.metadata.get("parent_agent_id") == self.agent_id]
+        # Snapshots taken after the checkpoint survive the crash: never reuse a version.
+        self.version = max([self.version, *(r.version for r in own)])
+        initial = f"{self.agent_id}_v{0:06d}"
+        if initial in self.pool:
+            if self._warm_started:
+                self._initial_state = load_policy(self.pool.resolve_snapshot(initial)).state_dict()
+        else:
+            self._add_snapshot(0, None)  # the initial weights, a member from the start
+            self.refresh()
+        self.embedding = None
+        start = trainer.total_steps
+        self.snapshot_due = EveryNSteps(self.snapshot_freq, start)
+        self.evaluation_due = EveryNSteps(self.eval_freq, start)
+        self.checkpoint_due = EveryNSteps(self.checkpoint_freq, start)
+        self._log_due = EveryNSteps(self.log_interval, start)
+
+    def _log(self, metrics: dict[str, Any], step: int) -> None:
+        if self.writer is None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.writer = SummaryWriter(str(Path(self.trainer.config.log_dir) / self.agent_id))
+        for key, value in metrics.items():
+            if isinstance(value, (int, float, np.number)) and math.isfinite(value):
+                self.writer.add_scalar(key, value, step)
+        if self.run is not None:
+            self.run.log(dict(metrics), step=step)
+        if self._log_due(step):
+            logger.info("%s step %d: win rate %.2f, Elo %.0f, pool %d, resets %d", self.agent_id,
+                        step, metrics.get("rollout/win_rate", float("nan")),
+                        self.elo.get_rating(self.agent_id), len(self.members), self.reset_count)
+
+
+def _relative(path: Path, folder: Path) -> str:
+    """``path`` relative to ``folder`` when it lies below it (pools stay movable)."""
+    try:
+        return str(path.resolve().relative_to(folder.resolve()))
+    except ValueError:
+        import os
+
+        return os.path.relpath(path.resolve(), folder.resolve())
+
+
+def _common_folder(paths: Sequence[Path]) -> Path:
+    import os
+
+    return Path(os.path.commonpath([str(Path(p).resolve().parent) for p in paths]))
+
+
+__all__ = ["ANCHORS", "LeagueRole", "PAYOFF_DECAY", "RESET_RULES"]
