@@ -11,20 +11,23 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
 from envs.reward import RewardWeights
-from training.common.settings import CONFIG_DIR, ConfigFile, ResumeOptions
+from training.common.settings import ConfigFile, ResumeOptions
+from training.league.config import CONFIG_FILES as LEAGUE_FILES
 from training.mappo.config import CONFIG_FILE as MAPPO_FILE
 from training.mappo.config import MAPPOConfig
 from training.ppo.config import CONFIG_FILE as PPO_FILE
 from training.ppo.config import TrainingConfig, config_from_nested
 
-FILES = [pytest.param(PPO_FILE, id="default"), pytest.param(MAPPO_FILE, id="mappo")]
+FILES = [pytest.param(PPO_FILE, id="default"), pytest.param(MAPPO_FILE, id="mappo"),
+         *(pytest.param(file, id=f"league-{role}") for role, file in LEAGUE_FILES.items())]
 
 
 def composed(file: ConfigFile, overrides: list[str] = (), name: str | None = None) -> dict:
     """The config the CLI would see, as plain containers."""
     file.register()
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
-        cfg = compose(config_name=name or file.name, overrides=list(overrides))
+    # As the CLI does: the file's folder is the config path.
+    with initialize_config_dir(config_dir=str(file.path.parent), version_base=None):
+        cfg = compose(config_name=name or file.path.stem, overrides=list(overrides))
     return OmegaConf.to_container(cfg, resolve=True)
 
 
