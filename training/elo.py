@@ -150,7 +150,7 @@ class EloRegistry:
     def _apply_pair(self, ratings: dict[str, float], counts: dict[str, int], agent: str,
                     opponent: str, outcome: float, n_games: int) -> tuple[float, float]:
         # Both changes are computed from the ratings before the games.
-        before = dict(ratings)
+        before = {name: ratings.get(name, DEFAULT_RATING) for name in (agent, opponent)}
         deltas = []
         for player, other, score in ((agent, opponent, outcome), (opponent, agent, 1 - outcome)):
             if self.is_baseline(player):

@@ -92,3 +92,22 @@ def test_a_corrupt_file_is_named_in_the_error(tmp_path):
     path.write_text('{"ratings": {"a": 10')
     with pytest.raises(ValueError, match="elo.json"):
         EloRegistry(path)
+
+
+def test_a_pair_update_moves_both_players_from_the_ratings_before(tmp_path):
+    registry = TeamEloRegistry(tmp_path / "elo.json")
+    registry.set_rating("a", 1100.0)
+    delta_a, delta_b = registry.update_pair("a", "b", 1.0, n_games=10)
+    expected = 40 * (1 - expected_score(1100.0, 1000.0))
+    assert delta_a == pytest.approx(expected) and delta_b == pytest.approx(-expected)
+    assert registry.update_pair("a", "scripted_team_l5", 0.5)[1] == 0.0  # anchors stay
+    registry.save()
+    # Another process's registry replays its pair updates on the saved ratings.
+    other = TeamEloRegistry(tmp_path / "elo.json")
+    other.update_pair("b", "a", 1.0)
+    registry.update_pair("a", "b", 1.0)
+    registry.save()
+    other.save()
+    assert TeamEloRegistry(tmp_path / "elo.json").get_game_count("b") == 12
+    with pytest.raises(ValueError, match="both fixed baselines"):
+        registry.update_pair("scripted_team_l5", "doctrine_team", 0.5)

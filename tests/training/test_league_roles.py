@@ -57,7 +57,7 @@ def test_each_role_snapshots_under_the_seed_names(league):
                 assert "reset_count" in record.metadata
 
 
-def test_the_main_agent_meets_the_exploiters_and_everybody_is_rated(league):
+def test_the_league_exploiter_meets_every_role_and_everybody_is_rated(league):
     folder, roles = league
     matches = MatchDatabase(roles["main_agent"].matches.path)
     opponents = {r.opponent_id for r in matches.results if r.agent_id == "league_exploiter_001"}
@@ -80,7 +80,7 @@ def test_exploiters_reset_when_they_stop_winning(league):
     assert roles["main_agent"].reset_count == 0
 
 
-def test_a_killed_role_resumes_its_counters(league, tmp_path):
+def test_a_role_resumes_its_counters_from_its_checkpoint(league):
     folder, roles = league
     trainer = roles["main_exploiter"]
     checkpoint = trainer.checkpoint_dir / "mappo_policy.pt"

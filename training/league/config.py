@@ -11,9 +11,11 @@ them); ``python -m training.league.config`` rewrites them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import typing
+from dataclasses import dataclass, make_dataclass
+from functools import partial
 
+from envs.sim.validation import check_choice, check_positive
 from training.common.setting_groups import PPOSettings, TrackingSettings
 from training.common.settings import (
     ConfigFile,
@@ -30,25 +32,11 @@ from training.common.settings import (
     unit_interval,
 )
 from training.league.matchmaking import MATCHMAKING
+from training.league.resets import RESET_RULES
 from training.mappo.config import MAPPOConfig
 
 LEAGUE_DIR = "checkpoints/league"
 """Where the roles' files live unless told otherwise."""
-
-
-def _one_of(options: tuple[str, ...]):
-    def check(name: str, value: Any) -> str:
-        if value not in options:
-            raise ValueError(f"{name}={value!r} is invalid: expected one of {', '.join(options)}")
-        return value
-
-    return check
-
-
-def _positive(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{name}={value!r} is invalid: expected a number > 0")
-    return float(value)
 
 
 def _role_dir(role: str) -> str:
@@ -63,7 +51,7 @@ class LeagueSettings(Settings):
                             "{agent_id}_v{version:06d}).", text, "league.agent_id")
     matchmaking: str = setting(
         "pfsp", f"Who the role meets: {', '.join(MATCHMAKING)} (training/league/matchmaking.py).",
-        _one_of(MATCHMAKING), "league.matchmaking")
+        partial(check_choice, choices=MATCHMAKING), "league.matchmaking")
     snapshot_freq: int = setting(100_000, "Env-steps between snapshots into the role's pool.",
                                  positive_int, "league.snapshot_freq")
     eval_freq: int = setting(50_000, "Env-steps between evaluation matches (Elo, Nash, "
@@ -71,7 +59,7 @@ class LeagueSettings(Settings):
     n_eval_episodes: int = setting(20, "Battles per evaluation match, played as one batch.",
                                    positive_int, "league.n_eval_episodes")
     pfsp_temperature: float = setting(1.0, "PFSP temperature T of f_T(w) = (1 - w)^(1/T) "
-                                      "(1: hard opponents first).", _positive,
+                                      "(1: hard opponents first).", check_positive,
                                       "league.pfsp_temperature")
     unknown_win_rate: float = setting(0.5, "Win rate assumed against a member never met.",
                                       unit_interval, "league.unknown_win_rate")
@@ -99,8 +87,8 @@ class ResetSettings(Settings):
     reset_rule: str = setting("rolling", "rolling: reset when the mean of the last "
                               "reset_window_size evaluation win rates falls below "
                               "reset_win_rate_threshold; alphastar: the published "
-                              "checkpoint-and-reset gate.", _one_of(("rolling", "alphastar")),
-                              "league.reset_rule")
+                              "checkpoint-and-reset gate.",
+                              partial(check_choice, choices=RESET_RULES), "league.reset_rule")
     reset_win_rate_threshold: float = setting(0.30, "Rolling rule: reset below this mean "
                                               "win rate.", unit_interval,
                                               "league.reset_win_rate_threshold")
@@ -117,29 +105,34 @@ class ResetSettings(Settings):
                                    "league.gate_win_rate")
 
 
-def _path(role: str, name: str) -> str:
-    return f"{_role_dir(role)}/{name}"
+_PER_ROLE = (  # (group, setting, default for role): the defaults that differ by role
+    (TrackingSettings, "wandb_tags", lambda role: ["v4", "league", role]),
+    (TrackingSettings, "log_dir", lambda role: f"logs/league/{role}"),
+    (MAPPOConfig, "checkpoint_dir", _role_dir),
+    (MAPPOConfig, "elo_registry_path", lambda role: f"{LEAGUE_DIR}/elo.json"),
+    (LeagueSettings, "agent_id", lambda role: f"{role}_001"),
+    (LeagueSettings, "pool_manifest", lambda role: f"{_role_dir(role)}/pool.json"),
+    (LeagueSettings, "snapshot_dir", lambda role: f"{_role_dir(role)}/snapshots"),
+)
+
+
+def _role_base(role: str, bases: tuple[type, ...], *, total_timesteps: int, seed: int,
+               scripted_share: float) -> type:
+    """``bases`` with the defaults of ``role``: its folders and names under
+    :data:`LEAGUE_DIR`, its budget, seed and scripted share (the seeds' values)."""
+    given = {(PPOSettings, "total_timesteps"): total_timesteps, (PPOSettings, "seed"): seed,
+             (LeagueSettings, "scripted_share"): scripted_share,
+             **{(group, name): default(role) for group, name, default in _PER_ROLE}}
+    fields = [(name, typing.get_type_hints(group)[name], override(group, name, default=value))
+              for (group, name), value in given.items()]
+    return make_dataclass(f"{role}_defaults", fields, bases=bases)
 
 
 @dataclass
-class MainAgentConfig(MAPPOConfig, LeagueSettings):
+class MainAgentConfig(_role_base("main_agent", (MAPPOConfig, LeagueSettings),
+                                 total_timesteps=5_000_000, seed=42, scripted_share=0.25)):
     """The main agent: meets every league member; never resets."""
 
-    total_timesteps: int = override(PPOSettings, "total_timesteps", default=5_000_000)
-    seed: int = override(PPOSettings, "seed", default=42)
-    wandb_tags: list[str] = override(TrackingSettings, "wandb_tags",
-                                     default=["v4", "league", "main_agent"])
-    log_dir: str = override(TrackingSettings, "log_dir", default="logs/league/main_agent")
-    checkpoint_dir: str = override(MAPPOConfig, "checkpoint_dir",
-                                   default=_role_dir("main_agent"))
-    elo_registry_path: str = override(MAPPOConfig, "elo_registry_path",
-                                      default=f"{LEAGUE_DIR}/elo.json")
-    agent_id: str = override(LeagueSettings, "agent_id", default="main_agent_001")
-    scripted_share: float = override(LeagueSettings, "scripted_share", default=0.25)
-    pool_manifest: str = override(LeagueSettings, "pool_manifest",
-                                  default=_path("main_agent", "pool.json"))
-    snapshot_dir: str = override(LeagueSettings, "snapshot_dir",
-                                 default=_path("main_agent", "snapshots"))
     opponent_pool_manifests: list[str] = setting(
         [f"{_role_dir('main_exploiter')}/pool.json", f"{_role_dir('league_exploiter')}/pool.json"],
         "The exploiters' pools, whose members the main agent meets too.", text_list,
@@ -150,24 +143,11 @@ class MainAgentConfig(MAPPOConfig, LeagueSettings):
 
 
 @dataclass
-class MainExploiterConfig(MAPPOConfig, LeagueSettings, ResetSettings):
+class MainExploiterConfig(_role_base("main_exploiter",
+                                     (MAPPOConfig, LeagueSettings, ResetSettings),
+                                     total_timesteps=3_000_000, seed=43, scripted_share=0.0)):
     """The main exploiter: meets the main agent only; resets."""
 
-    total_timesteps: int = override(PPOSettings, "total_timesteps", default=3_000_000)
-    seed: int = override(PPOSettings, "seed", default=43)
-    wandb_tags: list[str] = override(TrackingSettings, "wandb_tags",
-                                     default=["v4", "league", "main_exploiter"])
-    log_dir: str = override(TrackingSettings, "log_dir", default="logs/league/main_exploiter")
-    checkpoint_dir: str = override(MAPPOConfig, "checkpoint_dir",
-                                   default=_role_dir("main_exploiter"))
-    elo_registry_path: str = override(MAPPOConfig, "elo_registry_path",
-                                      default=f"{LEAGUE_DIR}/elo.json")
-    agent_id: str = override(LeagueSettings, "agent_id", default="main_exploiter_001")
-    scripted_share: float = override(LeagueSettings, "scripted_share", default=0.0)
-    pool_manifest: str = override(LeagueSettings, "pool_manifest",
-                                  default=_path("main_exploiter", "pool.json"))
-    snapshot_dir: str = override(LeagueSettings, "snapshot_dir",
-                                 default=_path("main_exploiter", "snapshots"))
     main_agent_pool_manifest: str = setting(
         f"{_role_dir('main_agent')}/pool.json", "The main agent's pool (read only).", path,
         "league.main_agent_pool_manifest")
@@ -177,25 +157,12 @@ class MainExploiterConfig(MAPPOConfig, LeagueSettings, ResetSettings):
 
 
 @dataclass
-class LeagueExploiterConfig(MAPPOConfig, LeagueSettings, ResetSettings):
+class LeagueExploiterConfig(_role_base("league_exploiter",
+                                       (MAPPOConfig, LeagueSettings, ResetSettings),
+                                       total_timesteps=3_000_000, seed=44, scripted_share=0.0)):
     """The league exploiter: meets every member outside its lineage; resets; measures
     the league's exploitability."""
 
-    total_timesteps: int = override(PPOSettings, "total_timesteps", default=3_000_000)
-    seed: int = override(PPOSettings, "seed", default=44)
-    wandb_tags: list[str] = override(TrackingSettings, "wandb_tags",
-                                     default=["v4", "league", "league_exploiter"])
-    log_dir: str = override(TrackingSettings, "log_dir", default="logs/league/league_exploiter")
-    checkpoint_dir: str = override(MAPPOConfig, "checkpoint_dir",
-                                   default=_role_dir("league_exploiter"))
-    elo_registry_path: str = override(MAPPOConfig, "elo_registry_path",
-                                      default=f"{LEAGUE_DIR}/elo.json")
-    agent_id: str = override(LeagueSettings, "agent_id", default="league_exploiter_001")
-    scripted_share: float = override(LeagueSettings, "scripted_share", default=0.0)
-    pool_manifest: str = override(LeagueSettings, "pool_manifest",
-                                  default=_path("league_exploiter", "pool.json"))
-    snapshot_dir: str = override(LeagueSettings, "snapshot_dir",
-                                 default=_path("league_exploiter", "snapshots"))
     additional_pool_manifests: list[str] = setting(
         [f"{_role_dir('main_agent')}/pool.json", f"{_role_dir('main_exploiter')}/pool.json"],
         "The other roles' pools (read only).", text_list, "league.additional_pool_manifests")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -44,8 +45,6 @@ def run_role_cli(role: str, argv: list[str] | None = None) -> None:
     A relative ``--config-path`` is taken from the current folder (Hydra would take it
     from the folder of the module that declares the app).
     """
-    from pathlib import Path
-
     from training.league.config import CONFIG_FILES
 
     args = list(sys.argv[1:] if argv is None else argv)

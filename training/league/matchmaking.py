@@ -9,7 +9,8 @@ of every role's pool), given the role's win rate against each of them:
   newest main-agent snapshot.
 * ``nash``: draws follow the Nash distribution of the league's payoff matrix,
   restricted to the members the role may meet (:func:`nash_weights` computes it;
-  the role recomputes it as matches accrue).
+  the role recomputes it at every evaluation). Until the first evaluation, or
+  when the distribution gives those members no weight, the ``pfsp`` rule draws.
 * ``alphastar``: the published rules (REFERENCE §M): the main agent plays PFSP
   ``squared`` over every past player half the time, a verification match
   (against main exploiters it loses to, else against its own past selves it
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from training.league.nash import build_payoff_matrix, compute_nash_distribution
-from training.league.pfsp import get_pfsp_weighting, pfsp_probabilities
+from training.league.pfsp import pfsp_probabilities
 from training.league.records import AgentRecord, AgentType
 
 MATCHMAKING = ("pfsp", "nash", "alphastar")
@@ -111,7 +112,7 @@ class Matchup:
         if not records:
             return None
         rates = [self.win_rate(r.agent_id) for r in records]
-        p = pfsp_probabilities(rates, get_pfsp_weighting(weighting))
+        p = pfsp_probabilities(rates, weighting)
         return records[int(self.rng.choice(len(records), p=p))]
 
 

@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+RESET_RULES = ("rolling", "alphastar")
+"""How an exploiter decides to reset: the seeds' rolling win rate below a threshold, or
+the published checkpoint-and-reset gate."""
 RESET, GATE = "reset", "gate"
 
 
@@ -73,4 +76,4 @@ class ResetRule:
         self.gate_opened_at = int(state["gate_opened_at"])
 
 
-__all__ = ["GATE", "RESET", "ResetRule"]
+__all__ = ["GATE", "RESET", "RESET_RULES", "ResetRule"]

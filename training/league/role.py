@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -43,7 +44,14 @@ from training.league.agent_pool import AgentPool
 from training.league.diversity import TrajectoryBatch, diversity_score, embed_trajectory
 from training.league.match_database import MatchDatabase
 from training.league.matchmaker import LeagueMatchmaker
-from training.league.matchmaking import SELF, Matchup, choose, nash_weights
+from training.league.matchmaking import (
+    MATCHMAKING,
+    SELF,
+    Matchup,
+    choose,
+    make_pfsp_weight_fn,
+    nash_weights,
+)
 from training.league.nash import nash_entropy
 from training.league.records import AgentRecord, AgentType
 from training.mappo.battles import DOCTRINE_TEAM, WIN, play_team_battles, score
@@ -58,9 +66,6 @@ every battalion of a team (fixed ratings in :mod:`training.elo`)."""
 PAYOFF_DECAY = 0.99
 """Weight of a match record relative to the next newer one of the same pair, as the
 published league's payoff table decays its counts: old results fade."""
-RESET_RULES = ("rolling", "alphastar")
-"""How an exploiter decides to reset: the seeds' rolling win rate below a threshold, or
-the published checkpoint-and-reset gate."""
 
 
 class LeagueRole:
@@ -109,8 +114,6 @@ class LeagueRole:
                  scripted_share: float = 0.0, run: Any = None) -> None:
         if not isinstance(trainer, MAPPOTrainer):
             raise TypeError(f"trainer={trainer!r} is invalid: expected a MAPPOTrainer")
-        from training.league.matchmaking import MATCHMAKING, make_pfsp_weight_fn
-
         if matchmaking not in MATCHMAKING:
             raise ValueError(f"matchmaking={matchmaking!r} is invalid: expected one of "
                              f"{', '.join(MATCHMAKING)}")
@@ -186,7 +189,6 @@ class LeagueRole:
         rollout = trainer.collect_rollout()
         metrics = trainer.learn_from(rollout)
         self.record_training_games(rollout)
-        self._remember_behaviour(rollout)
         step = trainer.total_steps
         if self.snapshot_due(step):
             self.snapshot()
@@ -284,11 +286,15 @@ class LeagueRole:
             self.matches.record(self.agent_id, str(name), float(mine.mean()), metadata={
                 "step": self.trainer.total_steps, "games": len(mine), "kind": "training"})
 
-    def _remember_behaviour(self, rollout) -> None:
-        """The learner's behaviour embedding, from its first battalion in battle 0."""
+    def behaviour(self) -> np.ndarray | None:
+        """The learner's behaviour embedding, from its first battalion in battle 0 of the
+        last rollout (None before the first)."""
+        rollout = self.trainer.rollout
+        if rollout is None:
+            return None
         actions = rollout.actions[:, 0, 0].numpy()
         positions = rollout.obs[:, 0, 0, :2].numpy()
-        self.embedding = embed_trajectory(TrajectoryBatch(actions, positions, self.agent_id))
+        return embed_trajectory(TrajectoryBatch(actions, positions, self.agent_id))
 
     # --- snapshots, evaluation, resets ------------------------------------------------------
 
@@ -306,8 +312,9 @@ class LeagueRole:
         path = save_policy(self.trainer.policy, self.snapshot_dir / name, version=version)
         metadata = {"parent_agent_id": self.agent_id, "step": self.trainer.total_steps,
                     **self.snapshot_metadata(), **(extra or {})}
-        if getattr(self, "embedding", None) is not None:
-            metadata["embedding"] = [round(float(v), 6) for v in self.embedding]
+        embedding = self.behaviour()
+        if embedding is not None:
+            metadata["embedding"] = [round(float(v), 6) for v in embedding]
         record = self.pool.add(_relative(path, self.pool.manifest_path.parent),
                                self.agent_type, agent_id=f"{self.agent_id}_v{version:06d}",
                                version=version, metadata=metadata, force=True)
@@ -356,7 +363,7 @@ class LeagueRole:
         embeddings = [r.metadata["embedding"] for r in self.members if "embedding" in
                       r.metadata]
         metrics["league/diversity_score"] = diversity_score(
-            np.array([*embeddings, self.embedding])) if embeddings else 0.0
+            np.array([*embeddings, self.behaviour()])) if embeddings else 0.0
         return metrics
 
     def after_evaluation(self, evaluation: dict[str, Any]) -> dict[str, Any]:
@@ -379,7 +386,6 @@ class LeagueRole:
         self.trainer.optimizer.state.clear()
         self.trainer.optimizer.zero_grad(set_to_none=True)
         self.reset_count += 1
-        self._policies.pop(self.agent_id, None)
 
     # --- persistence ---------------------------------------------------------------------------
 
@@ -413,7 +419,6 @@ class LeagueRole:
         else:
             self._add_snapshot(0, None)  # the initial weights, a member from the start
             self.refresh()
-        self.embedding = None
         start = trainer.total_steps
         self.snapshot_due = EveryNSteps(self.snapshot_freq, start)
         self.evaluation_due = EveryNSteps(self.eval_freq, start)
@@ -437,19 +442,13 @@ class LeagueRole:
 
 
 def _relative(path: Path, folder: Path) -> str:
-    """``path`` relative to ``folder`` when it lies below it (pools stay movable)."""
-    try:
-        return str(path.resolve().relative_to(folder.resolve()))
-    except ValueError:
-        import os
-
-        return os.path.relpath(path.resolve(), folder.resolve())
+    """``path`` relative to ``folder`` (so a league folder can be moved)."""
+    return os.path.relpath(path.resolve(), folder.resolve())
 
 
 def _common_folder(paths: Sequence[Path]) -> Path:
-    import os
-
+    """The deepest folder holding the folders of all ``paths``."""
     return Path(os.path.commonpath([str(Path(p).resolve().parent) for p in paths]))
 
 
-__all__ = ["ANCHORS", "LeagueRole", "PAYOFF_DECAY", "RESET_RULES"]
+__all__ = ["ANCHORS", "LeagueRole", "PAYOFF_DECAY"]
