@@ -26,9 +26,11 @@ generators (:meth:`LeagueRole.state_dict`).
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import math
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -38,6 +40,7 @@ import torch
 
 from models.mappo_files import load_policy, save_policy
 from models.mappo_policy import MAPPOPolicy
+from storage.files import append_json_line, atomic_write_text
 from training.common.schedule import EveryNSteps
 from training.elo import TeamEloRegistry
 from training.league.agent_pool import AgentPool
@@ -63,6 +66,10 @@ logger = logging.getLogger(__name__)
 ANCHORS = ("scripted_team_l5", "doctrine_team")
 """The league's fixed Elo anchors: scripted L5 and the disciplined doctrine commanding
 every battalion of a team (fixed ratings in :mod:`training.elo`)."""
+STATUS_FILE = "status.json"
+"""A role's latest state, in its folder (replaced after every rollout)."""
+HISTORY_FILE = "history.jsonl"
+"""A role's evaluations, one JSON line each, in its folder."""
 PAYOFF_DECAY = 0.99
 """Weight of a match record relative to the next newer one of the same pair, as the
 published league's payoff table decays its counts: old results fade."""
@@ -171,15 +178,25 @@ class LeagueRole:
     # --- the loop ------------------------------------------------------------------------
 
     def learn(self) -> LeagueRole:
-        """Rollouts and updates until the trainer's ``total_timesteps``; then a final
-        snapshot and checkpoint."""
-        config = self.trainer.config
-        while self.trainer.total_steps + self.trainer.rollout_steps <= config.total_timesteps:
+        """Rollouts and updates until the trainer's ``total_timesteps``; then
+        :meth:`finish`."""
+        while not self.done:
             self.train_step()
+        return self.finish()
+
+    @property
+    def done(self) -> bool:
+        """Whether the next rollout would overrun the trainer's ``total_timesteps``."""
+        trainer = self.trainer
+        return trainer.total_steps + trainer.rollout_steps > trainer.config.total_timesteps
+
+    def finish(self) -> LeagueRole:
+        """The final snapshot and checkpoint, and the status file saying so."""
         self.snapshot()
         self.trainer.final_checkpoint = self.save(self.checkpoint_dir / FINAL_CHECKPOINT_NAME)
         if self.writer is not None:
             self.writer.close()
+        self.write_status("done")
         return self
 
     def train_step(self) -> dict[str, Any]:
@@ -198,10 +215,12 @@ class LeagueRole:
             evaluation = self.evaluate()
             metrics.update(evaluation)
             metrics.update(self.after_evaluation(evaluation))
+            self.record_history(metrics)
         if self.checkpoint_due(step):
             self.save(self.checkpoint_dir / CHECKPOINT_NAME)
         self._log(metrics, step)
         self.last_metrics = metrics
+        self.write_status("training")
         return metrics
 
     # --- who the learner meets ---------------------------------------------------------------
@@ -387,6 +406,34 @@ class LeagueRole:
         self.trainer.optimizer.zero_grad(set_to_none=True)
         self.reset_count += 1
 
+    # --- what people and the launcher read ------------------------------------------------
+
+    @property
+    def role_dir(self) -> Path:
+        """The role's folder in the league directory (its pool manifest's)."""
+        return self.pool.manifest_path.parent
+
+    def record_history(self, metrics: dict[str, Any]) -> None:
+        """Append one evaluation to :data:`HISTORY_FILE`: the step, every Elo rating of
+        the league (the anchors' are fixed), the Nash distribution and ``metrics``'
+        numbers (the report's source, :mod:`training.league.report`)."""
+        append_json_line(self.role_dir / HISTORY_FILE, {
+            "time": time.time(), "agent_id": self.agent_id, "role": self.agent_type.value,
+            "step": self.trainer.total_steps, "elo": self.elo.all_ratings(),
+            "nash": self.nash or {}, "metrics": _numbers(metrics)})
+
+    def write_status(self, state: str) -> None:
+        """Replace :data:`STATUS_FILE` (atomically) with where the role stands: ``state``
+        (``training`` or ``done``), its process, step, budget, Elo and last metrics."""
+        trainer = self.trainer
+        atomic_write_text(self.role_dir / STATUS_FILE, json.dumps({
+            "state": state, "pid": os.getpid(), "time": time.time(),
+            "agent_id": self.agent_id, "role": self.agent_type.value,
+            "step": trainer.total_steps, "total_timesteps": trainer.config.total_timesteps,
+            "elo": self.elo.get_rating(self.agent_id), "pool_size": len(self.members),
+            "reset_count": self.reset_count, "metrics": _numbers(self.last_metrics)},
+            sort_keys=True) + "\n")
+
     # --- persistence ---------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
@@ -424,6 +471,7 @@ class LeagueRole:
         self.evaluation_due = EveryNSteps(self.eval_freq, start)
         self.checkpoint_due = EveryNSteps(self.checkpoint_freq, start)
         self._log_due = EveryNSteps(self.log_interval, start)
+        self.write_status("training")
 
     def _log(self, metrics: dict[str, Any], step: int) -> None:
         if self.writer is None:
@@ -441,6 +489,13 @@ class LeagueRole:
                         self.elo.get_rating(self.agent_id), len(self.members), self.reset_count)
 
 
+def _numbers(metrics: dict[str, Any]) -> dict[str, float]:
+    """The finite numbers of ``metrics``, as plain floats (JSON's)."""
+    return {key: float(value) for key, value in metrics.items()
+            if isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
+            and math.isfinite(value)}
+
+
 def _relative(path: Path, folder: Path) -> str:
     """``path`` relative to ``folder`` (so a league folder can be moved)."""
     return os.path.relpath(path.resolve(), folder.resolve())
@@ -451,4 +506,4 @@ def _common_folder(paths: Sequence[Path]) -> Path:
     return Path(os.path.commonpath([str(Path(p).resolve().parent) for p in paths]))
 
 
-__all__ = ["ANCHORS", "LeagueRole", "PAYOFF_DECAY"]
+__all__ = ["ANCHORS", "HISTORY_FILE", "LeagueRole", "PAYOFF_DECAY", "STATUS_FILE"]
