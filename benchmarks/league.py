@@ -1,0 +1,328 @@
+"""League training against plain self-play and scripted-only training, at the same compute.
+
+Three arms train 2v2 MAPPO for the same total env-steps, all from the same warm
+start (the disciplined doctrine imitated for ``--warm-start-steps``, made once):
+
+- ``league``: the three roles on one league directory, ``alphastar`` matchmaking and
+  the gate reset rule; the main agent gets half the env-steps, each exploiter a
+  quarter; the roles take turns one rollout at a time, the one furthest behind its
+  budget first (one process: the roles' files are the same ones three processes
+  would share).
+- ``self_play``: MAPPO with the team self-play pool (half the battles against past
+  snapshots, half against scripted L5).
+- ``scripted``: MAPPO against scripted L5 only.
+
+Each arm's final policy then plays, deterministically, 200 unseen battles against
+scripted L5 and the doctrine team, the other finals (both chairs), and its
+**exploiter**: a fresh learner from the same warm start trained with a fixed budget
+(``--exploiter-steps``) against the frozen final policy; the exploiter's win rate
+over 200 unseen battles is the arm's exploitability (lower is better). The
+league's diagnostics come from its own files: resets, Nash entropy, diversity,
+Elo of every member and the main agent's Elo against the fixed anchors; its report
+(:mod:`training.league.report`) is written into the league directory.
+
+Every phase keeps its results in ``--dir`` (a policy file or a JSON file, written
+atomically); run again with the same ``--dir`` to reuse what is done.
+
+Usage::
+
+    python -m benchmarks.league [--steps 3000000] [--exploiter-steps 600000] [--dir DIR]
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks import argument_parser
+from models.mappo_files import load_policy, save_policy
+from storage.files import atomic_write_text, read_json_lines
+from training.elo import TEAM_BASELINE_RATINGS
+from training.league import AgentPool
+from training.league.config import LeagueExploiterConfig, MainAgentConfig, MainExploiterConfig
+from training.league.launch import role_class
+from training.league.role import ANCHORS, HISTORY_FILE
+from training.mappo.battles import DOCTRINE_TEAM, DRAW, LOSS, WIN, play_team_battles
+from training.mappo.config import MAPPOConfig
+from training.mappo.trainer import MAPPOTrainer
+from training.train_mappo import train_mappo
+
+ARMS = ("league", "self_play", "scripted")
+EVAL_SEED = 900_000
+"""Base seed of the final evaluations: battles no arm trained on."""
+N_BLUE = N_RED = 2
+ROLE_SHARE = {"main_agent": 0.5, "main_exploiter": 0.25, "league_exploiter": 0.25}
+"""The league arm's env-steps per role."""
+ROLE_CONFIGS = {"main_agent": MainAgentConfig, "main_exploiter": MainExploiterConfig,
+                "league_exploiter": LeagueExploiterConfig}
+ROLE_POOLS = {"main_agent": "opponent_pool_manifests",
+              "main_exploiter": "main_agent_pool_manifest",
+              "league_exploiter": "additional_pool_manifests"}
+"""Each role's setting naming the other roles' pools."""
+
+
+def common(args: Any, folder: Path) -> dict[str, Any]:
+    """The settings every learner of every arm shares."""
+    return dict(n_blue=N_BLUE, n_red=N_RED, n_envs=args.n_envs, rollout_steps=args.rollout_steps,
+                init_policy=str(folder / "warm_start.pt"), enable_wandb=False,
+                progress_bar=False, verbose=0)
+
+
+def cached_json(path: Path, make: Callable[[], Any]) -> Any:
+    """``make()``'s result, kept in ``path`` (reused when it exists)."""
+    if path.exists():
+        return json.loads(path.read_text())
+    result = make()
+    atomic_write_text(path, json.dumps(result, indent=2, sort_keys=True) + "\n")
+    return result
+
+
+# --- the warm start and the arms ----------------------------------------------------------
+
+def warm_start(args: Any, folder: Path) -> Path:
+    """The shared starting policy: the doctrine imitated for ``--warm-start-steps``."""
+    path = folder / "warm_start.pt"
+    if not path.exists():
+        config = MAPPOConfig(n_blue=N_BLUE, n_red=N_RED, n_envs=args.n_envs,
+                             rollout_steps=args.rollout_steps,
+                             warm_start_steps=args.warm_start_steps,
+                             total_timesteps=args.warm_start_steps + args.rollout_steps,
+                             seed=args.seed, checkpoint_dir=str(folder / "warm_start"),
+                             enable_wandb=False, progress_bar=False, verbose=0)
+        save_policy(MAPPOTrainer(config).policy, path)
+    return path
+
+
+def train_mappo_arm(args: Any, folder: Path, arm: str) -> dict[str, Any]:
+    """The ``self_play`` or ``scripted`` arm: :func:`train_mappo` for ``--steps``."""
+    where = folder / arm
+    config = MAPPOConfig(**common(args, folder), total_timesteps=args.steps, seed=args.seed,
+                         self_play=arm == "self_play",
+                         self_play_pool_dir=str(where / "pool"),
+                         checkpoint_dir=str(where), log_dir=str(where / "logs"),
+                         elo_registry_path=str(where / "elo.json"))
+    started = time.perf_counter()
+    result = train_mappo(config)
+    save_policy(result.policy, folder / f"{arm}_final.pt")
+    return {"env_steps": result.total_steps, "minutes": (time.perf_counter() - started) / 60}
+
+
+def role_config(args: Any, folder: Path, role: str) -> Any:
+    """The league arm's config of ``role``: its share of ``--steps``, every file under
+    ``folder / "league"``, ``alphastar`` matchmaking and gate."""
+    league = folder / "league"
+    config_class = ROLE_CONFIGS[role]
+    defaults = config_class()
+
+    def moved(value: str) -> str:
+        return str(league / Path(value).relative_to("checkpoints/league"))
+
+    paths = {name: moved(getattr(defaults, name)) for name in (
+        "pool_manifest", "snapshot_dir", "match_db_path", "elo_registry_path",
+        "checkpoint_dir")}
+    pools = getattr(defaults, ROLE_POOLS[role])
+    paths[ROLE_POOLS[role]] = [moved(p) for p in pools] if isinstance(pools, list) \
+        else moved(pools)
+    resets = {} if role == "main_agent" else dict(
+        reset_rule="alphastar", gate_min_steps=args.gate_min_steps,
+        gate_max_steps=args.gate_max_steps)
+    return config_class(**common(args, folder), **paths, **resets,
+                        total_timesteps=int(args.steps * ROLE_SHARE[role]),
+                        snapshot_freq=args.snapshot_freq, eval_freq=args.eval_freq,
+                        matchmaking="alphastar", log_dir=str(league / "logs" / role))
+
+
+def train_league_arm(args: Any, folder: Path) -> dict[str, Any]:
+    """The ``league`` arm: the three roles, one rollout at a time, the one furthest
+    behind its budget first; then each role's final snapshot and checkpoint."""
+    started = time.perf_counter()
+    roles = [role_class(role).from_config(role_config(args, folder, role))
+             for role in ROLE_SHARE]
+    while not all(role.done for role in roles):
+        behind = min((r for r in roles if not r.done),
+                     key=lambda r: r.trainer.total_steps / r.trainer.config.total_timesteps)
+        behind.train_step()
+    for role in roles:
+        role.finish()
+    save_policy(roles[0].trainer.policy, folder / "league_final.pt")
+    return {"env_steps": sum(r.trainer.total_steps for r in roles),
+            "minutes": (time.perf_counter() - started) / 60,
+            "role_env_steps": {r.agent_id: r.trainer.total_steps for r in roles},
+            "reset_count": {r.agent_id: r.reset_count for r in roles}}
+
+
+# --- what the finals are worth ------------------------------------------------------------
+
+def outcomes_row(outcomes: np.ndarray) -> dict[str, float]:
+    return {"won": float((outcomes == WIN).mean()), "drawn": float((outcomes == DRAW).mean()),
+            "lost": float((outcomes == LOSS).mean())}
+
+
+def against_scripted(args: Any, policy: Any) -> dict[str, dict[str, float]]:
+    """Won / drawn / lost over ``--eval-battles`` unseen battles against each anchor."""
+    return {name: outcomes_row(play_team_battles(
+        policy, opponent, n_blue=N_BLUE, n_red=N_RED, n_episodes=args.eval_battles,
+        seed=EVAL_SEED)) for name, opponent in (("scripted_team_l5", 5),
+                                                ("doctrine_team", DOCTRINE_TEAM))}
+
+
+def cross_play(args: Any, finals: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Each final's mean score (win 1, draw 0.5) against each other, half the battles
+    from each chair, both sides deterministic."""
+    half = args.eval_battles // 2
+    table: dict[str, dict[str, float]] = {arm: {} for arm in finals}
+    for i, a in enumerate(finals):
+        for b in list(finals)[i + 1:]:
+            blue_a = play_team_battles(finals[a], finals[b], n_blue=N_BLUE, n_red=N_RED,
+                                       n_episodes=half, seed=EVAL_SEED,
+                                       opponent_deterministic=True)
+            blue_b = play_team_battles(finals[b], finals[a], n_blue=N_BLUE, n_red=N_RED,
+                                       n_episodes=half, seed=EVAL_SEED,
+                                       opponent_deterministic=True)
+            score_a = float(np.mean(np.concatenate([blue_a, -blue_b]) + 1) / 2)
+            table[a][b], table[b][a] = score_a, 1 - score_a
+    return table
+
+
+def exploit(args: Any, folder: Path, arm: str, target: Any) -> dict[str, Any]:
+    """Train a fresh exploiter from the warm start against the frozen ``target`` for
+    ``--exploiter-steps``; its win rate before and after, over unseen battles."""
+    config = MAPPOConfig(**common(args, folder), total_timesteps=args.exploiter_steps,
+                         seed=args.seed + 1000, checkpoint_dir=str(folder / f"exploit_{arm}"),
+                         log_dir=str(folder / f"exploit_{arm}" / "logs"))
+    trainer = MAPPOTrainer(config)
+
+    def win_rate() -> dict[str, float]:
+        return outcomes_row(play_team_battles(
+            trainer.policy, target, n_blue=N_BLUE, n_red=N_RED,
+            n_episodes=args.eval_battles, seed=EVAL_SEED + 50_000,
+            opponent_deterministic=True))
+
+    before = win_rate()
+    trainer.battles.deal([target], 0.0)
+    while trainer.total_steps + trainer.rollout_steps <= config.total_timesteps:
+        trainer.learn_from(trainer.collect_rollout())
+    return {"before": before, "after": win_rate(), "env_steps": trainer.total_steps}
+
+
+# --- the league's own record --------------------------------------------------------------
+
+def league_diagnostics(folder: Path) -> dict[str, Any]:
+    """Resets, Nash entropy, diversity, Elo of every member and the main agent's Elo
+    over its evaluations, from the league directory's files."""
+    league = folder / "league"
+    ratings = json.loads((league / "elo.json").read_text())["ratings"]
+    members = [r.agent_id for pool in league.glob("*/pool.json") for r in AgentPool(pool).list()]
+    history = {role: read_json_lines(league / role / HISTORY_FILE)[0] for role in ROLE_SHARE}
+    main = history["main_agent"]
+    resets = {role: max([int(row["metrics"].get(f"{role}/reset_count", 0))
+                         for row in rows] or [0]) for role, rows in history.items()
+              if role != "main_agent"}
+    return {
+        "members": len(members), "members_rated": sum(m in ratings for m in members),
+        "resets": resets,
+        "nash_entropy": [row["metrics"].get("league/nash_entropy") for row in main],
+        "diversity": [row["metrics"].get("league/diversity_score") for row in main],
+        "main_elo": [(row["step"], row["metrics"]["elo/main_agent"]) for row in main],
+        "learner_elo": {role: rows[-1]["metrics"][f"elo/{role}"] for role, rows in
+                        history.items() if rows},
+        "anchors": {name: TEAM_BASELINE_RATINGS[name] for name in ANCHORS},
+    }
+
+
+# --- the table ----------------------------------------------------------------------------
+
+def percent(row: dict[str, float]) -> str:
+    return f"{row['won']:.0%} / {row['drawn']:.0%} / {row['lost']:.0%}"
+
+
+def print_tables(results: dict[str, Any]) -> None:
+    arms = [arm for arm in ARMS if arm in results["arms"]]
+    print("\n| arm | env-steps | training min | vs L5 (won/drawn/lost) | vs doctrine team | "
+          "exploiter's win rate before -> after | exploitability |")
+    print("|---|---:|---:|---|---|---|---:|")
+    for arm in arms:
+        run, scripted, exploiter = (results["arms"][arm], results["scripted"][arm],
+                                    results["exploit"][arm])
+        print(f"| {arm} | {run['env_steps']:,} | {run['minutes']:.1f} | "
+              f"{percent(scripted['scripted_team_l5'])} | {percent(scripted['doctrine_team'])} "
+              f"| {exploiter['before']['won']:.0%} -> {exploiter['after']['won']:.0%} | "
+              f"{exploiter['after']['won']:.0%} |")
+    print("\nCross-play, mean score of the row against the column (win 1, draw 0.5):\n")
+    print("| | " + " | ".join(arms) + " |")
+    print("|---|" + "---:|" * len(arms))
+    for a in arms:
+        cells = [("-" if a == b else f"{results['cross_play'][a][b]:.2f}") for b in arms]
+        print(f"| {a} | " + " | ".join(cells) + " |")
+    league = results["league"]
+    elo = league["main_elo"]
+    print(f"\nLeague: {league['members']} members, {league['members_rated']} with an Elo "
+          f"rating; resets {league['resets']}; Nash entropy (last) "
+          f"{league['nash_entropy'][-1]:.3f} nats; diversity (last) {league['diversity'][-1]:.3f}; "
+          f"learners' Elo {({k: round(v) for k, v in league['learner_elo'].items()})}; "
+          f"anchors {league['anchors']}")
+    print("Main agent's Elo over its evaluations: " + ", ".join(
+        f"{step:,}: {rating:.0f}" for step, rating in elo[::max(1, len(elo) // 8)]) +
+        f", final {elo[-1][0]:,}: {elo[-1][1]:.0f}")
+    if "report" in results:
+        print(f"Report: {results['report']}")
+
+
+def main() -> None:
+    parser = argument_parser(__doc__, __spec__.name)
+    parser.add_argument("--steps", type=int, default=3_000_000,
+                        help="env-steps per arm (the league's three roles together)")
+    parser.add_argument("--exploiter-steps", type=int, default=600_000,
+                        help="env-steps of each final's exploiter")
+    parser.add_argument("--warm-start-steps", type=int, default=300_000)
+    parser.add_argument("--eval-battles", type=int, default=200)
+    parser.add_argument("--n-envs", type=int, default=128)
+    parser.add_argument("--rollout-steps", type=int, default=8192)
+    parser.add_argument("--snapshot-freq", type=int, default=100_000,
+                        help="env-steps between a league role's snapshots")
+    parser.add_argument("--eval-freq", type=int, default=50_000,
+                        help="env-steps between a league role's evaluations")
+    parser.add_argument("--gate-min-steps", type=int, default=200_000)
+    parser.add_argument("--gate-max-steps", type=int, default=400_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dir", type=Path, default=None,
+                        help="working folder (reused phases); default: a new temporary one")
+    args = parser.parse_args()
+    folder = (args.dir or Path(tempfile.mkdtemp(prefix="league_benchmark_"))).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"working folder {folder}", flush=True)
+    started = time.perf_counter()
+
+    warm_start(args, folder)
+    results: dict[str, Any] = {"arms": {}}
+    for arm in ARMS:
+        make = (lambda: train_league_arm(args, folder)) if arm == "league" else \
+            (lambda arm=arm: train_mappo_arm(args, folder, arm))
+        results["arms"][arm] = cached_json(folder / f"{arm}.json", make)
+        print(f"{arm}: trained {results['arms'][arm]}", flush=True)
+    finals = {arm: load_policy(folder / f"{arm}_final.pt") for arm in ARMS}
+    results["scripted"] = cached_json(folder / "scripted_eval.json", lambda: {
+        arm: against_scripted(args, policy) for arm, policy in finals.items()})
+    results["cross_play"] = cached_json(folder / "cross_play.json",
+                                        lambda: cross_play(args, finals))
+    results["exploit"] = {arm: cached_json(folder / f"exploit_{arm}.json",
+                                           lambda arm=arm: exploit(args, folder, arm,
+                                                                   finals[arm]))
+                          for arm in ARMS}
+    results["league"] = league_diagnostics(folder)
+    from training.league.report import write_league_report
+
+    results["report"] = str(write_league_report(folder / "league"))
+    print_tables(results)
+    print(f"\nwhole benchmark: {(time.perf_counter() - started) / 60:.1f} min (phases reused "
+          f"from {folder} are not timed again)")
+
+
+if __name__ == "__main__":
+    main()
