@@ -11,9 +11,12 @@ them); ``python -m training.league.config`` rewrites them.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import typing
 from dataclasses import dataclass, make_dataclass
 from functools import partial
+from pathlib import Path
 
 from envs.sim.validation import check_choice, check_positive
 from training.common.setting_groups import PPOSettings, TrackingSettings
@@ -21,6 +24,7 @@ from training.common.settings import (
     ConfigFile,
     ResumeOptions,
     Settings,
+    default_of,
     non_negative_int,
     open_unit_interval,
     override,
@@ -37,6 +41,8 @@ from training.mappo.config import MAPPOConfig
 
 LEAGUE_DIR = "checkpoints/league"
 """Where the roles' files live unless told otherwise."""
+LEAGUE_LOG_DIR = "logs/league"
+"""Where the roles' TensorBoard logs live unless told otherwise (``<this>/<role>``)."""
 
 
 def _role_dir(role: str) -> str:
@@ -107,7 +113,7 @@ class ResetSettings(Settings):
 
 _PER_ROLE = (  # (group, setting, default for role): the defaults that differ by role
     (TrackingSettings, "wandb_tags", lambda role: ["v4", "league", role]),
-    (TrackingSettings, "log_dir", lambda role: f"logs/league/{role}"),
+    (TrackingSettings, "log_dir", lambda role: f"{LEAGUE_LOG_DIR}/{role}"),
     (MAPPOConfig, "checkpoint_dir", _role_dir),
     (MAPPOConfig, "elo_registry_path", lambda role: f"{LEAGUE_DIR}/elo.json"),
     (LeagueSettings, "agent_id", lambda role: f"{role}_001"),
@@ -122,6 +128,8 @@ def _role_base(role: str, bases: tuple[type, ...], *, total_timesteps: int, seed
     :data:`LEAGUE_DIR`, its budget, seed and scripted share (the seeds' values)."""
     given = {(PPOSettings, "total_timesteps"): total_timesteps, (PPOSettings, "seed"): seed,
              (LeagueSettings, "scripted_share"): scripted_share,
+             # The league's evaluations, not MAPPO's scripted ones (which no role runs).
+             (LeagueSettings, "eval_freq"): 50_000, (LeagueSettings, "n_eval_episodes"): 20,
              **{(group, name): default(role) for group, name, default in _PER_ROLE}}
     fields = [(name, typing.get_type_hints(group)[name], override(group, name, default=value))
               for (group, name), value in given.items()]
@@ -190,18 +198,67 @@ on the command line, e.g.
 Start all three roles on one league with `python -m training.league`.
 """
 
+ROLE_MODULES = {"main_agent": "train_main_agent", "main_exploiter": "train_exploiter",
+                "league_exploiter": "train_league_exploiter"}
+"""The module of each role's command line, ``python -m training.league.<module>``."""
+
 CONFIG_FILES = {
     role: ConfigFile(f"league/{role}", (config, ResumeOptions),
-                     header=_HEADER.format(role=role, module=module))
-    for role, config, module in (
-        ("main_agent", MainAgentConfig, "train_main_agent"),
-        ("main_exploiter", MainExploiterConfig, "train_exploiter"),
-        ("league_exploiter", LeagueExploiterConfig, "train_league_exploiter"))
+                     header=_HEADER.format(role=role, module=ROLE_MODULES[role]))
+    for role, config in (("main_agent", MainAgentConfig),
+                         ("main_exploiter", MainExploiterConfig),
+                         ("league_exploiter", LeagueExploiterConfig))
 }
 """The roles' Hydra config files, by role."""
 
-__all__ = ["CONFIG_FILES", "LEAGUE_DIR", "LeagueExploiterConfig", "LeagueSettings",
-           "MainAgentConfig", "MainExploiterConfig", "ResetSettings"]
+
+def league_dir_overrides(role: str, league_dir: str | Path) -> list[str]:
+    """The Hydra overrides that move ``role``'s files into the league folder ``league_dir``.
+
+    Every setting of the role's config file whose default lies under
+    :data:`LEAGUE_DIR` (its pool, snapshots and checkpoints, the other roles' pools, the
+    match log, the Elo file) moves to the same place under ``league_dir``, and every one
+    under :data:`LEAGUE_LOG_DIR` (the TensorBoard logs) to ``<league_dir>/logs``:
+    ``checkpoints/league/main_agent/pool.json`` becomes ``<league_dir>/main_agent/pool.json``
+    and ``logs/league/main_agent`` becomes ``<league_dir>/logs/main_agent``. The settings
+    are found from their declarations (string and list-of-string defaults), not listed.
+
+    Returns:
+        ``["section.key=value", ...]``, values quoted for Hydra.
+    """
+    folder = Path(league_dir)
+    moves = ((LEAGUE_DIR, folder), (LEAGUE_LOG_DIR, folder / "logs"))
+
+    def moved(value: str) -> str:
+        for root, to in moves:
+            if value == root or value.startswith(root + "/"):
+                return str(to / value[len(root):].lstrip("/"))
+        return value
+
+    overrides = []
+    for settings in CONFIG_FILES[role].settings:
+        for spec in dataclasses.fields(settings):
+            default = default_of(spec)
+            if isinstance(default, str) and moved(default) != default:
+                value = _hydra_quoted(moved(default))
+            elif isinstance(default, list) and default and all(
+                    isinstance(v, str) for v in default) and [moved(v) for v in default] != default:
+                value = "[" + ",".join(_hydra_quoted(moved(v)) for v in default) + "]"
+            else:
+                continue
+            overrides.append(f"{spec.metadata['yaml']}={value}")
+    return overrides
+
+
+def _hydra_quoted(text: str) -> str:
+    """``text`` as a quoted string of Hydra's override grammar (any characters kept:
+    quotes escaped, backslashes doubled where they precede one or the end)."""
+    return "'" + re.sub(r"(\\+)(?='|$)", r"\1\1", text).replace("'", "\\'") + "'"
+
+
+__all__ = ["CONFIG_FILES", "LEAGUE_DIR", "LEAGUE_LOG_DIR", "LeagueExploiterConfig",
+           "LeagueSettings", "MainAgentConfig", "MainExploiterConfig", "ROLE_MODULES",
+           "ResetSettings", "league_dir_overrides"]
 
 if __name__ == "__main__":
     for config_file in CONFIG_FILES.values():
