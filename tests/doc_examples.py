@@ -7,7 +7,9 @@ What runs:
   may use what an earlier one defined;
 - every script in ``tests/examples/``: the seeds' own examples, copied as
   written, with the setup they assume and the checks that show they worked in
-  sections marked "not in the seed".
+  sections marked "not in the seed". A ``.sh`` script holds a seed's command
+  lines; it runs with bash in a working folder that links the checkout's
+  ``configs`` and ``training`` folders, as the seeds' relative paths expect.
 
 Each source runs in a fresh, empty working folder, with W&B offline.
 
@@ -20,6 +22,10 @@ keyword argument named in :data:`BUDGET_KEYWORDS` is divided by
 :data:`BUDGET_DIVISOR` (and kept at least 1) in the parsed source, so the text
 that runs is the documentation's while a 1M-step example trains for 10k steps.
 ``--full`` runs the budgets as written (``benchmarks/quick_start.py`` does).
+In a shell script the same rule applies to Hydra overrides (``key=value``
+whose last dotted part is a budget keyword), and a training CLI of
+:data:`CLI_CONFIGS` also gets, for each budget key of its config file that
+the command does not set, the file's default divided likewise.
 
 Command line::
 
@@ -34,6 +40,8 @@ import argparse
 import ast
 import os
 import re
+import shlex
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -47,6 +55,15 @@ BUDGET_KEYWORDS = frozenset({"total_timesteps", "warm_start_steps", "snapshot_fr
 within one (scaled alike, so a snapshot still comes before the end)."""
 
 BUDGET_DIVISOR = 100
+
+CLI_CONFIGS = {
+    "training.league.train_main_agent": "configs/league/main_agent.yaml",
+    "training.league.train_exploiter": "configs/league/main_exploiter.yaml",
+    "training.league.train_league_exploiter": "configs/league/league_exploiter.yaml",
+}
+"""The training CLIs the shell examples run (module name -> its config file)."""
+SHELL_LINKS = ("configs", "training")
+"""The checkout's folders a shell example's working folder links."""
 
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _SKIP = re.compile(r"^<!--\s*example:\s*skip\s+(.+?)\s*-->\s*$")
@@ -92,7 +109,8 @@ def sources() -> dict[str, list[Block]]:
         blocks = markdown_blocks(path)
         if blocks:
             found[str(path.relative_to(ROOT))] = blocks
-    for path in sorted((ROOT / "tests" / "examples").glob("*.py")):
+    for path in sorted([*(ROOT / "tests" / "examples").glob("*.py"),
+                        *(ROOT / "tests" / "examples").glob("*.sh")]):
         found[str(path.relative_to(ROOT))] = [Block(path, 1, path.read_text(encoding="utf-8"))]
     return found
 
@@ -116,14 +134,70 @@ def compile_block(block: Block, full: bool = False):
     return compile(tree, str(block.path), "exec")
 
 
+def _budget_args(args: list[str]) -> list[str]:
+    """A command line's words with its budget overrides divided and, for a training CLI
+    of :data:`CLI_CONFIGS`, the missing budget keys of its config added."""
+    def scaled(value: int) -> str:
+        return str(max(1, value // BUDGET_DIVISOR))
+
+    given, out = set(), []
+    for arg in args:
+        key, sep, value = arg.partition("=")
+        if sep and key.rsplit(".", 1)[-1] in BUDGET_KEYWORDS and \
+                re.fullmatch(r"[0-9][0-9_]*", value):
+            given.add(key)
+            arg = f"{key}={scaled(int(value))}"
+        out.append(arg)
+    module = args[2] if args[1:2] == ["-m"] else \
+        args[1].removesuffix(".py").replace("/", ".") if len(args) > 1 else ""
+    if module in CLI_CONFIGS:
+        import yaml
+
+        config = yaml.safe_load((ROOT / CLI_CONFIGS[module]).read_text(encoding="utf-8"))
+        for section, values in config.items():
+            for key, value in (values.items() if isinstance(values, dict) else ()):
+                dotted = f"{section}.{key}"
+                if key in BUDGET_KEYWORDS and dotted not in given and type(value) is int:
+                    out.append(f"{dotted}={scaled(value)}")
+    return out
+
+
+def shell_script(text: str, full: bool = False) -> str:
+    """A shell example's text, each ``python`` command's budgets scaled unless ``full``."""
+    lines = text.replace("\\\n", " ").splitlines()
+    if full:
+        return "\n".join(lines) + "\n"
+    out = []
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith("python ") and "<<" not in stripped:
+            background = stripped.endswith("&")
+            words = _budget_args(shlex.split(stripped.rstrip("&")))
+            line = " ".join(shlex.quote(w) for w in words) + (" &" if background else "")
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
 def run_source(name: str, workdir: Path, full: bool = False) -> int:
-    """Run one source's blocks in ``workdir`` (in this process); the number of blocks run."""
+    """Run one source's blocks in ``workdir`` (in this process; a shell script with bash);
+    the number of blocks run."""
     blocks = sources()[name]
     workdir.mkdir(parents=True, exist_ok=True)
     os.chdir(workdir)
     os.environ.setdefault("WANDB_MODE", "offline")
     os.environ.setdefault("WANDB_SILENT", "true")
     os.environ.setdefault("WANDB_DIR", str(workdir))
+    if name.endswith(".sh"):
+        for folder in SHELL_LINKS:
+            if not (workdir / folder).exists():
+                (workdir / folder).symlink_to(ROOT / folder, target_is_directory=True)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+        python = Path(sys.executable).parent  # "python" is this interpreter
+        env["PATH"] = f"{python}{os.pathsep}{env.get('PATH', '')}"
+        subprocess.run(["bash", "-c", shell_script(blocks[0].code, full)], cwd=workdir,
+                       env=env, check=True)
+        return 1
     namespace = {"__name__": "__main__"}
     ran = 0
     for block in blocks:

@@ -95,4 +95,5 @@ def test_seed_sections_are_copied_as_written(name: str) -> None:
     for body in copied:
         lines = "\n".join(line.strip() for line in body.splitlines() if line.strip())
         assert lines in seed, f"{name}: a seed section differs from the seed:\n{lines}"
-        ast.parse(body)
+        if name.endswith(".py"):
+            ast.parse(body)
