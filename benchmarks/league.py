@@ -5,9 +5,9 @@ start (the disciplined doctrine imitated for ``--warm-start-steps``, made once):
 
 - ``league``: the three roles on one league directory, ``alphastar`` matchmaking and
   the gate reset rule; the main agent gets half the env-steps, each exploiter a
-  quarter; the roles take turns one rollout at a time, the one furthest behind its
-  budget first (one process: the roles' files are the same ones three processes
-  would share).
+  quarter; the roles take turns one rollout at a time
+  (:func:`~training.league.role.train_in_turns`: one process, the same files three
+  processes would share).
 - ``self_play``: MAPPO with the team self-play pool (half the battles against past
   snapshots, half against scripted L5).
 - ``scripted``: MAPPO against scripted L5 only.
@@ -47,7 +47,7 @@ from training.elo import TEAM_BASELINE_RATINGS
 from training.league import AgentPool
 from training.league.config import LeagueExploiterConfig, MainAgentConfig, MainExploiterConfig
 from training.league.launch import role_class
-from training.league.role import ANCHORS, HISTORY_FILE
+from training.league.role import ANCHORS, HISTORY_FILE, train_in_turns
 from training.mappo.battles import DOCTRINE_TEAM, DRAW, LOSS, WIN, play_team_battles
 from training.mappo.config import MAPPOConfig
 from training.mappo.trainer import MAPPOTrainer
@@ -142,14 +142,8 @@ def train_league_arm(args: Any, folder: Path) -> dict[str, Any]:
     """The ``league`` arm: the three roles, one rollout at a time, the one furthest
     behind its budget first; then each role's final snapshot and checkpoint."""
     started = time.perf_counter()
-    roles = [role_class(role).from_config(role_config(args, folder, role))
-             for role in ROLE_SHARE]
-    while not all(role.done for role in roles):
-        behind = min((r for r in roles if not r.done),
-                     key=lambda r: r.trainer.total_steps / r.trainer.config.total_timesteps)
-        behind.train_step()
-    for role in roles:
-        role.finish()
+    roles = train_in_turns([role_class(role).from_config(role_config(args, folder, role))
+                            for role in ROLE_SHARE])
     save_policy(roles[0].trainer.policy, folder / "league_final.pt")
     return {"env_steps": sum(r.trainer.total_steps for r in roles),
             "minutes": (time.perf_counter() - started) / 60,

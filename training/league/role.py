@@ -31,7 +31,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -177,10 +177,25 @@ class LeagueRole:
 
     # --- the loop ------------------------------------------------------------------------
 
-    def learn(self) -> LeagueRole:
+    def learn(self, stop: Callable[[], bool] | None = None) -> LeagueRole:
         """Rollouts and updates until the trainer's ``total_timesteps``; then
-        :meth:`finish`."""
+        :meth:`finish`.
+
+        ``stop`` is asked before every rollout (the command line's answers whether a
+        SIGINT or SIGTERM came, :func:`training.league.launch.run_role`). Once it says
+        True the role writes its checkpoint (``mappo_policy.pt``) and its status
+        ``stopped``, and returns unfinished (:attr:`done` False); ``resume.auto=true``
+        continues it.
+        """
         while not self.done:
+            if stop is not None and stop():
+                self.save(self.checkpoint_dir / CHECKPOINT_NAME)
+                if self.writer is not None:
+                    self.writer.close()
+                self.write_status("stopped")
+                logger.info("%s stopped at step %d (checkpoint written)", self.agent_id,
+                            self.trainer.total_steps)
+                return self
             self.train_step()
         return self.finish()
 
@@ -489,6 +504,35 @@ class LeagueRole:
                         self.elo.get_rating(self.agent_id), len(self.members), self.reset_count)
 
 
+def train_in_turns(roles: Sequence[LeagueRole]) -> list[LeagueRole]:
+    """Train league roles in one process: each rollout goes to the role furthest behind
+    its budget (the smallest share of its ``total_timesteps`` done), until none has a
+    rollout left; then every role finishes (:meth:`LeagueRole.finish`).
+
+    Args:
+        roles: the roles, on one league directory (they share its files as separate
+            processes would).
+
+    Returns:
+        ``roles``, trained, as a list.
+
+    Raises:
+        ValueError: if ``roles`` is empty.
+    """
+    roles = list(roles)
+    if not roles:
+        raise ValueError("roles=[] is invalid: expected at least one LeagueRole")
+
+    def done_share(role: LeagueRole) -> float:
+        return role.trainer.total_steps / role.trainer.config.total_timesteps
+
+    while not all(role.done for role in roles):
+        min((role for role in roles if not role.done), key=done_share).train_step()
+    for role in roles:
+        role.finish()
+    return roles
+
+
 def _numbers(metrics: dict[str, Any]) -> dict[str, float]:
     """The finite numbers of ``metrics``, as plain floats (JSON's)."""
     return {key: float(value) for key, value in metrics.items()
@@ -506,4 +550,5 @@ def _common_folder(paths: Sequence[Path]) -> Path:
     return Path(os.path.commonpath([str(Path(p).resolve().parent) for p in paths]))
 
 
-__all__ = ["ANCHORS", "HISTORY_FILE", "LeagueRole", "PAYOFF_DECAY", "STATUS_FILE"]
+__all__ = ["ANCHORS", "HISTORY_FILE", "LeagueRole", "PAYOFF_DECAY", "STATUS_FILE",
+           "train_in_turns"]
