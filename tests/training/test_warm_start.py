@@ -52,3 +52,23 @@ def test_unknown_doctrine_is_rejected():
         TrainingConfig(warm_start_doctrine="napoleon")
     with pytest.raises(ValueError, match="doctrine"):
         make_doctrine("napoleon", 1000, 1000)
+
+
+def test_team_cloning_without_a_finished_battle_warns_and_leaves_the_policy(caplog):
+    import torch
+
+    from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
+    from models.mappo_policy import MAPPOPolicy
+    from training.mappo.warm_start import TeamDemonstrations, clone_team
+
+    policy = MAPPOPolicy(OBS_DIM, 3, CRITIC_STATE_DIM, n_agents=2)
+    before = {k: v.clone() for k, v in policy.state_dict().items()}
+    empty = TeamDemonstrations(np.zeros((0, OBS_DIM), np.float32),
+                               np.zeros((0, CRITIC_STATE_DIM), np.float32),
+                               np.zeros((0, 3), np.float32), np.zeros(0, np.float32),
+                               np.zeros(0, np.int64))
+    with caplog.at_level("WARNING"):
+        losses = clone_team(policy, empty)
+    assert all(np.isnan(v) for v in losses.values())
+    assert "no battle ended" in caplog.text
+    assert all(torch.equal(before[k], v) for k, v in policy.state_dict().items())

@@ -99,6 +99,11 @@ def clone_team(policy: MAPPOPolicy, demonstrations: TeamDemonstrations, *, epoch
     epochs = check_int("epochs", epochs, minimum=1)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     check_positive("learning_rate", learning_rate)
+    if len(demonstrations.observations) == 0:
+        # Only steps whose return is known are kept: no battle ended within the steps.
+        logger.warning("MAPPO behaviour cloning skipped: no battle ended within the "
+                       "imitation steps, so no return is known; give more warm-start steps")
+        return {"action": math.nan, "value": math.nan}
     device = policy.device
     observations = torch.as_tensor(demonstrations.observations, device=device)
     states = torch.as_tensor(demonstrations.critic_states, device=device)
