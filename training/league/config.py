@@ -240,17 +240,17 @@ def league_dir_overrides(role: str, league_dir: str | Path) -> list[str]:
         for spec in dataclasses.fields(settings):
             default = default_of(spec)
             if isinstance(default, str) and moved(default) != default:
-                value = _hydra_quoted(moved(default))
+                value = hydra_quoted(moved(default))
             elif isinstance(default, list) and default and all(
                     isinstance(v, str) for v in default) and [moved(v) for v in default] != default:
-                value = "[" + ",".join(_hydra_quoted(moved(v)) for v in default) + "]"
+                value = "[" + ",".join(hydra_quoted(moved(v)) for v in default) + "]"
             else:
                 continue
             overrides.append(f"{spec.metadata['yaml']}={value}")
     return overrides
 
 
-def _hydra_quoted(text: str) -> str:
+def hydra_quoted(text: str) -> str:
     """``text`` as a quoted string of Hydra's override grammar (any characters kept:
     quotes escaped, backslashes doubled where they precede one or the end)."""
     return "'" + re.sub(r"(\\+)(?='|$)", r"\1\1", text).replace("'", "\\'") + "'"
@@ -258,7 +258,7 @@ def _hydra_quoted(text: str) -> str:
 
 __all__ = ["CONFIG_FILES", "LEAGUE_DIR", "LEAGUE_LOG_DIR", "LeagueExploiterConfig",
            "LeagueSettings", "MainAgentConfig", "MainExploiterConfig", "ROLE_MODULES",
-           "ResetSettings", "league_dir_overrides"]
+           "ResetSettings", "hydra_quoted", "league_dir_overrides"]
 
 if __name__ == "__main__":
     for config_file in CONFIG_FILES.values():

@@ -1,9 +1,15 @@
-"""Starting league roles: one role from its Hydra command line (:func:`run_role_cli`)."""
+"""Starting league roles: one role from its Hydra command line (:func:`run_role_cli`).
+
+(All three at once, watched and restarted: :mod:`training.league.launcher`.)
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,26 +27,68 @@ def role_class(role: str) -> type:
             "league_exploiter": LeagueExploiterTrainer}[role]
 
 
-def run_role(role: str, config: Any, resume: dict[str, Any]) -> Any:
+STOPPED_EXIT_CODE = 130
+"""The exit status of a role's command line stopped by SIGINT or SIGTERM (checkpoint
+written, status ``stopped``): 128 + SIGINT, as a shell reports an interrupted command."""
+
+
+def run_role(role: str, config: Any, resume: dict[str, Any], *,
+             stop_on_signals: bool = False) -> Any:
     """Train ``role`` with ``config``, continuing its checkpoint as ``resume`` says
-    (``resume.auto``: the role's ``mappo_policy.pt`` if there is one)."""
+    (``resume.auto``: the role's ``mappo_policy.pt`` if there is one). First removes
+    the temporaries that killed writers left in the role's folders
+    (:func:`storage.files.clean_stale_temporaries`: a live writer's stay).
+
+    With ``stop_on_signals`` (the command line), SIGINT and SIGTERM received once the
+    role is built stop it after the current rollout, with a checkpoint and the status
+    ``stopped`` (:meth:`~training.league.role.LeagueRole.learn`); the handlers are
+    restored on return. Before that (building, warm start) they act as usual:
+    nothing is saved yet. Returns the role; ``role.done`` is False when it was stopped.
+    """
+    from storage.files import clean_stale_temporaries
     from training.common.tracking import start_wandb
     from training.mappo.checkpoints import resolve_resume
 
+    # A run of this role killed mid-write may have left temporaries where the trainer
+    # does not clean (it cleans its checkpoint folder): the snapshots, the shared files.
+    for folder in {Path(config.snapshot_dir), Path(config.pool_manifest).parent,
+                   Path(config.match_db_path).parent, Path(config.elo_registry_path).parent}:
+        clean_stale_temporaries(folder)
     checkpoint = resolve_resume(resume, config)
     run, owns_run = (start_wandb(project=config.wandb_project, entity=config.wandb_entity,
                                  tags=config.wandb_tags, config=config.to_dict(),
                                  log_dir=config.log_dir)
                      if config.enable_wandb else (None, False))
     trainer = role_class(role).from_config(config, resume=checkpoint, run=run)
-    trainer.learn()
+    with _stop_requests() if stop_on_signals else contextlib.nullcontext() as stop:
+        trainer.learn(stop=stop)
     if owns_run:
         run.finish()
     return trainer
 
 
+@contextlib.contextmanager
+def _stop_requests() -> Iterator[Callable[[], bool]]:
+    """While in the block, SIGINT and SIGTERM only note that a stop was asked for;
+    yields the question "was it?"."""
+    received: list[int] = []
+
+    def note(signum: int, frame: Any) -> None:
+        received.append(signum)
+
+    previous = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield lambda: bool(received)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if received:
+            logger.info("stopped by %s", signal.Signals(received[0]).name)
+
+
 def run_role_cli(role: str, argv: list[str] | None = None) -> None:
-    """The Hydra command line of ``configs/league/{role}.yaml``.
+    """The Hydra command line of ``configs/league/{role}.yaml``; exits with
+    :data:`STOPPED_EXIT_CODE` when SIGINT or SIGTERM stopped the role.
 
     A relative ``--config-path`` is taken from the current folder (Hydra would take it
     from the folder of the module that declares the app).
@@ -55,7 +103,11 @@ def run_role_cli(role: str, argv: list[str] | None = None) -> None:
             args[i] = "--config-path=" + str(Path(arg.split("=", 1)[1]).resolve())
     sys.argv = [sys.argv[0], *args]
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    CONFIG_FILES[role].run(lambda config, resume: run_role(role, config, resume))
+    trained: list[Any] = []
+    CONFIG_FILES[role].run(lambda config, resume: trained.append(
+        run_role(role, config, resume, stop_on_signals=True)))
+    if trained and not trained[0].done:  # stopped by a signal
+        sys.exit(STOPPED_EXIT_CODE)
 
 
-__all__ = ["role_class", "run_role", "run_role_cli"]
+__all__ = ["STOPPED_EXIT_CODE", "role_class", "run_role", "run_role_cli"]
