@@ -47,7 +47,8 @@ from training.elo import TEAM_BASELINE_RATINGS
 from training.league import AgentPool
 from training.league.config import LeagueExploiterConfig, MainAgentConfig, MainExploiterConfig
 from training.league.launch import role_class
-from training.league.role import ANCHORS, HISTORY_FILE, train_in_turns
+from training.league.layout import ANCHORS, ELO_FILE, HISTORY_FILE, POOL_FILE
+from training.league.role import train_in_turns
 from training.mappo.battles import DOCTRINE_TEAM, DRAW, LOSS, WIN, play_team_battles
 from training.mappo.config import MAPPOConfig
 from training.mappo.trainer import MAPPOTrainer
@@ -211,8 +212,8 @@ def league_diagnostics(folder: Path) -> dict[str, Any]:
     """Resets, Nash entropy, diversity, Elo of every member and the main agent's Elo
     over its evaluations, from the league directory's files."""
     league = folder / "league"
-    ratings = json.loads((league / "elo.json").read_text())["ratings"]
-    members = [r.agent_id for pool in league.glob("*/pool.json") for r in AgentPool(pool).list()]
+    ratings = json.loads((league / ELO_FILE).read_text())["ratings"]
+    members = [r.agent_id for pool in league.glob(f"*/{POOL_FILE}") for r in AgentPool(pool).list()]
     history = {role: read_json_lines(league / role / HISTORY_FILE)[0] for role in ROLE_SHARE}
     main = history["main_agent"]
     resets = {role: max([int(row["metrics"].get(f"{role}/reset_count", 0))

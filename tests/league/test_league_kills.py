@@ -163,15 +163,11 @@ def _json_lines(path: Path) -> list[dict]:
 KILLS = [
     *(pytest.param(role, str(random.Random(f"kill {role}").randint(1, MAX_OFFSET)), id=role)
       for role in ROLES),
-    pytest.param("main_exploiter", "after_rename:pool.json", id="main_exploiter-snapshot-unrated",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "killed after a snapshot entered the pool and before the Elo file got "
-                     "its rating, the snapshot stays unrated: LeagueRole._start does not "
-                     "rate the role's snapshots missing from the Elo file, and an exploiter "
-                     "never plays its own"))),
+    pytest.param("main_exploiter", "after_rename:pool.json", id="main_exploiter-snapshot-unrated"),
 ]
 """(role, kill moment): each role at a seeded draw among the events after its second
-checkpoint; and the moment that leaves a snapshot unrated, which is a known gap."""
+checkpoint; and the moment between a snapshot's pool entry and its Elo rating (the
+resumed role rates it)."""
 
 
 @pytest.mark.parametrize("role, at", KILLS)

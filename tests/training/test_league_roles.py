@@ -97,3 +97,20 @@ def test_pfsp_temperature_and_forgetting_helpers():
         make_pfsp_weight_fn(0)
     assert monotonic_prefix_length([0.9, 0.8, 0.7]) == 0  # steady learning: nothing forgotten
     assert monotonic_prefix_length([0.5, 0.9, 0.8]) == 2
+
+
+def test_a_finished_role_run_again_with_resume_auto_adds_nothing(league):
+    from training.mappo.checkpoints import resolve_resume
+
+    folder, roles = league
+    trainer = roles["main_exploiter"]
+    config = trainer.trainer.config
+    pool_before = [r.agent_id for r in AgentPool(trainer.pool.manifest_path).list()]
+    matches_before = len(MatchDatabase(config.match_db_path).results)
+    checkpoint = resolve_resume({"auto": True, "checkpoint": None}, config)
+    again = role_class("main_exploiter").from_config(config, resume=checkpoint).learn()
+    assert again.trainer.total_steps == trainer.trainer.total_steps
+    assert [r.agent_id for r in AgentPool(trainer.pool.manifest_path).list()] == pool_before
+    assert len(MatchDatabase(config.match_db_path).results) == matches_before
+    status = json.loads((trainer.role_dir / "status.json").read_text())
+    assert status["state"] == "done" and status["step"] == trainer.trainer.total_steps

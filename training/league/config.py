@@ -35,6 +35,7 @@ from training.common.settings import (
     text_list,
     unit_interval,
 )
+from training.league.layout import ELO_FILE, MATCHES_FILE, POOL_FILE, SNAPSHOT_FOLDER
 from training.league.matchmaking import MATCHMAKING
 from training.league.resets import RESET_RULES
 from training.mappo.config import MAPPOConfig
@@ -78,11 +79,12 @@ class LeagueSettings(Settings):
                                 "league.log_interval")
     pool_max_size: int = setting(200, "Snapshots the role's pool keeps (the oldest leave "
                                  "first).", positive_int, "league.pool_max_size")
-    pool_manifest: str = setting(f"{_role_dir('main_agent')}/pool.json", "The role's own "
+    pool_manifest: str = setting(f"{_role_dir('main_agent')}/{POOL_FILE}", "The role's own "
                                  "pool manifest.", path, "league.pool_manifest")
-    snapshot_dir: str = setting(f"{_role_dir('main_agent')}/snapshots", "Folder of the role's "
-                                "snapshot files.", path, "league.snapshot_dir")
-    match_db_path: str = setting(f"{LEAGUE_DIR}/matches.jsonl", "The league's match log, "
+    snapshot_dir: str = setting(f"{_role_dir('main_agent')}/{SNAPSHOT_FOLDER}",
+                                "Folder of the role's snapshot files.", path,
+                                "league.snapshot_dir")
+    match_db_path: str = setting(f"{LEAGUE_DIR}/{MATCHES_FILE}", "The league's match log, "
                                  "shared by the roles.", path, "league.match_db_path")
 
 
@@ -115,10 +117,10 @@ _PER_ROLE = (  # (group, setting, default for role): the defaults that differ by
     (TrackingSettings, "wandb_tags", lambda role: ["v4", "league", role]),
     (TrackingSettings, "log_dir", lambda role: f"{LEAGUE_LOG_DIR}/{role}"),
     (MAPPOConfig, "checkpoint_dir", _role_dir),
-    (MAPPOConfig, "elo_registry_path", lambda role: f"{LEAGUE_DIR}/elo.json"),
+    (MAPPOConfig, "elo_registry_path", lambda role: f"{LEAGUE_DIR}/{ELO_FILE}"),
     (LeagueSettings, "agent_id", lambda role: f"{role}_001"),
-    (LeagueSettings, "pool_manifest", lambda role: f"{_role_dir(role)}/pool.json"),
-    (LeagueSettings, "snapshot_dir", lambda role: f"{_role_dir(role)}/snapshots"),
+    (LeagueSettings, "pool_manifest", lambda role: f"{_role_dir(role)}/{POOL_FILE}"),
+    (LeagueSettings, "snapshot_dir", lambda role: f"{_role_dir(role)}/{SNAPSHOT_FOLDER}"),
 )
 
 
@@ -142,7 +144,7 @@ class MainAgentConfig(_role_base("main_agent", (MAPPOConfig, LeagueSettings),
     """The main agent: meets every league member; never resets."""
 
     opponent_pool_manifests: list[str] = setting(
-        [f"{_role_dir('main_exploiter')}/pool.json", f"{_role_dir('league_exploiter')}/pool.json"],
+        [f"{_role_dir(role)}/{POOL_FILE}" for role in ("main_exploiter", "league_exploiter")],
         "The exploiters' pools, whose members the main agent meets too.", text_list,
         "league.opponent_pool_manifests")
 
@@ -157,7 +159,7 @@ class MainExploiterConfig(_role_base("main_exploiter",
     """The main exploiter: meets the main agent only; resets."""
 
     main_agent_pool_manifest: str = setting(
-        f"{_role_dir('main_agent')}/pool.json", "The main agent's pool (read only).", path,
+        f"{_role_dir('main_agent')}/{POOL_FILE}", "The main agent's pool (read only).", path,
         "league.main_agent_pool_manifest")
 
     def league_pools(self) -> list[str]:
@@ -172,7 +174,7 @@ class LeagueExploiterConfig(_role_base("league_exploiter",
     the league's exploitability."""
 
     additional_pool_manifests: list[str] = setting(
-        [f"{_role_dir('main_agent')}/pool.json", f"{_role_dir('main_exploiter')}/pool.json"],
+        [f"{_role_dir('main_agent')}/{POOL_FILE}", f"{_role_dir('main_exploiter')}/{POOL_FILE}"],
         "The other roles' pools (read only).", text_list, "league.additional_pool_manifests")
     reset_probability: float = setting(0.25, "Gate rule: chance of a reset at each gate "
                                        "(AlphaStar's league exploiters: 0.25).", unit_interval,

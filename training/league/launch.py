@@ -35,9 +35,7 @@ written, status ``stopped``): 128 + SIGINT, as a shell reports an interrupted co
 def run_role(role: str, config: Any, resume: dict[str, Any], *,
              stop_on_signals: bool = False) -> Any:
     """Train ``role`` with ``config``, continuing its checkpoint as ``resume`` says
-    (``resume.auto``: the role's ``mappo_policy.pt`` if there is one). First removes
-    the temporaries that killed writers left in the role's folders
-    (:func:`storage.files.clean_stale_temporaries`: a live writer's stay).
+    (``resume.auto``: the role's ``mappo_policy.pt`` if there is one).
 
     With ``stop_on_signals`` (the command line), SIGINT and SIGTERM received once the
     role is built stop it after the current rollout, with a checkpoint and the status
@@ -45,15 +43,9 @@ def run_role(role: str, config: Any, resume: dict[str, Any], *,
     restored on return. Before that (building, warm start) they act as usual:
     nothing is saved yet. Returns the role; ``role.done`` is False when it was stopped.
     """
-    from storage.files import clean_stale_temporaries
     from training.common.tracking import start_wandb
     from training.mappo.checkpoints import resolve_resume
 
-    # A run of this role killed mid-write may have left temporaries where the trainer
-    # does not clean (it cleans its checkpoint folder): the snapshots, the shared files.
-    for folder in {Path(config.snapshot_dir), Path(config.pool_manifest).parent,
-                   Path(config.match_db_path).parent, Path(config.elo_registry_path).parent}:
-        clean_stale_temporaries(folder)
     checkpoint = resolve_resume(resume, config)
     run, owns_run = (start_wandb(project=config.wandb_project, entity=config.wandb_entity,
                                  tags=config.wandb_tags, config=config.to_dict(),

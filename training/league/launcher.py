@@ -37,6 +37,7 @@ from training.league.config import (
     league_dir_overrides,
 )
 from training.league.launch import STOPPED_EXIT_CODE
+from training.league.layout import STATUS_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 """The repository (put on the roles' ``PYTHONPATH``)."""
@@ -84,7 +85,7 @@ class RoleProcess:
     def status(self) -> dict[str, Any] | None:
         """The role's ``status.json``, or None while there is none (or it is unreadable)."""
         try:
-            status = read_json_file(self.folder / "status.json", "role status")
+            status = read_json_file(self.folder / STATUS_FILE, "role status")
         except (OSError, ValueError):
             return None
         return status if isinstance(status, dict) else None

@@ -38,13 +38,10 @@ import numpy as np
 from storage.files import atomic_write_bytes, atomic_write_text, read_json_lines
 from training.elo import TEAM_BASELINE_RATINGS, TeamEloRegistry
 from training.league.agent_pool import AgentPool
+from training.league.layout import ELO_FILE, HISTORY_FILE, MATCHES_FILE, POOL_FILE
 from training.league.match_database import MatchDatabase
 from training.league.records import AgentRecord, AgentType
 
-# The league's file names (role.py's HISTORY_FILE, the configs' defaults): imported from
-# there they would load torch for a report.
-POOL_FILE, HISTORY_FILE = "pool.json", "history.jsonl"
-MATCHES_FILE, ELO_FILE = "matches.jsonl", "elo.json"
 REPORT_FILE = "league_report.html"
 ROLE_ORDER = [t.value for t in AgentType]
 ROLE_COLOURS = {AgentType.MAIN_AGENT.value: "tab:blue",

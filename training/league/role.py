@@ -40,11 +40,12 @@ import torch
 
 from models.mappo_files import load_policy, save_policy
 from models.mappo_policy import MAPPOPolicy
-from storage.files import append_json_line, atomic_write_text
+from storage.files import append_json_line, atomic_write_text, clean_stale_temporaries
 from training.common.schedule import EveryNSteps
 from training.elo import TeamEloRegistry
 from training.league.agent_pool import AgentPool
 from training.league.diversity import TrajectoryBatch, diversity_score, embed_trajectory
+from training.league.layout import ANCHORS, HISTORY_FILE, STATUS_FILE
 from training.league.match_database import MatchDatabase
 from training.league.matchmaker import LeagueMatchmaker
 from training.league.matchmaking import (
@@ -63,13 +64,6 @@ from training.mappo.trainer import MAPPOTrainer
 
 logger = logging.getLogger(__name__)
 
-ANCHORS = ("scripted_team_l5", "doctrine_team")
-"""The league's fixed Elo anchors: scripted L5 and the disciplined doctrine commanding
-every battalion of a team (fixed ratings in :mod:`training.elo`)."""
-STATUS_FILE = "status.json"
-"""A role's latest state, in its folder (replaced after every rollout)."""
-HISTORY_FILE = "history.jsonl"
-"""A role's evaluations, one JSON line each, in its folder."""
 PAYOFF_DECAY = 0.99
 """Weight of a match record relative to the next newer one of the same pair, as the
 published league's payoff table decays its counts: old results fade."""
@@ -206,8 +200,12 @@ class LeagueRole:
         return trainer.total_steps + trainer.rollout_steps > trainer.config.total_timesteps
 
     def finish(self) -> LeagueRole:
-        """The final snapshot and checkpoint, and the status file saying so."""
-        self.snapshot()
+        """The final snapshot (unless one was taken at this step), the checkpoints
+        (``mappo_policy.pt`` too, so that ``resume.auto`` finds the role finished), and
+        the status file saying so."""
+        if self._last_snapshot_step != self.trainer.total_steps:
+            self.snapshot()
+        self.save(self.checkpoint_dir / CHECKPOINT_NAME)
         self.trainer.final_checkpoint = self.save(self.checkpoint_dir / FINAL_CHECKPOINT_NAME)
         if self.writer is not None:
             self.writer.close()
@@ -355,6 +353,7 @@ class LeagueRole:
         # A snapshot enters the table at its learner's rating, then plays for itself.
         self.elo.set_rating(record.agent_id, self.elo.get_rating(self.agent_id))
         self.elo.save()
+        self._last_snapshot_step = self.trainer.total_steps
         return record
 
     def snapshot_metadata(self) -> dict[str, Any]:
@@ -439,7 +438,7 @@ class LeagueRole:
 
     def write_status(self, state: str) -> None:
         """Replace :data:`STATUS_FILE` (atomically) with where the role stands: ``state``
-        (``training`` or ``done``), its process, step, budget, Elo and last metrics."""
+        (``training``, ``stopped`` or ``done``), its process, step, budget, Elo and last metrics."""
         trainer = self.trainer
         atomic_write_text(self.role_dir / STATUS_FILE, json.dumps({
             "state": state, "pid": os.getpid(), "time": time.time(),
@@ -470,10 +469,23 @@ class LeagueRole:
         resumed = (trainer.resumed_extra or {}).get("league_role")
         if resumed is not None:
             self.load_state_dict(resumed)
+        # A run killed mid-write leaves temporaries where the trainer does not clean (it
+        # cleans its checkpoint folder): the snapshots' folder and the shared files'.
+        for folder in {self.snapshot_dir, self.role_dir, self.matches.db_path.parent,
+                       Path(self.elo.path).parent}:
+            clean_stale_temporaries(folder)
         self.refresh()
         own = [r for r in self.pool.list() if r.metadata.get("parent_agent_id") == self.agent_id]
         # Snapshots taken after the checkpoint survive the crash: never reuse a version.
         self.version = max([self.version, *(r.version for r in own)])
+        self._last_snapshot_step = max([-1, *(r.metadata.get("step", -1) for r in own)])
+        # A kill between a snapshot's pool entry and its Elo rating: rate it now.
+        ratings = self.elo.all_ratings()
+        unrated = [r.agent_id for r in own if r.agent_id not in ratings]
+        for agent_id in unrated:
+            self.elo.set_rating(agent_id, self.elo.get_rating(self.agent_id))
+        if unrated:
+            self.elo.save()
         initial = f"{self.agent_id}_v{0:06d}"
         if initial in self.pool:
             if self._warm_started:
@@ -550,5 +562,4 @@ def _common_folder(paths: Sequence[Path]) -> Path:
     return Path(os.path.commonpath([str(Path(p).resolve().parent) for p in paths]))
 
 
-__all__ = ["ANCHORS", "HISTORY_FILE", "LeagueRole", "PAYOFF_DECAY", "STATUS_FILE",
-           "train_in_turns"]
+__all__ = ["LeagueRole", "PAYOFF_DECAY", "train_in_turns"]

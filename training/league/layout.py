@@ -1,0 +1,29 @@
+"""The league directory's file names: what the roles write, and the launcher and the
+report read (one home, importable without torch).
+
+A league directory holds one folder per role (``<role>/``: :data:`POOL_FILE`, the
+snapshots, the checkpoints, :data:`STATUS_FILE`, :data:`HISTORY_FILE`) and the files
+all roles share (:data:`MATCHES_FILE`, :data:`ELO_FILE`).
+"""
+
+from __future__ import annotations
+
+POOL_FILE = "pool.json"
+"""A role's pool manifest, in its folder."""
+SNAPSHOT_FOLDER = "snapshots"
+"""A role's snapshot files, in its folder."""
+STATUS_FILE = "status.json"
+"""A role's latest state, in its folder (replaced after every rollout)."""
+HISTORY_FILE = "history.jsonl"
+"""A role's evaluations, one JSON line each, in its folder."""
+MATCHES_FILE = "matches.jsonl"
+"""The match log every role appends to."""
+ELO_FILE = "elo.json"
+"""The Elo ratings every role updates."""
+ANCHORS = ("scripted_team_l5", "doctrine_team")
+"""The fixed members of every league's Elo table: scripted L5 and the disciplined
+doctrine commanding every battalion of a team (their ratings:
+:data:`training.elo.TEAM_BASELINE_RATINGS`)."""
+
+__all__ = ["ANCHORS", "ELO_FILE", "HISTORY_FILE", "MATCHES_FILE", "POOL_FILE",
+           "SNAPSHOT_FOLDER", "STATUS_FILE"]
