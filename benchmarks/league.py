@@ -187,7 +187,9 @@ def cross_play(args: Any, finals: dict[str, Any]) -> dict[str, dict[str, float]]
 
 def exploit(args: Any, folder: Path, arm: str, target: Any) -> dict[str, Any]:
     """Train a fresh exploiter from the warm start against the frozen ``target`` for
-    ``--exploiter-steps``; its win rate before and after, over unseen battles."""
+    ``--exploiter-steps``, the target acting on its policy's mean as it does when
+    deployed; the exploiter's win rate (both deterministic) before and after, over
+    unseen battles."""
     config = MAPPOConfig(**common(args, folder), total_timesteps=args.exploiter_steps,
                          seed=args.seed + 1000, checkpoint_dir=str(folder / f"exploit_{arm}"),
                          log_dir=str(folder / f"exploit_{arm}" / "logs"))
@@ -200,7 +202,7 @@ def exploit(args: Any, folder: Path, arm: str, target: Any) -> dict[str, Any]:
             opponent_deterministic=True))
 
     before = win_rate()
-    trainer.battles.deal([target], 0.0)
+    trainer.battles.deal([target], 0.0, deterministic=True)
     while trainer.total_steps + trainer.rollout_steps <= config.total_timesteps:
         trainer.learn_from(trainer.collect_rollout())
     return {"before": before, "after": win_rate(), "env_steps": trainer.total_steps}

@@ -140,3 +140,18 @@ def test_learning_side_is_checked_and_kept_through_a_battle_swap():
     assert battles.learner_side.tolist() == [RED] + [BLUE] * 7
     battles.set_learning_side(BLUE)
     assert battles.all_blue and battles.n_slots == battles.n_blue
+
+
+def test_dealt_opponents_sample_or_act_on_their_mean_as_dealt():
+    from training.mappo.battles import team_actions
+
+    _, battles, policy = battles_and_policy()
+    opponent = MAPPOPolicy(OBS_DIM, ACTION_DIM, CRITIC_STATE_DIM, n_agents=2)
+    red = battles.batch.observation[:, battles.red_units]
+    battles.deal([opponent], 0.0, deterministic=True)
+    mean = team_actions(opponent, red, deterministic=True)
+    assert np.array_equal(battles.red_actions(), mean)
+    battles.deal([opponent], 0.0)
+    torch.manual_seed(0)
+    sampled = battles.red_actions()
+    assert not np.allclose(sampled, mean)

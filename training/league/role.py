@@ -365,8 +365,9 @@ class LeagueRole:
         return sorted({name for name in self.dealt.values() if name != self.agent_id})
 
     def evaluate(self) -> dict[str, Any]:
-        """Deterministic matches against the dealt members and the anchors: match
-        records, Elo (both sides move), Nash and diversity."""
+        """Matches against the dealt members and the anchors, both sides acting on their
+        policy's mean (a fair game: a sampling opponent is a weaker one): match records,
+        Elo (both sides move), Nash and diversity."""
         trainer, step = self.trainer, self.trainer.total_steps
         metrics: dict[str, Any] = {"eval/step": step}
         before = self.elo.get_rating(self.agent_id)
@@ -377,7 +378,8 @@ class LeagueRole:
             outcomes = play_team_battles(
                 trainer.policy, opponent, n_blue=trainer.battles.n_blue,
                 n_red=trainer.battles.n_red, n_episodes=self.n_eval_episodes,
-                seed=trainer.config.seed + step, env_kwargs=trainer.config.field_kwargs())
+                seed=trainer.config.seed + step, env_kwargs=trainer.config.field_kwargs(),
+                opponent_deterministic=True)
             result = score(outcomes)
             self.matches.record(self.agent_id, name, result, metadata={
                 "step": step, "games": len(outcomes), "kind": "evaluation"})

@@ -55,6 +55,7 @@ class TrainingBattles:
         self.red_units = np.arange(n_blue, n_blue + n_red)
         self.learner_side = np.full(config.n_envs, BLUE, np.int8)
         self.opponents: list[tuple[MAPPOPolicy, np.ndarray]] = []
+        self.opponents_deterministic = False
         self.orders = np.zeros((config.n_envs, n_blue + n_red, ACTION_DIM), np.float32)
         """(B, U, 3) order buffer reused every step."""
         self.episode_return = np.zeros(config.n_envs, np.float32)
@@ -75,8 +76,12 @@ class TrainingBattles:
         self.learner_side[slice(None) if battles is None else battles] = side
         self._layout()
 
-    def deal(self, opponents: list[MAPPOPolicy], scripted_share: float) -> None:
-        """Give ``1 - scripted_share`` of the battles to ``opponents``, in equal parts."""
+    def deal(self, opponents: list[MAPPOPolicy], scripted_share: float, *,
+             deterministic: bool = False) -> None:
+        """Give ``1 - scripted_share`` of the battles to ``opponents``, in equal parts;
+        they sample their orders, or act on their policy's mean when ``deterministic``
+        (a frozen policy probed as it is deployed)."""
+        self.opponents_deterministic = deterministic
         n = self.config.n_envs
         order = self.rng.permutation(n)
         n_scripted = int(round(scripted_share * n))
@@ -139,7 +144,8 @@ class TrainingBattles:
                 chosen = battles[self.learner_side[battles] != side]
                 if len(chosen):
                     self.orders[chosen[:, None], units] = team_actions(
-                        policy, observation[chosen][:, units], deterministic=False)
+                        policy, observation[chosen][:, units],
+                        deterministic=self.opponents_deterministic)
 
     def red_actions(self) -> np.ndarray:
         """(B, n_red, 3) Red's orders when Blue learns in every battle."""
@@ -148,7 +154,7 @@ class TrainingBattles:
             observation = self.batch.observation
             for policy, battles in self.opponents:
                 red[battles] = team_actions(policy, observation[battles][:, self.red_units],
-                                            deterministic=False)
+                                            deterministic=self.opponents_deterministic)
         return red
 
 

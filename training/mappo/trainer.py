@@ -205,10 +205,11 @@ class MAPPOTrainer:
         """New battles of ``n_blue`` against ``n_red`` with the same weights, the same
         dealt opponents and the same learning sides (a curriculum promotion)."""
         opponents = [policy for policy, _ in self.battles.opponents]
-        sides = self.battles.learner_side
+        sides, deterministic = self.battles.learner_side, self.battles.opponents_deterministic
         self.battles = TrainingBattles(self.config, n_blue, n_red, self.rng)
         if opponents:
-            self.battles.deal(opponents, self.config.self_play_scripted_share)
+            self.battles.deal(opponents, self.config.self_play_scripted_share,
+                              deterministic=deterministic)
         red = np.flatnonzero(sides == RED)
         if len(red):
             self.battles.set_learning_side(RED, red)
