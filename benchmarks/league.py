@@ -218,12 +218,9 @@ def league_diagnostics(folder: Path) -> dict[str, Any]:
     members = [r.agent_id for pool in league.glob(f"*/{POOL_FILE}") for r in AgentPool(pool).list()]
     history = {role: read_json_lines(league / role / HISTORY_FILE)[0] for role in ROLE_SHARE}
     main = history["main_agent"]
-    resets = {role: max([int(row["metrics"].get(f"{role}/reset_count", 0))
-                         for row in rows] or [0]) for role, rows in history.items()
-              if role != "main_agent"}
     return {
         "members": len(members), "members_rated": sum(m in ratings for m in members),
-        "resets": resets,
+        "resets": json.loads((folder / "league.json").read_text())["reset_count"],
         "nash_entropy": [row["metrics"].get("league/nash_entropy") for row in main],
         "diversity": [row["metrics"].get("league/diversity_score") for row in main],
         "main_elo": [(row["step"], row["metrics"]["elo/main_agent"]) for row in main],
