@@ -135,6 +135,7 @@ def role_config(args: Any, folder: Path, role: str) -> Any:
         gate_max_steps=args.gate_max_steps)
     return config_class(**common(args, folder), **paths, **resets,
                         total_timesteps=int(args.steps * ROLE_SHARE[role]),
+                        seed=args.seed + list(ROLE_SHARE).index(role),
                         snapshot_freq=args.snapshot_freq, eval_freq=args.eval_freq,
                         matchmaking="alphastar", log_dir=str(league / "logs" / role))
 
