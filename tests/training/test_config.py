@@ -172,3 +172,16 @@ def test_bounds_and_booleans_are_checked_in_both_configs(changes, field):
     if field in MAPPOConfig.field_names():
         with pytest.raises(ValueError, match=f"{field}="):
             MAPPOConfig(**changes)
+
+
+@pytest.mark.parametrize("setting", ["self_play", "curriculum"])
+def test_a_league_role_refuses_the_mappo_extras_it_would_ignore(setting):
+    from training.league.config import (
+        LeagueExploiterConfig,
+        MainAgentConfig,
+        MainExploiterConfig,
+    )
+
+    for config_class in (MainAgentConfig, MainExploiterConfig, LeagueExploiterConfig):
+        with pytest.raises(ValueError, match=f"{setting}.enabled=True is invalid for a league"):
+            config_class(**{setting: True})

@@ -124,6 +124,20 @@ _PER_ROLE = (  # (group, setting, default for role): the defaults that differ by
 )
 
 
+class _RoleChecks:
+    """What a role's config refuses of the MAPPO settings it inherits: the league deals
+    the opponents and trains one team size."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name, key in (("self_play", "self_play.enabled"),
+                          ("curriculum", "curriculum.enabled")):
+            if getattr(self, name):
+                raise ValueError(f"{key}=True is invalid for a league role: expected false "
+                                 "(the league chooses the opponents, league.matchmaking, and "
+                                 "trains env.n_blue against env.n_red)")
+
+
 def _role_base(role: str, bases: tuple[type, ...], *, total_timesteps: int, seed: int,
                scripted_share: float) -> type:
     """``bases`` with the defaults of ``role``: its folders and names under
@@ -135,7 +149,7 @@ def _role_base(role: str, bases: tuple[type, ...], *, total_timesteps: int, seed
              **{(group, name): default(role) for group, name, default in _PER_ROLE}}
     fields = [(name, typing.get_type_hints(group)[name], override(group, name, default=value))
               for (group, name), value in given.items()]
-    return make_dataclass(f"{role}_defaults", fields, bases=bases)
+    return make_dataclass(f"{role}_defaults", fields, bases=(_RoleChecks, *bases))
 
 
 @dataclass
