@@ -114,3 +114,13 @@ def test_a_finished_role_run_again_with_resume_auto_adds_nothing(league):
     assert len(MatchDatabase(config.match_db_path).results) == matches_before
     status = json.loads((trainer.role_dir / "status.json").read_text())
     assert status["state"] == "done" and status["step"] == trainer.trainer.total_steps
+
+
+def test_the_main_exploiter_logs_under_the_seed_names(league):
+    _, roles = league
+    rows = [json.loads(line) for line in
+            (roles["main_exploiter"].role_dir / "history.jsonl").read_text().splitlines()]
+    names = set().union(*(row["metrics"] for row in rows))
+    assert {"exploiter/win_rate_vs_main", "exploiter/rolling_win_rate_vs_main",
+            "exploiter/mean_win_rate_vs_main", "exploiter/elo", "exploiter/elo_delta",
+            "exploiter/reset_count", "elo/main_exploiter"} - names == set()

@@ -43,6 +43,7 @@ class ResetRule:
     reset_probability: float = 1.0
     window: deque = field(default_factory=deque)
     gate_opened_at: int = 0
+    last_mean: float = float("nan")
 
     def observe(self, win_rate: float, least_win_rate: float, step: int,
                 rng: np.random.Generator) -> str | None:
@@ -53,10 +54,12 @@ class ResetRule:
             self.window.append(win_rate)
             while len(self.window) > self.window_size:
                 self.window.popleft()
-            if len(self.window) == self.window_size and np.mean(self.window) < self.threshold:
+            self.last_mean = float(np.mean(self.window))
+            if len(self.window) == self.window_size and self.last_mean < self.threshold:
                 self.window.clear()
                 return RESET
             return None
+        self.last_mean = win_rate
         since = step - self.gate_opened_at
         if since < self.gate_min_steps or (least_win_rate <= self.gate_win_rate
                                            and since < self.gate_max_steps):
@@ -65,8 +68,9 @@ class ResetRule:
         return RESET if rng.random() < self.reset_probability else GATE
 
     def rolling_win_rate(self) -> float:
-        """The window's mean (NaN while empty)."""
-        return float(np.mean(self.window)) if self.window else float("nan")
+        """The mean win rate the last :meth:`observe` decided on (the rolling rule's
+        window before a reset cleared it; the gate's latest); NaN before the first."""
+        return self.last_mean
 
     def state_dict(self) -> dict:
         return {"window": list(self.window), "gate_opened_at": self.gate_opened_at}
