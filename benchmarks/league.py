@@ -4,8 +4,8 @@ Three arms train 2v2 MAPPO for the same total env-steps, all from the same warm
 start (the disciplined doctrine imitated for ``--warm-start-steps``, made once):
 
 - ``league``: the three roles on one league directory, ``alphastar`` matchmaking and
-  the gate reset rule; the main agent gets half the env-steps, each exploiter a
-  quarter; the roles take turns one rollout at a time
+  the gate reset rule; the main agent gets ``--main-share`` of the env-steps (half
+  by default), each exploiter half of the rest; the roles take turns one rollout at a time
   (:func:`~training.league.role.train_in_turns`: one process, the same files three
   processes would share).
 - ``self_play``: MAPPO with the team self-play pool (half the battles against past
@@ -58,8 +58,9 @@ ARMS = ("league", "self_play", "scripted")
 EVAL_SEED = 900_000
 """Base seed of the final evaluations: battles no arm trained on."""
 N_BLUE = N_RED = 2
-ROLE_SHARE = {"main_agent": 0.5, "main_exploiter": 0.25, "league_exploiter": 0.25}
-"""The league arm's env-steps per role."""
+ROLES = ("main_agent", "main_exploiter", "league_exploiter")
+"""The league arm's roles; the main agent gets ``--main-share`` of the env-steps, each
+exploiter half of the rest."""
 ROLE_CONFIGS = {"main_agent": MainAgentConfig, "main_exploiter": MainExploiterConfig,
                 "league_exploiter": LeagueExploiterConfig}
 ROLE_POOLS = {"main_agent": "opponent_pool_manifests",
@@ -120,6 +121,7 @@ def role_config(args: Any, folder: Path, role: str) -> Any:
     league = folder / "league"
     config_class = ROLE_CONFIGS[role]
     defaults = config_class()
+    share = args.main_share if role == "main_agent" else (1 - args.main_share) / 2
 
     def moved(value: str) -> str:
         return str(league / Path(value).relative_to("checkpoints/league"))
@@ -134,8 +136,8 @@ def role_config(args: Any, folder: Path, role: str) -> Any:
         reset_rule="alphastar", gate_min_steps=args.gate_min_steps,
         gate_max_steps=args.gate_max_steps)
     return config_class(**common(args, folder), **paths, **resets,
-                        total_timesteps=int(args.steps * ROLE_SHARE[role]),
-                        seed=args.seed + list(ROLE_SHARE).index(role),
+                        total_timesteps=int(args.steps * share),
+                        seed=args.seed + ROLES.index(role),
                         snapshot_freq=args.snapshot_freq, eval_freq=args.eval_freq,
                         matchmaking="alphastar", log_dir=str(league / "logs" / role))
 
@@ -145,7 +147,7 @@ def train_league_arm(args: Any, folder: Path) -> dict[str, Any]:
     behind its budget first; then each role's final snapshot and checkpoint."""
     started = time.perf_counter()
     roles = train_in_turns([role_class(role).from_config(role_config(args, folder, role))
-                            for role in ROLE_SHARE])
+                            for role in ROLES])
     save_policy(roles[0].trainer.policy, folder / "league_final.pt")
     return {"env_steps": sum(r.trainer.total_steps for r in roles),
             "minutes": (time.perf_counter() - started) / 60,
@@ -217,7 +219,7 @@ def league_diagnostics(folder: Path) -> dict[str, Any]:
     league = folder / "league"
     ratings = json.loads((league / ELO_FILE).read_text())["ratings"]
     members = [r.agent_id for pool in league.glob(f"*/{POOL_FILE}") for r in AgentPool(pool).list()]
-    history = {role: read_json_lines(league / role / HISTORY_FILE)[0] for role in ROLE_SHARE}
+    history = {role: read_json_lines(league / role / HISTORY_FILE)[0] for role in ROLES}
     main = history["main_agent"]
     return {
         "members": len(members), "members_rated": sum(m in ratings for m in members),
@@ -279,6 +281,9 @@ def main() -> None:
     parser.add_argument("--eval-battles", type=int, default=200)
     parser.add_argument("--n-envs", type=int, default=128)
     parser.add_argument("--rollout-steps", type=int, default=8192)
+    parser.add_argument("--main-share", type=float, default=0.5,
+                        help="the league's env-steps for its main agent (each exploiter: "
+                        "half of the rest)")
     parser.add_argument("--snapshot-freq", type=int, default=100_000,
                         help="env-steps between a league role's snapshots")
     parser.add_argument("--eval-freq", type=int, default=50_000,
