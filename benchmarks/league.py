@@ -294,6 +294,8 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None,
                         help="working folder (reused phases); default: a new temporary one")
     args = parser.parse_args()
+    if not 0 < args.main_share < 1:
+        parser.error(f"--main-share={args.main_share} is invalid: expected 0 < share < 1")
     folder = (args.dir or Path(tempfile.mkdtemp(prefix="league_benchmark_"))).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     print(f"working folder {folder}", flush=True)
