@@ -1,7 +1,8 @@
 """League training against plain self-play and scripted-only training, at the same compute.
 
 Three arms train 2v2 MAPPO for the same total env-steps, all from the same warm
-start (the disciplined doctrine imitated for ``--warm-start-steps``, made once):
+start, made once: the disciplined doctrine imitated for ``--warm-start-steps``, or
+the weights of a v1 commander (``--v1-checkpoint``):
 
 - ``league``: the three roles on one league directory, ``alphastar`` matchmaking and
   the gate reset rule; the main agent gets ``--main-share`` of the env-steps (half
@@ -88,11 +89,13 @@ def cached_json(path: Path, make: Callable[[], Any]) -> Any:
 # --- the warm start and the arms ----------------------------------------------------------
 
 def warm_start(args: Any, folder: Path) -> Path:
-    """The shared starting policy: the doctrine imitated for ``--warm-start-steps``."""
+    """The shared starting policy: a v1 commander's weights (``--v1-checkpoint``), or
+    the doctrine imitated for ``--warm-start-steps``."""
     path = folder / "warm_start.pt"
     if not path.exists():
         config = MAPPOConfig(n_blue=N_BLUE, n_red=N_RED, n_envs=args.n_envs,
                              rollout_steps=args.rollout_steps,
+                             v1_checkpoint=args.v1_checkpoint,
                              warm_start_steps=args.warm_start_steps,
                              total_timesteps=args.warm_start_steps + args.rollout_steps,
                              seed=args.seed, checkpoint_dir=str(folder / "warm_start"),
@@ -277,7 +280,10 @@ def main() -> None:
                         help="env-steps per arm (the league's three roles together)")
     parser.add_argument("--exploiter-steps", type=int, default=600_000,
                         help="env-steps of each final's exploiter")
-    parser.add_argument("--warm-start-steps", type=int, default=300_000)
+    parser.add_argument("--warm-start-steps", type=int, default=300_000,
+                        help="env-steps of the doctrine imitated as the warm start")
+    parser.add_argument("--v1-checkpoint", default=None,
+                        help="start every arm from this v1 (duel) commander instead")
     parser.add_argument("--eval-battles", type=int, default=200)
     parser.add_argument("--n-envs", type=int, default=128)
     parser.add_argument("--rollout-steps", type=int, default=8192)
