@@ -5,8 +5,9 @@ start, made once: the disciplined doctrine imitated for ``--warm-start-steps``, 
 the weights of a v1 commander (``--v1-checkpoint``):
 
 - ``league``: the three roles on one league directory, ``alphastar`` matchmaking and
-  the gate reset rule; the main agent gets ``--main-share`` of the env-steps (half
-  by default), each exploiter half of the rest; the roles take turns one rollout at a time
+  the gate reset rule; the main agent gets ``--main-share`` of the env-steps (70 %
+  by default: at half, docs/performance.md, it trained too little), each exploiter
+  half of the rest; the roles take turns one rollout at a time
   (:func:`~training.league.role.train_in_turns`: one process, the same files three
   processes would share).
 - ``self_play``: MAPPO with the team self-play pool (half the battles against past
@@ -287,7 +288,7 @@ def main() -> None:
     parser.add_argument("--eval-battles", type=int, default=200)
     parser.add_argument("--n-envs", type=int, default=128)
     parser.add_argument("--rollout-steps", type=int, default=8192)
-    parser.add_argument("--main-share", type=float, default=0.5,
+    parser.add_argument("--main-share", type=float, default=0.7,
                         help="the league's env-steps for its main agent (each exploiter: "
                         "half of the rest)")
     parser.add_argument("--snapshot-freq", type=int, default=100_000,
