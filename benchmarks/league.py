@@ -47,7 +47,12 @@ from models.mappo_files import load_policy, save_policy
 from storage.files import atomic_write_text, read_json_lines
 from training.elo import TEAM_BASELINE_RATINGS
 from training.league import AgentPool
-from training.league.config import LeagueExploiterConfig, MainAgentConfig, MainExploiterConfig
+from training.league.config import (
+    LeagueExploiterConfig,
+    MainAgentConfig,
+    MainExploiterConfig,
+    league_dir_settings,
+)
 from training.league.launch import role_class
 from training.league.layout import ANCHORS, ELO_FILE, HISTORY_FILE, POOL_FILE
 from training.league.role import train_in_turns
@@ -65,10 +70,6 @@ ROLES = ("main_agent", "main_exploiter", "league_exploiter")
 exploiter half of the rest."""
 ROLE_CONFIGS = {"main_agent": MainAgentConfig, "main_exploiter": MainExploiterConfig,
                 "league_exploiter": LeagueExploiterConfig}
-ROLE_POOLS = {"main_agent": "opponent_pool_manifests",
-              "main_exploiter": "main_agent_pool_manifest",
-              "league_exploiter": "additional_pool_manifests"}
-"""Each role's setting naming the other roles' pools."""
 
 
 def common(args: Any, folder: Path) -> dict[str, Any]:
@@ -122,28 +123,14 @@ def train_mappo_arm(args: Any, folder: Path, arm: str) -> dict[str, Any]:
 def role_config(args: Any, folder: Path, role: str) -> Any:
     """The league arm's config of ``role``: its share of ``--steps``, every file under
     ``folder / "league"``, ``alphastar`` matchmaking and gate."""
-    league = folder / "league"
-    config_class = ROLE_CONFIGS[role]
-    defaults = config_class()
     share = args.main_share if role == "main_agent" else (1 - args.main_share) / 2
-
-    def moved(value: str) -> str:
-        return str(league / Path(value).relative_to("checkpoints/league"))
-
-    paths = {name: moved(getattr(defaults, name)) for name in (
-        "pool_manifest", "snapshot_dir", "match_db_path", "elo_registry_path",
-        "checkpoint_dir")}
-    pools = getattr(defaults, ROLE_POOLS[role])
-    paths[ROLE_POOLS[role]] = [moved(p) for p in pools] if isinstance(pools, list) \
-        else moved(pools)
     resets = {} if role == "main_agent" else dict(
         reset_rule="alphastar", gate_min_steps=args.gate_min_steps,
         gate_max_steps=args.gate_max_steps)
-    return config_class(**common(args, folder), **paths, **resets,
-                        total_timesteps=int(args.steps * share),
-                        seed=args.seed + ROLES.index(role),
-                        snapshot_freq=args.snapshot_freq, eval_freq=args.eval_freq,
-                        matchmaking="alphastar", log_dir=str(league / "logs" / role))
+    return ROLE_CONFIGS[role](
+        **common(args, folder), **league_dir_settings(role, folder / "league"), **resets,
+        total_timesteps=int(args.steps * share), seed=args.seed + ROLES.index(role),
+        snapshot_freq=args.snapshot_freq, eval_freq=args.eval_freq, matchmaking="alphastar")
 
 
 def train_league_arm(args: Any, folder: Path) -> dict[str, Any]:

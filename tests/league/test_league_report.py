@@ -39,29 +39,17 @@ def role_config(role: str, folder: Path):
         LeagueExploiterConfig,
         MainAgentConfig,
         MainExploiterConfig,
+        league_dir_settings,
     )
 
     config_class = {"main_agent": MainAgentConfig, "main_exploiter": MainExploiterConfig,
                     "league_exploiter": LeagueExploiterConfig}[role]
-    default = config_class()
-
-    def moved(path: str) -> str:
-        return str(folder / Path(path).relative_to("checkpoints/league"))
-
-    paths = {name: moved(getattr(default, name)) for name in (
-        "pool_manifest", "snapshot_dir", "match_db_path", "elo_registry_path", "checkpoint_dir")}
     extra = {}
-    if role == "main_agent":
-        extra["opponent_pool_manifests"] = [moved(p) for p in default.opponent_pool_manifests]
-    else:  # an exploiter that resets after every evaluation it does not win outright
+    if role != "main_agent":  # an exploiter that resets after every evaluation it does not win
         extra.update(reset_win_rate_threshold=0.99, reset_window_size=1)
-    if role == "main_exploiter":
-        extra["main_agent_pool_manifest"] = moved(default.main_agent_pool_manifest)
     if role == "league_exploiter":
-        extra["additional_pool_manifests"] = [moved(p)
-                                              for p in default.additional_pool_manifests]
         extra.update(exploitability_eval_freq=512, n_exploitability_opponents=2)
-    return config_class(**TINY, **paths, **extra, log_dir=str(folder.parent / "logs" / role))
+    return config_class(**TINY, **league_dir_settings(role, folder), **extra)
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +58,7 @@ def league(tmp_path_factory):
     logs to an offline W&B run. Returns (league folder, roles by name)."""
     from training.common.tracking import start_wandb
     from training.league.launch import role_class
+    from training.league.role import train_in_turns
 
     root = tmp_path_factory.mktemp("league_report")
     folder = root / "league"
@@ -86,12 +75,7 @@ def league(tmp_path_factory):
         roles = {role: role_class(role).from_config(role_config(role, folder),
                                                     run=run if role == "main_agent" else None)
                  for role in ROLES}
-        while not all(trainer.done for trainer in roles.values()):
-            for trainer in roles.values():
-                if not trainer.done:
-                    trainer.train_step()
-        for trainer in roles.values():
-            trainer.finish()
+        train_in_turns(list(roles.values()))
         run.finish()
     return folder, roles
 

@@ -8,7 +8,12 @@ import pytest
 
 from training.elo import TeamEloRegistry
 from training.league import AgentPool, AgentType, MatchDatabase
-from training.league.config import LeagueExploiterConfig, MainAgentConfig, MainExploiterConfig
+from training.league.config import (
+    LeagueExploiterConfig,
+    MainAgentConfig,
+    MainExploiterConfig,
+    league_dir_settings,
+)
 from training.league.launch import role_class
 from training.league.matchmaking import make_pfsp_weight_fn, monotonic_prefix_length
 
@@ -25,19 +30,9 @@ def league(tmp_path_factory):
     for role, config_class in (("main_agent", MainAgentConfig),
                                ("main_exploiter", MainExploiterConfig),
                                ("league_exploiter", LeagueExploiterConfig)):
-        paths = {name: str(folder / getattr(config_class(), name).removeprefix("checkpoints/"))
-                 for name in ("pool_manifest", "snapshot_dir", "match_db_path",
-                              "elo_registry_path", "checkpoint_dir")}
-        pools = {"main_agent": "opponent_pool_manifests",
-                 "main_exploiter": "main_agent_pool_manifest",
-                 "league_exploiter": "additional_pool_manifests"}[role]
-        default = getattr(config_class(), pools)
-        paths[pools] = ([str(folder / p.removeprefix("checkpoints/")) for p in default]
-                        if isinstance(default, list) else
-                        str(folder / default.removeprefix("checkpoints/")))
         reset = {} if role == "main_agent" else dict(reset_win_rate_threshold=0.99,
                                                      reset_window_size=1)
-        config = config_class(**TINY, **paths, **reset, log_dir=str(folder / "logs" / role))
+        config = config_class(**TINY, **league_dir_settings(role, folder), **reset)
         roles[role] = role_class(role).from_config(config).learn()
     return folder, roles
 

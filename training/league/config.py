@@ -17,6 +17,7 @@ import typing
 from dataclasses import dataclass, make_dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from envs.sim.validation import check_choice, check_positive
 from training.common.setting_groups import PPOSettings, TrackingSettings
@@ -228,8 +229,9 @@ CONFIG_FILES = {
 """The roles' Hydra config files, by role."""
 
 
-def league_dir_overrides(role: str, league_dir: str | Path) -> list[str]:
-    """The Hydra overrides that move ``role``'s files into the league folder ``league_dir``.
+def league_dir_settings(role: str, league_dir: str | Path) -> dict[str, Any]:
+    """The settings of ``role``'s config that move its files into the league folder
+    ``league_dir`` (field name -> value), for a config built in Python.
 
     Every setting of the role's config file whose default lies under
     :data:`LEAGUE_DIR` (its pool, snapshots and checkpoints, the other roles' pools, the
@@ -238,10 +240,21 @@ def league_dir_overrides(role: str, league_dir: str | Path) -> list[str]:
     ``checkpoints/league/main_agent/pool.json`` becomes ``<league_dir>/main_agent/pool.json``
     and ``logs/league/main_agent`` becomes ``<league_dir>/logs/main_agent``. The settings
     are found from their declarations (string and list-of-string defaults), not listed.
-
-    Returns:
-        ``["section.key=value", ...]``, values quoted for Hydra.
     """
+    return {spec.name: value for spec, value in _moved(role, league_dir)}
+
+
+def league_dir_overrides(role: str, league_dir: str | Path) -> list[str]:
+    """The same as :func:`league_dir_settings`, as Hydra overrides for the role's command
+    line: ``["section.key=value", ...]``, values quoted for Hydra."""
+    return [f"{spec.metadata['yaml']}=" + (
+        "[" + ",".join(hydra_quoted(v) for v in value) + "]" if isinstance(value, list)
+        else hydra_quoted(value)) for spec, value in _moved(role, league_dir)]
+
+
+def _moved(role: str, league_dir: str | Path) -> list[tuple[dataclasses.Field, Any]]:
+    """(declaration, value under ``league_dir``) of every path setting of ``role`` that
+    :func:`league_dir_settings` moves."""
     folder = Path(league_dir)
     moves = ((LEAGUE_DIR, folder), (LEAGUE_LOG_DIR, folder / "logs"))
 
@@ -251,19 +264,16 @@ def league_dir_overrides(role: str, league_dir: str | Path) -> list[str]:
                 return str(to / value[len(root):].lstrip("/"))
         return value
 
-    overrides = []
+    found = []
     for settings in CONFIG_FILES[role].settings:
         for spec in dataclasses.fields(settings):
             default = default_of(spec)
             if isinstance(default, str) and moved(default) != default:
-                value = hydra_quoted(moved(default))
+                found.append((spec, moved(default)))
             elif isinstance(default, list) and default and all(
                     isinstance(v, str) for v in default) and [moved(v) for v in default] != default:
-                value = "[" + ",".join(hydra_quoted(moved(v)) for v in default) + "]"
-            else:
-                continue
-            overrides.append(f"{spec.metadata['yaml']}={value}")
-    return overrides
+                found.append((spec, [moved(v) for v in default]))
+    return found
 
 
 def hydra_quoted(text: str) -> str:
@@ -274,7 +284,7 @@ def hydra_quoted(text: str) -> str:
 
 __all__ = ["CONFIG_FILES", "LEAGUE_DIR", "LEAGUE_LOG_DIR", "LeagueExploiterConfig",
            "LeagueSettings", "MainAgentConfig", "MainExploiterConfig", "ROLE_MODULES",
-           "ResetSettings", "hydra_quoted", "league_dir_overrides"]
+           "ResetSettings", "hydra_quoted", "league_dir_overrides", "league_dir_settings"]
 
 if __name__ == "__main__":
     for config_file in CONFIG_FILES.values():
