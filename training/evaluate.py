@@ -21,9 +21,11 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -269,10 +271,16 @@ def evaluate(checkpoint_path: str, n_episodes: int = 50, deterministic: bool = T
                              opponent).win_rate
 
 
+CONSOLE_SCRIPT = "wargames-evaluate"
+"""The command pyproject.toml installs for :func:`main`."""
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point."""
+    # The usage line names the command as it was run: the installed script or the file.
+    installed = Path(sys.argv[0]).name == CONSOLE_SCRIPT
     parser = argparse.ArgumentParser(
-        prog="python training/evaluate.py",
+        prog=CONSOLE_SCRIPT if installed else "python training/evaluate.py",
         description="Evaluate a PPO checkpoint against an opponent.")
     parser.add_argument("--checkpoint", required=True, help="SB3 .zip (suffix optional)")
     parser.add_argument("--opponent", default="scripted_l5",

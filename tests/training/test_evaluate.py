@@ -133,3 +133,10 @@ def test_play_keeps_each_battles_first_end():
     outcomes = play(None, None, 3, 0, Settings())
     assert outcomes.tolist() == [WIN, LOSS, DRAW] and outcomes.dtype == np.int8
     assert score(outcomes) == 0.5
+
+
+def test_the_installed_command_names_itself_in_its_usage():
+    script = Path(sys.executable).parent / "wargames-evaluate"
+    done = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: wargames-evaluate ")
