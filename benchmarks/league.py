@@ -46,6 +46,7 @@ from benchmarks import argument_parser
 from models.mappo_files import load_policy, save_policy
 from storage.files import atomic_write_text, read_json_lines
 from training.elo import TEAM_BASELINE_RATINGS
+from training.evaluate import EvaluationResult
 from training.league import AgentPool
 from training.league.config import (
     LeagueExploiterConfig,
@@ -56,7 +57,7 @@ from training.league.config import (
 from training.league.launch import role_class
 from training.league.layout import ANCHORS, ELO_FILE, HISTORY_FILE, POOL_FILE
 from training.league.role import train_in_turns
-from training.mappo.battles import DOCTRINE_TEAM, DRAW, LOSS, WIN, play_team_battles
+from training.mappo.battles import DOCTRINE_TEAM, play_team_battles, score
 from training.mappo.config import MAPPOConfig
 from training.mappo.trainer import MAPPOTrainer
 from training.train_mappo import train_mappo
@@ -149,8 +150,9 @@ def train_league_arm(args: Any, folder: Path) -> dict[str, Any]:
 # --- what the finals are worth ------------------------------------------------------------
 
 def outcomes_row(outcomes: np.ndarray) -> dict[str, float]:
-    return {"won": float((outcomes == WIN).mean()), "drawn": float((outcomes == DRAW).mean()),
-            "lost": float((outcomes == LOSS).mean())}
+    """The won / drawn / lost shares of Blue's ``outcomes``."""
+    result = EvaluationResult.from_outcomes(outcomes)
+    return {"won": result.win_rate, "drawn": result.draw_rate, "lost": result.loss_rate}
 
 
 def against_scripted(args: Any, policy: Any) -> dict[str, dict[str, float]]:
@@ -174,7 +176,7 @@ def cross_play(args: Any, finals: dict[str, Any]) -> dict[str, dict[str, float]]
             blue_b = play_team_battles(finals[b], finals[a], n_blue=N_BLUE, n_red=N_RED,
                                        n_episodes=half, seed=EVAL_SEED,
                                        opponent_deterministic=True)
-            score_a = float(np.mean(np.concatenate([blue_a, -blue_b]) + 1) / 2)
+            score_a = score(np.concatenate([blue_a, -blue_b]))
             table[a][b], table[b][a] = score_a, 1 - score_a
     return table
 

@@ -266,8 +266,9 @@ class Launcher:
 
     @staticmethod
     def _clean(role: RoleProcess) -> None:
-        """Remove the temporaries a dead role's writers left where its trainer does not
-        look when it starts (the snapshots, the shared files); a live writer's stay."""
+        """Remove the temporaries a dead role's writers left in its folders and the shared
+        ones (a role cleans them when it starts; this leaves none behind a role that is
+        not started again); a live writer's stay."""
         for folder in (role.folder.parent, role.folder, role.folder / "snapshots"):
             clean_stale_temporaries(folder)
 

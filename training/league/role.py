@@ -507,9 +507,8 @@ class LeagueRole:
             from torch.utils.tensorboard import SummaryWriter
 
             self.writer = SummaryWriter(str(Path(self.trainer.config.log_dir) / self.agent_id))
-        for key, value in metrics.items():
-            if isinstance(value, (int, float, np.number)) and math.isfinite(value):
-                self.writer.add_scalar(key, value, step)
+        for key, value in _numbers(metrics).items():
+            self.writer.add_scalar(key, value, step)
         if self.run is not None:
             self.run.log(dict(metrics), step=step)
         if self._log_due(step):
