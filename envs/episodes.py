@@ -47,6 +47,23 @@ class EpisodeChains:
         self._episodes[battles] += np.uint64(1)
         return self.keys(battles)
 
+    def select(self, battles: np.ndarray | slice) -> EpisodeChains:
+        """A copy of the chains of ``battles``, as a smaller batch."""
+        part = EpisodeChains(0)
+        part._base_keys = self._base_keys[battles].copy()
+        part._episodes = self._episodes[battles].copy()
+        part._has_chain = self._has_chain[battles].copy()
+        return part
+
+    @classmethod
+    def join(cls, parts: list[EpisodeChains]) -> EpisodeChains:
+        """The chains of ``parts``, one after the other."""
+        joined = cls(0)
+        joined._base_keys = np.concatenate([part._base_keys for part in parts])
+        joined._episodes = np.concatenate([part._episodes for part in parts])
+        joined._has_chain = np.concatenate([part._has_chain for part in parts])
+        return joined
+
     def keys(self, battles: np.ndarray) -> np.ndarray:
         """Keys of the current episode of ``battles``."""
         return rnd.episode_keys(self._base_keys[battles], self._episodes[battles])

@@ -14,8 +14,11 @@ with one battalion a side this is the duel's reward.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +34,7 @@ from envs.multi_observation import (
 )
 from envs.reward import RewardComponents, RewardWeights, SideLayout, side_rewards, side_won
 from envs.sim import engine
+from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
 from envs.sim.constants import ACTION_DIM
 from envs.sim.deploy import deploy, terrain_grid_shape
@@ -203,6 +207,56 @@ class MultiBattalionBatch:
         self._critic_state = None
         return sees
 
+    # --- splitting across workers -----------------------------------------------------
+
+    def split(self, sizes: list[int]) -> list[MultiBattalionBatch]:
+        """The battles as consecutive smaller batches of ``sizes`` battles (copies, laid
+        out like this batch), each playing on exactly as it would here: a battle's
+        step depends on its own arrays only. :meth:`join` takes them back.
+
+        Raises:
+            ValueError: if the sizes are not positive or do not add up to ``n_battles``.
+        """
+        self._require_reset()
+        if any(size < 1 for size in sizes) or sum(sizes) != self.n_battles:
+            raise ValueError(f"sizes={sizes} is invalid: expected positive sizes adding up to "
+                             f"n_battles={self.n_battles}")
+        parts = []
+        for start, stop in zip(np.cumsum([0, *sizes[:-1]]), np.cumsum(sizes), strict=True):
+            rows = slice(int(start), int(stop))
+            part = copy.copy(self)
+            part.n_battles = stop - start
+            part.state = _map_battles(self.state, lambda a, r=rows: _copy(a[r]), skip=("team",))
+            part.geometry = _map_battles(self.geometry, lambda a, r=rows: _copy(a[r]))
+            part.reports = _map_battles(self.reports, lambda a, r=rows: _copy(a[..., r]))
+            part._chains = self._chains.select(rows)
+            part._observation = _copy(self._observation[rows])
+            part._global_state = _copy(self._global_state[:, rows])
+            part._critic_state = part.last_events = None
+            parts.append(part)
+        return parts
+
+    def join(self, parts: list[MultiBattalionBatch]) -> None:
+        """Take back the battles of :meth:`split`'s ``parts`` (in order) as they stand
+        now. ``last_events`` is cleared (each part has its own)."""
+        if sum(part.n_battles for part in parts) != self.n_battles:
+            raise ValueError(f"parts hold {sum(part.n_battles for part in parts)} battles: "
+                             f"expected n_battles={self.n_battles}")
+
+        def joined(get: Any, axis: int) -> np.ndarray:
+            return _concatenate([get(part) for part in parts], axis)
+
+        self.state = _map_fields(self.state, lambda name: joined(
+            lambda part: getattr(part.state, name), 0), skip=("team",))
+        self.geometry = _map_fields(self.geometry, lambda name: joined(
+            lambda part: getattr(part.geometry, name), 0))
+        self.reports = _map_fields(self.reports, lambda name: joined(
+            lambda part: getattr(part.reports, name), -1))
+        self._chains = EpisodeChains.join([part._chains for part in parts])
+        self._observation = joined(lambda part: part._observation, 0)
+        self._global_state = joined(lambda part: part._global_state, 1)
+        self._critic_state = self.last_events = None
+
     # --- what the commanders see ----------------------------------------------------
 
     def _require_reset(self) -> None:
@@ -249,6 +303,18 @@ class MultiBattalionBatch:
         orders[:, :, 1] *= self._rotate_sign[units]  # into each side's own frame
         return orders
 
+    def action_noise(self) -> np.ndarray:
+        """(B, U, ACTION_DIM) standard normal draws for commanders that sample their orders
+        this step (a Gaussian policy's ``mean + std * noise``).
+
+        They are keyed by each battle's episode and step (stream ``STREAM_POLICY``), so
+        a battle's sampled orders are the same in any batch, on any worker.
+        """
+        self._require_reset()
+        draws = rnd.normal(self.state.key, rnd.STREAM_POLICY, self.state.step,
+                           self.n_units * ACTION_DIM)
+        return draws.reshape(self.n_battles, self.n_units, ACTION_DIM)
+
     # --- stepping -------------------------------------------------------------------
 
     def step(self, actions: np.ndarray) -> TeamStep:
@@ -291,6 +357,32 @@ class MultiBattalionBatch:
         return TeamStep(self._observation, self._global_state, self.team, reward.astype(F32), acted,
                         terminated, truncated, decided | cut_off, winner, components,
                         events.damage_dealt, events.damage_taken)
+
+
+def _copy(array: np.ndarray) -> np.ndarray:
+    """A copy of ``array`` with its memory layout (the engine's arrays keep the battle
+    axis contiguous)."""
+    return array.copy(order="K")
+
+
+def _concatenate(parts: list[np.ndarray], axis: int) -> np.ndarray:
+    """``parts`` joined along ``axis``, laid out in memory like the first part."""
+    shape = list(parts[0].shape)
+    shape[axis] = sum(part.shape[axis] for part in parts)
+    out = np.empty_like(parts[0], shape=shape)
+    return np.concatenate(parts, axis=axis, out=out)
+
+
+def _map_fields(container: Any, make: Any, skip: tuple[str, ...] = ()) -> Any:
+    """A copy of the dataclass ``container`` whose fields (but ``skip``) are ``make(name)``."""
+    return dataclasses.replace(container, **{
+        field.name: make(field.name) for field in dataclasses.fields(container)
+        if field.name not in skip})
+
+
+def _map_battles(container: Any, take: Any, skip: tuple[str, ...] = ()) -> Any:
+    """A copy of the dataclass ``container`` with ``take`` applied to each field's array."""
+    return _map_fields(container, lambda name: take(getattr(container, name)), skip)
 
 
 __all__ = ["MultiBattalionBatch", "TeamStep", "bytes_per_battle", "check_team_batch_size"]

@@ -111,6 +111,29 @@ def _orthogonal_(linear: nn.Linear, gain: float) -> None:
     nn.init.zeros_(linear.bias)
 
 
+ROW_BLOCK = 32
+"""Without gradients, networks run on batches padded with zero rows to a multiple of
+this. CPU matrix products round a row differently depending on the batch size (with
+MKL, batches of 1-7 or 31 rows go through other kernels than batches of 32), and
+element-wise kernels finish an array's last partial vector with scalar code; on
+whole blocks of 32 rows neither happens, so a row's output is the same in any batch:
+a battle's orders do not depend on the battles beside it, nor on how a rollout is
+split across workers (with one torch thread, the training default)."""
+
+
+def _row_invariant(layers: Any, x: torch.Tensor) -> torch.Tensor:
+    """``layers(x)``, computed in whole blocks of :data:`ROW_BLOCK` rows when no
+    gradient is needed (training keeps the plain call: its batches are the same in a
+    distributed run)."""
+    if torch.is_grad_enabled():
+        return layers(x)
+    n = x.shape[0]
+    pad = -n % ROW_BLOCK
+    if pad:
+        x = torch.cat((x, x.new_zeros(pad, x.shape[1])))
+    return layers(x)[:n]
+
+
 def _check_last_dim(name: str, tensor: torch.Tensor, expected: int) -> None:
     if tensor.ndim not in (1, 2) or tensor.shape[-1] != expected:
         raise ValueError(f"{name} has shape {tuple(tensor.shape)}: expected ({expected},) "
@@ -155,7 +178,7 @@ class MAPPOActor(nn.Module):
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The Gaussian's mean and std for ``obs`` of shape ``(B, obs_dim)``; both ``(B, A)``."""
         _check_last_dim("obs", obs, self.obs_dim)
-        mean = self.action_mean(self.trunk(obs))
+        mean = _row_invariant(lambda rows: self.action_mean(self.trunk(rows)), obs)
         return mean, self.log_std.exp().expand_as(mean)
 
     def distribution(self, obs: torch.Tensor) -> Normal:
@@ -214,7 +237,7 @@ class MAPPOCritic(nn.Module):
     def forward(self, state: torch.Tensor) -> torch.Tensor:
         """Values of critic states ``state`` (shape ``(B, state_dim)``), shape ``(B,)``."""
         _check_last_dim("state", state, self.state_dim)
-        return self.value_head(self.trunk(state)).squeeze(-1)
+        return _row_invariant(lambda rows: self.value_head(self.trunk(rows)), state).squeeze(-1)
 
 
 class MAPPOPolicy(nn.Module):
@@ -386,7 +409,7 @@ class MAPPOPolicy(nn.Module):
         return Normal(mean, log_std.exp())
 
     def act(self, obs: Any, agent_idx: int | torch.Tensor = 0,
-            deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+            deterministic: bool = False, noise: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Sample (or take the mean of) each agent's action, without gradients.
 
         Actions are the raw Gaussian draws, not clipped: the environment clips
@@ -398,6 +421,10 @@ class MAPPOPolicy(nn.Module):
             obs: local observations ``(B, obs_dim)`` or one ``(obs_dim,)``.
             agent_idx: the acting agent, or one index per sample.
             deterministic: return the mean instead of a sample.
+            noise: standard normal draws ``(B, action_dim)`` to sample with
+                (``mean + std * noise``) instead of torch's generator: the battles'
+                keyed draws (:meth:`~envs.multi_battalion_batch.MultiBattalionBatch.action_noise`),
+                which make a battle's orders independent of its batch.
 
         Returns:
             ``(actions (B, action_dim), log_probs (B,))``; ``B = 1`` for a 1-D obs.
@@ -409,7 +436,16 @@ class MAPPOPolicy(nn.Module):
         with torch.no_grad():
             obs_t = self._batch("obs", obs, self.obs_dim)
             dist = self._distribution(obs_t, self._agent_indices(agent_idx, obs_t.shape[0]))
-            actions = dist.mean if deterministic else dist.sample()
+            if deterministic:
+                actions = dist.mean
+            elif noise is None:
+                actions = dist.sample()
+            else:
+                noise_t = self._batch("noise", noise, self.action_dim)
+                if noise_t.shape[0] != obs_t.shape[0]:
+                    raise ValueError(f"noise has {noise_t.shape[0]} rows: expected one per "
+                                     f"observation ({obs_t.shape[0]})")
+                actions = dist.mean + dist.stddev * noise_t
             return actions, dist.log_prob(actions).sum(-1)
 
     def get_value(self, state: Any) -> torch.Tensor:

@@ -28,6 +28,8 @@ STREAM_SPAWN = 1
 STREAM_TERRAIN = 2
 STREAM_ROUT = 3
 STREAM_POLICY = 4
+STREAM_RANDOM_ACTIONS = 5
+_TO_UNIT_F64 = 1.0 / (1 << 53)
 
 
 def _stream_offset(stream: int) -> np.uint64:
@@ -75,3 +77,22 @@ def uniform_range(keys: np.ndarray, stream: int, counters: np.ndarray | int, lan
                   low: float, high: float) -> np.ndarray:
     """Like :func:`uniform`, scaled to ``[low, high)``."""
     return np.float32(low) + uniform(keys, stream, counters, lanes) * np.float32(high - low)
+
+
+def normal(keys: np.ndarray, stream: int, counters: np.ndarray | int, lanes: int) -> np.ndarray:
+    """Standard normal float32 draws of shape ``(len(keys), lanes)`` (Box-Muller).
+
+    Each draw uses two 53-bit uniforms of its own lanes (``2 * lane`` and
+    ``2 * lane + 1``) and float64 arithmetic, so it is a pure function of the key,
+    the counter and the lane, like every draw here; NumPy's float64 ``log`` and ``cos``
+    give the same result for an element wherever it sits in an array (a test checks
+    it), so a battle's draws do not depend on its batch.
+    """
+    counters = np.asarray(counters, dtype=np.uint64)
+    if counters.ndim:
+        counters = counters[:, None]
+    lane_ids = np.arange(2 * lanes, dtype=np.uint64)
+    z = keys[:, None] ^ (counters * _STEP_MULT + lane_ids * _LANE_MULT + _stream_offset(stream))
+    u = (mix64(z) >> _U64(11)).astype(np.float64) * _TO_UNIT_F64
+    radius = np.sqrt(-2.0 * np.log1p(-u[:, 0::2]))  # 1 - u is in (0, 1]: log is finite
+    return (radius * np.cos(2.0 * np.pi * u[:, 1::2])).astype(np.float32)

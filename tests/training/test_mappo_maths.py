@@ -27,7 +27,7 @@ def hand_rollout() -> Rollout:
     return Rollout(torch.zeros(shape + (OBS_DIM,)), torch.zeros(shape + (CRITIC_STATE_DIM,)),
                    torch.zeros(shape + (ACTION_DIM,)), torch.zeros(shape), values, rewards,
                    dones, np.ones(shape, bool), np.array([[9.0, 9.0]], np.float32), [], [], [], [],
-                   [])
+                   [], [])
 
 
 def test_advantages_and_returns_match_a_hand_computed_case():
@@ -150,8 +150,10 @@ def test_dealt_opponents_sample_or_act_on_their_mean_as_dealt():
     red = battles.batch.observation[:, battles.red_units]
     battles.deal([opponent], 0.0, deterministic=True)
     mean = team_actions(opponent, red, deterministic=True)
-    assert np.array_equal(battles.red_actions(), mean)
+    noise = battles.batch.action_noise()
+    assert np.array_equal(battles.red_actions(noise), mean)
     battles.deal([opponent], 0.0)
-    torch.manual_seed(0)
-    sampled = battles.red_actions()
+    sampled = battles.red_actions(noise)
     assert not np.allclose(sampled, mean)
+    std = opponent.get_actor(0).log_std.exp().detach().numpy()
+    assert np.allclose(sampled, mean + std * noise[:, battles.red_units], atol=1e-6)

@@ -22,6 +22,7 @@ from envs.sim.constants import (
     VISIBILITY_RADIUS,
 )
 from envs.sim.validation import check_int, check_scripted_level
+from models.mappo_policy import MAPPOPolicy
 from training.common.play import DRAW, LOSS, WIN, play, score
 
 _ENV_DEFAULTS = dict(map_width=MAP_WIDTH, map_height=MAP_HEIGHT, max_steps=MAX_STEPS,
@@ -56,13 +57,17 @@ def make_team_battles(n_battles: int, n_blue: int, n_red: int,
                                reward_weights=reward_weights)
 
 
-def team_actions(policy: Any, observations: np.ndarray, deterministic: bool) -> np.ndarray:
+def team_actions(policy: Any, observations: np.ndarray, deterministic: bool,
+                 noise: np.ndarray | None = None) -> np.ndarray:
     """(b, n, 3) orders for (b, n, obs_dim) observations.
 
     ``policy`` is a MAPPO policy (agent i of a side uses its actor ``i mod
     n_agents``) or a battalion commander with ``predict`` that reads the duel's
     features, which lead every team observation (the disciplined doctrine
-    commanding each battalion: :data:`DOCTRINE_TEAM`).
+    commanding each battalion: :data:`DOCTRINE_TEAM`). A MAPPO policy that samples
+    uses ``noise`` ((b, n, 3) standard normal draws, the battles'
+    :meth:`~envs.multi_battalion_batch.MultiBattalionBatch.action_noise`) when given,
+    else torch's generator.
     """
     b, n, dim = observations.shape
     flat = np.ascontiguousarray(observations).reshape(-1, dim)
@@ -70,9 +75,52 @@ def team_actions(policy: Any, observations: np.ndarray, deterministic: bool) -> 
         return np.asarray(policy.predict(flat, deterministic=deterministic)[0],
                           np.float32).reshape(b, n, -1)
     agents = torch.arange(n).repeat(b) % policy.n_agents
+    draws = None if noise is None or deterministic else torch.from_numpy(
+        np.ascontiguousarray(noise).reshape(b * n, -1))
     actions, _ = policy.act(torch.from_numpy(flat), agent_idx=agents,
-                            deterministic=deterministic)
+                            deterministic=deterministic, noise=draws)
     return actions.cpu().numpy().reshape(b, n, -1)
+
+
+class PolicyCommander:
+    """A MAPPO policy (or any :func:`team_actions` policy) commanding some battalions of
+    a :class:`~envs.multi_battalion_batch.MultiBattalionBatch`: the batched commander
+    of :class:`~envs.remote_multi_battalion_env.MultiBattalionBatchEnv`.
+
+    Sampled orders use the battles' keyed draws, so a battle is played the same in
+    any batch and on any worker. Pickling keeps a MAPPO policy's constructor
+    arguments and weights only (what the Ray object store carries to workers).
+
+    Args:
+        policy: a :class:`~models.mappo_policy.MAPPOPolicy`, or a battalion commander
+            with ``predict``.
+        deterministic: act on the policy's mean instead of sampling.
+    """
+
+    def __init__(self, policy: Any, deterministic: bool = False) -> None:
+        self.policy = policy
+        self.deterministic = bool(deterministic)
+
+    def __call__(self, battles: MultiBattalionBatch, units: np.ndarray) -> np.ndarray:
+        """(B, len(units), 3) orders of ``units`` in each unit's own frame."""
+        noise = None if self.deterministic else battles.action_noise()[:, units]
+        return team_actions(self.policy, battles.observation[:, units], self.deterministic,
+                            noise)
+
+    def __getstate__(self) -> dict[str, Any]:
+        if isinstance(self.policy, MAPPOPolicy):
+            return {"kwargs": self.policy.kwargs, "state_dict": self.policy.state_dict(),
+                    "deterministic": self.deterministic}
+        return {"policy": self.policy, "deterministic": self.deterministic}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.deterministic = state["deterministic"]
+        if "policy" in state:
+            self.policy = state["policy"]
+            return
+        self.policy = MAPPOPolicy(**state["kwargs"])
+        self.policy.load_state_dict(state["state_dict"])
+        self.policy.eval()
 
 
 def is_team_policy(commander: Any) -> bool:
@@ -101,8 +149,9 @@ def play_team_battles(policy: Any, opponent: Any, *, n_blue: int = 2, n_red: int
             battalion commander with ``predict`` (:data:`DOCTRINE_TEAM`).
         n_blue, n_red: battalions a side.
         n_episodes: battles (>= 1); battle ``i`` is episode 0 of seed ``seed + i``, and
-            sampled actions draw from a generator seeded with ``seed`` (the global
-            torch generator is left as it was), so a seed always gives the same outcomes.
+            sampled orders use each battle's keyed draws (torch's generator is not
+            touched), so a seed always gives the same outcomes, and battle ``i`` has
+            the same outcome in any split of the episodes (the league's matches on Ray).
         deterministic: Blue acts on the mean of its policy.
         opponent_deterministic: the same for a policy opponent.
         seed: base seed (0 when None).
@@ -133,9 +182,9 @@ class TeamSettings:
     MAPPO policy and Red a scripted level (int 1..5) or a MAPPO policy.
 
     Battalion ``i`` of a side acts with its policy's actor ``i mod n_agents``.
-    Sampled orders draw from torch's generator seeded with the battles' base
-    seed, and the caller's generator is left as it was, so a seed always gives
-    the same outcomes.
+    Sampled orders use the battles' keyed draws
+    (:meth:`~envs.multi_battalion_batch.MultiBattalionBatch.action_noise`), so a
+    battle's outcome depends on its seed only.
 
     Attributes:
         n_blue, n_red: battalions a side.
@@ -153,9 +202,7 @@ class TeamSettings:
     @contextmanager
     def battles(self, blue: Any, red: Any, n: int, seed: int) -> Iterator[_TeamBattles]:
         """``n`` battles of ``blue`` against ``red``, battle ``i`` seeded ``seed + i``."""
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            yield _TeamBattles(blue, red, n, seed, self)
+        yield _TeamBattles(blue, red, n, seed, self)
 
 
 class _TeamBattles:
@@ -174,15 +221,17 @@ class _TeamBattles:
 
     def step(self) -> np.ndarray:
         observation = self.battles.observation
-        # Blue draws its sampled orders before Red: the order of the seeded draws.
+        noise = self.battles.action_noise()
         self.actions[:, self.blue_side] = team_actions(
-            self.blue, observation[:, self.blue_side], self.settings.deterministic)
+            self.blue, observation[:, self.blue_side], self.settings.deterministic,
+            noise[:, self.blue_side])
         if self.scripted:
             self.actions[:, self.red_side] = self.battles.scripted_actions(self.red_units,
                                                                            int(self.red))
         else:
             self.actions[:, self.red_side] = team_actions(
-                self.red, observation[:, self.red_side], self.settings.red_deterministic)
+                self.red, observation[:, self.red_side], self.settings.red_deterministic,
+                noise[:, self.red_side])
         result = self.battles.step(self.actions)
         self.winner = result.winner
         return result.battle_over
@@ -192,5 +241,5 @@ class _TeamBattles:
                         np.where(self.winner == RED, LOSS, DRAW)).astype(np.int8)
 
 
-__all__ = ["DOCTRINE_TEAM", "DRAW", "LOSS", "WIN", "TeamSettings", "is_team_policy",
-           "make_team_battles", "play_team_battles", "score", "team_actions"]
+__all__ = ["DOCTRINE_TEAM", "DRAW", "LOSS", "WIN", "PolicyCommander", "TeamSettings",
+           "is_team_policy", "make_team_battles", "play_team_battles", "score", "team_actions"]

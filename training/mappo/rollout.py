@@ -13,7 +13,9 @@ either chair.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -47,6 +49,7 @@ class TrainingBattles:
         self.config = config
         self.rng = rng
         self.n_blue, self.n_red = n_blue, n_red
+        self.n_battles = config.n_envs
         self.batch: MultiBattalionBatch = make_team_battles(
             config.n_envs, n_blue, n_red, config.field_kwargs(), config.reward_weights())
         seeds = rng.integers(0, 2**62, size=config.n_envs)
@@ -61,6 +64,43 @@ class TrainingBattles:
         self.episode_return = np.zeros(config.n_envs, np.float32)
         self.agent_return = np.zeros((config.n_envs, 0), np.float32)
         self._layout()
+
+    # --- splitting across workers -----------------------------------------------------
+
+    def split(self, n_parts: int) -> list[TrainingBattles]:
+        """The battles as ``n_parts`` consecutive parts (as equal as can be), each with its
+        learning sides, its dealt opponents and its running returns, laid out like these
+        battles (same slots), so :func:`collect` on a part gives exactly that part of a
+        rollout of the whole (:func:`join_rollouts`). :meth:`join` takes them back.
+
+        The parts carry no generator (dealing is the driver's job).
+        """
+        sizes = [len(rows) for rows in np.array_split(np.arange(self.n_battles), n_parts)]
+        parts = []
+        start = 0
+        for size, batch in zip(sizes, self.batch.split(sizes), strict=True):
+            rows = slice(start, start + size)
+            part = copy.copy(self)
+            part.rng, part.batch, part.n_battles = None, batch, size
+            part.learner_side = self.learner_side[rows].copy()
+            part.orders = self.orders[rows].copy()
+            part.episode_return = self.episode_return[rows].copy()
+            part.agent_return = self.agent_return[rows].copy()
+            part.opponents = [(policy, battles[(battles >= start) & (battles < start + size)]
+                               - start) for policy, battles in self.opponents]
+            part.opponents = [(policy, battles) for policy, battles in part.opponents
+                              if len(battles)]
+            part._layout(all_blue=self.all_blue)
+            parts.append(part)
+            start += size
+        return parts
+
+    def join(self, parts: list[TrainingBattles]) -> None:
+        """Take back the battles of :meth:`split`'s ``parts`` (in order) as they stand now."""
+        self.batch.join([part.batch for part in parts])
+        self.orders = np.concatenate([part.orders for part in parts])
+        self.episode_return = np.concatenate([part.episode_return for part in parts])
+        self.agent_return = np.concatenate([part.agent_return for part in parts])
 
     # --- who commands what ---------------------------------------------------------------
 
@@ -89,11 +129,13 @@ class TrainingBattles:
             opponents, np.array_split(order[n_scripted:], len(opponents)), strict=True)
             if len(part)] if opponents else []
 
-    def _layout(self) -> None:
+    def _layout(self, all_blue: bool | None = None) -> None:
         """Index the learner's battalions: slot ``k`` of battle ``b`` is unit
-        ``units[b, k]``, a real battalion where ``slot_valid[b, k]``."""
-        n_envs = self.config.n_envs
-        self.all_blue = bool((self.learner_side == BLUE).all())
+        ``units[b, k]``, a real battalion where ``slot_valid[b, k]``. ``all_blue``
+        (whether Blue learns everywhere: Blue's slots only) is given to a part, which
+        keeps the slots of the whole."""
+        n_envs = self.n_battles
+        self.all_blue = bool((self.learner_side == BLUE).all()) if all_blue is None else all_blue
         self.n_slots = self.n_blue if self.all_blue else max(self.n_blue, self.n_red)
         slots = np.arange(self.n_slots)
         red = self.learner_side[:, None] == RED
@@ -118,7 +160,7 @@ class TrainingBattles:
         """(B, STATE_DIM) the learning side's fog-free picture of each battle."""
         if self.all_blue:
             return self.batch.global_state[BLUE]
-        return self.batch.global_state[self.learner_side, np.arange(self.config.n_envs)]
+        return self.batch.global_state[self.learner_side, np.arange(self.n_battles)]
 
     def set_learner_orders(self, actions: np.ndarray) -> None:
         """Write the learner's (B, n_slots, 3) orders into :attr:`orders`."""
@@ -129,10 +171,11 @@ class TrainingBattles:
             self.orders[self.rows.repeat(self.n_slots, 1)[valid], self.units[valid]] = \
                 actions[valid]
 
-    def set_opponent_orders(self) -> None:
-        """Write the non-learning side's orders into :attr:`orders`."""
+    def set_opponent_orders(self, noise: np.ndarray) -> None:
+        """Write the non-learning side's orders into :attr:`orders`; sampling opponents
+        use ``noise``, the battles' (B, U, 3) keyed draws of this step."""
         if self.all_blue:
-            self.orders[:, self.n_blue:] = self.red_actions()
+            self.orders[:, self.n_blue:] = self.red_actions(noise)
             return
         every_unit = np.arange(self.n_blue + self.n_red)
         scripted = self.batch.scripted_actions(every_unit, self.config.red_level)
@@ -144,17 +187,19 @@ class TrainingBattles:
                 chosen = battles[self.learner_side[battles] != side]
                 if len(chosen):
                     self.orders[chosen[:, None], units] = team_actions(
-                        policy, observation[chosen][:, units],
-                        deterministic=self.opponents_deterministic)
+                        policy, observation[chosen][:, units], self.opponents_deterministic,
+                        noise[chosen][:, units])
 
-    def red_actions(self) -> np.ndarray:
-        """(B, n_red, 3) Red's orders when Blue learns in every battle."""
+    def red_actions(self, noise: np.ndarray) -> np.ndarray:
+        """(B, n_red, 3) Red's orders when Blue learns in every battle (``noise``: the
+        battles' keyed draws of this step)."""
         red = self.batch.scripted_actions(self.red_units, self.config.red_level)
         if self.opponents:
             observation = self.batch.observation
             for policy, battles in self.opponents:
                 red[battles] = team_actions(policy, observation[battles][:, self.red_units],
-                                            deterministic=self.opponents_deterministic)
+                                            self.opponents_deterministic,
+                                            noise[battles][:, self.red_units])
         return red
 
 
@@ -163,9 +208,10 @@ class Rollout:
     """``n_steps`` of the learner's battalions in every battle: (T, B, n_slots, ...) arrays.
 
     ``valid`` marks samples: a slot that is a battalion in the fight at that step.
-    For every battle that ended, in the order they ended: whether the learner won
-    (``wins``), its score (``scores``: 1 won, 0.5 drawn, 0 lost), the battle it was
-    fought in (``episode_battles``) and the learner's returns.
+    For every battle that ended, in the order they ended (by step, then battle):
+    whether the learner won (``wins``), its score (``scores``: 1 won, 0.5 drawn, 0
+    lost), the battle it was fought in (``episode_battles``), the rollout step it
+    ended at (``episode_ends``) and the learner's returns.
     """
 
     obs: torch.Tensor
@@ -180,6 +226,7 @@ class Rollout:
     wins: list[bool]
     scores: list[float]
     episode_battles: list[int]
+    episode_ends: list[int]
     episode_returns: list[float]
     agent_returns: list[np.ndarray]
 
@@ -194,7 +241,7 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int,
     are recorded.
     """
     batch, nb = battles.batch, battles.n_slots
-    n_envs = battles.config.n_envs
+    n_envs = battles.n_battles
     shape = (n_steps, n_envs, nb)
     # Every entry is written below, so the buffers need no zeroing.
     obs = torch.empty(shape + (OBS_DIM,))
@@ -208,6 +255,7 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int,
     wins: list[bool] = []
     scores: list[float] = []
     episode_battles: list[int] = []
+    episode_ends: list[int] = []
     episode_returns: list[float] = []
     agent_returns: list[np.ndarray] = []
     for t in range(n_steps):
@@ -217,13 +265,18 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int,
         critic_state[t, :, :, :OBS_DIM] = obs[t]
         critic_state[t, :, :, OBS_DIM:] = torch.from_numpy(battles.learner_global_state())[:, None]
         valid[t] = battles.learner_view(batch.in_fight) & battles.slot_valid
-        sampled, log_prob = policy.act(obs[t].reshape(-1, OBS_DIM), agent_idx=agents)
+        # Sampling draws are keyed by battle and step, so a battle's rollout is the
+        # same whichever part of a split (or worker) it is collected in.
+        noise = batch.action_noise()
+        sampled, log_prob = policy.act(
+            obs[t].reshape(-1, OBS_DIM), agent_idx=agents,
+            noise=torch.from_numpy(battles.learner_view(noise).reshape(-1, ACTION_DIM)))
         actions[t] = sampled.cpu().reshape(n_envs, nb, ACTION_DIM)
         log_probs[t] = log_prob.cpu().reshape(n_envs, nb)
         values[t] = policy.get_value(critic_state[t].reshape(-1, CRITIC_STATE_DIM)).cpu().reshape(
             n_envs, nb)
         battles.set_learner_orders(actions[t].numpy())
-        battles.set_opponent_orders()
+        battles.set_opponent_orders(noise)
         result = batch.step(battles.orders)
 
         reward = battles.learner_view(result.reward).copy()
@@ -242,6 +295,7 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int,
             wins.extend(won.tolist())
             scores.extend(np.where(won, 1.0, np.where(winner == 1 - side, 0.0, 0.5)).tolist())
             episode_battles.extend(over.tolist())
+            episode_ends.extend([t] * len(over))
             episode_returns.extend(battles.episode_return[over].tolist())
             agent_returns.extend(battles.agent_return[over])
             battles.episode_return[over] = 0
@@ -251,7 +305,36 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int,
         battles.learner_view(batch.critic_state).reshape(-1, CRITIC_STATE_DIM))).cpu().reshape(
         n_envs, nb).numpy()
     return Rollout(obs, critic_state, actions, log_probs, values, rewards, dones, valid,
-                   last_values, wins, scores, episode_battles, episode_returns, agent_returns)
+                   last_values, wins, scores, episode_battles, episode_ends, episode_returns,
+                   agent_returns)
 
 
-__all__ = ["Rollout", "TrainingBattles", "collect"]
+def join_rollouts(parts: list[Rollout]) -> Rollout:
+    """One rollout of the whole from the rollouts of :meth:`TrainingBattles.split`'s
+    parts (in order): arrays joined along the battle axis, finished battles renumbered
+    and put in the order :func:`collect` on the whole gives (by step, then battle)."""
+    def cat(name: str, axis: int = 1) -> torch.Tensor | np.ndarray:
+        arrays = [getattr(part, name) for part in parts]
+        if isinstance(arrays[0], torch.Tensor):
+            return torch.cat(arrays, dim=axis)
+        return np.concatenate(arrays, axis=axis)
+
+    offsets = np.cumsum([0] + [part.valid.shape[1] for part in parts[:-1]])
+    episodes = [(end, battle + offset, part, i) for part, offset in zip(parts, offsets,
+                                                                          strict=True)
+                for i, (battle, end) in enumerate(zip(part.episode_battles, part.episode_ends,
+                                                      strict=True))]
+    episodes.sort(key=lambda episode: episode[:2])
+
+    def listed(name: str) -> list[Any]:
+        return [getattr(part, name)[i] for _, _, part, i in episodes]
+
+    return Rollout(cat("obs"), cat("critic_state"), cat("actions"), cat("log_probs"),
+                   cat("values"), cat("rewards"), cat("dones"), cat("valid"),
+                   cat("last_values", axis=0), listed("wins"), listed("scores"),
+                   [int(battle) for _, battle, _, _ in episodes],
+                   [end for end, _, _, _ in episodes], listed("episode_returns"),
+                   listed("agent_returns"))
+
+
+__all__ = ["Rollout", "TrainingBattles", "collect", "join_rollouts"]

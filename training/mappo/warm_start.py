@@ -74,7 +74,7 @@ def collect_team_demonstrations(battles, teacher, n_steps: int,
         taught = np.asarray(teacher.predict(duel_view, deterministic=True)[0], np.float32)
         actions[t] = taught.reshape(n_envs, nb, ACTION_DIM)
         orders[:, :nb] = actions[t]
-        orders[:, nb:] = battles.red_actions()
+        orders[:, nb:] = battles.red_actions(batch.action_noise())
         result = batch.step(orders)
         rewards[t] = result.reward[:, :nb]
         dones[t] = result.terminated[:, :nb] | result.truncated[:, :nb]
