@@ -248,3 +248,33 @@ class TrackingSettings(Settings):
     verbose: int = setting(
         1, "Console output: 0 silent, 1 progress and results.", non_negative_int,
         "logging.verbose")
+
+
+@dataclass
+class DistributedSettings(Settings):
+    """Where rollouts and evaluation matches run: in this process, or on Ray workers.
+
+    Off by default (one machine needs no Ray). On, each rollout's battles are split
+    across the workers, which play them with the learner's weights (sent once per
+    update) and send back their parts, joined into the same rollout, bit for bit, as a
+    local collection (``docs/distributed.md``).
+    """
+
+    distributed: bool = setting(
+        False, "Collect rollouts and play evaluation matches on Ray workers (pip install -e "
+        "'.[distributed]').", check_bool, "distributed.enabled")
+    distributed_num_workers: int | None = setting(
+        None, "Ray workers; null: one per CPU of the cluster (num_cpus / num_cpus_per_worker).",
+        optional(positive_int), "distributed.num_workers")
+    distributed_num_cpus_per_worker: float = setting(
+        1.0, "Logical CPUs each worker reserves.", check_positive,
+        "distributed.num_cpus_per_worker")
+    distributed_timeout_s: float = setting(
+        600.0, "Seconds a worker may take over one job (a rollout part, a match) before the "
+        "run stops with an error naming it.", check_positive, "distributed.timeout_s")
+    ray_address: str | None = setting(
+        None, "A running Ray cluster ('auto', 'host:port', 'ray://host:10001'); null: start "
+        "a local one on loopback.", optional(text), "ray.address")
+    ray_num_cpus: int | None = setting(
+        None, "Logical CPUs of a local cluster; null: this machine's cores (at least what the "
+        "workers reserve).", optional(positive_int), "ray.num_cpus")

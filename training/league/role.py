@@ -58,7 +58,7 @@ from training.league.matchmaking import (
 )
 from training.league.nash import nash_entropy
 from training.league.records import AgentRecord, AgentType
-from training.mappo.battles import DOCTRINE_TEAM, WIN, play_team_battles, score
+from training.mappo.battles import DOCTRINE_TEAM, WIN, score
 from training.mappo.checkpoints import CHECKPOINT_NAME, FINAL_CHECKPOINT_NAME
 from training.mappo.trainer import MAPPOTrainer
 
@@ -186,6 +186,7 @@ class LeagueRole:
                 self.save(self.checkpoint_dir / CHECKPOINT_NAME)
                 if self.writer is not None:
                     self.writer.close()
+                self.trainer.close()
                 self.write_status("stopped")
                 logger.info("%s stopped at step %d (checkpoint written)", self.agent_id,
                             self.trainer.total_steps)
@@ -209,6 +210,7 @@ class LeagueRole:
         self.trainer.final_checkpoint = self.save(self.checkpoint_dir / FINAL_CHECKPOINT_NAME)
         if self.writer is not None:
             self.writer.close()
+        self.trainer.close()
         self.write_status("done")
         return self
 
@@ -372,14 +374,13 @@ class LeagueRole:
         metrics: dict[str, Any] = {"eval/step": step}
         before = self.elo.get_rating(self.agent_id)
         members = {r.agent_id: r for r in self.members}
-        for name in [*self.evaluation_opponents(), *ANCHORS]:
-            opponent = (5 if name == "scripted_team_l5" else DOCTRINE_TEAM
-                        if name == "doctrine_team" else self.load(members[name]))
-            outcomes = play_team_battles(
-                trainer.policy, opponent, n_blue=trainer.battles.n_blue,
-                n_red=trainer.battles.n_red, n_episodes=self.n_eval_episodes,
-                seed=trainer.config.seed + step, env_kwargs=trainer.config.field_kwargs(),
-                opponent_deterministic=True)
+        opponents = {name: (5 if name == "scripted_team_l5" else DOCTRINE_TEAM
+                            if name == "doctrine_team" else self.load(members[name]))
+                     for name in [*self.evaluation_opponents(), *ANCHORS]}
+        # All matches at once: on the Ray workers when the run is distributed.
+        played = trainer.play_matches(opponents, self.n_eval_episodes, trainer.config.seed + step,
+                                      opponent_deterministic=True)
+        for name, outcomes in played.items():
             result = score(outcomes)
             self.matches.record(self.agent_id, name, result, metadata={
                 "step": step, "games": len(outcomes), "kind": "evaluation"})

@@ -109,7 +109,8 @@ class PolicyCommander:
 
     def __getstate__(self) -> dict[str, Any]:
         if isinstance(self.policy, MAPPOPolicy):
-            return {"kwargs": self.policy.kwargs, "state_dict": self.policy.state_dict(),
+            weights = {name: tensor.cpu() for name, tensor in self.policy.state_dict().items()}
+            return {"kwargs": self.policy.kwargs, "state_dict": weights,
                     "deterministic": self.deterministic}
         return {"policy": self.policy, "deterministic": self.deterministic}
 

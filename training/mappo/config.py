@@ -28,6 +28,7 @@ from envs.sim.validation import (
 )
 from training.common.setting_groups import (
     BattlefieldSettings,
+    DistributedSettings,
     PPOSettings,
     RewardSettings,
     TrackingSettings,
@@ -66,7 +67,8 @@ def _stage(name: str, value: Any) -> str:
 
 
 @dataclass
-class MAPPOConfig(PPOSettings, BattlefieldSettings, RewardSettings, TrackingSettings):
+class MAPPOConfig(PPOSettings, BattlefieldSettings, RewardSettings, TrackingSettings,
+                  DistributedSettings):
     """Configuration of a MAPPO run on :class:`~envs.multi_battalion_env.MultiBattalionEnv`
     battles (Blue learns; Red is scripted or, with self-play, a frozen snapshot).
 

@@ -32,6 +32,7 @@ from models.mappo_policy import MAPPOPolicy
 from models.v1_transfer import load_v1_weights_into_mappo
 from storage.files import clean_stale_temporaries
 from training.curriculum_scheduler import STAGE_ENV_KWARGS, STAGE_LABELS, CurriculumScheduler
+from training.mappo.battles import play_team_battles
 from training.mappo.checkpoints import load_checkpoint, save_checkpoint
 from training.mappo.config import MAPPOConfig
 from training.mappo.rollout import Rollout, TrainingBattles, collect
@@ -131,6 +132,7 @@ class MAPPOTrainer:
         self.history: list[dict[str, Any]] = []
         self.final_checkpoint: Path | None = None
         self.resumed_extra: dict[str, Any] | None = None
+        self._workers: Any = None  # RolloutWorkers, started on first use when distributed
         if resume is not None:
             self._restore(resume)
         elif config.init_policy is not None:
@@ -172,12 +174,53 @@ class MAPPOTrainer:
             self.history.append(metrics)
         for hook in hooks:
             hook.on_training_end(self)
+        self.close()
         return self
 
     def collect_rollout(self) -> Rollout:
-        """``n_steps`` of every battle, the learner sampling from its policy."""
-        self.rollout = collect(self.policy, self.battles, self.n_steps, self.config.gamma)
+        """``n_steps`` of every battle, the learner sampling from its policy: in this
+        process, or on the Ray workers with ``distributed.enabled`` (the same rollout,
+        bit for bit)."""
+        if self.config.distributed:
+            self.rollout = self.workers.collect(self.policy, self.battles, self.n_steps,
+                                                self.config.gamma)
+        else:
+            self.rollout = collect(self.policy, self.battles, self.n_steps, self.config.gamma)
         return self.rollout
+
+    def play_matches(self, opponents: dict[str, Any], n_episodes: int, seed: int, *,
+                     opponent_deterministic: bool = False) -> dict[str, np.ndarray]:
+        """Each opponent's outcomes (Blue's side: 1 won, 0 drawn, -1 lost) of
+        ``n_episodes`` battles against the learner acting on its policy's mean, at the
+        current team sizes and field, battle ``i`` seeded ``seed + i``: played here, or
+        split across the Ray workers with ``distributed.enabled`` (same outcomes).
+
+        Args:
+            opponents: name -> a scripted level, a MAPPOPolicy or a battalion commander.
+        """
+        settings = dict(n_blue=self.battles.n_blue, n_red=self.battles.n_red,
+                        env_kwargs=self.config.field_kwargs(),
+                        opponent_deterministic=opponent_deterministic)
+        if self.config.distributed:
+            return self.workers.play(self.policy, opponents, n_episodes, seed, **settings)
+        return {name: play_team_battles(self.policy, opponent, n_episodes=n_episodes,
+                                        seed=seed, **settings)
+                for name, opponent in opponents.items()}
+
+    @property
+    def workers(self) -> Any:
+        """The run's :class:`~training.mappo.distributed.RolloutWorkers` (started, and
+        Ray with them, on first use)."""
+        if self._workers is None:
+            from training.mappo.distributed import RolloutWorkers  # Ray only when asked for
+            self._workers = RolloutWorkers(self.config)
+        return self._workers
+
+    def close(self) -> None:
+        """Stop the Ray workers, if any (a later rollout starts new ones)."""
+        if self._workers is not None:
+            self._workers.close()
+            self._workers = None
 
     def learn_from(self, rollout: Rollout) -> dict[str, Any]:
         """Advantages, PPO epochs and counters for one rollout; its metrics."""
