@@ -27,7 +27,7 @@ import numpy as np
 from models.mappo_policy import MAPPOPolicy
 from training.common.schedule import EveryNSteps
 from training.elo import TeamEloRegistry
-from training.mappo.battles import WIN, play_team_battles, score
+from training.mappo.battles import WIN, score
 from training.mappo.checkpoints import CHECKPOINT_NAME, FINAL_CHECKPOINT_NAME
 from training.mappo.trainer import MAPPOHook, MAPPOTrainer
 from training.self_play import TeamOpponentPool, nash_exploitability_proxy
@@ -101,10 +101,9 @@ class SelfPlayHook(MAPPOHook):
         config, pool, battles = trainer.config, self.pool, trainer.battles
         step = trainer.total_steps
         path = pool.snapshot_paths[int(trainer.rng.integers(pool.size))]
-        outcomes = play_team_battles(trainer.policy, pool.load(path), n_blue=battles.n_blue,
-                                     n_red=battles.n_red,
-                                     n_episodes=config.self_play_n_eval_episodes,
-                                     seed=2 * 10**6 + step, env_kwargs=config.field_kwargs())
+        outcomes = trainer.play_matches({path.stem: pool.load(path)},
+                                        config.self_play_n_eval_episodes,
+                                        seed=2 * 10**6 + step)[path.stem]
         self.registry.update(config.elo_agent_name, path.stem, score(outcomes),
                              n_games=len(outcomes))
         self.registry.save()
@@ -133,12 +132,10 @@ class ScriptEvaluationHook(MAPPOHook):
     def on_update_end(self, trainer: MAPPOTrainer, metrics: dict[str, Any]) -> None:
         if not self.due(trainer.total_steps):
             return
-        config, battles = trainer.config, trainer.battles
-        outcomes = play_team_battles(trainer.policy, config.red_level, n_blue=battles.n_blue,
-                                     n_red=battles.n_red, n_episodes=config.n_eval_episodes,
-                                     seed=10**6 + trainer.total_steps,
-                                     env_kwargs=config.field_kwargs())
+        config = trainer.config
         opponent = f"scripted_team_l{config.red_level}"
+        outcomes = trainer.play_matches({opponent: config.red_level}, config.n_eval_episodes,
+                                        seed=10**6 + trainer.total_steps)[opponent]
         self.registry.update(config.elo_agent_name, opponent, score(outcomes),
                              n_games=len(outcomes))
         self.registry.save()
