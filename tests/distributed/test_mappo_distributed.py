@@ -157,3 +157,21 @@ def test_the_command_line_trains_on_workers(tmp_path):
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "ck" / "mappo_policy_final.pt").is_file()
+
+
+def test_a_league_role_trains_and_evaluates_on_workers(cluster, tmp_path):
+    from training.league import MatchDatabase
+    from training.league.config import MainAgentConfig, league_dir_settings
+    from training.league.launch import role_class
+
+    config = MainAgentConfig(n_envs=8, rollout_steps=256, total_timesteps=1024,
+                             warm_start_doctrine=None, snapshot_freq=512, eval_freq=512,
+                             n_eval_episodes=4, checkpoint_freq=512, enable_wandb=False,
+                             progress_bar=False, distributed=True, distributed_num_workers=2,
+                             **league_dir_settings("main_agent", tmp_path))
+    role = role_class("main_agent").from_config(config).learn()
+    assert role.done and role.trainer._workers is None  # finish() stopped the workers
+    evaluations = [r for r in MatchDatabase(role.matches.path).results
+                   if r.metadata.get("kind") == "evaluation"]
+    assert {r.opponent_id for r in evaluations} >= {"scripted_team_l5", "doctrine_team"}
+    assert all(r.metadata["games"] == 4 for r in evaluations)
