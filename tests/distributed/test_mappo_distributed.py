@@ -63,7 +63,8 @@ def _assert_same(a: Rollout, b: Rollout) -> None:
         elif isinstance(x, np.ndarray):
             assert np.array_equal(x, y), name
         else:
-            assert len(x) == len(y) and all(np.array_equal(u, v) for u, v in zip(x, y)), name
+            assert len(x) == len(y), name
+            assert all(np.array_equal(u, v) for u, v in zip(x, y, strict=True)), name
 
 
 def test_distributed_training_equals_local_training_bit_for_bit(cluster, tmp_path):

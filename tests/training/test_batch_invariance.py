@@ -72,7 +72,8 @@ def _fields_equal(a: Rollout, b: Rollout) -> None:
         elif isinstance(x, np.ndarray):
             assert np.array_equal(x, y), name
         else:
-            assert len(x) == len(y) and all(np.array_equal(u, v) for u, v in zip(x, y)), name
+            assert len(x) == len(y), name
+            assert all(np.array_equal(u, v) for u, v in zip(x, y, strict=True)), name
 
 
 def test_battles_split_collected_and_joined_equal_the_whole_bit_for_bit():

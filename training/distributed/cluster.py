@@ -130,6 +130,10 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
         return False
     kwargs = dict(init_kwargs or {})
     kwargs.setdefault("configure_logging", False)
+    if num_cpus is None:
+        num_cpus = kwargs.pop("num_cpus", None)  # also accepted among ray.init's arguments
+    else:
+        kwargs.pop("num_cpus", None)
     if address is not None:
         ray.init(address=address, **kwargs)
         logger.info("joined the Ray cluster at %s", address)

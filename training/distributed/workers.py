@@ -119,12 +119,14 @@ class WorkerGroup:
                 ready, _ = ray.wait(list(pending), num_returns=1,
                                     timeout=max(0.0, deadline - time.monotonic()))
                 if not ready:
-                    late = sorted({jobs[i].worker for i, _, due in pending.values()
-                                   if due <= deadline})
+                    late = sorted({(jobs[i].worker, jobs[i].method)
+                                   for i, _, _ in pending.values()})
+                    self._restart([worker for worker, _ in late])
                     raise TimeoutError(
-                        f"{self.name} {late} gave no answer to {jobs[0].method} within "
-                        f"{self.timeout_s:g} s (distributed.timeout_s); is the cluster "
-                        "overloaded, or short of the CPUs the workers reserve?")
+                        f"{self.name} {[w for w, _ in late]} gave no answer to "
+                        f"{', '.join(sorted({m for _, m in late}))} within {self.timeout_s:g} s "
+                        "(distributed.timeout_s); is the cluster overloaded, or short of "
+                        "the CPUs the workers reserve? (those workers were restarted)")
                 ref = ready[0]
                 index, actor, _ = pending.pop(ref)
                 job = jobs[index]
@@ -140,10 +142,16 @@ class WorkerGroup:
                 if not any(jobs[i].worker == job.worker for i, _, _ in pending.values()):
                     self.in_flight.discard(job.worker)
         finally:
-            for ref in pending:
-                ray.cancel(ref, force=False)
             self.in_flight.clear()
         return answers
+
+    def _restart(self, workers: list[int]) -> None:
+        """Kill ``workers`` (still busy with late jobs) and start fresh ones, so the group
+        stays usable after a timeout."""
+        ray = import_ray()
+        for worker in workers:
+            ray.kill(self.actors[worker])
+            self.actors[worker] = self._start()
 
     def _replace(self, worker: int, actor: Any, error: BaseException) -> None:
         """Start a fresh worker ``worker`` unless ``actor`` was already replaced."""
