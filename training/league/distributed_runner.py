@@ -457,7 +457,8 @@ def benchmark(num_workers: int = 4, n_episodes: int = 16,
 
     In-process, the episodes are played as the workers play them (worker ``w``'s
     share as one batch), one share after another; on Ray, the shares run side by
-    side. The speedup is therefore what the workers' parallelism gives.
+    side, timed after a warm-up collection of one episode per worker. The speedup is
+    therefore what the workers' parallelism gives.
 
     Args:
         num_workers: Ray workers (>= 1).
@@ -495,6 +496,9 @@ def benchmark(num_workers: int = 4, n_episodes: int = 16,
                                   ray_address=ray_address,
                                   ray_init_kwargs=ray_init_kwargs,
                                   timeout_s=timeout_s) as runner:
+        # One episode per worker first: the workers' imports and first calls (torch
+        # loads when the policy arrives) are start-up, not play.
+        runner.collect_rollouts(num_workers, seed, policy=policy)
         results = runner.collect_rollouts(n_episodes, seed, policy=policy)
         ray_elapsed = runner._last_collect_elapsed_sec
     total_steps = sum(episode["steps"] for episode in episodes)
