@@ -30,10 +30,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-logger = logging.getLogger(__name__)
+from envs.remote_multi_battalion_env import INSTALL_HINT
 
-INSTALL_HINT = 'pip install -e ".[distributed]"'
-"""How to install Ray for this project (the optional extra)."""
+logger = logging.getLogger(__name__)
 
 LOOPBACK_ENVIRONMENT = {
     "RAY_USAGE_STATS_ENABLED": "0",
