@@ -16,20 +16,13 @@ import torch
 pytest.importorskip("ray")
 
 from envs.multi_battalion_batch import RED  # noqa: E402
-from training.distributed.cluster import connect, disconnect, import_ray  # noqa: E402
+from tests.training.test_batch_invariance import assert_same_rollout  # noqa: E402
+from training.distributed.cluster import import_ray  # noqa: E402
 from training.mappo.battles import DOCTRINE_TEAM  # noqa: E402
 from training.mappo.config import MAPPOConfig  # noqa: E402
-from training.mappo.rollout import Rollout  # noqa: E402
 from training.mappo.trainer import MAPPOTrainer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    started = connect(num_cpus=2)
-    yield
-    disconnect(started)
 
 
 def _config(tmp_path, **changes) -> MAPPOConfig:
@@ -55,24 +48,12 @@ def _pair(tmp_path):
     return local, remote
 
 
-def _assert_same(a: Rollout, b: Rollout) -> None:
-    for name in Rollout.__dataclass_fields__:
-        x, y = getattr(a, name), getattr(b, name)
-        if isinstance(x, torch.Tensor):
-            assert torch.equal(x, y), name
-        elif isinstance(x, np.ndarray):
-            assert np.array_equal(x, y), name
-        else:
-            assert len(x) == len(y), name
-            assert all(np.array_equal(u, v) for u, v in zip(x, y, strict=True)), name
-
-
-def test_distributed_training_equals_local_training_bit_for_bit(cluster, tmp_path):
+def test_distributed_training_equals_local_training_bit_for_bit(ray_cluster, tmp_path):
     local, remote = _pair(tmp_path)
     try:
         for _ in range(2):
             expected, got = local.collect_rollout(), remote.collect_rollout()
-            _assert_same(expected, got)
+            assert_same_rollout(expected, got)
             assert expected.wins
             local.learn_from(expected)
             remote.learn_from(got)
@@ -84,7 +65,7 @@ def test_distributed_training_equals_local_training_bit_for_bit(cluster, tmp_pat
         remote.close()
 
 
-def test_a_worker_killed_mid_rollout_is_replaced_and_nothing_is_lost(cluster, tmp_path):
+def test_a_worker_killed_mid_rollout_is_replaced_and_nothing_is_lost(ray_cluster, tmp_path):
     local, remote = _pair(tmp_path)
     try:
         group = remote.workers.group
@@ -103,14 +84,14 @@ def test_a_worker_killed_mid_rollout_is_replaced_and_nothing_is_lost(cluster, tm
         killer.join()
         assert group.replacements == 1 and group.actors[0] is not victim
         expected = local.collect_rollout()
-        _assert_same(expected, got)  # its part re-run from where it stood: no battle lost
+        assert_same_rollout(expected, got)  # its part re-run from where it stood: no battle lost
         assert sorted(got.episode_battles) == sorted(expected.episode_battles)
-        _assert_same(local.collect_rollout(), remote.collect_rollout())  # and it goes on
+        assert_same_rollout(local.collect_rollout(), remote.collect_rollout())  # and it goes on
     finally:
         remote.close()
 
 
-def test_evaluation_matches_on_the_workers_equal_local_ones(cluster, tmp_path):
+def test_evaluation_matches_on_the_workers_equal_local_ones(ray_cluster, tmp_path):
     field = dict(map_width=200.0, map_height=200.0, max_steps=120)
     local = MAPPOTrainer(_config(tmp_path / "local", **field))
     remote = MAPPOTrainer(_config(tmp_path / "remote", distributed=True,
@@ -133,7 +114,7 @@ def test_evaluation_matches_on_the_workers_equal_local_ones(cluster, tmp_path):
         remote.close()
 
 
-def test_timeouts_name_the_worker(cluster, tmp_path):
+def test_timeouts_name_the_worker(ray_cluster, tmp_path):
     remote = MAPPOTrainer(_config(tmp_path, distributed=True, distributed_num_workers=1,
                                   distributed_timeout_s=0.01, n_steps=200, n_envs=64,
                                   total_timesteps=64 * 200))
@@ -160,7 +141,7 @@ def test_the_command_line_trains_on_workers(tmp_path):
     assert (tmp_path / "ck" / "mappo_policy_final.pt").is_file()
 
 
-def test_a_league_role_trains_and_evaluates_on_workers(cluster, tmp_path):
+def test_a_league_role_trains_and_evaluates_on_workers(ray_cluster, tmp_path):
     from training.league import MatchDatabase
     from training.league.config import MainAgentConfig, league_dir_settings
     from training.league.launch import role_class

@@ -64,7 +64,8 @@ def test_keyed_normal_draws_are_standard_normal_and_batch_free():
     assert not np.array_equal(rnd.normal(keys, rnd.STREAM_RANDOM_ACTIONS, steps, 6), draws)
 
 
-def _fields_equal(a: Rollout, b: Rollout) -> None:
+def assert_same_rollout(a: Rollout, b: Rollout) -> None:
+    """Every field of two rollouts equal, bit for bit (also used by tests/distributed)."""
     for name in Rollout.__dataclass_fields__:
         x, y = getattr(a, name), getattr(b, name)
         if isinstance(x, torch.Tensor):
@@ -94,7 +95,7 @@ def test_battles_split_collected_and_joined_equal_the_whole_bit_for_bit():
         assert [part.n_battles for part in parts] == [5, 4, 4]
         got = join_rollouts([collect(policy, part, 48, 0.99) for part in parts])
         split.join(parts)
-        _fields_equal(expected, got)
+        assert_same_rollout(expected, got)
         assert expected.wins  # battles of 30 steps end inside 48
     assert np.array_equal(whole.batch.observation, split.batch.observation)
     assert np.array_equal(whole.episode_return, split.episode_return)

@@ -148,7 +148,9 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
     for key, value in LOCAL_INIT_KWARGS.items():
         kwargs.setdefault(key, value)
     with loopback_environment():
-        ray.init(num_cpus=cpus, **kwargs)
+        # "local": always a new cluster (without it Ray joins the latest one started on
+        # this machine, say by another process's tests, which owns its resources).
+        ray.init(address="local", num_cpus=cpus, **kwargs)
     logger.info("started a local Ray cluster with %d CPUs on loopback", cpus)
     return True
 
