@@ -1,6 +1,7 @@
-"""A distributed collection talks to nothing but this machine: every connect() made by
-the driver, the Ray head and the workers goes to loopback or a Unix socket, and no
-cloud-metadata address (169.254.169.254) is ever tried."""
+"""A distributed collection talks to nothing but this machine: every connect() and
+bind() made by the driver, the Ray head and the workers is to loopback or a Unix
+socket (so nothing listens on another interface either), and no cloud-metadata
+address (169.254.169.254) is ever tried."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def test_outside_loopback_reads_strace_lines() -> None:
         "address 169.254.169.254", "address 2001:db8::1", "family AF_PACKET"]
 
 
-def test_a_collection_connects_only_to_loopback(tmp_path) -> None:
+def test_a_collection_connects_and_listens_only_on_loopback(tmp_path) -> None:
     strace = shutil.which("strace")
     if strace is None:
         pytest.skip("strace is not installed: the connect() calls cannot be traced")
@@ -73,9 +74,9 @@ def test_a_collection_connects_only_to_loopback(tmp_path) -> None:
     home.mkdir()
     trace = tmp_path / "trace.txt"
     env = dict(os.environ, HOME=str(home), PYTHONPATH=str(ROOT))
-    command = [strace, "-f", "-qq", "-e", "trace=connect", "-e", "signal=none",
+    command = [strace, "-f", "-qq", "-e", "trace=connect,bind", "-e", "signal=none",
                "-o", str(trace), sys.executable, "-c", CHILD]
-    # --seccomp-bpf stops the traced processes at connect() only (much faster).
+    # --seccomp-bpf stops the traced processes at connect() and bind() only (much faster).
     if "--seccomp-bpf" in subprocess.run([strace, "-h"], capture_output=True,
                                          text=True).stdout:
         command.insert(1, "--seccomp-bpf")
@@ -88,4 +89,8 @@ def test_a_collection_connects_only_to_loopback(tmp_path) -> None:
     assert any("AF_INET" in line for line in calls), "no TCP connection was traced"
     outside = {reason for line in calls if (reason := outside_loopback(line))}
     assert not outside, f"connections outside loopback: {sorted(outside)}"
+    binds = [line for line in text.splitlines() if "bind(" in line]
+    assert any("AF_INET" in line for line in binds), "no listening socket was traced"
+    outside = {reason for line in binds if (reason := outside_loopback(line))}
+    assert not outside, f"sockets bound outside loopback: {sorted(outside)}"
     assert "169.254.169.254" not in text
