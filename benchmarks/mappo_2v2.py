@@ -29,17 +29,16 @@ import numpy as np
 import torch
 
 from benchmarks import argument_parser
-from envs.multi_battalion_env import MultiBattalionEnv
+from benchmarks.sim_throughput import RED_LEVEL, team_batch_stepper, team_single_stepper
 from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
 from models.mappo_policy import MAPPOPolicy
 from training.curriculum_scheduler import load_v1_weights_into_mappo
-from training.mappo.battles import WIN, make_team_battles, play_team_battles
+from training.mappo.battles import WIN, play_team_battles
 from training.mappo.config import MAPPOConfig
 from training.train_mappo import TrainingBattles, collect, train_mappo
 
 REFERENCE_STEPS_PER_SECOND = 2_500
 EVAL_SEED = 500_000
-RED_LEVEL = 5
 ROLLOUT_LENGTH = 64  # steps per battle in the rollout-rate rows, as the 128-battle default
 
 
@@ -56,41 +55,11 @@ def measure(step, seconds: float = 2.0) -> float:
 
 
 def single_env_rate() -> float:
-    env = MultiBattalionEnv(2, 2)
-    env.reset(seed=0)
-    rng = np.random.default_rng(0)
-    orders = rng.uniform(-1, 1, (4096, 3)).astype(np.float32)
-    state = {"i": 0}
-
-    def step() -> int:
-        if not env.agents:
-            env.reset()
-        actions = env.scripted_actions(RED_LEVEL)
-        for agent in env.agents:
-            if agent.startswith("blue"):
-                actions[agent] = orders[state["i"] % len(orders)]
-                state["i"] += 1
-        env.step(actions)
-        return 1
-
-    return measure(step)
+    return measure(team_single_stepper(1))
 
 
 def batched_env_rate(n_battles: int, n_blue: int = 2, n_red: int = 2) -> float:
-    battles = make_team_battles(n_battles, n_blue, n_red)
-    battles.reset(np.arange(n_battles), list(range(n_battles)), np.zeros(n_battles, np.int64))
-    units = n_blue + n_red
-    orders = np.random.default_rng(0).uniform(-1, 1, (n_battles, units, 3)).astype(np.float32)
-    red = np.arange(n_blue, units)
-
-    def step() -> int:
-        orders[:, n_blue:] = battles.scripted_actions(red, RED_LEVEL)
-        result = battles.step(orders)
-        if result.battle_over.any():
-            battles.next_episode(np.flatnonzero(result.battle_over))
-        return n_battles
-
-    return measure(step)
+    return measure(team_batch_stepper(n_battles, n_blue, n_red))
 
 
 def rollout_rate(n_battles: int, policy: MAPPOPolicy) -> float:

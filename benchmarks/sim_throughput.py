@@ -1,5 +1,8 @@
-"""Simulator throughput: env-steps per second of BattalionEnv and BattalionVecEnv.
+"""Simulator throughput: env-steps per second of the duel and team envs, single and batched.
 
+Rows: ``BattalionEnv`` (one Gymnasium duel), ``BattalionVecEnv`` (batches of duels),
+``MultiBattalionEnv`` (one 2v2 PettingZoo battle) and the batched multi env
+(:class:`~envs.multi_battalion_batch.MultiBattalionBatch`) at 2v2, 4v4 and 6v6.
 Blue plays pre-drawn random actions against scripted L5 on random terrain, so
 battles end and restart at realistic rates. Each configuration is timed for a
 fixed wall-clock slice several times and the best slice is reported (the
@@ -20,9 +23,16 @@ import numpy as np
 
 from benchmarks import argument_parser
 from envs.battalion_env import BattalionEnv
+from envs.multi_battalion_batch import MultiBattalionBatch
+from envs.multi_battalion_env import MultiBattalionEnv
+from envs.sim.config import BattleConfig
+from envs.sim.constants import VISIBILITY_RADIUS
 from envs.vec_env import BattalionVecEnv
 
 BATCH_SIZES = (8, 64, 1024, 4096)
+TEAM_BATCH = 1024
+TEAM_SIZES = ((2, 2), (4, 4), (6, 6))
+RED_LEVEL = 5
 
 
 def _random_actions(n_steps: int, n_envs: int, seed: int) -> np.ndarray:
@@ -65,6 +75,59 @@ def time_vec(n_envs: int, seconds: float, with_infos: bool) -> float:
             return steps * n_envs / elapsed
 
 
+def team_single_stepper(steps_per_call: int):
+    """A function stepping one 2v2 MultiBattalionEnv ``steps_per_call`` times (Blue random
+    orders, Red scripted L5, reset when the battle ends); it returns ``steps_per_call``."""
+    env = MultiBattalionEnv(2, 2)
+    env.reset(seed=0)
+    orders = np.random.default_rng(0).uniform(-1, 1, (4096, 3)).astype(np.float32)
+    given = [0]
+
+    def step() -> int:
+        for _ in range(steps_per_call):
+            if not env.agents:
+                env.reset()
+            actions = env.scripted_actions(RED_LEVEL)
+            for agent in env.agents:
+                if agent.startswith("blue"):
+                    actions[agent] = orders[given[0] % len(orders)]
+                    given[0] += 1
+            env.step(actions)
+        return steps_per_call
+
+    return step
+
+
+def team_batch_stepper(n_battles: int, n_blue: int, n_red: int):
+    """A function stepping ``n_battles`` battles of ``n_blue`` against ``n_red`` once (Blue
+    random orders, Red scripted L5, finished battles restarted); it returns ``n_battles``."""
+    battles = MultiBattalionBatch(n_battles, n_blue, n_red, config=BattleConfig(), terrain=None,
+                                  randomize_terrain=True, visibility_radius=VISIBILITY_RADIUS,
+                                  reward_weights=None)
+    battles.reset(np.arange(n_battles), list(range(n_battles)), np.zeros(n_battles, np.int64))
+    units = n_blue + n_red
+    orders = np.random.default_rng(0).uniform(-1, 1, (n_battles, units, 3)).astype(np.float32)
+    red = np.arange(n_blue, units)
+
+    def step() -> int:
+        orders[:, n_blue:] = battles.scripted_actions(red, RED_LEVEL)
+        result = battles.step(orders)
+        if result.battle_over.any():
+            battles.next_episode(np.flatnonzero(result.battle_over))
+        return n_battles
+
+    return step
+
+
+def time_calls(step, seconds: float) -> float:
+    """What ``step()`` returns (env-steps) per second, over ``seconds``."""
+    step()
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        count += step()
+    return count / (time.perf_counter() - start)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argument_parser(__doc__, __spec__.name)
     parser.add_argument("--seconds", type=float, default=2.0, help="length of one timed slice")
@@ -80,11 +143,17 @@ def main(argv: list[str] | None = None) -> None:
         rate = best(lambda n=n: time_vec(n, args.seconds, with_infos=False))
         with_infos = best(lambda n=n: time_vec(n, args.seconds, with_infos=True))
         rows.append(("BattalionVecEnv", n, rate, with_infos))
+    rows.append(("MultiBattalionEnv 2v2 (one PettingZoo env)", 1,
+                 best(lambda: time_calls(team_single_stepper(64), args.seconds)), None))
+    for n_blue, n_red in TEAM_SIZES:
+        stepper = team_batch_stepper(TEAM_BATCH, n_blue, n_red)
+        rows.append((f"batched multi env {n_blue}v{n_red}", TEAM_BATCH,
+                     best(lambda stepper=stepper: time_calls(stepper, args.seconds)), None))
 
     print(f"# Simulator throughput vs scripted L5 ({platform.processor() or platform.machine()}, "
           f"numpy {np.__version__}, best of {args.repeats} x {args.seconds:g} s)")
     print()
-    print("| env | n_envs | env-steps/s | x single | with infos (env-steps/s) |")
+    print("| env | battles | env-steps/s | x single duel | with infos (env-steps/s) |")
     print("|---|---:|---:|---:|---:|")
     for name, n, rate, infos in rows:
         infos_cell = "" if infos is None else f"{infos:,.0f}"
