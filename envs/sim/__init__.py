@@ -1,1 +1,3 @@
-"""The battle core: pure NumPy, batched over battles, no gym, torch or file I/O."""
+"""The battle core, batched over battles: the step as compiled Numba kernels
+(:mod:`envs.sim.kernels`), maps, deployment, scripted commanders and randomness in NumPy;
+no gym, torch or file I/O."""

@@ -1,8 +1,9 @@
 """One step of every battle in a batch: manoeuvre, sight, fire, casualties, morale.
 
 ``step(state, actions, config) -> (state, events)`` is a pure function of its
-inputs over a whole batch (B battles x U battalions); there is no Python loop
-over battles or units. The model, with every constant, is documented in
+inputs over a whole batch (B battles x U battalions), computed by the compiled
+kernels of :mod:`envs.sim.kernels` (loops over battles, spread over Numba's
+threads, then over units). The model, with every constant, is documented in
 ``docs/simulation.md``. In short, all battalions act at once:
 
 1. **Manoeuvre.** Each wheels by ``rotate * max_turn_rate`` and then marches
@@ -29,7 +30,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from envs.sim import random as rnd
+from envs.sim import kernels
 from envs.sim.config import BattleConfig
 from envs.sim.constants import (
     ACTION_HIGH,
@@ -41,7 +42,6 @@ from envs.sim.constants import (
     MAX_STEPS,
 )
 from envs.sim.state import BattleState
-from envs.sim.terrain import bilinear, cell_index, line_of_sight
 
 # The model's headline constants are also importable from here, where the reference
 # design defines them; their home is envs.sim.constants.
@@ -122,63 +122,19 @@ def team_layout(team: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return first, second, enemy[:, :, None]
 
 
-@lru_cache(maxsize=64)
-def _map_offsets(batch: int, cells_per_map: int) -> np.ndarray:
-    """Offset of each battle's map in the flattened (B * rows * cols) terrain stack."""
-    offsets = np.arange(batch, dtype=np.int32) * np.int32(cells_per_map)
-    offsets.flags.writeable = False
-    return offsets
-
-
-def _ground(state: BattleState, x: np.ndarray, y: np.ndarray,
-            config: BattleConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Elevation and cover of the ground under unit-major (U, B) points."""
-    rows, cols = state.grid_shape
-    offsets = _map_offsets(state.batch_size, rows * cols)
-    width, height = config.map_width, config.map_height
-    elevation = bilinear(state.elevation_patches.reshape(-1, 4), offsets, x, y, width, height,
-                         rows, cols)
-    cover = np.take(state.cover.reshape(-1),
-                    cell_index(x, y, width, height, rows, cols) + offsets)
-    return elevation, cover
-
-
 def sense(state: BattleState, config: BattleConfig) -> Geometry:
     """Distances, bearings, terrain under each unit and line of sight for ``state``."""
-    theta = state.theta.T
-    return _sense(state, state.x.T, state.y.T, np.cos(theta), np.sin(theta), config)
-
-
-def _sense(state: BattleState, x: np.ndarray, y: np.ndarray, cos_h: np.ndarray,
-           sin_h: np.ndarray, config: BattleConfig) -> Geometry:
-    """:func:`sense` for unit-major positions and headings that replace the state's."""
-    dx = x[None, :, :] - x[:, None, :]
-    dy = y[None, :, :] - y[:, None, :]
-    dist = np.sqrt(dx * dx + dy * dy)
-    inv = np.float32(1) / np.maximum(dist, np.float32(1e-3))
-    ch, sh = cos_h[:, None, :], sin_h[:, None, :]
-    facing_cos = (dx * ch + dy * sh) * inv
-    facing_sin = (dy * ch - dx * sh) * inv
-
-    elevation, cover = _ground(state, x, y, config)
-
-    first, second, _ = team_layout(tuple(state.team.tolist()))
     rows, cols = state.grid_shape
-    pair_los = line_of_sight(
-        state.elevation_patches.reshape(-1, 4), state.batch_size,
-        x[first], y[first], elevation[first], x[second], y[second], elevation[second],
-        config.map_width, config.map_height, rows, cols, config.eye_height,
-        config.los_samples)
-    los = np.ones(dist.shape, bool)
-    los[first, second] = pair_los
-    los[second, first] = pair_los
-    return Geometry(*(_battle_major(a) for a in (
-        cos_h, sin_h, dx, dy, dist, facing_cos, facing_sin, elevation, cover, los)))
+    geometry = kernels.sense_kernel(
+        _unit_major_c(state.x), _unit_major_c(state.y), _unit_major_c(state.theta),
+        _team(state), state.elevation_patches, state.cover,
+        kernels.constants(config, rows, cols), config.los_samples)
+    return Geometry(*(_battle_major(a) for a in geometry))
 
 
 def step(state: BattleState, actions: np.ndarray, config: BattleConfig,
          geometry: Geometry | None = None) -> tuple[BattleState, StepEvents]:
-    """Advance every battle by one step.
+    """Advance every battle by one step (compiled: :func:`envs.sim.kernels.step_kernel`).
 
     Args:
         state: the batch to advance (not modified).
@@ -194,45 +150,47 @@ def step(state: BattleState, actions: np.ndarray, config: BattleConfig,
     Returns:
         The new state and the step's events.
     """
-    k = config.f32
-    # Unit-major views of the state: (U, B).
-    active = ~(state.routed.T | state.destroyed.T)
-    live = active.astype(F32)
+    rows, cols = state.grid_shape
     orders = np.ascontiguousarray(np.asarray(actions, dtype=F32).transpose(2, 1, 0))
-    move, rotate, fire = np.minimum(np.maximum(orders, _ORDER_LOW), _ORDER_HIGH) * live
-
-    x, y, theta, cos_h, sin_h = _manoeuvre(state, move, rotate, geometry, config)
-    geo = _sense(state, x, y, cos_h, sin_h, config)
-    volley, target, dealt, taken, shaken, under_fire = _fire(
-        state, geo, active, move, rotate, fire, config)
-
-    # Morale: casualties shake it, a quiet step restores a little.
-    one = F32(1)
-    recovery = k.morale_recovery * (live * ~under_fire)
-    morale = np.minimum(np.maximum(state.morale.T - shaken + recovery, F32(0)), one)
-    strength = state.strength.T - taken
-    readiness0 = state.readiness.T
-    readiness = readiness0 + live * (
-        np.minimum(readiness0 - volley + k.reload_rate, one) - readiness0)
-
-    destroyed = state.destroyed.T | (strength <= k.destroyed_threshold)
-    routed = state.routed.T
-    wavering = active & ~destroyed & (morale < k.rout_threshold)
-    if wavering.any():  # the draws are keyed, so skipping them changes nothing else
-        draw = rnd.uniform(state.key, rnd.STREAM_ROUT, state.step, state.n_units).T
-        routed = routed | (wavering & (draw < one - morale / k.rout_threshold))
-
+    known = geometry is not None
+    ground = _unit_major_c(geometry.elevation) if known else _NO_GROUND
+    cover = _unit_major_c(geometry.cover) if known else _NO_GROUND
+    (x, y, theta, strength, morale, readiness, routed, destroyed, *geo, volley, target, dealt,
+     taken) = _step_kernel(state.batch_size)(
+        _unit_major_c(state.x), _unit_major_c(state.y), _unit_major_c(state.theta),
+        _unit_major_c(state.strength), _unit_major_c(state.morale),
+        _unit_major_c(state.readiness), _unit_major_c(state.routed),
+        _unit_major_c(state.destroyed), state.step, state.key, _team(state),
+        state.elevation_patches, state.cover, orders, ground, cover, known,
+        kernels.constants(config, rows, cols), config.los_samples, _ACTION_LOW, _ACTION_HIGH)
     new_state = BattleState(
         x=x.T, y=y.T, theta=theta.T, strength=strength.T, morale=morale.T,
         readiness=readiness.T, routed=routed.T, destroyed=destroyed.T, step=state.step + 1,
         key=state.key, elevation=state.elevation, cover=state.cover,
         elevation_patches=state.elevation_patches, team=state.team)
-    return new_state, StepEvents(geo, volley.T, target.T, dealt.T, taken.T)
+    return new_state, StepEvents(Geometry(*(_battle_major(a) for a in geo)), volley.T,
+                                 target.T, dealt.T, taken.T)
 
 
-# The action box, broadcast over unit-major (3, U, B) orders.
-_ORDER_LOW = np.array(ACTION_LOW, dtype=F32)[:, None, None]
-_ORDER_HIGH = np.array(ACTION_HIGH, dtype=F32)[:, None, None]
+def _step_kernel(batch: int):
+    """The kernel for a batch of ``batch`` battles: on every Numba thread when it is large."""
+    if batch >= kernels.PARALLEL_MIN_BATTLES:
+        return kernels.step_kernel_parallel
+    return kernels.step_kernel
+
+
+def _unit_major_c(a: np.ndarray) -> np.ndarray:
+    """The (U, B) C-contiguous form of a (B, U) array (a view when it is laid out so)."""
+    return np.ascontiguousarray(a.T)
+
+
+def _team(state: BattleState) -> np.ndarray:
+    return np.ascontiguousarray(state.team, dtype=np.int8)
+
+
+_NO_GROUND = np.zeros((0, 0), F32)
+_ACTION_LOW = np.array(ACTION_LOW, dtype=F32)
+_ACTION_HIGH = np.array(ACTION_HIGH, dtype=F32)
 
 
 def hit_chance(dist: np.ndarray, config: BattleConfig) -> np.ndarray:
@@ -242,79 +200,3 @@ def hit_chance(dist: np.ndarray, config: BattleConfig) -> np.ndarray:
     observations both read it from here."""
     k = config.f32
     return np.maximum(F32(1) - dist * k.inv_fire_range, F32(0)) ** k.hit_falloff_exponent
-
-
-def _manoeuvre(state: BattleState, move: np.ndarray, rotate: np.ndarray,
-               geometry: Geometry | None, config: BattleConfig):
-    """Wheel, then march along the new heading over the ground one stands on."""
-    k = config.f32
-    theta = np.remainder(state.theta.T + rotate * k.max_turn_rate, TWO_PI)
-    cos_h, sin_h = np.cos(theta), np.sin(theta)
-    x0, y0 = state.x.T, state.y.T
-    if geometry is None:
-        elevation0, cover0 = _ground(state, x0, y0, config)
-    else:
-        elevation0, cover0 = geometry.elevation.T, geometry.cover.T
-    ground_speed = (F32(1) - (F32(1) - k.hill_speed_factor) * elevation0
-                    - k.forest_speed_penalty * cover0)
-    pace = F32(1) - (F32(1) - k.backward_speed_fraction) * (move < 0)
-    stride = move * pace * ground_speed * k.step_length
-    x = np.minimum(np.maximum(x0 + cos_h * stride, F32(0)), k.map_width)
-    y = np.minimum(np.maximum(y0 + sin_h * stride, F32(0)), k.map_height)
-    return x, y, theta, cos_h, sin_h
-
-
-def _fire(state: BattleState, geo: Geometry, active: np.ndarray, move: np.ndarray,
-          rotate: np.ndarray, fire: np.ndarray, config: BattleConfig):
-    """Every battalion fires at the nearest enemy in range, in its arc and in sight.
-
-    Returns unit-major (U, B) arrays: readiness spent, target index (-1 for none),
-    strength removed from the enemy, strength lost, morale lost, and whether
-    the unit came under fire.
-    """
-    k = config.f32
-    one = F32(1)
-    dist, facing_cos = _unit_major(geo.dist), _unit_major(geo.facing_cos)
-    _, _, enemy = team_layout(tuple(state.team.tolist()))
-    can_hit = (enemy & active[:, None, :] & active[None, :, :] & _unit_major(geo.los)
-               & (dist <= k.fire_range) & (facing_cos > k.cos_fire_arc))
-    if not can_hit.any():  # nobody is in reach: a quiet step everywhere
-        nothing = np.zeros(active.shape, F32)
-        return nothing, np.full(active.shape, -1, np.int32), nothing, nothing, nothing, \
-            np.zeros(active.shape, bool)
-
-    # The nearest target; targets at exactly equal range share the volley.
-    reach = np.where(can_hit, dist, F32(np.inf))
-    aimed = can_hit & (reach <= reach.min(axis=1)[:, None, :])
-    n_aimed = aimed.sum(axis=1, dtype=np.int32)
-    has_target = n_aimed > 0
-    unit_ids = np.arange(state.n_units, dtype=np.int32)[None, :, None]
-    target = (aimed * unit_ids).max(axis=1) - ~has_target
-    aim_share = aimed * (one / np.maximum(n_aimed, 1).astype(F32))[:, None, :]
-
-    volley = fire * state.readiness.T * has_target
-    steadiness = ((one - k.moving_fire_penalty * np.abs(move))
-                  * (one - k.turning_fire_penalty * np.abs(rotate)))
-    firepower = k.volley_damage * volley * state.strength.T * steadiness
-    hits = hit_chance(dist, config)
-    # How fire arrives: the angle between the target's front and the shooter.
-    arrival_cos = facing_cos.transpose(1, 0, 2)
-    flank = arrival_cos <= k.cos_front
-    rear = arrival_cos < k.cos_rear
-    angle_mult = (one + (k.flank_damage_multiplier - one) * flank
-                  + (k.rear_damage_multiplier - k.flank_damage_multiplier) * rear)
-    elevation, cover = geo.elevation.T, geo.cover.T
-    height_mult = one + k.height_advantage * (elevation[:, None, :] - elevation[None, :, :])
-    protection = one - k.cover_protection * cover[None, :, :]
-    raw = (firepower[:, None, :] * aim_share) * (hits * angle_mult * height_mult * protection)
-
-    # A target cannot lose more than it has; its shooters share the loss.
-    incoming = raw.sum(axis=0)
-    taken = np.minimum(incoming, state.strength.T)
-    share = taken / np.maximum(incoming, F32(1e-12))
-    applied = raw * share[None, :, :]
-    dealt = applied.sum(axis=1)
-    morale_weight = (k.morale_per_damage + k.flank_morale_extra * flank
-                     + (k.rear_morale_extra - k.flank_morale_extra) * rear)
-    shaken = (applied * morale_weight).sum(axis=0) + k.volley_shock * taken * taken
-    return volley, target, dealt, taken, shaken, incoming > 0

@@ -11,8 +11,8 @@ battle alone.
 For every battle the file keeps the winner, the step it ended at, Blue's summed reward
 and every battalion's final strength, morale, position and whether it routed or was
 destroyed. ``tests/sim/test_golden.py`` replays them and compares: the winner, the
-steps and the out-flags exactly, strengths, morale and positions to 1e-4 (bit for bit
-while the NumPy engine stands).
+steps and the out-flags exactly, strengths, morale and reward to 1e-4, positions to
+1 mm.
 
 Command line (from the repository root)::
 

@@ -8,8 +8,11 @@ import numpy as np
 from tests.sim.golden import GOLDEN_FILE, compare, play_all
 
 TOLERANCE = 1e-4
-"""Strengths, morale and positions may differ by this much (a compiled engine may round
-differently); winners, end steps and out-flags may not differ at all."""
+"""Strengths, morale and Blue's summed reward may differ by this much: the compiled
+engine's float32 ``cos``, ``sin`` and power round differently from NumPy's in the last
+bit now and then. Winners, end steps and out-flags may not differ at all."""
+POSITION_TOLERANCE = 1e-3
+"""Metres: those last bits, carried over up to 500 steps of marching."""
 
 
 def test_the_golden_battles_are_reproduced():
@@ -20,5 +23,6 @@ def test_the_golden_battles_are_reproduced():
     gaps = compare(recorded, play_all())
     exact = ("winner", "steps", "routed", "destroyed", "n_units")
     assert {name: gaps[name] for name in exact} == dict.fromkeys(exact, 0.0)
-    close = ("strength", "morale", "x", "y", "blue_reward")
+    close = ("strength", "morale", "blue_reward")
     assert all(gaps[name] <= TOLERANCE for name in close), gaps
+    assert gaps["x"] <= POSITION_TOLERANCE and gaps["y"] <= POSITION_TOLERANCE, gaps

@@ -45,6 +45,7 @@ import yaml
 from envs.multi_observation import MAX_TEAM_SIZE
 from envs.remote_multi_battalion_env import EPISODE_KEYS, MultiBattalionBatchEnv
 from envs.sim.constants import VISIBILITY_RADIUS
+from envs.sim.kernels import set_num_threads
 from envs.sim.validation import (
     check_bool,
     check_int,
@@ -121,6 +122,7 @@ class EpisodeWorker(MultiBattalionBatchEnv):
             # One thread, as in the sequential comparison: a battle's sampled orders are
             # then the same bits on every worker and in the driver.
             torch.set_num_threads(1)
+        set_num_threads(1)  # the simulator's threads: a worker reserves one CPU
         start = time.perf_counter()
         episodes = self.run_episodes(seeds, blue, red, None, record_observations)
         elapsed = time.perf_counter() - start

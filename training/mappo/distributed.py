@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from envs.sim.kernels import set_num_threads
 from models.mappo_policy import MAPPOPolicy
 from training.distributed.cluster import connect, disconnect, import_ray
 from training.distributed.workers import Job, WorkerGroup
@@ -42,6 +43,7 @@ class RolloutWorker:
 
     def __init__(self) -> None:
         torch.set_num_threads(1)
+        set_num_threads(1)  # the simulator's threads too: the worker reserves one CPU
 
     def collect(self, part: TrainingBattles, n_steps: int, gamma: float,
                 learner: PolicyCommander, *opponents: PolicyCommander,

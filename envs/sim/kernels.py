@@ -1,0 +1,393 @@
+"""The battle step as compiled kernels (Numba): one loop over battles, then over units.
+
+:func:`envs.sim.engine.step` and :func:`envs.sim.engine.sense` call these; the model is
+the one ``docs/simulation.md`` describes, computed in the same float32 operations in
+the same order as the NumPy engine they replace (the golden battles of
+``tests/sim/golden.py`` hold them to it). Only ``cos``, ``sin`` and the power of the hit
+chance may round differently in the last bit, as LLVM's and NumPy's float32 routines
+do.
+
+Arrays come unit-major, ``(U, B)`` per unit and ``(U, U, B)`` per pair, the layout the
+rest of the engine keeps (the public ``(B, U)`` arrays are their transposes). Every
+constant arrives as a float32 in the vector ``k`` (indices below), so that the
+kernels compile once for every battle model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from envs.sim import random as rnd
+
+F32 = np.float32
+
+# Indices into the constants vector built by :func:`constants`.
+K_MAX_TURN_RATE, K_HILL, K_FOREST, K_BACKWARD, K_STEP_LENGTH = 0, 1, 2, 3, 4
+K_WIDTH, K_HEIGHT, K_FIRE_RANGE, K_INV_FIRE_RANGE, K_COS_FIRE_ARC = 5, 6, 7, 8, 9
+K_HIT_EXPONENT, K_MOVING_PENALTY, K_TURNING_PENALTY, K_VOLLEY_DAMAGE = 10, 11, 12, 13
+K_COS_FRONT, K_COS_REAR, K_FLANK_MULT, K_REAR_MULT, K_HEIGHT_ADVANTAGE = 14, 15, 16, 17, 18
+K_COVER_PROTECTION, K_MORALE_PER_DAMAGE, K_FLANK_MORALE, K_REAR_MORALE = 19, 20, 21, 22
+K_VOLLEY_SHOCK, K_MORALE_RECOVERY, K_RELOAD, K_DESTROYED, K_ROUT = 23, 24, 25, 26, 27
+K_EYE_HEIGHT, K_COLS_PER_WIDTH, K_ROWS_PER_HEIGHT = 28, 29, 30
+N_CONSTANTS = 31
+CHUNKS = 64
+"""Battles of a large batch are stepped in this many chunks, spread over Numba's threads."""
+PARALLEL_MIN_BATTLES = 512
+"""Batches of at least this many battles step on every Numba thread; smaller ones on one
+(starting the threads costs more than it saves, and idle OpenMP threads spin)."""
+
+_NAMES = ("max_turn_rate", "hill_speed_factor", "forest_speed_penalty",
+          "backward_speed_fraction", "step_length", "map_width", "map_height", "fire_range",
+          "inv_fire_range", "cos_fire_arc", "hit_falloff_exponent", "moving_fire_penalty",
+          "turning_fire_penalty", "volley_damage", "cos_front", "cos_rear",
+          "flank_damage_multiplier", "rear_damage_multiplier", "height_advantage",
+          "cover_protection", "morale_per_damage", "flank_morale_extra", "rear_morale_extra",
+          "volley_shock", "morale_recovery", "reload_rate", "destroyed_threshold",
+          "rout_threshold", "eye_height")
+
+
+def set_num_threads(n: int) -> None:
+    """Threads the kernels spread a batch's battles over (Numba's; default: every core,
+    or ``NUMBA_NUM_THREADS``). A process sharing the machine with others, such as a Ray
+    worker reserving one CPU, sets it to its share so the cores are not oversubscribed.
+
+    Raises:
+        ValueError: for a count below 1 or above Numba's thread pool.
+    """
+    import numba
+
+    if not isinstance(n, int) or not 1 <= n <= numba.config.NUMBA_NUM_THREADS:
+        raise ValueError(f"n={n!r} is invalid: expected an integer in 1.."
+                         f"{numba.config.NUMBA_NUM_THREADS}")
+    numba.set_num_threads(n)
+
+
+def constants(config, rows: int, cols: int) -> np.ndarray:
+    """The float32 constants vector of ``config`` (a BattleConfig) on a rows x cols grid."""
+    k = config.f32
+    values = [getattr(k, name) for name in _NAMES]
+    values += [F32(cols / config.map_width), F32(rows / config.map_height)]
+    return np.array(values, dtype=F32)
+
+
+# splitmix64 of envs.sim.random, for the rout draws.
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_STEP_MULT = np.uint64(0xD1B54A32D192ED03)
+_LANE_MULT = np.uint64(0xABC98388FB8FAC03)
+_ROUT_OFFSET = rnd._stream_offset(rnd.STREAM_ROUT)
+_TO_UNIT = F32(1.0 / (1 << 24))
+
+
+@njit(cache=True, inline="always")
+def _uniform(key, counter, lane, offset):
+    z = key ^ (np.uint64(counter) * _STEP_MULT + np.uint64(lane) * _LANE_MULT + offset)
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    z = z ^ (z >> np.uint64(31))
+    return F32(z >> np.uint64(40)) * _TO_UNIT
+
+
+@njit(cache=True, inline="always")
+def _patch(patches, b, gx, gy, rows, cols):
+    """Bilinear ground height at grid coordinates already clamped to the cell centres."""
+    c0 = min(np.int32(gx), np.int32(max(cols - 2, 0)))
+    r0 = min(np.int32(gy), np.int32(max(rows - 2, 0)))
+    u = gx - F32(c0)
+    v = gy - F32(r0)
+    a = patches[b, r0, c0, 0]
+    pb = patches[b, r0, c0, 1]
+    pc = patches[b, r0, c0, 2]
+    pd = patches[b, r0, c0, 3]
+    return a + u * pb + v * (pc + u * pd)
+
+
+@njit(cache=True, inline="always")
+def _grid(x, y, k, rows, cols):
+    """Grid coordinates of a point, clamped to the outermost cell centres."""
+    half, zero = F32(0.5), F32(0)
+    gx = min(max(x * k[K_COLS_PER_WIDTH] - half, zero), F32(cols - 1))
+    gy = min(max(y * k[K_ROWS_PER_HEIGHT] - half, zero), F32(rows - 1))
+    return gx, gy
+
+
+@njit(cache=True, inline="always")
+def _cover(cover, b, x, y, k, rows, cols):
+    col = min(np.int32(x * k[K_COLS_PER_WIDTH]), np.int32(cols - 1))
+    row = min(np.int32(y * k[K_ROWS_PER_HEIGHT]), np.int32(rows - 1))
+    return cover[b, row, col]
+
+
+@njit(cache=True, inline="always")
+def _can_hit(i, j, b, team, active, los, dist, facing_cos, k):
+    """Whether ``i`` can fire at ``j``: enemies, both in the fight, in sight, in range, in
+    ``i``'s arc."""
+    return (team[i] != team[j] and active[i] and active[j] and los[i, j, b]
+            and dist[i, j, b] <= k[K_FIRE_RANGE] and facing_cos[i, j, b] > k[K_COS_FIRE_ARC])
+
+
+@njit(cache=True)
+def _geometry(b, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, out_elev,
+              out_cover, dx, dy, dist, facing_cos, facing_sin, los):
+    """Sight of battle ``b`` from unit-major positions and headings (written in place)."""
+    n = x.shape[0]
+    rows, cols = patches.shape[1], patches.shape[2]
+    for i in range(n):
+        gx, gy = _grid(x[i, b], y[i, b], k, rows, cols)
+        out_elev[i, b] = _patch(patches, b, gx, gy, rows, cols)
+        out_cover[i, b] = _cover(cover_map, b, x[i, b], y[i, b], k, rows, cols)
+    one, floor = F32(1), F32(1e-3)
+    for i in range(n):
+        ch, sh = cos_h[i, b], sin_h[i, b]
+        for j in range(n):
+            ddx = x[j, b] - x[i, b]
+            ddy = y[j, b] - y[i, b]
+            d = np.sqrt(ddx * ddx + ddy * ddy)
+            inv = one / max(d, floor)
+            dx[i, j, b] = ddx
+            dy[i, j, b] = ddy
+            dist[i, j, b] = d
+            facing_cos[i, j, b] = (ddx * ch + ddy * sh) * inv
+            facing_sin[i, j, b] = (ddy * ch - ddx * sh) * inv
+            los[i, j, b] = True
+    eye = k[K_EYE_HEIGHT]
+    denominator = F32(samples + 1)
+    for i in range(n):
+        gx0, gy0 = _grid(x[i, b], y[i, b], k, rows, cols)
+        e0 = out_elev[i, b]
+        for j in range(i + 1, n):
+            if team[i] == team[j]:
+                continue
+            gx1, gy1 = _grid(x[j, b], y[j, b], k, rows, cols)
+            e1 = out_elev[j, b]
+            clear = True
+            for s in range(1, samples + 1):
+                t = F32(s) / denominator
+                ground = _patch(patches, b, gx0 + (gx1 - gx0) * t, gy0 + (gy1 - gy0) * t,
+                                rows, cols)
+                if ground > (e0 + eye) + (e1 - e0) * t:
+                    clear = False
+                    break
+            los[i, j, b] = clear
+            los[j, i, b] = clear
+
+
+@njit(cache=True)
+def sense_kernel(x, y, theta, team, patches, cover_map, k, samples):
+    """:func:`envs.sim.engine.sense` over a batch: unit-major arrays in, geometry out."""
+    n, batch = x.shape
+    cos_h = np.cos(theta)
+    sin_h = np.sin(theta)
+    elevation = np.empty((n, batch), F32)
+    cover = np.empty((n, batch), F32)
+    dx = np.empty((n, n, batch), F32)
+    dy = np.empty((n, n, batch), F32)
+    dist = np.empty((n, n, batch), F32)
+    facing_cos = np.empty((n, n, batch), F32)
+    facing_sin = np.empty((n, n, batch), F32)
+    los = np.empty((n, n, batch), np.bool_)
+    for b in range(batch):
+        _geometry(b, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
+                  cover, dx, dy, dist, facing_cos, facing_sin, los)
+    return cos_h, sin_h, dx, dy, dist, facing_cos, facing_sin, elevation, cover, los
+
+
+@njit(cache=True)
+def _step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
+step, key, team, patches, cover_map, orders, ground0, cover0, known, k, samples, low, high,
+                  x, y, theta, strength, morale, readiness, routed, destroyed, cos_h, sin_h, dx,
+                  dy, dist, facing_cos, facing_sin, elevation, cover, los, volley, target, dealt,
+                  taken,
+                  move, rotate, fire, live, active, raw, aim, near, incoming, shaken):
+    """Step battles ``lo`` to ``hi - 1``, writing their rows of the outputs (the
+    scratch arrays are per-unit working rows of the caller's thread)."""
+    n = x0.shape[0]
+    rows, cols = patches.shape[1], patches.shape[2]
+    zero, one = F32(0), F32(1)
+    two_pi = F32(2 * np.pi)
+    for b in range(lo, hi):
+        # Manoeuvre: wheel, then march along the new heading over the ground one stood on.
+        for i in range(n):
+            if known:
+                under, wood = ground0[i, b], cover0[i, b]
+            else:
+                gx, gy = _grid(x0[i, b], y0[i, b], k, rows, cols)
+                under = _patch(patches, b, gx, gy, rows, cols)
+                wood = _cover(cover_map, b, x0[i, b], y0[i, b], k, rows, cols)
+            active[i] = not (routed0[i, b] or destroyed0[i, b])
+            live[i] = one if active[i] else zero
+            move[i] = min(max(orders[0, i, b], low[0]), high[0]) * live[i]
+            rotate[i] = min(max(orders[1, i, b], low[1]), high[1]) * live[i]
+            fire[i] = min(max(orders[2, i, b], low[2]), high[2]) * live[i]
+            heading = np.remainder(theta0[i, b] + rotate[i] * k[K_MAX_TURN_RATE], two_pi)
+            theta[i, b] = heading
+            cos_h[i, b] = np.cos(heading)
+            sin_h[i, b] = np.sin(heading)
+            ground_speed = (one - (one - k[K_HILL]) * under) - k[K_FOREST] * wood
+            pace = one - (one - k[K_BACKWARD]) * (one if move[i] < zero else zero)
+            stride = move[i] * pace * ground_speed * k[K_STEP_LENGTH]
+            x[i, b] = min(max(x0[i, b] + cos_h[i, b] * stride, zero), k[K_WIDTH])
+            y[i, b] = min(max(y0[i, b] + sin_h[i, b] * stride, zero), k[K_HEIGHT])
+        _geometry(b, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
+                  cover, dx, dy, dist, facing_cos, facing_sin, los)
+
+        # Fire: the nearest enemy in range, in the arc and in sight (ties share the volley).
+        for i in range(n):
+            nearest = F32(np.inf)
+            for j in range(n):
+                if _can_hit(i, j, b, team, active, los, dist, facing_cos, k):
+                    nearest = min(nearest, dist[i, j, b])
+            count = 0
+            for j in range(n):
+                if _can_hit(i, j, b, team, active, los, dist, facing_cos, k) \
+                        and dist[i, j, b] <= nearest:
+                    count += 1
+                    target[i, b] = j
+            aim[i] = count
+            near[i] = nearest
+        for j in range(n):
+            incoming[j] = zero
+            shaken[j] = zero
+        for i in range(n):
+            if aim[i] == 0:
+                for j in range(n):
+                    raw[i, j] = zero
+                continue
+            volley[i, b] = fire[i] * readiness0[i, b]
+            steadiness = ((one - k[K_MOVING_PENALTY] * abs(move[i]))
+                          * (one - k[K_TURNING_PENALTY] * abs(rotate[i])))
+            firepower = k[K_VOLLEY_DAMAGE] * volley[i, b] * strength0[i, b] * steadiness
+            share = one / F32(aim[i])
+            for j in range(n):
+                d = dist[i, j, b]
+                if not (_can_hit(i, j, b, team, active, los, dist, facing_cos, k)
+                        and d <= near[i]):
+                    raw[i, j] = zero
+                    continue
+                hits = max(one - d * k[K_INV_FIRE_RANGE], zero) ** k[K_HIT_EXPONENT]
+                arrival = facing_cos[j, i, b]
+                flank = one if arrival <= k[K_COS_FRONT] else zero
+                rear = one if arrival < k[K_COS_REAR] else zero
+                angle = ((one + (k[K_FLANK_MULT] - one) * flank)
+                         + (k[K_REAR_MULT] - k[K_FLANK_MULT]) * rear)
+                height = one + k[K_HEIGHT_ADVANTAGE] * (elevation[i, b] - elevation[j, b])
+                protection = one - k[K_COVER_PROTECTION] * cover[j, b]
+                raw[i, j] = (firepower * share) * (hits * angle * height * protection)
+        for j in range(n):
+            total = zero
+            for i in range(n):
+                total += raw[i, j]
+            incoming[j] = total
+        for j in range(n):
+            taken[j, b] = min(incoming[j], strength0[j, b])
+        for i in range(n):
+            given = zero
+            for j in range(n):
+                if raw[i, j] != zero:
+                    applied = raw[i, j] * (taken[j, b] / max(incoming[j], F32(1e-12)))
+                    given += applied
+            dealt[i, b] = given
+        for j in range(n):
+            total = zero
+            for i in range(n):
+                if raw[i, j] != zero:
+                    applied = raw[i, j] * (taken[j, b] / max(incoming[j], F32(1e-12)))
+                    arrival = facing_cos[j, i, b]
+                    flank = one if arrival <= k[K_COS_FRONT] else zero
+                    rear = one if arrival < k[K_COS_REAR] else zero
+                    weight = (k[K_MORALE_PER_DAMAGE] + k[K_FLANK_MORALE] * flank
+                              + (k[K_REAR_MORALE] - k[K_FLANK_MORALE]) * rear)
+                    total += applied * weight
+            shaken[j] = total + k[K_VOLLEY_SHOCK] * taken[j, b] * taken[j, b]
+
+        # Casualties and morale.
+        for i in range(n):
+            quiet = one if incoming[i] <= zero else zero
+            recovery = k[K_MORALE_RECOVERY] * (live[i] * quiet)
+            m = min(max(morale0[i, b] - shaken[i] + recovery, zero), one)
+            morale[i, b] = m
+            s = strength0[i, b] - taken[i, b]
+            strength[i, b] = s
+            r0 = readiness0[i, b]
+            readiness[i, b] = r0 + live[i] * (min(r0 - volley[i, b] + k[K_RELOAD], one) - r0)
+            gone = destroyed0[i, b] or s <= k[K_DESTROYED]
+            destroyed[i, b] = gone
+            broke = routed0[i, b]
+            if active[i] and not gone and m < k[K_ROUT]:
+                draw = _uniform(key[b], step[b], i, _ROUT_OFFSET)
+                broke = broke or draw < one - m / k[K_ROUT]
+            routed[i, b] = broke
+
+
+@njit(cache=True)
+def _outputs(n, batch):
+    """The step's unit-major outputs, in :func:`step_kernel`'s order."""
+    unit = (n, batch)
+    pair = (n, n, batch)
+    return (np.empty(unit, F32), np.empty(unit, F32), np.empty(unit, F32), np.empty(unit, F32),
+            np.empty(unit, F32), np.empty(unit, F32), np.empty(unit, np.bool_),
+            np.empty(unit, np.bool_), np.empty(unit, F32), np.empty(unit, F32),
+            np.empty(pair, F32), np.empty(pair, F32), np.empty(pair, F32), np.empty(pair, F32),
+            np.empty(pair, F32), np.empty(unit, F32), np.empty(unit, F32),
+            np.empty(pair, np.bool_), np.zeros(unit, F32), np.full(unit, -1, np.int32),
+            np.zeros(unit, F32), np.zeros(unit, F32))
+
+
+@njit(cache=True)
+def step_kernel(x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0, step,
+                key, team, patches, cover_map, orders, ground0, cover0, known, k, samples, low,
+                high):
+    """:func:`envs.sim.engine.step` over a batch, on one thread (see the engine's
+    docstring for the model). ``orders`` is (3, U, B); ``ground0``/``cover0`` the ground
+    under the units before the step when ``known`` (else looked up here). Returns the
+    new unit-major state, the geometry and the events."""
+    n, batch = x0.shape
+    (x, y, theta, strength, morale, readiness, routed, destroyed, cos_h, sin_h, dx, dy, dist,
+    facing_cos, facing_sin, elevation, cover, los, volley, target, dealt, taken) = _outputs(n,
+    batch)
+    _step_battles(0, batch, x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
+    step, key, team, patches, cover_map, orders, ground0, cover0, known, k, samples, low, high,
+                  x, y, theta, strength, morale, readiness, routed, destroyed, cos_h, sin_h, dx,
+                  dy, dist, facing_cos, facing_sin, elevation, cover, los, volley, target, dealt,
+                  taken,
+                  np.empty(n, F32), np.empty(n, F32), np.empty(n, F32), np.empty(n, F32),
+                  np.empty(n, np.bool_), np.empty((n, n), F32), np.empty(n, np.int32),
+                  np.empty(n, F32), np.empty(n, F32), np.empty(n, F32))
+    return (x, y, theta, strength, morale, readiness, routed, destroyed, cos_h, sin_h, dx, dy,
+    dist, facing_cos, facing_sin, elevation, cover, los, volley, target, dealt, taken)
+
+
+@njit(cache=True, parallel=True)
+def step_kernel_parallel(x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
+                         step, key, team, patches, cover_map, orders, ground0, cover0, known, k,
+                         samples, low, high):
+    """:func:`step_kernel` with the battles split into :data:`CHUNKS` chunks spread over
+    Numba's threads (each chunk has its own scratch rows)."""
+    n, batch = x0.shape
+    (x, y, theta, strength, morale, readiness, routed, destroyed, cos_h, sin_h, dx, dy, dist,
+    facing_cos, facing_sin, elevation, cover, los, volley, target, dealt, taken) = _outputs(n,
+    batch)
+    chunks = min(batch, CHUNKS)
+    moves = np.empty((chunks, n), F32)
+    rotates = np.empty((chunks, n), F32)
+    fires = np.empty((chunks, n), F32)
+    lives = np.empty((chunks, n), F32)
+    actives = np.empty((chunks, n), np.bool_)
+    raws = np.empty((chunks, n, n), F32)
+    aims = np.empty((chunks, n), np.int32)
+    nears = np.empty((chunks, n), F32)
+    incomings = np.empty((chunks, n), F32)
+    shakens = np.empty((chunks, n), F32)
+    for c in prange(chunks):
+        _step_battles(c * batch // chunks, (c + 1) * batch // chunks, x0, y0, theta0, strength0,
+        morale0, readiness0, routed0, destroyed0, step, key, team, patches, cover_map, orders,
+        ground0, cover0, known, k, samples, low, high,
+                      x, y, theta, strength, morale, readiness, routed, destroyed, cos_h, sin_h,
+                      dx, dy, dist, facing_cos, facing_sin, elevation, cover, los, volley, target,
+                      dealt, taken,
+                      moves[c], rotates[c], fires[c], lives[c], actives[c], raws[c], aims[c],
+                      nears[c], incomings[c], shakens[c])
+    return (x, y, theta, strength, morale, readiness, routed, destroyed, cos_h, sin_h, dx, dy,
+    dist, facing_cos, facing_sin, elevation, cover, los, volley, target, dealt, taken)
