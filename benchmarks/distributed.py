@@ -14,7 +14,7 @@ Two tables from one run on this machine:
 
 Usage::
 
-    python -m benchmarks.distributed [--episodes 512] [--repeats 3] [--train-envs 512]
+    python -m benchmarks.distributed [--episodes 1024] [--repeats 3] [--train-envs 512]
                                      [--updates 4]
 """
 
@@ -62,8 +62,8 @@ def time_training(n_envs: int, n_steps: int, updates: int, workers: int | None,
 
 def main() -> None:
     parser = argument_parser(__doc__, __spec__.name)
-    parser.add_argument("--episodes", type=int, default=512,
-                        help="battles per episode collection (default 512)")
+    parser.add_argument("--episodes", type=int, default=1024,
+                        help="battles per episode collection (default 1024)")
     parser.add_argument("--train-envs", type=int, default=512,
                         help="battles of the MAPPO runs (default 512)")
     parser.add_argument("--n-steps", type=int, default=32,
