@@ -70,15 +70,18 @@ _ACTION_LOW = np.array(ACTION_LOW, np.float32)
 _ACTION_SPAN = np.array(ACTION_HIGH, np.float32) - _ACTION_LOW
 
 
-def random_orders(battles: MultiBattalionBatch) -> np.ndarray:
-    """(B, U, 3) orders drawn uniformly from the action box for every battalion.
+def random_orders(battles: Any) -> np.ndarray:
+    """(B, U, 3) orders drawn uniformly from the action box for every battalion of a
+    batch of battles (a MultiBattalionBatch, a duel BattalionBatch: anything holding a
+    ``BattleState`` as ``state``).
 
     The draws are keyed by each battle's episode and step (stream
     ``STREAM_RANDOM_ACTIONS``), so a battle's random play is the same in any batch.
     """
-    draws = rnd.uniform(battles.state.key, rnd.STREAM_RANDOM_ACTIONS, battles.state.step,
-                        battles.n_units * ACTION_DIM)
-    draws = draws.reshape(battles.n_battles, battles.n_units, ACTION_DIM)
+    state = battles.state
+    draws = rnd.uniform(state.key, rnd.STREAM_RANDOM_ACTIONS, state.step,
+                        state.n_units * ACTION_DIM)
+    draws = draws.reshape(state.batch_size, state.n_units, ACTION_DIM)
     return _ACTION_LOW + draws * _ACTION_SPAN
 
 

@@ -24,7 +24,6 @@ threads, then over units). The model, with every constant, is documented in
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -51,7 +50,6 @@ __all__ = [
 ]
 
 F32 = np.float32
-TWO_PI = F32(2 * math.pi)
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,14 +97,10 @@ class StepEvents:
     """(B, U) strength each unit lost."""
 
 
-# The step computes in unit-major layout, (U, B) per unit and (U, U, B) per pair,
-# C-contiguous with the battle axis innermost: broadcasts and reductions over the
-# short unit axes then run over whole contiguous rows. The public (B, U) arrays
-# are transposed views of these, so no data is copied either way.
-
-def _unit_major(a: np.ndarray) -> np.ndarray:
-    return a.T if a.ndim == 2 else a.transpose(1, 2, 0)
-
+# The kernels take and give unit-major arrays, (U, B) per unit and (U, U, B) per pair,
+# C-contiguous with the battle axis innermost, the layout the NumPy code reading the
+# state and the geometry (observations, rewards, scripted commanders) runs fastest on.
+# The public (B, U) arrays are transposed views of these, so no data is copied either way.
 
 def _battle_major(a: np.ndarray) -> np.ndarray:
     return a.T if a.ndim == 2 else a.transpose(2, 0, 1)

@@ -15,6 +15,8 @@ kernels compile once for every battle model.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from numba import njit, prange
 
@@ -30,7 +32,6 @@ K_COS_FRONT, K_COS_REAR, K_FLANK_MULT, K_REAR_MULT, K_HEIGHT_ADVANTAGE = 14, 15,
 K_COVER_PROTECTION, K_MORALE_PER_DAMAGE, K_FLANK_MORALE, K_REAR_MORALE = 19, 20, 21, 22
 K_VOLLEY_SHOCK, K_MORALE_RECOVERY, K_RELOAD, K_DESTROYED, K_ROUT = 23, 24, 25, 26, 27
 K_EYE_HEIGHT, K_COLS_PER_WIDTH, K_ROWS_PER_HEIGHT = 28, 29, 30
-N_CONSTANTS = 31
 CHUNKS = 64
 """Battles of a large batch are stepped in this many chunks, spread over Numba's threads."""
 PARALLEL_MIN_BATTLES = 512
@@ -63,31 +64,28 @@ def set_num_threads(n: int) -> None:
     numba.set_num_threads(n)
 
 
+@lru_cache(maxsize=64)
 def constants(config, rows: int, cols: int) -> np.ndarray:
-    """The float32 constants vector of ``config`` (a BattleConfig) on a rows x cols grid."""
+    """The float32 constants vector of ``config`` (a BattleConfig) on a rows x cols grid
+    (built once per model and grid: the step asks for it every time)."""
     k = config.f32
     values = [getattr(k, name) for name in _NAMES]
     values += [F32(cols / config.map_width), F32(rows / config.map_height)]
-    return np.array(values, dtype=F32)
+    vector = np.array(values, dtype=F32)
+    vector.flags.writeable = False
+    return vector
 
 
-# splitmix64 of envs.sim.random, for the rout draws.
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_STEP_MULT = np.uint64(0xD1B54A32D192ED03)
-_LANE_MULT = np.uint64(0xABC98388FB8FAC03)
+# envs.sim.random's counter-based draw, compiled: the same mixer and constants.
+_mix64 = njit(cache=True, inline="always")(rnd.mix64)
 _ROUT_OFFSET = rnd._stream_offset(rnd.STREAM_ROUT)
-_TO_UNIT = F32(1.0 / (1 << 24))
 
 
 @njit(cache=True, inline="always")
 def _uniform(key, counter, lane, offset):
-    z = key ^ (np.uint64(counter) * _STEP_MULT + np.uint64(lane) * _LANE_MULT + offset)
-    z = (z ^ (z >> np.uint64(30))) * _M1
-    z = (z ^ (z >> np.uint64(27))) * _M2
-    z = z ^ (z >> np.uint64(31))
-    return F32(z >> np.uint64(40)) * _TO_UNIT
+    """The draw :func:`envs.sim.random.uniform` makes for (key, counter, lane)."""
+    z = key ^ (np.uint64(counter) * rnd._STEP_MULT + np.uint64(lane) * rnd._LANE_MULT + offset)
+    return F32(_mix64(z) >> rnd._S40) * rnd._TO_UNIT
 
 
 @njit(cache=True, inline="always")
@@ -118,6 +116,16 @@ def _cover(cover, b, x, y, k, rows, cols):
     col = min(np.int32(x * k[K_COLS_PER_WIDTH]), np.int32(cols - 1))
     row = min(np.int32(y * k[K_ROWS_PER_HEIGHT]), np.int32(rows - 1))
     return cover[b, row, col]
+
+
+@njit(cache=True, inline="always")
+def _arrival(facing_cos, i, j, b, k):
+    """Whether ``i``'s fire reaches ``j`` on its flank and in its rear (1 or 0 each),
+    from the angle between ``j``'s front and ``i``."""
+    one, zero = F32(1), F32(0)
+    arrival = facing_cos[j, i, b]
+    return (one if arrival <= k[K_COS_FRONT] else zero,
+            one if arrival < k[K_COS_REAR] else zero)
 
 
 @njit(cache=True, inline="always")
@@ -267,9 +275,7 @@ step, key, team, patches, cover_map, orders, ground0, cover0, known, k, samples,
                     raw[i, j] = zero
                     continue
                 hits = max(one - d * k[K_INV_FIRE_RANGE], zero) ** k[K_HIT_EXPONENT]
-                arrival = facing_cos[j, i, b]
-                flank = one if arrival <= k[K_COS_FRONT] else zero
-                rear = one if arrival < k[K_COS_REAR] else zero
+                flank, rear = _arrival(facing_cos, i, j, b, k)
                 angle = ((one + (k[K_FLANK_MULT] - one) * flank)
                          + (k[K_REAR_MULT] - k[K_FLANK_MULT]) * rear)
                 height = one + k[K_HEIGHT_ADVANTAGE] * (elevation[i, b] - elevation[j, b])
@@ -280,26 +286,25 @@ step, key, team, patches, cover_map, orders, ground0, cover0, known, k, samples,
             for i in range(n):
                 total += raw[i, j]
             incoming[j] = total
+        # A target cannot lose more than it has; its shooters share the loss (raw
+        # becomes the damage applied).
         for j in range(n):
             taken[j, b] = min(incoming[j], strength0[j, b])
+            loss_share = taken[j, b] / max(incoming[j], F32(1e-12))
+            for i in range(n):
+                raw[i, j] = raw[i, j] * loss_share
         for i in range(n):
             given = zero
             for j in range(n):
-                if raw[i, j] != zero:
-                    applied = raw[i, j] * (taken[j, b] / max(incoming[j], F32(1e-12)))
-                    given += applied
+                given += raw[i, j]
             dealt[i, b] = given
         for j in range(n):
             total = zero
             for i in range(n):
-                if raw[i, j] != zero:
-                    applied = raw[i, j] * (taken[j, b] / max(incoming[j], F32(1e-12)))
-                    arrival = facing_cos[j, i, b]
-                    flank = one if arrival <= k[K_COS_FRONT] else zero
-                    rear = one if arrival < k[K_COS_REAR] else zero
-                    weight = (k[K_MORALE_PER_DAMAGE] + k[K_FLANK_MORALE] * flank
-                              + (k[K_REAR_MORALE] - k[K_FLANK_MORALE]) * rear)
-                    total += applied * weight
+                flank, rear = _arrival(facing_cos, i, j, b, k)
+                weight = (k[K_MORALE_PER_DAMAGE] + k[K_FLANK_MORALE] * flank
+                          + (k[K_REAR_MORALE] - k[K_FLANK_MORALE]) * rear)
+                total += raw[i, j] * weight
             shaken[j] = total + k[K_VOLLEY_SHOCK] * taken[j, b] * taken[j, b]
 
         # Casualties and morale.

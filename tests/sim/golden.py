@@ -30,9 +30,9 @@ import numpy as np
 from envs.battalion_batch import BattalionBatch
 from envs.doctrine import DisciplinedCommander, ScriptedCommander
 from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
-from envs.sim import random as rnd
+from envs.remote_multi_battalion_env import random_orders
 from envs.sim.config import BattleConfig
-from envs.sim.constants import ACTION_DIM, ACTION_HIGH, ACTION_LOW, NUM_CURRICULUM_LEVELS
+from envs.sim.constants import ACTION_DIM, NUM_CURRICULUM_LEVELS
 
 GOLDEN_FILE = Path(__file__).parent / "data" / "golden_battles.npz"
 MAX_UNITS = 8
@@ -42,15 +42,6 @@ N_TEAM_BATTLES_EACH = 100
 COMMANDERS = (*range(1, NUM_CURRICULUM_LEVELS + 1), "doctrine", "random")
 """Blue's (and a team side's) commander of battle ``i``: ``COMMANDERS[i % 7]``."""
 FIELDS = ("strength", "morale", "x", "y", "routed", "destroyed")
-
-_LOW, _SPAN = np.asarray(ACTION_LOW, np.float32), np.asarray(ACTION_HIGH, np.float32) - \
-    np.asarray(ACTION_LOW, np.float32)
-
-
-def _random_orders(state, n_units: int) -> np.ndarray:
-    draws = rnd.uniform(state.key, rnd.STREAM_RANDOM_ACTIONS, state.step, n_units * ACTION_DIM)
-    return _LOW + draws.reshape(len(state.key), n_units, ACTION_DIM) * _SPAN
-
 
 def _record(result: dict[str, list], state, battles: np.ndarray, n_units: int,
             winner: np.ndarray, reward: np.ndarray) -> None:
@@ -82,7 +73,7 @@ def play_duels(result: dict[str, list]) -> None:
     winner = np.full(N_DUELS, -1)
     observation = batch.blue_observation()
     while not done.all():
-        orders = _random_orders(batch.state, 2)[:, BLUE]
+        orders = random_orders(batch)[:, BLUE]
         for k, commander in enumerate(commanders):
             chosen = kinds == k
             orders[chosen] = commander.predict(observation[chosen])[0]
@@ -116,7 +107,7 @@ def play_team_battles(result: dict[str, list]) -> None:
         done = np.zeros(n, bool)
         winner = np.full(n, -1)
         while not done.all():
-            orders = _random_orders(batch.state, n_units)
+            orders = random_orders(batch)
             observation = batch.observation
             for units, kinds in sides:
                 for k, commander in enumerate(COMMANDERS[:-1]):

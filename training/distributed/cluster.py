@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -99,7 +100,6 @@ def loopback_environment() -> Iterator[None]:
 
 
 def _loaded_ray_constants() -> Any:
-    import sys
     return sys.modules.get("ray._private.ray_constants")
 
 

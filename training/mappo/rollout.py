@@ -86,10 +86,9 @@ class TrainingBattles:
             part.orders = self.orders[rows].copy()
             part.episode_return = self.episode_return[rows].copy()
             part.agent_return = self.agent_return[rows].copy()
-            part.opponents = [(policy, battles[(battles >= start) & (battles < start + size)]
-                               - start) for policy, battles in self.opponents]
-            part.opponents = [(policy, battles) for policy, battles in part.opponents
-                              if len(battles)]
+            inside = [(policy, battles[(battles >= start) & (battles < start + size)] - start)
+                      for policy, battles in self.opponents]
+            part.opponents = [(policy, battles) for policy, battles in inside if len(battles)]
             part._layout(all_blue=self.all_blue)
             parts.append(part)
             start += size
