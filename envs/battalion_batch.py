@@ -11,14 +11,16 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from envs.duel_step import duel_step_kernel
 from envs.episodes import EpisodeChains
-from envs.observation import OBS_DIM, ROTATE_SIGN, duel_observations
-from envs.reward import INFO_KEYS, RewardComponents, RewardWeights, SideLayout, side_rewards
-from envs.sim import engine
+from envs.observation import MIRROR_SIGN, OBS_DIM, ROTATE_SIGN, duel_observations
+from envs.reward import COMPONENTS, INFO_KEYS, RewardComponents, RewardWeights
+from envs.sim import engine, kernels
 from envs.sim.config import BattleConfig
 from envs.sim.constants import ACTION_DIM
 from envs.sim.deploy import deploy, terrain_grid_shape
-from envs.sim.scripted import scripted_actions
+from envs.sim.engine import pair_major
+from envs.sim.scripted import FIRE_BY_LEVEL
 from envs.sim.state import BattleState
 from envs.sim.terrain import TerrainMap
 from envs.sim.validation import check_bool, check_count_fits, check_int, check_scripted_level
@@ -29,7 +31,6 @@ BLUE, RED = 0, 1
 INFO_STEP_KEYS = ("blue_damage_dealt", "red_damage_dealt", "blue_routed", "red_routed",
                   "blue_destroyed", "red_destroyed", "step_count")
 """Keys of every step's ``info`` besides the ``reward/*`` components."""
-_RED_UNIT = np.array([RED])
 # A policy commands Red in Red's own (mirrored) frame: its rotate order turns the
 # other way on the real map.
 _RED_ORDERS_TO_MAP = np.array([1.0, ROTATE_SIGN[RED], 1.0], F32)
@@ -150,9 +151,6 @@ class BattalionBatch:
                                             randomize_terrain) and terrain is None
         self.reward_weights = reward_weights or RewardWeights()
         self._weight_vector = self.reward_weights.as_array()
-        self._inverse_diagonal = np.float32(1 / config.diagonal)
-        # The duel's reward is Blue's side reward, with one battalion a side.
-        self._sides = SideLayout.of(np.array([BLUE, RED]), sides=(BLUE,))
         self.levels = np.full(self.n_battles,
                               check_scripted_level("curriculum_level", curriculum_level), np.int8)
         rows, cols = terrain_grid_shape(terrain, self.randomize_terrain)
@@ -227,34 +225,35 @@ class BattalionBatch:
 
     def step(self, blue_actions: np.ndarray) -> DuelStep:
         """Step every battle with Blue's (B, ACTION_DIM) actions; Red acts from the same
-        state."""
+        state (compiled whole: :func:`envs.duel_step.duel_step`)."""
         if self.geometry is None:
             raise RuntimeError("step() called before reset(): call reset() first")
         before, geometry_before = self.state, self.geometry
         orders = self._orders
         orders[:, BLUE, :] = blue_actions.T
-        if self._scripted.any():
-            scripted = scripted_actions(before, geometry_before, _RED_UNIT, self.levels,
-                                        self.config)[:, 0, :]
-            orders[:, RED, :] = scripted.T
         for policy, battles in self._policy_groups:
             orders[:, RED, battles] = (self._ask(policy, battles) * _RED_ORDERS_TO_MAP).T
 
-        state, events = engine.step(before, orders.transpose(2, 1, 0), self.config,
-                                    geometry_before)
+        n = self.n_battles
+        blocks = engine.StepBlocks.allocate(n, 2)
+        observation = np.empty((2, n, OBS_DIM), F32)
+        values = np.empty((len(COMPONENTS), n), F32)
+        total = np.empty(n, F32)
+        ends = np.empty((2, n), bool)
+        duel_step_kernel(n)(
+            *engine.step_inputs(before, self.config, geometry_before, orders),
+            pair_major(geometry_before.dist), pair_major(geometry_before.facing_cos),
+            pair_major(geometry_before.facing_sin), self.levels, self._scripted, FIRE_BY_LEVEL,
+            self._weight_vector, MIRROR_SIGN, self.config.max_steps, *blocks.arrays(),
+            observation, values, total, ends)
+        state, events = blocks.views(before)
         self.state, self.geometry, self.last_events = state, events.geometry, events
-        self._views = duel_observations(state, events.geometry, self.config)
-
-        out = state.routed | state.destroyed
-        blue_done, red_done = out[:, BLUE], out[:, RED]
-        terminated = blue_done | red_done
-        truncated = ~terminated & (state.step >= self.config.max_steps)
-        dealt = events.damage_dealt
-        reward = side_rewards(self._weight_vector, self._sides, before, geometry_before, state,
-                              events, self._inverse_diagonal)
-        return DuelStep(self._views[BLUE], reward, terminated, truncated, dealt[:, BLUE],
-                        dealt[:, RED], state.routed[:, BLUE], state.routed[:, RED],
-                        state.destroyed[:, BLUE], state.destroyed[:, RED], state.step)
+        self._views = observation
+        dealt = blocks.units[kernels.U_DEALT]
+        routed, destroyed = blocks.flags[kernels.F_ROUTED], blocks.flags[kernels.F_DESTROYED]
+        return DuelStep(observation[BLUE], RewardComponents(values, total), ends[0], ends[1],
+                        dealt[BLUE], dealt[RED], routed[BLUE], routed[RED], destroyed[BLUE],
+                        destroyed[RED], state.step)
 
     def _ask(self, policy: RedPolicy, battles: np.ndarray) -> np.ndarray:
         """One batched ``predict`` for the battles ``policy`` commands."""

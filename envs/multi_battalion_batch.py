@@ -351,7 +351,7 @@ class MultiBattalionBatch:
         winner[won[RED]] = RED
 
         components = side_rewards(self._weight_vector, self._sides, before, geometry_before,
-                                  state, events, self._inverse_diagonal, won=won)
+                                  state, events, self.config)
         team_total = components.total.reshape(2, self.n_battles)
         reward = team_total[self.team].T * acted
         return TeamStep(self._observation, self._global_state, self.team, reward.astype(F32), acted,

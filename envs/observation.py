@@ -21,8 +21,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from envs.sim import kernels
 from envs.sim.config import BattleConfig
-from envs.sim.engine import Geometry, hit_chance
+from envs.sim.engine import Geometry, pair_major, unit_major
+from envs.sim.jit import kernel
+from envs.sim.kernels import (
+    K_COS_FIRE_ARC,
+    K_INV_DIAGONAL,
+    K_INV_HEIGHT,
+    K_INV_MAX_STEPS,
+    K_INV_WIDTH,
+    hit_chance,
+)
 from envs.sim.state import BattleState
 
 F32 = np.float32
@@ -57,11 +67,80 @@ ROTATE_SIGN = np.array([1.0, -1.0], F32)
 """Sign of the rotate order on the real map, by side (Blue, Red): orders are given in
 each side's own frame."""
 
-_MIRROR = np.array([[1.0, -1.0 if name in MIRROR_NEGATED or name == "own_x" else 1.0]
-                    for name in OBSERVATION_FEATURES], F32)[:, :, None]
+MIRROR_SIGN = np.array([-1.0 if name in MIRROR_NEGATED or name == "own_x" else 1.0
+                        for name in OBSERVATION_FEATURES], F32)
+"""Per-feature sign of Red's mirrored observation (``own_x`` then gains 1)."""
 _OWN_X = OBSERVATION_FEATURES.index("own_x")
-_SIDE = np.array([0, 1])
-_OTHER = np.array([1, 0])
+
+
+@kernel()
+def duel_observe(b, x, y, heading_cos, heading_sin, strength, morale, readiness, elapsed,
+                 elevation, cover, dx, dy, dist, facing_cos, facing_sin, los, k, mirror,
+                 out):
+    """Write both sides' observations of duel ``b`` into ``out[:, b]`` (2, B, OBS_DIM),
+    from its unit-major state and geometry (unit 0 Blue, unit 1 Red) after ``elapsed``
+    steps; Red's mirrored (``mirror`` is the per-feature sign)."""
+    one, zero = F32(1), F32(0)
+    time_fraction = min(F32(elapsed) * k[K_INV_MAX_STEPS], one)
+    for s in range(2):
+        o = 1 - s
+        d = dist[s, o, b]
+        inv = one / max(d, F32(1e-3))
+        relative_cos = _unit_interval(facing_cos[s, o, b])
+        enemy_relative_cos = _unit_interval(facing_cos[o, s, b])
+        sight = one if los[s, o, b] else zero
+        # The hit chance a volley would have now: in range, inside the arc, in sight.
+        hits = hit_chance(d, k) * (one if relative_cos > k[K_COS_FIRE_ARC] else zero) * sight
+        enemy_hits = (hit_chance(dist[o, s, b], k)
+                      * (one if enemy_relative_cos > k[K_COS_FIRE_ARC] else zero)
+                      * (one if los[o, s, b] else zero))
+        row = out[s, b]
+        row[0] = x[s, b] * k[K_INV_WIDTH]
+        row[1] = y[s, b] * k[K_INV_HEIGHT]
+        row[2] = heading_cos[s, b]
+        row[3] = heading_sin[s, b]
+        row[4] = strength[s, b]
+        row[5] = morale[s, b]
+        row[6] = min(d * k[K_INV_DIAGONAL], one)
+        row[7] = _unit_interval(dx[s, o, b] * inv)
+        row[8] = _unit_interval(dy[s, o, b] * inv)
+        row[9] = strength[o, b]
+        row[10] = morale[o, b]
+        row[11] = time_fraction
+        row[12] = elevation[s, b]
+        row[13] = cover[s, b]
+        row[14] = elevation[o, b]
+        row[15] = cover[o, b]
+        row[16] = sight
+        row[17] = readiness[s, b]
+        row[18] = readiness[o, b]
+        row[19] = relative_cos
+        row[20] = _unit_interval(facing_sin[s, o, b])
+        row[21] = enemy_relative_cos
+        row[22] = _unit_interval(facing_sin[o, s, b])
+        row[23] = hits
+        row[24] = enemy_hits
+        if s == 1:
+            for f in range(row.shape[0]):
+                row[f] *= mirror[f]
+            row[_OWN_X] += one
+
+
+@kernel(inline="always")
+def _unit_interval(a):
+    # Rounding can nudge a ratio just past 1; the space's bounds are exact.
+    return min(max(a, F32(-1)), F32(1))
+
+
+@kernel()
+def duel_observe_kernel(x, y, heading_cos, heading_sin, strength, morale, readiness, step,
+                        elevation, cover, dx, dy, dist, facing_cos, facing_sin, los, k, mirror,
+                        out):
+    """:func:`duel_observe` for every battle."""
+    for b in range(x.shape[1]):
+        duel_observe(b, x, y, heading_cos, heading_sin, strength, morale, readiness, step[b],
+                     elevation, cover, dx, dy, dist, facing_cos, facing_sin, los, k, mirror,
+                     out)
 
 
 def duel_observations(state: BattleState, geometry: Geometry,
@@ -77,47 +156,14 @@ def duel_observations(state: BattleState, geometry: Geometry,
         (2, B, OBS_DIM) float32: ``[0]`` is Blue's view, ``[1]`` Red's, mirrored into
         Red's own frame.
     """
-    # Unit-major (2, B): row s is side s's own value, row s reversed is the enemy's.
-    def own_and_enemy(battle_major: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        own = battle_major.T
-        return own, own[::-1]
-
-    def toward_enemy(pairwise: np.ndarray) -> np.ndarray:
-        return pairwise.transpose(1, 2, 0)[_SIDE, _OTHER]
-
-    k = config.f32
-    strength, enemy_strength = own_and_enemy(state.strength)
-    morale, enemy_morale = own_and_enemy(state.morale)
-    readiness, enemy_readiness = own_and_enemy(state.readiness)
-    elevation, enemy_elevation = own_and_enemy(geometry.elevation)
-    cover, enemy_cover = own_and_enemy(geometry.cover)
-    # Rounding can nudge a ratio just past 1; the space's bounds are exact.
-    def unit_interval(a: np.ndarray) -> np.ndarray:
-        return np.minimum(np.maximum(a, F32(-1)), F32(1))
-
-    dist = toward_enemy(geometry.dist)
-    inv = F32(1) / np.maximum(dist, F32(1e-3))
-    relative_cos = unit_interval(toward_enemy(geometry.facing_cos))
-    relative_sin = unit_interval(toward_enemy(geometry.facing_sin))
-    time_fraction = np.minimum(state.step.astype(F32) * F32(1 / config.max_steps), F32(1))
-    los = toward_enemy(geometry.los)
-    # The hit chance a volley would have now: in range, inside the arc, in sight.
-    hits = hit_chance(dist, config) * (relative_cos > k.cos_fire_arc) * los
-
-    features = (
-        state.x.T * (F32(1) / k.map_width), state.y.T * (F32(1) / k.map_height),
-        geometry.heading_cos.T, geometry.heading_sin.T, strength, morale,
-        np.minimum(dist * F32(1 / config.diagonal), F32(1)),
-        unit_interval(toward_enemy(geometry.dx) * inv),
-        unit_interval(toward_enemy(geometry.dy) * inv),
-        enemy_strength, enemy_morale, np.broadcast_to(time_fraction, dist.shape),
-        elevation, cover, enemy_elevation, enemy_cover, los,
-        readiness, enemy_readiness, relative_cos, relative_sin,
-        relative_cos[::-1], relative_sin[::-1], hits, hits[::-1],
-    )
-    # Stacking along the first axis copies whole contiguous rows; the (2, B, D)
-    # result is a transposed view of the (D, 2, B) block.
-    block = np.stack(features, axis=0, dtype=F32)
-    block *= _MIRROR
-    block[_OWN_X, 1] += F32(1)
-    return block.transpose(1, 2, 0)
+    rows, cols = state.grid_shape
+    out = np.empty((2, state.batch_size, OBS_DIM), F32)
+    duel_observe_kernel(
+        *(unit_major(a) for a in (state.x, state.y, geometry.heading_cos,
+                                  geometry.heading_sin, state.strength, state.morale,
+                                  state.readiness)), state.step,
+        unit_major(geometry.elevation), unit_major(geometry.cover),
+        *(pair_major(a) for a in (geometry.dx, geometry.dy, geometry.dist, geometry.facing_cos,
+                                  geometry.facing_sin, geometry.los)),
+        kernels.constants(config, rows, cols), MIRROR_SIGN, out)
+    return out

@@ -30,7 +30,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from envs.sim.engine import Geometry, StepEvents, team_layout
+from envs.sim import kernels
+from envs.sim.config import BattleConfig
+from envs.sim.engine import Geometry, StepEvents, pair_major, unit_major
+from envs.sim.jit import kernel
+from envs.sim.kernels import K_INV_DIAGONAL
 from envs.sim.state import BattleState
 from envs.sim.validation import check_number
 
@@ -169,25 +173,17 @@ class SideLayout:
     Build it once per batch with :meth:`of`.
 
     Attributes:
-        members: (2, U) float32, 1 where a battalion fights for the side (row 0 Blue,
-            row 1 Red): per-side sums are one matrix product.
-        size: (2, 1) float32 battalions a side.
-        enemy: (U, U, 1) bool, whether two battalions fight on opposite sides.
-        sides: the sides :func:`side_rewards` returns, in order.
+        team: (U,) int8 side of each battalion (0 Blue, 1 Red).
+        sides: (S,) int8 the sides :func:`side_rewards` returns, in order.
     """
 
-    members: np.ndarray
-    size: np.ndarray
-    enemy: np.ndarray
-    sides: tuple[int, ...]
+    team: np.ndarray
+    sides: np.ndarray
 
     @classmethod
     def of(cls, team: np.ndarray, sides: tuple[int, ...] = (BLUE, RED)) -> SideLayout:
         """The layout of battalions whose sides are ``team`` (U,), rewarding ``sides``."""
-        team = np.asarray(team)
-        members = np.stack([team == side for side in (BLUE, RED)]).astype(F32)
-        size = np.array([[members[BLUE].sum()], [members[RED].sum()]], F32)
-        return cls(members, size, team_layout(tuple(team.tolist()))[2], tuple(sides))
+        return cls(np.ascontiguousarray(team, dtype=np.int8), np.array(sides, dtype=np.int8))
 
 
 def side_won(defeated: np.ndarray) -> np.ndarray:
@@ -197,10 +193,95 @@ def side_won(defeated: np.ndarray) -> np.ndarray:
     return defeated[::-1] & ~defeated
 
 
+@kernel()
+def side_reward(b, team, sides, weights, k, routed0, destroyed0, routed, destroyed, strength,
+                dist0, dist, dealt, taken, volley, values, total):
+    """The reward components of each side in ``sides`` for step ``b`` of a batch, written
+    into column ``s * B + b`` of ``values`` (10, S * B) and ``total`` (S * B).
+
+    Unit-major inputs: the flags before (``routed0``, ``destroyed0``) and after the step,
+    the strength after, the distances before (``dist0``) and after, and the step's
+    damage dealt and taken and volleys. A side's per-battalion sums run over its
+    battalions in order, as a matrix product with the membership rows would.
+    """
+    n = team.shape[0]
+    batch = dealt.shape[1]
+    zero, one = F32(0), F32(1)
+    inf = F32(np.inf)
+    # Battalions a side, those that acted, and whether any is still in the fight.
+    size_blue = size_red = acted_blue = acted_red = zero
+    blue_in = red_in = False
+    for u in range(n):
+        acted = not (routed0[u, b] or destroyed0[u, b])
+        fighting = not (routed[u, b] or destroyed[u, b])
+        if team[u] == 0:
+            size_blue += one
+            acted_blue += one if acted else zero
+            blue_in = blue_in or fighting
+        else:
+            size_red += one
+            acted_red += one if acted else zero
+            red_in = red_in or fighting
+    for column in range(sides.shape[0]):
+        side = sides[column]
+        dealt_sum = zero
+        taken_sum = zero
+        strength_sum = zero
+        routed_sum = zero
+        enemy_routed_sum = zero
+        closed_sum = zero
+        volley_sum = zero
+        for u in range(n):
+            newly_routed = one if routed[u, b] and not routed0[u, b] else zero
+            if team[u] != side:
+                enemy_routed_sum += newly_routed
+                continue
+            dealt_sum += dealt[u, b]
+            taken_sum += taken[u, b]
+            strength_sum += strength[u, b]
+            routed_sum += newly_routed
+            volley_sum += volley[u, b]
+            if routed0[u, b] or destroyed0[u, b]:
+                continue
+            # Approach: how much nearer it got to the nearest enemy that was in the fight.
+            near0 = inf
+            near = inf
+            for j in range(n):
+                if team[j] != team[u] and not (routed0[j, b] or destroyed0[j, b]):
+                    near0 = min(near0, dist0[u, j, b])
+                    near = min(near, dist[u, j, b])
+            if near0 < inf:
+                closed_sum += near0 - near
+        own_size, other_size = (size_blue, size_red) if side == 0 else (size_red, size_blue)
+        acted_count = max(acted_blue if side == 0 else acted_red, one)
+        own_in, other_in = (blue_in, red_in) if side == 0 else (red_in, blue_in)
+        won = own_in and not other_in
+        lost = other_in and not own_in
+        features = (dealt_sum / other_size, -(taken_sum / own_size),
+                    strength_sum / own_size, one if won else zero, one if lost else zero, one,
+                    enemy_routed_sum / other_size, routed_sum / own_size,
+                    closed_sum / acted_count * k[K_INV_DIAGONAL], -(volley_sum / acted_count))
+        col = column * batch + b
+        value_sum = zero
+        for row in range(len(features)):
+            value = features[row] * weights[row]
+            values[row, col] = value
+            value_sum += value
+        total[col] = value_sum
+
+
+@kernel()
+def side_reward_kernel(team, sides, weights, k, routed0, destroyed0, routed, destroyed,
+                       strength, dist0, dist, dealt, taken, volley, values, total):
+    """:func:`side_reward` for every battle."""
+    for b in range(dealt.shape[1]):
+        side_reward(b, team, sides, weights, k, routed0, destroyed0, routed, destroyed,
+                    strength, dist0, dist, dealt, taken, volley, values, total)
+
+
 def side_rewards(weights: np.ndarray, layout: SideLayout, before: BattleState,
                  geometry_before: Geometry, after: BattleState, events: StepEvents,
-                 inverse_diagonal: np.float32, *,
-                 won: np.ndarray | None = None) -> RewardComponents:
+                 config: BattleConfig) -> RewardComponents:
     """Reward components of each side of ``layout.sides`` for one step of a batch.
 
     Args:
@@ -210,51 +291,23 @@ def side_rewards(weights: np.ndarray, layout: SideLayout, before: BattleState,
         geometry_before: :func:`~envs.sim.engine.sense` of ``before``.
         after: the state the step returned.
         events: the events the step returned.
-        inverse_diagonal: 1 / the map diagonal, as float32.
-        won: (2, B) :func:`side_won` of ``after``, if the caller has it already.
+        config: the battle model's parameters.
 
     Returns:
         The components of ``len(layout.sides) * B`` steps, side-major (column
         ``k * B + b`` is side ``layout.sides[k]`` in battle ``b``).
     """
-    members, size = layout.members, layout.size
-    acted = before.active
-    acted_u = acted.T.astype(F32)  # (U, B)
-    acted_count = np.maximum(members @ acted_u, F32(1))
-    if won is None:
-        won = side_won((members @ after.active.T.astype(F32)) == 0)
-
-    # Approach: how much nearer each battalion got to the nearest enemy that was
-    # in the fight, averaged over the side's battalions that acted.
-    beyond = np.where(layout.enemy & acted.T[None, :, :], F32(0), F32(np.inf))  # (U, U, B)
-    near_before = (geometry_before.dist.transpose(1, 2, 0) + beyond).min(axis=1)
-    near_after = (events.geometry.dist.transpose(1, 2, 0) + beyond).min(axis=1)
-    engaged = np.isfinite(near_before)  # the same targets before and after
-    closed = (np.where(engaged, near_before, F32(0))
-              - np.where(engaged, near_after, F32(0))) * acted_u
-
-    # Routs are paid once, on the step they happen (the duel ends on its rout).
-    newly_routed = (after.routed & ~before.routed).T.astype(F32)
-    routed_share = members @ newly_routed / size
-
-    per_side = {  # (2, B) each; costs negative
-        "delta_enemy_strength": members @ events.damage_dealt.T / size[::-1],
-        "delta_own_strength": -(members @ events.damage_taken.T / size),
-        "survival_bonus": members @ after.strength.T / size,
-        "win_bonus": won,
-        "loss_penalty": won[::-1],
-        "time_penalty": 1,
-        "enemy_routed_bonus": routed_share[::-1],
-        "own_routing_penalty": routed_share,
-        "approach": members @ closed / acted_count * inverse_diagonal,
-        "fire_cost": -(members @ events.volley.T / acted_count),
-    }
-    features = np.empty((len(COMPONENTS), 2, after.batch_size), F32)
-    for row, name in enumerate(COMPONENTS):
-        features[row] = per_side[name]
-    if layout.sides != (BLUE, RED):
-        features = features[:, list(layout.sides)]
-    return _weigh(features.reshape(len(COMPONENTS), -1), weights)
+    rows, cols = after.grid_shape
+    columns = len(layout.sides) * after.batch_size
+    values = np.empty((len(COMPONENTS), columns), F32)
+    total = np.empty(columns, F32)
+    side_reward_kernel(
+        layout.team, layout.sides, weights, kernels.constants(config, rows, cols),
+        unit_major(before.routed), unit_major(before.destroyed), unit_major(after.routed),
+        unit_major(after.destroyed), unit_major(after.strength), pair_major(geometry_before.dist),
+        pair_major(events.geometry.dist), unit_major(events.damage_dealt),
+        unit_major(events.damage_taken), unit_major(events.volley), values, total)
+    return RewardComponents(values, total)
 
 
 __all__ = ["COMPONENTS", "INFO_KEYS", "RewardComponents", "RewardWeights", "SideLayout",

@@ -46,7 +46,8 @@ from envs.sim.state import BattleState
 # design defines them; their home is envs.sim.constants.
 __all__ = [
     "DESTROYED_THRESHOLD", "DT", "MAP_HEIGHT", "MAP_WIDTH", "MAX_STEPS",
-    "Geometry", "StepEvents", "hit_chance", "sense", "step",
+    "Geometry", "StepBlocks", "StepEvents", "hit_chance", "pair_major", "sense", "step",
+    "step_inputs", "unit_major",
 ]
 
 F32 = np.float32
@@ -120,7 +121,7 @@ def sense(state: BattleState, config: BattleConfig) -> Geometry:
     """Distances, bearings, terrain under each unit and line of sight for ``state``."""
     rows, cols = state.grid_shape
     geometry = kernels.sense_kernel(
-        _unit_major_c(state.x), _unit_major_c(state.y), _unit_major_c(state.theta),
+        unit_major(state.x), unit_major(state.y), unit_major(state.theta),
         _team(state), state.elevation_patches, state.cover,
         kernels.constants(config, rows, cols), config.los_samples)
     return Geometry(*(_battle_major(a) for a in geometry))
@@ -144,26 +145,69 @@ def step(state: BattleState, actions: np.ndarray, config: BattleConfig,
     Returns:
         The new state and the step's events.
     """
-    rows, cols = state.grid_shape
     orders = np.ascontiguousarray(np.asarray(actions, dtype=F32).transpose(2, 1, 0))
+    blocks = StepBlocks.allocate(state.batch_size, state.n_units)
+    _step_kernel(state.batch_size)(*step_inputs(state, config, geometry, orders),
+                                   *blocks.arrays())
+    return blocks.views(state)
+
+
+@dataclass(frozen=True, eq=False)
+class StepBlocks:
+    """The memory one step writes (:mod:`envs.sim.kernels` names the rows): the new
+    state, its geometry and the step's events, in five unit-major blocks that
+    :meth:`views` presents as a :class:`BattleState` and :class:`StepEvents`."""
+
+    units: np.ndarray
+    flags: np.ndarray
+    pairs: np.ndarray
+    los: np.ndarray
+    target: np.ndarray
+
+    @classmethod
+    def allocate(cls, batch: int, n_units: int) -> StepBlocks:
+        unit, pair = (n_units, batch), (n_units, n_units, batch)
+        return cls(np.empty((kernels.UNIT_FLOATS, *unit), F32),
+                   np.empty((kernels.UNIT_FLAGS, *unit), bool),
+                   np.empty((kernels.PAIR_FLOATS, *pair), F32), np.empty(pair, bool),
+                   np.empty(unit, np.int32))
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """The blocks in the kernels' argument order."""
+        return self.units, self.flags, self.pairs, self.los, self.target
+
+    def views(self, before: BattleState) -> tuple[BattleState, StepEvents]:
+        """The state after the step from ``before`` and the step's events."""
+        u, f, p = self.units, self.flags, self.pairs
+        state = BattleState(
+            x=u[kernels.U_X].T, y=u[kernels.U_Y].T, theta=u[kernels.U_THETA].T,
+            strength=u[kernels.U_STRENGTH].T, morale=u[kernels.U_MORALE].T,
+            readiness=u[kernels.U_READINESS].T, routed=f[kernels.F_ROUTED].T,
+            destroyed=f[kernels.F_DESTROYED].T, step=before.step + 1, key=before.key,
+            elevation=before.elevation, cover=before.cover,
+            elevation_patches=before.elevation_patches, team=before.team)
+        geometry = Geometry(
+            u[kernels.U_COS].T, u[kernels.U_SIN].T, *(_battle_major(a) for a in p),
+            u[kernels.U_ELEVATION].T, u[kernels.U_COVER].T, _battle_major(self.los))
+        return state, StepEvents(geometry, u[kernels.U_VOLLEY].T, self.target.T,
+                                 u[kernels.U_DEALT].T, u[kernels.U_TAKEN].T)
+
+
+def step_inputs(state: BattleState, config: BattleConfig, geometry: Geometry | None,
+                orders: np.ndarray) -> tuple:
+    """The kernels' arguments before the output blocks, for ``state`` and (3, U, B)
+    C-contiguous ``orders``."""
+    rows, cols = state.grid_shape
     known = geometry is not None
-    ground = _unit_major_c(geometry.elevation) if known else _NO_GROUND
-    cover = _unit_major_c(geometry.cover) if known else _NO_GROUND
-    (x, y, theta, strength, morale, readiness, routed, destroyed, *geo, volley, target, dealt,
-     taken) = _step_kernel(state.batch_size)(
-        _unit_major_c(state.x), _unit_major_c(state.y), _unit_major_c(state.theta),
-        _unit_major_c(state.strength), _unit_major_c(state.morale),
-        _unit_major_c(state.readiness), _unit_major_c(state.routed),
-        _unit_major_c(state.destroyed), state.step, state.key, _team(state),
-        state.elevation_patches, state.cover, orders, ground, cover, known,
-        kernels.constants(config, rows, cols), config.los_samples, _ACTION_LOW, _ACTION_HIGH)
-    new_state = BattleState(
-        x=x.T, y=y.T, theta=theta.T, strength=strength.T, morale=morale.T,
-        readiness=readiness.T, routed=routed.T, destroyed=destroyed.T, step=state.step + 1,
-        key=state.key, elevation=state.elevation, cover=state.cover,
-        elevation_patches=state.elevation_patches, team=state.team)
-    return new_state, StepEvents(Geometry(*(_battle_major(a) for a in geo)), volley.T,
-                                 target.T, dealt.T, taken.T)
+    ground = unit_major(geometry.elevation) if known else _NO_GROUND
+    cover = unit_major(geometry.cover) if known else _NO_GROUND
+    return (unit_major(state.x), unit_major(state.y), unit_major(state.theta),
+            unit_major(state.strength), unit_major(state.morale),
+            unit_major(state.readiness), unit_major(state.routed),
+            unit_major(state.destroyed), state.step, state.key, _team(state),
+            state.elevation_patches, state.cover, orders, ground, cover, known,
+            kernels.constants(config, rows, cols), config.los_samples, _ACTION_LOW,
+            _ACTION_HIGH)
 
 
 def _step_kernel(batch: int):
@@ -173,9 +217,16 @@ def _step_kernel(batch: int):
     return kernels.step_kernel
 
 
-def _unit_major_c(a: np.ndarray) -> np.ndarray:
-    """The (U, B) C-contiguous form of a (B, U) array (a view when it is laid out so)."""
+def unit_major(a: np.ndarray) -> np.ndarray:
+    """The (U, B) C-contiguous form of a (B, U) array (a view when it is laid out so, as
+    the state's and the geometry's are): what the kernels take."""
     return np.ascontiguousarray(a.T)
+
+
+def pair_major(a: np.ndarray) -> np.ndarray:
+    """The (U, U, B) C-contiguous form of a (B, U, U) geometry array (a view when it is
+    laid out so, as the engine's are)."""
+    return np.ascontiguousarray(a.transpose(1, 2, 0))
 
 
 def _team(state: BattleState) -> np.ndarray:

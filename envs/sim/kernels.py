@@ -18,9 +18,11 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from envs.sim import random as rnd
+from envs.sim.constants import SCRIPTED_HALT_FRACTION
+from envs.sim.jit import kernel
 
 F32 = np.float32
 
@@ -32,6 +34,8 @@ K_COS_FRONT, K_COS_REAR, K_FLANK_MULT, K_REAR_MULT, K_HEIGHT_ADVANTAGE = 14, 15,
 K_COVER_PROTECTION, K_MORALE_PER_DAMAGE, K_FLANK_MORALE, K_REAR_MORALE = 19, 20, 21, 22
 K_VOLLEY_SHOCK, K_MORALE_RECOVERY, K_RELOAD, K_DESTROYED, K_ROUT = 23, 24, 25, 26, 27
 K_EYE_HEIGHT, K_COLS_PER_WIDTH, K_ROWS_PER_HEIGHT = 28, 29, 30
+K_INV_WIDTH, K_INV_HEIGHT, K_INV_DIAGONAL, K_INV_MAX_STEPS = 31, 32, 33, 34
+K_INV_TURN_RATE, K_SCRIPTED_HALT = 35, 36
 CHUNKS = 64
 """Battles of a large batch are stepped in this many chunks, spread over Numba's threads."""
 PARALLEL_MIN_BATTLES = 512
@@ -70,25 +74,28 @@ def constants(config, rows: int, cols: int) -> np.ndarray:
     (built once per model and grid: the step asks for it every time)."""
     k = config.f32
     values = [getattr(k, name) for name in _NAMES]
-    values += [F32(cols / config.map_width), F32(rows / config.map_height)]
+    values += [F32(cols / config.map_width), F32(rows / config.map_height),
+               F32(1) / k.map_width, F32(1) / k.map_height, F32(1 / config.diagonal),
+               F32(1 / config.max_steps), F32(1 / config.max_turn_rate),
+               F32(SCRIPTED_HALT_FRACTION * config.fire_range)]
     vector = np.array(values, dtype=F32)
     vector.flags.writeable = False
     return vector
 
 
 # envs.sim.random's counter-based draw, compiled: the same mixer and constants.
-_mix64 = njit(cache=True, inline="always")(rnd.mix64)
+_mix64 = kernel(inline="always")(rnd.mix64)
 _ROUT_OFFSET = rnd._stream_offset(rnd.STREAM_ROUT)
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _uniform(key, counter, lane, offset):
     """The draw :func:`envs.sim.random.uniform` makes for (key, counter, lane)."""
     z = key ^ (np.uint64(counter) * rnd._STEP_MULT + np.uint64(lane) * rnd._LANE_MULT + offset)
     return F32(_mix64(z) >> rnd._S40) * rnd._TO_UNIT
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _patch(patches, b, gx, gy, rows, cols):
     """Bilinear ground height at grid coordinates already clamped to the cell centres."""
     c0 = min(np.int32(gx), np.int32(max(cols - 2, 0)))
@@ -102,7 +109,7 @@ def _patch(patches, b, gx, gy, rows, cols):
     return a + u * pb + v * (pc + u * pd)
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _grid(x, y, k, rows, cols):
     """Grid coordinates of a point, clamped to the outermost cell centres."""
     half, zero = F32(0.5), F32(0)
@@ -111,14 +118,14 @@ def _grid(x, y, k, rows, cols):
     return gx, gy
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _cover(cover, b, x, y, k, rows, cols):
     col = min(np.int32(x * k[K_COLS_PER_WIDTH]), np.int32(cols - 1))
     row = min(np.int32(y * k[K_ROWS_PER_HEIGHT]), np.int32(rows - 1))
     return cover[b, row, col]
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _arrival(facing_cos, i, j, b, k):
     """Whether ``i``'s fire reaches ``j`` on its flank and in its rear (1 or 0 each),
     from the angle between ``j``'s front and ``i``."""
@@ -128,7 +135,7 @@ def _arrival(facing_cos, i, j, b, k):
             one if arrival < k[K_COS_REAR] else zero)
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _can_hit(i, j, b, team, active, los, dist, facing_cos, k):
     """Whether ``i`` can fire at ``j``: enemies, both in the fight, in sight, in range, in
     ``i``'s arc."""
@@ -136,7 +143,7 @@ def _can_hit(i, j, b, team, active, los, dist, facing_cos, k):
             and dist[i, j, b] <= k[K_FIRE_RANGE] and facing_cos[i, j, b] > k[K_COS_FIRE_ARC])
 
 
-@njit(cache=True)
+@kernel()
 def _geometry(b, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, out_elev,
               out_cover, dx, dy, dist, facing_cos, facing_sin, los):
     """Sight of battle ``b`` from unit-major positions and headings (written in place)."""
@@ -182,7 +189,7 @@ def _geometry(b, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, out_e
             los[j, i, b] = clear
 
 
-@njit(cache=True)
+@kernel()
 def sense_kernel(x, y, theta, team, patches, cover_map, k, samples):
     """:func:`envs.sim.engine.sense` over a batch: unit-major arrays in, geometry out."""
     n, batch = x.shape
@@ -202,15 +209,46 @@ def sense_kernel(x, y, theta, team, patches, cover_map, k, samples):
     return cos_h, sin_h, dx, dy, dist, facing_cos, facing_sin, elevation, cover, los
 
 
-@njit(cache=True)
-def _step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
-step, key, team, patches, cover_map, orders, ground0, cover0, known, k, samples, low, high,
-                  x, y, theta, strength, morale, readiness, routed, destroyed, cos_h, sin_h, dx,
-                  dy, dist, facing_cos, facing_sin, elevation, cover, los, volley, target, dealt,
-                  taken,
-                  move, rotate, fire, live, active, raw, aim, near, incoming, shaken):
-    """Step battles ``lo`` to ``hi - 1``, writing their rows of the outputs (the
-    scratch arrays are per-unit working rows of the caller's thread)."""
+# The step's outputs are written into five blocks the caller allocates (so that one
+# allocation serves a whole state and nothing is boxed on the way back), indexed:
+U_X, U_Y, U_THETA, U_STRENGTH, U_MORALE, U_READINESS = 0, 1, 2, 3, 4, 5
+U_COS, U_SIN, U_ELEVATION, U_COVER, U_VOLLEY, U_DEALT, U_TAKEN = 6, 7, 8, 9, 10, 11, 12
+UNIT_FLOATS = 13
+"""``units`` (UNIT_FLOATS, U, B) float32: the new state, heading cosine and sine, the
+ground under each unit, and the step's volleys, damage dealt and taken."""
+F_ROUTED, F_DESTROYED = 0, 1
+UNIT_FLAGS = 2
+"""``flags`` (UNIT_FLAGS, U, B) bool: routed and destroyed."""
+P_DX, P_DY, P_DIST, P_FACING_COS, P_FACING_SIN = 0, 1, 2, 3, 4
+PAIR_FLOATS = 5
+"""``pairs`` (PAIR_FLOATS, U, U, B) float32: offsets, distance and facing of each pair;
+``los`` (U, U, B) bool and ``target`` (U, B) int32 complete the outputs."""
+
+
+@kernel()
+def step_scratch(n):
+    """Per-unit working rows of one thread's step (move, rotate, fire, live, active, raw
+    damage, shooters' target counts and ranges, incoming damage, morale shock)."""
+    return (np.empty(n, F32), np.empty(n, F32), np.empty(n, F32), np.empty(n, F32),
+            np.empty(n, np.bool_), np.empty((n, n), F32), np.empty(n, np.int32),
+            np.empty(n, F32), np.empty(n, F32), np.empty(n, F32))
+
+
+@kernel()
+def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
+                 step, key, team, patches, cover_map, orders, ground0, cover0, known, k,
+                 samples, low, high, units, flags, pairs, los, target, scratch):
+    """Step battles ``lo`` to ``hi - 1``: unit-major state in, their rows of the output
+    blocks written (``scratch`` is :func:`step_scratch` of the caller's thread)."""
+    x, y, theta = units[U_X], units[U_Y], units[U_THETA]
+    strength, morale, readiness = units[U_STRENGTH], units[U_MORALE], units[U_READINESS]
+    cos_h, sin_h = units[U_COS], units[U_SIN]
+    elevation, cover = units[U_ELEVATION], units[U_COVER]
+    volley, dealt, taken = units[U_VOLLEY], units[U_DEALT], units[U_TAKEN]
+    routed, destroyed = flags[F_ROUTED], flags[F_DESTROYED]
+    dx, dy, dist = pairs[P_DX], pairs[P_DY], pairs[P_DIST]
+    facing_cos, facing_sin = pairs[P_FACING_COS], pairs[P_FACING_SIN]
+    move, rotate, fire, live, active, raw, aim, near, incoming, shaken = scratch
     n = x0.shape[0]
     rows, cols = patches.shape[1], patches.shape[2]
     zero, one = F32(0), F32(1)
@@ -248,6 +286,7 @@ step, key, team, patches, cover_map, orders, ground0, cover0, known, k, samples,
                 if _can_hit(i, j, b, team, active, los, dist, facing_cos, k):
                     nearest = min(nearest, dist[i, j, b])
             count = 0
+            target[i, b] = -1
             for j in range(n):
                 if _can_hit(i, j, b, team, active, los, dist, facing_cos, k) \
                         and dist[i, j, b] <= nearest:
@@ -259,6 +298,7 @@ step, key, team, patches, cover_map, orders, ground0, cover0, known, k, samples,
             incoming[j] = zero
             shaken[j] = zero
         for i in range(n):
+            volley[i, b] = zero
             if aim[i] == 0:
                 for j in range(n):
                     raw[i, j] = zero
@@ -274,13 +314,13 @@ step, key, team, patches, cover_map, orders, ground0, cover0, known, k, samples,
                         and d <= near[i]):
                     raw[i, j] = zero
                     continue
-                hits = max(one - d * k[K_INV_FIRE_RANGE], zero) ** k[K_HIT_EXPONENT]
                 flank, rear = _arrival(facing_cos, i, j, b, k)
                 angle = ((one + (k[K_FLANK_MULT] - one) * flank)
                          + (k[K_REAR_MULT] - k[K_FLANK_MULT]) * rear)
                 height = one + k[K_HEIGHT_ADVANTAGE] * (elevation[i, b] - elevation[j, b])
                 protection = one - k[K_COVER_PROTECTION] * cover[j, b]
-                raw[i, j] = (firepower * share) * (hits * angle * height * protection)
+                raw[i, j] = (firepower * share) * (hit_chance(d, k) * angle * height
+                                                   * protection)
         for j in range(n):
             total = zero
             for i in range(n):
@@ -326,73 +366,39 @@ step, key, team, patches, cover_map, orders, ground0, cover0, known, k, samples,
             routed[i, b] = broke
 
 
-@njit(cache=True)
-def _outputs(n, batch):
-    """The step's unit-major outputs, in :func:`step_kernel`'s order."""
-    unit = (n, batch)
-    pair = (n, n, batch)
-    return (np.empty(unit, F32), np.empty(unit, F32), np.empty(unit, F32), np.empty(unit, F32),
-            np.empty(unit, F32), np.empty(unit, F32), np.empty(unit, np.bool_),
-            np.empty(unit, np.bool_), np.empty(unit, F32), np.empty(unit, F32),
-            np.empty(pair, F32), np.empty(pair, F32), np.empty(pair, F32), np.empty(pair, F32),
-            np.empty(pair, F32), np.empty(unit, F32), np.empty(unit, F32),
-            np.empty(pair, np.bool_), np.zeros(unit, F32), np.full(unit, -1, np.int32),
-            np.zeros(unit, F32), np.zeros(unit, F32))
+@kernel(inline="always")
+def hit_chance(dist, k):
+    """Share of a volley that hits at ``dist`` metres, arc and sight aside: 1 at point
+    blank, falling as ``(1 - dist / fire_range) ** hit_falloff_exponent`` to 0 at
+    ``fire_range`` and beyond (float32). The fire model and the observations both
+    read it from here."""
+    return max(F32(1) - dist * k[K_INV_FIRE_RANGE], F32(0)) ** k[K_HIT_EXPONENT]
 
 
-@njit(cache=True)
+@kernel()
 def step_kernel(x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0, step,
                 key, team, patches, cover_map, orders, ground0, cover0, known, k, samples, low,
-                high):
+                high, units, flags, pairs, los, target):
     """:func:`envs.sim.engine.step` over a batch, on one thread (see the engine's
     docstring for the model). ``orders`` is (3, U, B); ``ground0``/``cover0`` the ground
-    under the units before the step when ``known`` (else looked up here). Returns the
-    new unit-major state, the geometry and the events."""
-    n, batch = x0.shape
-    (x, y, theta, strength, morale, readiness, routed, destroyed, cos_h, sin_h, dx, dy, dist,
-    facing_cos, facing_sin, elevation, cover, los, volley, target, dealt, taken) = _outputs(n,
-    batch)
-    _step_battles(0, batch, x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
-    step, key, team, patches, cover_map, orders, ground0, cover0, known, k, samples, low, high,
-                  x, y, theta, strength, morale, readiness, routed, destroyed, cos_h, sin_h, dx,
-                  dy, dist, facing_cos, facing_sin, elevation, cover, los, volley, target, dealt,
-                  taken,
-                  np.empty(n, F32), np.empty(n, F32), np.empty(n, F32), np.empty(n, F32),
-                  np.empty(n, np.bool_), np.empty((n, n), F32), np.empty(n, np.int32),
-                  np.empty(n, F32), np.empty(n, F32), np.empty(n, F32))
-    return (x, y, theta, strength, morale, readiness, routed, destroyed, cos_h, sin_h, dx, dy,
-    dist, facing_cos, facing_sin, elevation, cover, los, volley, target, dealt, taken)
+    under the units before the step when ``known`` (else looked up here). Writes the
+    output blocks (see :data:`UNIT_FLOATS` and below)."""
+    step_battles(0, x0.shape[1], x0, y0, theta0, strength0, morale0, readiness0, routed0,
+                 destroyed0, step, key, team, patches, cover_map, orders, ground0, cover0, known,
+                 k, samples, low, high, units, flags, pairs, los, target,
+                 step_scratch(x0.shape[0]))
 
 
-@njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def step_kernel_parallel(x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
                          step, key, team, patches, cover_map, orders, ground0, cover0, known, k,
-                         samples, low, high):
+                         samples, low, high, units, flags, pairs, los, target):
     """:func:`step_kernel` with the battles split into :data:`CHUNKS` chunks spread over
     Numba's threads (each chunk has its own scratch rows)."""
     n, batch = x0.shape
-    (x, y, theta, strength, morale, readiness, routed, destroyed, cos_h, sin_h, dx, dy, dist,
-    facing_cos, facing_sin, elevation, cover, los, volley, target, dealt, taken) = _outputs(n,
-    batch)
     chunks = min(batch, CHUNKS)
-    moves = np.empty((chunks, n), F32)
-    rotates = np.empty((chunks, n), F32)
-    fires = np.empty((chunks, n), F32)
-    lives = np.empty((chunks, n), F32)
-    actives = np.empty((chunks, n), np.bool_)
-    raws = np.empty((chunks, n, n), F32)
-    aims = np.empty((chunks, n), np.int32)
-    nears = np.empty((chunks, n), F32)
-    incomings = np.empty((chunks, n), F32)
-    shakens = np.empty((chunks, n), F32)
     for c in prange(chunks):
-        _step_battles(c * batch // chunks, (c + 1) * batch // chunks, x0, y0, theta0, strength0,
-        morale0, readiness0, routed0, destroyed0, step, key, team, patches, cover_map, orders,
-        ground0, cover0, known, k, samples, low, high,
-                      x, y, theta, strength, morale, readiness, routed, destroyed, cos_h, sin_h,
-                      dx, dy, dist, facing_cos, facing_sin, elevation, cover, los, volley, target,
-                      dealt, taken,
-                      moves[c], rotates[c], fires[c], lives[c], actives[c], raws[c], aims[c],
-                      nears[c], incomings[c], shakens[c])
-    return (x, y, theta, strength, morale, readiness, routed, destroyed, cos_h, sin_h, dx, dy,
-    dist, facing_cos, facing_sin, elevation, cover, los, volley, target, dealt, taken)
+        step_battles(c * batch // chunks, (c + 1) * batch // chunks, x0, y0, theta0, strength0,
+                     morale0, readiness0, routed0, destroyed0, step, key, team, patches,
+                     cover_map, orders, ground0, cover0, known, k, samples, low, high, units,
+                     flags, pairs, los, target, step_scratch(n))

@@ -1,4 +1,4 @@
-"""Scripted commanders of curriculum levels 1-5, for a whole batch at once.
+"""Scripted commanders of curriculum levels 1-5, compiled, for a whole batch at once.
 
 Each scripted battalion deals with the nearest enemy still in the fight:
 
@@ -16,12 +16,61 @@ from __future__ import annotations
 import numpy as np
 
 from envs.sim import constants as C
+from envs.sim import kernels
 from envs.sim.config import BattleConfig
-from envs.sim.engine import Geometry, team_layout
+from envs.sim.engine import Geometry, pair_major, unit_major
+from envs.sim.jit import kernel
+from envs.sim.kernels import K_INV_TURN_RATE, K_SCRIPTED_HALT
 from envs.sim.state import BattleState
 
 F32 = np.float32
-_FIRE_BY_LEVEL = np.array((0.0, *C.SCRIPTED_FIRE_INTENSITY), dtype=F32)
+FIRE_BY_LEVEL = np.array((0.0, *C.SCRIPTED_FIRE_INTENSITY), dtype=F32)
+"""Fire intensity of each level (index 0 unused)."""
+
+
+@kernel()
+def scripted_orders(b, i, level, team, routed, destroyed, dist, facing_cos, facing_sin, k,
+                    fire_by_level):
+    """``(move, rotate, fire)`` on the map of unit ``i`` of battle ``b`` commanded at
+    ``level``, from the unit-major state and geometry at the start of the step."""
+    n = team.shape[0]
+    nearest = F32(np.inf)
+    for j in range(n):
+        if team[j] != team[i] and not (routed[j, b] or destroyed[j, b]):
+            nearest = min(nearest, dist[i, j, b])
+    # Ties (two enemies at exactly the same range) average their bearings; like the
+    # reference NumPy code, the bearing is worked out in float64.
+    count = 0
+    for j in range(n):
+        if team[j] != team[i] and not (routed[j, b] or destroyed[j, b]) \
+                and dist[i, j, b] <= nearest:
+            count += 1
+    has_enemy = count > 0
+    weight = 1.0 / max(count, 1)
+    bearing_cos = 0.0
+    bearing_sin = 0.0
+    for j in range(n):
+        if team[j] != team[i] and not (routed[j, b] or destroyed[j, b]) \
+                and dist[i, j, b] <= nearest:
+            bearing_cos += np.float64(facing_cos[i, j, b]) * weight
+            bearing_sin += np.float64(facing_sin[i, j, b]) * weight
+    turn = 0.0
+    if level >= 2 and has_enemy:
+        turn = min(max(np.arctan2(bearing_sin, bearing_cos) * np.float64(k[K_INV_TURN_RATE]),
+                       -1.0), 1.0)
+    advance = F32(1) if level >= 3 and has_enemy and nearest > k[K_SCRIPTED_HALT] else F32(0)
+    return advance, F32(turn), fire_by_level[level]
+
+
+@kernel()
+def scripted_kernel(units, levels, team, routed, destroyed, dist, facing_cos, facing_sin, k,
+                    fire_by_level, out):
+    """Orders of the scripted ``units`` of every battle into ``out`` (B, len(units), 3)."""
+    for b in range(levels.shape[0]):
+        for slot in range(units.shape[0]):
+            out[b, slot, 0], out[b, slot, 1], out[b, slot, 2] = scripted_orders(
+                b, units[slot], levels[b], team, routed, destroyed, dist, facing_cos,
+                facing_sin, k, fire_by_level)
 
 
 def scripted_actions(state: BattleState, geometry: Geometry, units: np.ndarray,
@@ -38,26 +87,14 @@ def scripted_actions(state: BattleState, geometry: Geometry, units: np.ndarray,
     Returns:
         (B, k, 3) float32 ``[move, rotate, fire]``.
     """
-    # Unit-major (k, U, B) views, as in the engine.
-    _, _, enemy = team_layout(tuple(state.team.tolist()))
-    dist = geometry.dist.transpose(1, 2, 0)[units]
-    candidates = enemy[units] & ~(state.routed.T | state.destroyed.T)[None, :, :]
-    reach = np.where(candidates, dist, F32(np.inf))
-    to_enemy = reach.min(axis=1)
-    nearest = candidates & (reach <= to_enemy[:, None, :])
-    # Ties (two enemies at exactly the same range) average their bearings.
-    weight = nearest / np.maximum(nearest.sum(axis=1, dtype=np.int32), 1)[:, None, :]
-    bearing_cos = (geometry.facing_cos.transpose(1, 2, 0)[units] * weight).sum(axis=1)
-    bearing_sin = (geometry.facing_sin.transpose(1, 2, 0)[units] * weight).sum(axis=1)
-    has_enemy = np.isfinite(to_enemy)
+    rows, cols = state.grid_shape
+    units = np.asarray(units, dtype=np.intp)
+    out = np.empty((state.batch_size, len(units), C.ACTION_DIM), F32)
+    scripted_kernel(units, np.asarray(levels, dtype=np.int8),
+                    np.ascontiguousarray(state.team, dtype=np.int8),
+                    unit_major(state.routed), unit_major(state.destroyed),
+                    pair_major(geometry.dist), pair_major(geometry.facing_cos),
+                    pair_major(geometry.facing_sin), kernels.constants(config, rows, cols),
+                    FIRE_BY_LEVEL, out)
+    return out
 
-    level = levels.astype(np.intp)
-    bearing = np.arctan2(bearing_sin, bearing_cos)
-    turn = np.clip(bearing * F32(1 / config.max_turn_rate), -1, 1) * ((level >= 2) & has_enemy)
-    halt = F32(C.SCRIPTED_HALT_FRACTION * config.fire_range)
-    advance = (level >= 3) & has_enemy & (to_enemy > halt)
-    actions = np.empty((len(level), len(units), C.ACTION_DIM), F32)
-    actions[..., 0] = advance.T
-    actions[..., 1] = turn.T
-    actions[..., 2] = _FIRE_BY_LEVEL[level][:, None]
-    return actions

@@ -1,0 +1,120 @@
+"""One step of a batch of 1v1 duels, compiled whole: Red's scripted orders, the battle
+step, both sides' observations, Blue's reward and the episode's end, battle by battle.
+
+:class:`~envs.battalion_batch.BattalionBatch` calls :func:`duel_step` once a step, so
+a single env's step is this kernel plus a thin Python shell. Each part is the
+per-battle kernel of its own module (:func:`envs.sim.scripted.scripted_orders`,
+:func:`envs.sim.kernels.step_battles`, :func:`envs.observation.duel_observe`,
+:func:`envs.reward.side_reward`); this module only strings them together.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from envs.observation import duel_observe
+from envs.reward import side_reward
+from envs.sim import kernels
+from envs.sim.jit import kernel
+from envs.sim.kernels import (
+    F_DESTROYED,
+    F_ROUTED,
+    P_DIST,
+    P_DX,
+    P_DY,
+    P_FACING_COS,
+    P_FACING_SIN,
+    U_COS,
+    U_COVER,
+    U_DEALT,
+    U_ELEVATION,
+    U_MORALE,
+    U_READINESS,
+    U_SIN,
+    U_STRENGTH,
+    U_TAKEN,
+    U_VOLLEY,
+    U_X,
+    U_Y,
+    step_battles,
+    step_scratch,
+)
+from envs.sim.scripted import scripted_orders
+
+RED = 1
+BLUE_ONLY = np.zeros(1, np.int8)
+"""The sides whose reward the duel computes: Blue's."""
+
+
+@kernel()
+def duel_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
+                 step, key, team, patches, cover_map, orders, ground0, cover0, known, k,
+                 samples, low, high, dist0, facing_cos0, facing_sin0, levels, scripted,
+                 fire_by_level, weights, mirror, max_steps, units, flags, pairs, los, target,
+                 observation, values, total, ends, scratch):
+    """Duels ``lo`` to ``hi - 1``: where ``scripted``, Red's orders (written into
+    ``orders``) come from its level's script; then the step (into the output blocks of
+    :func:`envs.sim.kernels.step_battles`), both observations into ``observation`` (2, B,
+    OBS_DIM), Blue's reward into ``values`` (10, B) and ``total`` (B,), and whether the
+    duel terminated or was cut off into ``ends`` (2, B)."""
+    for b in range(lo, hi):
+        if scripted[b]:
+            orders[0, RED, b], orders[1, RED, b], orders[2, RED, b] = scripted_orders(
+                b, RED, levels[b], team, routed0, destroyed0, dist0, facing_cos0, facing_sin0,
+                k, fire_by_level)
+    step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
+                 step, key, team, patches, cover_map, orders, ground0, cover0, known, k, samples,
+                 low, high, units, flags, pairs, los, target, scratch)
+    x, y, cos_h, sin_h = units[U_X], units[U_Y], units[U_COS], units[U_SIN]
+    strength, morale, readiness = units[U_STRENGTH], units[U_MORALE], units[U_READINESS]
+    elevation, cover = units[U_ELEVATION], units[U_COVER]
+    dealt, taken, volley = units[U_DEALT], units[U_TAKEN], units[U_VOLLEY]
+    dx, dy, dist = pairs[P_DX], pairs[P_DY], pairs[P_DIST]
+    facing_cos, facing_sin = pairs[P_FACING_COS], pairs[P_FACING_SIN]
+    routed, destroyed = flags[F_ROUTED], flags[F_DESTROYED]
+    for b in range(lo, hi):
+        duel_observe(b, x, y, cos_h, sin_h, strength, morale, readiness, step[b] + 1,
+                     elevation, cover, dx, dy, dist, facing_cos, facing_sin, los, k, mirror,
+                     observation)
+        side_reward(b, team, BLUE_ONLY, weights, k, routed0, destroyed0, routed, destroyed,
+                    strength, dist0, dist, dealt, taken, volley, values, total)
+        over = routed[0, b] or destroyed[0, b] or routed[1, b] or destroyed[1, b]
+        ends[0, b] = over
+        ends[1, b] = not over and step[b] + 1 >= max_steps
+
+
+@kernel()
+def duel_step(x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0, step, key,
+              team, patches, cover_map, orders, ground0, cover0, known, k, samples, low, high,
+              dist0, facing_cos0, facing_sin0, levels, scripted, fire_by_level, weights, mirror,
+              max_steps, units, flags, pairs, los, target, observation, values, total, ends):
+    """:func:`duel_battles` over the whole batch, on one thread."""
+    duel_battles(0, x0.shape[1], x0, y0, theta0, strength0, morale0, readiness0, routed0,
+                 destroyed0, step, key, team, patches, cover_map, orders, ground0, cover0, known,
+                 k, samples, low, high, dist0, facing_cos0, facing_sin0, levels, scripted,
+                 fire_by_level, weights, mirror, max_steps, units, flags, pairs, los, target,
+                 observation, values, total, ends, step_scratch(x0.shape[0]))
+
+
+@kernel(parallel=True)
+def duel_step_parallel(x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
+                       step, key, team, patches, cover_map, orders, ground0, cover0, known, k,
+                       samples, low, high, dist0, facing_cos0, facing_sin0, levels, scripted,
+                       fire_by_level, weights, mirror, max_steps, units, flags, pairs, los,
+                       target, observation, values, total, ends):
+    """:func:`duel_step` in :data:`~envs.sim.kernels.CHUNKS` chunks over Numba's threads."""
+    batch = x0.shape[1]
+    chunks = min(batch, kernels.CHUNKS)
+    for c in prange(chunks):
+        duel_battles(c * batch // chunks, (c + 1) * batch // chunks, x0, y0, theta0, strength0,
+                     morale0, readiness0, routed0, destroyed0, step, key, team, patches,
+                     cover_map, orders, ground0, cover0, known, k, samples, low, high, dist0,
+                     facing_cos0, facing_sin0, levels, scripted, fire_by_level, weights, mirror,
+                     max_steps, units, flags, pairs, los, target, observation, values, total,
+                     ends, step_scratch(x0.shape[0]))
+
+
+def duel_step_kernel(batch: int):
+    """The kernel for ``batch`` duels: on every Numba thread when the batch is large."""
+    return duel_step_parallel if batch >= kernels.PARALLEL_MIN_BATTLES else duel_step

@@ -1,0 +1,67 @@
+"""How the simulator's kernels are compiled: one decorator, and a cache that never goes stale.
+
+Every compiled function of the package is declared with :func:`kernel`, Numba's
+``njit`` with the on-disk cache on: the first process compiles (a few seconds per
+module) and every later one loads the machine code from ``__pycache__`` (or
+``NUMBA_CACHE_DIR``).
+
+Numba keys a function's cache to its own source file only, but a kernel compiles the
+kernels it calls (from other files) into itself: edit a callee and a caller's cache
+would silently keep the old code. So every kernel's cache is keyed to the digest of
+all of :data:`KERNEL_SOURCES` together: any edit to any of them recompiles them all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from pathlib import Path
+
+from numba import njit
+
+_ENVS = Path(__file__).resolve().parent.parent
+
+KERNEL_SOURCES = ("sim/random.py", "sim/kernels.py", "sim/scripted.py", "observation.py", "reward.py",
+                  "multi_observation.py", "duel_step.py", "team_step.py")
+"""The files (relative to the ``envs`` package) that define kernels; :func:`kernel`
+refuses a function from any other file, so none can be left out of the digest."""
+
+
+def _sources_digest() -> str:
+    digest = hashlib.sha256()
+    for name in KERNEL_SOURCES:
+        path = _ENVS / name
+        digest.update(name.encode())
+        digest.update(path.read_bytes() if path.exists() else b"")
+    return digest.hexdigest()
+
+
+SOURCES_DIGEST = _sources_digest()
+
+
+def kernel(**options):
+    """``numba.njit(cache=True, error_model="numpy", **options)`` with the cache keyed to
+    :data:`SOURCES_DIGEST`. NumPy's error model divides by zero as NumPy does (inf or
+    nan, no exception), which spares every float division a branch; the kernels guard
+    their divisors where it matters.
+
+    Raises:
+        ValueError: for a function defined outside :data:`KERNEL_SOURCES`.
+    """
+    def compile_(function):
+        source = Path(inspect.getfile(function)).resolve()
+        if not source.is_relative_to(_ENVS) or \
+                source.relative_to(_ENVS).as_posix() not in KERNEL_SOURCES:
+            raise ValueError(f"kernel {function.__qualname__} is defined in {source}: expected "
+                             f"one of envs/{{{', '.join(KERNEL_SOURCES)}}}")
+        dispatcher = njit(cache=True, error_model="numpy", **options)(function)
+        # Numba compares this stamp with the one saved in the cache index on load
+        # (numba==0.68.1 keeps it here); a mismatch recompiles and overwrites the entry.
+        index = dispatcher._cache._cache_file
+        index._source_stamp = (index._source_stamp, SOURCES_DIGEST)
+        return dispatcher
+
+    return compile_
+
+
+__all__ = ["KERNEL_SOURCES", "SOURCES_DIGEST", "kernel"]
