@@ -2,7 +2,10 @@
 
 Rows: ``BattalionEnv`` (one Gymnasium duel), ``BattalionVecEnv`` (batches of duels),
 ``MultiBattalionEnv`` (one 2v2 PettingZoo battle) and the batched multi env
-(:class:`~envs.multi_battalion_batch.MultiBattalionBatch`) at 2v2, 4v4 and 6v6.
+(:class:`~envs.multi_battalion_batch.MultiBattalionBatch`) at 2v2, 4v4, 6v6 and 8v8.
+Then the start-up cost of the compiled kernels: a fresh process importing the envs
+and stepping each once, with an empty Numba cache (cold: everything compiles) and
+with the cache the first run left (warm).
 Blue plays pre-drawn random actions against scripted L5 on random terrain, so
 battles end and restart at realistic rates. Each configuration is timed for a
 fixed wall-clock slice several times and the best slice is reported (the
@@ -16,7 +19,11 @@ Usage::
 
 from __future__ import annotations
 
+import os
 import platform
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -31,7 +38,7 @@ from envs.vec_env import BattalionVecEnv
 
 BATCH_SIZES = (8, 64, 1024, 4096)
 TEAM_BATCH = 1024
-TEAM_SIZES = ((2, 2), (4, 4), (6, 6))
+TEAM_SIZES = ((2, 2), (4, 4), (6, 6), (8, 8))
 RED_LEVEL = 5
 
 
@@ -128,6 +135,32 @@ def time_calls(step, seconds: float) -> float:
     return count / (time.perf_counter() - start)
 
 
+START_UP = """
+import time
+start = time.perf_counter()
+from benchmarks.sim_throughput import team_batch_stepper, team_single_stepper, time_single
+from benchmarks.sim_throughput import time_vec
+time_single(0.0); time_vec(8, 0.0, False); time_vec(1024, 0.0, False)
+team_single_stepper(1)(); team_batch_stepper(8, 2, 2)(); team_batch_stepper(1024, 2, 2)()
+print(time.perf_counter() - start)
+"""
+"""Imports the envs and steps each kind once, serial and parallel kernels alike."""
+
+
+def start_up_seconds() -> tuple[float, float]:
+    """Seconds a fresh process takes to import and first step every env, with an empty
+    Numba cache and then with the cache that run wrote."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+
+        def run() -> float:
+            done = subprocess.run([sys.executable, "-c", START_UP], env=env, check=True,
+                                  capture_output=True, text=True)
+            return float(done.stdout.split()[-1])
+
+        return run(), run()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argument_parser(__doc__, __spec__.name)
     parser.add_argument("--seconds", type=float, default=2.0, help="length of one timed slice")
@@ -158,6 +191,12 @@ def main(argv: list[str] | None = None) -> None:
     for name, n, rate, infos in rows:
         infos_cell = "" if infos is None else f"{infos:,.0f}"
         print(f"| {name} | {n} | {rate:,.0f} | {rate / single:,.1f} | {infos_cell} |")
+    cold, warm = start_up_seconds()
+    print()
+    print("| start-up (import, first step of every env) | seconds |")
+    print("|---|---:|")
+    print(f"| cold (empty Numba cache: compiles every kernel) | {cold:.1f} |")
+    print(f"| warm (the cache the cold run wrote) | {warm:.1f} |")
 
 
 if __name__ == "__main__":

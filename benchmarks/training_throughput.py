@@ -1,5 +1,7 @@
 """Whole-training throughput, and where the time goes: the duel's PPO run (as
-``learn_v1.py`` trains it) and MAPPO on 2v2 battles (as ``mappo_2v2.py`` does), shortened.
+``learn_v1.py`` trains it, warm start included) and MAPPO on 2v2 battles (as
+``mappo_2v2.py`` does, without the warm start, so all of it is rollouts and updates),
+shortened.
 
 Each run is timed as it is, then run again under ``cProfile``
 to split its time into what the simulator costs (env steps, resets and scripted
@@ -41,8 +43,10 @@ DUEL_PARTS = {
 TEAM_PARTS = {
     "simulator (MultiBattalionBatch: steps, scripted Red, restarts)": (
         "multi_battalion_batch.py", None),
-    "rollout (collect, including the simulator)": ("trainer.py", "collect_rollout"),
-    "MAPPO update": ("trainer.py", "learn_from"),
+    "rollouts (collect, simulator included)": ("mappo/rollout.py", "collect"),
+    "MAPPO update": ("mappo/update.py", "update"),
+    "warm start (imitating the doctrine, its battles included)": ("mappo/warm_start.py",
+                                                                  None),
 }
 
 
@@ -105,10 +109,11 @@ def main(argv: list[str] | None = None) -> None:
         return lambda: train_mappo(MAPPOConfig(
             total_timesteps=steps, n_envs=256, eval_freq=10**9, checkpoint_freq=10**9,
             checkpoint_dir=str(folder / "ck"), log_dir=str(folder / "logs"),
-            elo_registry_path=str(folder / "elo.json"), enable_wandb=False, progress_bar=False))
+            elo_registry_path=str(folder / "elo.json"), enable_wandb=False, progress_bar=False,
+            warm_start_doctrine=None))
 
     seconds, result = timed(team())
-    report("MAPPO 2v2 with the default config, 256 battles (mappo_2v2.py's run)",
+    report("MAPPO 2v2, 256 battles, rollouts and updates only (no warm start)",
            result.total_steps, seconds, team, TEAM_PARTS)
     fps = np.mean([h["time/fps"] for h in result.history])
     rollout = np.mean([h["time/rollout_fps"] for h in result.history])

@@ -127,7 +127,7 @@ class DuelStep:
 
 
 class BattalionBatch:
-    """``n_battles`` independent 1v1 battles stepped as one NumPy batch.
+    """``n_battles`` independent 1v1 battles stepped as one batch.
 
     Args:
         n_battles: number of battles (>= 1).

@@ -1,4 +1,4 @@
-"""A batch of N-vs-M battles stepped as one NumPy batch, every battalion commanded
+"""A batch of N-vs-M battles stepped as one batch, every battalion commanded
 from outside. :class:`~envs.multi_battalion_env.MultiBattalionEnv` (PettingZoo) is
 a batch of one of these; MAPPO training steps hundreds at once.
 
@@ -8,7 +8,7 @@ in the fight: the other wins, or both at once: a draw), or is cut off at
 ``max_steps``. The reward is its side's (a team reward, shared by the side's
 battalions in the fight), weighted by :class:`~envs.reward.RewardWeights`; its
 components are listed in :mod:`envs.reward` and computed by
-:func:`~envs.reward.side_rewards`, the function that computes the 1v1 duel's, so
+:func:`~envs.reward.side_reward`, the kernel that computes the 1v1 duel's, so
 with one battalion a side this is the duel's reward.
 """
 
@@ -25,19 +25,22 @@ import numpy as np
 from envs.battalion_batch import check_battle_setup
 from envs.episodes import EpisodeChains
 from envs.multi_observation import (
+    OBS_DIM,
     ROTATE_SIGN,
+    STATE_DIM,
     FogReports,
     battalion_observations,
     critic_states,
     global_states,
     sightings,
 )
-from envs.reward import RewardComponents, RewardWeights, SideLayout, side_rewards, side_won
-from envs.sim import engine
+from envs.reward import COMPONENTS, RewardComponents, RewardWeights
+from envs.sim import engine, kernels
 from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
 from envs.sim.constants import ACTION_DIM
 from envs.sim.deploy import deploy, terrain_grid_shape
+from envs.sim.engine import pair_major
 from envs.sim.scripted import scripted_actions
 from envs.sim.state import BattleState
 from envs.sim.terrain import TerrainMap
@@ -49,6 +52,7 @@ from envs.sim.validation import (
     check_positive,
     check_scripted_levels,
 )
+from envs.team_step import team_step_kernel
 
 F32 = np.float32
 BLUE, RED = 0, 1
@@ -110,7 +114,7 @@ class TeamStep:
 
 
 class MultiBattalionBatch:
-    """``n_battles`` independent N-vs-M battles stepped as one NumPy batch.
+    """``n_battles`` independent N-vs-M battles stepped as one batch.
 
     Args:
         n_battles: number of battles (>= 1, and few enough to fit in memory:
@@ -138,11 +142,13 @@ class MultiBattalionBatch:
                                             randomize_terrain) and terrain is None
         self.reward_weights = reward_weights or RewardWeights()
         self._weight_vector = self.reward_weights.as_array()
-        self._inverse_diagonal = F32(1 / config.diagonal)
         self.team = np.array([BLUE] * self.n_blue + [RED] * self.n_red, dtype=np.int8)
         self.n_units = len(self.team)
-        self._sides = SideLayout.of(self.team)
         rows, cols = terrain_grid_shape(terrain, self.randomize_terrain)
+        # The team step reads the battle model's constants on this grid and the
+        # observations' visibility radius after them.
+        self._constants = np.append(kernels.constants(config, rows, cols),
+                                    F32(self.visibility_radius))
         self.state = BattleState.empty(self.n_battles, self.team, rows, cols)
         self.reports = FogReports.empty(self.n_units, self.n_battles)
         self.geometry: engine.Geometry | None = None
@@ -154,6 +160,7 @@ class MultiBattalionBatch:
         # Orders come in each side's own frame (Red's is mirrored): the real-map
         # rotate sign of every unit.
         self._rotate_sign = ROTATE_SIGN[self.team]
+        self._orders = np.zeros((ACTION_DIM, self.n_units, self.n_battles), F32)
 
     # --- episodes -----------------------------------------------------------------
 
@@ -330,32 +337,34 @@ class MultiBattalionBatch:
         self._require_reset()
         actions = check_action_array("actions", actions,
                                      (self.n_battles, self.n_units, ACTION_DIM))
-        on_map = actions.copy()
-        on_map[:, :, 1] *= self._rotate_sign
         before, geometry_before = self.state, self.geometry
-        state, events = engine.step(before, on_map, self.config, geometry_before)
-        geometry = events.geometry
-        self.state, self.geometry, self.last_events = state, geometry, events
-        self._observe(state, geometry, self.reports)
-
-        acted = before.active
-        out = ~state.active
-        defeated = state.team_defeated()
-        decided = defeated.any(axis=1)
-        cut_off = ~decided & (state.step >= self.config.max_steps)
-        terminated = acted & (out | decided[:, None])
-        truncated = acted & ~terminated & cut_off[:, None]
-        won = side_won(defeated.T)
-        winner = np.full(self.n_battles, -1, np.int8)
-        winner[won[BLUE]] = BLUE
-        winner[won[RED]] = RED
-
-        components = side_rewards(self._weight_vector, self._sides, before, geometry_before,
-                                  state, events, self.config)
-        team_total = components.total.reshape(2, self.n_battles)
-        reward = team_total[self.team].T * acted
-        return TeamStep(self._observation, self._global_state, self.team, reward.astype(F32), acted,
-                        terminated, truncated, decided | cut_off, winner, components,
+        n, units = self.n_battles, self.n_units
+        blocks = engine.StepBlocks.allocate(n, units)
+        new_step = before.step + 1
+        observation = np.empty((n, units, OBS_DIM), F32)
+        global_state = np.empty((2, n, STATE_DIM), F32)
+        values = np.empty((len(COMPONENTS), 2 * n), F32)
+        total = np.empty(2 * n, F32)
+        reward = np.empty((n, units), F32)
+        acted, terminated, truncated = np.empty((3, n, units), bool)
+        battle_over = np.empty(n, bool)
+        winner = np.empty(n, np.int8)
+        if self._orders.shape[2] != n:  # split or joined since the last step
+            self._orders = np.zeros((ACTION_DIM, units, n), F32)
+        team_step_kernel(n)(
+            actions, self._rotate_sign,
+            *engine.step_inputs(before, self.config, geometry_before, self._orders,
+                                self._constants),
+            pair_major(geometry_before.dist), new_step, self.reports.values,
+            self.reports.in_fight, self.reports.seen_step, self._weight_vector,
+            self.config.max_steps, *blocks.arrays(), observation, global_state, values, total,
+            reward, acted, terminated, truncated, battle_over, winner)
+        state, events = blocks.views(before)
+        self.state, self.geometry, self.last_events = state, events.geometry, events
+        self._observation, self._global_state = observation, global_state
+        self._critic_state = None
+        return TeamStep(observation, global_state, self.team, reward, acted, terminated,
+                        truncated, battle_over, winner, RewardComponents(values, total),
                         events.damage_dealt, events.damage_taken)
 
 

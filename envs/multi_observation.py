@@ -39,6 +39,14 @@ battle: :data:`MAX_TEAM_SIZE` slots of its own battalions, then as many of the
 enemy's, then the time. The critic of battalion ``i`` reads ``i``'s observation
 followed by its side's global state (:func:`critic_states`), the "agent-specific
 global state" that MAPPO works best with.
+
+**Compiled.** Sight, reports, observations and global states are computed by Numba
+kernels looping over battles, then battalions: :func:`observe_battle` does one battle
+(the fused team step calls it right after stepping that battle), :func:`observe` a
+whole batch. They compute the float32 operations, in the same order, of the NumPy
+implementation they replaced (kept as the tests' reference in
+``tests/envs_kernels/reference_team_observation.py``); only the power in the hit chance
+may round differently in the last bit, as in :mod:`envs.sim.kernels`.
 """
 
 from __future__ import annotations
@@ -47,13 +55,27 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from numba import prange
 
 from envs.observation import MIRROR_NEGATED as DUEL_MIRROR_NEGATED
 from envs.observation import OBS_DIM as DUEL_OBS_DIM
 from envs.observation import OBSERVATION_FEATURES as DUEL_FEATURES
-from envs.observation import ROTATE_SIGN
+from envs.observation import ROTATE_SIGN, _unit_interval
+from envs.sim import kernels
 from envs.sim.config import BattleConfig
-from envs.sim.engine import Geometry, hit_chance, team_layout
+from envs.sim.engine import Geometry, _team, pair_major, unit_major
+from envs.sim.jit import kernel
+from envs.sim.kernels import (
+    CHUNKS,
+    K_COS_FIRE_ARC,
+    K_INV_DIAGONAL,
+    K_INV_FIRE_RANGE,
+    K_INV_HEIGHT,
+    K_INV_MAX_STEPS,
+    K_INV_WIDTH,
+    PARALLEL_MIN_BATTLES,
+    hit_chance,
+)
 from envs.sim.state import BattleState
 
 F32 = np.float32
@@ -157,62 +179,15 @@ class FogReports:
     def refresh(self, state: BattleState, geometry: Geometry, sees: np.ndarray,
                 battles: np.ndarray | slice = slice(None)) -> None:
         """Overwrite the reports of what each side ``sees`` ((2, U, b) for ``battles``)."""
-        live = np.stack([state.x.T, state.y.T, geometry.heading_cos.T, geometry.heading_sin.T,
-                         state.strength.T, state.morale.T, state.readiness.T,
-                         geometry.elevation.T, geometry.cover.T])[:, None]
-        in_fight = (~(state.routed | state.destroyed)).T[None]
-        step = np.broadcast_to(state.step, sees.shape)
-        if isinstance(battles, slice) and battles == slice(None):
-            np.copyto(self.values, live, where=sees[None])
-            np.copyto(self.in_fight, in_fight, where=sees)
-            np.copyto(self.seen_step, step, where=sees)
-            return
-        for array, new, mask in ((self.values, live, sees[None]),
-                                 (self.in_fight, in_fight, sees), (self.seen_step, step, sees)):
-            part = array[..., battles]
-            np.copyto(part, new, where=mask)
-            array[..., battles] = part
-
-
-@lru_cache(maxsize=64)
-def _layout(team: tuple[int, ...]):
-    """Index tables for a team layout (cached: layouts are few and fixed)."""
-    team_arr = np.array(team, dtype=np.intp)
-    n_units = len(team)
-    _, _, enemy = team_layout(team)
-    ally = ~enemy & ~np.eye(n_units, dtype=bool)[:, :, None]
-    own_side = np.stack([team_arr == side for side in (0, 1)])[:, :, None]  # (2, U, 1)
-    # Global-state slot order per side: own units padded to MAX_TEAM_SIZE, then the
-    # enemy's; index n_units is a row of zeros.
-    order = np.full((2, 2 * MAX_TEAM_SIZE), n_units, dtype=np.intp)
-    for side in (0, 1):
-        own = np.flatnonzero(team_arr == side)[:MAX_TEAM_SIZE]
-        other = np.flatnonzero(team_arr != side)[:MAX_TEAM_SIZE]
-        order[side, :len(own)] = own
-        order[side, MAX_TEAM_SIZE:MAX_TEAM_SIZE + len(other)] = other
-    for array in (team_arr, ally, own_side, order):
-        array.flags.writeable = False
-    return team_arr, enemy, ally, own_side, order
-
-
-@lru_cache(maxsize=16)
-def _row_offsets(n_units: int, batch: int) -> np.ndarray:
-    """(U, 1, B) flat offset of row ``i``, battle ``b`` in a (U, U, B) array."""
-    offsets = (np.arange(n_units)[:, None, None] * (n_units * batch)
-               + np.arange(batch)[None, None, :])
-    offsets.flags.writeable = False
-    return offsets
+        targets = np.arange(self.seen_step.shape[-1])[battles]
+        refresh_kernel(*_unit_arrays(state, geometry), np.ascontiguousarray(sees), targets,
+                       self.values, self.in_fight, self.seen_step)
 
 
 def sightings(state: BattleState, geometry: Geometry, visibility_radius: float) -> np.ndarray:
     """(2, U, B): whether each side sees each battalion now (its own always)."""
-    _, _, _, own_side, _ = _layout(tuple(state.team.tolist()))
-    dist = geometry.dist.transpose(1, 2, 0)
-    los = geometry.los.transpose(1, 2, 0)
-    observer = (~(state.routed | state.destroyed)).T[:, None, :]
-    in_sight = (dist <= F32(visibility_radius)) & los & observer  # (observer, target, B)
-    sees = np.stack([in_sight[state.team == side].any(axis=0) for side in (0, 1)])
-    return sees | own_side
+    return sightings_kernel(*_unit_arrays(state, geometry), pair_major(geometry.dist),
+                            pair_major(geometry.los), F32(visibility_radius))
 
 
 def battalion_observations(state: BattleState, geometry: Geometry, reports: FogReports,
@@ -229,109 +204,11 @@ def battalion_observations(state: BattleState, geometry: Geometry, reports: FogR
     Returns:
         (B, U, OBS_DIM) float32, C-contiguous.
     """
-    k = config.f32
-    one = F32(1)
-    team, enemy, ally, _, _ = _layout(tuple(state.team.tolist()))
-    in_fight = (~(state.routed | state.destroyed)).T
-    x, y = state.x.T, state.y.T
-    hc, hs = geometry.heading_cos.T, geometry.heading_sin.T
-
-    # What battalion i's side believes about battalion j: (i, j, B) arrays.
-    rx, ry, rc, rs, strength, morale, readiness, elevation, cover = reports.values[:, team]
-    believed = reports.in_fight[team]
-    visible = sees[team]
-    age = np.minimum((state.step - reports.seen_step[team]).astype(F32)
-                     * F32(1 / config.max_steps), one)
-
-    dx = rx - x[:, None, :]
-    dy = ry - y[:, None, :]
-    dist = np.sqrt(dx * dx + dy * dy)
-    inv = one / np.maximum(dist, F32(1e-3))
-    ch, sh = hc[:, None, :], hs[:, None, :]
-    rel_cos = np.minimum(np.maximum((dx * ch + dy * sh) * inv, -one), one)
-    rel_sin = np.minimum(np.maximum((dy * ch - dx * sh) * inv, -one), one)
-    front_cos = np.minimum(np.maximum((-dx * rc - dy * rs) * inv, -one), one)
-    front_sin = np.minimum(np.maximum((dx * rs - dy * rc) * inv, -one), one)
-    los = (geometry.los.transpose(1, 2, 0) & visible).astype(F32)
-    reach = hit_chance(dist, config) * los
-    own_hit = reach * (rel_cos > k.cos_fire_arc)
-    their_hit = reach * (front_cos > k.cos_fire_arc)
-    pairwise = np.stack([
-        np.minimum(dist * F32(1 / config.diagonal), one),
-        np.minimum(np.maximum(dx * inv, -one), one), np.minimum(np.maximum(dy * inv, -one), one),
-        strength, morale, elevation, cover, los, readiness, rel_cos, rel_sin, front_cos,
-        front_sin, own_hit, their_hit, _allies_best(own_hit, ally, in_fight),
-        visible.astype(F32), age,
-        np.minimum(np.maximum(rc * ch + rs * sh, -one), one),
-        np.minimum(np.maximum(rs * ch - rc * sh, -one), one),
-    ])
-    (DIST, BEAR_COS, BEAR_SIN, STR, MOR, ELEV, COVER, LOS, READY, REL_COS, REL_SIN, FRONT_COS,
-     FRONT_SIN, OWN_HIT, THEIR_HIT, ALLIES_HIT, VISIBLE, AGE, HEAD_COS,
-     HEAD_SIN) = range(len(pairwise))
-
-    # Nearest first: enemies believed in the fight by reported distance (the first is
-    # the focus), allies in the fight by distance.
-    inf = F32(np.inf)
-    enemy_range = np.where(enemy & believed, dist, inf)
-    ally_range = np.where(ally & in_fight[None, :, :], dist, inf)
-    n_enemy = min(ENEMY_SLOTS + 1, enemy_range.shape[1])
-    n_ally = min(ALLY_SLOTS, ally_range.shape[1])
-    enemy_order = np.argsort(enemy_range, axis=1, kind="stable")[:, :n_enemy]
-    ally_order = np.argsort(ally_range, axis=1, kind="stable")[:, :n_ally]
-    # One flat gather for both orderings (faster than take_along_axis's fancy indexing).
-    n_units, batch = x.shape
-    flat = _row_offsets(n_units, batch) + np.concatenate([enemy_order, ally_order], axis=1) * batch
-    gathered = np.take(pairwise.reshape(len(pairwise), -1), flat, axis=1)
-    ranges = np.take(np.stack([enemy_range, ally_range]).reshape(2, -1), flat, axis=1)
-    enemy_present = np.isfinite(ranges[0, :, :n_enemy])
-    ally_present = np.isfinite(ranges[1, :, n_enemy:])
-    enemies = gathered[:, :, :n_enemy] * enemy_present[None]
-    allies = gathered[:, :, n_enemy:] * ally_present[None]
-
-    focus = enemies[:, :, 0]  # (feature, i, B)
-    time_fraction = np.broadcast_to(
-        np.minimum(state.step.astype(F32) * F32(1 / config.max_steps), one), x.shape)
-    duel = np.stack([
-        x * (one / k.map_width), y * (one / k.map_height), hc, hs, state.strength.T,
-        state.morale.T, focus[DIST], focus[BEAR_COS], focus[BEAR_SIN], focus[STR], focus[MOR],
-        time_fraction, geometry.elevation.T, geometry.cover.T, focus[ELEV], focus[COVER],
-        focus[LOS], state.readiness.T, focus[READY], focus[REL_COS], focus[REL_SIN],
-        focus[FRONT_COS], focus[FRONT_SIN], focus[OWN_HIT], focus[THEIR_HIT],
-        focus[VISIBLE], focus[AGE], focus[ALLIES_HIT]])
-
-    ally_rows = (DIST, REL_COS, REL_SIN, HEAD_COS, HEAD_SIN, STR, MOR, READY)
-    enemy_rows = (VISIBLE, AGE, DIST, REL_COS, REL_SIN, FRONT_COS, FRONT_SIN, STR, MOR, READY,
-                  OWN_HIT, ALLIES_HIT)
-    ally_block = np.zeros((len(ALLY_FEATURES), ALLY_SLOTS) + x.shape, F32)
-    ally_block[0, :n_ally] = ally_present.transpose(1, 0, 2)
-    ally_block[1:, :n_ally] = allies[list(ally_rows)].transpose(0, 2, 1, 3)
-    enemy_block = np.zeros((len(ENEMY_FEATURES), ENEMY_SLOTS) + x.shape, F32)
-    others = n_enemy - 1
-    enemy_block[0, :others] = enemy_present[:, 1:].transpose(1, 0, 2)
-    enemy_block[1:, :others] = enemies[list(enemy_rows)][:, :, 1:].transpose(0, 2, 1, 3)
-
-    scale = F32(1 / MAX_TEAM_SIZE)
-    own_count = (ally_range < inf).sum(axis=1, dtype=np.int32) + in_fight
-    enemy_count = enemy_present.sum(axis=1, dtype=np.int32)
-    team_block = np.minimum(np.stack([own_count, enemy_count]).astype(F32) * scale, one)
-
-    # Feature-major blocks -> (B, U, OBS_DIM) with the features contiguous.
-    features = np.concatenate([  # all float32: a float64 block would promote the lot
-        duel,
-        ally_block.transpose(1, 0, 2, 3).reshape(-1, *x.shape),
-        enemy_block.transpose(1, 0, 2, 3).reshape(-1, *x.shape),
-        team_block], axis=0)
-    observations = np.ascontiguousarray(features.transpose(2, 1, 0))
-    red = team == 1
-    observations[:, red] = observations[:, red] * _OBS_MIRROR_SIGN + _OBS_MIRROR_OFFSET
-    return observations
-
-
-def _allies_best(own_hit: np.ndarray, ally: np.ndarray, in_fight: np.ndarray) -> np.ndarray:
-    """(i, j, B): the best hit chance on j of any ally of i in the fight."""
-    # Allies share their side's reports, so ally a's view of j is own_hit[a, j].
-    engaged = own_hit[None, :, :, :] * (ally & in_fight[None, :, :])[:, :, None, :]
-    return engaged.max(axis=1)
+    # ``sees`` is given, so the constants' visibility radius is never read.
+    return observations_kernel(*_unit_arrays(state, geometry), pair_major(geometry.los),
+                               reports.values, reports.in_fight, reports.seen_step,
+                               np.ascontiguousarray(sees),
+                               observation_constants(config, np.inf, *state.grid_shape))
 
 
 def global_states(state: BattleState, geometry: Geometry, config: BattleConfig) -> np.ndarray:
@@ -339,25 +216,39 @@ def global_states(state: BattleState, geometry: Geometry, config: BattleConfig) 
 
     Row 0 is Blue's view (Blue's battalions first), row 1 Red's.
     """
-    k = config.f32
-    one = F32(1)
-    _, _, _, _, order = _layout(tuple(state.team.tolist()))
-    in_fight = (~(state.routed | state.destroyed)).T
-    units = np.stack([
-        np.ones_like(state.x.T), state.x.T * (one / k.map_width),
-        state.y.T * (one / k.map_height), geometry.heading_cos.T, geometry.heading_sin.T,
-        state.strength.T, state.morale.T, state.readiness.T]) * in_fight
-    padded = np.concatenate([units, np.zeros(units.shape[:1] + (1,) + units.shape[2:], F32)],
-                            axis=1)
-    slots = padded[:, order]  # (feature, side, slot, B)
+    # No sight is involved: the constants' visibility radius is never read.
+    return global_states_kernel(*_unit_arrays(state, geometry),
+                                observation_constants(config, np.inf, *state.grid_shape))
+
+
+def observe(state: BattleState, geometry: Geometry, reports: FogReports,
+            visibility_radius: float, config: BattleConfig, *,
+            reveal_all: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`sightings`, :meth:`FogReports.refresh`, :func:`battalion_observations` and
+    :func:`global_states` in one compiled pass over the batch (on every Numba thread for
+    :data:`envs.sim.kernels.PARALLEL_MIN_BATTLES` battles or more).
+
+    Args:
+        state: the batch, after the step.
+        geometry: :func:`envs.sim.engine.sense` of ``state``.
+        reports: each side's reports, refreshed in place with what it sees now.
+        visibility_radius: how far a battalion sees, in metres.
+        config: the battle model's parameters.
+        reveal_all: refresh every report, seen or not (at deployment: the armies have
+            scouted each other). The observations' ``visible`` flags stay what is in
+            sight now.
+
+    Returns:
+        The (B, U, OBS_DIM) observations and the (2, B, STATE_DIM) global states.
+    """
     batch = state.batch_size
-    out = np.empty((2, batch, STATE_DIM), F32)
-    out[:, :, :-1] = slots.transpose(1, 3, 2, 0).reshape(2, batch, -1)
-    out[:, :, -1] = np.minimum(state.step.astype(F32) * F32(1 / config.max_steps), one)
-    # Red's view, mirrored; an empty slot's x stays 0 (x -> in_fight - x).
-    out[1] *= _STATE_MIRROR_SIGN
-    out[1][:, _STATE_X] += out[1][:, _STATE_PRESENT]
-    return out
+    obs = np.empty((batch, state.n_units, OBS_DIM), F32)
+    states = np.empty((2, batch, STATE_DIM), F32)
+    chosen = observe_kernel_parallel if batch >= PARALLEL_MIN_BATTLES else observe_kernel
+    chosen(*_unit_arrays(state, geometry), pair_major(geometry.dist), pair_major(geometry.los),
+           reports.values, reports.in_fight, reports.seen_step, bool(reveal_all),
+           observation_constants(config, visibility_radius, *state.grid_shape), obs, states)
+    return obs, states
 
 
 def critic_states(observations: np.ndarray, states: np.ndarray, team: np.ndarray) -> np.ndarray:
@@ -369,10 +260,463 @@ def critic_states(observations: np.ndarray, states: np.ndarray, team: np.ndarray
     return out
 
 
+def _unit_arrays(state: BattleState, geometry: Geometry) -> tuple[np.ndarray, ...]:
+    """The leading arguments of every kernel below, unit-major and C-contiguous (views of
+    the engine's arrays, which are laid out so): x, y, heading cosine and sine, strength,
+    morale, readiness, routed, destroyed, step, team, ground elevation and cover."""
+    return (*(unit_major(a) for a in (
+        state.x, state.y, geometry.heading_cos, geometry.heading_sin, state.strength,
+        state.morale, state.readiness, state.routed, state.destroyed)),
+        np.ascontiguousarray(state.step, np.int32), _team(state),
+        unit_major(geometry.elevation), unit_major(geometry.cover))
+
+
+# --- the kernels ----------------------------------------------------------------------
+#
+# Per battle: which battalions each side sees (_sight), the reports refreshed with them
+# (_refresh), what each battalion i believes about each other battalion j (_believe,
+# from i's side's reports, seen from i), then i's observation: the others ordered
+# nearest first and written into the slots (_write_observations); and each side's
+# global state (_write_global_state). Every number is the retired NumPy
+# implementation's float32 operation in its order (tests/envs_kernels holds them to it).
+# Each step is inlined into its caller (Numba's inline="always"): a call passing this
+# many arrays costs more than the step's work in a small battle. For the same reason
+# the loops index the arrays directly rather than through row views.
+
+K_VISIBILITY = kernels.constants(BattleConfig(), 1, 1).size
+"""Index of the visibility radius in :func:`observation_constants`' vector (the kernels
+read the rest at :mod:`envs.sim.kernels`' indices)."""
+
+
+@lru_cache(maxsize=64)
+def observation_constants(config: BattleConfig, visibility_radius: float, rows: int,
+                          cols: int) -> np.ndarray:
+    """The float32 constants vector the kernels read: :func:`envs.sim.kernels.constants`
+    of ``config`` on a rows x cols grid (the float32 numbers the NumPy code used), then
+    the visibility radius; so a fused step can pass the one vector to the battle step
+    and to :func:`observe_battle`. Built once per model, radius and grid."""
+    vector = np.append(kernels.constants(config, rows, cols), F32(visibility_radius))
+    vector.flags.writeable = False
+    return vector
+
+
+# What battalion i believes about battalion j (a row of the ``beliefs`` scratch), in
+# the names of the slot features that show it; the duel's own absolute bearing, the
+# hit chance of j's volley on i and the raw distance in metres (the sort key) besides.
+_BELIEFS = ("distance", "map_bearing_cos", "map_bearing_sin", "strength", "morale",
+            "elevation", "cover", "line_of_sight", "readiness", "bearing_cos", "bearing_sin",
+            "front_cos", "front_sin", "hit_chance", "their_hit_chance", "allies_hit_chance",
+            "visible", "report_age", "heading_cos", "heading_sin", "metres")
+(_DISTANCE, _MAP_BEARING_COS, _MAP_BEARING_SIN, _STRENGTH, _MORALE, _ELEVATION, _COVER,
+ _LINE_OF_SIGHT, _READINESS, _BEARING_COS, _BEARING_SIN, _FRONT_COS, _FRONT_SIN, _HIT_CHANCE,
+ _THEIR_HIT_CHANCE, _ALLIES_HIT_CHANCE, _VISIBLE, _REPORT_AGE, _HEADING_COS, _HEADING_SIN,
+ _METRES) = range(len(_BELIEFS))
+N_BELIEFS = len(_BELIEFS)
+
+# The duel's and focus features that describe the focus enemy, and the beliefs they show.
+_FOCUS = {"enemy_distance": "distance", "enemy_bearing_cos": "map_bearing_cos",
+          "enemy_bearing_sin": "map_bearing_sin", "enemy_strength": "strength",
+          "enemy_morale": "morale", "enemy_elevation": "elevation", "enemy_cover": "cover",
+          "line_of_sight": "line_of_sight", "enemy_readiness": "readiness",
+          "enemy_relative_bearing_cos": "bearing_cos",
+          "enemy_relative_bearing_sin": "bearing_sin",
+          "own_bearing_from_enemy_front_cos": "front_cos",
+          "own_bearing_from_enemy_front_sin": "front_sin", "own_hit_chance": "hit_chance",
+          "enemy_hit_chance": "their_hit_chance", "focus_visible": "visible",
+          "focus_report_age": "report_age", "focus_allies_hit_chance": "allies_hit_chance"}
+_FOCUS_AT = np.array([OBSERVATION_FEATURES.index(name) for name in _FOCUS])
+_FOCUS_ROWS = np.array([_BELIEFS.index(name) for name in _FOCUS.values()])
+# The rest of the duel's features are one's own.
+(_OWN_X, _OWN_Y, _OWN_HEADING_COS, _OWN_HEADING_SIN, _OWN_STRENGTH, _OWN_MORALE, _TIME,
+ _OWN_ELEVATION, _OWN_COVER, _OWN_READINESS) = (OBSERVATION_FEATURES.index(name) for name in (
+    "own_x", "own_y", "own_heading_cos", "own_heading_sin", "own_strength", "own_morale",
+    "time_fraction", "own_elevation", "own_cover", "own_readiness"))
+# A slot is ``present`` and then these beliefs.
+_ALLY_ROWS = np.array([_BELIEFS.index(name) for name in ALLY_FEATURES[1:]])
+_ENEMY_ROWS = np.array([_BELIEFS.index(name) for name in ENEMY_FEATURES[1:]])
+_ALLY_AT = OBSERVATION_FEATURES.index("ally_0_present")
+_ENEMY_AT = OBSERVATION_FEATURES.index("enemy_0_present")
+_ALLY_WIDTH, _ENEMY_WIDTH = len(ALLY_FEATURES), len(ENEMY_FEATURES)
+_OWN_IN_FIGHT = OBSERVATION_FEATURES.index("own_in_fight")
+_ENEMIES_IN_FIGHT = OBSERVATION_FEATURES.index("enemies_in_fight")
+_PER_BATTALION = F32(1 / MAX_TEAM_SIZE)
+_UNIT_WIDTH = len(UNIT_STATE_FEATURES)
+assert sorted([*_FOCUS_AT, _OWN_X, _OWN_Y, _OWN_HEADING_COS, _OWN_HEADING_SIN, _OWN_STRENGTH,
+               _OWN_MORALE, _TIME, _OWN_ELEVATION, _OWN_COVER, _OWN_READINESS]) == \
+    list(range(DUEL_OBS_DIM + len(FOCUS_FEATURES))) and _ALLY_AT == DUEL_OBS_DIM + 3
+
+
+@kernel(inline="always")
+def _in_fight(routed, destroyed, i, b):
+    # ``|``, not ``or``: Numba's short-circuit ``or`` in a returned value compiles to
+    # branches that make the loops calling this several times slower.
+    return not (routed[i, b] | destroyed[i, b])
+
+
+@kernel(inline="always")
+def _sight(b, routed, destroyed, team, dist, los, radius, sees):
+    """Which battalions of battle ``b`` each side sees now, into ``sees`` (2, U): its own
+    always, an enemy while one of the side's battalions in the fight has it within
+    ``radius`` and in line of sight."""
+    n = team.shape[0]
+    for j in range(n):
+        sees[0, j] = team[j] == 0
+        sees[1, j] = team[j] == 1
+        for i in range(n):
+            if team[i] != team[j] and _in_fight(routed, destroyed, i, b) \
+                    and dist[i, j, b] <= radius and los[i, j, b]:
+                sees[team[i], j] = True
+
+
+@kernel(inline="always")
+def _refresh(b, source, x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
+             destroyed, step, elevation, cover, sees, reveal_all, values, in_fight, seen_step):
+    """Overwrite battle ``b``'s reports of the battalions each side ``sees`` (every one when
+    ``reveal_all``) with their state in battle ``source`` of the unit arrays."""
+    n = x.shape[0]
+    for side in range(2):
+        for j in range(n):
+            if not (reveal_all or sees[side, j]):
+                continue
+            values[0, side, j, b] = x[j, source]
+            values[1, side, j, b] = y[j, source]
+            values[2, side, j, b] = heading_cos[j, source]
+            values[3, side, j, b] = heading_sin[j, source]
+            values[4, side, j, b] = strength[j, source]
+            values[5, side, j, b] = morale[j, source]
+            values[6, side, j, b] = readiness[j, source]
+            values[7, side, j, b] = elevation[j, source]
+            values[8, side, j, b] = cover[j, source]
+            in_fight[side, j, b] = _in_fight(routed, destroyed, j, source)
+            seen_step[side, j, b] = step[source]
+
+
+@kernel(inline="always")
+def _believe(b, x, y, heading_cos, heading_sin, routed, destroyed, step, team, los, values,
+             seen_step, sees, k, beliefs):
+    """What each battalion ``i`` of battle ``b`` believes about each other one ``j`` (its
+    side's report of ``j``, seen from where ``i`` stands and faces), into ``beliefs[i, j]``
+    (rows named by ``_BELIEFS``; ``allies_hit_chance`` for enemies only)."""
+    n = team.shape[0]
+    zero, one, floor = F32(0), F32(1), F32(1e-3)
+    for i in range(n):
+        side = team[i]
+        ch, sh = heading_cos[i, b], heading_sin[i, b]
+        for j in range(n):
+            if j == i:
+                continue
+            rc, rs = values[2, side, j, b], values[3, side, j, b]
+            dx = values[0, side, j, b] - x[i, b]
+            dy = values[1, side, j, b] - y[i, b]
+            d = np.sqrt(dx * dx + dy * dy)
+            inv = one / max(d, floor)
+            beliefs[i, j, _METRES] = d
+            beliefs[i, j, _DISTANCE] = min(d * k[K_INV_DIAGONAL], one)
+            beliefs[i, j, _MAP_BEARING_COS] = _unit_interval(dx * inv)
+            beliefs[i, j, _MAP_BEARING_SIN] = _unit_interval(dy * inv)
+            bearing_cos = _unit_interval((dx * ch + dy * sh) * inv)
+            front_cos = _unit_interval((-dx * rc - dy * rs) * inv)
+            beliefs[i, j, _BEARING_COS] = bearing_cos
+            beliefs[i, j, _BEARING_SIN] = _unit_interval((dy * ch - dx * sh) * inv)
+            beliefs[i, j, _FRONT_COS] = front_cos
+            beliefs[i, j, _FRONT_SIN] = _unit_interval((dx * rs - dy * rc) * inv)
+            beliefs[i, j, _HEADING_COS] = _unit_interval(rc * ch + rs * sh)
+            beliefs[i, j, _HEADING_SIN] = _unit_interval(rs * ch - rc * sh)
+            beliefs[i, j, _STRENGTH] = values[4, side, j, b]
+            beliefs[i, j, _MORALE] = values[5, side, j, b]
+            beliefs[i, j, _READINESS] = values[6, side, j, b]
+            beliefs[i, j, _ELEVATION] = values[7, side, j, b]
+            beliefs[i, j, _COVER] = values[8, side, j, b]
+            visible = sees[side, j]
+            beliefs[i, j, _VISIBLE] = one if visible else zero
+            age = F32(step[b] - seen_step[side, j, b]) * k[K_INV_MAX_STEPS]
+            beliefs[i, j, _REPORT_AGE] = min(age, one)
+            in_sight = los[i, j, b] & visible
+            beliefs[i, j, _LINE_OF_SIGHT] = one if in_sight else zero
+            # The hit chance a volley would have now, each way, in sight; out of range it
+            # is 0 (1 - d / range <= 0 exactly when d / range >= 1), and the power, the
+            # costliest operation here, is skipped.
+            reach = hit_chance(d, k) if in_sight & (d * k[K_INV_FIRE_RANGE] < one) else zero
+            beliefs[i, j, _HIT_CHANCE] = reach if bearing_cos > k[K_COS_FIRE_ARC] else zero
+            beliefs[i, j, _THEIR_HIT_CHANCE] = reach if front_cos > k[K_COS_FIRE_ARC] else zero
+    # Who else engages j: allies share their side's reports, so ally a's hit chance on
+    # j is its own belief.
+    for i in range(n):
+        for j in range(n):
+            if team[j] == team[i]:
+                continue
+            best = zero
+            for a in range(n):
+                if a != i and team[a] == team[i] and _in_fight(routed, destroyed, a, b):
+                    best = max(best, beliefs[a, j, _HIT_CHANCE])
+            beliefs[i, j, _ALLIES_HIT_CHANCE] = best
+
+
+@kernel(inline="always")
+def _insert(order, ranges, count, j, d):
+    """Insert battalion ``j`` at range ``d`` into the ``count`` nearest-first entries of
+    ``order``/``ranges``; equal ranges keep index order (a stable sort). Returns the new
+    count."""
+    slot = count
+    while slot > 0 and ranges[slot - 1] > d:
+        order[slot] = order[slot - 1]
+        ranges[slot] = ranges[slot - 1]
+        slot -= 1
+    order[slot] = j
+    ranges[slot] = d
+    return count + 1
+
+
+@kernel(inline="always")
+def _write_observations(b, x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
+                        destroyed, step, team, elevation, cover, in_fight, k, beliefs, obs,
+                        enemy_order, enemy_range, ally_order, ally_range):
+    """Every battalion's observation in battle ``b``, into ``obs[b]``, from ``beliefs``:
+    the enemies believed in the fight and the allies in it, each nearest first."""
+    n = team.shape[0]
+    zero, one = F32(0), F32(1)
+    time_fraction = min(F32(step[b]) * k[K_INV_MAX_STEPS], one)
+    for i in range(n):
+        side = team[i]
+        n_enemies = n_allies = 0
+        for j in range(n):
+            if j == i:
+                continue
+            if team[j] != side:
+                if in_fight[side, j, b]:
+                    n_enemies = _insert(enemy_order, enemy_range, n_enemies, j,
+                                        beliefs[i, j, _METRES])
+            elif _in_fight(routed, destroyed, j, b):
+                n_allies = _insert(ally_order, ally_range, n_allies, j, beliefs[i, j, _METRES])
+
+        for f in range(OBS_DIM):
+            obs[b, i, f] = zero
+        obs[b, i, _OWN_X] = x[i, b] * k[K_INV_WIDTH]
+        obs[b, i, _OWN_Y] = y[i, b] * k[K_INV_HEIGHT]
+        obs[b, i, _OWN_HEADING_COS] = heading_cos[i, b]
+        obs[b, i, _OWN_HEADING_SIN] = heading_sin[i, b]
+        obs[b, i, _OWN_STRENGTH] = strength[i, b]
+        obs[b, i, _OWN_MORALE] = morale[i, b]
+        obs[b, i, _TIME] = time_fraction
+        obs[b, i, _OWN_ELEVATION] = elevation[i, b]
+        obs[b, i, _OWN_COVER] = cover[i, b]
+        obs[b, i, _OWN_READINESS] = readiness[i, b]
+        if n_enemies:  # the focus: the nearest enemy believed in the fight
+            focus = enemy_order[0]
+            for f in range(_FOCUS_AT.shape[0]):
+                obs[b, i, _FOCUS_AT[f]] = beliefs[i, focus, _FOCUS_ROWS[f]]
+        for s in range(min(n_enemies - 1, ENEMY_SLOTS)):
+            enemy = enemy_order[s + 1]
+            at = _ENEMY_AT + s * _ENEMY_WIDTH
+            obs[b, i, at] = one
+            for f in range(_ENEMY_ROWS.shape[0]):
+                obs[b, i, at + 1 + f] = beliefs[i, enemy, _ENEMY_ROWS[f]]
+        for s in range(min(n_allies, ALLY_SLOTS)):
+            ally = ally_order[s]
+            at = _ALLY_AT + s * _ALLY_WIDTH
+            obs[b, i, at] = one
+            for f in range(_ALLY_ROWS.shape[0]):
+                obs[b, i, at + 1 + f] = beliefs[i, ally, _ALLY_ROWS[f]]
+        own = n_allies + (1 if _in_fight(routed, destroyed, i, b) else 0)
+        obs[b, i, _OWN_IN_FIGHT] = min(F32(own) * _PER_BATTALION, one)
+        shown = min(n_enemies, ENEMY_SLOTS + 1)  # the focus and the enemy slots
+        obs[b, i, _ENEMIES_IN_FIGHT] = min(F32(shown) * _PER_BATTALION, one)
+        if side == 1:  # Red's observation, in its own frame
+            for f in range(OBS_DIM):
+                obs[b, i, f] = obs[b, i, f] * _OBS_MIRROR_SIGN[f] + _OBS_MIRROR_OFFSET[f]
+
+
+@kernel(inline="always")
+def _write_global_state(b, x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
+                        destroyed, step, team, k, state):
+    """Each side's global state of battle ``b``, into ``state[:, b]``: its first
+    :data:`MAX_TEAM_SIZE` battalions, then as many of the enemy's (zeros for those out
+    of the fight), then the time."""
+    n = team.shape[0]
+    zero, one = F32(0), F32(1)
+    for side in range(2):
+        for f in range(STATE_DIM):
+            state[side, b, f] = zero
+        for half in range(2):  # one's own battalions, then the enemy's
+            owner = side if half == 0 else 1 - side
+            filled = 0
+            for u in range(n):
+                if team[u] != owner or filled == MAX_TEAM_SIZE:
+                    continue
+                at = (half * MAX_TEAM_SIZE + filled) * _UNIT_WIDTH
+                filled += 1
+                if not _in_fight(routed, destroyed, u, b):
+                    continue
+                state[side, b, at] = one
+                state[side, b, at + 1] = x[u, b] * k[K_INV_WIDTH]
+                state[side, b, at + 2] = y[u, b] * k[K_INV_HEIGHT]
+                state[side, b, at + 3] = heading_cos[u, b]
+                state[side, b, at + 4] = heading_sin[u, b]
+                state[side, b, at + 5] = strength[u, b]
+                state[side, b, at + 6] = morale[u, b]
+                state[side, b, at + 7] = readiness[u, b]
+        state[side, b, STATE_DIM - 1] = min(F32(step[b]) * k[K_INV_MAX_STEPS], one)
+        if side == 1:  # Red's view, mirrored; an empty slot's x stays 0 (x -> in_fight - x)
+            for f in range(STATE_DIM):
+                state[side, b, f] *= _STATE_MIRROR_SIGN[f]
+            for s in range(_STATE_X.shape[0]):
+                state[side, b, _STATE_X[s]] += state[side, b, _STATE_PRESENT[s]]
+
+
+@kernel()
+def observation_scratch(n_units):
+    """One thread's working arrays for :func:`observe_battle` in battles of ``n_units``
+    battalions (allocated once per chunk of battles, never per battle):
+
+    - ``sees`` (2, U) bool: which battalions each side sees now;
+    - ``beliefs`` (U, U, N_BELIEFS) float32: what each battalion believes about each
+      other one (rows named by ``_BELIEFS``);
+    - ``enemy_order``, ``ally_order`` (U,) int64 and ``enemy_range``, ``ally_range`` (U,)
+      float32: one battalion's enemies believed in the fight and allies in it, nearest
+      first, and their distances.
+    """
+    return (np.empty((2, n_units), np.bool_), np.empty((n_units, n_units, N_BELIEFS), F32),
+            np.empty(n_units, np.int64), np.empty(n_units, F32), np.empty(n_units, np.int64),
+            np.empty(n_units, F32))
+
+
+@kernel(inline="always")
+def observe_battle(b, x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
+                   destroyed, step, team, elevation, cover, dist, los, values, in_fight,
+                   seen_step, reveal_all, k, obs, state, scratch):
+    """Refresh battle ``b``'s fog reports (``values``/``in_fight``/``seen_step``, in place)
+    with what each side sees now (everything when ``reveal_all``, as at deployment), then
+    write every battalion's observation ``obs[b]`` (U, OBS_DIM) and each side's global
+    state ``state[:, b]``.
+
+    Args:
+        b: the battle.
+        x, y, heading_cos, heading_sin, strength, morale, readiness: (U, B) float32.
+        routed, destroyed: (U, B) bool.
+        step: (B,) int32.
+        team: (U,) int8, 0 Blue, 1 Red.
+        elevation, cover: (U, B) float32, the ground under each battalion.
+        dist: (U, U, B) float32 distances; los: (U, U, B) bool line of sight.
+        values, in_fight, seen_step: the :class:`FogReports` arrays.
+        reveal_all: refresh every report; the observations' ``visible`` flags stay
+            what is in sight now.
+        k: :func:`observation_constants`.
+        obs: (B, U, OBS_DIM) float32; state: (2, B, STATE_DIM) float32: outputs.
+        scratch: the tuple :func:`observation_scratch` gave the calling thread, passed
+            whole. This function is inlined into its caller (a call passing this many
+            arrays costs about as much reference counting as a 2v2 battle's work), and
+            Numba cannot inline a call written with ``*args``.
+    """
+    sees, beliefs, enemy_order, enemy_range, ally_order, ally_range = scratch
+    _sight(b, routed, destroyed, team, dist, los, k[K_VISIBILITY], sees)
+    _refresh(b, b, x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
+             destroyed, step, elevation, cover, sees, reveal_all, values, in_fight, seen_step)
+    _believe(b, x, y, heading_cos, heading_sin, routed, destroyed, step, team, los, values,
+             seen_step, sees, k, beliefs)
+    _write_observations(b, x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
+                        destroyed, step, team, elevation, cover, in_fight, k, beliefs, obs,
+                        enemy_order, enemy_range, ally_order, ally_range)
+    _write_global_state(b, x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
+                        destroyed, step, team, k, state)
+
+
+@kernel()
+def observe_kernel(x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
+                   destroyed, step, team, elevation, cover, dist, los, values, in_fight,
+                   seen_step, reveal_all, k, obs, state, battles=None):
+    """:func:`observe_battle` for every battle, or for the battles ``battles`` (an int
+    array: the restarted ones) only, on one thread; the other battles' reports and rows
+    of ``obs`` and ``state`` are left as they are."""
+    scratch = observation_scratch(x.shape[0])
+    if battles is None:
+        for b in range(x.shape[1]):
+            observe_battle(b, x, y, heading_cos, heading_sin, strength, morale, readiness,
+                           routed, destroyed, step, team, elevation, cover, dist, los, values,
+                           in_fight, seen_step, reveal_all, k, obs, state, scratch)
+    else:
+        for b in battles:
+            observe_battle(b, x, y, heading_cos, heading_sin, strength, morale, readiness,
+                           routed, destroyed, step, team, elevation, cover, dist, los, values,
+                           in_fight, seen_step, reveal_all, k, obs, state, scratch)
+
+
+@kernel(parallel=True)
+def observe_kernel_parallel(x, y, heading_cos, heading_sin, strength, morale, readiness,
+                            routed, destroyed, step, team, elevation, cover, dist, los, values,
+                            in_fight, seen_step, reveal_all, k, obs, state):
+    """:func:`observe_kernel` over every battle, split into :data:`CHUNKS` chunks spread
+    over Numba's threads (each chunk with its own scratch)."""
+    n, batch = x.shape
+    chunks = min(batch, CHUNKS)
+    for c in prange(chunks):
+        scratch = observation_scratch(n)
+        for b in range(c * batch // chunks, (c + 1) * batch // chunks):
+            observe_battle(b, x, y, heading_cos, heading_sin, strength, morale, readiness,
+                           routed, destroyed, step, team, elevation, cover, dist, los, values,
+                           in_fight, seen_step, reveal_all, k, obs, state, scratch)
+
+
+# The public functions' own kernels: one step of observe_battle each, over the batch.
+
+@kernel()
+def sightings_kernel(x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
+                     destroyed, step, team, elevation, cover, dist, los, radius):
+    """:func:`sightings`: (2, U, B) bool."""
+    n, batch = x.shape
+    sees = np.empty((2, n, batch), np.bool_)
+    for b in range(batch):
+        _sight(b, routed, destroyed, team, dist, los, radius, sees[:, :, b])
+    return sees
+
+
+@kernel()
+def refresh_kernel(x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
+                   destroyed, step, team, elevation, cover, sees, battles, values, in_fight,
+                   seen_step):
+    """:meth:`FogReports.refresh`: battle ``c`` of the unit arrays and ``sees`` (2, U, C)
+    into battle ``battles[c]`` of the reports."""
+    for c in range(battles.shape[0]):
+        _refresh(battles[c], c, x, y, heading_cos, heading_sin, strength, morale, readiness,
+                 routed, destroyed, step, elevation, cover, sees[:, :, c], False, values,
+                 in_fight, seen_step)
+
+
+@kernel()
+def observations_kernel(x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
+                        destroyed, step, team, elevation, cover, los, values, in_fight,
+                        seen_step, sees, k):
+    """:func:`battalion_observations`: (B, U, OBS_DIM) float32."""
+    n, batch = x.shape
+    obs = np.empty((batch, n, OBS_DIM), F32)
+    _, beliefs, enemy_order, enemy_range, ally_order, ally_range = observation_scratch(n)
+    for b in range(batch):
+        _believe(b, x, y, heading_cos, heading_sin, routed, destroyed, step, team, los, values,
+                 seen_step, sees[:, :, b], k, beliefs)
+        _write_observations(b, x, y, heading_cos, heading_sin, strength, morale, readiness,
+                            routed, destroyed, step, team, elevation, cover, in_fight, k,
+                            beliefs, obs, enemy_order, enemy_range, ally_order, ally_range)
+    return obs
+
+
+@kernel()
+def global_states_kernel(x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
+                         destroyed, step, team, elevation, cover, k):
+    """:func:`global_states`: (2, B, STATE_DIM) float32."""
+    batch = x.shape[1]
+    state = np.empty((2, batch, STATE_DIM), F32)
+    for b in range(batch):
+        _write_global_state(b, x, y, heading_cos, heading_sin, strength, morale, readiness,
+                            routed, destroyed, step, team, k, state)
+    return state
+
+
 assert DUEL_OBS_DIM == 25 and OBS_DIM == 25 + 3 + ALLY_SLOTS * 9 + ENEMY_SLOTS * 13 + 2
 
 __all__ = ["ALLY_FEATURES", "ALLY_SLOTS", "CRITIC_STATE_DIM", "ENEMY_FEATURES", "ENEMY_SLOTS",
-           "FOCUS_FEATURES", "FogReports", "MAX_TEAM_SIZE", "OBSERVATION_FEATURES", "OBS_DIM",
-           "OBS_HIGH", "OBS_LOW", "ROTATE_SIGN", "STATE_DIM", "STATE_FEATURES", "STATE_HIGH",
-           "STATE_LOW", "TEAM_FEATURES", "UNIT_STATE_FEATURES", "battalion_observations",
-           "critic_states", "global_states", "sightings"]
+           "FOCUS_FEATURES", "FogReports", "MAX_TEAM_SIZE", "N_BELIEFS", "OBSERVATION_FEATURES",
+           "OBS_DIM", "OBS_HIGH", "OBS_LOW", "ROTATE_SIGN", "STATE_DIM", "STATE_FEATURES",
+           "STATE_HIGH", "STATE_LOW", "TEAM_FEATURES", "UNIT_STATE_FEATURES",
+           "battalion_observations", "critic_states", "global_states", "observation_constants",
+           "observation_scratch", "observe", "observe_battle", "observe_kernel",
+           "observe_kernel_parallel", "sightings"]
+

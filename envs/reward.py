@@ -5,8 +5,8 @@ The reward is a weighted sum of ten components, the fields of :class:`RewardWeig
 their sum under ``reward/total``, so a training run can see which part of the
 shaping drives its behaviour.
 
-:func:`side_rewards` computes the components of each side from one step of the
-simulator; a side's reward is shared by its battalions in the fight:
+:func:`side_reward` (compiled) computes the components of each side from one step of
+a battle; a side's reward is shared by its battalions in the fight:
 
 * damage dealt, as a fraction of the enemy side's starting strength, and damage
   taken, as a fraction of one's own side's;
@@ -30,12 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from envs.sim import kernels
-from envs.sim.config import BattleConfig
-from envs.sim.engine import Geometry, StepEvents, pair_major, unit_major
 from envs.sim.jit import kernel
 from envs.sim.kernels import K_INV_DIAGONAL
-from envs.sim.state import BattleState
 from envs.sim.validation import check_number
 
 F32 = np.float32
@@ -135,7 +131,7 @@ def compute_reward(
     """Reward components of Blue from its features (scalars count as a batch of one).
 
     The environments compute the features from the simulator with
-    :func:`side_rewards`; this weighs features given by hand the same way.
+    :func:`side_reward`; this weighs features given by hand the same way.
 
     Args:
         dmg_b2r: strength Blue removed from Red this step (after cover).
@@ -164,33 +160,6 @@ def _weigh(features: np.ndarray, weights: np.ndarray) -> RewardComponents:
     (the costs already negative) under a :meth:`RewardWeights.as_array` vector."""
     values = features * weights[:, None]
     return RewardComponents(values, values.sum(axis=0))
-
-
-@dataclass(frozen=True, eq=False)
-class SideLayout:
-    """How the battalions of a batch form the two sides, and whose rewards to compute.
-
-    Build it once per batch with :meth:`of`.
-
-    Attributes:
-        team: (U,) int8 side of each battalion (0 Blue, 1 Red).
-        sides: (S,) int8 the sides :func:`side_rewards` returns, in order.
-    """
-
-    team: np.ndarray
-    sides: np.ndarray
-
-    @classmethod
-    def of(cls, team: np.ndarray, sides: tuple[int, ...] = (BLUE, RED)) -> SideLayout:
-        """The layout of battalions whose sides are ``team`` (U,), rewarding ``sides``."""
-        return cls(np.ascontiguousarray(team, dtype=np.int8), np.array(sides, dtype=np.int8))
-
-
-def side_won(defeated: np.ndarray) -> np.ndarray:
-    """(2, B) whether Blue (row 0) / Red (row 1) won, from (2, B) whether each side has
-    nobody left in the fight (``BattleState.team_defeated().T``): a side wins when the
-    other is out and it is not (both out at once is a draw)."""
-    return defeated[::-1] & ~defeated
 
 
 @kernel()
@@ -270,45 +239,5 @@ def side_reward(b, team, sides, weights, k, routed0, destroyed0, routed, destroy
         total[col] = value_sum
 
 
-@kernel()
-def side_reward_kernel(team, sides, weights, k, routed0, destroyed0, routed, destroyed,
-                       strength, dist0, dist, dealt, taken, volley, values, total):
-    """:func:`side_reward` for every battle."""
-    for b in range(dealt.shape[1]):
-        side_reward(b, team, sides, weights, k, routed0, destroyed0, routed, destroyed,
-                    strength, dist0, dist, dealt, taken, volley, values, total)
-
-
-def side_rewards(weights: np.ndarray, layout: SideLayout, before: BattleState,
-                 geometry_before: Geometry, after: BattleState, events: StepEvents,
-                 config: BattleConfig) -> RewardComponents:
-    """Reward components of each side of ``layout.sides`` for one step of a batch.
-
-    Args:
-        weights: :meth:`RewardWeights.as_array`.
-        layout: the sides, from :meth:`SideLayout.of`.
-        before: the state at the start of the step.
-        geometry_before: :func:`~envs.sim.engine.sense` of ``before``.
-        after: the state the step returned.
-        events: the events the step returned.
-        config: the battle model's parameters.
-
-    Returns:
-        The components of ``len(layout.sides) * B`` steps, side-major (column
-        ``k * B + b`` is side ``layout.sides[k]`` in battle ``b``).
-    """
-    rows, cols = after.grid_shape
-    columns = len(layout.sides) * after.batch_size
-    values = np.empty((len(COMPONENTS), columns), F32)
-    total = np.empty(columns, F32)
-    side_reward_kernel(
-        layout.team, layout.sides, weights, kernels.constants(config, rows, cols),
-        unit_major(before.routed), unit_major(before.destroyed), unit_major(after.routed),
-        unit_major(after.destroyed), unit_major(after.strength), pair_major(geometry_before.dist),
-        pair_major(events.geometry.dist), unit_major(events.damage_dealt),
-        unit_major(events.damage_taken), unit_major(events.volley), values, total)
-    return RewardComponents(values, total)
-
-
-__all__ = ["COMPONENTS", "INFO_KEYS", "RewardComponents", "RewardWeights", "SideLayout",
-           "compute_reward", "side_rewards", "side_won"]
+__all__ = ["COMPONENTS", "INFO_KEYS", "RewardComponents", "RewardWeights", "compute_reward",
+           "side_reward"]

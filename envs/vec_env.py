@@ -1,4 +1,4 @@
-"""BattalionVecEnv: many 1v1 battles stepped as one NumPy batch, as an SB3 ``VecEnv``.
+"""BattalionVecEnv: many 1v1 battles stepped as one batch, as an SB3 ``VecEnv``.
 
 It follows Stable-Baselines3's vectorised-env contract: finished battles restart
 on their own, the last observation of a finished battle is in

@@ -194,9 +194,10 @@ class StepBlocks:
 
 
 def step_inputs(state: BattleState, config: BattleConfig, geometry: Geometry | None,
-                orders: np.ndarray) -> tuple:
+                orders: np.ndarray, constants: np.ndarray | None = None) -> tuple:
     """The kernels' arguments before the output blocks, for ``state`` and (3, U, B)
-    C-contiguous ``orders``."""
+    C-contiguous ``orders``; ``constants`` replaces :func:`envs.sim.kernels.constants`
+    where a caller's kernels read more after them."""
     rows, cols = state.grid_shape
     known = geometry is not None
     ground = unit_major(geometry.elevation) if known else _NO_GROUND
@@ -206,8 +207,8 @@ def step_inputs(state: BattleState, config: BattleConfig, geometry: Geometry | N
             unit_major(state.readiness), unit_major(state.routed),
             unit_major(state.destroyed), state.step, state.key, _team(state),
             state.elevation_patches, state.cover, orders, ground, cover, known,
-            kernels.constants(config, rows, cols), config.los_samples, _ACTION_LOW,
-            _ACTION_HIGH)
+            kernels.constants(config, rows, cols) if constants is None else constants,
+            config.los_samples, _ACTION_LOW, _ACTION_HIGH)
 
 
 def _step_kernel(batch: int):

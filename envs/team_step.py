@@ -1,0 +1,146 @@
+"""One step of a batch of N-vs-M battles, compiled whole: the orders onto the map, the
+battle step, fog of war and every battalion's observation, both sides' rewards and
+who is still playing, battle by battle.
+
+:class:`~envs.multi_battalion_batch.MultiBattalionBatch` calls :func:`team_step` once a
+step. Each part is the per-battle kernel of its own module
+(:func:`envs.sim.kernels.step_battles`, :func:`envs.multi_observation.observe_battle`,
+:func:`envs.reward.side_reward`); this module strings them together and keeps the
+episode's books.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from envs.multi_observation import observation_scratch, observe_battle
+from envs.reward import side_reward
+from envs.sim import kernels
+from envs.sim.jit import kernel
+from envs.sim.kernels import (
+    F_DESTROYED,
+    F_ROUTED,
+    P_DIST,
+    U_COS,
+    U_COVER,
+    U_DEALT,
+    U_ELEVATION,
+    U_MORALE,
+    U_READINESS,
+    U_SIN,
+    U_STRENGTH,
+    U_TAKEN,
+    U_VOLLEY,
+    U_X,
+    U_Y,
+    step_battles,
+    step_scratch,
+)
+
+BOTH_SIDES = np.array([0, 1], np.int8)
+"""The sides whose rewards a team battle computes: both, Blue's first."""
+NO_WINNER = -1
+
+
+@kernel()
+def team_battles(lo, hi, actions, rotate_sign, x0, y0, theta0, strength0, morale0, readiness0,
+                 routed0, destroyed0, step, key, team, patches, cover_map, orders, ground0,
+                 cover0, known, k, samples, low, high, dist0, new_step, values_, in_fight_,
+                 seen_step_, weights, max_steps, units, flags, pairs, los, target, observation,
+                 global_state, reward_values, reward_total, reward, acted, terminated,
+                 truncated, battle_over, winner, scratch, seeing):
+    """Battles ``lo`` to ``hi - 1``: ``actions`` (B, U, 3), each in its side's frame, onto
+    the map (``rotate_sign`` per unit) into ``orders``; the step into the output blocks of
+    :func:`envs.sim.kernels.step_battles`; the fog reports (``values_``, ``in_fight_``,
+    ``seen_step_``) refreshed and the observations and global states written
+    (:func:`envs.multi_observation.observe_battle`, ``seeing`` its scratch); both sides'
+    reward components (:func:`envs.reward.side_reward`); and per battalion its reward
+    (its side's, if it acted), whether it acted, terminated or was cut off, per battle
+    whether it is over and who won."""
+    n = team.shape[0]
+    for b in range(lo, hi):
+        for i in range(n):
+            orders[0, i, b] = actions[b, i, 0]
+            orders[1, i, b] = actions[b, i, 1] * rotate_sign[i]
+            orders[2, i, b] = actions[b, i, 2]
+    step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
+                 step, key, team, patches, cover_map, orders, ground0, cover0, known, k, samples,
+                 low, high, units, flags, pairs, los, target, scratch)
+    x, y, cos_h, sin_h = units[U_X], units[U_Y], units[U_COS], units[U_SIN]
+    strength, morale, readiness = units[U_STRENGTH], units[U_MORALE], units[U_READINESS]
+    elevation, cover = units[U_ELEVATION], units[U_COVER]
+    dealt, taken, volley = units[U_DEALT], units[U_TAKEN], units[U_VOLLEY]
+    routed, destroyed = flags[F_ROUTED], flags[F_DESTROYED]
+    dist = pairs[P_DIST]
+    batch = x0.shape[1]
+    for b in range(lo, hi):
+        observe_battle(b, x, y, cos_h, sin_h, strength, morale, readiness, routed, destroyed,
+                       new_step, team, elevation, cover, dist, los, values_, in_fight_,
+                       seen_step_, False, k, observation, global_state, seeing)
+        side_reward(b, team, BOTH_SIDES, weights, k, routed0, destroyed0, routed, destroyed,
+                    strength, dist0, dist, dealt, taken, volley, reward_values, reward_total)
+        # A side is out when none of its battalions is left in the fight; the battle is
+        # decided when a side is out (both at once: a draw), else cut off at max_steps.
+        blue_in = red_in = False
+        for i in range(n):
+            fighting = not (routed[i, b] or destroyed[i, b])
+            if team[i] == 0:
+                blue_in = blue_in or fighting
+            else:
+                red_in = red_in or fighting
+        decided = not (blue_in and red_in)
+        cut_off = not decided and new_step[b] >= max_steps
+        battle_over[b] = decided or cut_off
+        winner[b] = 0 if blue_in and not red_in else (1 if red_in and not blue_in
+                                                      else NO_WINNER)
+        for i in range(n):
+            was_in = not (routed0[i, b] or destroyed0[i, b])
+            ended = was_in and (routed[i, b] or destroyed[i, b] or decided)
+            acted[b, i] = was_in
+            terminated[b, i] = ended
+            truncated[b, i] = was_in and not ended and cut_off
+            reward[b, i] = reward_total[team[i] * batch + b] if was_in else np.float32(0)
+
+
+@kernel()
+def team_step(actions, rotate_sign, x0, y0, theta0, strength0, morale0, readiness0, routed0,
+              destroyed0, step, key, team, patches, cover_map, orders, ground0, cover0, known, k,
+              samples, low, high, dist0, new_step, values_, in_fight_, seen_step_, weights,
+              max_steps, units, flags, pairs, los, target, observation, global_state,
+              reward_values, reward_total, reward, acted, terminated, truncated, battle_over,
+              winner):
+    """:func:`team_battles` over the whole batch, on one thread."""
+    n = team.shape[0]
+    team_battles(0, x0.shape[1], actions, rotate_sign, x0, y0, theta0, strength0, morale0,
+                 readiness0, routed0, destroyed0, step, key, team, patches, cover_map, orders,
+                 ground0, cover0, known, k, samples, low, high, dist0, new_step, values_,
+                 in_fight_, seen_step_, weights, max_steps, units, flags, pairs, los, target,
+                 observation, global_state, reward_values, reward_total, reward, acted,
+                 terminated, truncated, battle_over, winner, step_scratch(n),
+                 observation_scratch(n))
+
+
+@kernel(parallel=True)
+def team_step_parallel(actions, rotate_sign, x0, y0, theta0, strength0, morale0, readiness0,
+                       routed0, destroyed0, step, key, team, patches, cover_map, orders, ground0,
+                       cover0, known, k, samples, low, high, dist0, new_step, values_,
+                       in_fight_, seen_step_, weights, max_steps, units, flags, pairs, los,
+                       target, observation, global_state, reward_values, reward_total, reward,
+                       acted, terminated, truncated, battle_over, winner):
+    """:func:`team_step` in :data:`~envs.sim.kernels.CHUNKS` chunks over Numba's threads."""
+    n, batch = x0.shape
+    chunks = min(batch, kernels.CHUNKS)
+    for c in prange(chunks):
+        team_battles(c * batch // chunks, (c + 1) * batch // chunks, actions, rotate_sign, x0,
+                     y0, theta0, strength0, morale0, readiness0, routed0, destroyed0, step, key,
+                     team, patches, cover_map, orders, ground0, cover0, known, k, samples, low,
+                     high, dist0, new_step, values_, in_fight_, seen_step_, weights, max_steps,
+                     units, flags, pairs, los, target, observation, global_state, reward_values,
+                     reward_total, reward, acted, terminated, truncated, battle_over, winner,
+                     step_scratch(n), observation_scratch(n))
+
+
+def team_step_kernel(batch: int):
+    """The kernel for ``batch`` battles: on every Numba thread when the batch is large."""
+    return team_step_parallel if batch >= kernels.PARALLEL_MIN_BATTLES else team_step

@@ -1,0 +1,241 @@
+"""The retired NumPy implementation of :mod:`envs.multi_observation`'s fog of war,
+observations and global states, kept as the reference the compiled kernels are tested
+against (``tests/envs_kernels/test_team_observation_kernel.py``).
+
+The functions are the ones the module ran before its kernels, moved verbatim:
+``FogReports.refresh`` is :func:`refresh` (``self`` is ``reports``); the feature
+layout, constants and mirroring tables are imported from the module itself.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from envs.multi_observation import (
+    _OBS_MIRROR_OFFSET,
+    _OBS_MIRROR_SIGN,
+    _STATE_MIRROR_SIGN,
+    _STATE_PRESENT,
+    _STATE_X,
+    ALLY_FEATURES,
+    ALLY_SLOTS,
+    ENEMY_FEATURES,
+    ENEMY_SLOTS,
+    MAX_TEAM_SIZE,
+    STATE_DIM,
+    FogReports,
+)
+from envs.sim.config import BattleConfig
+from envs.sim.engine import Geometry, hit_chance, team_layout
+from envs.sim.state import BattleState
+
+F32 = np.float32
+
+
+def refresh(reports: FogReports, state: BattleState, geometry: Geometry, sees: np.ndarray,
+            battles: np.ndarray | slice = slice(None)) -> None:
+    """Overwrite the reports of what each side ``sees`` ((2, U, b) for ``battles``)."""
+    live = np.stack([state.x.T, state.y.T, geometry.heading_cos.T, geometry.heading_sin.T,
+                     state.strength.T, state.morale.T, state.readiness.T,
+                     geometry.elevation.T, geometry.cover.T])[:, None]
+    in_fight = (~(state.routed | state.destroyed)).T[None]
+    step = np.broadcast_to(state.step, sees.shape)
+    if isinstance(battles, slice) and battles == slice(None):
+        np.copyto(reports.values, live, where=sees[None])
+        np.copyto(reports.in_fight, in_fight, where=sees)
+        np.copyto(reports.seen_step, step, where=sees)
+        return
+    for array, new, mask in ((reports.values, live, sees[None]),
+                             (reports.in_fight, in_fight, sees),
+                             (reports.seen_step, step, sees)):
+        part = array[..., battles]
+        np.copyto(part, new, where=mask)
+        array[..., battles] = part
+
+
+@lru_cache(maxsize=64)
+def _layout(team: tuple[int, ...]):
+    """Index tables for a team layout (cached: layouts are few and fixed)."""
+    team_arr = np.array(team, dtype=np.intp)
+    n_units = len(team)
+    _, _, enemy = team_layout(team)
+    ally = ~enemy & ~np.eye(n_units, dtype=bool)[:, :, None]
+    own_side = np.stack([team_arr == side for side in (0, 1)])[:, :, None]  # (2, U, 1)
+    # Global-state slot order per side: own units padded to MAX_TEAM_SIZE, then the
+    # enemy's; index n_units is a row of zeros.
+    order = np.full((2, 2 * MAX_TEAM_SIZE), n_units, dtype=np.intp)
+    for side in (0, 1):
+        own = np.flatnonzero(team_arr == side)[:MAX_TEAM_SIZE]
+        other = np.flatnonzero(team_arr != side)[:MAX_TEAM_SIZE]
+        order[side, :len(own)] = own
+        order[side, MAX_TEAM_SIZE:MAX_TEAM_SIZE + len(other)] = other
+    for array in (team_arr, ally, own_side, order):
+        array.flags.writeable = False
+    return team_arr, enemy, ally, own_side, order
+
+
+@lru_cache(maxsize=16)
+def _row_offsets(n_units: int, batch: int) -> np.ndarray:
+    """(U, 1, B) flat offset of row ``i``, battle ``b`` in a (U, U, B) array."""
+    offsets = (np.arange(n_units)[:, None, None] * (n_units * batch)
+               + np.arange(batch)[None, None, :])
+    offsets.flags.writeable = False
+    return offsets
+
+
+def sightings(state: BattleState, geometry: Geometry, visibility_radius: float) -> np.ndarray:
+    """(2, U, B): whether each side sees each battalion now (its own always)."""
+    _, _, _, own_side, _ = _layout(tuple(state.team.tolist()))
+    dist = geometry.dist.transpose(1, 2, 0)
+    los = geometry.los.transpose(1, 2, 0)
+    observer = (~(state.routed | state.destroyed)).T[:, None, :]
+    in_sight = (dist <= F32(visibility_radius)) & los & observer  # (observer, target, B)
+    sees = np.stack([in_sight[state.team == side].any(axis=0) for side in (0, 1)])
+    return sees | own_side
+
+
+def battalion_observations(state: BattleState, geometry: Geometry, reports: FogReports,
+                           sees: np.ndarray, config: BattleConfig) -> np.ndarray:
+    """Every battalion's observation (see the module docstring).
+
+    Args:
+        state: the batch, after the step.
+        geometry: :func:`envs.sim.engine.sense` of ``state``.
+        reports: each side's reports, already refreshed with ``sees``.
+        sees: :func:`sightings` of ``state``.
+        config: the battle model's parameters.
+
+    Returns:
+        (B, U, OBS_DIM) float32, C-contiguous.
+    """
+    k = config.f32
+    one = F32(1)
+    team, enemy, ally, _, _ = _layout(tuple(state.team.tolist()))
+    in_fight = (~(state.routed | state.destroyed)).T
+    x, y = state.x.T, state.y.T
+    hc, hs = geometry.heading_cos.T, geometry.heading_sin.T
+
+    # What battalion i's side believes about battalion j: (i, j, B) arrays.
+    rx, ry, rc, rs, strength, morale, readiness, elevation, cover = reports.values[:, team]
+    believed = reports.in_fight[team]
+    visible = sees[team]
+    age = np.minimum((state.step - reports.seen_step[team]).astype(F32)
+                     * F32(1 / config.max_steps), one)
+
+    dx = rx - x[:, None, :]
+    dy = ry - y[:, None, :]
+    dist = np.sqrt(dx * dx + dy * dy)
+    inv = one / np.maximum(dist, F32(1e-3))
+    ch, sh = hc[:, None, :], hs[:, None, :]
+    rel_cos = np.minimum(np.maximum((dx * ch + dy * sh) * inv, -one), one)
+    rel_sin = np.minimum(np.maximum((dy * ch - dx * sh) * inv, -one), one)
+    front_cos = np.minimum(np.maximum((-dx * rc - dy * rs) * inv, -one), one)
+    front_sin = np.minimum(np.maximum((dx * rs - dy * rc) * inv, -one), one)
+    los = (geometry.los.transpose(1, 2, 0) & visible).astype(F32)
+    reach = hit_chance(dist, config) * los
+    own_hit = reach * (rel_cos > k.cos_fire_arc)
+    their_hit = reach * (front_cos > k.cos_fire_arc)
+    pairwise = np.stack([
+        np.minimum(dist * F32(1 / config.diagonal), one),
+        np.minimum(np.maximum(dx * inv, -one), one), np.minimum(np.maximum(dy * inv, -one), one),
+        strength, morale, elevation, cover, los, readiness, rel_cos, rel_sin, front_cos,
+        front_sin, own_hit, their_hit, _allies_best(own_hit, ally, in_fight),
+        visible.astype(F32), age,
+        np.minimum(np.maximum(rc * ch + rs * sh, -one), one),
+        np.minimum(np.maximum(rs * ch - rc * sh, -one), one),
+    ])
+    (DIST, BEAR_COS, BEAR_SIN, STR, MOR, ELEV, COVER, LOS, READY, REL_COS, REL_SIN, FRONT_COS,
+     FRONT_SIN, OWN_HIT, THEIR_HIT, ALLIES_HIT, VISIBLE, AGE, HEAD_COS,
+     HEAD_SIN) = range(len(pairwise))
+
+    # Nearest first: enemies believed in the fight by reported distance (the first is
+    # the focus), allies in the fight by distance.
+    inf = F32(np.inf)
+    enemy_range = np.where(enemy & believed, dist, inf)
+    ally_range = np.where(ally & in_fight[None, :, :], dist, inf)
+    n_enemy = min(ENEMY_SLOTS + 1, enemy_range.shape[1])
+    n_ally = min(ALLY_SLOTS, ally_range.shape[1])
+    enemy_order = np.argsort(enemy_range, axis=1, kind="stable")[:, :n_enemy]
+    ally_order = np.argsort(ally_range, axis=1, kind="stable")[:, :n_ally]
+    # One flat gather for both orderings (faster than take_along_axis's fancy indexing).
+    n_units, batch = x.shape
+    flat = _row_offsets(n_units, batch) + np.concatenate([enemy_order, ally_order], axis=1) * batch
+    gathered = np.take(pairwise.reshape(len(pairwise), -1), flat, axis=1)
+    ranges = np.take(np.stack([enemy_range, ally_range]).reshape(2, -1), flat, axis=1)
+    enemy_present = np.isfinite(ranges[0, :, :n_enemy])
+    ally_present = np.isfinite(ranges[1, :, n_enemy:])
+    enemies = gathered[:, :, :n_enemy] * enemy_present[None]
+    allies = gathered[:, :, n_enemy:] * ally_present[None]
+
+    focus = enemies[:, :, 0]  # (feature, i, B)
+    time_fraction = np.broadcast_to(
+        np.minimum(state.step.astype(F32) * F32(1 / config.max_steps), one), x.shape)
+    duel = np.stack([
+        x * (one / k.map_width), y * (one / k.map_height), hc, hs, state.strength.T,
+        state.morale.T, focus[DIST], focus[BEAR_COS], focus[BEAR_SIN], focus[STR], focus[MOR],
+        time_fraction, geometry.elevation.T, geometry.cover.T, focus[ELEV], focus[COVER],
+        focus[LOS], state.readiness.T, focus[READY], focus[REL_COS], focus[REL_SIN],
+        focus[FRONT_COS], focus[FRONT_SIN], focus[OWN_HIT], focus[THEIR_HIT],
+        focus[VISIBLE], focus[AGE], focus[ALLIES_HIT]])
+
+    ally_rows = (DIST, REL_COS, REL_SIN, HEAD_COS, HEAD_SIN, STR, MOR, READY)
+    enemy_rows = (VISIBLE, AGE, DIST, REL_COS, REL_SIN, FRONT_COS, FRONT_SIN, STR, MOR, READY,
+                  OWN_HIT, ALLIES_HIT)
+    ally_block = np.zeros((len(ALLY_FEATURES), ALLY_SLOTS) + x.shape, F32)
+    ally_block[0, :n_ally] = ally_present.transpose(1, 0, 2)
+    ally_block[1:, :n_ally] = allies[list(ally_rows)].transpose(0, 2, 1, 3)
+    enemy_block = np.zeros((len(ENEMY_FEATURES), ENEMY_SLOTS) + x.shape, F32)
+    others = n_enemy - 1
+    enemy_block[0, :others] = enemy_present[:, 1:].transpose(1, 0, 2)
+    enemy_block[1:, :others] = enemies[list(enemy_rows)][:, :, 1:].transpose(0, 2, 1, 3)
+
+    scale = F32(1 / MAX_TEAM_SIZE)
+    own_count = (ally_range < inf).sum(axis=1, dtype=np.int32) + in_fight
+    enemy_count = enemy_present.sum(axis=1, dtype=np.int32)
+    team_block = np.minimum(np.stack([own_count, enemy_count]).astype(F32) * scale, one)
+
+    # Feature-major blocks -> (B, U, OBS_DIM) with the features contiguous.
+    features = np.concatenate([  # all float32: a float64 block would promote the lot
+        duel,
+        ally_block.transpose(1, 0, 2, 3).reshape(-1, *x.shape),
+        enemy_block.transpose(1, 0, 2, 3).reshape(-1, *x.shape),
+        team_block], axis=0)
+    observations = np.ascontiguousarray(features.transpose(2, 1, 0))
+    red = team == 1
+    observations[:, red] = observations[:, red] * _OBS_MIRROR_SIGN + _OBS_MIRROR_OFFSET
+    return observations
+
+
+def _allies_best(own_hit: np.ndarray, ally: np.ndarray, in_fight: np.ndarray) -> np.ndarray:
+    """(i, j, B): the best hit chance on j of any ally of i in the fight."""
+    # Allies share their side's reports, so ally a's view of j is own_hit[a, j].
+    engaged = own_hit[None, :, :, :] * (ally & in_fight[None, :, :])[:, :, None, :]
+    return engaged.max(axis=1)
+
+
+def global_states(state: BattleState, geometry: Geometry, config: BattleConfig) -> np.ndarray:
+    """Each side's fog-free picture of the battle: (2, B, STATE_DIM) float32.
+
+    Row 0 is Blue's view (Blue's battalions first), row 1 Red's.
+    """
+    k = config.f32
+    one = F32(1)
+    _, _, _, _, order = _layout(tuple(state.team.tolist()))
+    in_fight = (~(state.routed | state.destroyed)).T
+    units = np.stack([
+        np.ones_like(state.x.T), state.x.T * (one / k.map_width),
+        state.y.T * (one / k.map_height), geometry.heading_cos.T, geometry.heading_sin.T,
+        state.strength.T, state.morale.T, state.readiness.T]) * in_fight
+    padded = np.concatenate([units, np.zeros(units.shape[:1] + (1,) + units.shape[2:], F32)],
+                            axis=1)
+    slots = padded[:, order]  # (feature, side, slot, B)
+    batch = state.batch_size
+    out = np.empty((2, batch, STATE_DIM), F32)
+    out[:, :, :-1] = slots.transpose(1, 3, 2, 0).reshape(2, batch, -1)
+    out[:, :, -1] = np.minimum(state.step.astype(F32) * F32(1 / config.max_steps), one)
+    # Red's view, mirrored; an empty slot's x stays 0 (x -> in_fight - x).
+    out[1] *= _STATE_MIRROR_SIGN
+    out[1][:, _STATE_X] += out[1][:, _STATE_PRESENT]
+    return out
