@@ -32,10 +32,11 @@ from envs.multi_observation import (
     battalion_observations,
     critic_states,
     global_states,
+    observation_constants,
     sightings,
 )
 from envs.reward import COMPONENTS, RewardComponents, RewardWeights
-from envs.sim import engine, kernels
+from envs.sim import engine
 from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
 from envs.sim.constants import ACTION_DIM
@@ -145,10 +146,7 @@ class MultiBattalionBatch:
         self.team = np.array([BLUE] * self.n_blue + [RED] * self.n_red, dtype=np.int8)
         self.n_units = len(self.team)
         rows, cols = terrain_grid_shape(terrain, self.randomize_terrain)
-        # The team step reads the battle model's constants on this grid and the
-        # observations' visibility radius after them.
-        self._constants = np.append(kernels.constants(config, rows, cols),
-                                    F32(self.visibility_radius))
+        self._constants = observation_constants(config, self.visibility_radius, rows, cols)
         self.state = BattleState.empty(self.n_battles, self.team, rows, cols)
         self.reports = FogReports.empty(self.n_units, self.n_battles)
         self.geometry: engine.Geometry | None = None
@@ -160,7 +158,6 @@ class MultiBattalionBatch:
         # Orders come in each side's own frame (Red's is mirrored): the real-map
         # rotate sign of every unit.
         self._rotate_sign = ROTATE_SIGN[self.team]
-        self._orders = np.zeros((ACTION_DIM, self.n_units, self.n_battles), F32)
 
     # --- episodes -----------------------------------------------------------------
 
@@ -349,12 +346,10 @@ class MultiBattalionBatch:
         acted, terminated, truncated = np.empty((3, n, units), bool)
         battle_over = np.empty(n, bool)
         winner = np.empty(n, np.int8)
-        if self._orders.shape[2] != n:  # split or joined since the last step
-            self._orders = np.zeros((ACTION_DIM, units, n), F32)
         team_step_kernel(n)(
             actions, self._rotate_sign,
-            *engine.step_inputs(before, self.config, geometry_before, self._orders,
-                                self._constants),
+            *engine.step_inputs(before, self.config, geometry_before,
+                                np.empty((ACTION_DIM, units, n), F32), self._constants),
             pair_major(geometry_before.dist), new_step, self.reports.values,
             self.reports.in_fight, self.reports.seen_step, self._weight_vector,
             self.config.max_steps, *blocks.arrays(), observation, global_state, values, total,

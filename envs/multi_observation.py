@@ -60,10 +60,10 @@ from numba import prange
 from envs.observation import MIRROR_NEGATED as DUEL_MIRROR_NEGATED
 from envs.observation import OBS_DIM as DUEL_OBS_DIM
 from envs.observation import OBSERVATION_FEATURES as DUEL_FEATURES
-from envs.observation import ROTATE_SIGN, _unit_interval
+from envs.observation import ROTATE_SIGN
 from envs.sim import kernels
 from envs.sim.config import BattleConfig
-from envs.sim.engine import Geometry, _team, pair_major, unit_major
+from envs.sim.engine import Geometry, pair_major, team_codes, unit_major
 from envs.sim.jit import kernel
 from envs.sim.kernels import (
     CHUNKS,
@@ -75,6 +75,7 @@ from envs.sim.kernels import (
     K_INV_WIDTH,
     PARALLEL_MIN_BATTLES,
     hit_chance,
+    unit_interval,
 )
 from envs.sim.state import BattleState
 
@@ -267,7 +268,7 @@ def _unit_arrays(state: BattleState, geometry: Geometry) -> tuple[np.ndarray, ..
     return (*(unit_major(a) for a in (
         state.x, state.y, geometry.heading_cos, geometry.heading_sin, state.strength,
         state.morale, state.readiness, state.routed, state.destroyed)),
-        np.ascontiguousarray(state.step, np.int32), _team(state),
+        np.ascontiguousarray(state.step, np.int32), team_codes(state),
         unit_major(geometry.elevation), unit_major(geometry.cover))
 
 
@@ -412,16 +413,16 @@ def _believe(b, x, y, heading_cos, heading_sin, routed, destroyed, step, team, l
             inv = one / max(d, floor)
             beliefs[i, j, _METRES] = d
             beliefs[i, j, _DISTANCE] = min(d * k[K_INV_DIAGONAL], one)
-            beliefs[i, j, _MAP_BEARING_COS] = _unit_interval(dx * inv)
-            beliefs[i, j, _MAP_BEARING_SIN] = _unit_interval(dy * inv)
-            bearing_cos = _unit_interval((dx * ch + dy * sh) * inv)
-            front_cos = _unit_interval((-dx * rc - dy * rs) * inv)
+            beliefs[i, j, _MAP_BEARING_COS] = unit_interval(dx * inv)
+            beliefs[i, j, _MAP_BEARING_SIN] = unit_interval(dy * inv)
+            bearing_cos = unit_interval((dx * ch + dy * sh) * inv)
+            front_cos = unit_interval((-dx * rc - dy * rs) * inv)
             beliefs[i, j, _BEARING_COS] = bearing_cos
-            beliefs[i, j, _BEARING_SIN] = _unit_interval((dy * ch - dx * sh) * inv)
+            beliefs[i, j, _BEARING_SIN] = unit_interval((dy * ch - dx * sh) * inv)
             beliefs[i, j, _FRONT_COS] = front_cos
-            beliefs[i, j, _FRONT_SIN] = _unit_interval((dx * rs - dy * rc) * inv)
-            beliefs[i, j, _HEADING_COS] = _unit_interval(rc * ch + rs * sh)
-            beliefs[i, j, _HEADING_SIN] = _unit_interval(rs * ch - rc * sh)
+            beliefs[i, j, _FRONT_SIN] = unit_interval((dx * rs - dy * rc) * inv)
+            beliefs[i, j, _HEADING_COS] = unit_interval(rc * ch + rs * sh)
+            beliefs[i, j, _HEADING_SIN] = unit_interval(rs * ch - rc * sh)
             beliefs[i, j, _STRENGTH] = values[4, side, j, b]
             beliefs[i, j, _MORALE] = values[5, side, j, b]
             beliefs[i, j, _READINESS] = values[6, side, j, b]

@@ -32,6 +32,7 @@ from envs.sim.kernels import (
     K_INV_MAX_STEPS,
     K_INV_WIDTH,
     hit_chance,
+    unit_interval,
 )
 from envs.sim.state import BattleState
 
@@ -86,8 +87,8 @@ def duel_observe(b, x, y, heading_cos, heading_sin, strength, morale, readiness,
         o = 1 - s
         d = dist[s, o, b]
         inv = one / max(d, F32(1e-3))
-        relative_cos = _unit_interval(facing_cos[s, o, b])
-        enemy_relative_cos = _unit_interval(facing_cos[o, s, b])
+        relative_cos = unit_interval(facing_cos[s, o, b])
+        enemy_relative_cos = unit_interval(facing_cos[o, s, b])
         sight = one if los[s, o, b] else zero
         # The hit chance a volley would have now: in range, inside the arc, in sight.
         hits = hit_chance(d, k) * (one if relative_cos > k[K_COS_FIRE_ARC] else zero) * sight
@@ -102,8 +103,8 @@ def duel_observe(b, x, y, heading_cos, heading_sin, strength, morale, readiness,
         row[4] = strength[s, b]
         row[5] = morale[s, b]
         row[6] = min(d * k[K_INV_DIAGONAL], one)
-        row[7] = _unit_interval(dx[s, o, b] * inv)
-        row[8] = _unit_interval(dy[s, o, b] * inv)
+        row[7] = unit_interval(dx[s, o, b] * inv)
+        row[8] = unit_interval(dy[s, o, b] * inv)
         row[9] = strength[o, b]
         row[10] = morale[o, b]
         row[11] = time_fraction
@@ -115,21 +116,15 @@ def duel_observe(b, x, y, heading_cos, heading_sin, strength, morale, readiness,
         row[17] = readiness[s, b]
         row[18] = readiness[o, b]
         row[19] = relative_cos
-        row[20] = _unit_interval(facing_sin[s, o, b])
+        row[20] = unit_interval(facing_sin[s, o, b])
         row[21] = enemy_relative_cos
-        row[22] = _unit_interval(facing_sin[o, s, b])
+        row[22] = unit_interval(facing_sin[o, s, b])
         row[23] = hits
         row[24] = enemy_hits
         if s == 1:
             for f in range(row.shape[0]):
                 row[f] *= mirror[f]
             row[_OWN_X] += one
-
-
-@kernel(inline="always")
-def _unit_interval(a):
-    # Rounding can nudge a ratio just past 1; the space's bounds are exact.
-    return min(max(a, F32(-1)), F32(1))
 
 
 @kernel()

@@ -54,7 +54,7 @@ FIRE_RANGE = 200.0
 """Musket range in metres: beyond it a volley hits nothing."""
 HIT_FALLOFF_EXPONENT = 2.0
 """Hit chance is ``(1 - distance / FIRE_RANGE) ** HIT_FALLOFF_EXPONENT``
-(:func:`envs.sim.engine.hit_chance`): 1 at point blank, 0.25 at half range, 0.04 at
+(:func:`envs.sim.kernels.hit_chance`): 1 at point blank, 0.25 at half range, 0.04 at
 160 m, so long-range fire is mostly wasted."""
 FIRE_ARC = math.pi / 4
 """Half-angle of the frontal arc a battalion can fire into (45 degrees either side)."""

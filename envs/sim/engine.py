@@ -25,7 +25,6 @@ threads, then over units). The model, with every constant, is documented in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -46,8 +45,8 @@ from envs.sim.state import BattleState
 # design defines them; their home is envs.sim.constants.
 __all__ = [
     "DESTROYED_THRESHOLD", "DT", "MAP_HEIGHT", "MAP_WIDTH", "MAX_STEPS",
-    "Geometry", "StepBlocks", "StepEvents", "hit_chance", "pair_major", "sense", "step",
-    "step_inputs", "unit_major",
+    "Geometry", "StepBlocks", "StepEvents", "pair_major", "sense", "step", "step_inputs",
+    "team_codes", "unit_major",
 ]
 
 F32 = np.float32
@@ -107,22 +106,12 @@ def _battle_major(a: np.ndarray) -> np.ndarray:
     return a.T if a.ndim == 2 else a.transpose(2, 0, 1)
 
 
-@lru_cache(maxsize=64)
-def team_layout(team: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For a team layout: indices of the opposing pairs (i < j), and the (U, U, 1)
-    enemy mask in unit-major layout."""
-    team_arr = np.array(team)
-    enemy = team_arr[:, None] != team_arr[None, :]
-    first, second = np.nonzero(np.triu(enemy))
-    return first, second, enemy[:, :, None]
-
-
 def sense(state: BattleState, config: BattleConfig) -> Geometry:
     """Distances, bearings, terrain under each unit and line of sight for ``state``."""
     rows, cols = state.grid_shape
     geometry = kernels.sense_kernel(
         unit_major(state.x), unit_major(state.y), unit_major(state.theta),
-        _team(state), state.elevation_patches, state.cover,
+        team_codes(state), state.elevation_patches, state.cover,
         kernels.constants(config, rows, cols), config.los_samples)
     return Geometry(*(_battle_major(a) for a in geometry))
 
@@ -205,7 +194,7 @@ def step_inputs(state: BattleState, config: BattleConfig, geometry: Geometry | N
     return (unit_major(state.x), unit_major(state.y), unit_major(state.theta),
             unit_major(state.strength), unit_major(state.morale),
             unit_major(state.readiness), unit_major(state.routed),
-            unit_major(state.destroyed), state.step, state.key, _team(state),
+            unit_major(state.destroyed), state.step, state.key, team_codes(state),
             state.elevation_patches, state.cover, orders, ground, cover, known,
             kernels.constants(config, rows, cols) if constants is None else constants,
             config.los_samples, _ACTION_LOW, _ACTION_HIGH)
@@ -230,7 +219,8 @@ def pair_major(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a.transpose(1, 2, 0))
 
 
-def _team(state: BattleState) -> np.ndarray:
+def team_codes(state: BattleState) -> np.ndarray:
+    """``state.team`` as the kernels take it: (U,) int8, C-contiguous."""
     return np.ascontiguousarray(state.team, dtype=np.int8)
 
 
@@ -238,11 +228,3 @@ _NO_GROUND = np.zeros((0, 0), F32)
 _ACTION_LOW = np.array(ACTION_LOW, dtype=F32)
 _ACTION_HIGH = np.array(ACTION_HIGH, dtype=F32)
 
-
-def hit_chance(dist: np.ndarray, config: BattleConfig) -> np.ndarray:
-    """Share of a volley that hits at ``dist`` metres, arc and sight aside: 1 at point
-    blank, falling as ``(1 - dist / fire_range) ** hit_falloff_exponent`` to 0 at
-    ``fire_range`` and beyond. Float32 like ``dist``; the fire model and the
-    observations both read it from here."""
-    k = config.f32
-    return np.maximum(F32(1) - dist * k.inv_fire_range, F32(0)) ** k.hit_falloff_exponent

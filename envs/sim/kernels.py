@@ -367,6 +367,13 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
 
 
 @kernel(inline="always")
+def unit_interval(a):
+    """``a`` clamped to [-1, 1]: rounding can nudge a ratio of lengths just past 1, and
+    observation spaces' bounds are exact."""
+    return min(max(a, F32(-1)), F32(1))
+
+
+@kernel(inline="always")
 def hit_chance(dist, k):
     """Share of a volley that hits at ``dist`` metres, arc and sight aside: 1 at point
     blank, falling as ``(1 - dist / fire_range) ** hit_falloff_exponent`` to 0 at

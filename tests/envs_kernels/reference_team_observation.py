@@ -28,8 +28,27 @@ from envs.multi_observation import (
     FogReports,
 )
 from envs.sim.config import BattleConfig
-from envs.sim.engine import Geometry, hit_chance, team_layout
+from envs.sim.engine import Geometry
 from envs.sim.state import BattleState
+
+
+@lru_cache(maxsize=64)
+def team_layout(team: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For a team layout: indices of the opposing pairs (i < j), and the (U, U, 1)
+    enemy mask in unit-major layout."""
+    team_arr = np.array(team)
+    enemy = team_arr[:, None] != team_arr[None, :]
+    first, second = np.nonzero(np.triu(enemy))
+    return first, second, enemy[:, :, None]
+
+
+
+def hit_chance(dist: np.ndarray, config: BattleConfig) -> np.ndarray:
+    """The retired NumPy hit chance: ``(1 - dist / fire_range) ** hit_falloff_exponent``,
+    at least 0, float32 like ``dist``."""
+    k = config.f32
+    return np.maximum(np.float32(1) - dist * k.inv_fire_range,
+                      np.float32(0)) ** k.hit_falloff_exponent
 
 F32 = np.float32
 

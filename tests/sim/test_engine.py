@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from envs.sim import engine
+from envs.sim import engine, kernels
 from envs.sim.config import BattleConfig
 from envs.sim.terrain import TerrainMap
 from tests.sim.scenario import DEFAULT, actions, place, ridge
@@ -149,10 +149,10 @@ class TestFire:
         assert events.damage_dealt[0, 0] == 0
 
     def test_hit_chance_falls_with_the_square_of_range_to_zero_at_fire_range(self):
-        dist = np.array([0.0, 100.0, 160.0, 200.0, 350.0], np.float32)
-        np.testing.assert_allclose(engine.hit_chance(dist, DEFAULT), [1, 0.25, 0.04, 0, 0],
-                                   atol=1e-7)
-        assert engine.hit_chance(dist, DEFAULT).dtype == np.float32
+        k = kernels.constants(DEFAULT, 1, 1)
+        hits = [kernels.hit_chance(np.float32(d), k) for d in (0.0, 100.0, 160.0, 200.0, 350.0)]
+        np.testing.assert_allclose(hits, [1, 0.25, 0.04, 0, 0], atol=1e-7)
+        assert hits[3] == hits[4] == 0  # nothing at fire range or beyond
 
     def test_nearest_enemy_is_the_target(self):
         state = place([(500, 500, 0), (600, 500, 180), (560, 510, 180)], [0, 1, 1])
