@@ -18,6 +18,7 @@ from envs.reward import side_reward
 from envs.sim import kernels
 from envs.sim.jit import kernel
 from envs.sim.kernels import (
+    CHUNK,
     F_DESTROYED,
     F_ROUTED,
     P_DIST,
@@ -37,6 +38,7 @@ from envs.sim.kernels import (
     U_VOLLEY,
     U_X,
     U_Y,
+    chunk_count,
     step_battles,
     step_scratch,
 )
@@ -73,10 +75,9 @@ def duel_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
     dx, dy, dist = pairs[P_DX], pairs[P_DY], pairs[P_DIST]
     facing_cos, facing_sin = pairs[P_FACING_COS], pairs[P_FACING_SIN]
     routed, destroyed = flags[F_ROUTED], flags[F_DESTROYED]
+    duel_observe(lo, hi, x, y, cos_h, sin_h, strength, morale, readiness, step, 1, elevation,
+                 cover, dx, dy, dist, facing_cos, facing_sin, los, k, mirror, observation)
     for b in range(lo, hi):
-        duel_observe(b, x, y, cos_h, sin_h, strength, morale, readiness, step[b] + 1,
-                     elevation, cover, dx, dy, dist, facing_cos, facing_sin, los, k, mirror,
-                     observation)
         side_reward(b, team, BLUE_ONLY, weights, k, routed0, destroyed0, routed, destroyed,
                     strength, dist0, dist, dealt, taken, volley, values, total)
         over = routed[0, b] or destroyed[0, b] or routed[1, b] or destroyed[1, b]
@@ -89,12 +90,16 @@ def duel_step(x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed
               team, patches, cover_map, orders, ground0, cover0, known, k, samples, low, high,
               dist0, facing_cos0, facing_sin0, levels, scripted, fire_by_level, weights, mirror,
               max_steps, units, flags, pairs, los, target, observation, values, total, ends):
-    """:func:`duel_battles` over the whole batch, on one thread."""
-    duel_battles(0, x0.shape[1], x0, y0, theta0, strength0, morale0, readiness0, routed0,
-                 destroyed0, step, key, team, patches, cover_map, orders, ground0, cover0, known,
-                 k, samples, low, high, dist0, facing_cos0, facing_sin0, levels, scripted,
-                 fire_by_level, weights, mirror, max_steps, units, flags, pairs, los, target,
-                 observation, values, total, ends, step_scratch(x0.shape[0]))
+    """:func:`duel_battles` over the whole batch, on one thread, chunk by chunk."""
+    batch = x0.shape[1]
+    scratch = step_scratch(x0.shape[0], min(batch, CHUNK))
+    for lo in range(0, batch, CHUNK):
+        duel_battles(lo, min(lo + CHUNK, batch), x0, y0, theta0, strength0, morale0,
+                     readiness0, routed0, destroyed0, step, key, team, patches, cover_map,
+                     orders, ground0, cover0, known, k, samples, low, high, dist0, facing_cos0,
+                     facing_sin0, levels, scripted, fire_by_level, weights, mirror, max_steps,
+                     units, flags, pairs, los, target, observation, values, total, ends,
+                     scratch)
 
 
 @kernel(parallel=True)
@@ -103,16 +108,17 @@ def duel_step_parallel(x0, y0, theta0, strength0, morale0, readiness0, routed0, 
                        samples, low, high, dist0, facing_cos0, facing_sin0, levels, scripted,
                        fire_by_level, weights, mirror, max_steps, units, flags, pairs, los,
                        target, observation, values, total, ends):
-    """:func:`duel_step` in :data:`~envs.sim.kernels.CHUNKS` chunks over Numba's threads."""
+    """:func:`duel_step` with its chunks spread over Numba's threads."""
     batch = x0.shape[1]
-    chunks = min(batch, kernels.CHUNKS)
-    for c in prange(chunks):
-        duel_battles(c * batch // chunks, (c + 1) * batch // chunks, x0, y0, theta0, strength0,
+    for c in prange(chunk_count(batch)):
+        lo = c * CHUNK
+        hi = min(lo + CHUNK, batch)
+        duel_battles(lo, hi, x0, y0, theta0, strength0,
                      morale0, readiness0, routed0, destroyed0, step, key, team, patches,
                      cover_map, orders, ground0, cover0, known, k, samples, low, high, dist0,
                      facing_cos0, facing_sin0, levels, scripted, fire_by_level, weights, mirror,
                      max_steps, units, flags, pairs, los, target, observation, values, total,
-                     ends, step_scratch(x0.shape[0]))
+                     ends, step_scratch(x0.shape[0], hi - lo))
 
 
 def duel_step_kernel(batch: int):

@@ -66,7 +66,7 @@ from envs.sim.config import BattleConfig
 from envs.sim.engine import Geometry, pair_major, team_codes, unit_major
 from envs.sim.jit import kernel
 from envs.sim.kernels import (
-    CHUNKS,
+    CHUNK,
     K_COS_FIRE_ARC,
     K_INV_DIAGONAL,
     K_INV_FIRE_RANGE,
@@ -74,6 +74,7 @@ from envs.sim.kernels import (
     K_INV_MAX_STEPS,
     K_INV_WIDTH,
     PARALLEL_MIN_BATTLES,
+    chunk_count,
     hit_chance,
     unit_interval,
 )
@@ -645,13 +646,12 @@ def observe_kernel(x, y, heading_cos, heading_sin, strength, morale, readiness, 
 def observe_kernel_parallel(x, y, heading_cos, heading_sin, strength, morale, readiness,
                             routed, destroyed, step, team, elevation, cover, dist, los, values,
                             in_fight, seen_step, reveal_all, k, obs, state):
-    """:func:`observe_kernel` over every battle, split into :data:`CHUNKS` chunks spread
+    """:func:`observe_kernel` over every battle, in chunks of :data:`CHUNK` battles spread
     over Numba's threads (each chunk with its own scratch)."""
     n, batch = x.shape
-    chunks = min(batch, CHUNKS)
-    for c in prange(chunks):
+    for c in prange(chunk_count(batch)):
         scratch = observation_scratch(n)
-        for b in range(c * batch // chunks, (c + 1) * batch // chunks):
+        for b in range(c * CHUNK, min((c + 1) * CHUNK, batch)):
             observe_battle(b, x, y, heading_cos, heading_sin, strength, morale, readiness,
                            routed, destroyed, step, team, elevation, cover, dist, los, values,
                            in_fight, seen_step, reveal_all, k, obs, state, scratch)

@@ -27,11 +27,12 @@ from envs.sim.engine import Geometry, pair_major, unit_major
 from envs.sim.jit import kernel
 from envs.sim.kernels import (
     K_COS_FIRE_ARC,
+    K_HIT_EXPONENT,
     K_INV_DIAGONAL,
     K_INV_HEIGHT,
     K_INV_MAX_STEPS,
     K_INV_WIDTH,
-    hit_chance,
+    hit_chance_for,
     unit_interval,
 )
 from envs.sim.state import BattleState
@@ -75,56 +76,45 @@ _OWN_X = OBSERVATION_FEATURES.index("own_x")
 
 
 @kernel()
-def duel_observe(b, x, y, heading_cos, heading_sin, strength, morale, readiness, elapsed,
-                 elevation, cover, dx, dy, dist, facing_cos, facing_sin, los, k, mirror,
+def duel_observe(lo, hi, x, y, heading_cos, heading_sin, strength, morale, readiness, step,
+                 after, elevation, cover, dx, dy, dist, facing_cos, facing_sin, los, k, mirror,
                  out):
-    """Write both sides' observations of duel ``b`` into ``out[:, b]`` (2, B, OBS_DIM),
-    from its unit-major state and geometry (unit 0 Blue, unit 1 Red) after ``elapsed``
-    steps; Red's mirrored (``mirror`` is the per-feature sign)."""
+    """Write both sides' observations of duels ``lo`` to ``hi - 1`` into ``out[:, b]`` (2,
+    B, OBS_DIM), from their unit-major state and geometry (unit 0 Blue, unit 1 Red) after
+    ``step[b] + after`` steps; Red's mirrored (``mirror`` is the per-feature sign).
+    Battles are the inner loop, so the arithmetic vectorises across them."""
     one, zero = F32(1), F32(0)
-    time_fraction = min(F32(elapsed) * k[K_INV_MAX_STEPS], one)
+    exponent = k[K_HIT_EXPONENT]
     for s in range(2):
         o = 1 - s
-        d = dist[s, o, b]
-        inv = one / max(d, F32(1e-3))
-        relative_cos = unit_interval(facing_cos[s, o, b])
-        enemy_relative_cos = unit_interval(facing_cos[o, s, b])
-        sight = one if los[s, o, b] else zero
-        # The hit chance a volley would have now: in range, inside the arc, in sight.
-        hits = hit_chance(d, k) * (one if relative_cos > k[K_COS_FIRE_ARC] else zero) * sight
-        enemy_hits = (hit_chance(dist[o, s, b], k)
-                      * (one if enemy_relative_cos > k[K_COS_FIRE_ARC] else zero)
-                      * (one if los[o, s, b] else zero))
-        row = out[s, b]
-        row[0] = x[s, b] * k[K_INV_WIDTH]
-        row[1] = y[s, b] * k[K_INV_HEIGHT]
-        row[2] = heading_cos[s, b]
-        row[3] = heading_sin[s, b]
-        row[4] = strength[s, b]
-        row[5] = morale[s, b]
-        row[6] = min(d * k[K_INV_DIAGONAL], one)
-        row[7] = unit_interval(dx[s, o, b] * inv)
-        row[8] = unit_interval(dy[s, o, b] * inv)
-        row[9] = strength[o, b]
-        row[10] = morale[o, b]
-        row[11] = time_fraction
-        row[12] = elevation[s, b]
-        row[13] = cover[s, b]
-        row[14] = elevation[o, b]
-        row[15] = cover[o, b]
-        row[16] = sight
-        row[17] = readiness[s, b]
-        row[18] = readiness[o, b]
-        row[19] = relative_cos
-        row[20] = unit_interval(facing_sin[s, o, b])
-        row[21] = enemy_relative_cos
-        row[22] = unit_interval(facing_sin[o, s, b])
-        row[23] = hits
-        row[24] = enemy_hits
-        if s == 1:
-            for f in range(row.shape[0]):
-                row[f] *= mirror[f]
-            row[_OWN_X] += one
+        for b in range(lo, hi):
+            d = dist[s, o, b]
+            inv = one / max(d, F32(1e-3))
+            relative_cos = unit_interval(facing_cos[s, o, b])
+            enemy_relative_cos = unit_interval(facing_cos[o, s, b])
+            sight = one if los[s, o, b] else zero
+            # The hit chance a volley would have now: in range, inside the arc, in sight.
+            hits = (hit_chance_for(d, k, exponent)
+                    * (one if relative_cos > k[K_COS_FIRE_ARC] else zero) * sight)
+            enemy_hits = (hit_chance_for(dist[o, s, b], k, exponent)
+                          * (one if enemy_relative_cos > k[K_COS_FIRE_ARC] else zero)
+                          * (one if los[o, s, b] else zero))
+            features = (
+                x[s, b] * k[K_INV_WIDTH], y[s, b] * k[K_INV_HEIGHT], heading_cos[s, b],
+                heading_sin[s, b], strength[s, b], morale[s, b], min(d * k[K_INV_DIAGONAL], one),
+                unit_interval(dx[s, o, b] * inv), unit_interval(dy[s, o, b] * inv),
+                strength[o, b], morale[o, b], min(F32(step[b] + after) * k[K_INV_MAX_STEPS], one),
+                elevation[s, b], cover[s, b], elevation[o, b], cover[o, b], sight,
+                readiness[s, b], readiness[o, b], relative_cos,
+                unit_interval(facing_sin[s, o, b]), enemy_relative_cos,
+                unit_interval(facing_sin[o, s, b]), hits, enemy_hits)
+            if s == 0:
+                for f in range(OBS_DIM):
+                    out[0, b, f] = features[f]
+            else:
+                for f in range(OBS_DIM):
+                    out[1, b, f] = features[f] * mirror[f]
+                out[1, b, _OWN_X] += one
 
 
 @kernel()
@@ -132,10 +122,9 @@ def duel_observe_kernel(x, y, heading_cos, heading_sin, strength, morale, readin
                         elevation, cover, dx, dy, dist, facing_cos, facing_sin, los, k, mirror,
                         out):
     """:func:`duel_observe` for every battle."""
-    for b in range(x.shape[1]):
-        duel_observe(b, x, y, heading_cos, heading_sin, strength, morale, readiness, step[b],
-                     elevation, cover, dx, dy, dist, facing_cos, facing_sin, los, k, mirror,
-                     out)
+    duel_observe(0, x.shape[1], x, y, heading_cos, heading_sin, strength, morale, readiness,
+                 step, 0, elevation, cover, dx, dy, dist, facing_cos, facing_sin, los, k, mirror,
+                 out)
 
 
 def duel_observations(state: BattleState, geometry: Geometry,

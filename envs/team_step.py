@@ -19,6 +19,7 @@ from envs.reward import side_reward
 from envs.sim import kernels
 from envs.sim.jit import kernel
 from envs.sim.kernels import (
+    CHUNK,
     F_DESTROYED,
     F_ROUTED,
     P_DIST,
@@ -34,6 +35,7 @@ from envs.sim.kernels import (
     U_VOLLEY,
     U_X,
     U_Y,
+    chunk_count,
     step_battles,
     step_scratch,
 )
@@ -110,15 +112,17 @@ def team_step(actions, rotate_sign, x0, y0, theta0, strength0, morale0, readines
               max_steps, units, flags, pairs, los, target, observation, global_state,
               reward_values, reward_total, reward, acted, terminated, truncated, battle_over,
               winner):
-    """:func:`team_battles` over the whole batch, on one thread."""
-    n = team.shape[0]
-    team_battles(0, x0.shape[1], actions, rotate_sign, x0, y0, theta0, strength0, morale0,
-                 readiness0, routed0, destroyed0, step, key, team, patches, cover_map, orders,
-                 ground0, cover0, known, k, samples, low, high, dist0, new_step, values_,
-                 in_fight_, seen_step_, weights, max_steps, units, flags, pairs, los, target,
-                 observation, global_state, reward_values, reward_total, reward, acted,
-                 terminated, truncated, battle_over, winner, step_scratch(n),
-                 observation_scratch(n))
+    """:func:`team_battles` over the whole batch, on one thread, chunk by chunk."""
+    n, batch = x0.shape
+    scratch, seeing = step_scratch(n, min(batch, CHUNK)), observation_scratch(n)
+    for lo in range(0, batch, CHUNK):
+        team_battles(lo, min(lo + CHUNK, batch), actions, rotate_sign, x0, y0, theta0,
+                     strength0, morale0, readiness0, routed0, destroyed0, step, key, team,
+                     patches, cover_map, orders, ground0, cover0, known, k, samples, low, high,
+                     dist0, new_step, values_, in_fight_, seen_step_, weights, max_steps, units,
+                     flags, pairs, los, target, observation, global_state, reward_values,
+                     reward_total, reward, acted, terminated, truncated, battle_over, winner,
+                     scratch, seeing)
 
 
 @kernel(parallel=True)
@@ -128,17 +132,18 @@ def team_step_parallel(actions, rotate_sign, x0, y0, theta0, strength0, morale0,
                        in_fight_, seen_step_, weights, max_steps, units, flags, pairs, los,
                        target, observation, global_state, reward_values, reward_total, reward,
                        acted, terminated, truncated, battle_over, winner):
-    """:func:`team_step` in :data:`~envs.sim.kernels.CHUNKS` chunks over Numba's threads."""
+    """:func:`team_step` with its chunks spread over Numba's threads."""
     n, batch = x0.shape
-    chunks = min(batch, kernels.CHUNKS)
-    for c in prange(chunks):
-        team_battles(c * batch // chunks, (c + 1) * batch // chunks, actions, rotate_sign, x0,
+    for c in prange(chunk_count(batch)):
+        lo = c * CHUNK
+        hi = min(lo + CHUNK, batch)
+        team_battles(lo, hi, actions, rotate_sign, x0,
                      y0, theta0, strength0, morale0, readiness0, routed0, destroyed0, step, key,
                      team, patches, cover_map, orders, ground0, cover0, known, k, samples, low,
                      high, dist0, new_step, values_, in_fight_, seen_step_, weights, max_steps,
                      units, flags, pairs, los, target, observation, global_state, reward_values,
                      reward_total, reward, acted, terminated, truncated, battle_over, winner,
-                     step_scratch(n), observation_scratch(n))
+                     step_scratch(n, hi - lo), observation_scratch(n))
 
 
 def team_step_kernel(batch: int):

@@ -74,11 +74,14 @@ class BattleConfig:
     def __post_init__(self) -> None:
         check_map_size("map_width", self.map_width)
         check_map_size("map_height", self.map_height)
-        for name in ("dt", "max_speed", "max_turn_rate",
-                     "fire_range", "volley_damage", "reload_rate", "hit_falloff_exponent"):
+        for name in ("dt", "max_speed", "fire_range", "volley_damage", "reload_rate",
+                     "hit_falloff_exponent"):
             check_positive(name, getattr(self, name))
         check_int("max_steps", self.max_steps, minimum=1, maximum=C.MAX_STEPS_LIMIT)
         check_int("los_samples", self.los_samples, minimum=1, maximum=MAX_LOS_SAMPLES)
+        # Half a turn a step at most: wheeling further is wheeling the other way, and the
+        # step keeps headings in [0, 2*pi) by one subtraction or addition of 2*pi.
+        check_in_range("max_turn_rate", self.max_turn_rate, 0.0, math.pi, low_open=True)
         check_in_range("hill_speed_factor", self.hill_speed_factor, 0.0, 1.0, low_open=True)
         check_in_range("fire_arc", self.fire_arc, 0.0, math.pi, low_open=True)
         check_in_range("front_half_angle", self.front_half_angle, 0.0, math.pi)

@@ -23,6 +23,7 @@ from numba import prange
 from envs.sim import random as rnd
 from envs.sim.constants import SCRIPTED_HALT_FRACTION
 from envs.sim.jit import kernel
+from envs.sim.vector_math import sincos, wrap_angle
 
 F32 = np.float32
 
@@ -36,11 +37,19 @@ K_VOLLEY_SHOCK, K_MORALE_RECOVERY, K_RELOAD, K_DESTROYED, K_ROUT = 23, 24, 25, 2
 K_EYE_HEIGHT, K_COLS_PER_WIDTH, K_ROWS_PER_HEIGHT = 28, 29, 30
 K_INV_WIDTH, K_INV_HEIGHT, K_INV_DIAGONAL, K_INV_MAX_STEPS = 31, 32, 33, 34
 K_INV_TURN_RATE, K_SCRIPTED_HALT = 35, 36
-CHUNKS = 64
-"""Battles of a large batch are stepped in this many chunks, spread over Numba's threads."""
+CHUNK = 256
+"""Battles a thread steps together, phase by phase: a few SIMD vectors wide, and few
+enough that their terrain stays in the core's cache while each phase loops over them.
+A large batch's chunks are spread over Numba's threads."""
 PARALLEL_MIN_BATTLES = 512
 """Batches of at least this many battles step on every Numba thread; smaller ones on one
 (starting the threads costs more than it saves, and idle OpenMP threads spin)."""
+
+
+@kernel(inline="always")
+def chunk_count(batch):
+    """Chunks of :data:`CHUNK` battles (the last one shorter) covering ``batch`` battles."""
+    return (batch + CHUNK - 1) // CHUNK
 
 _NAMES = ("max_turn_rate", "hill_speed_factor", "forest_speed_penalty",
           "backward_speed_fraction", "step_length", "map_width", "map_height", "fire_range",
@@ -126,75 +135,79 @@ def _cover(cover, b, x, y, k, rows, cols):
 
 
 @kernel(inline="always")
-def _arrival(facing_cos, i, j, b, k):
-    """Whether ``i``'s fire reaches ``j`` on its flank and in its rear (1 or 0 each),
-    from the angle between ``j``'s front and ``i``."""
-    one, zero = F32(1), F32(0)
-    arrival = facing_cos[j, i, b]
-    return (one if arrival <= k[K_COS_FRONT] else zero,
-            one if arrival < k[K_COS_REAR] else zero)
+def _can_hit(i, j, b, lo, active, los, dist, facing_cos, k):
+    """Whether ``i`` can fire at enemy ``j`` in battle ``b`` (``active`` is the step's
+    scratch, its columns from battle ``lo``): both in the fight, in sight, in range, in
+    ``i``'s arc."""
+    return (active[i, b - lo] & active[j, b - lo] & los[i, j, b]
+            & (dist[i, j, b] <= k[K_FIRE_RANGE]) & (facing_cos[i, j, b] > k[K_COS_FIRE_ARC]))
 
 
 @kernel(inline="always")
-def _can_hit(i, j, b, team, active, los, dist, facing_cos, k):
-    """Whether ``i`` can fire at ``j``: enemies, both in the fight, in sight, in range, in
-    ``i``'s arc."""
-    return (team[i] != team[j] and active[i] and active[j] and los[i, j, b]
-            and dist[i, j, b] <= k[K_FIRE_RANGE] and facing_cos[i, j, b] > k[K_COS_FIRE_ARC])
+def _ground(patches, cover_map, b, x, y, k, rows, cols):
+    """Relative height (bilinear) and cover density of the ground at a point of battle ``b``."""
+    gx, gy = _grid(x, y, k, rows, cols)
+    return _patch(patches, b, gx, gy, rows, cols), _cover(cover_map, b, x, y, k, rows, cols)
 
 
 @kernel()
-def _geometry(b, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, out_elev,
-              out_cover, dx, dy, dist, facing_cos, facing_sin, los):
-    """Sight of battle ``b`` from unit-major positions and headings (written in place)."""
+def _sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, out_elev,
+           out_cover, dx, dy, dist, facing_cos, facing_sin, los, clear):
+    """Sight of battles ``lo`` to ``hi - 1`` from unit-major positions and headings, written
+    in place (``clear`` is a scratch row of ``hi - lo`` booleans). Every loop runs over
+    battles innermost, so LLVM vectorises it across battles."""
     n = x.shape[0]
     rows, cols = patches.shape[1], patches.shape[2]
     for i in range(n):
-        gx, gy = _grid(x[i, b], y[i, b], k, rows, cols)
-        out_elev[i, b] = _patch(patches, b, gx, gy, rows, cols)
-        out_cover[i, b] = _cover(cover_map, b, x[i, b], y[i, b], k, rows, cols)
+        for b in range(lo, hi):
+            out_elev[i, b], out_cover[i, b] = _ground(patches, cover_map, b, x[i, b], y[i, b],
+                                                      k, rows, cols)
     one, floor = F32(1), F32(1e-3)
     for i in range(n):
-        ch, sh = cos_h[i, b], sin_h[i, b]
         for j in range(n):
-            ddx = x[j, b] - x[i, b]
-            ddy = y[j, b] - y[i, b]
-            d = np.sqrt(ddx * ddx + ddy * ddy)
-            inv = one / max(d, floor)
-            dx[i, j, b] = ddx
-            dy[i, j, b] = ddy
-            dist[i, j, b] = d
-            facing_cos[i, j, b] = (ddx * ch + ddy * sh) * inv
-            facing_sin[i, j, b] = (ddy * ch - ddx * sh) * inv
-            los[i, j, b] = True
+            for b in range(lo, hi):
+                ddx = x[j, b] - x[i, b]
+                ddy = y[j, b] - y[i, b]
+                d = np.sqrt(ddx * ddx + ddy * ddy)
+                inv = one / max(d, floor)
+                dx[i, j, b] = ddx
+                dy[i, j, b] = ddy
+                dist[i, j, b] = d
+                facing_cos[i, j, b] = (ddx * cos_h[i, b] + ddy * sin_h[i, b]) * inv
+                facing_sin[i, j, b] = (ddy * cos_h[i, b] - ddx * sin_h[i, b]) * inv
+                los[i, j, b] = True
+    # A sight line is blocked where the ground at any of its samples rises above it.
     eye = k[K_EYE_HEIGHT]
     denominator = F32(samples + 1)
     for i in range(n):
-        gx0, gy0 = _grid(x[i, b], y[i, b], k, rows, cols)
-        e0 = out_elev[i, b]
         for j in range(i + 1, n):
             if team[i] == team[j]:
                 continue
-            gx1, gy1 = _grid(x[j, b], y[j, b], k, rows, cols)
-            e1 = out_elev[j, b]
-            clear = True
+            for b in range(lo, hi):
+                clear[b - lo] = True
             for s in range(1, samples + 1):
                 t = F32(s) / denominator
-                ground = _patch(patches, b, gx0 + (gx1 - gx0) * t, gy0 + (gy1 - gy0) * t,
-                                rows, cols)
-                if ground > (e0 + eye) + (e1 - e0) * t:
-                    clear = False
-                    break
-            los[i, j, b] = clear
-            los[j, i, b] = clear
+                for b in range(lo, hi):
+                    gx0, gy0 = _grid(x[i, b], y[i, b], k, rows, cols)
+                    gx1, gy1 = _grid(x[j, b], y[j, b], k, rows, cols)
+                    e0 = out_elev[i, b]
+                    ground = _patch(patches, b, gx0 + (gx1 - gx0) * t, gy0 + (gy1 - gy0) * t,
+                                    rows, cols)
+                    clear[b - lo] &= not (ground > (e0 + eye) + (out_elev[j, b] - e0) * t)
+            for b in range(lo, hi):
+                los[i, j, b] = clear[b - lo]
+                los[j, i, b] = clear[b - lo]
 
 
 @kernel()
 def sense_kernel(x, y, theta, team, patches, cover_map, k, samples):
     """:func:`envs.sim.engine.sense` over a batch: unit-major arrays in, geometry out."""
     n, batch = x.shape
-    cos_h = np.cos(theta)
-    sin_h = np.sin(theta)
+    cos_h = np.empty((n, batch), F32)
+    sin_h = np.empty((n, batch), F32)
+    for i in range(n):
+        for b in range(batch):
+            cos_h[i, b], sin_h[i, b] = sincos(theta[i, b])
     elevation = np.empty((n, batch), F32)
     cover = np.empty((n, batch), F32)
     dx = np.empty((n, n, batch), F32)
@@ -203,9 +216,8 @@ def sense_kernel(x, y, theta, team, patches, cover_map, k, samples):
     facing_cos = np.empty((n, n, batch), F32)
     facing_sin = np.empty((n, n, batch), F32)
     los = np.empty((n, n, batch), np.bool_)
-    for b in range(batch):
-        _geometry(b, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
-                  cover, dx, dy, dist, facing_cos, facing_sin, los)
+    _sight(0, batch, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
+           cover, dx, dy, dist, facing_cos, facing_sin, los, np.empty(batch, np.bool_))
     return cos_h, sin_h, dx, dy, dist, facing_cos, facing_sin, elevation, cover, los
 
 
@@ -226,12 +238,20 @@ PAIR_FLOATS = 5
 
 
 @kernel()
-def step_scratch(n):
-    """Per-unit working rows of one thread's step (move, rotate, fire, live, active, raw
-    damage, shooters' target counts and ranges, incoming damage, morale shock)."""
-    return (np.empty(n, F32), np.empty(n, F32), np.empty(n, F32), np.empty(n, F32),
-            np.empty(n, np.bool_), np.empty((n, n), F32), np.empty(n, np.int32),
-            np.empty(n, F32), np.empty(n, F32), np.empty(n, F32))
+def step_scratch(n, width):
+    """Working rows of one thread's step over ``width`` battles: per unit and battle the
+    orders applied (move, rotate, fire), whether it is in the fight (``live`` as 1 or 0
+    and ``active``), its shots' firepower, targets, range and share, the damage coming
+    in, its loss share and morale shock; per pair the damage; per battle a sight line's
+    state."""
+    return (np.empty((SCRATCH_FLOATS, n, width), F32), np.empty((n, width), np.bool_),
+            np.empty((n, n, width), F32), np.empty((n, width), np.int32),
+            np.empty(width, np.bool_))
+
+
+# Rows of the float block of :func:`step_scratch`.
+S_MOVE, S_ROTATE, S_FIRE, S_LIVE, S_FIREPOWER, S_NEAR, S_INCOMING, S_SHARE, S_SHAKEN = range(9)
+SCRATCH_FLOATS = 9
 
 
 @kernel()
@@ -239,7 +259,12 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
                  step, key, team, patches, cover_map, orders, ground0, cover0, known, k,
                  samples, low, high, units, flags, pairs, los, target, scratch):
     """Step battles ``lo`` to ``hi - 1``: unit-major state in, their rows of the output
-    blocks written (``scratch`` is :func:`step_scratch` of the caller's thread)."""
+    blocks written (``scratch`` is :func:`step_scratch` of the caller's thread, at least
+    ``hi - lo`` wide).
+
+    Each phase loops over units (and pairs) outside and over battles inside, so that
+    LLVM vectorises the battles' arithmetic (and the ground's gathers) across SIMD
+    lanes; the float32 operations and their order are those of one battle alone."""
     x, y, theta = units[U_X], units[U_Y], units[U_THETA]
     strength, morale, readiness = units[U_STRENGTH], units[U_MORALE], units[U_READINESS]
     cos_h, sin_h = units[U_COS], units[U_SIN]
@@ -248,122 +273,145 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
     routed, destroyed = flags[F_ROUTED], flags[F_DESTROYED]
     dx, dy, dist = pairs[P_DX], pairs[P_DY], pairs[P_DIST]
     facing_cos, facing_sin = pairs[P_FACING_COS], pairs[P_FACING_SIN]
-    move, rotate, fire, live, active, raw, aim, near, incoming, shaken = scratch
+    rows_, active, raw, aim, clear = scratch
+    move, rotate, fire, live = rows_[S_MOVE], rows_[S_ROTATE], rows_[S_FIRE], rows_[S_LIVE]
+    firepower, near, incoming = rows_[S_FIREPOWER], rows_[S_NEAR], rows_[S_INCOMING]
+    share, shaken = rows_[S_SHARE], rows_[S_SHAKEN]
     n = x0.shape[0]
     rows, cols = patches.shape[1], patches.shape[2]
     zero, one = F32(0), F32(1)
     two_pi = F32(2 * np.pi)
-    for b in range(lo, hi):
-        # Manoeuvre: wheel, then march along the new heading over the ground one stood on.
-        for i in range(n):
-            if known:
-                under, wood = ground0[i, b], cover0[i, b]
-            else:
-                gx, gy = _grid(x0[i, b], y0[i, b], k, rows, cols)
-                under = _patch(patches, b, gx, gy, rows, cols)
-                wood = _cover(cover_map, b, x0[i, b], y0[i, b], k, rows, cols)
-            active[i] = not (routed0[i, b] or destroyed0[i, b])
-            live[i] = one if active[i] else zero
-            move[i] = min(max(orders[0, i, b], low[0]), high[0]) * live[i]
-            rotate[i] = min(max(orders[1, i, b], low[1]), high[1]) * live[i]
-            fire[i] = min(max(orders[2, i, b], low[2]), high[2]) * live[i]
-            heading = np.remainder(theta0[i, b] + rotate[i] * k[K_MAX_TURN_RATE], two_pi)
+
+    # Manoeuvre: wheel, then march along the new heading over the ground one stood on.
+    for i in range(n):
+        if not known:
+            for b in range(lo, hi):
+                elevation[i, b], cover[i, b] = _ground(patches, cover_map, b, x0[i, b],
+                                                       y0[i, b], k, rows, cols)
+        under_rows = ground0 if known else elevation
+        wood_rows = cover0 if known else cover
+        for b in range(lo, hi):
+            c = b - lo
+            in_fight = not (routed0[i, b] | destroyed0[i, b])
+            active[i, c] = in_fight
+            alive = one if in_fight else zero
+            live[i, c] = alive
+            move[i, c] = min(max(orders[0, i, b], low[0]), high[0]) * alive
+            rotate[i, c] = min(max(orders[1, i, b], low[1]), high[1]) * alive
+            fire[i, c] = min(max(orders[2, i, b], low[2]), high[2]) * alive
+            heading = wrap_angle(theta0[i, b] + rotate[i, c] * k[K_MAX_TURN_RATE], two_pi)
             theta[i, b] = heading
-            cos_h[i, b] = np.cos(heading)
-            sin_h[i, b] = np.sin(heading)
-            ground_speed = (one - (one - k[K_HILL]) * under) - k[K_FOREST] * wood
-            pace = one - (one - k[K_BACKWARD]) * (one if move[i] < zero else zero)
-            stride = move[i] * pace * ground_speed * k[K_STEP_LENGTH]
+            cos_h[i, b], sin_h[i, b] = sincos(heading)
+            ground_speed = (one - (one - k[K_HILL]) * under_rows[i, b]) \
+                - k[K_FOREST] * wood_rows[i, b]
+            pace = one - (one - k[K_BACKWARD]) * (one if move[i, c] < zero else zero)
+            stride = move[i, c] * pace * ground_speed * k[K_STEP_LENGTH]
             x[i, b] = min(max(x0[i, b] + cos_h[i, b] * stride, zero), k[K_WIDTH])
             y[i, b] = min(max(y0[i, b] + sin_h[i, b] * stride, zero), k[K_HEIGHT])
-        _geometry(b, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
-                  cover, dx, dy, dist, facing_cos, facing_sin, los)
+    _sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
+           cover, dx, dy, dist, facing_cos, facing_sin, los, clear)
 
-        # Fire: the nearest enemy in range, in the arc and in sight (ties share the volley).
-        for i in range(n):
-            nearest = F32(np.inf)
-            for j in range(n):
-                if _can_hit(i, j, b, team, active, los, dist, facing_cos, k):
-                    nearest = min(nearest, dist[i, j, b])
-            count = 0
+    # Fire: the nearest enemy in range, in the arc and in sight (ties share the volley).
+    for i in range(n):
+        for b in range(lo, hi):
+            near[i, b - lo] = F32(np.inf)
+            aim[i, b - lo] = 0
             target[i, b] = -1
-            for j in range(n):
-                if _can_hit(i, j, b, team, active, los, dist, facing_cos, k) \
-                        and dist[i, j, b] <= nearest:
-                    count += 1
-                    target[i, b] = j
-            aim[i] = count
-            near[i] = nearest
         for j in range(n):
-            incoming[j] = zero
-            shaken[j] = zero
-        for i in range(n):
-            volley[i, b] = zero
-            if aim[i] == 0:
-                for j in range(n):
-                    raw[i, j] = zero
+            if team[i] == team[j]:
                 continue
-            volley[i, b] = fire[i] * readiness0[i, b]
-            steadiness = ((one - k[K_MOVING_PENALTY] * abs(move[i]))
-                          * (one - k[K_TURNING_PENALTY] * abs(rotate[i])))
-            firepower = k[K_VOLLEY_DAMAGE] * volley[i, b] * strength0[i, b] * steadiness
-            share = one / F32(aim[i])
-            for j in range(n):
+            for b in range(lo, hi):
+                if _can_hit(i, j, b, lo, active, los, dist, facing_cos, k):
+                    near[i, b - lo] = min(near[i, b - lo], dist[i, j, b])
+        for j in range(n):
+            if team[i] == team[j]:
+                continue
+            for b in range(lo, hi):
+                if _can_hit(i, j, b, lo, active, los, dist, facing_cos, k) \
+                        & (dist[i, j, b] <= near[i, b - lo]):
+                    aim[i, b - lo] += 1
+                    target[i, b] = j
+        for b in range(lo, hi):
+            c = b - lo
+            shots = fire[i, c] * readiness0[i, b] if aim[i, c] > 0 else zero
+            volley[i, b] = shots
+            steadiness = ((one - k[K_MOVING_PENALTY] * abs(move[i, c]))
+                          * (one - k[K_TURNING_PENALTY] * abs(rotate[i, c])))
+            firepower[i, c] = k[K_VOLLEY_DAMAGE] * shots * strength0[i, b] * steadiness
+            share[i, c] = one / F32(max(aim[i, c], 1))
+    exponent = k[K_HIT_EXPONENT]
+    for i in range(n):
+        for j in range(n):
+            if team[i] == team[j]:
+                for b in range(lo, hi):
+                    raw[i, j, b - lo] = zero
+                continue
+            for b in range(lo, hi):
+                c = b - lo
                 d = dist[i, j, b]
-                if not (_can_hit(i, j, b, team, active, los, dist, facing_cos, k)
-                        and d <= near[i]):
-                    raw[i, j] = zero
-                    continue
-                flank, rear = _arrival(facing_cos, i, j, b, k)
+                arrival = facing_cos[j, i, b]
+                flank = one if arrival <= k[K_COS_FRONT] else zero
+                rear = one if arrival < k[K_COS_REAR] else zero
                 angle = ((one + (k[K_FLANK_MULT] - one) * flank)
                          + (k[K_REAR_MULT] - k[K_FLANK_MULT]) * rear)
                 height = one + k[K_HEIGHT_ADVANTAGE] * (elevation[i, b] - elevation[j, b])
                 protection = one - k[K_COVER_PROTECTION] * cover[j, b]
-                raw[i, j] = (firepower * share) * (hit_chance(d, k) * angle * height
-                                                   * protection)
-        for j in range(n):
-            total = zero
-            for i in range(n):
-                total += raw[i, j]
-            incoming[j] = total
-        # A target cannot lose more than it has; its shooters share the loss (raw
-        # becomes the damage applied).
-        for j in range(n):
-            taken[j, b] = min(incoming[j], strength0[j, b])
-            loss_share = taken[j, b] / max(incoming[j], F32(1e-12))
-            for i in range(n):
-                raw[i, j] = raw[i, j] * loss_share
+                chance = hit_chance_for(d, k, exponent)
+                hit = _can_hit(i, j, b, lo, active, los, dist, facing_cos, k) & (d <= near[i, c])
+                damage = (firepower[i, c] * share[i, c]) * (chance * angle * height
+                                                             * protection)
+                raw[i, j, c] = damage if hit else zero
+    # A target cannot lose more than it has; its shooters share the loss (raw becomes
+    # the damage applied).
+    for j in range(n):
+        for b in range(lo, hi):
+            incoming[j, b - lo] = zero
         for i in range(n):
-            given = zero
-            for j in range(n):
-                given += raw[i, j]
-            dealt[i, b] = given
+            for b in range(lo, hi):
+                incoming[j, b - lo] += raw[i, j, b - lo]
+        for b in range(lo, hi):
+            c = b - lo
+            taken[j, b] = min(incoming[j, c], strength0[j, b])
+            share[j, c] = taken[j, b] / max(incoming[j, c], F32(1e-12))
+    for i in range(n):
+        for b in range(lo, hi):
+            dealt[i, b] = zero
         for j in range(n):
-            total = zero
-            for i in range(n):
-                flank, rear = _arrival(facing_cos, i, j, b, k)
+            for b in range(lo, hi):
+                c = b - lo
+                raw[i, j, c] = raw[i, j, c] * share[j, c]
+                dealt[i, b] += raw[i, j, c]
+    for j in range(n):
+        for b in range(lo, hi):
+            shaken[j, b - lo] = zero
+        for i in range(n):
+            for b in range(lo, hi):
+                arrival = facing_cos[j, i, b]
+                flank = one if arrival <= k[K_COS_FRONT] else zero
+                rear = one if arrival < k[K_COS_REAR] else zero
                 weight = (k[K_MORALE_PER_DAMAGE] + k[K_FLANK_MORALE] * flank
                           + (k[K_REAR_MORALE] - k[K_FLANK_MORALE]) * rear)
-                total += raw[i, j] * weight
-            shaken[j] = total + k[K_VOLLEY_SHOCK] * taken[j, b] * taken[j, b]
+                shaken[j, b - lo] += raw[i, j, b - lo] * weight
+        for b in range(lo, hi):
+            shaken[j, b - lo] += k[K_VOLLEY_SHOCK] * taken[j, b] * taken[j, b]
 
-        # Casualties and morale.
-        for i in range(n):
-            quiet = one if incoming[i] <= zero else zero
-            recovery = k[K_MORALE_RECOVERY] * (live[i] * quiet)
-            m = min(max(morale0[i, b] - shaken[i] + recovery, zero), one)
+    # Casualties and morale.
+    for i in range(n):
+        for b in range(lo, hi):
+            c = b - lo
+            quiet = one if incoming[i, c] <= zero else zero
+            recovery = k[K_MORALE_RECOVERY] * (live[i, c] * quiet)
+            m = min(max(morale0[i, b] - shaken[i, c] + recovery, zero), one)
             morale[i, b] = m
             s = strength0[i, b] - taken[i, b]
             strength[i, b] = s
             r0 = readiness0[i, b]
-            readiness[i, b] = r0 + live[i] * (min(r0 - volley[i, b] + k[K_RELOAD], one) - r0)
-            gone = destroyed0[i, b] or s <= k[K_DESTROYED]
+            readiness[i, b] = r0 + live[i, c] * (min(r0 - volley[i, b] + k[K_RELOAD], one) - r0)
+            gone = destroyed0[i, b] | (s <= k[K_DESTROYED])
             destroyed[i, b] = gone
-            broke = routed0[i, b]
-            if active[i] and not gone and m < k[K_ROUT]:
-                draw = _uniform(key[b], step[b], i, _ROUT_OFFSET)
-                broke = broke or draw < one - m / k[K_ROUT]
-            routed[i, b] = broke
+            draw = _uniform(key[b], step[b], i, _ROUT_OFFSET)
+            breaks = active[i, c] & (not gone) & (m < k[K_ROUT]) & (draw < one - m / k[K_ROUT])
+            routed[i, b] = routed0[i, b] | breaks
 
 
 @kernel(inline="always")
@@ -379,7 +427,16 @@ def hit_chance(dist, k):
     blank, falling as ``(1 - dist / fire_range) ** hit_falloff_exponent`` to 0 at
     ``fire_range`` and beyond (float32). The fire model and the observations both
     read it from here."""
-    return max(F32(1) - dist * k[K_INV_FIRE_RANGE], F32(0)) ** k[K_HIT_EXPONENT]
+    return hit_chance_for(dist, k, k[K_HIT_EXPONENT])
+
+
+@kernel(inline="always")
+def hit_chance_for(dist, k, exponent):
+    """:func:`hit_chance` with the exponent read once by the caller. The default
+    exponent 2 squares, as NumPy does, in one multiplication that vectorises (a call
+    to ``powf`` does not)."""
+    base = max(F32(1) - dist * k[K_INV_FIRE_RANGE], F32(0))
+    return base * base if exponent == F32(2) else base ** exponent
 
 
 @kernel()
@@ -390,22 +447,26 @@ def step_kernel(x0, y0, theta0, strength0, morale0, readiness0, routed0, destroy
     docstring for the model). ``orders`` is (3, U, B); ``ground0``/``cover0`` the ground
     under the units before the step when ``known`` (else looked up here). Writes the
     output blocks (see :data:`UNIT_FLOATS` and below)."""
-    step_battles(0, x0.shape[1], x0, y0, theta0, strength0, morale0, readiness0, routed0,
-                 destroyed0, step, key, team, patches, cover_map, orders, ground0, cover0, known,
-                 k, samples, low, high, units, flags, pairs, los, target,
-                 step_scratch(x0.shape[0]))
+    n, batch = x0.shape
+    scratch = step_scratch(n, min(batch, CHUNK))
+    for lo in range(0, batch, CHUNK):
+        step_battles(lo, min(lo + CHUNK, batch), x0, y0, theta0, strength0, morale0,
+                     readiness0, routed0, destroyed0, step, key, team, patches, cover_map,
+                     orders, ground0, cover0, known, k, samples, low, high, units, flags,
+                     pairs, los, target, scratch)
 
 
 @kernel(parallel=True)
 def step_kernel_parallel(x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
                          step, key, team, patches, cover_map, orders, ground0, cover0, known, k,
                          samples, low, high, units, flags, pairs, los, target):
-    """:func:`step_kernel` with the battles split into :data:`CHUNKS` chunks spread over
-    Numba's threads (each chunk has its own scratch rows)."""
+    """:func:`step_kernel` with its chunks spread over Numba's threads (each chunk has its
+    own scratch rows)."""
     n, batch = x0.shape
-    chunks = min(batch, CHUNKS)
-    for c in prange(chunks):
-        step_battles(c * batch // chunks, (c + 1) * batch // chunks, x0, y0, theta0, strength0,
-                     morale0, readiness0, routed0, destroyed0, step, key, team, patches,
-                     cover_map, orders, ground0, cover0, known, k, samples, low, high, units,
-                     flags, pairs, los, target, step_scratch(n))
+    for c in prange(chunk_count(batch)):
+        lo = c * CHUNK
+        hi = min(lo + CHUNK, batch)
+        step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0,
+                     destroyed0, step, key, team, patches, cover_map, orders, ground0, cover0,
+                     known, k, samples, low, high, units, flags, pairs, los, target,
+                     step_scratch(n, hi - lo))
