@@ -77,9 +77,9 @@ def duel_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
     routed, destroyed = flags[F_ROUTED], flags[F_DESTROYED]
     duel_observe(lo, hi, x, y, cos_h, sin_h, strength, morale, readiness, step, 1, elevation,
                  cover, dx, dy, dist, facing_cos, facing_sin, los, k, mirror, observation)
+    side_reward(lo, hi, team, BLUE_ONLY, weights, k, routed0, destroyed0, routed, destroyed,
+                strength, dist0, dist, dealt, taken, volley, values, total)
     for b in range(lo, hi):
-        side_reward(b, team, BLUE_ONLY, weights, k, routed0, destroyed0, routed, destroyed,
-                    strength, dist0, dist, dealt, taken, volley, values, total)
         over = routed[0, b] or destroyed[0, b] or routed[1, b] or destroyed[1, b]
         ends[0, b] = over
         ends[1, b] = not over and step[b] + 1 >= max_steps

@@ -162,81 +162,107 @@ def _weigh(features: np.ndarray, weights: np.ndarray) -> RewardComponents:
     return RewardComponents(values, values.sum(axis=0))
 
 
+# Rows of side_reward's working block, one value per battle: per side the battalions
+# that acted and those still in the fight, then one side's sums and nearest enemies.
+(_ACTED_BLUE, _IN_BLUE, _ACTED_RED, _IN_RED, _DEALT, _TAKEN, _STRENGTH, _ROUTED,
+ _ENEMY_ROUTED, _CLOSED, _VOLLEY, _NEAR0, _NEAR) = range(13)
+_SUMS = 13
+
+
 @kernel()
-def side_reward(b, team, sides, weights, k, routed0, destroyed0, routed, destroyed, strength,
-                dist0, dist, dealt, taken, volley, values, total):
-    """The reward components of each side in ``sides`` for step ``b`` of a batch, written
-    into column ``s * B + b`` of ``values`` (10, S * B) and ``total`` (S * B).
+def side_reward(lo, hi, team, sides, weights, k, routed0, destroyed0, routed, destroyed,
+                strength, dist0, dist, dealt, taken, volley, values, total):
+    """The reward components of each side in ``sides`` for steps ``lo`` to ``hi - 1`` of
+    a batch, written into columns ``s * B + b`` of ``values`` (10, S * B) and ``total``
+    (S * B).
 
     Unit-major inputs: the flags before (``routed0``, ``destroyed0``) and after the step,
     the strength after, the distances before (``dist0``) and after, and the step's
     damage dealt and taken and volleys. A side's per-battalion sums run over its
-    battalions in order, as a matrix product with the membership rows would.
+    battalions in order, as a matrix product with the membership rows would. Battles
+    are the inner loop, so the sums vectorise across them.
     """
     n = team.shape[0]
     batch = dealt.shape[1]
+    width = hi - lo
     zero, one = F32(0), F32(1)
     inf = F32(np.inf)
-    # Battalions a side, those that acted, and whether any is still in the fight.
-    size_blue = size_red = acted_blue = acted_red = zero
-    blue_in = red_in = False
+    sums = np.zeros((_SUMS, width), F32)
+    size_blue = size_red = zero
     for u in range(n):
-        acted = not (routed0[u, b] or destroyed0[u, b])
-        fighting = not (routed[u, b] or destroyed[u, b])
         if team[u] == 0:
             size_blue += one
-            acted_blue += one if acted else zero
-            blue_in = blue_in or fighting
         else:
             size_red += one
-            acted_red += one if acted else zero
-            red_in = red_in or fighting
+    # Battalions a side that acted, and whether any is still in the fight (as 1 or 0).
+    for u in range(n):
+        acted_row = _ACTED_BLUE if team[u] == 0 else _ACTED_RED
+        for b in range(lo, hi):
+            c = b - lo
+            acted = not (routed0[u, b] | destroyed0[u, b])
+            fighting = not (routed[u, b] | destroyed[u, b])
+            sums[acted_row, c] += one if acted else zero
+            sums[acted_row + 1, c] = one if fighting else sums[acted_row + 1, c]
     for column in range(sides.shape[0]):
         side = sides[column]
-        dealt_sum = zero
-        taken_sum = zero
-        strength_sum = zero
-        routed_sum = zero
-        enemy_routed_sum = zero
-        closed_sum = zero
-        volley_sum = zero
+        for row in range(_DEALT, _SUMS):
+            for c in range(width):
+                sums[row, c] = zero
         for u in range(n):
-            newly_routed = one if routed[u, b] and not routed0[u, b] else zero
             if team[u] != side:
-                enemy_routed_sum += newly_routed
+                for b in range(lo, hi):
+                    newly_routed = routed[u, b] & (not routed0[u, b])
+                    sums[_ENEMY_ROUTED, b - lo] += one if newly_routed else zero
                 continue
-            dealt_sum += dealt[u, b]
-            taken_sum += taken[u, b]
-            strength_sum += strength[u, b]
-            routed_sum += newly_routed
-            volley_sum += volley[u, b]
-            if routed0[u, b] or destroyed0[u, b]:
-                continue
+            for b in range(lo, hi):
+                c = b - lo
+                sums[_DEALT, c] += dealt[u, b]
+                sums[_TAKEN, c] += taken[u, b]
+                sums[_STRENGTH, c] += strength[u, b]
+                newly_routed = routed[u, b] & (not routed0[u, b])
+                sums[_ROUTED, c] += one if newly_routed else zero
+                sums[_VOLLEY, c] += volley[u, b]
+                sums[_NEAR0, c] = inf
+                sums[_NEAR, c] = inf
             # Approach: how much nearer it got to the nearest enemy that was in the fight.
-            near0 = inf
-            near = inf
             for j in range(n):
-                if team[j] != team[u] and not (routed0[j, b] or destroyed0[j, b]):
-                    near0 = min(near0, dist0[u, j, b])
-                    near = min(near, dist[u, j, b])
-            if near0 < inf:
-                closed_sum += near0 - near
+                if team[j] == team[u]:
+                    continue
+                for b in range(lo, hi):
+                    c = b - lo
+                    enemy_in = not (routed0[j, b] | destroyed0[j, b])
+                    sums[_NEAR0, c] = min(sums[_NEAR0, c], dist0[u, j, b]) if enemy_in \
+                        else sums[_NEAR0, c]
+                    sums[_NEAR, c] = min(sums[_NEAR, c], dist[u, j, b]) if enemy_in \
+                        else sums[_NEAR, c]
+            for b in range(lo, hi):
+                c = b - lo
+                counts = (not (routed0[u, b] | destroyed0[u, b])) & (sums[_NEAR0, c] < inf)
+                sums[_CLOSED, c] = sums[_CLOSED, c] + (sums[_NEAR0, c] - sums[_NEAR, c]) \
+                    if counts else sums[_CLOSED, c]
         own_size, other_size = (size_blue, size_red) if side == 0 else (size_red, size_blue)
-        acted_count = max(acted_blue if side == 0 else acted_red, one)
-        own_in, other_in = (blue_in, red_in) if side == 0 else (red_in, blue_in)
-        won = own_in and not other_in
-        lost = other_in and not own_in
-        features = (dealt_sum / other_size, -(taken_sum / own_size),
-                    strength_sum / own_size, one if won else zero, one if lost else zero, one,
-                    enemy_routed_sum / other_size, routed_sum / own_size,
-                    closed_sum / acted_count * k[K_INV_DIAGONAL], -(volley_sum / acted_count))
-        col = column * batch + b
-        value_sum = zero
-        for row in range(len(features)):
-            value = features[row] * weights[row]
-            values[row, col] = value
-            value_sum += value
-        total[col] = value_sum
+        own = _ACTED_BLUE if side == 0 else _ACTED_RED
+        other = _ACTED_RED if side == 0 else _ACTED_BLUE
+        for b in range(lo, hi):
+            c = b - lo
+            acted_count = max(sums[own, c], one)
+            own_in = sums[own + 1, c] > zero
+            other_in = sums[other + 1, c] > zero
+            won = own_in & (not other_in)
+            lost = other_in & (not own_in)
+            features = (sums[_DEALT, c] / other_size, -(sums[_TAKEN, c] / own_size),
+                        sums[_STRENGTH, c] / own_size, one if won else zero,
+                        one if lost else zero, one, sums[_ENEMY_ROUTED, c] / other_size,
+                        sums[_ROUTED, c] / own_size,
+                        sums[_CLOSED, c] / acted_count * k[K_INV_DIAGONAL],
+                        -(sums[_VOLLEY, c] / acted_count))
+            col = column * batch + b
+            value_sum = zero
+            for row in range(len(features)):
+                value = features[row] * weights[row]
+                values[row, col] = value
+                value_sum += value
+            total[col] = value_sum
 
 
 __all__ = ["COMPONENTS", "INFO_KEYS", "RewardComponents", "RewardWeights", "compute_reward",

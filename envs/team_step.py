@@ -76,12 +76,12 @@ def team_battles(lo, hi, actions, rotate_sign, x0, y0, theta0, strength0, morale
     routed, destroyed = flags[F_ROUTED], flags[F_DESTROYED]
     dist = pairs[P_DIST]
     batch = x0.shape[1]
+    side_reward(lo, hi, team, BOTH_SIDES, weights, k, routed0, destroyed0, routed, destroyed,
+                strength, dist0, dist, dealt, taken, volley, reward_values, reward_total)
     for b in range(lo, hi):
         observe_battle(b, x, y, cos_h, sin_h, strength, morale, readiness, routed, destroyed,
                        new_step, team, elevation, cover, dist, los, values_, in_fight_,
                        seen_step_, False, k, observation, global_state, seeing)
-        side_reward(b, team, BOTH_SIDES, weights, k, routed0, destroyed0, routed, destroyed,
-                    strength, dist0, dist, dealt, taken, volley, reward_values, reward_total)
         # A side is out when none of its battalions is left in the fight; the battle is
         # decided when a side is out (both at once: a draw), else cut off at max_steps.
         blue_in = red_in = False
