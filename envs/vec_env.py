@@ -186,13 +186,13 @@ class BattalionVecEnv(VecEnv):
         terminal: dict[int, np.ndarray] = {}
         if done.any():
             finished = np.nonzero(done)[0]
-            # Copy before the restart overwrites these rows.
-            last = result.observation[finished].copy()
+            # Taken (fancy indexing copies) before the restart overwrites these rows.
+            last = result.observation[finished]
             terminal = dict(zip(finished.tolist(), last, strict=True))
             result = result.frozen()
             self._battle.next_episode(finished)
-        observation = self._battle.blue_observation().copy()
-        return observation, rewards, done, BatchInfos(result, done, terminal)
+        # The step's own array, restarted rows included: the next step writes a new one.
+        return self._battle.blue_observation(), rewards, done, BatchInfos(result, done, terminal)
 
     def close(self) -> None:
         pass

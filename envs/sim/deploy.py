@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
 from envs.sim import constants as C
 from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
-from envs.sim.state import BattleState
-from envs.sim.terrain import TerrainMap, elevation_patches, generate_terrain
+from envs.sim.jit import kernel
+from envs.sim.state import UNIT_FIELDS, BattleState
+from envs.sim.terrain import TerrainMap, elevation_patches, generate_into
+from envs.sim.vector_math import wrap_angle
 
 F32 = np.float32
 
@@ -43,35 +46,69 @@ def deploy(
     only.
     """
     keys = np.asarray(keys, dtype=np.uint64)
+    battles = np.asarray(battles, dtype=np.intp)
     rows, cols = state.grid_shape
-    if terrain is not None:
-        elevation, cover = terrain.relative_elevation()[None], terrain.cover[None]
-    elif randomize_terrain:
-        elevation, cover = generate_terrain(keys, rows, cols)
+    if terrain is None and randomize_terrain:
+        generate_into(keys, battles, C.NUM_HILLS, C.NUM_FORESTS, state.elevation, state.cover,
+                      state.elevation_patches)
     else:
-        elevation = cover = np.zeros((1, rows, cols), F32)
-    state.elevation[battles] = elevation
-    state.cover[battles] = cover
-    state.elevation_patches[battles] = elevation_patches(elevation)
+        if terrain is not None:
+            elevation, cover = terrain.relative_elevation()[None], terrain.cover[None]
+        else:
+            elevation = cover = np.zeros((1, rows, cols), F32)
+        state.elevation[battles] = elevation
+        state.cover[battles] = cover
+        state.elevation_patches[battles] = elevation_patches(elevation)
+    _spawn(keys, battles, np.ascontiguousarray(state.team, dtype=np.int8),
+           *(_unit_rows(state, name) for name in UNIT_FIELDS), state.step, state.key,
+           _spawn_constants(config.map_width, config.map_height))
 
-    n_units = state.n_units
-    is_red = (state.team == 1)[None, :]
-    u = rnd.uniform(keys, rnd.STREAM_SPAWN, 0, 3 * n_units).reshape(len(keys), n_units, 3)
-    blue_lo, blue_hi = C.BLUE_DEPLOY_X
-    red_lo, red_hi = C.RED_DEPLOY_X
-    x_frac = np.where(is_red, red_lo + (red_hi - red_lo) * u[..., 0],
-                      blue_lo + (blue_hi - blue_lo) * u[..., 0])
-    y_lo, y_hi = C.DEPLOY_Y
-    spread = C.DEPLOY_HEADING_SPREAD
-    heading = (u[..., 2] * 2 - 1) * F32(spread) + np.where(is_red, F32(math.pi), F32(0))
 
-    state.x[battles] = x_frac * F32(config.map_width)
-    state.y[battles] = (y_lo + (y_hi - y_lo) * u[..., 1]) * F32(config.map_height)
-    state.theta[battles] = np.mod(heading, F32(2 * math.pi))
-    state.strength[battles] = 1
-    state.morale[battles] = 1
-    state.readiness[battles] = 1
-    state.routed[battles] = False
-    state.destroyed[battles] = False
-    state.step[battles] = 0
-    state.key[battles] = keys
+def _unit_rows(state: BattleState, name: str) -> np.ndarray:
+    """The (U, B) view of a state field the spawn kernel writes into."""
+    rows = getattr(state, name).T
+    if not rows.flags.c_contiguous:
+        raise ValueError(f"state.{name} is not laid out with the battle axis contiguous "
+                         "(Fortran order): build states with BattleState.empty")
+    return rows
+
+
+@lru_cache(maxsize=16)
+def _spawn_constants(width: float, height: float) -> np.ndarray:
+    """The deployment bands and spread as float32 (low, span) pairs, then pi, 2 pi and
+    the map's size: what :func:`_spawn` scales its draws by."""
+    (blue_lo, blue_hi), (red_lo, red_hi), (y_lo, y_hi) = (C.BLUE_DEPLOY_X, C.RED_DEPLOY_X,
+                                                          C.DEPLOY_Y)
+    return np.array([blue_lo, blue_hi - blue_lo, red_lo, red_hi - red_lo, y_lo, y_hi - y_lo,
+                     C.DEPLOY_HEADING_SPREAD, math.pi, 2 * math.pi, width, height], F32)
+
+
+_SPAWN_OFFSET = rnd.stream_offset(rnd.STREAM_SPAWN)
+
+
+@kernel()
+def _spawn(keys, battles, team, x, y, theta, strength, morale, readiness, routed, destroyed,
+           step, key, k):
+    """Set out the battalions of rows ``battles`` (unit-major arrays written in place):
+    unit ``i`` of the battle with key ``keys[n]`` takes lanes ``3i`` to ``3i + 2`` of the
+    spawn stream (x in its side's band, y, heading within the spread of straight ahead),
+    fresh, loaded and in the fight."""
+    for n in range(keys.shape[0]):
+        b = battles[n]
+        for i in range(team.shape[0]):
+            red = team[i] == 1
+            u0 = rnd.uniform_draw(keys[n], 0, 3 * i, _SPAWN_OFFSET)
+            u1 = rnd.uniform_draw(keys[n], 0, 3 * i + 1, _SPAWN_OFFSET)
+            u2 = rnd.uniform_draw(keys[n], 0, 3 * i + 2, _SPAWN_OFFSET)
+            x_frac = k[2] + k[3] * u0 if red else k[0] + k[1] * u0
+            heading = (u2 * F32(2) - F32(1)) * k[6] + (k[7] if red else F32(0))
+            x[i, b] = x_frac * k[9]
+            y[i, b] = (k[4] + k[5] * u1) * k[10]
+            theta[i, b] = wrap_angle(heading, k[8])
+            strength[i, b] = F32(1)
+            morale[i, b] = F32(1)
+            readiness[i, b] = F32(1)
+            routed[i, b] = False
+            destroyed[i, b] = False
+        step[b] = 0
+        key[b] = keys[n]

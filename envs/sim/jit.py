@@ -21,9 +21,9 @@ from numba import njit
 
 _ENVS = Path(__file__).resolve().parent.parent
 
-KERNEL_SOURCES = ("sim/random.py", "sim/vector_math.py", "sim/kernels.py", "sim/scripted.py",
-                  "observation.py", "reward.py", "multi_observation.py", "duel_step.py",
-                  "team_step.py")
+KERNEL_SOURCES = ("sim/random.py", "sim/vector_math.py", "sim/terrain.py", "sim/deploy.py",
+                  "sim/kernels.py", "sim/scripted.py", "observation.py", "reward.py",
+                  "multi_observation.py", "duel_step.py", "team_step.py")
 """The files (relative to the ``envs`` package) that define kernels; :func:`kernel`
 refuses a function from any other file, so none can be left out of the digest."""
 

@@ -92,16 +92,7 @@ def constants(config, rows: int, cols: int) -> np.ndarray:
     return vector
 
 
-# envs.sim.random's counter-based draw, compiled: the same mixer and constants.
-_mix64 = kernel(inline="always")(rnd.mix64)
-_ROUT_OFFSET = rnd._stream_offset(rnd.STREAM_ROUT)
-
-
-@kernel(inline="always")
-def _uniform(key, counter, lane, offset):
-    """The draw :func:`envs.sim.random.uniform` makes for (key, counter, lane)."""
-    z = key ^ (np.uint64(counter) * rnd._STEP_MULT + np.uint64(lane) * rnd._LANE_MULT + offset)
-    return F32(_mix64(z) >> rnd._S40) * rnd._TO_UNIT
+_ROUT_OFFSET = rnd.stream_offset(rnd.STREAM_ROUT)
 
 
 @kernel(inline="always")
@@ -409,7 +400,7 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
             readiness[i, b] = r0 + live[i, c] * (min(r0 - volley[i, b] + k[K_RELOAD], one) - r0)
             gone = destroyed0[i, b] | (s <= k[K_DESTROYED])
             destroyed[i, b] = gone
-            draw = _uniform(key[b], step[b], i, _ROUT_OFFSET)
+            draw = rnd.uniform_draw(key[b], step[b], i, _ROUT_OFFSET)
             breaks = active[i, c] & (not gone) & (m < k[K_ROUT]) & (draw < one - m / k[K_ROUT])
             routed[i, b] = routed0[i, b] | breaks
 

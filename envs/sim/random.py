@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from envs.sim.jit import kernel
+
 _U64 = np.uint64
 _GOLDEN = _U64(0x9E3779B97F4A7C15)
 _M1 = _U64(0xBF58476D1CE4E5B9)
@@ -32,7 +34,9 @@ STREAM_RANDOM_ACTIONS = 5
 _TO_UNIT_F64 = 1.0 / (1 << 53)
 
 
-def _stream_offset(stream: int) -> np.uint64:
+def stream_offset(stream: int) -> np.uint64:
+    """What a stream adds to every draw's counter mix (compiled callers of
+    :func:`uniform_draw` compute it once)."""
     # Python ints do the wrapping multiply, so NumPy's scalar overflow warning stays quiet.
     return _U64((stream * int(_STREAM_MULT)) % (1 << 64))
 
@@ -42,6 +46,17 @@ def mix64(z: np.ndarray) -> np.ndarray:
     z = (z ^ (z >> _S30)) * _M1
     z = (z ^ (z >> _S27)) * _M2
     return z ^ (z >> _S31)
+
+
+_mix64_scalar = kernel(inline="always")(mix64)
+
+
+@kernel(inline="always")
+def uniform_draw(key, counter, lane, offset):
+    """One draw of :func:`uniform`, compiled: lane ``lane`` at ``counter`` of the stream
+    whose :func:`stream_offset` is ``offset``, for the battle with episode key ``key``."""
+    z = key ^ (np.uint64(counter) * _STEP_MULT + np.uint64(lane) * _LANE_MULT + offset)
+    return np.float32(_mix64_scalar(z) >> _S40) * _TO_UNIT
 
 
 def seed_keys(seeds: np.ndarray) -> np.ndarray:
@@ -69,7 +84,7 @@ def uniform(keys: np.ndarray, stream: int, counters: np.ndarray | int, lanes: in
     if counters.ndim:
         counters = counters[:, None]
     lane_ids = np.arange(lanes, dtype=np.uint64)
-    z = keys[:, None] ^ (counters * _STEP_MULT + lane_ids * _LANE_MULT + _stream_offset(stream))
+    z = keys[:, None] ^ (counters * _STEP_MULT + lane_ids * _LANE_MULT + stream_offset(stream))
     return (mix64(z) >> _S40).astype(np.float32) * _TO_UNIT
 
 
@@ -92,7 +107,7 @@ def normal(keys: np.ndarray, stream: int, counters: np.ndarray | int, lanes: int
     if counters.ndim:
         counters = counters[:, None]
     lane_ids = np.arange(2 * lanes, dtype=np.uint64)
-    z = keys[:, None] ^ (counters * _STEP_MULT + lane_ids * _LANE_MULT + _stream_offset(stream))
+    z = keys[:, None] ^ (counters * _STEP_MULT + lane_ids * _LANE_MULT + stream_offset(stream))
     u = (mix64(z) >> _U64(11)).astype(np.float64) * _TO_UNIT_F64
     radius = np.sqrt(-2.0 * np.log1p(-u[:, 0::2]))  # 1 - u is in (0, 1]: log is finite
     return (radius * np.cos(2.0 * np.pi * u[:, 1::2])).astype(np.float32)

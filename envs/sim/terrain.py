@@ -22,6 +22,7 @@ import numpy as np
 
 from envs.sim import constants as C
 from envs.sim import random as rnd
+from envs.sim.jit import kernel
 from envs.sim.validation import (
     check_count_fits,
     check_int,
@@ -161,12 +162,31 @@ class TerrainMap:
 
 def normalise_elevation(elevation: np.ndarray) -> np.ndarray:
     """Shift each map of a (B, rows, cols) stack to a lowest point of 0 and scale its
-    highest to 1; level maps become all zeros."""
-    elevation = elevation.astype(F32)
-    low = elevation.min(axis=(1, 2), keepdims=True)
-    relief = elevation.max(axis=(1, 2), keepdims=True) - low
-    safe = np.where(relief > 0, relief, F32(1))
-    return np.where(relief > 0, (elevation - low) / safe, F32(0))
+    highest to 1; level maps become all zeros. Returns a new float32 stack."""
+    maps = np.array(elevation, dtype=F32, order="C")
+    _normalise_maps(maps)
+    return maps
+
+
+@kernel(inline="always")
+def _normalise(grid):
+    """:func:`normalise_elevation` of one (rows, cols) map, in place."""
+    low = grid[0, 0]
+    high = grid[0, 0]
+    for r in range(grid.shape[0]):
+        for c in range(grid.shape[1]):
+            low = min(low, grid[r, c])
+            high = max(high, grid[r, c])
+    relief = high - low
+    for r in range(grid.shape[0]):
+        for c in range(grid.shape[1]):
+            grid[r, c] = (grid[r, c] - low) / relief if relief > F32(0) else F32(0)
+
+
+@kernel()
+def _normalise_maps(maps):
+    for b in range(maps.shape[0]):
+        _normalise(maps[b])
 
 
 def cell_index(x: np.ndarray, y: np.ndarray, width: float, height: float,
@@ -190,11 +210,32 @@ def elevation_patches(elevation: np.ndarray) -> np.ndarray:
     float32 ``[a, b, c, d]``; the last row and column repeat the edge. Storing the
     four coefficients together lets one gather fetch a whole patch.
     """
-    h00 = elevation.astype(F32)
-    h01 = np.concatenate([h00[:, :, 1:], h00[:, :, -1:]], axis=2)
-    h10 = np.concatenate([h00[:, 1:, :], h00[:, -1:, :]], axis=1)
-    h11 = np.concatenate([h10[:, :, 1:], h10[:, :, -1:]], axis=2)
-    return np.stack([h00, h01 - h00, h10 - h00, h11 - h10 - h01 + h00], axis=-1)
+    maps = np.ascontiguousarray(elevation, dtype=F32)
+    patches = np.empty((*maps.shape, 4), F32)
+    _patch_maps(maps, patches)
+    return patches
+
+
+@kernel(inline="always")
+def _patches(grid, out):
+    """:func:`elevation_patches` of one (rows, cols) map into ``out`` (rows, cols, 4)."""
+    rows, cols = grid.shape
+    for r in range(rows):
+        above = min(r + 1, rows - 1)
+        for c in range(cols):
+            right = min(c + 1, cols - 1)
+            h00, h01 = grid[r, c], grid[r, right]
+            h10, h11 = grid[above, c], grid[above, right]
+            out[r, c, 0] = h00
+            out[r, c, 1] = h01 - h00
+            out[r, c, 2] = h10 - h00
+            out[r, c, 3] = h11 - h10 - h01 + h00
+
+
+@kernel()
+def _patch_maps(maps, patches):
+    for b in range(maps.shape[0]):
+        _patches(maps[b], patches[b])
 
 
 def bilinear(patches_flat: np.ndarray, offset: np.ndarray, x: np.ndarray, y: np.ndarray,
@@ -276,26 +317,75 @@ def generate_terrain(
     num_hills = check_int("num_hills", num_hills, minimum=0)
     num_forests = check_int("num_forests", num_forests, minimum=0)
     keys = np.asarray(keys, dtype=np.uint64)
-    # Cell centres in map fractions.
-    gx = (np.arange(cols, dtype=F32) + F32(0.5)) / F32(cols)
-    gy = (np.arange(rows, dtype=F32) + F32(0.5)) / F32(rows)
+    elevation = np.empty((len(keys), rows, cols), F32)
+    cover = np.empty((len(keys), rows, cols), F32)
+    patches = np.empty((len(keys), rows, cols, 4), F32)
+    generate_into(keys, np.arange(len(keys)), num_hills, num_forests, elevation, cover, patches)
+    return elevation, cover
 
-    def blobs(counter: int, count: int, sigma: tuple[float, float],
-              amount: tuple[float, float]) -> np.ndarray:
-        if count == 0:
-            return np.zeros((len(keys), rows, cols), F32)
-        u = rnd.uniform(keys, rnd.STREAM_TERRAIN, counter, 4 * count).reshape(-1, count, 4)
-        lo, hi = C.FEATURE_CENTRE
-        cx = lo + (hi - lo) * u[..., 0]
-        cy = lo + (hi - lo) * u[..., 1]
-        s = sigma[0] + (sigma[1] - sigma[0]) * u[..., 2]
-        a = amount[0] + (amount[1] - amount[0]) * u[..., 3]
+
+def _feature_draws(centre: tuple[float, float], sigma: tuple[float, float],
+                   amount: tuple[float, float]) -> np.ndarray:
+    """A feature kind's ranges as the float32 (low, span) pairs its draws are scaled by."""
+    return np.array([centre[0], centre[1] - centre[0], sigma[0], sigma[1] - sigma[0],
+                     amount[0], amount[1] - amount[0]], F32)
+
+
+_HILL_DRAWS = _feature_draws(C.FEATURE_CENTRE, C.HILL_SIGMA, C.HILL_HEIGHT)
+_FOREST_DRAWS = _feature_draws(C.FEATURE_CENTRE, C.FOREST_SIGMA, C.FOREST_DENSITY)
+_TERRAIN_OFFSET = rnd.stream_offset(rnd.STREAM_TERRAIN)
+
+
+def generate_into(keys: np.ndarray, battles: np.ndarray, num_hills: int, num_forests: int,
+                  elevation: np.ndarray, cover: np.ndarray, patches: np.ndarray) -> None:
+    """:func:`generate_terrain` for the battles with keys ``keys``, written (with the
+    elevation's :func:`elevation_patches`) into rows ``battles`` of the C-contiguous
+    stacks ``elevation``, ``cover`` (B, rows, cols) and ``patches`` (B, rows, cols, 4)."""
+    _generate_kernel(keys, np.asarray(battles, dtype=np.intp), num_hills, num_forests,
+                     _HILL_DRAWS, _FOREST_DRAWS, _TERRAIN_OFFSET, elevation, cover, patches)
+
+
+@kernel(inline="always")
+def _blobs(key, counter, count, draws, offset, out, along_x, along_y):
+    """The sum of ``count`` Gaussian blobs of one map into ``out`` (rows, cols): blob
+    ``h`` has lanes ``4h`` to ``4h + 3`` of ``counter`` (centre x and y, spread, amount,
+    each scaled by ``draws``' (low, span) pairs). A 2-D Gaussian is the outer product
+    of two 1-D ones; the sum runs over blobs in order, each term the product of the
+    scaled row factor and the column factor."""
+    rows, cols = out.shape
+    for h in range(count):
+        cx = draws[0] + draws[1] * rnd.uniform_draw(key, counter, 4 * h, offset)
+        cy = draws[0] + draws[1] * rnd.uniform_draw(key, counter, 4 * h + 1, offset)
+        s = draws[2] + draws[3] * rnd.uniform_draw(key, counter, 4 * h + 2, offset)
+        a = draws[4] + draws[5] * rnd.uniform_draw(key, counter, 4 * h + 3, offset)
         inv = F32(-0.5) / (s * s)
-        # A 2-D Gaussian is the outer product of two 1-D ones.
-        along_x = np.exp((gx[None, None, :] - cx[..., None]) ** 2 * inv[..., None])
-        along_y = np.exp((gy[None, None, :] - cy[..., None]) ** 2 * inv[..., None])
-        return np.matmul((along_y * a[..., None]).transpose(0, 2, 1), along_x)
+        for c in range(cols):
+            d = (F32(c) + F32(0.5)) / F32(cols) - cx
+            along_x[h, c] = np.exp(d * d * inv)
+        for r in range(rows):
+            d = (F32(r) + F32(0.5)) / F32(rows) - cy
+            along_y[h, r] = np.exp(d * d * inv) * a
+    for r in range(rows):
+        for c in range(cols):
+            total = F32(0)
+            for h in range(count):
+                total += along_y[h, r] * along_x[h, c]
+            out[r, c] = total
 
-    elevation = normalise_elevation(blobs(0, num_hills, C.HILL_SIGMA, C.HILL_HEIGHT))
-    cover = np.clip(blobs(1, num_forests, C.FOREST_SIGMA, C.FOREST_DENSITY), 0, 1)
-    return elevation, cover.astype(F32)
+
+@kernel()
+def _generate_kernel(keys, battles, num_hills, num_forests, hill_draws, forest_draws, offset,
+                     elevation, cover, patches):
+    rows, cols = elevation.shape[1], elevation.shape[2]
+    features = max(num_hills, num_forests, 1)
+    along_x = np.empty((features, cols), F32)
+    along_y = np.empty((features, rows), F32)
+    for i in range(keys.shape[0]):
+        b = battles[i]
+        _blobs(keys[i], 0, num_hills, hill_draws, offset, elevation[b], along_x, along_y)
+        _normalise(elevation[b])
+        _patches(elevation[b], patches[b])
+        _blobs(keys[i], 1, num_forests, forest_draws, offset, cover[b], along_x, along_y)
+        for r in range(rows):
+            for c in range(cols):
+                cover[b, r, c] = min(max(cover[b, r, c], F32(0)), F32(1))
