@@ -143,10 +143,10 @@ def _ground(patches, cover_map, b, x, y, k, rows, cols):
 
 @kernel()
 def _sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, out_elev,
-           out_cover, dx, dy, dist, facing_cos, facing_sin, los, clear):
+           out_cover, dx, dy, dist, facing_cos, facing_sin, los):
     """Sight of battles ``lo`` to ``hi - 1`` from unit-major positions and headings, written
-    in place (``clear`` is a scratch row of ``hi - lo`` booleans). Every loop runs over
-    battles innermost, so LLVM vectorises it across battles."""
+    in place. The loops run over battles innermost, so LLVM vectorises the pairs'
+    arithmetic across battles."""
     n = x.shape[0]
     rows, cols = patches.shape[1], patches.shape[2]
     for i in range(n):
@@ -168,6 +168,8 @@ def _sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, out
                 facing_sin[i, j, b] = (ddy * cos_h[i, b] - ddx * sin_h[i, b]) * inv
                 los[i, j, b] = True
     # A sight line is blocked where the ground at any of its samples rises above it.
+    # LLVM does not vectorise the ground's gathers on this CPU, so this loop is scalar,
+    # battle by battle, and stops at the first blocking sample.
     eye = k[K_EYE_HEIGHT]
     denominator = F32(samples + 1)
     for i in range(n):
@@ -175,19 +177,21 @@ def _sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, out
             if team[i] == team[j]:
                 continue
             for b in range(lo, hi):
-                clear[b - lo] = True
-            for s in range(1, samples + 1):
-                t = F32(s) / denominator
-                for b in range(lo, hi):
-                    gx0, gy0 = _grid(x[i, b], y[i, b], k, rows, cols)
-                    gx1, gy1 = _grid(x[j, b], y[j, b], k, rows, cols)
-                    e0 = out_elev[i, b]
-                    ground = _patch(patches, b, gx0 + (gx1 - gx0) * t, gy0 + (gy1 - gy0) * t,
-                                    rows, cols)
-                    clear[b - lo] &= not (ground > (e0 + eye) + (out_elev[j, b] - e0) * t)
-            for b in range(lo, hi):
-                los[i, j, b] = clear[b - lo]
-                los[j, i, b] = clear[b - lo]
+                gx0, gy0 = _grid(x[i, b], y[i, b], k, rows, cols)
+                gx1, gy1 = _grid(x[j, b], y[j, b], k, rows, cols)
+                e0 = out_elev[i, b]
+                sight = e0 + eye
+                rise = out_elev[j, b] - e0
+                across, up = gx1 - gx0, gy1 - gy0
+                clear = True
+                for s in range(1, samples + 1):
+                    t = F32(s) / denominator
+                    if _patch(patches, b, gx0 + across * t, gy0 + up * t, rows, cols) \
+                            > sight + rise * t:
+                        clear = False
+                        break
+                los[i, j, b] = clear
+                los[j, i, b] = clear
 
 
 @kernel()
@@ -208,7 +212,7 @@ def sense_kernel(x, y, theta, team, patches, cover_map, k, samples):
     facing_sin = np.empty((n, n, batch), F32)
     los = np.empty((n, n, batch), np.bool_)
     _sight(0, batch, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
-           cover, dx, dy, dist, facing_cos, facing_sin, los, np.empty(batch, np.bool_))
+           cover, dx, dy, dist, facing_cos, facing_sin, los)
     return cos_h, sin_h, dx, dy, dist, facing_cos, facing_sin, elevation, cover, los
 
 
@@ -233,11 +237,9 @@ def step_scratch(n, width):
     """Working rows of one thread's step over ``width`` battles: per unit and battle the
     orders applied (move, rotate, fire), whether it is in the fight (``live`` as 1 or 0
     and ``active``), its shots' firepower, targets, range and share, the damage coming
-    in, its loss share and morale shock; per pair the damage; per battle a sight line's
-    state."""
+    in, its loss share and morale shock; per pair the damage."""
     return (np.empty((SCRATCH_FLOATS, n, width), F32), np.empty((n, width), np.bool_),
-            np.empty((n, n, width), F32), np.empty((n, width), np.int32),
-            np.empty(width, np.bool_))
+            np.empty((n, n, width), F32), np.empty((n, width), np.int32))
 
 
 # Rows of the float block of :func:`step_scratch`.
@@ -264,7 +266,7 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
     routed, destroyed = flags[F_ROUTED], flags[F_DESTROYED]
     dx, dy, dist = pairs[P_DX], pairs[P_DY], pairs[P_DIST]
     facing_cos, facing_sin = pairs[P_FACING_COS], pairs[P_FACING_SIN]
-    rows_, active, raw, aim, clear = scratch
+    rows_, active, raw, aim = scratch
     move, rotate, fire, live = rows_[S_MOVE], rows_[S_ROTATE], rows_[S_FIRE], rows_[S_LIVE]
     firepower, near, incoming = rows_[S_FIREPOWER], rows_[S_NEAR], rows_[S_INCOMING]
     share, shaken = rows_[S_SHARE], rows_[S_SHAKEN]
@@ -300,7 +302,7 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
             x[i, b] = min(max(x0[i, b] + cos_h[i, b] * stride, zero), k[K_WIDTH])
             y[i, b] = min(max(y0[i, b] + sin_h[i, b] * stride, zero), k[K_HEIGHT])
     _sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
-           cover, dx, dy, dist, facing_cos, facing_sin, los, clear)
+           cover, dx, dy, dist, facing_cos, facing_sin, los)
 
     # Fire: the nearest enemy in range, in the arc and in sight (ties share the volley).
     for i in range(n):
