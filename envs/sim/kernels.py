@@ -126,12 +126,12 @@ def _cover(cover, b, x, y, k, rows, cols):
 
 
 @kernel(inline="always")
-def _can_hit(i, j, b, lo, active, los, dist, facing_cos, k):
+def _can_hit(i, j, b, lo, active, los, dist, facing_cos, fire_range, cos_arc):
     """Whether ``i`` can fire at enemy ``j`` in battle ``b`` (``active`` is the step's
-    scratch, its columns from battle ``lo``): both in the fight, in sight, in range, in
-    ``i``'s arc."""
+    scratch, its columns from battle ``lo``): both in the fight, in sight, in range
+    (``fire_range``), in ``i``'s arc (``cos_arc``, the cosine of its half-angle)."""
     return (active[i, b - lo] & active[j, b - lo] & los[i, j, b]
-            & (dist[i, j, b] <= k[K_FIRE_RANGE]) & (facing_cos[i, j, b] > k[K_COS_FIRE_ARC]))
+            & (dist[i, j, b] <= fire_range) & (facing_cos[i, j, b] > cos_arc))
 
 
 @kernel(inline="always")
@@ -154,18 +154,21 @@ def _sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, out
             out_elev[i, b], out_cover[i, b] = _ground(patches, cover_map, b, x[i, b], y[i, b],
                                                       k, rows, cols)
     one, floor = F32(1), F32(1e-3)
+    # One or two arrays written a loop, so that each vectorises (see step_battles).
     for i in range(n):
         for j in range(n):
             for b in range(lo, hi):
-                ddx = x[j, b] - x[i, b]
-                ddy = y[j, b] - y[i, b]
-                d = np.sqrt(ddx * ddx + ddy * ddy)
-                inv = one / max(d, floor)
-                dx[i, j, b] = ddx
-                dy[i, j, b] = ddy
-                dist[i, j, b] = d
-                facing_cos[i, j, b] = (ddx * cos_h[i, b] + ddy * sin_h[i, b]) * inv
-                facing_sin[i, j, b] = (ddy * cos_h[i, b] - ddx * sin_h[i, b]) * inv
+                dx[i, j, b] = x[j, b] - x[i, b]
+                dy[i, j, b] = y[j, b] - y[i, b]
+            for b in range(lo, hi):
+                dist[i, j, b] = np.sqrt(dx[i, j, b] * dx[i, j, b] + dy[i, j, b] * dy[i, j, b])
+            for b in range(lo, hi):
+                facing_cos[i, j, b] = ((dx[i, j, b] * cos_h[i, b] + dy[i, j, b] * sin_h[i, b])
+                                       * (one / max(dist[i, j, b], floor)))
+            for b in range(lo, hi):
+                facing_sin[i, j, b] = ((dy[i, j, b] * cos_h[i, b] - dx[i, j, b] * sin_h[i, b])
+                                       * (one / max(dist[i, j, b], floor)))
+            for b in range(lo, hi):
                 los[i, j, b] = True
     # A sight line is blocked where the ground at any of its samples rises above it.
     # LLVM does not vectorise the ground's gathers on this CPU, so this loop is scalar,
@@ -274,6 +277,23 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
     rows, cols = patches.shape[1], patches.shape[2]
     zero, one = F32(0), F32(1)
     two_pi = F32(2 * np.pi)
+    # Constants are read into locals once: a load from ``k`` inside a loop would be one
+    # more array LLVM must prove apart from the loop's stores before it vectorises.
+    turn_rate, hill, forest, backward = (k[K_MAX_TURN_RATE], k[K_HILL], k[K_FOREST],
+                                         k[K_BACKWARD])
+    step_length, width, height = k[K_STEP_LENGTH], k[K_WIDTH], k[K_HEIGHT]
+    moving_penalty, turning_penalty = k[K_MOVING_PENALTY], k[K_TURNING_PENALTY]
+    volley_damage, cos_front, cos_rear = k[K_VOLLEY_DAMAGE], k[K_COS_FRONT], k[K_COS_REAR]
+    flank_mult, rear_mult, height_advantage = (k[K_FLANK_MULT], k[K_REAR_MULT],
+                                               k[K_HEIGHT_ADVANTAGE])
+    cover_protection, per_damage = k[K_COVER_PROTECTION], k[K_MORALE_PER_DAMAGE]
+    flank_morale, rear_morale, shock = k[K_FLANK_MORALE], k[K_REAR_MORALE], k[K_VOLLEY_SHOCK]
+    recovery_rate, reload, destroyed_at = k[K_MORALE_RECOVERY], k[K_RELOAD], k[K_DESTROYED]
+    rout_at, fire_range, cos_arc = k[K_ROUT], k[K_FIRE_RANGE], k[K_COS_FIRE_ARC]
+    exponent = k[K_HIT_EXPONENT]
+    # Every loop over battles below writes one or two arrays: with more, LLVM's runtime
+    # checks that they do not overlap the arrays read exceed its limit and the loop stays
+    # scalar.
 
     # Manoeuvre: wheel, then march along the new heading over the ground one stood on.
     for i in range(n):
@@ -284,23 +304,33 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
         under_rows = ground0 if known else elevation
         wood_rows = cover0 if known else cover
         for b in range(lo, hi):
+            active[i, b - lo] = not (routed0[i, b] | destroyed0[i, b])
+        for b in range(lo, hi):
+            live[i, b - lo] = one if active[i, b - lo] else zero
+        for b in range(lo, hi):
+            move[i, b - lo] = min(max(orders[0, i, b], low[0]), high[0]) * live[i, b - lo]
+        for b in range(lo, hi):
+            rotate[i, b - lo] = min(max(orders[1, i, b], low[1]), high[1]) * live[i, b - lo]
+        for b in range(lo, hi):
+            fire[i, b - lo] = min(max(orders[2, i, b], low[2]), high[2]) * live[i, b - lo]
+        for b in range(lo, hi):
+            theta[i, b] = wrap_angle(theta0[i, b] + rotate[i, b - lo] * turn_rate, two_pi)
+        for b in range(lo, hi):
+            cos_h[i, b], sin_h[i, b] = sincos(theta[i, b])
+        for b in range(lo, hi):
+            # The stride is recomputed for y: a third array written would keep the loop
+            # scalar.
             c = b - lo
-            in_fight = not (routed0[i, b] | destroyed0[i, b])
-            active[i, c] = in_fight
-            alive = one if in_fight else zero
-            live[i, c] = alive
-            move[i, c] = min(max(orders[0, i, b], low[0]), high[0]) * alive
-            rotate[i, c] = min(max(orders[1, i, b], low[1]), high[1]) * alive
-            fire[i, c] = min(max(orders[2, i, b], low[2]), high[2]) * alive
-            heading = wrap_angle(theta0[i, b] + rotate[i, c] * k[K_MAX_TURN_RATE], two_pi)
-            theta[i, b] = heading
-            cos_h[i, b], sin_h[i, b] = sincos(heading)
-            ground_speed = (one - (one - k[K_HILL]) * under_rows[i, b]) \
-                - k[K_FOREST] * wood_rows[i, b]
-            pace = one - (one - k[K_BACKWARD]) * (one if move[i, c] < zero else zero)
-            stride = move[i, c] * pace * ground_speed * k[K_STEP_LENGTH]
-            x[i, b] = min(max(x0[i, b] + cos_h[i, b] * stride, zero), k[K_WIDTH])
-            y[i, b] = min(max(y0[i, b] + sin_h[i, b] * stride, zero), k[K_HEIGHT])
+            ground_speed = (one - (one - hill) * under_rows[i, b]) - forest * wood_rows[i, b]
+            pace = one - (one - backward) * (one if move[i, c] < zero else zero)
+            stride = move[i, c] * pace * ground_speed * step_length
+            x[i, b] = min(max(x0[i, b] + cos_h[i, b] * stride, zero), width)
+        for b in range(lo, hi):
+            c = b - lo
+            ground_speed = (one - (one - hill) * under_rows[i, b]) - forest * wood_rows[i, b]
+            pace = one - (one - backward) * (one if move[i, c] < zero else zero)
+            stride = move[i, c] * pace * ground_speed * step_length
+            y[i, b] = min(max(y0[i, b] + sin_h[i, b] * stride, zero), height)
     _sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
            cover, dx, dy, dist, facing_cos, facing_sin, los)
 
@@ -308,31 +338,36 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
     for i in range(n):
         for b in range(lo, hi):
             near[i, b - lo] = F32(np.inf)
+        for b in range(lo, hi):
             aim[i, b - lo] = 0
+        for b in range(lo, hi):
             target[i, b] = -1
         for j in range(n):
             if team[i] == team[j]:
                 continue
             for b in range(lo, hi):
-                if _can_hit(i, j, b, lo, active, los, dist, facing_cos, k):
+                if _can_hit(i, j, b, lo, active, los, dist, facing_cos, fire_range, cos_arc):
                     near[i, b - lo] = min(near[i, b - lo], dist[i, j, b])
         for j in range(n):
             if team[i] == team[j]:
                 continue
             for b in range(lo, hi):
-                if _can_hit(i, j, b, lo, active, los, dist, facing_cos, k) \
+                if _can_hit(i, j, b, lo, active, los, dist, facing_cos, fire_range, cos_arc) \
                         & (dist[i, j, b] <= near[i, b - lo]):
                     aim[i, b - lo] += 1
+            for b in range(lo, hi):
+                if _can_hit(i, j, b, lo, active, los, dist, facing_cos, fire_range, cos_arc) \
+                        & (dist[i, j, b] <= near[i, b - lo]):
                     target[i, b] = j
         for b in range(lo, hi):
+            volley[i, b] = fire[i, b - lo] * readiness0[i, b] if aim[i, b - lo] > 0 else zero
+        for b in range(lo, hi):
             c = b - lo
-            shots = fire[i, c] * readiness0[i, b] if aim[i, c] > 0 else zero
-            volley[i, b] = shots
-            steadiness = ((one - k[K_MOVING_PENALTY] * abs(move[i, c]))
-                          * (one - k[K_TURNING_PENALTY] * abs(rotate[i, c])))
-            firepower[i, c] = k[K_VOLLEY_DAMAGE] * shots * strength0[i, b] * steadiness
-            share[i, c] = one / F32(max(aim[i, c], 1))
-    exponent = k[K_HIT_EXPONENT]
+            steadiness = ((one - moving_penalty * abs(move[i, c]))
+                          * (one - turning_penalty * abs(rotate[i, c])))
+            firepower[i, c] = volley_damage * volley[i, b] * strength0[i, b] * steadiness
+        for b in range(lo, hi):
+            share[i, b - lo] = one / F32(max(aim[i, b - lo], 1))
     for i in range(n):
         for j in range(n):
             if team[i] == team[j]:
@@ -343,16 +378,15 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
                 c = b - lo
                 d = dist[i, j, b]
                 arrival = facing_cos[j, i, b]
-                flank = one if arrival <= k[K_COS_FRONT] else zero
-                rear = one if arrival < k[K_COS_REAR] else zero
-                angle = ((one + (k[K_FLANK_MULT] - one) * flank)
-                         + (k[K_REAR_MULT] - k[K_FLANK_MULT]) * rear)
-                height = one + k[K_HEIGHT_ADVANTAGE] * (elevation[i, b] - elevation[j, b])
-                protection = one - k[K_COVER_PROTECTION] * cover[j, b]
+                flank = one if arrival <= cos_front else zero
+                rear = one if arrival < cos_rear else zero
+                angle = (one + (flank_mult - one) * flank) + (rear_mult - flank_mult) * rear
+                rise = one + height_advantage * (elevation[i, b] - elevation[j, b])
+                protection = one - cover_protection * cover[j, b]
                 chance = hit_chance_for(d, k, exponent)
-                hit = _can_hit(i, j, b, lo, active, los, dist, facing_cos, k) & (d <= near[i, c])
-                damage = (firepower[i, c] * share[i, c]) * (chance * angle * height
-                                                             * protection)
+                hit = _can_hit(i, j, b, lo, active, los, dist, facing_cos, fire_range,
+                               cos_arc) & (d <= near[i, c])
+                damage = (firepower[i, c] * share[i, c]) * (chance * angle * rise * protection)
                 raw[i, j, c] = damage if hit else zero
     # A target cannot lose more than it has; its shooters share the loss (raw becomes
     # the damage applied).
@@ -363,47 +397,50 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
             for b in range(lo, hi):
                 incoming[j, b - lo] += raw[i, j, b - lo]
         for b in range(lo, hi):
-            c = b - lo
-            taken[j, b] = min(incoming[j, c], strength0[j, b])
-            share[j, c] = taken[j, b] / max(incoming[j, c], F32(1e-12))
+            taken[j, b] = min(incoming[j, b - lo], strength0[j, b])
+        for b in range(lo, hi):
+            share[j, b - lo] = taken[j, b] / max(incoming[j, b - lo], F32(1e-12))
     for i in range(n):
+        for j in range(n):
+            for b in range(lo, hi):
+                raw[i, j, b - lo] = raw[i, j, b - lo] * share[j, b - lo]
         for b in range(lo, hi):
             dealt[i, b] = zero
         for j in range(n):
             for b in range(lo, hi):
-                c = b - lo
-                raw[i, j, c] = raw[i, j, c] * share[j, c]
-                dealt[i, b] += raw[i, j, c]
+                dealt[i, b] += raw[i, j, b - lo]
     for j in range(n):
         for b in range(lo, hi):
             shaken[j, b - lo] = zero
         for i in range(n):
             for b in range(lo, hi):
                 arrival = facing_cos[j, i, b]
-                flank = one if arrival <= k[K_COS_FRONT] else zero
-                rear = one if arrival < k[K_COS_REAR] else zero
-                weight = (k[K_MORALE_PER_DAMAGE] + k[K_FLANK_MORALE] * flank
-                          + (k[K_REAR_MORALE] - k[K_FLANK_MORALE]) * rear)
+                flank = one if arrival <= cos_front else zero
+                rear = one if arrival < cos_rear else zero
+                weight = per_damage + flank_morale * flank + (rear_morale - flank_morale) * rear
                 shaken[j, b - lo] += raw[i, j, b - lo] * weight
         for b in range(lo, hi):
-            shaken[j, b - lo] += k[K_VOLLEY_SHOCK] * taken[j, b] * taken[j, b]
+            shaken[j, b - lo] += shock * taken[j, b] * taken[j, b]
 
     # Casualties and morale.
     for i in range(n):
         for b in range(lo, hi):
             c = b - lo
             quiet = one if incoming[i, c] <= zero else zero
-            recovery = k[K_MORALE_RECOVERY] * (live[i, c] * quiet)
-            m = min(max(morale0[i, b] - shaken[i, c] + recovery, zero), one)
-            morale[i, b] = m
-            s = strength0[i, b] - taken[i, b]
-            strength[i, b] = s
+            recovery = recovery_rate * (live[i, c] * quiet)
+            morale[i, b] = min(max(morale0[i, b] - shaken[i, c] + recovery, zero), one)
+        for b in range(lo, hi):
+            strength[i, b] = strength0[i, b] - taken[i, b]
+        for b in range(lo, hi):
             r0 = readiness0[i, b]
-            readiness[i, b] = r0 + live[i, c] * (min(r0 - volley[i, b] + k[K_RELOAD], one) - r0)
-            gone = destroyed0[i, b] | (s <= k[K_DESTROYED])
-            destroyed[i, b] = gone
+            readiness[i, b] = r0 + live[i, b - lo] * (min(r0 - volley[i, b] + reload, one) - r0)
+        for b in range(lo, hi):
+            destroyed[i, b] = destroyed0[i, b] | (strength[i, b] <= destroyed_at)
+        for b in range(lo, hi):
+            m = morale[i, b]
             draw = rnd.uniform_draw(key[b], step[b], i, _ROUT_OFFSET)
-            breaks = active[i, c] & (not gone) & (m < k[K_ROUT]) & (draw < one - m / k[K_ROUT])
+            breaks = active[i, b - lo] & (not destroyed[i, b]) & (m < rout_at) \
+                & (draw < one - m / rout_at)
             routed[i, b] = routed0[i, b] | breaks
 
 
