@@ -11,7 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from envs.duel_step import duel_step_kernel
+from envs.duel_step import duel_step_kernel, restart_duels
 from envs.episodes import EpisodeChains
 from envs.observation import MIRROR_SIGN, OBS_DIM, ROTATE_SIGN, duel_observations
 from envs.reward import COMPONENTS, INFO_KEYS, RewardComponents, RewardWeights
@@ -19,7 +19,7 @@ from envs.sim import engine, kernels
 from envs.sim.config import BattleConfig
 from envs.sim.constants import ACTION_DIM
 from envs.sim.deploy import deploy, terrain_grid_shape
-from envs.sim.engine import pair_major
+from envs.sim.engine import pair_major, unit_major, writable_major
 from envs.sim.scripted import FIRE_BY_LEVEL
 from envs.sim.state import BattleState
 from envs.sim.terrain import TerrainMap
@@ -34,6 +34,10 @@ INFO_STEP_KEYS = ("blue_damage_dealt", "red_damage_dealt", "blue_routed", "red_r
 # A policy commands Red in Red's own (mirrored) frame: its rotate order turns the
 # other way on the real map.
 _RED_ORDERS_TO_MAP = np.array([1.0, ROTATE_SIGN[RED], 1.0], F32)
+
+_RESTART_GEOMETRY = ("heading_cos", "heading_sin", "elevation", "cover", "dx", "dy", "dist",
+                    "facing_cos", "facing_sin", "los")
+"""The geometry fields in :func:`~envs.duel_step.restart_duels`' argument order."""
 
 BYTES_PER_BATTLE = 64 * 1024
 """Memory one duel of a batch may use at most, with procedural terrain (measured peak
@@ -205,12 +209,16 @@ class BattalionBatch:
             self.geometry = engine.sense(self.state, self.config)
             self._views = duel_observations(self.state, self.geometry, self.config)
             return
-        # Only the restarted battles changed: sense them alone and write them in.
-        restarted = self.state.select(battles)
-        geometry = engine.sense(restarted, self.config)
-        for name in engine.Geometry.__dataclass_fields__:
-            getattr(self.geometry, name)[battles] = getattr(geometry, name)
-        self._views[:, battles] = duel_observations(restarted, geometry, self.config)
+        # Only the restarted battles changed: sense and observe them in place.
+        state, geometry, (rows, cols) = self.state, self.geometry, self.state.grid_shape
+        restart_duels(
+            np.asarray(battles, dtype=np.intp),
+            *(unit_major(getattr(state, name)) for name in ("x", "y", "theta", "strength",
+                                                             "morale", "readiness")),
+            state.step, engine.team_codes(state), state.elevation_patches, state.cover,
+            kernels.constants(self.config, rows, cols), self.config.los_samples, MIRROR_SIGN,
+            *(writable_major(getattr(geometry, name)) for name in _RESTART_GEOMETRY),
+            self._views)
 
     def blue_observation(self) -> np.ndarray:
         """(B, OBS_DIM) Blue's current observations."""

@@ -39,10 +39,12 @@ from envs.sim.kernels import (
     U_X,
     U_Y,
     chunk_count,
+    sight,
     step_battles,
     step_scratch,
 )
 from envs.sim.scripted import scripted_orders
+from envs.sim.vector_math import sincos
 
 RED = 1
 BLUE_ONLY = np.zeros(1, np.int8)
@@ -119,6 +121,22 @@ def duel_step_parallel(x0, y0, theta0, strength0, morale0, readiness0, routed0, 
                      facing_cos0, facing_sin0, levels, scripted, fire_by_level, weights, mirror,
                      max_steps, units, flags, pairs, los, target, observation, values, total,
                      ends, step_scratch(x0.shape[0], hi - lo))
+
+
+@kernel()
+def restart_duels(battles, x, y, theta, strength, morale, readiness, step, team, patches,
+                  cover_map, k, samples, mirror, cos_h, sin_h, elevation, cover, dx, dy, dist,
+                  facing_cos, facing_sin, los, observation):
+    """The geometry (unit-major, written in place) and both observations (``observation``
+    (2, B, OBS_DIM)) of the duels ``battles`` just deployed, the rest left as they are."""
+    for b in battles:
+        for i in range(x.shape[0]):
+            cos_h[i, b], sin_h[i, b] = sincos(theta[i, b])
+        sight(b, b + 1, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
+              cover, dx, dy, dist, facing_cos, facing_sin, los)
+        duel_observe(b, b + 1, x, y, cos_h, sin_h, strength, morale, readiness, step, 0,
+                     elevation, cover, dx, dy, dist, facing_cos, facing_sin, los, k, mirror,
+                     observation)
 
 
 def duel_step_kernel(batch: int):

@@ -10,6 +10,7 @@ import numpy as np
 from envs.sim import constants as C
 from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
+from envs.sim.engine import writable_major
 from envs.sim.jit import kernel
 from envs.sim.state import UNIT_FIELDS, BattleState
 from envs.sim.terrain import TerrainMap, elevation_patches, generate_into
@@ -60,17 +61,8 @@ def deploy(
         state.cover[battles] = cover
         state.elevation_patches[battles] = elevation_patches(elevation)
     _spawn(keys, battles, np.ascontiguousarray(state.team, dtype=np.int8),
-           *(_unit_rows(state, name) for name in UNIT_FIELDS), state.step, state.key,
+           *(writable_major(getattr(state, name)) for name in UNIT_FIELDS), state.step, state.key,
            _spawn_constants(config.map_width, config.map_height))
-
-
-def _unit_rows(state: BattleState, name: str) -> np.ndarray:
-    """The (U, B) view of a state field the spawn kernel writes into."""
-    rows = getattr(state, name).T
-    if not rows.flags.c_contiguous:
-        raise ValueError(f"state.{name} is not laid out with the battle axis contiguous "
-                         "(Fortran order): build states with BattleState.empty")
-    return rows
 
 
 @lru_cache(maxsize=16)

@@ -46,7 +46,7 @@ from envs.sim.state import BattleState
 __all__ = [
     "DESTROYED_THRESHOLD", "DT", "MAP_HEIGHT", "MAP_WIDTH", "MAX_STEPS",
     "Geometry", "StepBlocks", "StepEvents", "pair_major", "sense", "step", "step_inputs",
-    "team_codes", "unit_major",
+    "team_codes", "unit_major", "writable_major",
 ]
 
 F32 = np.float32
@@ -211,6 +211,20 @@ def unit_major(a: np.ndarray) -> np.ndarray:
     """The (U, B) C-contiguous form of a (B, U) array (a view when it is laid out so, as
     the state's and the geometry's are): what the kernels take."""
     return np.ascontiguousarray(a.T)
+
+
+def writable_major(a: np.ndarray) -> np.ndarray:
+    """The unit-major view of a (B, U) or (B, U, U) array a kernel writes into.
+
+    Raises:
+        ValueError: if the array is not laid out so (a copy would take the writes).
+    """
+    view = a.T if a.ndim == 2 else a.transpose(1, 2, 0)
+    if not view.flags.c_contiguous:
+        raise ValueError(f"an array of shape {a.shape} is not laid out with the battle axis "
+                         "contiguous: expected the engine's own arrays (BattleState.empty, "
+                         "step, sense)")
+    return view
 
 
 def pair_major(a: np.ndarray) -> np.ndarray:

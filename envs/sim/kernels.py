@@ -142,7 +142,7 @@ def _ground(patches, cover_map, b, x, y, k, rows, cols):
 
 
 @kernel()
-def _sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, out_elev,
+def sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, out_elev,
            out_cover, dx, dy, dist, facing_cos, facing_sin, los):
     """Sight of battles ``lo`` to ``hi - 1`` from unit-major positions and headings, written
     in place. The loops run over battles innermost, so LLVM vectorises the pairs'
@@ -214,7 +214,7 @@ def sense_kernel(x, y, theta, team, patches, cover_map, k, samples):
     facing_cos = np.empty((n, n, batch), F32)
     facing_sin = np.empty((n, n, batch), F32)
     los = np.empty((n, n, batch), np.bool_)
-    _sight(0, batch, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
+    sight(0, batch, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
            cover, dx, dy, dist, facing_cos, facing_sin, los)
     return cos_h, sin_h, dx, dy, dist, facing_cos, facing_sin, elevation, cover, los
 
@@ -331,7 +331,7 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
             pace = one - (one - backward) * (one if move[i, c] < zero else zero)
             stride = move[i, c] * pace * ground_speed * step_length
             y[i, b] = min(max(y0[i, b] + sin_h[i, b] * stride, zero), height)
-    _sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
+    sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
            cover, dx, dy, dist, facing_cos, facing_sin, los)
 
     # Fire: the nearest enemy in range, in the arc and in sight (ties share the volley).

@@ -30,6 +30,7 @@ from envs.sim.validation import (
     check_real_array,
     check_seed,
 )
+from envs.sim.vector_math import exp
 
 F32 = np.float32
 
@@ -361,16 +362,16 @@ def _blobs(key, counter, count, draws, offset, out, along_x, along_y):
         inv = F32(-0.5) / (s * s)
         for c in range(cols):
             d = (F32(c) + F32(0.5)) / F32(cols) - cx
-            along_x[h, c] = np.exp(d * d * inv)
+            along_x[h, c] = exp(d * d * inv)
         for r in range(rows):
             d = (F32(r) + F32(0.5)) / F32(rows) - cy
-            along_y[h, r] = np.exp(d * d * inv) * a
+            along_y[h, r] = exp(d * d * inv) * a
     for r in range(rows):
         for c in range(cols):
-            total = F32(0)
-            for h in range(count):
-                total += along_y[h, r] * along_x[h, c]
-            out[r, c] = total
+            out[r, c] = F32(0)
+        for h in range(count):
+            for c in range(cols):
+                out[r, c] += along_y[h, r] * along_x[h, c]
 
 
 @kernel()

@@ -45,6 +45,31 @@ def sincos(x):
     return cos_x, (-sin_x if x < F32(0) else sin_x)
 
 
+# exp: 2**n * exp(r) with n = round(x / ln 2) and r = x - n ln 2 in [-ln2/2, ln2/2] (ln 2 in
+# two parts, the first exact in float32), exp(r) by its degree-5 minimax polynomial.
+_LOG2E = F32(1.44269504088896341)
+_LN2_A, _LN2_B = F32(0.693359375), F32(-2.12194440e-4)
+_E1, _E2, _E3 = F32(1.9875691500e-4), F32(1.3981999507e-3), F32(8.3334519073e-3)
+_E4, _E5 = F32(4.1665795894e-2), F32(1.6666665459e-1)
+_EXP_MIN = F32(-87.33)
+"""Below this (about ln 2**-126) exp leaves the float32 normal range: the subnormal
+result is flushed to 0."""
+
+
+@kernel(inline="always")
+def exp(x):
+    """``exp(x)`` of a float32 ``x`` <= 0 (terrain's Gaussians), to about one unit in the
+    last place; 0 where the result would be subnormal (below :data:`_EXP_MIN`)."""
+    n = np.floor(x * _LOG2E + F32(0.5))
+    r = (x - n * _LN2_A) - n * _LN2_B
+    z = r * r
+    p = ((((_E1 * r + _E2) * r + _E3) * r + _E4) * r + _E5) * z * r + F32(0.5) * z + r \
+        + F32(1)
+    bits = np.int32((np.int32(max(n, F32(-126))) + np.int32(127)) << np.int32(23))
+    scale = bits.view(F32)
+    return p * scale if x >= _EXP_MIN else F32(0)
+
+
 @kernel(inline="always")
 def wrap_angle(a, period):
     """``np.remainder(a, period)`` for ``a`` in [-period, 2 * period), as selects: the one
@@ -54,4 +79,4 @@ def wrap_angle(a, period):
     return r + F32(0)
 
 
-__all__ = ["sincos", "wrap_angle"]
+__all__ = ["exp", "sincos", "wrap_angle"]
