@@ -62,11 +62,9 @@ def duel_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
     :func:`envs.sim.kernels.step_battles`), both observations into ``observation`` (2, B,
     OBS_DIM), Blue's reward into ``values`` (10, B) and ``total`` (B,), and whether the
     duel terminated or was cut off into ``ends`` (2, B)."""
-    for b in range(lo, hi):
-        if scripted[b]:
-            orders[0, RED, b], orders[1, RED, b], orders[2, RED, b] = scripted_orders(
-                b, RED, levels[b], team, routed0, destroyed0, dist0, facing_cos0, facing_sin0,
-                k, fire_by_level)
+    scripted_orders(lo, hi, RED, levels, team, routed0, destroyed0, dist0, facing_cos0,
+                    facing_sin0, k, fire_by_level, scripted, orders[0, RED], orders[1, RED],
+                    orders[2, RED])
     step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
                  step, key, team, patches, cover_map, orders, ground0, cover0, known, k, samples,
                  low, high, units, flags, pairs, los, target, scratch)

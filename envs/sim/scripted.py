@@ -22,6 +22,7 @@ from envs.sim.engine import Geometry, pair_major, unit_major
 from envs.sim.jit import kernel
 from envs.sim.kernels import K_INV_TURN_RATE, K_SCRIPTED_HALT
 from envs.sim.state import BattleState
+from envs.sim.vector_math import atan2
 
 F32 = np.float32
 FIRE_BY_LEVEL = np.array((0.0, *C.SCRIPTED_FIRE_INTENSITY), dtype=F32)
@@ -29,48 +30,71 @@ FIRE_BY_LEVEL = np.array((0.0, *C.SCRIPTED_FIRE_INTENSITY), dtype=F32)
 
 
 @kernel()
-def scripted_orders(b, i, level, team, routed, destroyed, dist, facing_cos, facing_sin, k,
-                    fire_by_level):
-    """``(move, rotate, fire)`` on the map of unit ``i`` of battle ``b`` commanded at
-    ``level``, from the unit-major state and geometry at the start of the step."""
+def scripted_orders(lo, hi, i, levels, team, routed, destroyed, dist, facing_cos, facing_sin, k,
+                    fire_by_level, chosen, move, rotate, fire):
+    """Orders on the map of unit ``i`` in battles ``lo`` to ``hi - 1``, each commanded at
+    its ``levels[b]``, from the unit-major state and geometry at the start of the step:
+    written into ``move[b]``, ``rotate[b]`` and ``fire[b]`` where ``chosen[b]`` (the
+    other battles' entries are left as they are). Battles are the inner loop, so the
+    orders are worked out across SIMD lanes."""
     n = team.shape[0]
-    nearest = F32(np.inf)
+    width = hi - lo
+    nearest = np.full(width, np.inf, F32)
+    count = np.zeros(width, np.int32)
+    bearing_cos = np.zeros(width, np.float64)
+    bearing_sin = np.zeros(width, np.float64)
     for j in range(n):
-        if team[j] != team[i] and not (routed[j, b] or destroyed[j, b]):
-            nearest = min(nearest, dist[i, j, b])
+        if team[j] == team[i]:
+            continue
+        for b in range(lo, hi):
+            if not (routed[j, b] | destroyed[j, b]):
+                nearest[b - lo] = min(nearest[b - lo], dist[i, j, b])
     # Ties (two enemies at exactly the same range) average their bearings; like the
     # reference NumPy code, the bearing is worked out in float64.
-    count = 0
     for j in range(n):
-        if team[j] != team[i] and not (routed[j, b] or destroyed[j, b]) \
-                and dist[i, j, b] <= nearest:
-            count += 1
-    has_enemy = count > 0
-    weight = 1.0 / max(count, 1)
-    bearing_cos = 0.0
-    bearing_sin = 0.0
+        if team[j] == team[i]:
+            continue
+        for b in range(lo, hi):
+            if (not (routed[j, b] | destroyed[j, b])) & (dist[i, j, b] <= nearest[b - lo]):
+                count[b - lo] += 1
     for j in range(n):
-        if team[j] != team[i] and not (routed[j, b] or destroyed[j, b]) \
-                and dist[i, j, b] <= nearest:
-            bearing_cos += np.float64(facing_cos[i, j, b]) * weight
-            bearing_sin += np.float64(facing_sin[i, j, b]) * weight
-    turn = 0.0
-    if level >= 2 and has_enemy:
-        turn = min(max(np.arctan2(bearing_sin, bearing_cos) * np.float64(k[K_INV_TURN_RATE]),
-                       -1.0), 1.0)
-    advance = F32(1) if level >= 3 and has_enemy and nearest > k[K_SCRIPTED_HALT] else F32(0)
-    return advance, F32(turn), fire_by_level[level]
+        if team[j] == team[i]:
+            continue
+        for b in range(lo, hi):
+            if (not (routed[j, b] | destroyed[j, b])) & (dist[i, j, b] <= nearest[b - lo]):
+                bearing_cos[b - lo] += (np.float64(facing_cos[i, j, b])
+                                        * (1.0 / max(count[b - lo], 1)))
+        for b in range(lo, hi):
+            if (not (routed[j, b] | destroyed[j, b])) & (dist[i, j, b] <= nearest[b - lo]):
+                bearing_sin[b - lo] += (np.float64(facing_sin[i, j, b])
+                                        * (1.0 / max(count[b - lo], 1)))
+    inv_turn_rate, halt = np.float64(k[K_INV_TURN_RATE]), k[K_SCRIPTED_HALT]
+    for b in range(lo, hi):
+        c = b - lo
+        turning = (levels[b] >= 2) & (count[c] > 0)
+        turn = min(max(atan2(bearing_sin[c], bearing_cos[c]) * inv_turn_rate, -1.0), 1.0)
+        if chosen[b]:
+            rotate[b] = F32(turn) if turning else F32(0)
+    for b in range(lo, hi):
+        c = b - lo
+        advancing = (levels[b] >= 3) & (count[c] > 0) & (nearest[c] > halt)
+        if chosen[b]:
+            move[b] = F32(1) if advancing else F32(0)
+    for b in range(lo, hi):
+        if chosen[b]:
+            fire[b] = fire_by_level[levels[b]]
 
 
 @kernel()
 def scripted_kernel(units, levels, team, routed, destroyed, dist, facing_cos, facing_sin, k,
                     fire_by_level, out):
     """Orders of the scripted ``units`` of every battle into ``out`` (B, len(units), 3)."""
-    for b in range(levels.shape[0]):
-        for slot in range(units.shape[0]):
-            out[b, slot, 0], out[b, slot, 1], out[b, slot, 2] = scripted_orders(
-                b, units[slot], levels[b], team, routed, destroyed, dist, facing_cos,
-                facing_sin, k, fire_by_level)
+    batch = levels.shape[0]
+    everyone = np.ones(batch, np.bool_)
+    for slot in range(units.shape[0]):
+        scripted_orders(0, batch, units[slot], levels, team, routed, destroyed, dist,
+                        facing_cos, facing_sin, k, fire_by_level, everyone, out[:, slot, 0],
+                        out[:, slot, 1], out[:, slot, 2])
 
 
 def scripted_actions(state: BattleState, geometry: Geometry, units: np.ndarray,
