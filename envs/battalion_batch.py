@@ -35,10 +35,6 @@ INFO_STEP_KEYS = ("blue_damage_dealt", "red_damage_dealt", "blue_routed", "red_r
 # other way on the real map.
 _RED_ORDERS_TO_MAP = np.array([1.0, ROTATE_SIGN[RED], 1.0], F32)
 
-_RESTART_GEOMETRY = ("heading_cos", "heading_sin", "elevation", "cover", "dx", "dy", "dist",
-                    "facing_cos", "facing_sin", "los")
-"""The geometry fields in :func:`~envs.duel_step.restart_duels`' argument order."""
-
 BYTES_PER_BATTLE = 64 * 1024
 """Memory one duel of a batch may use at most, with procedural terrain (measured peak
 about 31 KB during a step, doubled for safety); batches that would not fit in the
@@ -217,7 +213,7 @@ class BattalionBatch:
                                                              "morale", "readiness")),
             state.step, engine.team_codes(state), state.elevation_patches, state.cover,
             kernels.constants(self.config, rows, cols), self.config.los_samples, MIRROR_SIGN,
-            *(writable_major(getattr(geometry, name)) for name in _RESTART_GEOMETRY),
+            *(writable_major(getattr(geometry, name)) for name in engine.RESTART_GEOMETRY),
             self._views)
 
     def blue_observation(self) -> np.ndarray:

@@ -41,9 +41,9 @@ from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
 from envs.sim.constants import ACTION_DIM
 from envs.sim.deploy import deploy, terrain_grid_shape
-from envs.sim.engine import pair_major
+from envs.sim.engine import pair_major, team_codes, unit_major, writable_major
 from envs.sim.scripted import scripted_actions
-from envs.sim.state import BattleState
+from envs.sim.state import UNIT_FIELDS, BattleState
 from envs.sim.terrain import TerrainMap
 from envs.sim.validation import (
     check_action_array,
@@ -53,7 +53,7 @@ from envs.sim.validation import (
     check_positive,
     check_scripted_levels,
 )
-from envs.team_step import team_step_kernel
+from envs.team_step import restart_teams, team_step_kernel
 
 F32 = np.float32
 BLUE, RED = 0, 1
@@ -184,22 +184,19 @@ class MultiBattalionBatch:
             self.reports.refresh(self.state, self.geometry, everything)
             self._observe(self.state, self.geometry, self.reports)
             return
-        # Only the restarted battles changed: work them out alone and write them in,
-        # into fresh copies so that results handed out before stay as they were.
-        restarted = self.state.select(battles)
-        geometry = engine.sense(restarted, self.config)
-        for name in engine.Geometry.__dataclass_fields__:
-            getattr(self.geometry, name)[battles] = getattr(geometry, name)
-        self.reports.refresh(restarted, geometry, everything, battles)
-        part = FogReports(self.reports.values[..., battles], self.reports.in_fight[..., battles],
-                          self.reports.seen_step[..., battles])
-        sees = sightings(restarted, geometry, self.visibility_radius)
-        observation = battalion_observations(restarted, geometry, part, sees, self.config)
-        state = global_states(restarted, geometry, self.config)
+        # Only the restarted battles changed: work them out in place, in fresh copies of
+        # the observations so that results handed out before stay as they were.
+        state, geometry = self.state, self.geometry
         self._observation = self._observation.copy()
         self._global_state = self._global_state.copy()
-        self._observation[battles] = observation
-        self._global_state[:, battles] = state
+        restart_teams(
+            np.asarray(battles, dtype=np.intp),
+            *(unit_major(getattr(state, name)) for name in UNIT_FIELDS), state.step,
+            team_codes(state), state.elevation_patches, state.cover, self._constants,
+            self.config.los_samples,
+            *(writable_major(getattr(geometry, name)) for name in engine.RESTART_GEOMETRY),
+            self.reports.values, self.reports.in_fight, self.reports.seen_step,
+            self._observation, self._global_state)
         self._critic_state = None
 
     def _observe(self, state: BattleState, geometry: engine.Geometry,

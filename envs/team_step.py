@@ -36,9 +36,11 @@ from envs.sim.kernels import (
     U_X,
     U_Y,
     chunk_count,
+    sight,
     step_battles,
     step_scratch,
 )
+from envs.sim.vector_math import sincos
 
 BOTH_SIDES = np.array([0, 1], np.int8)
 """The sides whose rewards a team battle computes: both, Blue's first."""
@@ -144,6 +146,25 @@ def team_step_parallel(actions, rotate_sign, x0, y0, theta0, strength0, morale0,
                      units, flags, pairs, los, target, observation, global_state, reward_values,
                      reward_total, reward, acted, terminated, truncated, battle_over, winner,
                      step_scratch(n, hi - lo), observation_scratch(n))
+
+
+@kernel()
+def restart_teams(battles, x, y, theta, strength, morale, readiness, routed, destroyed, step,
+                  team, patches, cover_map, k, samples, cos_h, sin_h, elevation, cover, dx, dy,
+                  dist, facing_cos, facing_sin, los, values, in_fight, seen_step, observation,
+                  global_state):
+    """The geometry (unit-major, written in place), every report (both sides have scouted
+    the field at deployment), the observations and the global states of the battles
+    ``battles`` just deployed, the rest left as they are."""
+    seeing = observation_scratch(x.shape[0])
+    for b in battles:
+        for i in range(x.shape[0]):
+            cos_h[i, b], sin_h[i, b] = sincos(theta[i, b])
+        sight(b, b + 1, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
+              cover, dx, dy, dist, facing_cos, facing_sin, los)
+        observe_battle(b, x, y, cos_h, sin_h, strength, morale, readiness, routed, destroyed,
+                       step, team, elevation, cover, dist, los, values, in_fight, seen_step,
+                       True, k, observation, global_state, seeing)
 
 
 def team_step_kernel(batch: int):

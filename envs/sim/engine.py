@@ -45,8 +45,8 @@ from envs.sim.state import BattleState
 # design defines them; their home is envs.sim.constants.
 __all__ = [
     "DESTROYED_THRESHOLD", "DT", "MAP_HEIGHT", "MAP_WIDTH", "MAX_STEPS",
-    "Geometry", "StepBlocks", "StepEvents", "pair_major", "sense", "step", "step_inputs",
-    "team_codes", "unit_major", "writable_major",
+    "Geometry", "RESTART_GEOMETRY", "StepBlocks", "StepEvents", "pair_major", "sense", "step",
+    "step_inputs", "team_codes", "unit_major", "writable_major",
 ]
 
 F32 = np.float32
@@ -79,6 +79,12 @@ class Geometry:
     """(B, U) cover density under each unit."""
     los: np.ndarray
     """(B, U, U) line of sight between opposing units (True between allies)."""
+
+
+RESTART_GEOMETRY = ("heading_cos", "heading_sin", "elevation", "cover", "dx", "dy", "dist",
+                    "facing_cos", "facing_sin", "los")
+"""The :class:`Geometry` fields in the order the restart kernels take them
+(:func:`envs.duel_step.restart_duels`, :func:`envs.team_step.restart_teams`)."""
 
 
 @dataclass(frozen=True, eq=False)
