@@ -9,12 +9,18 @@ Numba keys a function's cache to its own source file only, but a kernel compiles
 kernels it calls (from other files) into itself: edit a callee and a caller's cache
 would silently keep the old code. So every kernel's cache is keyed to the digest of
 all of :data:`KERNEL_SOURCES` together: any edit to any of them recompiles them all.
+Processes sharing a cache directory read and write it one at a time
+(:func:`cache_lock`), so concurrent first compilations cannot mix up entries.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import functools
 import hashlib
 import inspect
+import os
 from pathlib import Path
 
 from numba import njit
@@ -40,6 +46,33 @@ def _sources_digest() -> str:
 SOURCES_DIGEST = _sources_digest()
 
 
+CACHE_LOCK = ".kernels.lock"
+"""The file in each cache directory that :func:`kernel`'s cache reads and writes under."""
+
+
+@contextlib.contextmanager
+def cache_lock(directory: str):
+    """Hold the exclusive lock of the kernel cache in ``directory`` (an advisory
+    ``flock`` on its :data:`CACHE_LOCK` file, which is created if missing)."""
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, CACHE_LOCK), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _locked(method, directory: str):
+    """``method`` called under :func:`cache_lock` of ``directory``."""
+    @functools.wraps(method)
+    def call(*args, **kwargs):
+        with cache_lock(directory):
+            return method(*args, **kwargs)
+
+    return call
+
+
 def kernel(**options):
     """``numba.njit(cache=True, error_model="numpy", **options)`` with the cache keyed to
     :data:`SOURCES_DIGEST`. NumPy's error model divides by zero as NumPy does (inf or
@@ -58,11 +91,18 @@ def kernel(**options):
         dispatcher = njit(cache=True, error_model="numpy", **options)(function)
         # Numba compares this stamp with the one saved in the cache index on load
         # (numba==0.68.1 keeps it here); a mismatch recompiles and overwrites the entry.
-        index = dispatcher._cache._cache_file
-        index._source_stamp = (index._source_stamp, SOURCES_DIGEST)
+        cache = dispatcher._cache
+        cache._cache_file._source_stamp = (cache._cache_file._source_stamp, SOURCES_DIGEST)
+        # One process at a time reads or writes a directory's cache entries: Numba picks
+        # a new entry's data file from the index it read, so two processes compiling
+        # different signatures of a kernel at once (pytest-xdist workers, Ray workers
+        # on a cold cache) could leave one signature's index entry pointing at the
+        # other's machine code (numba/numba#4807).
+        cache.load_overload = _locked(cache.load_overload, cache._cache_path)
+        cache.save_overload = _locked(cache.save_overload, cache._cache_path)
         return dispatcher
 
     return compile_
 
 
-__all__ = ["KERNEL_SOURCES", "SOURCES_DIGEST", "kernel"]
+__all__ = ["CACHE_LOCK", "KERNEL_SOURCES", "SOURCES_DIGEST", "cache_lock", "kernel"]
