@@ -150,25 +150,22 @@ def step(state: BattleState, actions: np.ndarray, config: BattleConfig,
 @dataclass(frozen=True, eq=False)
 class StepBlocks:
     """The memory one step writes (:mod:`envs.sim.kernels` names the rows): the new
-    state, its geometry and the step's events, as unit-major arrays that :meth:`views`
-    presents as a :class:`BattleState` and :class:`StepEvents`. ``units``, ``flags``
-    and ``pairs`` are tuples of separately allocated arrays, not rows of one block: a
-    kernel loop reading one row of a block and writing another stays scalar, as LLVM
-    cannot tell how far apart they are."""
+    state, its geometry and the step's events, in five unit-major blocks that
+    :meth:`views` presents as a :class:`BattleState` and :class:`StepEvents`."""
 
-    units: tuple[np.ndarray, ...]
-    flags: tuple[np.ndarray, ...]
-    pairs: tuple[np.ndarray, ...]
+    units: np.ndarray
+    flags: np.ndarray
+    pairs: np.ndarray
     los: np.ndarray
     target: np.ndarray
 
     @classmethod
     def allocate(cls, batch: int, n_units: int) -> StepBlocks:
         unit, pair = (n_units, batch), (n_units, n_units, batch)
-        return cls(tuple(np.empty(unit, F32) for _ in range(kernels.UNIT_FLOATS)),
-                   tuple(np.empty(unit, bool) for _ in range(kernels.UNIT_FLAGS)),
-                   tuple(np.empty(pair, F32) for _ in range(kernels.PAIR_FLOATS)),
-                   np.empty(pair, bool), np.empty(unit, np.int32))
+        return cls(np.empty((kernels.UNIT_FLOATS, *unit), F32),
+                   np.empty((kernels.UNIT_FLAGS, *unit), bool),
+                   np.empty((kernels.PAIR_FLOATS, *pair), F32), np.empty(pair, bool),
+                   np.empty(unit, np.int32))
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         """The blocks in the kernels' argument order."""

@@ -219,19 +219,19 @@ def sense_kernel(x, y, theta, team, patches, cover_map, k, samples):
     return cos_h, sin_h, dx, dy, dist, facing_cos, facing_sin, elevation, cover, los
 
 
-# The step's outputs are written into arrays the caller allocates (so that nothing is
-# boxed on the way back), grouped in tuples indexed:
+# The step's outputs are written into five blocks the caller allocates (so that one
+# allocation serves a whole state and nothing is boxed on the way back), indexed:
 U_X, U_Y, U_THETA, U_STRENGTH, U_MORALE, U_READINESS = 0, 1, 2, 3, 4, 5
 U_COS, U_SIN, U_ELEVATION, U_COVER, U_VOLLEY, U_DEALT, U_TAKEN = 6, 7, 8, 9, 10, 11, 12
 UNIT_FLOATS = 13
-"""``units``, UNIT_FLOATS arrays (U, B) float32: the new state, heading cosine and sine, the
+"""``units`` (UNIT_FLOATS, U, B) float32: the new state, heading cosine and sine, the
 ground under each unit, and the step's volleys, damage dealt and taken."""
 F_ROUTED, F_DESTROYED = 0, 1
 UNIT_FLAGS = 2
-"""``flags``, UNIT_FLAGS arrays (U, B) bool: routed and destroyed."""
+"""``flags`` (UNIT_FLAGS, U, B) bool: routed and destroyed."""
 P_DX, P_DY, P_DIST, P_FACING_COS, P_FACING_SIN = 0, 1, 2, 3, 4
 PAIR_FLOATS = 5
-"""``pairs``, PAIR_FLOATS arrays (U, U, B) float32: offsets, distance and facing of each pair;
+"""``pairs`` (PAIR_FLOATS, U, U, B) float32: offsets, distance and facing of each pair;
 ``los`` (U, U, B) bool and ``target`` (U, B) int32 complete the outputs."""
 
 
@@ -241,15 +241,11 @@ def step_scratch(n, width):
     orders applied (move, rotate, fire), whether it is in the fight (``live`` as 1 or 0
     and ``active``), its shots' firepower, targets, range and share, the damage coming
     in, its loss share and morale shock; per pair the damage."""
-    rows = (n, width)
-    floats = (np.empty(rows, F32), np.empty(rows, F32), np.empty(rows, F32),
-              np.empty(rows, F32), np.empty(rows, F32), np.empty(rows, F32),
-              np.empty(rows, F32), np.empty(rows, F32), np.empty(rows, F32))
-    return (floats, np.empty(rows, np.bool_), np.empty((n, n, width), F32),
-            np.empty(rows, np.int32))
+    return (np.empty((SCRATCH_FLOATS, n, width), F32), np.empty((n, width), np.bool_),
+            np.empty((n, n, width), F32), np.empty((n, width), np.int32))
 
 
-# The float rows of :func:`step_scratch` (separate arrays, like the step's outputs).
+# Rows of the float block of :func:`step_scratch`.
 S_MOVE, S_ROTATE, S_FIRE, S_LIVE, S_FIREPOWER, S_NEAR, S_INCOMING, S_SHARE, S_SHAKEN = range(9)
 SCRATCH_FLOATS = 9
 
