@@ -318,18 +318,11 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
         for b in range(lo, hi):
             cos_h[i, b], sin_h[i, b] = sincos(theta[i, b])
         for b in range(lo, hi):
-            # The stride is recomputed for y: a third array written would keep the loop
-            # scalar.
             c = b - lo
             ground_speed = (one - (one - hill) * under_rows[i, b]) - forest * wood_rows[i, b]
             pace = one - (one - backward) * (one if move[i, c] < zero else zero)
             stride = move[i, c] * pace * ground_speed * step_length
             x[i, b] = min(max(x0[i, b] + cos_h[i, b] * stride, zero), width)
-        for b in range(lo, hi):
-            c = b - lo
-            ground_speed = (one - (one - hill) * under_rows[i, b]) - forest * wood_rows[i, b]
-            pace = one - (one - backward) * (one if move[i, c] < zero else zero)
-            stride = move[i, c] * pace * ground_speed * step_length
             y[i, b] = min(max(y0[i, b] + sin_h[i, b] * stride, zero), height)
     sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
            cover, dx, dy, dist, facing_cos, facing_sin, los)
