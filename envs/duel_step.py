@@ -39,12 +39,11 @@ from envs.sim.kernels import (
     U_X,
     U_Y,
     chunk_count,
-    sight,
+    sense_battles,
     step_battles,
     step_scratch,
 )
 from envs.sim.scripted import scripted_orders
-from envs.sim.vector_math import sincos
 
 RED = 1
 BLUE_ONLY = np.zeros(1, np.int8)
@@ -128,10 +127,8 @@ def restart_duels(battles, x, y, theta, strength, morale, readiness, step, team,
     """The geometry (unit-major, written in place) and both observations (``observation``
     (2, B, OBS_DIM)) of the duels ``battles`` just deployed, the rest left as they are."""
     for b in battles:
-        for i in range(x.shape[0]):
-            cos_h[i, b], sin_h[i, b] = sincos(theta[i, b])
-        sight(b, b + 1, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
-              cover, dx, dy, dist, facing_cos, facing_sin, los)
+        sense_battles(b, b + 1, x, y, theta, team, patches, cover_map, k, samples, cos_h,
+                      sin_h, elevation, cover, dx, dy, dist, facing_cos, facing_sin, los)
         duel_observe(b, b + 1, x, y, cos_h, sin_h, strength, morale, readiness, step, 0,
                      elevation, cover, dx, dy, dist, facing_cos, facing_sin, los, k, mirror,
                      observation)

@@ -178,8 +178,8 @@ class MultiBattalionBatch:
     def _start(self, battles: np.ndarray, keys: np.ndarray) -> None:
         deploy(self.state, battles, keys, self.config, terrain=self.terrain,
                randomize_terrain=self.randomize_terrain)
-        everything = np.ones((2, self.n_units, len(battles)), bool)
         if self.geometry is None or len(battles) == self.n_battles:
+            everything = np.ones((2, self.n_units, len(battles)), bool)
             self.geometry = engine.sense(self.state, self.config)
             self.reports.refresh(self.state, self.geometry, everything)
             self._observe(self.state, self.geometry, self.reports)

@@ -196,13 +196,13 @@ def side_reward(lo, hi, team, sides, weights, k, routed0, destroyed0, routed, de
             size_red += one
     # Battalions a side that acted, and whether any is still in the fight (as 1 or 0).
     for u in range(n):
-        acted_row = _ACTED_BLUE if team[u] == 0 else _ACTED_RED
+        acted_row, in_row = (_ACTED_BLUE, _IN_BLUE) if team[u] == 0 else (_ACTED_RED, _IN_RED)
         for b in range(lo, hi):
             c = b - lo
             acted = not (routed0[u, b] | destroyed0[u, b])
             fighting = not (routed[u, b] | destroyed[u, b])
             sums[acted_row, c] += one if acted else zero
-            sums[acted_row + 1, c] = one if fighting else sums[acted_row + 1, c]
+            sums[in_row, c] = one if fighting else sums[in_row, c]
     for column in range(sides.shape[0]):
         side = sides[column]
         for row in range(_DEALT, _SUMS):
@@ -241,13 +241,13 @@ def side_reward(lo, hi, team, sides, weights, k, routed0, destroyed0, routed, de
                 sums[_CLOSED, c] = sums[_CLOSED, c] + (sums[_NEAR0, c] - sums[_NEAR, c]) \
                     if counts else sums[_CLOSED, c]
         own_size, other_size = (size_blue, size_red) if side == 0 else (size_red, size_blue)
-        own = _ACTED_BLUE if side == 0 else _ACTED_RED
-        other = _ACTED_RED if side == 0 else _ACTED_BLUE
+        own_acted, own_row, other_row = ((_ACTED_BLUE, _IN_BLUE, _IN_RED) if side == 0
+                                         else (_ACTED_RED, _IN_RED, _IN_BLUE))
         for b in range(lo, hi):
             c = b - lo
-            acted_count = max(sums[own, c], one)
-            own_in = sums[own + 1, c] > zero
-            other_in = sums[other + 1, c] > zero
+            acted_count = max(sums[own_acted, c], one)
+            own_in = sums[own_row, c] > zero
+            other_in = sums[other_row, c] > zero
             won = own_in & (not other_in)
             lost = other_in & (not own_in)
             features = (sums[_DEALT, c] / other_size, -(sums[_TAKEN, c] / own_size),

@@ -36,11 +36,10 @@ from envs.sim.kernels import (
     U_X,
     U_Y,
     chunk_count,
-    sight,
+    sense_battles,
     step_battles,
     step_scratch,
 )
-from envs.sim.vector_math import sincos
 
 BOTH_SIDES = np.array([0, 1], np.int8)
 """The sides whose rewards a team battle computes: both, Blue's first."""
@@ -158,10 +157,8 @@ def restart_teams(battles, x, y, theta, strength, morale, readiness, routed, des
     ``battles`` just deployed, the rest left as they are."""
     seeing = observation_scratch(x.shape[0])
     for b in battles:
-        for i in range(x.shape[0]):
-            cos_h[i, b], sin_h[i, b] = sincos(theta[i, b])
-        sight(b, b + 1, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
-              cover, dx, dy, dist, facing_cos, facing_sin, los)
+        sense_battles(b, b + 1, x, y, theta, team, patches, cover_map, k, samples, cos_h,
+                      sin_h, elevation, cover, dx, dy, dist, facing_cos, facing_sin, los)
         observe_battle(b, x, y, cos_h, sin_h, strength, morale, readiness, routed, destroyed,
                        step, team, elevation, cover, dist, los, values, in_fight, seen_step,
                        True, k, observation, global_state, seeing)

@@ -135,6 +135,14 @@ def _can_hit(i, j, b, lo, active, los, dist, facing_cos, fire_range, cos_arc):
 
 
 @kernel(inline="always")
+def _fires_at(i, j, b, lo, active, los, dist, facing_cos, near, fire_range, cos_arc):
+    """Whether ``i`` fires at ``j`` in battle ``b``: it can hit it and no enemy it can hit
+    is nearer (``near``, the step's scratch row of those ranges)."""
+    return _can_hit(i, j, b, lo, active, los, dist, facing_cos, fire_range, cos_arc) \
+        & (dist[i, j, b] <= near[i, b - lo])
+
+
+@kernel(inline="always")
 def _ground(patches, cover_map, b, x, y, k, rows, cols):
     """Relative height (bilinear) and cover density of the ground at a point of battle ``b``."""
     gx, gy = _grid(x, y, k, rows, cols)
@@ -198,14 +206,23 @@ def sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, out_
 
 
 @kernel()
+def sense_battles(lo, hi, x, y, theta, team, patches, cover_map, k, samples, cos_h, sin_h,
+                  elevation, cover, dx, dy, dist, facing_cos, facing_sin, los):
+    """Headings' cosines and sines, then :func:`sight`, of battles ``lo`` to ``hi - 1``
+    (unit-major, written in place): the geometry of battles just deployed."""
+    for i in range(x.shape[0]):
+        for b in range(lo, hi):
+            cos_h[i, b], sin_h[i, b] = sincos(theta[i, b])
+    sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation, cover,
+          dx, dy, dist, facing_cos, facing_sin, los)
+
+
+@kernel()
 def sense_kernel(x, y, theta, team, patches, cover_map, k, samples):
     """:func:`envs.sim.engine.sense` over a batch: unit-major arrays in, geometry out."""
     n, batch = x.shape
     cos_h = np.empty((n, batch), F32)
     sin_h = np.empty((n, batch), F32)
-    for i in range(n):
-        for b in range(batch):
-            cos_h[i, b], sin_h[i, b] = sincos(theta[i, b])
     elevation = np.empty((n, batch), F32)
     cover = np.empty((n, batch), F32)
     dx = np.empty((n, n, batch), F32)
@@ -214,8 +231,8 @@ def sense_kernel(x, y, theta, team, patches, cover_map, k, samples):
     facing_cos = np.empty((n, n, batch), F32)
     facing_sin = np.empty((n, n, batch), F32)
     los = np.empty((n, n, batch), np.bool_)
-    sight(0, batch, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
-           cover, dx, dy, dist, facing_cos, facing_sin, los)
+    sense_battles(0, batch, x, y, theta, team, patches, cover_map, k, samples, cos_h, sin_h,
+                  elevation, cover, dx, dy, dist, facing_cos, facing_sin, los)
     return cos_h, sin_h, dx, dy, dist, facing_cos, facing_sin, elevation, cover, los
 
 
@@ -235,6 +252,12 @@ PAIR_FLOATS = 5
 ``los`` (U, U, B) bool and ``target`` (U, B) int32 complete the outputs."""
 
 
+SCRATCH_FLOATS = 9
+S_MOVE, S_ROTATE, S_FIRE, S_LIVE, S_FIREPOWER, S_NEAR, S_INCOMING, S_SHARE, S_SHAKEN = range(
+    SCRATCH_FLOATS)
+"""Rows of the float block of :func:`step_scratch`."""
+
+
 @kernel()
 def step_scratch(n, width):
     """Working rows of one thread's step over ``width`` battles: per unit and battle the
@@ -244,10 +267,6 @@ def step_scratch(n, width):
     return (np.empty((SCRATCH_FLOATS, n, width), F32), np.empty((n, width), np.bool_),
             np.empty((n, n, width), F32), np.empty((n, width), np.int32))
 
-
-# Rows of the float block of :func:`step_scratch`.
-S_MOVE, S_ROTATE, S_FIRE, S_LIVE, S_FIREPOWER, S_NEAR, S_INCOMING, S_SHARE, S_SHAKEN = range(9)
-SCRATCH_FLOATS = 9
 
 
 @kernel()
@@ -259,8 +278,9 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
     ``hi - lo`` wide).
 
     Each phase loops over units (and pairs) outside and over battles inside, so that
-    LLVM vectorises the battles' arithmetic (and the ground's gathers) across SIMD
-    lanes; the float32 operations and their order are those of one battle alone."""
+    LLVM vectorises the battles' arithmetic across SIMD lanes (sight lines, which gather
+    the ground, stay battle by battle); the float32 operations and their order are
+    those of one battle alone."""
     x, y, theta = units[U_X], units[U_Y], units[U_THETA]
     strength, morale, readiness = units[U_STRENGTH], units[U_MORALE], units[U_READINESS]
     cos_h, sin_h = units[U_COS], units[U_SIN]
@@ -345,12 +365,12 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
             if team[i] == team[j]:
                 continue
             for b in range(lo, hi):
-                if _can_hit(i, j, b, lo, active, los, dist, facing_cos, fire_range, cos_arc) \
-                        & (dist[i, j, b] <= near[i, b - lo]):
+                if _fires_at(i, j, b, lo, active, los, dist, facing_cos, near, fire_range,
+                             cos_arc):
                     aim[i, b - lo] += 1
             for b in range(lo, hi):
-                if _can_hit(i, j, b, lo, active, los, dist, facing_cos, fire_range, cos_arc) \
-                        & (dist[i, j, b] <= near[i, b - lo]):
+                if _fires_at(i, j, b, lo, active, los, dist, facing_cos, near, fire_range,
+                             cos_arc):
                     target[i, b] = j
         for b in range(lo, hi):
             volley[i, b] = fire[i, b - lo] * readiness0[i, b] if aim[i, b - lo] > 0 else zero
@@ -377,8 +397,8 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
                 rise = one + height_advantage * (elevation[i, b] - elevation[j, b])
                 protection = one - cover_protection * cover[j, b]
                 chance = hit_chance_for(d, k, exponent)
-                hit = _can_hit(i, j, b, lo, active, los, dist, facing_cos, fire_range,
-                               cos_arc) & (d <= near[i, c])
+                hit = _fires_at(i, j, b, lo, active, los, dist, facing_cos, near, fire_range,
+                                cos_arc)
                 damage = (firepower[i, c] * share[i, c]) * (chance * angle * rise * protection)
                 raw[i, j, c] = damage if hit else zero
     # A target cannot lose more than it has; its shooters share the loss (raw becomes

@@ -29,6 +29,13 @@ FIRE_BY_LEVEL = np.array((0.0, *C.SCRIPTED_FIRE_INTENSITY), dtype=F32)
 """Fire intensity of each level (index 0 unused)."""
 
 
+@kernel(inline="always")
+def _among_nearest(i, j, b, lo, routed, destroyed, dist, nearest):
+    """Whether enemy ``j`` is in the fight and at the nearest range (``nearest``, from
+    battle ``lo`` on) of those from ``i`` in battle ``b``."""
+    return (not (routed[j, b] | destroyed[j, b])) & (dist[i, j, b] <= nearest[b - lo])
+
+
 @kernel()
 def scripted_orders(lo, hi, i, levels, team, routed, destroyed, dist, facing_cos, facing_sin, k,
                     fire_by_level, chosen, move, rotate, fire):
@@ -55,17 +62,17 @@ def scripted_orders(lo, hi, i, levels, team, routed, destroyed, dist, facing_cos
         if team[j] == team[i]:
             continue
         for b in range(lo, hi):
-            if (not (routed[j, b] | destroyed[j, b])) & (dist[i, j, b] <= nearest[b - lo]):
+            if _among_nearest(i, j, b, lo, routed, destroyed, dist, nearest):
                 count[b - lo] += 1
     for j in range(n):
         if team[j] == team[i]:
             continue
         for b in range(lo, hi):
-            if (not (routed[j, b] | destroyed[j, b])) & (dist[i, j, b] <= nearest[b - lo]):
+            if _among_nearest(i, j, b, lo, routed, destroyed, dist, nearest):
                 bearing_cos[b - lo] += (np.float64(facing_cos[i, j, b])
                                         * (1.0 / max(count[b - lo], 1)))
         for b in range(lo, hi):
-            if (not (routed[j, b] | destroyed[j, b])) & (dist[i, j, b] <= nearest[b - lo]):
+            if _among_nearest(i, j, b, lo, routed, destroyed, dist, nearest):
                 bearing_sin[b - lo] += (np.float64(facing_sin[i, j, b])
                                         * (1.0 / max(count[b - lo], 1)))
     inv_turn_rate, halt = np.float64(k[K_INV_TURN_RATE]), k[K_SCRIPTED_HALT]
