@@ -41,7 +41,7 @@ followed by its side's global state (:func:`critic_states`), the "agent-specific
 global state" that MAPPO works best with.
 
 **Compiled.** Sight, reports, observations and global states are computed by Numba
-kernels looping over battles, then battalions: :func:`observe_battle` does one battle
+kernels looping over battles, then battalions: :func:`observe_battles` does a run of battles
 (the fused team step calls it right after stepping that battle), :func:`observe` a
 whole batch. They compute the float32 operations, in the same order, of the NumPy
 implementation they replaced (kept as the tests' reference in
@@ -68,6 +68,7 @@ from envs.sim.jit import kernel
 from envs.sim.kernels import (
     CHUNK,
     K_COS_FIRE_ARC,
+    K_HIT_EXPONENT,
     K_INV_DIAGONAL,
     K_INV_FIRE_RANGE,
     K_INV_HEIGHT,
@@ -75,7 +76,7 @@ from envs.sim.kernels import (
     K_INV_WIDTH,
     PARALLEL_MIN_BATTLES,
     chunk_count,
-    hit_chance,
+    hit_chance_of,
     unit_interval,
 )
 from envs.sim.state import BattleState
@@ -296,7 +297,7 @@ def observation_constants(config: BattleConfig, visibility_radius: float, rows: 
     """The float32 constants vector the kernels read: :func:`envs.sim.kernels.constants`
     of ``config`` on a rows x cols grid (the float32 numbers the NumPy code used), then
     the visibility radius; so a fused step can pass the one vector to the battle step
-    and to :func:`observe_battle`. Built once per model, radius and grid."""
+    and to :func:`observe_battles`. Built once per model, radius and grid."""
     vector = np.append(kernels.constants(config, rows, cols), F32(visibility_radius))
     vector.flags.writeable = False
     return vector
@@ -314,6 +315,12 @@ _BELIEFS = ("distance", "map_bearing_cos", "map_bearing_sin", "strength", "moral
  _THEIR_HIT_CHANCE, _ALLIES_HIT_CHANCE, _VISIBLE, _REPORT_AGE, _HEADING_COS, _HEADING_SIN,
  _METRES) = range(len(_BELIEFS))
 N_BELIEFS = len(_BELIEFS)
+# The reported state a belief shows as it is (its ``values`` row, then its belief row).
+_COPIED = ("strength", "morale", "readiness", "elevation", "cover")
+_REPORT_COPIES = np.array([_REPORTED.index(name) for name in _COPIED])
+_COPIED_TO = np.array([_BELIEFS.index(name) for name in _COPIED])
+# Rows of the ``work`` scratch: one pair's offsets, inverse distance and hit chance.
+_DX, _DY, _INV, _REACH = range(4)
 
 # The duel's and focus features that describe the focus enemy, and the beliefs they show.
 _FOCUS = {"enemy_distance": "distance", "enemy_bearing_cos": "map_bearing_cos",
@@ -356,102 +363,164 @@ def _in_fight(routed, destroyed, i, b):
 
 
 @kernel(inline="always")
-def _sight(b, routed, destroyed, team, dist, los, radius, sees):
-    """Which battalions of battle ``b`` each side sees now, into ``sees`` (2, U): its own
-    always, an enemy while one of the side's battalions in the fight has it within
-    ``radius`` and in line of sight."""
+def _sight(lo, hi, routed, destroyed, team, dist, los, radius, sees):
+    """Which battalions of battles ``lo`` to ``hi - 1`` each side sees now, into
+    ``sees[:, :, b - lo]`` (2, U, width): its own always, an enemy while one of the
+    side's battalions in the fight has it within ``radius`` and in line of sight."""
     n = team.shape[0]
-    for j in range(n):
-        sees[0, j] = team[j] == 0
-        sees[1, j] = team[j] == 1
-        for i in range(n):
-            if team[i] != team[j] and _in_fight(routed, destroyed, i, b) \
-                    and dist[i, j, b] <= radius and los[i, j, b]:
-                sees[team[i], j] = True
+    for side in range(2):
+        for j in range(n):
+            own = team[j] == side
+            for b in range(lo, hi):
+                sees[side, j, b - lo] = own
+    for i in range(n):
+        side = team[i]
+        for j in range(n):
+            if team[j] == side:
+                continue
+            for b in range(lo, hi):
+                sees[side, j, b - lo] |= (_in_fight(routed, destroyed, i, b)
+                                          & (dist[i, j, b] <= radius) & los[i, j, b])
 
 
 @kernel(inline="always")
-def _refresh(b, source, x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
-             destroyed, step, elevation, cover, sees, reveal_all, values, in_fight, seen_step):
-    """Overwrite battle ``b``'s reports of the battalions each side ``sees`` (every one when
-    ``reveal_all``) with their state in battle ``source`` of the unit arrays."""
+def _take_if(lo, hi, shift, report, source, sees, sees_shift, reveal_all):
+    """``report[b] = source[b + shift]`` where ``sees[b + sees_shift]`` (or everywhere when
+    ``reveal_all``), for battles ``lo`` to ``hi - 1``."""
+    for b in range(lo, hi):
+        report[b] = source[b + shift] if reveal_all | sees[b + sees_shift] else report[b]
+
+
+@kernel(inline="always")
+def _refresh(lo, hi, shift, sees_shift, x, y, heading_cos, heading_sin, strength, morale,
+             readiness, routed, destroyed, step, elevation, cover, sees, reveal_all, values,
+             in_fight, seen_step):
+    """Overwrite the reports of battles ``lo`` to ``hi - 1`` of the battalions each side
+    sees (``sees[side, j, b + sees_shift]``; every one when ``reveal_all``) with their
+    state in battle ``b + shift`` of the unit arrays."""
     n = x.shape[0]
     for side in range(2):
         for j in range(n):
-            if not (reveal_all or sees[side, j]):
-                continue
-            values[0, side, j, b] = x[j, source]
-            values[1, side, j, b] = y[j, source]
-            values[2, side, j, b] = heading_cos[j, source]
-            values[3, side, j, b] = heading_sin[j, source]
-            values[4, side, j, b] = strength[j, source]
-            values[5, side, j, b] = morale[j, source]
-            values[6, side, j, b] = readiness[j, source]
-            values[7, side, j, b] = elevation[j, source]
-            values[8, side, j, b] = cover[j, source]
-            in_fight[side, j, b] = _in_fight(routed, destroyed, j, source)
-            seen_step[side, j, b] = step[source]
+            seen = sees[side, j]
+            _take_if(lo, hi, shift, values[0, side, j], x[j], seen, sees_shift, reveal_all)
+            _take_if(lo, hi, shift, values[1, side, j], y[j], seen, sees_shift, reveal_all)
+            _take_if(lo, hi, shift, values[2, side, j], heading_cos[j], seen, sees_shift,
+                     reveal_all)
+            _take_if(lo, hi, shift, values[3, side, j], heading_sin[j], seen, sees_shift,
+                     reveal_all)
+            _take_if(lo, hi, shift, values[4, side, j], strength[j], seen, sees_shift,
+                     reveal_all)
+            _take_if(lo, hi, shift, values[5, side, j], morale[j], seen, sees_shift, reveal_all)
+            _take_if(lo, hi, shift, values[6, side, j], readiness[j], seen, sees_shift,
+                     reveal_all)
+            _take_if(lo, hi, shift, values[7, side, j], elevation[j], seen, sees_shift,
+                     reveal_all)
+            _take_if(lo, hi, shift, values[8, side, j], cover[j], seen, sees_shift, reveal_all)
+            _take_if(lo, hi, shift, seen_step[side, j], step, seen, sees_shift, reveal_all)
+            report = in_fight[side, j]
+            for b in range(lo, hi):
+                if reveal_all | seen[b + sees_shift]:
+                    report[b] = _in_fight(routed, destroyed, j, b + shift)
 
 
 @kernel(inline="always")
-def _believe(b, x, y, heading_cos, heading_sin, routed, destroyed, step, team, los, values,
-             seen_step, sees, k, beliefs):
-    """What each battalion ``i`` of battle ``b`` believes about each other one ``j`` (its
-    side's report of ``j``, seen from where ``i`` stands and faces), into ``beliefs[i, j]``
-    (rows named by ``_BELIEFS``; ``allies_hit_chance`` for enemies only)."""
+def _believe(lo, hi, x, y, heading_cos, heading_sin, routed, destroyed, step, team, los, values,
+             seen_step, sees, k, beliefs, work):
+    """What each battalion ``i`` of battles ``lo`` to ``hi - 1`` believes about each other
+    one ``j`` (its side's report of ``j``, seen from where ``i`` stands and faces), into
+    ``beliefs[i, j, :, b - lo]`` (rows named by ``_BELIEFS``; ``allies_hit_chance`` for
+    enemies only). ``work`` (4, width) holds one pair's offsets, inverse distance and hit chance.
+
+    One array is written a loop, indexed directly (no row views), so that every loop
+    vectorises across the battles (see :func:`envs.sim.kernels.step_battles`)."""
     n = team.shape[0]
     zero, one, floor = F32(0), F32(1), F32(1e-3)
+    inv_diagonal, inv_max_steps = k[K_INV_DIAGONAL], k[K_INV_MAX_STEPS]
+    cos_arc, exponent = k[K_COS_FIRE_ARC], k[K_HIT_EXPONENT]
+    inv_range = k[K_INV_FIRE_RANGE]
+    w = hi - lo
     for i in range(n):
         side = team[i]
-        ch, sh = heading_cos[i, b], heading_sin[i, b]
         for j in range(n):
             if j == i:
                 continue
-            rc, rs = values[2, side, j, b], values[3, side, j, b]
-            dx = values[0, side, j, b] - x[i, b]
-            dy = values[1, side, j, b] - y[i, b]
-            d = np.sqrt(dx * dx + dy * dy)
-            inv = one / max(d, floor)
-            beliefs[i, j, _METRES] = d
-            beliefs[i, j, _DISTANCE] = min(d * k[K_INV_DIAGONAL], one)
-            beliefs[i, j, _MAP_BEARING_COS] = unit_interval(dx * inv)
-            beliefs[i, j, _MAP_BEARING_SIN] = unit_interval(dy * inv)
-            bearing_cos = unit_interval((dx * ch + dy * sh) * inv)
-            front_cos = unit_interval((-dx * rc - dy * rs) * inv)
-            beliefs[i, j, _BEARING_COS] = bearing_cos
-            beliefs[i, j, _BEARING_SIN] = unit_interval((dy * ch - dx * sh) * inv)
-            beliefs[i, j, _FRONT_COS] = front_cos
-            beliefs[i, j, _FRONT_SIN] = unit_interval((dx * rs - dy * rc) * inv)
-            beliefs[i, j, _HEADING_COS] = unit_interval(rc * ch + rs * sh)
-            beliefs[i, j, _HEADING_SIN] = unit_interval(rs * ch - rc * sh)
-            beliefs[i, j, _STRENGTH] = values[4, side, j, b]
-            beliefs[i, j, _MORALE] = values[5, side, j, b]
-            beliefs[i, j, _READINESS] = values[6, side, j, b]
-            beliefs[i, j, _ELEVATION] = values[7, side, j, b]
-            beliefs[i, j, _COVER] = values[8, side, j, b]
-            visible = sees[side, j]
-            beliefs[i, j, _VISIBLE] = one if visible else zero
-            age = F32(step[b] - seen_step[side, j, b]) * k[K_INV_MAX_STEPS]
-            beliefs[i, j, _REPORT_AGE] = min(age, one)
-            in_sight = los[i, j, b] & visible
-            beliefs[i, j, _LINE_OF_SIGHT] = one if in_sight else zero
-            # The hit chance a volley would have now, each way, in sight; out of range it
-            # is 0 (1 - d / range <= 0 exactly when d / range >= 1), and the power, the
-            # costliest operation here, is skipped.
-            reach = hit_chance(d, k) if in_sight & (d * k[K_INV_FIRE_RANGE] < one) else zero
-            beliefs[i, j, _HIT_CHANCE] = reach if bearing_cos > k[K_COS_FIRE_ARC] else zero
-            beliefs[i, j, _THEIR_HIT_CHANCE] = reach if front_cos > k[K_COS_FIRE_ARC] else zero
+            for c in range(w):
+                work[_DX, c] = values[0, side, j, lo + c] - x[i, lo + c]
+            for c in range(w):
+                work[_DY, c] = values[1, side, j, lo + c] - y[i, lo + c]
+            for c in range(w):
+                beliefs[i, j, _METRES, c] = np.sqrt(work[_DX, c] * work[_DX, c]
+                                                    + work[_DY, c] * work[_DY, c])
+            for c in range(w):
+                work[_INV, c] = one / max(beliefs[i, j, _METRES, c], floor)
+            for c in range(w):
+                beliefs[i, j, _DISTANCE, c] = min(beliefs[i, j, _METRES, c] * inv_diagonal, one)
+            for c in range(w):
+                beliefs[i, j, _MAP_BEARING_COS, c] = unit_interval(work[_DX, c] * work[_INV, c])
+            for c in range(w):
+                beliefs[i, j, _MAP_BEARING_SIN, c] = unit_interval(work[_DY, c] * work[_INV, c])
+            for c in range(w):
+                beliefs[i, j, _BEARING_COS, c] = unit_interval(
+                    (work[_DX, c] * heading_cos[i, lo + c] + work[_DY, c] * heading_sin[i, lo + c])
+                    * work[_INV, c])
+            for c in range(w):
+                beliefs[i, j, _BEARING_SIN, c] = unit_interval(
+                    (work[_DY, c] * heading_cos[i, lo + c] - work[_DX, c] * heading_sin[i, lo + c])
+                    * work[_INV, c])
+            for c in range(w):
+                beliefs[i, j, _FRONT_COS, c] = unit_interval(
+                    (-work[_DX, c] * values[2, side, j, lo + c]
+                     - work[_DY, c] * values[3, side, j, lo + c]) * work[_INV, c])
+            for c in range(w):
+                beliefs[i, j, _FRONT_SIN, c] = unit_interval(
+                    (work[_DX, c] * values[3, side, j, lo + c]
+                     - work[_DY, c] * values[2, side, j, lo + c]) * work[_INV, c])
+            for c in range(w):
+                beliefs[i, j, _HEADING_COS, c] = unit_interval(
+                    values[2, side, j, lo + c] * heading_cos[i, lo + c]
+                    + values[3, side, j, lo + c] * heading_sin[i, lo + c])
+            for c in range(w):
+                beliefs[i, j, _HEADING_SIN, c] = unit_interval(
+                    values[3, side, j, lo + c] * heading_cos[i, lo + c]
+                    - values[2, side, j, lo + c] * heading_sin[i, lo + c])
+            for f in range(_REPORT_COPIES.shape[0]):
+                for c in range(w):
+                    beliefs[i, j, _COPIED_TO[f], c] = values[_REPORT_COPIES[f], side, j, lo + c]
+            for c in range(w):
+                beliefs[i, j, _VISIBLE, c] = one if sees[side, j, c] else zero
+            for c in range(w):
+                beliefs[i, j, _REPORT_AGE, c] = min(
+                    F32(step[lo + c] - seen_step[side, j, lo + c]) * inv_max_steps, one)
+            for c in range(w):
+                beliefs[i, j, _LINE_OF_SIGHT, c] = one if los[i, j, lo + c] & sees[side, j, c] \
+                    else zero
+            # The hit chance a volley would have now, each way, in sight (out of range it
+            # is 0: the power's base is clamped there).
+            for c in range(w):
+                work[_REACH, c] = (hit_chance_of(beliefs[i, j, _METRES, c], inv_range, exponent)
+                                   * beliefs[i, j, _LINE_OF_SIGHT, c])
+            for c in range(w):
+                beliefs[i, j, _HIT_CHANCE, c] = work[_REACH, c] \
+                    if beliefs[i, j, _BEARING_COS, c] > cos_arc else zero
+            for c in range(w):
+                beliefs[i, j, _THEIR_HIT_CHANCE, c] = work[_REACH, c] \
+                    if beliefs[i, j, _FRONT_COS, c] > cos_arc else zero
     # Who else engages j: allies share their side's reports, so ally a's hit chance on
     # j is its own belief.
     for i in range(n):
         for j in range(n):
             if team[j] == team[i]:
                 continue
-            best = zero
+            for c in range(w):
+                beliefs[i, j, _ALLIES_HIT_CHANCE, c] = zero
             for a in range(n):
-                if a != i and team[a] == team[i] and _in_fight(routed, destroyed, a, b):
-                    best = max(best, beliefs[a, j, _HIT_CHANCE])
-            beliefs[i, j, _ALLIES_HIT_CHANCE] = best
+                if a == i or team[a] != team[i]:
+                    continue
+                for c in range(w):
+                    beliefs[i, j, _ALLIES_HIT_CHANCE, c] = max(
+                        beliefs[i, j, _ALLIES_HIT_CHANCE, c],
+                        beliefs[a, j, _HIT_CHANCE, c] if _in_fight(routed, destroyed, a, lo + c)
+                        else zero)
 
 
 @kernel(inline="always")
@@ -470,11 +539,12 @@ def _insert(order, ranges, count, j, d):
 
 
 @kernel(inline="always")
-def _write_observations(b, x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
+def _write_observations(b, c, x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
                         destroyed, step, team, elevation, cover, in_fight, k, beliefs, obs,
                         enemy_order, enemy_range, ally_order, ally_range):
-    """Every battalion's observation in battle ``b``, into ``obs[b]``, from ``beliefs``:
-    the enemies believed in the fight and the allies in it, each nearest first."""
+    """Every battalion's observation in battle ``b``, into ``obs[b]``, from column ``c`` of
+    ``beliefs``: the enemies believed in the fight and the allies in it, each nearest
+    first. Battle by battle: each battalion's row is written whole, in order."""
     n = team.shape[0]
     zero, one = F32(0), F32(1)
     time_fraction = min(F32(step[b]) * k[K_INV_MAX_STEPS], one)
@@ -487,9 +557,10 @@ def _write_observations(b, x, y, heading_cos, heading_sin, strength, morale, rea
             if team[j] != side:
                 if in_fight[side, j, b]:
                     n_enemies = _insert(enemy_order, enemy_range, n_enemies, j,
-                                        beliefs[i, j, _METRES])
+                                        beliefs[i, j, _METRES, c])
             elif _in_fight(routed, destroyed, j, b):
-                n_allies = _insert(ally_order, ally_range, n_allies, j, beliefs[i, j, _METRES])
+                n_allies = _insert(ally_order, ally_range, n_allies, j,
+                                   beliefs[i, j, _METRES, c])
 
         for f in range(OBS_DIM):
             obs[b, i, f] = zero
@@ -506,19 +577,19 @@ def _write_observations(b, x, y, heading_cos, heading_sin, strength, morale, rea
         if n_enemies:  # the focus: the nearest enemy believed in the fight
             focus = enemy_order[0]
             for f in range(_FOCUS_AT.shape[0]):
-                obs[b, i, _FOCUS_AT[f]] = beliefs[i, focus, _FOCUS_ROWS[f]]
+                obs[b, i, _FOCUS_AT[f]] = beliefs[i, focus, _FOCUS_ROWS[f], c]
         for s in range(min(n_enemies - 1, ENEMY_SLOTS)):
             enemy = enemy_order[s + 1]
             at = _ENEMY_AT + s * _ENEMY_WIDTH
             obs[b, i, at] = one
             for f in range(_ENEMY_ROWS.shape[0]):
-                obs[b, i, at + 1 + f] = beliefs[i, enemy, _ENEMY_ROWS[f]]
+                obs[b, i, at + 1 + f] = beliefs[i, enemy, _ENEMY_ROWS[f], c]
         for s in range(min(n_allies, ALLY_SLOTS)):
             ally = ally_order[s]
             at = _ALLY_AT + s * _ALLY_WIDTH
             obs[b, i, at] = one
             for f in range(_ALLY_ROWS.shape[0]):
-                obs[b, i, at + 1 + f] = beliefs[i, ally, _ALLY_ROWS[f]]
+                obs[b, i, at + 1 + f] = beliefs[i, ally, _ALLY_ROWS[f], c]
         own = n_allies + (1 if _in_fight(routed, destroyed, i, b) else 0)
         obs[b, i, _OWN_IN_FIGHT] = min(F32(own) * _PER_BATTALION, one)
         shown = min(n_enemies, ENEMY_SLOTS + 1)  # the focus and the enemy slots
@@ -565,34 +636,54 @@ def _write_global_state(b, x, y, heading_cos, heading_sin, strength, morale, rea
                 state[side, b, _STATE_X[s]] += state[side, b, _STATE_PRESENT[s]]
 
 
+@kernel(inline="always")
+def observation_width(n_units):
+    """Battles :func:`observe_battles` works through together (at most :data:`CHUNK`): few
+    enough that their beliefs (``N_BELIEFS`` x U x U floats each) stay in the core's
+    cache while every battle's rows are written from them."""
+    width = CHUNK
+    while width > 16 and N_BELIEFS * n_units * n_units * width > 96 * 1024:
+        width //= 2
+    return width
+
+
 @kernel()
 def observation_scratch(n_units):
-    """One thread's working arrays for :func:`observe_battle` in battles of ``n_units``
-    battalions (allocated once per chunk of battles, never per battle):
+    """One thread's working arrays for :func:`observe_battles` in battles of ``n_units``
+    battalions, :func:`observation_width` battles wide (allocated once per chunk of
+    battles, never per battle):
 
-    - ``sees`` (2, U) bool: which battalions each side sees now;
-    - ``beliefs`` (U, U, N_BELIEFS) float32: what each battalion believes about each
-      other one (rows named by ``_BELIEFS``);
+    - ``sees`` (2, U, width) bool: which battalions each side sees now;
+    - ``beliefs`` (U, U, N_BELIEFS, width) float32: what each battalion believes about
+      each other one (rows named by ``_BELIEFS``; a pair's rows together, so that
+      writing a battle's observations reads nearby lines);
+    - ``work`` (4, width) float32: one pair's offsets, inverse distance and hit chance;
     - ``enemy_order``, ``ally_order`` (U,) int64 and ``enemy_range``, ``ally_range`` (U,)
       float32: one battalion's enemies believed in the fight and allies in it, nearest
       first, and their distances.
     """
-    return (np.empty((2, n_units), np.bool_), np.empty((n_units, n_units, N_BELIEFS), F32),
+    width = observation_width(n_units)
+    return (np.empty((2, n_units, width), np.bool_),
+            np.empty((n_units, n_units, N_BELIEFS, width), F32), np.empty((4, width), F32),
             np.empty(n_units, np.int64), np.empty(n_units, F32), np.empty(n_units, np.int64),
             np.empty(n_units, F32))
 
 
 @kernel(inline="always")
-def observe_battle(b, x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
-                   destroyed, step, team, elevation, cover, dist, los, values, in_fight,
-                   seen_step, reveal_all, k, obs, state, scratch):
-    """Refresh battle ``b``'s fog reports (``values``/``in_fight``/``seen_step``, in place)
-    with what each side sees now (everything when ``reveal_all``, as at deployment), then
-    write every battalion's observation ``obs[b]`` (U, OBS_DIM) and each side's global
-    state ``state[:, b]``.
+def observe_battles(lo, hi, x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
+                    destroyed, step, team, elevation, cover, dist, los, values, in_fight,
+                    seen_step, reveal_all, k, obs, state, scratch):
+    """Refresh the fog reports of battles ``lo`` to ``hi - 1`` (``values``/``in_fight``/
+    ``seen_step``, in place) with what each side sees now (everything when
+    ``reveal_all``, as at deployment), then write every battalion's observation
+    ``obs[b]`` (U, OBS_DIM) and each side's global state ``state[:, b]``.
+
+    Sight, reports and beliefs loop over battles innermost (vectorised across them,
+    :func:`observation_width` battles at a time); the observations and global states
+    are then written battle by battle, each row whole.
 
     Args:
-        b: the battle.
+        lo, hi: the battles.
         x, y, heading_cos, heading_sin, strength, morale, readiness: (U, B) float32.
         routed, destroyed: (U, B) bool.
         step: (B,) int32.
@@ -606,40 +697,45 @@ def observe_battle(b, x, y, heading_cos, heading_sin, strength, morale, readines
         obs: (B, U, OBS_DIM) float32; state: (2, B, STATE_DIM) float32: outputs.
         scratch: the tuple :func:`observation_scratch` gave the calling thread, passed
             whole. This function is inlined into its caller (a call passing this many
-            arrays costs about as much reference counting as a 2v2 battle's work), and
-            Numba cannot inline a call written with ``*args``.
+            arrays costs reference counting), and Numba cannot inline a call written
+            with ``*args``.
     """
-    sees, beliefs, enemy_order, enemy_range, ally_order, ally_range = scratch
-    _sight(b, routed, destroyed, team, dist, los, k[K_VISIBILITY], sees)
-    _refresh(b, b, x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
-             destroyed, step, elevation, cover, sees, reveal_all, values, in_fight, seen_step)
-    _believe(b, x, y, heading_cos, heading_sin, routed, destroyed, step, team, los, values,
-             seen_step, sees, k, beliefs)
-    _write_observations(b, x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
-                        destroyed, step, team, elevation, cover, in_fight, k, beliefs, obs,
-                        enemy_order, enemy_range, ally_order, ally_range)
-    _write_global_state(b, x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
-                        destroyed, step, team, k, state)
+    sees, beliefs, work, enemy_order, enemy_range, ally_order, ally_range = scratch
+    width = sees.shape[2]
+    for start in range(lo, hi, width):
+        stop = min(start + width, hi)
+        _sight(start, stop, routed, destroyed, team, dist, los, k[K_VISIBILITY], sees)
+        _refresh(start, stop, 0, -start, x, y, heading_cos, heading_sin, strength, morale,
+                 readiness, routed, destroyed, step, elevation, cover, sees, reveal_all, values,
+                 in_fight, seen_step)
+        _believe(start, stop, x, y, heading_cos, heading_sin, routed, destroyed, step, team, los,
+                 values, seen_step, sees, k, beliefs, work)
+        for b in range(start, stop):
+            _write_observations(b, b - start, x, y, heading_cos, heading_sin, strength, morale,
+                                readiness, routed, destroyed, step, team, elevation, cover,
+                                in_fight, k, beliefs, obs, enemy_order, enemy_range, ally_order,
+                                ally_range)
+            _write_global_state(b, x, y, heading_cos, heading_sin, strength, morale, readiness,
+                                routed, destroyed, step, team, k, state)
 
 
 @kernel()
 def observe_kernel(x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
                    destroyed, step, team, elevation, cover, dist, los, values, in_fight,
                    seen_step, reveal_all, k, obs, state, battles=None):
-    """:func:`observe_battle` for every battle, or for the battles ``battles`` (an int
+    """:func:`observe_battles` for every battle, or for the battles ``battles`` (an int
     array: the restarted ones) only, on one thread; the other battles' reports and rows
     of ``obs`` and ``state`` are left as they are."""
     scratch = observation_scratch(x.shape[0])
     if battles is None:
-        for b in range(x.shape[1]):
-            observe_battle(b, x, y, heading_cos, heading_sin, strength, morale, readiness,
-                           routed, destroyed, step, team, elevation, cover, dist, los, values,
-                           in_fight, seen_step, reveal_all, k, obs, state, scratch)
+        observe_battles(0, x.shape[1], x, y, heading_cos, heading_sin, strength, morale,
+                        readiness, routed, destroyed, step, team, elevation, cover, dist, los,
+                        values, in_fight, seen_step, reveal_all, k, obs, state, scratch)
     else:
         for b in battles:
-            observe_battle(b, x, y, heading_cos, heading_sin, strength, morale, readiness,
-                           routed, destroyed, step, team, elevation, cover, dist, los, values,
-                           in_fight, seen_step, reveal_all, k, obs, state, scratch)
+            observe_battles(b, b + 1, x, y, heading_cos, heading_sin, strength, morale,
+                            readiness, routed, destroyed, step, team, elevation, cover, dist,
+                            los, values, in_fight, seen_step, reveal_all, k, obs, state, scratch)
 
 
 @kernel(parallel=True)
@@ -648,16 +744,15 @@ def observe_kernel_parallel(x, y, heading_cos, heading_sin, strength, morale, re
                             in_fight, seen_step, reveal_all, k, obs, state):
     """:func:`observe_kernel` over every battle, in chunks of :data:`CHUNK` battles spread
     over Numba's threads (each chunk with its own scratch)."""
-    n, batch = x.shape
+    batch = x.shape[1]
     for c in prange(chunk_count(batch)):
-        scratch = observation_scratch(n)
-        for b in range(c * CHUNK, min((c + 1) * CHUNK, batch)):
-            observe_battle(b, x, y, heading_cos, heading_sin, strength, morale, readiness,
-                           routed, destroyed, step, team, elevation, cover, dist, los, values,
-                           in_fight, seen_step, reveal_all, k, obs, state, scratch)
+        observe_battles(c * CHUNK, min((c + 1) * CHUNK, batch), x, y, heading_cos, heading_sin,
+                        strength, morale, readiness, routed, destroyed, step, team, elevation,
+                        cover, dist, los, values, in_fight, seen_step, reveal_all, k, obs, state,
+                        observation_scratch(x.shape[0]))
 
 
-# The public functions' own kernels: one step of observe_battle each, over the batch.
+# The public functions' own kernels: one stage of observe_battles each, over the batch.
 
 @kernel()
 def sightings_kernel(x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
@@ -665,8 +760,7 @@ def sightings_kernel(x, y, heading_cos, heading_sin, strength, morale, readiness
     """:func:`sightings`: (2, U, B) bool."""
     n, batch = x.shape
     sees = np.empty((2, n, batch), np.bool_)
-    for b in range(batch):
-        _sight(b, routed, destroyed, team, dist, los, radius, sees[:, :, b])
+    _sight(0, batch, routed, destroyed, team, dist, los, radius, sees)
     return sees
 
 
@@ -677,9 +771,10 @@ def refresh_kernel(x, y, heading_cos, heading_sin, strength, morale, readiness, 
     """:meth:`FogReports.refresh`: battle ``c`` of the unit arrays and ``sees`` (2, U, C)
     into battle ``battles[c]`` of the reports."""
     for c in range(battles.shape[0]):
-        _refresh(battles[c], c, x, y, heading_cos, heading_sin, strength, morale, readiness,
-                 routed, destroyed, step, elevation, cover, sees[:, :, c], False, values,
-                 in_fight, seen_step)
+        shift = c - battles[c]
+        _refresh(battles[c], battles[c] + 1, shift, shift, x, y, heading_cos, heading_sin,
+                 strength, morale, readiness, routed, destroyed, step, elevation, cover, sees,
+                 False, values, in_fight, seen_step)
 
 
 @kernel()
@@ -689,13 +784,19 @@ def observations_kernel(x, y, heading_cos, heading_sin, strength, morale, readin
     """:func:`battalion_observations`: (B, U, OBS_DIM) float32."""
     n, batch = x.shape
     obs = np.empty((batch, n, OBS_DIM), F32)
-    _, beliefs, enemy_order, enemy_range, ally_order, ally_range = observation_scratch(n)
-    for b in range(batch):
-        _believe(b, x, y, heading_cos, heading_sin, routed, destroyed, step, team, los, values,
-                 seen_step, sees[:, :, b], k, beliefs)
-        _write_observations(b, x, y, heading_cos, heading_sin, strength, morale, readiness,
-                            routed, destroyed, step, team, elevation, cover, in_fight, k,
-                            beliefs, obs, enemy_order, enemy_range, ally_order, ally_range)
+    seeing, beliefs, work, enemy_order, enemy_range, ally_order, ally_range = \
+        observation_scratch(n)
+    width = seeing.shape[2]
+    for start in range(0, batch, width):
+        stop = min(start + width, batch)
+        seeing[:, :, :stop - start] = sees[:, :, start:stop]
+        _believe(start, stop, x, y, heading_cos, heading_sin, routed, destroyed, step, team, los,
+                 values, seen_step, seeing, k, beliefs, work)
+        for b in range(start, stop):
+            _write_observations(b, b - start, x, y, heading_cos, heading_sin, strength, morale,
+                                readiness, routed, destroyed, step, team, elevation, cover,
+                                in_fight, k, beliefs, obs, enemy_order, enemy_range, ally_order,
+                                ally_range)
     return obs
 
 
@@ -718,6 +819,6 @@ __all__ = ["ALLY_FEATURES", "ALLY_SLOTS", "CRITIC_STATE_DIM", "ENEMY_FEATURES", 
            "OBS_DIM", "OBS_HIGH", "OBS_LOW", "ROTATE_SIGN", "STATE_DIM", "STATE_FEATURES",
            "STATE_HIGH", "STATE_LOW", "TEAM_FEATURES", "UNIT_STATE_FEATURES",
            "battalion_observations", "critic_states", "global_states", "observation_constants",
-           "observation_scratch", "observe", "observe_battle", "observe_kernel",
-           "observe_kernel_parallel", "sightings"]
+           "observation_scratch", "observation_width", "observe", "observe_battles",
+           "observe_kernel", "observe_kernel_parallel", "sightings"]
 

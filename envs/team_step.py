@@ -4,7 +4,7 @@ who is still playing, battle by battle.
 
 :class:`~envs.multi_battalion_batch.MultiBattalionBatch` calls :func:`team_step` once a
 step. Each part is the per-battle kernel of its own module
-(:func:`envs.sim.kernels.step_battles`, :func:`envs.multi_observation.observe_battle`,
+(:func:`envs.sim.kernels.step_battles`, :func:`envs.multi_observation.observe_battles`,
 :func:`envs.reward.side_reward`); this module strings them together and keeps the
 episode's books.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from envs.multi_observation import observation_scratch, observe_battle
+from envs.multi_observation import observation_scratch, observe_battles
 from envs.reward import side_reward
 from envs.sim import kernels
 from envs.sim.jit import kernel
@@ -57,7 +57,7 @@ def team_battles(lo, hi, actions, rotate_sign, x0, y0, theta0, strength0, morale
     the map (``rotate_sign`` per unit) into ``orders``; the step into the output blocks of
     :func:`envs.sim.kernels.step_battles`; the fog reports (``values_``, ``in_fight_``,
     ``seen_step_``) refreshed and the observations and global states written
-    (:func:`envs.multi_observation.observe_battle`, ``seeing`` its scratch); both sides'
+    (:func:`envs.multi_observation.observe_battles`, ``seeing`` its scratch); both sides'
     reward components (:func:`envs.reward.side_reward`); and per battalion its reward
     (its side's, if it acted), whether it acted, terminated or was cut off, per battle
     whether it is over and who won."""
@@ -79,10 +79,10 @@ def team_battles(lo, hi, actions, rotate_sign, x0, y0, theta0, strength0, morale
     batch = x0.shape[1]
     side_reward(lo, hi, team, BOTH_SIDES, weights, k, routed0, destroyed0, routed, destroyed,
                 strength, dist0, dist, dealt, taken, volley, reward_values, reward_total)
+    observe_battles(lo, hi, x, y, cos_h, sin_h, strength, morale, readiness, routed, destroyed,
+                    new_step, team, elevation, cover, dist, los, values_, in_fight_, seen_step_,
+                    False, k, observation, global_state, seeing)
     for b in range(lo, hi):
-        observe_battle(b, x, y, cos_h, sin_h, strength, morale, readiness, routed, destroyed,
-                       new_step, team, elevation, cover, dist, los, values_, in_fight_,
-                       seen_step_, False, k, observation, global_state, seeing)
         # A side is out when none of its battalions is left in the fight; the battle is
         # decided when a side is out (both at once: a draw), else cut off at max_steps.
         blue_in = red_in = False
@@ -159,9 +159,9 @@ def restart_teams(battles, x, y, theta, strength, morale, readiness, routed, des
     for b in battles:
         sense_battles(b, b + 1, x, y, theta, team, patches, cover_map, k, samples, cos_h,
                       sin_h, elevation, cover, dx, dy, dist, facing_cos, facing_sin, los)
-        observe_battle(b, x, y, cos_h, sin_h, strength, morale, readiness, routed, destroyed,
-                       step, team, elevation, cover, dist, los, values, in_fight, seen_step,
-                       True, k, observation, global_state, seeing)
+        observe_battles(b, b + 1, x, y, cos_h, sin_h, strength, morale, readiness, routed,
+                        destroyed, step, team, elevation, cover, dist, los, values, in_fight,
+                        seen_step, True, k, observation, global_state, seeing)
 
 
 def team_step_kernel(batch: int):

@@ -478,7 +478,14 @@ def hit_chance_for(dist, k, exponent):
     """:func:`hit_chance` with the exponent read once by the caller. The default
     exponent 2 squares, as NumPy does, in one multiplication that vectorises (a call
     to ``powf`` does not)."""
-    base = max(F32(1) - dist * k[K_INV_FIRE_RANGE], F32(0))
+    return hit_chance_of(dist, k[K_INV_FIRE_RANGE], exponent)
+
+
+@kernel(inline="always")
+def hit_chance_of(dist, inv_fire_range, exponent):
+    """:func:`hit_chance` with the constants read once by the caller (a loop that reads
+    none of ``k`` has one array fewer to prove apart from its stores)."""
+    base = max(F32(1) - dist * inv_fire_range, F32(0))
     return base * base if exponent == F32(2) else base ** exponent
 
 
