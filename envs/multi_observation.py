@@ -350,6 +350,24 @@ _OWN_IN_FIGHT = OBSERVATION_FEATURES.index("own_in_fight")
 _ENEMIES_IN_FIGHT = OBSERVATION_FEATURES.index("enemies_in_fight")
 _PER_BATTALION = F32(1 / MAX_TEAM_SIZE)
 _UNIT_WIDTH = len(UNIT_STATE_FEATURES)
+# The kernels mirror Red's view as they write it: these beliefs change sign when formed
+# (_believe), own_x becomes 1 - x and own_heading_cos changes sign (_write_observations),
+# and so do each unit's x and heading cosine in the global state (_write_global_state):
+# what the mirror tables above say.
+_MIRRORED_BELIEFS = ("map_bearing_cos", "bearing_sin", "front_sin", "heading_sin")
+assert {_BELIEFS[row] for at, row in (
+    *zip(_FOCUS_AT, _FOCUS_ROWS, strict=True),
+    *((_ENEMY_AT + s * _ENEMY_WIDTH + 1 + f, row) for s in range(ENEMY_SLOTS)
+      for f, row in enumerate(_ENEMY_ROWS)),
+    *((_ALLY_AT + s * _ALLY_WIDTH + 1 + f, row) for s in range(ALLY_SLOTS)
+      for f, row in enumerate(_ALLY_ROWS))) if _OBS_MIRROR_SIGN[at] < 0} == set(_MIRRORED_BELIEFS)
+assert [OBSERVATION_FEATURES[f] for f in range(DUEL_OBS_DIM + len(FOCUS_FEATURES))
+        if _OBS_MIRROR_SIGN[f] < 0 and f not in _FOCUS_AT] == ["own_x", "own_heading_cos"]
+assert np.flatnonzero(_OBS_MIRROR_OFFSET).tolist() == [_OWN_X]
+assert UNIT_STATE_FEATURES[1] == "x" and UNIT_STATE_FEATURES[3] == "heading_cos" and \
+    [STATE_FEATURES[f] for f in np.flatnonzero(_STATE_MIRROR_SIGN < 0)] == [
+        f"{who}_{k}_{name}" for who in ("own", "enemy") for k in range(MAX_TEAM_SIZE)
+        for name in ("x", "heading_cos")]
 assert sorted([*_FOCUS_AT, _OWN_X, _OWN_Y, _OWN_HEADING_COS, _OWN_HEADING_SIN, _OWN_STRENGTH,
                _OWN_MORALE, _TIME, _OWN_ELEVATION, _OWN_COVER, _OWN_READINESS]) == \
     list(range(DUEL_OBS_DIM + len(FOCUS_FEATURES))) and _ALLY_AT == DUEL_OBS_DIM + 3
@@ -441,6 +459,8 @@ def _believe(lo, hi, x, y, heading_cos, heading_sin, routed, destroyed, step, te
     w = hi - lo
     for i in range(n):
         side = team[i]
+        # Red sees the battle mirrored (see the module docstring): these rows change sign.
+        mirror = -one if side == 1 else one
         for j in range(n):
             if j == i:
                 continue
@@ -456,7 +476,8 @@ def _believe(lo, hi, x, y, heading_cos, heading_sin, routed, destroyed, step, te
             for c in range(w):
                 beliefs[i, j, _DISTANCE, c] = min(beliefs[i, j, _METRES, c] * inv_diagonal, one)
             for c in range(w):
-                beliefs[i, j, _MAP_BEARING_COS, c] = unit_interval(work[_DX, c] * work[_INV, c])
+                beliefs[i, j, _MAP_BEARING_COS, c] = (unit_interval(work[_DX, c] * work[_INV, c])
+                                                      * mirror)
             for c in range(w):
                 beliefs[i, j, _MAP_BEARING_SIN, c] = unit_interval(work[_DY, c] * work[_INV, c])
             for c in range(w):
@@ -466,7 +487,7 @@ def _believe(lo, hi, x, y, heading_cos, heading_sin, routed, destroyed, step, te
             for c in range(w):
                 beliefs[i, j, _BEARING_SIN, c] = unit_interval(
                     (work[_DY, c] * heading_cos[i, lo + c] - work[_DX, c] * heading_sin[i, lo + c])
-                    * work[_INV, c])
+                    * work[_INV, c]) * mirror
             for c in range(w):
                 beliefs[i, j, _FRONT_COS, c] = unit_interval(
                     (-work[_DX, c] * values[2, side, j, lo + c]
@@ -474,7 +495,7 @@ def _believe(lo, hi, x, y, heading_cos, heading_sin, routed, destroyed, step, te
             for c in range(w):
                 beliefs[i, j, _FRONT_SIN, c] = unit_interval(
                     (work[_DX, c] * values[3, side, j, lo + c]
-                     - work[_DY, c] * values[2, side, j, lo + c]) * work[_INV, c])
+                     - work[_DY, c] * values[2, side, j, lo + c]) * work[_INV, c]) * mirror
             for c in range(w):
                 beliefs[i, j, _HEADING_COS, c] = unit_interval(
                     values[2, side, j, lo + c] * heading_cos[i, lo + c]
@@ -482,7 +503,7 @@ def _believe(lo, hi, x, y, heading_cos, heading_sin, routed, destroyed, step, te
             for c in range(w):
                 beliefs[i, j, _HEADING_SIN, c] = unit_interval(
                     values[3, side, j, lo + c] * heading_cos[i, lo + c]
-                    - values[2, side, j, lo + c] * heading_sin[i, lo + c])
+                    - values[2, side, j, lo + c] * heading_sin[i, lo + c]) * mirror
             for f in range(_REPORT_COPIES.shape[0]):
                 for c in range(w):
                     beliefs[i, j, _COPIED_TO[f], c] = values[_REPORT_COPIES[f], side, j, lo + c]
@@ -564,9 +585,12 @@ def _write_observations(b, c, x, y, heading_cos, heading_sin, strength, morale, 
 
         for f in range(OBS_DIM):
             obs[b, i, f] = zero
-        obs[b, i, _OWN_X] = x[i, b] * k[K_INV_WIDTH]
+        own_x = x[i, b] * k[K_INV_WIDTH]
+        # Red's own position and heading in its mirrored frame; its beliefs were
+        # mirrored when they were formed.
+        obs[b, i, _OWN_X] = one - own_x if side == 1 else own_x
         obs[b, i, _OWN_Y] = y[i, b] * k[K_INV_HEIGHT]
-        obs[b, i, _OWN_HEADING_COS] = heading_cos[i, b]
+        obs[b, i, _OWN_HEADING_COS] = -heading_cos[i, b] if side == 1 else heading_cos[i, b]
         obs[b, i, _OWN_HEADING_SIN] = heading_sin[i, b]
         obs[b, i, _OWN_STRENGTH] = strength[i, b]
         obs[b, i, _OWN_MORALE] = morale[i, b]
@@ -594,9 +618,6 @@ def _write_observations(b, c, x, y, heading_cos, heading_sin, strength, morale, 
         obs[b, i, _OWN_IN_FIGHT] = min(F32(own) * _PER_BATTALION, one)
         shown = min(n_enemies, ENEMY_SLOTS + 1)  # the focus and the enemy slots
         obs[b, i, _ENEMIES_IN_FIGHT] = min(F32(shown) * _PER_BATTALION, one)
-        if side == 1:  # Red's observation, in its own frame
-            for f in range(OBS_DIM):
-                obs[b, i, f] = obs[b, i, f] * _OBS_MIRROR_SIGN[f] + _OBS_MIRROR_OFFSET[f]
 
 
 @kernel(inline="always")
@@ -604,12 +625,12 @@ def _write_global_state(b, x, y, heading_cos, heading_sin, strength, morale, rea
                         destroyed, step, team, k, state):
     """Each side's global state of battle ``b``, into ``state[:, b]``: its first
     :data:`MAX_TEAM_SIZE` battalions, then as many of the enemy's (zeros for those out
-    of the fight), then the time."""
+    of the fight and for empty slots), then the time; Red's mirrored. Each entry is
+    written once."""
     n = team.shape[0]
     zero, one = F32(0), F32(1)
+    inv_width, inv_height = k[K_INV_WIDTH], k[K_INV_HEIGHT]
     for side in range(2):
-        for f in range(STATE_DIM):
-            state[side, b, f] = zero
         for half in range(2):  # one's own battalions, then the enemy's
             owner = side if half == 0 else 1 - side
             filled = 0
@@ -619,21 +640,22 @@ def _write_global_state(b, x, y, heading_cos, heading_sin, strength, morale, rea
                 at = (half * MAX_TEAM_SIZE + filled) * _UNIT_WIDTH
                 filled += 1
                 if not _in_fight(routed, destroyed, u, b):
+                    for f in range(_UNIT_WIDTH):
+                        state[side, b, at + f] = zero
                     continue
+                unit_x = x[u, b] * inv_width
                 state[side, b, at] = one
-                state[side, b, at + 1] = x[u, b] * k[K_INV_WIDTH]
-                state[side, b, at + 2] = y[u, b] * k[K_INV_HEIGHT]
-                state[side, b, at + 3] = heading_cos[u, b]
+                state[side, b, at + 1] = one - unit_x if side == 1 else unit_x
+                state[side, b, at + 2] = y[u, b] * inv_height
+                state[side, b, at + 3] = -heading_cos[u, b] if side == 1 else heading_cos[u, b]
                 state[side, b, at + 4] = heading_sin[u, b]
                 state[side, b, at + 5] = strength[u, b]
                 state[side, b, at + 6] = morale[u, b]
                 state[side, b, at + 7] = readiness[u, b]
+            for f in range((half * MAX_TEAM_SIZE + filled) * _UNIT_WIDTH,
+                           (half + 1) * MAX_TEAM_SIZE * _UNIT_WIDTH):
+                state[side, b, f] = zero
         state[side, b, STATE_DIM - 1] = min(F32(step[b]) * k[K_INV_MAX_STEPS], one)
-        if side == 1:  # Red's view, mirrored; an empty slot's x stays 0 (x -> in_fight - x)
-            for f in range(STATE_DIM):
-                state[side, b, f] *= _STATE_MIRROR_SIGN[f]
-            for s in range(_STATE_X.shape[0]):
-                state[side, b, _STATE_X[s]] += state[side, b, _STATE_PRESENT[s]]
 
 
 @kernel(inline="always")
