@@ -78,14 +78,43 @@ def check_team_batch_size(name: str, n_battles: object, n_units: int) -> int:
                             f"battles of {n_units} battalions")
 
 
+class _Handout:
+    """A step's observation and global-state arrays, as :class:`TeamStep` hands them out.
+
+    Until they are read, the batch may restart battles in them in place (saving the
+    rows it overwrites here first), which spares copying both arrays whole at every
+    restart; once read, the batch restarts battles in copies instead. Either way a
+    reader gets exactly what the step produced, and never sees it change.
+    """
+
+    def __init__(self, observation: np.ndarray, global_state: np.ndarray) -> None:
+        self.arrays = (observation, global_state)
+        self.read = False
+        self._saved: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def save(self, battles: np.ndarray) -> None:
+        """Keep the rows of ``battles``, about to be overwritten in place."""
+        observation, global_state = self.arrays
+        self._saved.append((battles, observation[battles], global_state[:, battles]))
+
+    def take(self) -> tuple[np.ndarray, np.ndarray]:
+        """The step's arrays (rebuilt from the saved rows if battles were restarted in
+        them); the batch writes into them no more."""
+        if self._saved:
+            observation, global_state = (a.copy() for a in self.arrays)
+            for battles, rows, states in reversed(self._saved):  # the earliest rows win
+                observation[battles] = rows
+                global_state[:, battles] = states
+            self.arrays, self._saved = (observation, global_state), []
+        self.read = True
+        return self.arrays
+
+
 @dataclass(frozen=True, eq=False)
 class TeamStep:
     """Result of stepping every battle of a batch once. Per-unit arrays are (B, U)."""
 
-    observation: np.ndarray
-    """(B, U, OBS_DIM) observations after the step (a finished battle's last ones)."""
-    global_state: np.ndarray
-    """(2, B, STATE_DIM) each side's fog-free picture after the step."""
+    _handout: _Handout = dataclasses.field(repr=False)
     team: np.ndarray
     """(U,) side of each unit."""
     reward: np.ndarray
@@ -106,6 +135,16 @@ class TeamStep:
     """(B, U) strength each battalion removed from the enemy this step."""
     damage_taken: np.ndarray
     """(B, U) strength each battalion lost this step."""
+
+    @property
+    def observation(self) -> np.ndarray:
+        """(B, U, OBS_DIM) observations after the step (a finished battle's last ones)."""
+        return self._handout.take()[0]
+
+    @property
+    def global_state(self) -> np.ndarray:
+        """(2, B, STATE_DIM) each side's fog-free picture after the step."""
+        return self._handout.take()[1]
 
     @cached_property
     def critic_state(self) -> np.ndarray:
@@ -155,6 +194,11 @@ class MultiBattalionBatch:
         self._observation: np.ndarray | None = None
         self._critic_state: np.ndarray | None = None
         self._global_state: np.ndarray | None = None
+        # Whether the current observation and global state may be held outside (read
+        # through the properties below), and the last step's handout while it still
+        # shares them: a restart writes into the arrays in place only when neither holds.
+        self._arrays_read = False
+        self._handout: _Handout | None = None
         # Orders come in each side's own frame (Red's is mirrored): the real-map
         # rotate sign of every unit.
         self._rotate_sign = ROTATE_SIGN[self.team]
@@ -184,11 +228,17 @@ class MultiBattalionBatch:
             self.reports.refresh(self.state, self.geometry, everything)
             self._observe(self.state, self.geometry, self.reports)
             return
-        # Only the restarted battles changed: work them out in place, in fresh copies of
-        # the observations so that results handed out before stay as they were.
+        # Only the restarted battles changed: work them out in place, in the current
+        # arrays if nobody holds them (the last step's result keeps the rows it would
+        # lose), else in copies, so that results handed out before stay as they were.
         state, geometry = self.state, self.geometry
-        self._observation = self._observation.copy()
-        self._global_state = self._global_state.copy()
+        handout = self._handout
+        if self._arrays_read or (handout is not None and handout.read):
+            self._observation = self._observation.copy()
+            self._global_state = self._global_state.copy()
+            self._arrays_read, self._handout = False, None
+        elif handout is not None:
+            handout.save(battles)
         restart_teams(
             np.asarray(battles, dtype=np.intp),
             *(unit_major(getattr(state, name)) for name in UNIT_FIELDS), state.step,
@@ -205,7 +255,8 @@ class MultiBattalionBatch:
         reports.refresh(state, geometry, sees)
         self._observation = battalion_observations(state, geometry, reports, sees, self.config)
         self._global_state = global_states(state, geometry, self.config)
-        self._critic_state = None
+        self._critic_state = self._handout = None
+        self._arrays_read = False
         return sees
 
     # --- splitting across workers -----------------------------------------------------
@@ -233,7 +284,8 @@ class MultiBattalionBatch:
             part._chains = self._chains.select(rows)
             part._observation = _copy(self._observation[rows])
             part._global_state = _copy(self._global_state[:, rows])
-            part._critic_state = part.last_events = None
+            part._critic_state = part.last_events = part._handout = None
+            part._arrays_read = False
             parts.append(part)
         return parts
 
@@ -256,7 +308,8 @@ class MultiBattalionBatch:
         self._chains = EpisodeChains.join([part._chains for part in parts])
         self._observation = joined(lambda part: part._observation, 0)
         self._global_state = joined(lambda part: part._global_state, 1)
-        self._critic_state = self.last_events = None
+        self._critic_state = self.last_events = self._handout = None
+        self._arrays_read = False
 
     # --- what the commanders see ----------------------------------------------------
 
@@ -268,6 +321,7 @@ class MultiBattalionBatch:
     def observation(self) -> np.ndarray:
         """(B, U, OBS_DIM) every battalion's current observation."""
         self._require_reset()
+        self._arrays_read = True
         return self._observation
 
     @property
@@ -282,6 +336,7 @@ class MultiBattalionBatch:
     def global_state(self) -> np.ndarray:
         """(2, B, STATE_DIM) each side's fog-free picture of the battle."""
         self._require_reset()
+        self._arrays_read = True
         return self._global_state
 
     @property
@@ -354,9 +409,10 @@ class MultiBattalionBatch:
         state, events = blocks.views(before)
         self.state, self.geometry, self.last_events = state, events.geometry, events
         self._observation, self._global_state = observation, global_state
-        self._critic_state = None
-        return TeamStep(observation, global_state, self.team, reward, acted, terminated,
-                        truncated, battle_over, winner, RewardComponents(values, total),
+        self._critic_state, self._arrays_read = None, False
+        self._handout = _Handout(observation, global_state)
+        return TeamStep(self._handout, self.team, reward, acted, terminated, truncated,
+                        battle_over, winner, RewardComponents(values, total),
                         events.damage_dealt, events.damage_taken)
 
 

@@ -407,3 +407,34 @@ def test_a_1v1_battle_gives_both_sides_the_duels_observation():
     np.testing.assert_array_equal(team.state.x, duel.state.x)
     views = np.stack([duel.blue_observation(), duel.red_observation()], axis=1)
     np.testing.assert_allclose(team.observation[:, :, :len(DUEL_FEATURES)], views, atol=1e-6)
+
+
+@pytest.mark.parametrize("read", ["never", "before", "batch"])
+def test_a_steps_observations_stay_what_it_produced_through_restarts(read):
+    """Restarts write into the step's arrays in place only while nobody holds them: a
+    result read after two restarts (in place, rows saved) or before them (copies), and
+    the batch's own arrays read before a restart, all show what the step produced."""
+    b = batch(16, 2, 2)
+    b.reset(np.arange(16), list(range(16)), np.zeros(16, np.int64))
+    orders = np.random.default_rng(0).uniform(-1, 1, (16, 4, 3)).astype(np.float32)
+    result = b.step(orders)
+    held = {}
+    if read == "before":
+        held["observation"], held["global_state"] = result.observation, result.global_state
+    elif read == "batch":
+        held["observation"], held["global_state"] = b.observation, b.global_state
+    produced = {name: array.copy() for name, array in held.items()}
+    kept = {name: getattr(b, "_" + name).copy() for name in ("observation", "global_state")}
+    b.next_episode(np.array([1, 4]))
+    b.next_episode(np.array([4, 9]))  # a battle restarted twice: the step's rows still win
+    for name, array in held.items():
+        np.testing.assert_array_equal(array, produced[name])
+    for name in ("observation", "global_state"):
+        np.testing.assert_array_equal(getattr(result, name), kept[name])
+    critic = result.critic_state
+    np.testing.assert_array_equal(critic[:, :, :OBS_DIM], kept["observation"])
+    # The batch's current arrays show the restarted battles, the rest as stepped.
+    current = b.observation
+    assert not np.array_equal(current[[1, 4, 9]], kept["observation"][[1, 4, 9]])
+    np.testing.assert_array_equal(np.delete(current, [1, 4, 9], axis=0),
+                                  np.delete(kept["observation"], [1, 4, 9], axis=0))
