@@ -61,6 +61,7 @@ def duel_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
     :func:`envs.sim.kernels.step_battles`), both observations into ``observation`` (2, B,
     OBS_DIM), Blue's reward into ``values`` (10, B) and ``total`` (B,), and whether the
     duel terminated or was cut off into ``ends`` (2, B)."""
+    assert lo >= 0  # battle indices lo + c load contiguously (see envs.sim.jit)
     scripted_orders(lo, hi, RED, levels, team, routed0, destroyed0, dist0, facing_cos0,
                     facing_sin0, k, fire_by_level, scripted, orders[0, RED], orders[1, RED],
                     orders[2, RED])
@@ -78,7 +79,8 @@ def duel_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
                  cover, dx, dy, dist, facing_cos, facing_sin, los, k, mirror, observation)
     side_reward(lo, hi, team, BLUE_ONLY, weights, k, routed0, destroyed0, routed, destroyed,
                 strength, dist0, dist, dealt, taken, volley, values, total)
-    for b in range(lo, hi):
+    for c in range(hi - lo):
+        b = lo + c
         over = routed[0, b] or destroyed[0, b] or routed[1, b] or destroyed[1, b]
         ends[0, b] = over
         ends[1, b] = not over and step[b] + 1 >= max_steps

@@ -385,60 +385,67 @@ def _sight(lo, hi, routed, destroyed, team, dist, los, radius, sees):
     """Which battalions of battles ``lo`` to ``hi - 1`` each side sees now, into
     ``sees[:, :, b - lo]`` (2, U, width): its own always, an enemy while one of the
     side's battalions in the fight has it within ``radius`` and in line of sight."""
+    assert lo >= 0  # battle indices lo + c load contiguously (see envs.sim.jit)
     n = team.shape[0]
     for side in range(2):
         for j in range(n):
             own = team[j] == side
-            for b in range(lo, hi):
-                sees[side, j, b - lo] = own
+            for c in range(hi - lo):
+                sees[side, j, c] = own
     for i in range(n):
         side = team[i]
         for j in range(n):
             if team[j] == side:
                 continue
-            for b in range(lo, hi):
-                sees[side, j, b - lo] |= (_in_fight(routed, destroyed, i, b)
-                                          & (dist[i, j, b] <= radius) & los[i, j, b])
+            for c in range(hi - lo):
+                b = lo + c
+                sees[side, j, c] |= (_in_fight(routed, destroyed, i, b)
+                                     & (dist[i, j, b] <= radius) & los[i, j, b])
 
 
 @kernel(inline="always")
-def _take_if(lo, hi, shift, report, source, sees, sees_shift, reveal_all):
-    """``report[b] = source[b + shift]`` where ``sees[b + sees_shift]`` (or everywhere when
-    ``reveal_all``), for battles ``lo`` to ``hi - 1``."""
-    for b in range(lo, hi):
-        report[b] = source[b + shift] if reveal_all | sees[b + sees_shift] else report[b]
+def _take_if(lo, hi, source_lo, report, source, sees, sees_lo, reveal_all):
+    """``report[lo + c] = source[source_lo + c]`` where ``sees[sees_lo + c]`` (or everywhere
+    when ``reveal_all``), for ``c`` up to ``hi - lo``."""
+    assert lo >= 0 and source_lo >= 0 and sees_lo >= 0  # contiguous lanes (envs.sim.jit)
+    for c in range(hi - lo):
+        b = lo + c
+        report[b] = source[source_lo + c] if reveal_all | sees[sees_lo + c] else report[b]
 
 
 @kernel(inline="always")
-def _refresh(lo, hi, shift, sees_shift, x, y, heading_cos, heading_sin, strength, morale,
+def _refresh(lo, hi, source_lo, sees_lo, x, y, heading_cos, heading_sin, strength, morale,
              readiness, routed, destroyed, step, elevation, cover, sees, reveal_all, values,
              in_fight, seen_step):
-    """Overwrite the reports of battles ``lo`` to ``hi - 1`` of the battalions each side
-    sees (``sees[side, j, b + sees_shift]``; every one when ``reveal_all``) with their
-    state in battle ``b + shift`` of the unit arrays."""
+    """Overwrite the reports of battles ``lo + c`` (``c`` up to ``hi - lo``) of the
+    battalions each side sees (``sees[side, j, sees_lo + c]``; every one when
+    ``reveal_all``) with their state in battle ``source_lo + c`` of the unit arrays."""
+    assert lo >= 0 and source_lo >= 0 and sees_lo >= 0  # contiguous lanes (envs.sim.jit)
     n = x.shape[0]
     for side in range(2):
         for j in range(n):
             seen = sees[side, j]
-            _take_if(lo, hi, shift, values[0, side, j], x[j], seen, sees_shift, reveal_all)
-            _take_if(lo, hi, shift, values[1, side, j], y[j], seen, sees_shift, reveal_all)
-            _take_if(lo, hi, shift, values[2, side, j], heading_cos[j], seen, sees_shift,
+            _take_if(lo, hi, source_lo, values[0, side, j], x[j], seen, sees_lo, reveal_all)
+            _take_if(lo, hi, source_lo, values[1, side, j], y[j], seen, sees_lo, reveal_all)
+            _take_if(lo, hi, source_lo, values[2, side, j], heading_cos[j], seen, sees_lo,
                      reveal_all)
-            _take_if(lo, hi, shift, values[3, side, j], heading_sin[j], seen, sees_shift,
+            _take_if(lo, hi, source_lo, values[3, side, j], heading_sin[j], seen, sees_lo,
                      reveal_all)
-            _take_if(lo, hi, shift, values[4, side, j], strength[j], seen, sees_shift,
+            _take_if(lo, hi, source_lo, values[4, side, j], strength[j], seen, sees_lo,
                      reveal_all)
-            _take_if(lo, hi, shift, values[5, side, j], morale[j], seen, sees_shift, reveal_all)
-            _take_if(lo, hi, shift, values[6, side, j], readiness[j], seen, sees_shift,
+            _take_if(lo, hi, source_lo, values[5, side, j], morale[j], seen, sees_lo,
                      reveal_all)
-            _take_if(lo, hi, shift, values[7, side, j], elevation[j], seen, sees_shift,
+            _take_if(lo, hi, source_lo, values[6, side, j], readiness[j], seen, sees_lo,
                      reveal_all)
-            _take_if(lo, hi, shift, values[8, side, j], cover[j], seen, sees_shift, reveal_all)
-            _take_if(lo, hi, shift, seen_step[side, j], step, seen, sees_shift, reveal_all)
+            _take_if(lo, hi, source_lo, values[7, side, j], elevation[j], seen, sees_lo,
+                     reveal_all)
+            _take_if(lo, hi, source_lo, values[8, side, j], cover[j], seen, sees_lo,
+                     reveal_all)
+            _take_if(lo, hi, source_lo, seen_step[side, j], step, seen, sees_lo, reveal_all)
             report = in_fight[side, j]
-            for b in range(lo, hi):
-                if reveal_all | seen[b + sees_shift]:
-                    report[b] = _in_fight(routed, destroyed, j, b + shift)
+            for c in range(hi - lo):
+                if reveal_all | seen[sees_lo + c]:
+                    report[lo + c] = _in_fight(routed, destroyed, j, source_lo + c)
 
 
 @kernel(inline="always")
@@ -451,6 +458,7 @@ def _believe(lo, hi, x, y, heading_cos, heading_sin, routed, destroyed, step, te
 
     One array is written a loop, indexed directly (no row views), so that every loop
     vectorises across the battles (see :func:`envs.sim.kernels.step_battles`)."""
+    assert lo >= 0  # battle indices lo + c load contiguously (see envs.sim.jit)
     n = team.shape[0]
     zero, one, floor = F32(0), F32(1), F32(1e-3)
     inv_diagonal, inv_max_steps = k[K_INV_DIAGONAL], k[K_INV_MAX_STEPS]
@@ -727,7 +735,7 @@ def observe_battles(lo, hi, x, y, heading_cos, heading_sin, strength, morale, re
     for start in range(lo, hi, width):
         stop = min(start + width, hi)
         _sight(start, stop, routed, destroyed, team, dist, los, k[K_VISIBILITY], sees)
-        _refresh(start, stop, 0, -start, x, y, heading_cos, heading_sin, strength, morale,
+        _refresh(start, stop, start, 0, x, y, heading_cos, heading_sin, strength, morale,
                  readiness, routed, destroyed, step, elevation, cover, sees, reveal_all, values,
                  in_fight, seen_step)
         _believe(start, stop, x, y, heading_cos, heading_sin, routed, destroyed, step, team, los,
@@ -793,8 +801,7 @@ def refresh_kernel(x, y, heading_cos, heading_sin, strength, morale, readiness, 
     """:meth:`FogReports.refresh`: battle ``c`` of the unit arrays and ``sees`` (2, U, C)
     into battle ``battles[c]`` of the reports."""
     for c in range(battles.shape[0]):
-        shift = c - battles[c]
-        _refresh(battles[c], battles[c] + 1, shift, shift, x, y, heading_cos, heading_sin,
+        _refresh(battles[c], battles[c] + 1, c, c, x, y, heading_cos, heading_sin,
                  strength, morale, readiness, routed, destroyed, step, elevation, cover, sees,
                  False, values, in_fight, seen_step)
 

@@ -83,11 +83,13 @@ def duel_observe(lo, hi, x, y, heading_cos, heading_sin, strength, morale, readi
     B, OBS_DIM), from their unit-major state and geometry (unit 0 Blue, unit 1 Red) after
     ``step[b] + after`` steps; Red's mirrored (``mirror`` is the per-feature sign).
     Battles are the inner loop, so the arithmetic vectorises across them."""
+    assert lo >= 0  # battle indices lo + c load contiguously (see envs.sim.jit)
     one, zero = F32(1), F32(0)
     exponent = k[K_HIT_EXPONENT]
     for s in range(2):
         o = 1 - s
-        for b in range(lo, hi):
+        for c in range(hi - lo):
+            b = lo + c
             d = dist[s, o, b]
             inv = one / max(d, F32(1e-3))
             relative_cos = unit_interval(facing_cos[s, o, b])

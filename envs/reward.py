@@ -182,6 +182,7 @@ def side_reward(lo, hi, team, sides, weights, k, routed0, destroyed0, routed, de
     battalions in order, as a matrix product with the membership rows would. Battles
     are the inner loop, so the sums vectorise across them.
     """
+    assert lo >= 0  # battle indices lo + c load contiguously (see envs.sim.jit)
     n = team.shape[0]
     batch = dealt.shape[1]
     width = hi - lo
@@ -197,8 +198,8 @@ def side_reward(lo, hi, team, sides, weights, k, routed0, destroyed0, routed, de
     # Battalions a side that acted, and whether any is still in the fight (as 1 or 0).
     for u in range(n):
         acted_row, in_row = (_ACTED_BLUE, _IN_BLUE) if team[u] == 0 else (_ACTED_RED, _IN_RED)
-        for b in range(lo, hi):
-            c = b - lo
+        for c in range(hi - lo):
+            b = lo + c
             acted = not (routed0[u, b] | destroyed0[u, b])
             fighting = not (routed[u, b] | destroyed[u, b])
             sums[acted_row, c] += one if acted else zero
@@ -210,12 +211,13 @@ def side_reward(lo, hi, team, sides, weights, k, routed0, destroyed0, routed, de
                 sums[row, c] = zero
         for u in range(n):
             if team[u] != side:
-                for b in range(lo, hi):
+                for c in range(hi - lo):
+                    b = lo + c
                     newly_routed = routed[u, b] & (not routed0[u, b])
-                    sums[_ENEMY_ROUTED, b - lo] += one if newly_routed else zero
+                    sums[_ENEMY_ROUTED, c] += one if newly_routed else zero
                 continue
-            for b in range(lo, hi):
-                c = b - lo
+            for c in range(hi - lo):
+                b = lo + c
                 sums[_DEALT, c] += dealt[u, b]
                 sums[_TAKEN, c] += taken[u, b]
                 sums[_STRENGTH, c] += strength[u, b]
@@ -228,23 +230,23 @@ def side_reward(lo, hi, team, sides, weights, k, routed0, destroyed0, routed, de
             for j in range(n):
                 if team[j] == team[u]:
                     continue
-                for b in range(lo, hi):
-                    c = b - lo
+                for c in range(hi - lo):
+                    b = lo + c
                     enemy_in = not (routed0[j, b] | destroyed0[j, b])
                     sums[_NEAR0, c] = min(sums[_NEAR0, c], dist0[u, j, b]) if enemy_in \
                         else sums[_NEAR0, c]
                     sums[_NEAR, c] = min(sums[_NEAR, c], dist[u, j, b]) if enemy_in \
                         else sums[_NEAR, c]
-            for b in range(lo, hi):
-                c = b - lo
+            for c in range(hi - lo):
+                b = lo + c
                 counts = (not (routed0[u, b] | destroyed0[u, b])) & (sums[_NEAR0, c] < inf)
                 sums[_CLOSED, c] = sums[_CLOSED, c] + (sums[_NEAR0, c] - sums[_NEAR, c]) \
                     if counts else sums[_CLOSED, c]
         own_size, other_size = (size_blue, size_red) if side == 0 else (size_red, size_blue)
         own_acted, own_row, other_row = ((_ACTED_BLUE, _IN_BLUE, _IN_RED) if side == 0
                                          else (_ACTED_RED, _IN_RED, _IN_BLUE))
-        for b in range(lo, hi):
-            c = b - lo
+        for c in range(hi - lo):
+            b = lo + c
             acted_count = max(sums[own_acted, c], one)
             own_in = sums[own_row, c] > zero
             other_in = sums[other_row, c] > zero

@@ -61,8 +61,10 @@ def team_battles(lo, hi, actions, rotate_sign, x0, y0, theta0, strength0, morale
     reward components (:func:`envs.reward.side_reward`); and per battalion its reward
     (its side's, if it acted), whether it acted, terminated or was cut off, per battle
     whether it is over and who won."""
+    assert lo >= 0  # battle indices lo + c load contiguously (see envs.sim.jit)
     n = team.shape[0]
-    for b in range(lo, hi):
+    for c in range(hi - lo):
+        b = lo + c
         for i in range(n):
             orders[0, i, b] = actions[b, i, 0]
             orders[1, i, b] = actions[b, i, 1] * rotate_sign[i]
@@ -82,7 +84,8 @@ def team_battles(lo, hi, actions, rotate_sign, x0, y0, theta0, strength0, morale
     observe_battles(lo, hi, x, y, cos_h, sin_h, strength, morale, readiness, routed, destroyed,
                     new_step, team, elevation, cover, dist, los, values_, in_fight_, seen_step_,
                     False, k, observation, global_state, seeing)
-    for b in range(lo, hi):
+    for c in range(hi - lo):
+        b = lo + c
         # A side is out when none of its battalions is left in the fight; the battle is
         # decided when a side is out (both at once: a draw), else cut off at max_steps.
         blue_in = red_in = False

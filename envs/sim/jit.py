@@ -11,6 +11,14 @@ would silently keep the old code. So every kernel's cache is keyed to the digest
 all of :data:`KERNEL_SOURCES` together: any edit to any of them recompiles them all.
 Processes sharing a cache directory read and write it one at a time
 (:func:`cache_lock`), so concurrent first compilations cannot mix up entries.
+
+**Loops over battles.** A kernel working on battles ``lo`` to ``hi - 1`` loops
+``for c in range(hi - lo)`` and indexes battle ``lo + c``, after ``assert lo >= 0``.
+Numba wraps negative indices around (``a[-1]`` is the last element) with a select on
+every index it cannot prove non-negative; LLVM then loads the lanes of a vector one by
+one (a gather), about ten times slower than a contiguous load. ``range(lo, hi)`` or an
+unchecked ``lo`` leave the index's sign unknown; the assertion and a count from zero
+prove it.
 """
 
 from __future__ import annotations

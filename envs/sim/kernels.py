@@ -155,28 +155,35 @@ def sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, out_
     """Sight of battles ``lo`` to ``hi - 1`` from unit-major positions and headings, written
     in place. The loops run over battles innermost, so LLVM vectorises the pairs'
     arithmetic across battles."""
+    assert lo >= 0  # battle indices lo + c load contiguously (see envs.sim.jit)
     n = x.shape[0]
     rows, cols = patches.shape[1], patches.shape[2]
     for i in range(n):
-        for b in range(lo, hi):
+        for c in range(hi - lo):
+            b = lo + c
             out_elev[i, b], out_cover[i, b] = _ground(patches, cover_map, b, x[i, b], y[i, b],
                                                       k, rows, cols)
     one, floor = F32(1), F32(1e-3)
     # One or two arrays written a loop, so that each vectorises (see step_battles).
     for i in range(n):
         for j in range(n):
-            for b in range(lo, hi):
+            for c in range(hi - lo):
+                b = lo + c
                 dx[i, j, b] = x[j, b] - x[i, b]
                 dy[i, j, b] = y[j, b] - y[i, b]
-            for b in range(lo, hi):
+            for c in range(hi - lo):
+                b = lo + c
                 dist[i, j, b] = np.sqrt(dx[i, j, b] * dx[i, j, b] + dy[i, j, b] * dy[i, j, b])
-            for b in range(lo, hi):
+            for c in range(hi - lo):
+                b = lo + c
                 facing_cos[i, j, b] = ((dx[i, j, b] * cos_h[i, b] + dy[i, j, b] * sin_h[i, b])
                                        * (one / max(dist[i, j, b], floor)))
-            for b in range(lo, hi):
+            for c in range(hi - lo):
+                b = lo + c
                 facing_sin[i, j, b] = ((dy[i, j, b] * cos_h[i, b] - dx[i, j, b] * sin_h[i, b])
                                        * (one / max(dist[i, j, b], floor)))
-            for b in range(lo, hi):
+            for c in range(hi - lo):
+                b = lo + c
                 los[i, j, b] = True
     # A sight line is blocked where the ground at any of its samples rises above it.
     # LLVM does not vectorise the ground's gathers on this CPU, so this loop is scalar,
@@ -187,7 +194,8 @@ def sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, out_
         for j in range(i + 1, n):
             if team[i] == team[j]:
                 continue
-            for b in range(lo, hi):
+            for c in range(hi - lo):
+                b = lo + c
                 gx0, gy0 = _grid(x[i, b], y[i, b], k, rows, cols)
                 gx1, gy1 = _grid(x[j, b], y[j, b], k, rows, cols)
                 e0 = out_elev[i, b]
@@ -210,8 +218,10 @@ def sense_battles(lo, hi, x, y, theta, team, patches, cover_map, k, samples, cos
                   elevation, cover, dx, dy, dist, facing_cos, facing_sin, los):
     """Headings' cosines and sines, then :func:`sight`, of battles ``lo`` to ``hi - 1``
     (unit-major, written in place): the geometry of battles just deployed."""
+    assert lo >= 0  # battle indices lo + c load contiguously (see envs.sim.jit)
     for i in range(x.shape[0]):
-        for b in range(lo, hi):
+        for c in range(hi - lo):
+            b = lo + c
             cos_h[i, b], sin_h[i, b] = sincos(theta[i, b])
     sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation, cover,
           dx, dy, dist, facing_cos, facing_sin, los)
@@ -281,6 +291,7 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
     LLVM vectorises the battles' arithmetic across SIMD lanes (sight lines, which gather
     the ground, stay battle by battle); the float32 operations and their order are
     those of one battle alone."""
+    assert lo >= 0  # battle indices lo + c load contiguously (see envs.sim.jit)
     x, y, theta = units[U_X], units[U_Y], units[U_THETA]
     strength, morale, readiness = units[U_STRENGTH], units[U_MORALE], units[U_READINESS]
     cos_h, sin_h = units[U_COS], units[U_SIN]
@@ -318,27 +329,34 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
     # Manoeuvre: wheel, then march along the new heading over the ground one stood on.
     for i in range(n):
         if not known:
-            for b in range(lo, hi):
+            for c in range(hi - lo):
+                b = lo + c
                 elevation[i, b], cover[i, b] = _ground(patches, cover_map, b, x0[i, b],
                                                        y0[i, b], k, rows, cols)
         under_rows = ground0 if known else elevation
         wood_rows = cover0 if known else cover
-        for b in range(lo, hi):
-            active[i, b - lo] = not (routed0[i, b] | destroyed0[i, b])
-        for b in range(lo, hi):
-            live[i, b - lo] = one if active[i, b - lo] else zero
-        for b in range(lo, hi):
-            move[i, b - lo] = min(max(orders[0, i, b], low[0]), high[0]) * live[i, b - lo]
-        for b in range(lo, hi):
-            rotate[i, b - lo] = min(max(orders[1, i, b], low[1]), high[1]) * live[i, b - lo]
-        for b in range(lo, hi):
-            fire[i, b - lo] = min(max(orders[2, i, b], low[2]), high[2]) * live[i, b - lo]
-        for b in range(lo, hi):
-            theta[i, b] = wrap_angle(theta0[i, b] + rotate[i, b - lo] * turn_rate, two_pi)
-        for b in range(lo, hi):
+        for c in range(hi - lo):
+            b = lo + c
+            active[i, c] = not (routed0[i, b] | destroyed0[i, b])
+        for c in range(hi - lo):
+            live[i, c] = one if active[i, c] else zero
+        for c in range(hi - lo):
+            b = lo + c
+            move[i, c] = min(max(orders[0, i, b], low[0]), high[0]) * live[i, c]
+        for c in range(hi - lo):
+            b = lo + c
+            rotate[i, c] = min(max(orders[1, i, b], low[1]), high[1]) * live[i, c]
+        for c in range(hi - lo):
+            b = lo + c
+            fire[i, c] = min(max(orders[2, i, b], low[2]), high[2]) * live[i, c]
+        for c in range(hi - lo):
+            b = lo + c
+            theta[i, b] = wrap_angle(theta0[i, b] + rotate[i, c] * turn_rate, two_pi)
+        for c in range(hi - lo):
+            b = lo + c
             cos_h[i, b], sin_h[i, b] = sincos(theta[i, b])
-        for b in range(lo, hi):
-            c = b - lo
+        for c in range(hi - lo):
+            b = lo + c
             ground_speed = (one - (one - hill) * under_rows[i, b]) - forest * wood_rows[i, b]
             pace = one - (one - backward) * (one if move[i, c] < zero else zero)
             stride = move[i, c] * pace * ground_speed * step_length
@@ -349,46 +367,51 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
 
     # Fire: the nearest enemy in range, in the arc and in sight (ties share the volley).
     for i in range(n):
-        for b in range(lo, hi):
-            near[i, b - lo] = F32(np.inf)
-        for b in range(lo, hi):
-            aim[i, b - lo] = 0
-        for b in range(lo, hi):
+        for c in range(hi - lo):
+            near[i, c] = F32(np.inf)
+        for c in range(hi - lo):
+            aim[i, c] = 0
+        for c in range(hi - lo):
+            b = lo + c
             target[i, b] = -1
         for j in range(n):
             if team[i] == team[j]:
                 continue
-            for b in range(lo, hi):
+            for c in range(hi - lo):
+                b = lo + c
                 if _can_hit(i, j, b, lo, active, los, dist, facing_cos, fire_range, cos_arc):
-                    near[i, b - lo] = min(near[i, b - lo], dist[i, j, b])
+                    near[i, c] = min(near[i, c], dist[i, j, b])
         for j in range(n):
             if team[i] == team[j]:
                 continue
-            for b in range(lo, hi):
+            for c in range(hi - lo):
+                b = lo + c
                 if _fires_at(i, j, b, lo, active, los, dist, facing_cos, near, fire_range,
                              cos_arc):
-                    aim[i, b - lo] += 1
-            for b in range(lo, hi):
+                    aim[i, c] += 1
+            for c in range(hi - lo):
+                b = lo + c
                 if _fires_at(i, j, b, lo, active, los, dist, facing_cos, near, fire_range,
                              cos_arc):
                     target[i, b] = j
-        for b in range(lo, hi):
-            volley[i, b] = fire[i, b - lo] * readiness0[i, b] if aim[i, b - lo] > 0 else zero
-        for b in range(lo, hi):
-            c = b - lo
+        for c in range(hi - lo):
+            b = lo + c
+            volley[i, b] = fire[i, c] * readiness0[i, b] if aim[i, c] > 0 else zero
+        for c in range(hi - lo):
+            b = lo + c
             steadiness = ((one - moving_penalty * abs(move[i, c]))
                           * (one - turning_penalty * abs(rotate[i, c])))
             firepower[i, c] = volley_damage * volley[i, b] * strength0[i, b] * steadiness
-        for b in range(lo, hi):
-            share[i, b - lo] = one / F32(max(aim[i, b - lo], 1))
+        for c in range(hi - lo):
+            share[i, c] = one / F32(max(aim[i, c], 1))
     for i in range(n):
         for j in range(n):
             if team[i] == team[j]:
-                for b in range(lo, hi):
-                    raw[i, j, b - lo] = zero
+                for c in range(hi - lo):
+                    raw[i, j, c] = zero
                 continue
-            for b in range(lo, hi):
-                c = b - lo
+            for c in range(hi - lo):
+                b = lo + c
                 d = dist[i, j, b]
                 arrival = facing_cos[j, i, b]
                 flank = one if arrival <= cos_front else zero
@@ -404,55 +427,65 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
     # A target cannot lose more than it has; its shooters share the loss (raw becomes
     # the damage applied).
     for j in range(n):
-        for b in range(lo, hi):
-            incoming[j, b - lo] = zero
+        for c in range(hi - lo):
+            incoming[j, c] = zero
         for i in range(n):
-            for b in range(lo, hi):
-                incoming[j, b - lo] += raw[i, j, b - lo]
-        for b in range(lo, hi):
-            taken[j, b] = min(incoming[j, b - lo], strength0[j, b])
-        for b in range(lo, hi):
-            share[j, b - lo] = taken[j, b] / max(incoming[j, b - lo], F32(1e-12))
+            for c in range(hi - lo):
+                incoming[j, c] += raw[i, j, c]
+        for c in range(hi - lo):
+            b = lo + c
+            taken[j, b] = min(incoming[j, c], strength0[j, b])
+        for c in range(hi - lo):
+            b = lo + c
+            share[j, c] = taken[j, b] / max(incoming[j, c], F32(1e-12))
     for i in range(n):
         for j in range(n):
-            for b in range(lo, hi):
-                raw[i, j, b - lo] = raw[i, j, b - lo] * share[j, b - lo]
-        for b in range(lo, hi):
+            for c in range(hi - lo):
+                raw[i, j, c] = raw[i, j, c] * share[j, c]
+        for c in range(hi - lo):
+            b = lo + c
             dealt[i, b] = zero
         for j in range(n):
-            for b in range(lo, hi):
-                dealt[i, b] += raw[i, j, b - lo]
+            for c in range(hi - lo):
+                b = lo + c
+                dealt[i, b] += raw[i, j, c]
     for j in range(n):
-        for b in range(lo, hi):
-            shaken[j, b - lo] = zero
+        for c in range(hi - lo):
+            shaken[j, c] = zero
         for i in range(n):
-            for b in range(lo, hi):
+            for c in range(hi - lo):
+                b = lo + c
                 arrival = facing_cos[j, i, b]
                 flank = one if arrival <= cos_front else zero
                 rear = one if arrival < cos_rear else zero
                 weight = per_damage + flank_morale * flank + (rear_morale - flank_morale) * rear
-                shaken[j, b - lo] += raw[i, j, b - lo] * weight
-        for b in range(lo, hi):
-            shaken[j, b - lo] += shock * taken[j, b] * taken[j, b]
+                shaken[j, c] += raw[i, j, c] * weight
+        for c in range(hi - lo):
+            b = lo + c
+            shaken[j, c] += shock * taken[j, b] * taken[j, b]
 
     # Casualties and morale.
     for i in range(n):
-        for b in range(lo, hi):
-            c = b - lo
+        for c in range(hi - lo):
+            b = lo + c
             quiet = one if incoming[i, c] <= zero else zero
             recovery = recovery_rate * (live[i, c] * quiet)
             morale[i, b] = min(max(morale0[i, b] - shaken[i, c] + recovery, zero), one)
-        for b in range(lo, hi):
+        for c in range(hi - lo):
+            b = lo + c
             strength[i, b] = strength0[i, b] - taken[i, b]
-        for b in range(lo, hi):
+        for c in range(hi - lo):
+            b = lo + c
             r0 = readiness0[i, b]
-            readiness[i, b] = r0 + live[i, b - lo] * (min(r0 - volley[i, b] + reload, one) - r0)
-        for b in range(lo, hi):
+            readiness[i, b] = r0 + live[i, c] * (min(r0 - volley[i, b] + reload, one) - r0)
+        for c in range(hi - lo):
+            b = lo + c
             destroyed[i, b] = destroyed0[i, b] | (strength[i, b] <= destroyed_at)
-        for b in range(lo, hi):
+        for c in range(hi - lo):
+            b = lo + c
             m = morale[i, b]
             draw = rnd.uniform_draw(key[b], step[b], i, _ROUT_OFFSET)
-            breaks = active[i, b - lo] & (not destroyed[i, b]) & (m < rout_at) \
+            breaks = active[i, c] & (not destroyed[i, b]) & (m < rout_at) \
                 & (draw < one - m / rout_at)
             routed[i, b] = routed0[i, b] | breaks
 

@@ -44,6 +44,7 @@ def scripted_orders(lo, hi, i, levels, team, routed, destroyed, dist, facing_cos
     written into ``move[b]``, ``rotate[b]`` and ``fire[b]`` where ``chosen[b]`` (the
     other battles' entries are left as they are). Battles are the inner loop, so the
     orders are worked out across SIMD lanes."""
+    assert lo >= 0  # battle indices lo + c load contiguously (see envs.sim.jit)
     n = team.shape[0]
     width = hi - lo
     nearest = np.full(width, np.inf, F32)
@@ -53,41 +54,46 @@ def scripted_orders(lo, hi, i, levels, team, routed, destroyed, dist, facing_cos
     for j in range(n):
         if team[j] == team[i]:
             continue
-        for b in range(lo, hi):
+        for c in range(hi - lo):
+            b = lo + c
             if not (routed[j, b] | destroyed[j, b]):
-                nearest[b - lo] = min(nearest[b - lo], dist[i, j, b])
+                nearest[c] = min(nearest[c], dist[i, j, b])
     # Ties (two enemies at exactly the same range) average their bearings; like the
     # reference NumPy code, the bearing is worked out in float64.
     for j in range(n):
         if team[j] == team[i]:
             continue
-        for b in range(lo, hi):
+        for c in range(hi - lo):
+            b = lo + c
             if _among_nearest(i, j, b, lo, routed, destroyed, dist, nearest):
-                count[b - lo] += 1
+                count[c] += 1
     for j in range(n):
         if team[j] == team[i]:
             continue
-        for b in range(lo, hi):
+        for c in range(hi - lo):
+            b = lo + c
             if _among_nearest(i, j, b, lo, routed, destroyed, dist, nearest):
-                bearing_cos[b - lo] += (np.float64(facing_cos[i, j, b])
-                                        * (1.0 / max(count[b - lo], 1)))
-        for b in range(lo, hi):
+                bearing_cos[c] += (np.float64(facing_cos[i, j, b])
+                                        * (1.0 / max(count[c], 1)))
+        for c in range(hi - lo):
+            b = lo + c
             if _among_nearest(i, j, b, lo, routed, destroyed, dist, nearest):
-                bearing_sin[b - lo] += (np.float64(facing_sin[i, j, b])
-                                        * (1.0 / max(count[b - lo], 1)))
+                bearing_sin[c] += (np.float64(facing_sin[i, j, b])
+                                        * (1.0 / max(count[c], 1)))
     inv_turn_rate, halt = np.float64(k[K_INV_TURN_RATE]), k[K_SCRIPTED_HALT]
-    for b in range(lo, hi):
-        c = b - lo
+    for c in range(hi - lo):
+        b = lo + c
         turning = (levels[b] >= 2) & (count[c] > 0)
         turn = min(max(atan2(bearing_sin[c], bearing_cos[c]) * inv_turn_rate, -1.0), 1.0)
         if chosen[b]:
             rotate[b] = F32(turn) if turning else F32(0)
-    for b in range(lo, hi):
-        c = b - lo
+    for c in range(hi - lo):
+        b = lo + c
         advancing = (levels[b] >= 3) & (count[c] > 0) & (nearest[c] > halt)
         if chosen[b]:
             move[b] = F32(1) if advancing else F32(0)
-    for b in range(lo, hi):
+    for c in range(hi - lo):
+        b = lo + c
         if chosen[b]:
             fire[b] = fire_by_level[levels[b]]
 
