@@ -699,7 +699,7 @@ def observation_scratch(n_units):
             np.empty(n_units, F32))
 
 
-@kernel(inline="always")
+@kernel()
 def observe_battles(lo, hi, x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
                     destroyed, step, team, elevation, cover, dist, los, values, in_fight,
                     seen_step, reveal_all, k, obs, state, scratch):
@@ -725,11 +725,12 @@ def observe_battles(lo, hi, x, y, heading_cos, heading_sin, strength, morale, re
             what is in sight now.
         k: :func:`observation_constants`.
         obs: (B, U, OBS_DIM) float32; state: (2, B, STATE_DIM) float32: outputs.
-        scratch: the tuple :func:`observation_scratch` gave the calling thread, passed
-            whole. This function is inlined into its caller (a call passing this many
-            arrays costs reference counting), and Numba cannot inline a call written
-            with ``*args``.
+        scratch: the tuple :func:`observation_scratch` gave the calling thread.
+
+    A compiled function of its own, not inlined: its assertions inside a ``prange`` loop
+    would keep Numba from running the loop in parallel.
     """
+    assert lo >= 0  # battle indices start + c known non-negative (see envs.sim.jit)
     sees, beliefs, work, enemy_order, enemy_range, ally_order, ally_range = scratch
     width = sees.shape[2]
     for start in range(lo, hi, width):
@@ -740,13 +741,13 @@ def observe_battles(lo, hi, x, y, heading_cos, heading_sin, strength, morale, re
                  in_fight, seen_step)
         _believe(start, stop, x, y, heading_cos, heading_sin, routed, destroyed, step, team, los,
                  values, seen_step, sees, k, beliefs, work)
-        for b in range(start, stop):
-            _write_observations(b, b - start, x, y, heading_cos, heading_sin, strength, morale,
+        for c in range(stop - start):
+            _write_observations(start + c, c, x, y, heading_cos, heading_sin, strength, morale,
                                 readiness, routed, destroyed, step, team, elevation, cover,
                                 in_fight, k, beliefs, obs, enemy_order, enemy_range, ally_order,
                                 ally_range)
-            _write_global_state(b, x, y, heading_cos, heading_sin, strength, morale, readiness,
-                                routed, destroyed, step, team, k, state)
+            _write_global_state(start + c, x, y, heading_cos, heading_sin, strength, morale,
+                                readiness, routed, destroyed, step, team, k, state)
 
 
 @kernel()
@@ -821,8 +822,8 @@ def observations_kernel(x, y, heading_cos, heading_sin, strength, morale, readin
         seeing[:, :, :stop - start] = sees[:, :, start:stop]
         _believe(start, stop, x, y, heading_cos, heading_sin, routed, destroyed, step, team, los,
                  values, seen_step, seeing, k, beliefs, work)
-        for b in range(start, stop):
-            _write_observations(b, b - start, x, y, heading_cos, heading_sin, strength, morale,
+        for c in range(stop - start):
+            _write_observations(start + c, c, x, y, heading_cos, heading_sin, strength, morale,
                                 readiness, routed, destroyed, step, team, elevation, cover,
                                 in_fight, k, beliefs, obs, enemy_order, enemy_range, ally_order,
                                 ally_range)
