@@ -13,7 +13,7 @@ import numbers
 import os
 import reprlib
 from collections.abc import Collection, Mapping
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +148,8 @@ def check_scripted_levels(name: str, value: Any, count: int) -> np.ndarray:
         ValueError: naming ``name`` unless ``value`` is an integer, or ``count``
             integers, each in 1 to :data:`~envs.sim.constants.NUM_CURRICULUM_LEVELS`.
     """
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return _same_level(check_scripted_level(name, value), count)
     levels = np.asarray(value)
     allowed = (f"a scripted level in 1..{NUM_CURRICULUM_LEVELS}, or {count} of them "
                "(one per battle)")
@@ -156,6 +158,14 @@ def check_scripted_levels(name: str, value: Any, count: int) -> np.ndarray:
     if levels.min() < 1 or levels.max() > NUM_CURRICULUM_LEVELS:
         _fail(name, value, allowed)
     return np.broadcast_to(levels.astype(np.int8), (count,))
+
+
+@lru_cache(maxsize=64)
+def _same_level(level: int, count: int) -> np.ndarray:
+    """A read-only (count,) int8 array of ``level`` (asked for at every scripted step)."""
+    levels = np.full(count, level, np.int8)
+    levels.flags.writeable = False
+    return levels
 
 
 def check_real_array(name: str, value: Any, shape: tuple[int, ...] | None = None, *,
