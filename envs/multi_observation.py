@@ -152,7 +152,7 @@ _STATE_X = np.array([i for i, name in enumerate(STATE_FEATURES) if name.endswith
 _STATE_PRESENT = np.array([i for i, name in enumerate(STATE_FEATURES)
                            if name.endswith("_in_fight")])
 
-# What a report remembers of a battalion, in this order.
+# What a report remembers of a battalion, in this order (_refresh's too).
 _REPORTED = ("x", "y", "heading_cos", "heading_sin", "strength", "morale", "readiness",
              "elevation", "cover")
 
@@ -422,25 +422,13 @@ def _refresh(lo, hi, source_lo, sees_lo, x, y, heading_cos, heading_sin, strengt
     ``reveal_all``) with their state in battle ``source_lo + c`` of the unit arrays."""
     assert lo >= 0 and source_lo >= 0 and sees_lo >= 0  # contiguous lanes (envs.sim.jit)
     n = x.shape[0]
+    reported = (x, y, heading_cos, heading_sin, strength, morale, readiness, elevation, cover)
     for side in range(2):
         for j in range(n):
             seen = sees[side, j]
-            _take_if(lo, hi, source_lo, values[0, side, j], x[j], seen, sees_lo, reveal_all)
-            _take_if(lo, hi, source_lo, values[1, side, j], y[j], seen, sees_lo, reveal_all)
-            _take_if(lo, hi, source_lo, values[2, side, j], heading_cos[j], seen, sees_lo,
-                     reveal_all)
-            _take_if(lo, hi, source_lo, values[3, side, j], heading_sin[j], seen, sees_lo,
-                     reveal_all)
-            _take_if(lo, hi, source_lo, values[4, side, j], strength[j], seen, sees_lo,
-                     reveal_all)
-            _take_if(lo, hi, source_lo, values[5, side, j], morale[j], seen, sees_lo,
-                     reveal_all)
-            _take_if(lo, hi, source_lo, values[6, side, j], readiness[j], seen, sees_lo,
-                     reveal_all)
-            _take_if(lo, hi, source_lo, values[7, side, j], elevation[j], seen, sees_lo,
-                     reveal_all)
-            _take_if(lo, hi, source_lo, values[8, side, j], cover[j], seen, sees_lo,
-                     reveal_all)
+            for f in range(len(reported)):
+                _take_if(lo, hi, source_lo, values[f, side, j], reported[f][j], seen, sees_lo,
+                         reveal_all)
             _take_if(lo, hi, source_lo, seen_step[side, j], step, seen, sees_lo, reveal_all)
             report = in_fight[side, j]
             for c in range(hi - lo):
