@@ -687,6 +687,22 @@ def observation_scratch(n_units):
             np.empty(n_units, F32))
 
 
+@kernel(inline="always")
+def _observe_seen(start, stop, x, y, heading_cos, heading_sin, strength, morale, readiness,
+                  routed, destroyed, step, team, elevation, cover, los, values, in_fight,
+                  seen_step, k, obs, scratch):
+    """Every battalion's beliefs and observation in battles ``start`` to ``stop - 1`` (at
+    most :func:`observation_width` of them), from the reports and what each side sees
+    now (the ``sees`` of ``scratch``, :func:`observation_scratch`)."""
+    sees, beliefs, work, enemy_order, enemy_range, ally_order, ally_range = scratch
+    _believe(start, stop, x, y, heading_cos, heading_sin, routed, destroyed, step, team, los,
+             values, seen_step, sees, k, beliefs, work)
+    for c in range(stop - start):
+        _write_observations(start + c, c, x, y, heading_cos, heading_sin, strength, morale,
+                            readiness, routed, destroyed, step, team, elevation, cover, in_fight,
+                            k, beliefs, obs, enemy_order, enemy_range, ally_order, ally_range)
+
+
 @kernel()
 def observe_battles(lo, hi, x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
                     destroyed, step, team, elevation, cover, dist, los, values, in_fight,
@@ -719,7 +735,7 @@ def observe_battles(lo, hi, x, y, heading_cos, heading_sin, strength, morale, re
     would keep Numba from running the loop in parallel.
     """
     assert lo >= 0  # battle indices start + c known non-negative (see envs.sim.jit)
-    sees, beliefs, work, enemy_order, enemy_range, ally_order, ally_range = scratch
+    sees = scratch[0]
     width = sees.shape[2]
     for start in range(lo, hi, width):
         stop = min(start + width, hi)
@@ -727,13 +743,10 @@ def observe_battles(lo, hi, x, y, heading_cos, heading_sin, strength, morale, re
         _refresh(start, stop, start, 0, x, y, heading_cos, heading_sin, strength, morale,
                  readiness, routed, destroyed, step, elevation, cover, sees, reveal_all, values,
                  in_fight, seen_step)
-        _believe(start, stop, x, y, heading_cos, heading_sin, routed, destroyed, step, team, los,
-                 values, seen_step, sees, k, beliefs, work)
+        _observe_seen(start, stop, x, y, heading_cos, heading_sin, strength, morale,
+                      readiness, routed, destroyed, step, team, elevation, cover, los, values,
+                      in_fight, seen_step, k, obs, scratch)
         for c in range(stop - start):
-            _write_observations(start + c, c, x, y, heading_cos, heading_sin, strength, morale,
-                                readiness, routed, destroyed, step, team, elevation, cover,
-                                in_fight, k, beliefs, obs, enemy_order, enemy_range, ally_order,
-                                ally_range)
             _write_global_state(start + c, x, y, heading_cos, heading_sin, strength, morale,
                                 readiness, routed, destroyed, step, team, k, state)
 
@@ -802,19 +815,15 @@ def observations_kernel(x, y, heading_cos, heading_sin, strength, morale, readin
     """:func:`battalion_observations`: (B, U, OBS_DIM) float32."""
     n, batch = x.shape
     obs = np.empty((batch, n, OBS_DIM), F32)
-    seeing, beliefs, work, enemy_order, enemy_range, ally_order, ally_range = \
-        observation_scratch(n)
+    scratch = observation_scratch(n)
+    seeing = scratch[0]
     width = seeing.shape[2]
     for start in range(0, batch, width):
         stop = min(start + width, batch)
         seeing[:, :, :stop - start] = sees[:, :, start:stop]
-        _believe(start, stop, x, y, heading_cos, heading_sin, routed, destroyed, step, team, los,
-                 values, seen_step, seeing, k, beliefs, work)
-        for c in range(stop - start):
-            _write_observations(start + c, c, x, y, heading_cos, heading_sin, strength, morale,
-                                readiness, routed, destroyed, step, team, elevation, cover,
-                                in_fight, k, beliefs, obs, enemy_order, enemy_range, ally_order,
-                                ally_range)
+        _observe_seen(start, stop, x, y, heading_cos, heading_sin, strength, morale,
+                      readiness, routed, destroyed, step, team, elevation, cover, los, values,
+                      in_fight, seen_step, k, obs, scratch)
     return obs
 
 
