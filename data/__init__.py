@@ -1,0 +1,1 @@
+"""Data for battles: importers that turn real-world sources into simulator inputs."""

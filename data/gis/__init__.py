@@ -1,0 +1,1 @@
+"""Geographic data: real terrain (SRTM elevation, OpenStreetMap features) for battle sites."""
