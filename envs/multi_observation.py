@@ -41,12 +41,12 @@ followed by its side's global state (:func:`critic_states`), the "agent-specific
 global state" that MAPPO works best with.
 
 **Compiled.** Sight, reports, observations and global states are computed by Numba
-kernels looping over battles, then battalions: :func:`observe_battles` does a run of battles
-(the fused team step calls it right after stepping that battle), :func:`observe` a
-whole batch. They compute the float32 operations, in the same order, of the NumPy
-implementation they replaced (kept as the tests' reference in
-``tests/envs_kernels/reference_team_observation.py``); only the power in the hit chance
-may round differently in the last bit, as in :mod:`envs.sim.kernels`.
+kernels: :func:`observe_battles` does a run of battles (the fused team step calls it
+right after stepping them), :func:`observe` a whole batch. They compute the float32
+operations, in the same order, of the NumPy implementation they replaced (kept as the
+tests' reference in ``tests/envs_kernels/reference_team_observation.py``); only the
+power in the hit chance may round differently in the last bit, as in
+:mod:`envs.sim.kernels`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """One step of a batch of N-vs-M battles, compiled whole: the orders onto the map, the
 battle step, fog of war and every battalion's observation, both sides' rewards and
-who is still playing, battle by battle.
+who is still playing, chunk by chunk of battles.
 
 :class:`~envs.multi_battalion_batch.MultiBattalionBatch` calls :func:`team_step` once a
-step. Each part is the per-battle kernel of its own module
+step. Each part is the kernel of its own module, over a run of battles
 (:func:`envs.sim.kernels.step_battles`, :func:`envs.multi_observation.observe_battles`,
 :func:`envs.reward.side_reward`); this module strings them together and keeps the
 episode's books.

@@ -126,20 +126,20 @@ def _cover(cover, b, x, y, k, rows, cols):
 
 
 @kernel(inline="always")
-def _can_hit(i, j, b, lo, active, los, dist, facing_cos, fire_range, cos_arc):
-    """Whether ``i`` can fire at enemy ``j`` in battle ``b`` (``active`` is the step's
-    scratch, its columns from battle ``lo``): both in the fight, in sight, in range
-    (``fire_range``), in ``i``'s arc (``cos_arc``, the cosine of its half-angle)."""
-    return (active[i, b - lo] & active[j, b - lo] & los[i, j, b]
+def _can_hit(i, j, b, c, active, los, dist, facing_cos, fire_range, cos_arc):
+    """Whether ``i`` can fire at enemy ``j`` in battle ``b`` (column ``c`` of ``active``,
+    the step's scratch): both in the fight, in sight, in range (``fire_range``), in
+    ``i``'s arc (``cos_arc``, the cosine of its half-angle)."""
+    return (active[i, c] & active[j, c] & los[i, j, b]
             & (dist[i, j, b] <= fire_range) & (facing_cos[i, j, b] > cos_arc))
 
 
 @kernel(inline="always")
-def _fires_at(i, j, b, lo, active, los, dist, facing_cos, near, fire_range, cos_arc):
+def _fires_at(i, j, b, c, active, los, dist, facing_cos, near, fire_range, cos_arc):
     """Whether ``i`` fires at ``j`` in battle ``b``: it can hit it and no enemy it can hit
-    is nearer (``near``, the step's scratch row of those ranges)."""
-    return _can_hit(i, j, b, lo, active, los, dist, facing_cos, fire_range, cos_arc) \
-        & (dist[i, j, b] <= near[i, b - lo])
+    is nearer (``near``, the step's scratch row of those ranges, column ``c``)."""
+    return _can_hit(i, j, b, c, active, los, dist, facing_cos, fire_range, cos_arc) \
+        & (dist[i, j, b] <= near[i, c])
 
 
 @kernel(inline="always")
@@ -151,7 +151,7 @@ def _ground(patches, cover_map, b, x, y, k, rows, cols):
 
 @kernel()
 def sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, out_elev,
-           out_cover, dx, dy, dist, facing_cos, facing_sin, los):
+          out_cover, dx, dy, dist, facing_cos, facing_sin, los):
     """Sight of battles ``lo`` to ``hi - 1`` from unit-major positions and headings, written
     in place. The loops run over battles innermost, so LLVM vectorises the pairs'
     arithmetic across battles."""
@@ -363,7 +363,7 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
             x[i, b] = min(max(x0[i, b] + cos_h[i, b] * stride, zero), width)
             y[i, b] = min(max(y0[i, b] + sin_h[i, b] * stride, zero), height)
     sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
-           cover, dx, dy, dist, facing_cos, facing_sin, los)
+          cover, dx, dy, dist, facing_cos, facing_sin, los)
 
     # Fire: the nearest enemy in range, in the arc and in sight (ties share the volley).
     for i in range(n):
@@ -379,19 +379,19 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
                 continue
             for c in range(hi - lo):
                 b = lo + c
-                if _can_hit(i, j, b, lo, active, los, dist, facing_cos, fire_range, cos_arc):
+                if _can_hit(i, j, b, c, active, los, dist, facing_cos, fire_range, cos_arc):
                     near[i, c] = min(near[i, c], dist[i, j, b])
         for j in range(n):
             if team[i] == team[j]:
                 continue
             for c in range(hi - lo):
                 b = lo + c
-                if _fires_at(i, j, b, lo, active, los, dist, facing_cos, near, fire_range,
+                if _fires_at(i, j, b, c, active, los, dist, facing_cos, near, fire_range,
                              cos_arc):
                     aim[i, c] += 1
             for c in range(hi - lo):
                 b = lo + c
-                if _fires_at(i, j, b, lo, active, los, dist, facing_cos, near, fire_range,
+                if _fires_at(i, j, b, c, active, los, dist, facing_cos, near, fire_range,
                              cos_arc):
                     target[i, b] = j
         for c in range(hi - lo):
@@ -420,7 +420,7 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
                 rise = one + height_advantage * (elevation[i, b] - elevation[j, b])
                 protection = one - cover_protection * cover[j, b]
                 chance = hit_chance_for(d, k, exponent)
-                hit = _fires_at(i, j, b, lo, active, los, dist, facing_cos, near, fire_range,
+                hit = _fires_at(i, j, b, c, active, los, dist, facing_cos, near, fire_range,
                                 cos_arc)
                 damage = (firepower[i, c] * share[i, c]) * (chance * angle * rise * protection)
                 raw[i, j, c] = damage if hit else zero

@@ -30,10 +30,10 @@ FIRE_BY_LEVEL = np.array((0.0, *C.SCRIPTED_FIRE_INTENSITY), dtype=F32)
 
 
 @kernel(inline="always")
-def _among_nearest(i, j, b, lo, routed, destroyed, dist, nearest):
-    """Whether enemy ``j`` is in the fight and at the nearest range (``nearest``, from
-    battle ``lo`` on) of those from ``i`` in battle ``b``."""
-    return (not (routed[j, b] | destroyed[j, b])) & (dist[i, j, b] <= nearest[b - lo])
+def _among_nearest(i, j, b, c, routed, destroyed, dist, nearest):
+    """Whether enemy ``j`` is in the fight and at the nearest range (``nearest[c]``) of
+    those from ``i`` in battle ``b``."""
+    return (not (routed[j, b] | destroyed[j, b])) & (dist[i, j, b] <= nearest[c])
 
 
 @kernel()
@@ -65,21 +65,21 @@ def scripted_orders(lo, hi, i, levels, team, routed, destroyed, dist, facing_cos
             continue
         for c in range(hi - lo):
             b = lo + c
-            if _among_nearest(i, j, b, lo, routed, destroyed, dist, nearest):
+            if _among_nearest(i, j, b, c, routed, destroyed, dist, nearest):
                 count[c] += 1
     for j in range(n):
         if team[j] == team[i]:
             continue
         for c in range(hi - lo):
             b = lo + c
-            if _among_nearest(i, j, b, lo, routed, destroyed, dist, nearest):
+            if _among_nearest(i, j, b, c, routed, destroyed, dist, nearest):
                 bearing_cos[c] += (np.float64(facing_cos[i, j, b])
-                                        * (1.0 / max(count[c], 1)))
+                                   * (1.0 / max(count[c], 1)))
         for c in range(hi - lo):
             b = lo + c
-            if _among_nearest(i, j, b, lo, routed, destroyed, dist, nearest):
+            if _among_nearest(i, j, b, c, routed, destroyed, dist, nearest):
                 bearing_sin[c] += (np.float64(facing_sin[i, j, b])
-                                        * (1.0 / max(count[c], 1)))
+                                   * (1.0 / max(count[c], 1)))
     inv_turn_rate, halt = np.float64(k[K_INV_TURN_RATE]), k[K_SCRIPTED_HALT]
     for c in range(hi - lo):
         b = lo + c
