@@ -27,7 +27,10 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
+# The kernels compile once before the tests: the test workers and the processes they
+# start (league roles, Ray actors) would otherwise each compile them at once.
 test: lint
+	$(PY) -m envs.precompile
 	$(PY) -m pytest -q -n 2
 
 bench: $(STAMP)

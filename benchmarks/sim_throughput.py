@@ -140,10 +140,8 @@ def time_calls(step, seconds: float) -> float:
 START_UP = """
 import time
 start = time.perf_counter()
-from benchmarks.sim_throughput import team_batch_stepper, team_single_stepper, time_single
-from benchmarks.sim_throughput import time_vec
-time_single(0.0); time_vec(8, 0.0, False); time_vec(1024, 0.0, False)
-team_single_stepper(1)(); team_batch_stepper(8, 2, 2)(); team_batch_stepper(1024, 2, 2)()
+from envs.precompile import precompile
+precompile()
 print(time.perf_counter() - start)
 """
 """Imports the envs and steps each kind once, serial and parallel kernels alike."""

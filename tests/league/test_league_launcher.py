@@ -76,10 +76,10 @@ def league_run(tmp_path_factory):
             return status.get("state") == "training" and status["step"] >= 2 * ROLLOUT and \
                 (league / "main_exploiter" / "mappo_policy.pt").is_file()
 
-        _wait_for(checkpointed, 120, "main exploiter checkpoint", launcher)
+        _wait_for(checkpointed, 300, "main exploiter checkpoint", launcher)
         killed = _status(league, "main_exploiter")
         os.kill(killed["pid"], signal.SIGKILL)
-        code = launcher.wait(timeout=150)
+        code = launcher.wait(timeout=300)
     finally:
         if launcher.poll() is None:
             launcher.send_signal(signal.SIGINT)
@@ -138,7 +138,7 @@ def test_ctrl_c_stops_every_role_with_a_checkpoint_within_the_grace_period(tmp_p
                        f"training.total_timesteps={64 * ROLLOUT}", *TINY)
     try:
         _wait_for(lambda: all(_status(league, r).get("step", 0) >= ROLLOUT for r in ROLES),
-                  120, "first rollout of every role", launcher)
+                  300, "first rollout of every role", launcher)
         pids = {role: _status(league, role)["pid"] for role in ROLES}
         started = time.monotonic()
         launcher.send_signal(signal.SIGINT)

@@ -1,0 +1,77 @@
+"""Compile every simulator kernel once, so that later processes load them from the cache.
+
+A process that finds the Numba cache empty compiles the kernels it reaches (about two
+minutes for all of them on two cores). Several processes started together on a cold
+cache (a league's roles, a test suite's workers) would each compile the same kernels at
+once. ``make test`` and ``make demo`` run this module first: it steps every env kind
+once, with the serial kernels and with the parallel ones, which fills the cache for
+every later process.
+
+Usage::
+
+    python -m envs.precompile
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from envs.battalion_env import BattalionEnv
+from envs.multi_battalion_batch import MultiBattalionBatch
+from envs.multi_battalion_env import MultiBattalionEnv
+from envs.sim.config import BattleConfig
+from envs.sim.constants import VISIBILITY_RADIUS
+from envs.sim.kernels import PARALLEL_MIN_BATTLES
+from envs.vec_env import BattalionVecEnv
+
+SCRIPTED_LEVEL = 5
+
+
+def _duels(n_envs: int) -> None:
+    env = BattalionVecEnv(n_envs, curriculum_level=SCRIPTED_LEVEL)
+    env.seed(0)
+    env.reset()
+    env.step(np.zeros((n_envs, 3), np.float32))
+
+
+def _teams(n_battles: int) -> None:
+    battles = MultiBattalionBatch(n_battles, 2, 2, config=BattleConfig(), terrain=None,
+                                  randomize_terrain=True, visibility_radius=VISIBILITY_RADIUS,
+                                  reward_weights=None)
+    battles.reset(np.arange(n_battles), list(range(n_battles)), np.zeros(n_battles, np.int64))
+    orders = np.zeros((n_battles, 4, 3), np.float32)
+    orders[:, 2:] = battles.scripted_actions(np.arange(2, 4), SCRIPTED_LEVEL)
+    battles.action_noise()
+    result = battles.step(orders)
+    _ = result.observation, result.critic_state  # built when first read
+    battles.next_episode(np.arange(n_battles))
+
+
+def precompile() -> float:
+    """Step every env kind once at a serial and a parallel batch size.
+
+    Returns:
+        The seconds it took (loading from a warm cache takes a few).
+    """
+    start = time.perf_counter()
+    env = BattalionEnv(curriculum_level=SCRIPTED_LEVEL)
+    env.reset(seed=0)
+    env.step(np.zeros(3, np.float32))
+    team = MultiBattalionEnv(2, 2)
+    team.reset(seed=0)
+    team.step(team.scripted_actions(SCRIPTED_LEVEL))
+    for n_battles in (8, PARALLEL_MIN_BATTLES):
+        _duels(n_battles)
+        _teams(n_battles)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    print("compiling the simulator's kernels (about two minutes on a cold cache) ...", flush=True)
+    print(f"kernels ready in {precompile():.1f} s")
+
+
+if __name__ == "__main__":
+    main()
