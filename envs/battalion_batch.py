@@ -249,7 +249,8 @@ class BattalionBatch:
             pair_major(geometry_before.dist), pair_major(geometry_before.facing_cos),
             pair_major(geometry_before.facing_sin), self.levels, self._scripted, FIRE_BY_LEVEL,
             self._weight_vector, MIRROR_SIGN, self.config.max_steps, *blocks.arrays(),
-            observation, values, total, ends)
+            observation, values, total, ends,
+            engine.arms_inputs(before, self.config, None, blocks.modes))
         state, events = blocks.views(before)
         self.state, self.geometry, self.last_events = state, events.geometry, events
         self._views = observation

@@ -55,7 +55,7 @@ def duel_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
                  step, key, team, patches, cover_map, orders, ground0, cover0, known, k,
                  samples, low, high, dist0, facing_cos0, facing_sin0, levels, scripted,
                  fire_by_level, weights, mirror, max_steps, units, flags, pairs, los, target,
-                 observation, values, total, ends, scratch):
+                 observation, values, total, ends, scratch, arms):
     """Duels ``lo`` to ``hi - 1``: where ``scripted``, Red's orders (written into
     ``orders``) come from its level's script; then the step (into the output blocks of
     :func:`envs.sim.kernels.step_battles`), both observations into ``observation`` (2, B,
@@ -67,7 +67,7 @@ def duel_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
                     orders[2, RED])
     step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
                  step, key, team, patches, cover_map, orders, ground0, cover0, known, k, samples,
-                 low, high, units, flags, pairs, los, target, scratch)
+                 low, high, units, flags, pairs, los, target, scratch, arms)
     x, y, cos_h, sin_h = units[U_X], units[U_Y], units[U_COS], units[U_SIN]
     strength, morale, readiness = units[U_STRENGTH], units[U_MORALE], units[U_READINESS]
     elevation, cover = units[U_ELEVATION], units[U_COVER]
@@ -90,7 +90,8 @@ def duel_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
 def duel_step(x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0, step, key,
               team, patches, cover_map, orders, ground0, cover0, known, k, samples, low, high,
               dist0, facing_cos0, facing_sin0, levels, scripted, fire_by_level, weights, mirror,
-              max_steps, units, flags, pairs, los, target, observation, values, total, ends):
+              max_steps, units, flags, pairs, los, target, observation, values, total, ends,
+              arms):
     """:func:`duel_battles` over the whole batch, on one thread, chunk by chunk."""
     batch = x0.shape[1]
     scratch = step_scratch(x0.shape[0], min(batch, CHUNK))
@@ -100,7 +101,7 @@ def duel_step(x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed
                      orders, ground0, cover0, known, k, samples, low, high, dist0, facing_cos0,
                      facing_sin0, levels, scripted, fire_by_level, weights, mirror, max_steps,
                      units, flags, pairs, los, target, observation, values, total, ends,
-                     scratch)
+                     scratch, arms)
 
 
 @kernel(parallel=True)
@@ -108,7 +109,7 @@ def duel_step_parallel(x0, y0, theta0, strength0, morale0, readiness0, routed0, 
                        step, key, team, patches, cover_map, orders, ground0, cover0, known, k,
                        samples, low, high, dist0, facing_cos0, facing_sin0, levels, scripted,
                        fire_by_level, weights, mirror, max_steps, units, flags, pairs, los,
-                       target, observation, values, total, ends):
+                       target, observation, values, total, ends, arms):
     """:func:`duel_step` with its chunks spread over Numba's threads."""
     batch = x0.shape[1]
     for c in prange(chunk_count(batch)):
@@ -119,7 +120,7 @@ def duel_step_parallel(x0, y0, theta0, strength0, morale0, readiness0, routed0, 
                      cover_map, orders, ground0, cover0, known, k, samples, low, high, dist0,
                      facing_cos0, facing_sin0, levels, scripted, fire_by_level, weights, mirror,
                      max_steps, units, flags, pairs, los, target, observation, values, total,
-                     ends, step_scratch(x0.shape[0], hi - lo))
+                     ends, step_scratch(x0.shape[0], hi - lo), arms)
 
 
 @kernel()

@@ -43,7 +43,7 @@ from envs.sim.constants import ACTION_DIM
 from envs.sim.deploy import deploy, terrain_grid_shape
 from envs.sim.engine import pair_major, team_codes, unit_major, writable_major
 from envs.sim.scripted import scripted_actions
-from envs.sim.state import UNIT_FIELDS, BattleState
+from envs.sim.state import ORDER_OF_BATTLE_FIELDS, UNIT_FIELDS, BattleState
 from envs.sim.terrain import TerrainMap
 from envs.sim.validation import (
     check_action_array,
@@ -278,7 +278,8 @@ class MultiBattalionBatch:
             rows = slice(int(start), int(stop))
             part = copy.copy(self)
             part.n_battles = stop - start
-            part.state = _map_battles(self.state, lambda a, r=rows: _copy(a[r]), skip=("team",))
+            part.state = _map_battles(self.state, lambda a, r=rows: _copy(a[r]),
+                                      skip=ORDER_OF_BATTLE_FIELDS)
             part.geometry = _map_battles(self.geometry, lambda a, r=rows: _copy(a[r]))
             part.reports = _map_battles(self.reports, lambda a, r=rows: _copy(a[..., r]))
             part._chains = self._chains.select(rows)
@@ -300,7 +301,7 @@ class MultiBattalionBatch:
             return _concatenate([get(part) for part in parts], axis)
 
         self.state = _map_fields(self.state, lambda name: joined(
-            lambda part: getattr(part.state, name), 0), skip=("team",))
+            lambda part: getattr(part.state, name), 0), skip=ORDER_OF_BATTLE_FIELDS)
         self.geometry = _map_fields(self.geometry, lambda name: joined(
             lambda part: getattr(part.geometry, name), 0))
         self.reports = _map_fields(self.reports, lambda name: joined(
@@ -405,7 +406,8 @@ class MultiBattalionBatch:
             pair_major(geometry_before.dist), new_step, self.reports.values,
             self.reports.in_fight, self.reports.seen_step, self._weight_vector,
             self.config.max_steps, *blocks.arrays(), observation, global_state, values, total,
-            reward, acted, terminated, truncated, battle_over, winner)
+            reward, acted, terminated, truncated, battle_over, winner,
+            engine.arms_inputs(before, self.config, None, blocks.modes))
         state, events = blocks.views(before)
         self.state, self.geometry, self.last_events = state, events.geometry, events
         self._observation, self._global_state = observation, global_state

@@ -52,7 +52,7 @@ def team_battles(lo, hi, actions, rotate_sign, x0, y0, theta0, strength0, morale
                  cover0, known, k, samples, low, high, dist0, new_step, values_, in_fight_,
                  seen_step_, weights, max_steps, units, flags, pairs, los, target, observation,
                  global_state, reward_values, reward_total, reward, acted, terminated,
-                 truncated, battle_over, winner, scratch, seeing):
+                 truncated, battle_over, winner, scratch, seeing, arms):
     """Battles ``lo`` to ``hi - 1``: ``actions`` (B, U, 3), each in its side's frame, onto
     the map (``rotate_sign`` per unit) into ``orders``; the step into the output blocks of
     :func:`envs.sim.kernels.step_battles`; the fog reports (``values_``, ``in_fight_``,
@@ -71,7 +71,7 @@ def team_battles(lo, hi, actions, rotate_sign, x0, y0, theta0, strength0, morale
             orders[2, i, b] = actions[b, i, 2]
     step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
                  step, key, team, patches, cover_map, orders, ground0, cover0, known, k, samples,
-                 low, high, units, flags, pairs, los, target, scratch)
+                 low, high, units, flags, pairs, los, target, scratch, arms)
     x, y, cos_h, sin_h = units[U_X], units[U_Y], units[U_COS], units[U_SIN]
     strength, morale, readiness = units[U_STRENGTH], units[U_MORALE], units[U_READINESS]
     elevation, cover = units[U_ELEVATION], units[U_COVER]
@@ -115,7 +115,7 @@ def team_step(actions, rotate_sign, x0, y0, theta0, strength0, morale0, readines
               samples, low, high, dist0, new_step, values_, in_fight_, seen_step_, weights,
               max_steps, units, flags, pairs, los, target, observation, global_state,
               reward_values, reward_total, reward, acted, terminated, truncated, battle_over,
-              winner):
+              winner, arms):
     """:func:`team_battles` over the whole batch, on one thread, chunk by chunk."""
     n, batch = x0.shape
     scratch, seeing = step_scratch(n, min(batch, CHUNK)), observation_scratch(n)
@@ -126,7 +126,7 @@ def team_step(actions, rotate_sign, x0, y0, theta0, strength0, morale0, readines
                      dist0, new_step, values_, in_fight_, seen_step_, weights, max_steps, units,
                      flags, pairs, los, target, observation, global_state, reward_values,
                      reward_total, reward, acted, terminated, truncated, battle_over, winner,
-                     scratch, seeing)
+                     scratch, seeing, arms)
 
 
 @kernel(parallel=True)
@@ -135,7 +135,7 @@ def team_step_parallel(actions, rotate_sign, x0, y0, theta0, strength0, morale0,
                        cover0, known, k, samples, low, high, dist0, new_step, values_,
                        in_fight_, seen_step_, weights, max_steps, units, flags, pairs, los,
                        target, observation, global_state, reward_values, reward_total, reward,
-                       acted, terminated, truncated, battle_over, winner):
+                       acted, terminated, truncated, battle_over, winner, arms):
     """:func:`team_step` with its chunks spread over Numba's threads."""
     n, batch = x0.shape
     for c in prange(chunk_count(batch)):
@@ -147,7 +147,7 @@ def team_step_parallel(actions, rotate_sign, x0, y0, theta0, strength0, morale0,
                      high, dist0, new_step, values_, in_fight_, seen_step_, weights, max_steps,
                      units, flags, pairs, los, target, observation, global_state, reward_values,
                      reward_total, reward, acted, terminated, truncated, battle_over, winner,
-                     step_scratch(n, hi - lo), observation_scratch(n))
+                     step_scratch(n, hi - lo), observation_scratch(n), arms)
 
 
 @kernel()

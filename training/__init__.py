@@ -58,6 +58,9 @@ _EXPORTS = {
     "checkpoint_final_stem": "training.artifacts",
     "checkpoint_best_filename": "training.artifacts",
     "parse_step_from_checkpoint_name": "training.artifacts",
+    # benchmarks
+    "HistoricalBenchmark": "training.historical_benchmark",
+    "BenchmarkSummary": "training.historical_benchmark",
 }
 """Every public name of the package and the module that defines it."""
 

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from envs.scenario import FORD_GOING, ROAD_GOING
 from envs.sim.terrain import TerrainMap
 from envs.sim.validation import (
     check_int,
@@ -158,7 +159,8 @@ class TerrainLayers:
         road: bool, cells a road crosses.
         forest: bool, cells whose centre lies in woods.
         settlement: bool, cells of towns, villages and hamlets.
-        water: bool, cells of lakes and watercourses (impassable for a combined-arms core).
+        water: bool, cells of lakes and watercourses (impassable but at bridges: see
+            :attr:`going`).
 
     The arrays are read-only copies.
     """
@@ -184,10 +186,19 @@ class TerrainLayers:
     def shape(self) -> tuple[int, int]:
         return self.elevation.shape  # type: ignore[return-value]
 
+    @property
+    def going(self) -> np.ndarray:
+        """Speed multiplier per cell: water impassable (0) but where a road crosses it
+        (a bridge, :data:`~envs.scenario.FORD_GOING`), roads quicker
+        (:data:`~envs.scenario.ROAD_GOING`), elsewhere 1."""
+        return np.where(self.water, np.where(self.road, FORD_GOING, 0.0),
+                        np.where(self.road, ROAD_GOING, 1.0)).astype(np.float32)
+
     def to_terrain_map(self) -> TerrainMap:
-        """The simulator's map: these elevation and cover grids over the site in metres."""
+        """The simulator's map: these elevation, cover and going grids over the site in
+        metres."""
         return TerrainMap(self.elevation, self.cover, width=self.site.width_m,
-                          height=self.site.height_m)
+                          height=self.site.height_m, going=self.going)
 
 
 @dataclass(frozen=True, eq=False)

@@ -21,6 +21,39 @@ from envs.sim.validation import (
 
 MAX_LOS_SAMPLES = 1024
 """Most points a sight line may be sampled at (each costs a terrain lookup per unit pair)."""
+MAX_DRILL_STEPS = 10_000
+"""Longest change of formation, in steps (the drill counter is int16)."""
+
+
+def _per_arm(name: str, value: object) -> tuple[float, ...]:
+    """``value`` as one non-negative number per arm (:data:`~envs.sim.constants.ARM_NAMES`).
+
+    Raises:
+        ValueError: naming ``name``, for any other shape or value.
+    """
+    if not isinstance(value, (tuple, list)) or len(value) != len(C.ARM_NAMES):
+        raise ValueError(f"{name}={value!r} is invalid: expected {len(C.ARM_NAMES)} numbers, "
+                         f"one per arm {C.ARM_NAMES}")
+    return tuple(check_non_negative(f"{name}[{arm}]", v)
+                 for arm, v in zip(C.ARM_NAMES, value, strict=True))
+
+
+def _arm_table(name: str, value: object) -> tuple[tuple[float, ...], ...]:
+    """``value`` as a table of non-negative numbers, a row per arm and a column per
+    formation (:data:`~envs.sim.constants.FORMATION_NAMES`).
+
+    Raises:
+        ValueError: naming ``name``, for any other shape or value.
+    """
+    shape = f"{len(C.ARM_NAMES)} rows (arms {C.ARM_NAMES}) of {len(C.FORMATION_NAMES)} " \
+        f"numbers (formations {C.FORMATION_NAMES})"
+    if not isinstance(value, (tuple, list)) or len(value) != len(C.ARM_NAMES) or any(
+            not isinstance(row, (tuple, list)) or len(row) != len(C.FORMATION_NAMES)
+            for row in value):
+        raise ValueError(f"{name}={value!r} is invalid: expected {shape}")
+    return tuple(tuple(check_non_negative(f"{name}[{arm}][{formation}]", v)
+                       for formation, v in zip(C.FORMATION_NAMES, row, strict=True))
+                 for arm, row in zip(C.ARM_NAMES, value, strict=True))
 
 
 @dataclass(frozen=True)
@@ -70,6 +103,25 @@ class BattleConfig:
     morale_recovery: float = C.MORALE_RECOVERY
     rout_threshold: float = C.ROUT_THRESHOLD
     destroyed_threshold: float = C.DESTROYED_THRESHOLD
+    arm_speed: tuple = C.ARM_SPEED
+    arm_firepower: tuple = C.ARM_FIREPOWER
+    arm_exposure: tuple = C.ARM_EXPOSURE
+    arm_cavalry_defence: tuple = C.ARM_CAVALRY_DEFENCE
+    arm_melee: tuple = C.ARM_MELEE
+    arm_radius: tuple = C.ARM_RADIUS
+    arm_drill_steps: tuple = C.ARM_DRILL_STEPS
+    arm_morale: tuple = C.ARM_MORALE
+    artillery_fire_range: float = C.ARTILLERY_FIRE_RANGE
+    artillery_volley_damage: float = C.ARTILLERY_VOLLEY_DAMAGE
+    artillery_reload_rate: float = C.ARTILLERY_RELOAD_RATE
+    artillery_fire_arc: float = C.ARTILLERY_FIRE_ARC
+    artillery_hit_exponent: float = C.ARTILLERY_HIT_EXPONENT
+    melee_damage: float = C.MELEE_DAMAGE
+    charge_impact: float = C.CHARGE_IMPACT
+    charge_speed: float = C.CHARGE_SPEED
+    disorder_melee: float = C.DISORDER_MELEE
+    melee_morale_extra: float = C.MELEE_MORALE_EXTRA
+    melee_reach: float = C.MELEE_REACH
 
     def __post_init__(self) -> None:
         check_map_size("map_width", self.map_width)
@@ -92,8 +144,23 @@ class BattleConfig:
                      "morale_recovery"):
             check_in_range(name, getattr(self, name), 0.0, 1.0)
         for name in ("flank_damage_multiplier", "rear_damage_multiplier", "morale_per_damage",
-                     "flank_morale_extra", "rear_morale_extra", "volley_shock", "eye_height"):
+                     "flank_morale_extra", "rear_morale_extra", "volley_shock", "eye_height",
+                     "melee_damage", "melee_morale_extra", "melee_reach"):
             check_non_negative(name, getattr(self, name))
+        for name in ("artillery_fire_range", "artillery_volley_damage", "artillery_hit_exponent"):
+            check_positive(name, getattr(self, name))
+        check_in_range("artillery_reload_rate", self.artillery_reload_rate, 0.0, 1.0)
+        check_in_range("artillery_fire_arc", self.artillery_fire_arc, 0.0, math.pi, low_open=True)
+        for name in ("charge_impact", "charge_speed", "disorder_melee"):
+            check_in_range(name, getattr(self, name), 1.0, 100.0)
+        for name in ("arm_speed", "arm_firepower", "arm_exposure", "arm_cavalry_defence"):
+            object.__setattr__(self, name, _arm_table(name, getattr(self, name)))
+        for name in ("arm_melee", "arm_radius", "arm_morale"):
+            object.__setattr__(self, name, _per_arm(name, getattr(self, name)))
+        _per_arm("arm_drill_steps", self.arm_drill_steps)
+        object.__setattr__(self, "arm_drill_steps", tuple(
+            check_int(f"arm_drill_steps[{arm}]", steps, minimum=0, maximum=MAX_DRILL_STEPS)
+            for arm, steps in zip(C.ARM_NAMES, self.arm_drill_steps, strict=True)))
 
     @property
     def diagonal(self) -> float:
@@ -110,7 +177,8 @@ class BattleConfig:
         """The numeric fields as float32 scalars, plus the cosines of the angle
         thresholds, computed once so the hot loop does not convert them each step."""
         values = {f.name: np.float32(getattr(self, f.name)) for f in dataclasses.fields(self)
-                  if f.name not in ("max_steps", "los_samples")}
+                  if f.name not in ("max_steps", "los_samples")
+                  and not isinstance(getattr(self, f.name), tuple)}
         values.update(
             step_length=np.float32(self.step_length),
             inv_fire_range=np.float32(1 / self.fire_range),

@@ -134,6 +134,77 @@ FOREST_DENSITY = (0.25, 0.5)
 FEATURE_CENTRE = (0.1, 0.9)
 """Hills and woods are centred away from the map edges."""
 
+# --- arms, formations and melee --------------------------------------------
+ARM_NAMES = ("infantry", "cavalry", "artillery")
+"""The arms, in code order (a unit's ``arm`` is the index): every unit of the 1v1 duel
+and of the default N-vs-M battles is infantry."""
+INFANTRY = ARM_NAMES.index("infantry")
+CAVALRY = ARM_NAMES.index("cavalry")
+ARTILLERY = ARM_NAMES.index("artillery")
+FORMATION_NAMES = ("line", "column", "square", "limbered")
+"""The formations, in code order. Artillery in ``line`` is unlimbered (in battery)."""
+LINE = FORMATION_NAMES.index("line")
+COLUMN = FORMATION_NAMES.index("column")
+SQUARE = FORMATION_NAMES.index("square")
+LIMBERED = FORMATION_NAMES.index("limbered")
+KEEP_FORMATION = -1
+"""A formation order that keeps the current formation (what an order-less step gives)."""
+ARM_FORMATIONS = ((LINE, COLUMN, SQUARE), (LINE, COLUMN), (LINE, LIMBERED))
+"""The formations each arm can take; an order for any other is ignored."""
+ARM_SPEED = ((1.0, 1.4, 0.15, 0.0), (1.6, 1.8, 0.0, 0.0), (0.05, 0.0, 0.0, 1.2))
+"""Speed multiplier per arm (rows) and formation (columns), of ``MAX_SPEED``: a column
+marches 40 % faster than a line and a square barely shuffles; cavalry is 60 % faster
+than foot; unlimbered guns are manhandled a few metres, limbered ones keep up with the
+infantry on the road. 0 where the arm cannot take the formation."""
+ARM_FIREPOWER = ((1.0, 0.3, 0.5, 0.0), (0.0, 0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))
+"""Share of the arm's volley a formation delivers: a column fires with its leading
+companies only, a square with one face; cavalry does not fire (its ``fire`` order is
+its charge); limbered guns cannot fire."""
+ARM_EXPOSURE = ((1.0, 1.5, 2.0, 0.0), (1.2, 1.5, 0.0, 0.0), (0.6, 0.0, 0.0, 1.0))
+"""Multiplier on the damage artillery fire does to a formation: deep columns and
+squares are dense targets a roundshot ploughs through; a battery is a small target."""
+ARM_CAVALRY_DEFENCE = ((1.0, 0.6, 0.1, 0.0), (0.8, 0.8, 0.0, 0.0), (1.5, 0.0, 0.0, 2.0))
+"""Multiplier on the melee damage a cavalry charge does to a formation: a square of
+steady infantry is nearly proof against horse, a column less exposed than a line, guns
+(worse still limbered) are cut down."""
+ARM_MELEE = (1.0, 2.0, 0.2)
+"""Melee power per arm, relative to ``MELEE_DAMAGE``: cavalry hits twice as hard as foot
+(before its charge), gunners defend themselves feebly."""
+ARM_RADIUS = (30.0, 30.0, 20.0)
+"""Half the frontage of a unit in metres: two units can come no closer than the sum of
+their radii (friends are pushed apart, enemies meet in melee at that distance)."""
+ARM_DRILL_STEPS = (30, 15, 40)
+"""Steps a change of formation takes (limbering or unlimbering for guns); meanwhile the
+unit neither moves nor fires, and a charge catches it disordered."""
+ARM_MORALE = (1.0, 1.0, 1.2)
+"""Multiplier on the morale an arm loses per damage: gun crews are quickest to abandon
+their pieces."""
+ARTILLERY_FIRE_RANGE = 600.0
+"""Range of a battery in metres (roundshot at effective range; canister within 200 m)."""
+ARTILLERY_VOLLEY_DAMAGE = 0.35
+"""Strength a full salvo of a fresh battery removes at point blank from a line in the
+open (less than a battalion's volley, but from three times as far)."""
+ARTILLERY_RELOAD_RATE = 0.025
+"""Readiness a battery regains per step: its salvos come half as often as volleys."""
+ARTILLERY_FIRE_ARC = math.pi / 6
+"""Half-angle of a battery's arc of fire (30 degrees either side)."""
+ARTILLERY_HIT_EXPONENT = 1.0
+"""Hit chance of a salvo is ``(1 - distance / ARTILLERY_FIRE_RANGE) ** ARTILLERY_HIT_EXPONENT``:
+falling linearly, so guns still hit at ranges where muskets are wasted."""
+MELEE_DAMAGE = 0.02
+"""Strength a full-strength infantry unit in contact removes from an enemy per step."""
+CHARGE_IMPACT = 2.5
+"""Melee multiplier of cavalry charging at full intensity (its ``fire`` order)."""
+CHARGE_SPEED = 1.5
+"""Speed multiplier of cavalry charging at full intensity."""
+DISORDER_MELEE = 1.5
+"""Melee multiplier against a unit caught changing formation."""
+MELEE_REACH = 2.0
+"""Metres beyond touching (the sum of two radii) at which enemies still fight hand to
+hand: units pushed apart stand exactly touching, give or take rounding."""
+MELEE_MORALE_EXTRA = 2.0
+"""Extra morale lost per unit of melee damage: cold steel breaks men faster than fire."""
+
 VISIBILITY_RADIUS = 600.0
 """How far a battalion sees in an N-vs-M battle, in metres (line of sight permitting)."""
 

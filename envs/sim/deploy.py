@@ -36,6 +36,7 @@ def deploy(
     *,
     terrain: TerrainMap | None = None,
     randomize_terrain: bool = True,
+    formations: np.ndarray | int = C.LINE,
 ) -> None:
     """(Re)start the battles ``battles`` of ``state`` in place, with episode keys ``keys``.
 
@@ -43,8 +44,8 @@ def deploy(
     battle's key if ``randomize_terrain``, else open level ground. Blue deploys in
     the western band of the map facing east and Red in the eastern band facing
     west, each heading within ``DEPLOY_HEADING_SPREAD`` of straight ahead, at full
-    strength and morale with muskets loaded. Everything drawn depends on the key
-    only.
+    strength and morale with muskets loaded, in ``formations`` (one code per unit, or
+    one for all: line by default). Everything drawn depends on the key only.
     """
     keys = np.asarray(keys, dtype=np.uint64)
     battles = np.asarray(battles, dtype=np.intp)
@@ -60,6 +61,9 @@ def deploy(
         state.elevation[battles] = elevation
         state.cover[battles] = cover
         state.elevation_patches[battles] = elevation_patches(elevation)
+    state.going[battles] = F32(1) if terrain is None else terrain.going[None]
+    state.formation[battles] = formations
+    state.drill[battles] = 0
     _spawn(keys, battles, np.ascontiguousarray(state.team, dtype=np.int8),
            *(writable_major(getattr(state, name)) for name in UNIT_FIELDS), state.step, state.key,
            _spawn_constants(config.map_width, config.map_height))
@@ -104,3 +108,49 @@ def _spawn(keys, battles, team, x, y, theta, strength, morale, readiness, routed
             destroyed[i, b] = False
         step[b] = 0
         key[b] = keys[n]
+
+
+def place(
+    state: BattleState,
+    battles: np.ndarray,
+    keys: np.ndarray,
+    *,
+    x: np.ndarray,
+    y: np.ndarray,
+    theta: np.ndarray,
+    strength: np.ndarray,
+    formation: np.ndarray,
+    terrain: TerrainMap | None = None,
+) -> None:
+    """(Re)start the battles ``battles`` of ``state`` in place with the units where an
+    order of battle puts them: per unit (U,) or per battle and unit (len(battles), U)
+    positions in metres, headings in radians, strengths in (0, 1] and formation codes,
+    at full morale with muskets loaded, on ``terrain`` (open level ground if None);
+    episode keys ``keys``. Nothing is drawn: the caller checked the values (an order of
+    battle is validated where it is read, :mod:`envs.scenario`).
+    """
+    battles = np.asarray(battles, dtype=np.intp)
+    rows, cols = state.grid_shape
+    if terrain is None:
+        state.elevation[battles] = 0
+        state.cover[battles] = 0
+        state.going[battles] = 1
+        state.elevation_patches[battles] = 0
+    else:
+        elevation = terrain.relative_elevation()[None]
+        state.elevation[battles] = elevation
+        state.cover[battles] = terrain.cover[None]
+        state.going[battles] = terrain.going[None]
+        state.elevation_patches[battles] = elevation_patches(elevation)
+    state.x[battles] = x
+    state.y[battles] = y
+    state.theta[battles] = np.mod(theta, 2 * np.pi)
+    state.strength[battles] = strength
+    state.morale[battles] = 1
+    state.readiness[battles] = 1
+    state.routed[battles] = False
+    state.destroyed[battles] = False
+    state.formation[battles] = formation
+    state.drill[battles] = 0
+    state.step[battles] = 0
+    state.key[battles] = np.asarray(keys, dtype=np.uint64)

@@ -35,18 +35,22 @@ from envs.sim.constants import (
     ACTION_LOW,
     DESTROYED_THRESHOLD,
     DT,
+    FORMATION_NAMES,
+    KEEP_FORMATION,
     MAP_HEIGHT,
     MAP_WIDTH,
     MAX_STEPS,
 )
 from envs.sim.state import BattleState
+from envs.sim.validation import check_real_array
 
 # The model's headline constants are also importable from here, where the reference
 # design defines them; their home is envs.sim.constants.
 __all__ = [
     "DESTROYED_THRESHOLD", "DT", "MAP_HEIGHT", "MAP_WIDTH", "MAX_STEPS",
-    "Geometry", "RESTART_GEOMETRY", "StepBlocks", "StepEvents", "pair_major", "sense", "step",
-    "step_inputs", "team_codes", "unit_major", "writable_major",
+    "Geometry", "RESTART_GEOMETRY", "StepBlocks", "StepEvents", "arms_inputs",
+    "check_formation_orders", "pair_major", "sense", "step", "step_inputs", "team_codes",
+    "unit_major", "writable_major",
 ]
 
 F32 = np.float32
@@ -123,7 +127,8 @@ def sense(state: BattleState, config: BattleConfig) -> Geometry:
 
 
 def step(state: BattleState, actions: np.ndarray, config: BattleConfig,
-         geometry: Geometry | None = None) -> tuple[BattleState, StepEvents]:
+         geometry: Geometry | None = None,
+         formations: np.ndarray | None = None) -> tuple[BattleState, StepEvents]:
     """Advance every battle by one step (compiled: :func:`envs.sim.kernels.step_kernel`).
 
     Args:
@@ -136,15 +141,70 @@ def step(state: BattleState, actions: np.ndarray, config: BattleConfig,
         config: the battle model's parameters.
         geometry: ``sense(state, config)`` if the caller already has it (the
             previous step's ``events.geometry``); it saves looking up the ground.
+        formations: (B, U) formation orders, codes of
+            :data:`~envs.sim.constants.FORMATION_NAMES` or
+            :data:`~envs.sim.constants.KEEP_FORMATION`; None keeps every formation. An
+            order the unit's arm cannot take, or given while a change is under way, is
+            ignored.
 
     Returns:
         The new state and the step's events.
+
+    Raises:
+        ValueError: if ``formations`` is not a (B, U) array of such codes.
     """
     orders = np.ascontiguousarray(np.asarray(actions, dtype=F32).transpose(2, 1, 0))
+    drill_orders = None if formations is None else unit_major(
+        check_formation_orders("formations", formations, state.x.shape))
     blocks = StepBlocks.allocate(state.batch_size, state.n_units)
     _step_kernel(state.batch_size)(*step_inputs(state, config, geometry, orders),
-                                   *blocks.arrays())
+                                   *blocks.arrays(),
+                                   arms_inputs(state, config, drill_orders, blocks.modes))
     return blocks.views(state)
+
+
+def check_formation_orders(name: str, value: object, shape: tuple[int, int]) -> np.ndarray:
+    """``value`` as a (B, U) int8 array of formation orders.
+
+    Raises:
+        ValueError: naming ``name``, for another shape or a code outside
+            :data:`~envs.sim.constants.KEEP_FORMATION` to the last formation.
+    """
+    codes = check_real_array(name, value, shape)
+    last = len(FORMATION_NAMES) - 1
+    if codes.size and (np.any(codes != np.round(codes)) or codes.min() < KEEP_FORMATION
+                       or codes.max() > last):
+        raise ValueError(f"{name} holds {np.unique(codes)[:8]}: expected integer codes "
+                         f"{KEEP_FORMATION} (keep) to {last} ({', '.join(FORMATION_NAMES)})")
+    return codes.astype(np.int8)
+
+
+def arms_inputs(state: BattleState, config: BattleConfig, drill_orders: np.ndarray | None,
+                modes: np.ndarray) -> tuple:
+    """The kernels' ``arms`` tuple (see :func:`envs.sim.kernels.step_battles`) for
+    ``state``, (U, B) ``drill_orders`` (None: keep every formation) and the (2, U, B)
+    int16 block the step writes the formations and drill steps to."""
+    if drill_orders is None:
+        drill_orders = keep_formations(state.n_units, state.batch_size)
+    return (np.ascontiguousarray(state.arm, dtype=np.int8),
+            np.ascontiguousarray(state.quality, dtype=F32), unit_major(state.formation),
+            unit_major(state.drill), drill_orders, state.going, kernels.arms_table(config),
+            modes)
+
+
+def keep_formations(n_units: int, batch: int) -> np.ndarray:
+    """(U, B) formation orders that keep every formation (read only, shared)."""
+    orders = _KEEP.get((n_units, batch))
+    if orders is None:
+        orders = np.full((n_units, batch), KEEP_FORMATION, np.int8)
+        orders.flags.writeable = False
+        if len(_KEEP) > 64:
+            _KEEP.clear()
+        _KEEP[(n_units, batch)] = orders
+    return orders
+
+
+_KEEP: dict[tuple[int, int], np.ndarray] = {}
 
 
 @dataclass(frozen=True, eq=False)
@@ -158,6 +218,7 @@ class StepBlocks:
     pairs: np.ndarray
     los: np.ndarray
     target: np.ndarray
+    modes: np.ndarray
 
     @classmethod
     def allocate(cls, batch: int, n_units: int) -> StepBlocks:
@@ -165,10 +226,11 @@ class StepBlocks:
         return cls(np.empty((kernels.UNIT_FLOATS, *unit), F32),
                    np.empty((kernels.UNIT_FLAGS, *unit), bool),
                    np.empty((kernels.PAIR_FLOATS, *pair), F32), np.empty(pair, bool),
-                   np.empty(unit, np.int32))
+                   np.empty(unit, np.int32), np.empty((2, *unit), np.int16))
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        """The blocks in the kernels' argument order."""
+        """The blocks in the kernels' argument order (``modes`` rides in the ``arms``
+        tuple, :func:`arms_inputs`)."""
         return self.units, self.flags, self.pairs, self.los, self.target
 
     def views(self, before: BattleState) -> tuple[BattleState, StepEvents]:
@@ -180,7 +242,9 @@ class StepBlocks:
             readiness=u[kernels.U_READINESS].T, routed=f[kernels.F_ROUTED].T,
             destroyed=f[kernels.F_DESTROYED].T, step=before.step + 1, key=before.key,
             elevation=before.elevation, cover=before.cover,
-            elevation_patches=before.elevation_patches, team=before.team)
+            elevation_patches=before.elevation_patches, team=before.team,
+            formation=self.modes[0].T, drill=self.modes[1].T, going=before.going,
+            arm=before.arm, quality=before.quality)
         geometry = Geometry(
             u[kernels.U_COS].T, u[kernels.U_SIN].T, *(_battle_major(a) for a in p),
             u[kernels.U_ELEVATION].T, u[kernels.U_COVER].T, _battle_major(self.los))

@@ -21,7 +21,16 @@ import numpy as np
 from numba import prange
 
 from envs.sim import random as rnd
-from envs.sim.constants import SCRIPTED_HALT_FRACTION
+from envs.sim.constants import (
+    ARM_FORMATIONS,
+    ARM_NAMES,
+    ARTILLERY,
+    CAVALRY,
+    FORMATION_NAMES,
+    INFANTRY,
+    SCRIPTED_HALT_FRACTION,
+    SQUARE,
+)
 from envs.sim.jit import kernel
 from envs.sim.vector_math import sincos, wrap_angle
 
@@ -92,6 +101,62 @@ def constants(config, rows: int, cols: int) -> np.ndarray:
     return vector
 
 
+# Columns of the arms table (:func:`arms_table`), one row per arm and formation
+# (row ``arm * N_FORMATIONS + formation``).
+A_SPEED, A_FIREPOWER, A_EXPOSURE, A_CAVALRY_DEFENCE, A_RANGE, A_INV_RANGE = 0, 1, 2, 3, 4, 5
+A_EXPONENT, A_COS_ARC, A_RELOAD, A_MELEE, A_RADIUS, A_DRILL, A_MORALE = 6, 7, 8, 9, 10, 11, 12
+A_ALL_ROUND, A_ALLOWED, A_CHARGES, A_MELEE_DAMAGE, A_CHARGE_IMPACT = 13, 14, 15, 16, 17
+A_CHARGE_SPEED, A_DISORDER, A_MELEE_MORALE, A_MELEE_REACH = 18, 19, 20, 21
+ARMS_FIELDS = 22
+N_FORMATIONS = len(FORMATION_NAMES)
+ALL_ROUND_ARC = F32(-2)
+"""The arc cosine of a square: every bearing's cosine exceeds it."""
+
+
+@lru_cache(maxsize=64)
+def arms_table(config) -> np.ndarray:
+    """The float32 arms table of ``config`` (a BattleConfig): per arm and formation its
+    speed, volley, exposure to guns and to a charge, fire range and arc, reload, melee,
+    frontage, drill time and morale, as ``docs/simulation.md`` tabulates them; the
+    model-wide melee constants ride along in every row (columns ``A_*``)."""
+    table = np.zeros((len(ARM_NAMES) * N_FORMATIONS, ARMS_FIELDS), np.float64)
+    fire = {INFANTRY: (config.fire_range, config.hit_falloff_exponent, config.fire_arc,
+                       config.reload_rate, config.volley_damage),
+            CAVALRY: (0.0, 1.0, 0.0, 0.0, 0.0),
+            ARTILLERY: (config.artillery_fire_range, config.artillery_hit_exponent,
+                        config.artillery_fire_arc, config.artillery_reload_rate,
+                        config.artillery_volley_damage)}
+    for arm in range(len(ARM_NAMES)):
+        fire_range, exponent, arc, reload, volley = fire[arm]
+        for formation in range(N_FORMATIONS):
+            row = table[arm * N_FORMATIONS + formation]
+            row[A_SPEED] = config.arm_speed[arm][formation]
+            row[A_FIREPOWER] = volley * config.arm_firepower[arm][formation]
+            row[A_EXPOSURE] = config.arm_exposure[arm][formation]
+            row[A_CAVALRY_DEFENCE] = config.arm_cavalry_defence[arm][formation]
+            row[A_RANGE] = fire_range
+            row[A_INV_RANGE] = 1 / fire_range if fire_range > 0 else 0.0
+            row[A_EXPONENT] = exponent
+            row[A_COS_ARC] = ALL_ROUND_ARC if formation == SQUARE else np.cos(arc)
+            row[A_RELOAD] = reload
+            row[A_MELEE] = config.arm_melee[arm]
+            row[A_RADIUS] = config.arm_radius[arm]
+            row[A_DRILL] = config.arm_drill_steps[arm]
+            row[A_MORALE] = config.arm_morale[arm]
+            row[A_ALL_ROUND] = formation == SQUARE
+            row[A_ALLOWED] = formation in ARM_FORMATIONS[arm]
+            row[A_CHARGES] = arm == CAVALRY
+            row[A_MELEE_DAMAGE] = config.melee_damage
+            row[A_CHARGE_IMPACT] = config.charge_impact
+            row[A_CHARGE_SPEED] = config.charge_speed
+            row[A_DISORDER] = config.disorder_melee
+            row[A_MELEE_MORALE] = config.melee_morale_extra
+            row[A_MELEE_REACH] = config.melee_reach
+    table = table.astype(F32)
+    table.flags.writeable = False
+    return table
+
+
 _ROUT_OFFSET = rnd.stream_offset(rnd.STREAM_ROUT)
 
 
@@ -119,26 +184,28 @@ def _grid(x, y, k, rows, cols):
 
 
 @kernel(inline="always")
-def _cover(cover, b, x, y, k, rows, cols):
+def _cell(grid, b, x, y, k, rows, cols):
+    """The value of the cell of a per-battle (B, rows, cols) grid under a point."""
     col = min(np.int32(x * k[K_COLS_PER_WIDTH]), np.int32(cols - 1))
     row = min(np.int32(y * k[K_ROWS_PER_HEIGHT]), np.int32(rows - 1))
-    return cover[b, row, col]
+    return grid[b, row, col]
 
 
 @kernel(inline="always")
-def _can_hit(i, j, b, c, active, los, dist, facing_cos, fire_range, cos_arc):
-    """Whether ``i`` can fire at enemy ``j`` in battle ``b`` (column ``c`` of ``active``,
-    the step's scratch): both in the fight, in sight, in range (``fire_range``), in
-    ``i``'s arc (``cos_arc``, the cosine of its half-angle)."""
+def _can_hit(i, j, b, c, active, los, dist, facing_cos, fire_range, arc):
+    """Whether ``i`` can fire at enemy ``j`` in battle ``b`` (column ``c`` of ``active``
+    and ``arc``, the step's scratch): both in the fight, in sight, in range
+    (``fire_range``, ``i``'s arm's), in ``i``'s arc (``arc``, the cosine of its
+    half-angle in its formation)."""
     return (active[i, c] & active[j, c] & los[i, j, b]
-            & (dist[i, j, b] <= fire_range) & (facing_cos[i, j, b] > cos_arc))
+            & (dist[i, j, b] <= fire_range) & (facing_cos[i, j, b] > arc[i, c]))
 
 
 @kernel(inline="always")
-def _fires_at(i, j, b, c, active, los, dist, facing_cos, near, fire_range, cos_arc):
+def _fires_at(i, j, b, c, active, los, dist, facing_cos, near, fire_range, arc):
     """Whether ``i`` fires at ``j`` in battle ``b``: it can hit it and no enemy it can hit
     is nearer (``near``, the step's scratch row of those ranges, column ``c``)."""
-    return _can_hit(i, j, b, c, active, los, dist, facing_cos, fire_range, cos_arc) \
+    return _can_hit(i, j, b, c, active, los, dist, facing_cos, fire_range, arc) \
         & (dist[i, j, b] <= near[i, c])
 
 
@@ -146,7 +213,7 @@ def _fires_at(i, j, b, c, active, los, dist, facing_cos, near, fire_range, cos_a
 def _ground(patches, cover_map, b, x, y, k, rows, cols):
     """Relative height (bilinear) and cover density of the ground at a point of battle ``b``."""
     gx, gy = _grid(x, y, k, rows, cols)
-    return _patch(patches, b, gx, gy, rows, cols), _cover(cover_map, b, x, y, k, rows, cols)
+    return _patch(patches, b, gx, gy, rows, cols), _cell(cover_map, b, x, y, k, rows, cols)
 
 
 @kernel()
@@ -262,9 +329,9 @@ PAIR_FLOATS = 5
 ``los`` (U, U, B) bool and ``target`` (U, B) int32 complete the outputs."""
 
 
-SCRATCH_FLOATS = 9
-S_MOVE, S_ROTATE, S_FIRE, S_LIVE, S_FIREPOWER, S_NEAR, S_INCOMING, S_SHARE, S_SHAKEN = range(
-    SCRATCH_FLOATS)
+SCRATCH_FLOATS = 14
+(S_MOVE, S_ROTATE, S_FIRE, S_LIVE, S_FIREPOWER, S_NEAR, S_INCOMING, S_SHARE, S_SHAKEN, S_ARC,
+ S_EXPOSURE, S_GUARD, S_STEADY, S_MELEE) = range(SCRATCH_FLOATS)
 """Rows of the float block of :func:`step_scratch`."""
 
 
@@ -273,37 +340,54 @@ def step_scratch(n, width):
     """Working rows of one thread's step over ``width`` battles: per unit and battle the
     orders applied (move, rotate, fire), whether it is in the fight (``live`` as 1 or 0
     and ``active``), its shots' firepower, targets, range and share, the damage coming
-    in, its loss share and morale shock; per pair the damage."""
+    in, its loss share and morale shock, its arc, exposure to guns, defence against a
+    charge, steadiness in melee and the melee damage coming in; per pair the damage;
+    per unit the enemies it fights hand to hand."""
     return (np.empty((SCRATCH_FLOATS, n, width), F32), np.empty((n, width), np.bool_),
-            np.empty((n, n, width), F32), np.empty((n, width), np.int32))
+            np.empty((n, n, width), F32), np.empty((n, width), np.int32),
+            np.empty((n, width), np.int32))
 
+
+@kernel(inline="always")
+def _arm_row(arm, formation):
+    """The arms table's row of an arm in a formation."""
+    return np.int32(arm) * np.int32(N_FORMATIONS) + np.int32(formation)
 
 
 @kernel()
 def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
                  step, key, team, patches, cover_map, orders, ground0, cover0, known, k,
-                 samples, low, high, units, flags, pairs, los, target, scratch):
+                 samples, low, high, units, flags, pairs, los, target, scratch, arms):
     """Step battles ``lo`` to ``hi - 1``: unit-major state in, their rows of the output
     blocks written (``scratch`` is :func:`step_scratch` of the caller's thread, at least
-    ``hi - lo`` wide).
+    ``hi - lo`` wide). ``arms`` holds the order of battle: each unit's arm and quality
+    (U,; quality multiplies its fire and melee and divides its morale losses), its
+    formation and drill steps left before the step (U, B), the formation orders (U, B;
+    :data:`~envs.sim.constants.KEEP_FORMATION` keeps), the going map (B, rows, cols), the
+    arms table (:func:`arms_table`) and the (2, U, B) block the new formations and drill
+    steps are written to.
 
     Each phase loops over units (and pairs) outside and over battles inside, so that
     LLVM vectorises the battles' arithmetic across SIMD lanes (sight lines, which gather
     the ground, stay battle by battle); the float32 operations and their order are
     those of one battle alone."""
     assert lo >= 0  # battle indices lo + c load contiguously (see envs.sim.jit)
+    arm, quality, formation0, drill0, drill_orders, going_map, table, modes = arms
     x, y, theta = units[U_X], units[U_Y], units[U_THETA]
     strength, morale, readiness = units[U_STRENGTH], units[U_MORALE], units[U_READINESS]
     cos_h, sin_h = units[U_COS], units[U_SIN]
     elevation, cover = units[U_ELEVATION], units[U_COVER]
     volley, dealt, taken = units[U_VOLLEY], units[U_DEALT], units[U_TAKEN]
     routed, destroyed = flags[F_ROUTED], flags[F_DESTROYED]
+    formation, drill = modes[0], modes[1]
     dx, dy, dist = pairs[P_DX], pairs[P_DY], pairs[P_DIST]
     facing_cos, facing_sin = pairs[P_FACING_COS], pairs[P_FACING_SIN]
-    rows_, active, raw, aim = scratch
+    rows_, active, raw, aim, contacts = scratch
     move, rotate, fire, live = rows_[S_MOVE], rows_[S_ROTATE], rows_[S_FIRE], rows_[S_LIVE]
     firepower, near, incoming = rows_[S_FIREPOWER], rows_[S_NEAR], rows_[S_INCOMING]
-    share, shaken = rows_[S_SHARE], rows_[S_SHAKEN]
+    share, shaken, arc = rows_[S_SHARE], rows_[S_SHAKEN], rows_[S_ARC]
+    exposure, guard, steady, melee_in = (rows_[S_EXPOSURE], rows_[S_GUARD], rows_[S_STEADY],
+                                         rows_[S_MELEE])
     n = x0.shape[0]
     rows, cols = patches.shape[1], patches.shape[2]
     zero, one = F32(0), F32(1)
@@ -314,20 +398,38 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
                                          k[K_BACKWARD])
     step_length, width, height = k[K_STEP_LENGTH], k[K_WIDTH], k[K_HEIGHT]
     moving_penalty, turning_penalty = k[K_MOVING_PENALTY], k[K_TURNING_PENALTY]
-    volley_damage, cos_front, cos_rear = k[K_VOLLEY_DAMAGE], k[K_COS_FRONT], k[K_COS_REAR]
+    cos_front, cos_rear = k[K_COS_FRONT], k[K_COS_REAR]
     flank_mult, rear_mult, height_advantage = (k[K_FLANK_MULT], k[K_REAR_MULT],
                                                k[K_HEIGHT_ADVANTAGE])
     cover_protection, per_damage = k[K_COVER_PROTECTION], k[K_MORALE_PER_DAMAGE]
     flank_morale, rear_morale, shock = k[K_FLANK_MORALE], k[K_REAR_MORALE], k[K_VOLLEY_SHOCK]
-    recovery_rate, reload, destroyed_at = k[K_MORALE_RECOVERY], k[K_RELOAD], k[K_DESTROYED]
-    rout_at, fire_range, cos_arc = k[K_ROUT], k[K_FIRE_RANGE], k[K_COS_FIRE_ARC]
-    exponent = k[K_HIT_EXPONENT]
+    recovery_rate, destroyed_at, rout_at = k[K_MORALE_RECOVERY], k[K_DESTROYED], k[K_ROUT]
+    melee_damage, charge_impact = table[0, A_MELEE_DAMAGE], table[0, A_CHARGE_IMPACT]
+    charge_speed, disorder = table[0, A_CHARGE_SPEED], table[0, A_DISORDER]
+    melee_morale, reach_slack = table[0, A_MELEE_MORALE], table[0, A_MELEE_REACH]
     # Every loop over battles below writes one or two arrays: with more, LLVM's runtime
     # checks that they do not overlap the arrays read exceed its limit and the loop stays
     # scalar.
 
+    # Drill: a formation order the arm can take starts a change (the unit stands and
+    # holds its fire for the arm's drill steps); otherwise a change under way goes on.
+    for i in range(n):
+        base = _arm_row(arm[i], 0)
+        drill_steps = np.int16(table[base, A_DRILL])
+        for c in range(hi - lo):
+            b = lo + c
+            wanted = drill_orders[i, b]
+            starts = ((wanted >= 0) & (wanted != formation0[i, b]) & (drill0[i, b] == 0)
+                      & (not (routed0[i, b] | destroyed0[i, b])))
+            if starts:
+                starts = table[base + wanted, A_ALLOWED] > zero
+            formation[i, b] = wanted if starts else formation0[i, b]
+            drill[i, b] = drill_steps if starts else max(drill0[i, b] - 1, 0)
+
     # Manoeuvre: wheel, then march along the new heading over the ground one stood on.
     for i in range(n):
+        base = _arm_row(arm[i], 0)
+        charges = table[base, A_CHARGES]
         if not known:
             for c in range(hi - lo):
                 b = lo + c
@@ -339,7 +441,9 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
             b = lo + c
             active[i, c] = not (routed0[i, b] | destroyed0[i, b])
         for c in range(hi - lo):
-            live[i, c] = one if active[i, c] else zero
+            b = lo + c
+            # A unit changing formation obeys no order until it is done.
+            live[i, c] = one if active[i, c] & (drill[i, b] == 0) else zero
         for c in range(hi - lo):
             b = lo + c
             move[i, c] = min(max(orders[0, i, b], low[0]), high[0]) * live[i, c]
@@ -357,16 +461,43 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
             cos_h[i, b], sin_h[i, b] = sincos(theta[i, b])
         for c in range(hi - lo):
             b = lo + c
-            ground_speed = (one - (one - hill) * under_rows[i, b]) - forest * wood_rows[i, b]
+            # Cavalry's fire order is its charge: forward at up to charge_speed.
+            forward = one if move[i, c] > zero else zero
+            gait = one + (charge_speed - one) * (fire[i, c] * forward * charges)
+            steady[i, c] = table[base + formation[i, b], A_SPEED] * gait
+        for c in range(hi - lo):
+            b = lo + c
+            going = _cell(going_map, b, x0[i, b], y0[i, b], k, rows, cols)
+            ground_speed = ((one - (one - hill) * under_rows[i, b]) - forest * wood_rows[i, b]) \
+                * going * steady[i, c]
             pace = one - (one - backward) * (one if move[i, c] < zero else zero)
             stride = move[i, c] * pace * ground_speed * step_length
             x[i, b] = min(max(x0[i, b] + cos_h[i, b] * stride, zero), width)
             y[i, b] = min(max(y0[i, b] + sin_h[i, b] * stride, zero), height)
+        for c in range(hi - lo):
+            b = lo + c
+            # Impassable ground (water, going 0) is not entered: the unit stays put.
+            blocked = _cell(going_map, b, x[i, b], y[i, b], k, rows, cols) <= zero
+            x[i, b] = x0[i, b] if blocked else x[i, b]
+            y[i, b] = y0[i, b] if blocked else y[i, b]
+    _separate(lo, hi, n, arm, table, active, x, y, width, height)
     sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
           cover, dx, dy, dist, facing_cos, facing_sin, los)
 
     # Fire: the nearest enemy in range, in the arc and in sight (ties share the volley).
     for i in range(n):
+        base = _arm_row(arm[i], 0)
+        fire_range = table[base, A_RANGE]
+        for c in range(hi - lo):
+            b = lo + c
+            arc[i, c] = table[base + formation[i, b], A_COS_ARC]
+        for c in range(hi - lo):
+            b = lo + c
+            exposure[i, c] = table[base + formation[i, b], A_EXPOSURE]
+        for c in range(hi - lo):
+            b = lo + c
+            guard[i, c] = (table[base + formation[i, b], A_CAVALRY_DEFENCE]
+                           * (disorder if drill[i, b] > 0 else one))
         for c in range(hi - lo):
             near[i, c] = F32(np.inf)
         for c in range(hi - lo):
@@ -379,20 +510,18 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
                 continue
             for c in range(hi - lo):
                 b = lo + c
-                if _can_hit(i, j, b, c, active, los, dist, facing_cos, fire_range, cos_arc):
+                if _can_hit(i, j, b, c, active, los, dist, facing_cos, fire_range, arc):
                     near[i, c] = min(near[i, c], dist[i, j, b])
         for j in range(n):
             if team[i] == team[j]:
                 continue
             for c in range(hi - lo):
                 b = lo + c
-                if _fires_at(i, j, b, c, active, los, dist, facing_cos, near, fire_range,
-                             cos_arc):
+                if _fires_at(i, j, b, c, active, los, dist, facing_cos, near, fire_range, arc):
                     aim[i, c] += 1
             for c in range(hi - lo):
                 b = lo + c
-                if _fires_at(i, j, b, c, active, los, dist, facing_cos, near, fire_range,
-                             cos_arc):
+                if _fires_at(i, j, b, c, active, los, dist, facing_cos, near, fire_range, arc):
                     target[i, b] = j
         for c in range(hi - lo):
             b = lo + c
@@ -401,10 +530,15 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
             b = lo + c
             steadiness = ((one - moving_penalty * abs(move[i, c]))
                           * (one - turning_penalty * abs(rotate[i, c])))
-            firepower[i, c] = volley_damage * volley[i, b] * strength0[i, b] * steadiness
+            firepower[i, c] = (table[base + formation[i, b], A_FIREPOWER] * volley[i, b]
+                               * strength0[i, b] * steadiness) * quality[i]
         for c in range(hi - lo):
             share[i, c] = one / F32(max(aim[i, c], 1))
     for i in range(n):
+        base = _arm_row(arm[i], 0)
+        fire_range, inv_range = table[base, A_RANGE], table[base, A_INV_RANGE]
+        exponent = table[base, A_EXPONENT]
+        guns = arm[i] == ARTILLERY
         for j in range(n):
             if team[i] == team[j]:
                 for c in range(hi - lo):
@@ -414,16 +548,59 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
                 b = lo + c
                 d = dist[i, j, b]
                 arrival = facing_cos[j, i, b]
-                flank = one if arrival <= cos_front else zero
-                rear = one if arrival < cos_rear else zero
+                # A square has no flank or rear.
+                flank = one if (arrival <= cos_front) & (arc[j, c] > ALL_ROUND_ARC) else zero
+                rear = one if (arrival < cos_rear) & (arc[j, c] > ALL_ROUND_ARC) else zero
                 angle = (one + (flank_mult - one) * flank) + (rear_mult - flank_mult) * rear
                 rise = one + height_advantage * (elevation[i, b] - elevation[j, b])
                 protection = one - cover_protection * cover[j, b]
-                chance = hit_chance_for(d, k, exponent)
+                chance = hit_chance_of(d, inv_range, exponent)
                 hit = _fires_at(i, j, b, c, active, los, dist, facing_cos, near, fire_range,
-                                cos_arc)
+                                arc)
                 damage = (firepower[i, c] * share[i, c]) * (chance * angle * rise * protection)
+                damage = damage * exposure[j, c] if guns else damage
                 raw[i, j, c] = damage if hit else zero
+
+    # Melee: enemies within touching distance fight hand to hand, every unit spreading
+    # its effort over the enemies it touches; a charge multiplies cavalry's, a square
+    # or a column blunts it, a unit caught changing formation suffers more.
+    for i in range(n):
+        for c in range(hi - lo):
+            contacts[i, c] = 0
+        for j in range(n):
+            if team[i] == team[j]:
+                continue
+            reach = table[_arm_row(arm[i], 0), A_RADIUS] + table[_arm_row(arm[j], 0), A_RADIUS] \
+                + reach_slack
+            for c in range(hi - lo):
+                b = lo + c
+                touching = active[i, c] & active[j, c] & (dist[i, j, b] <= reach)
+                contacts[i, c] += 1 if touching else 0
+    for j in range(n):
+        for c in range(hi - lo):
+            melee_in[j, c] = zero
+    for i in range(n):
+        base = _arm_row(arm[i], 0)
+        power = melee_damage * table[base, A_MELEE] * quality[i]
+        charges = table[base, A_CHARGES]
+        for j in range(n):
+            if team[i] == team[j]:
+                continue
+            reach = table[base, A_RADIUS] + table[_arm_row(arm[j], 0), A_RADIUS] + reach_slack
+            for c in range(hi - lo):
+                b = lo + c
+                touching = active[i, c] & active[j, c] & (dist[i, j, b] <= reach)
+                arrival = facing_cos[j, i, b]
+                flank = one if (arrival <= cos_front) & (arc[j, c] > ALL_ROUND_ARC) else zero
+                rear = one if (arrival < cos_rear) & (arc[j, c] > ALL_ROUND_ARC) else zero
+                angle = (one + (flank_mult - one) * flank) + (rear_mult - flank_mult) * rear
+                impetus = one + (charge_impact - one) * (fire[i, c] * charges)
+                defence = one + (guard[j, c] - one) * charges
+                blow = (power * strength0[i, b] * impetus * defence * angle
+                        / F32(max(contacts[i, c], 1)))
+                melee = blow if touching else zero
+                raw[i, j, c] += melee
+                melee_in[j, c] += melee
     # A target cannot lose more than it has; its shooters share the loss (raw becomes
     # the damage applied).
     for j in range(n):
@@ -450,26 +627,31 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
                 b = lo + c
                 dealt[i, b] += raw[i, j, c]
     for j in range(n):
+        frailty = table[_arm_row(arm[j], 0), A_MORALE] / quality[j]
         for c in range(hi - lo):
             shaken[j, c] = zero
         for i in range(n):
             for c in range(hi - lo):
                 b = lo + c
                 arrival = facing_cos[j, i, b]
-                flank = one if arrival <= cos_front else zero
-                rear = one if arrival < cos_rear else zero
+                flank = one if (arrival <= cos_front) & (arc[j, c] > ALL_ROUND_ARC) else zero
+                rear = one if (arrival < cos_rear) & (arc[j, c] > ALL_ROUND_ARC) else zero
                 weight = per_damage + flank_morale * flank + (rear_morale - flank_morale) * rear
                 shaken[j, c] += raw[i, j, c] * weight
         for c in range(hi - lo):
             b = lo + c
             shaken[j, c] += shock * taken[j, b] * taken[j, b]
+        for c in range(hi - lo):
+            shaken[j, c] = (shaken[j, c] + melee_morale * (melee_in[j, c] * share[j, c])) \
+                * frailty
 
     # Casualties and morale.
     for i in range(n):
+        reload = table[_arm_row(arm[i], 0), A_RELOAD]
         for c in range(hi - lo):
             b = lo + c
             quiet = one if incoming[i, c] <= zero else zero
-            recovery = recovery_rate * (live[i, c] * quiet)
+            recovery = recovery_rate * ((one if active[i, c] else zero) * quiet)
             morale[i, b] = min(max(morale0[i, b] - shaken[i, c] + recovery, zero), one)
         for c in range(hi - lo):
             b = lo + c
@@ -488,6 +670,31 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
             breaks = active[i, c] & (not destroyed[i, b]) & (m < rout_at) \
                 & (draw < one - m / rout_at)
             routed[i, b] = routed0[i, b] | breaks
+
+
+@kernel()
+def _separate(lo, hi, n, arm, table, active, x, y, width, height):
+    """Push apart every two units in the fight that stand closer than their radii allow,
+    each half the overlap along the line between them (pair by pair, in index order;
+    a unit exactly on another steps east of it), and keep them on the map."""
+    zero, half = F32(0), F32(0.5)
+    for i in range(n):
+        for j in range(i + 1, n):
+            apart = table[_arm_row(arm[i], 0), A_RADIUS] + table[_arm_row(arm[j], 0), A_RADIUS]
+            if apart <= zero:
+                continue
+            for c in range(hi - lo):
+                b = lo + c
+                ox = x[j, b] - x[i, b]
+                oy = y[j, b] - y[i, b]
+                d = np.sqrt(ox * ox + oy * oy)
+                push = (apart - d) * half if active[i, c] & active[j, c] & (d < apart) else zero
+                ux = ox / d if d > zero else F32(1)
+                uy = oy / d if d > zero else zero
+                x[i, b] = min(max(x[i, b] - ux * push, zero), width)
+                y[i, b] = min(max(y[i, b] - uy * push, zero), height)
+                x[j, b] = min(max(x[j, b] + ux * push, zero), width)
+                y[j, b] = min(max(y[j, b] + uy * push, zero), height)
 
 
 @kernel(inline="always")
@@ -525,7 +732,7 @@ def hit_chance_of(dist, inv_fire_range, exponent):
 @kernel()
 def step_kernel(x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0, step,
                 key, team, patches, cover_map, orders, ground0, cover0, known, k, samples, low,
-                high, units, flags, pairs, los, target):
+                high, units, flags, pairs, los, target, arms):
     """:func:`envs.sim.engine.step` over a batch, on one thread (see the engine's
     docstring for the model). ``orders`` is (3, U, B); ``ground0``/``cover0`` the ground
     under the units before the step when ``known`` (else looked up here). Writes the
@@ -536,13 +743,13 @@ def step_kernel(x0, y0, theta0, strength0, morale0, readiness0, routed0, destroy
         step_battles(lo, min(lo + CHUNK, batch), x0, y0, theta0, strength0, morale0,
                      readiness0, routed0, destroyed0, step, key, team, patches, cover_map,
                      orders, ground0, cover0, known, k, samples, low, high, units, flags,
-                     pairs, los, target, scratch)
+                     pairs, los, target, scratch, arms)
 
 
 @kernel(parallel=True)
 def step_kernel_parallel(x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
                          step, key, team, patches, cover_map, orders, ground0, cover0, known, k,
-                         samples, low, high, units, flags, pairs, los, target):
+                         samples, low, high, units, flags, pairs, los, target, arms):
     """:func:`step_kernel` with its chunks spread over Numba's threads (each chunk has its
     own scratch rows)."""
     n, batch = x0.shape
@@ -552,4 +759,4 @@ def step_kernel_parallel(x0, y0, theta0, strength0, morale0, readiness0, routed0
         step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0,
                      destroyed0, step, key, team, patches, cover_map, orders, ground0, cover0,
                      known, k, samples, low, high, units, flags, pairs, los, target,
-                     step_scratch(n, hi - lo))
+                     step_scratch(n, hi - lo), arms)

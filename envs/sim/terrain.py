@@ -35,6 +35,10 @@ from envs.sim.vector_math import exp
 F32 = np.float32
 
 
+MAX_GOING = 2.0
+"""Fastest going a cell may have (a good road doubles the pace at most)."""
+
+
 @dataclass(frozen=True, eq=False)
 class TerrainMap:
     """A battlefield: elevation and cover grids laid over ``width x height`` metres.
@@ -44,17 +48,21 @@ class TerrainMap:
         cover: (rows, cols) cover density in [0, 1].
         width: map width in metres, in :data:`~envs.sim.constants.MAP_SIZE_RANGE`.
         height: map height in metres, likewise.
+        going: (rows, cols) speed multiplier of each cell in [0, :data:`MAX_GOING`]:
+            1 on open ground (the default everywhere), below 1 in marsh or across a
+            stream, 0 on impassable water (a unit never enters such a cell).
 
     Raises:
         ValueError: if the grids are not real numeric arrays, differ in shape, are
-            not 2-D, hold non-finite values, or cover leaves [0, 1]; or if a side is
-            out of range.
+            not 2-D, hold non-finite values, or cover leaves [0, 1] or going
+            [0, MAX_GOING]; or if a side is out of range.
     """
 
     elevation: np.ndarray
     cover: np.ndarray
     width: float = C.MAP_WIDTH
     height: float = C.MAP_HEIGHT
+    going: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         elevation = check_real_array("elevation", self.elevation).copy()
@@ -68,10 +76,19 @@ class TerrainMap:
         if cover.min() < 0 or cover.max() > 1:
             raise ValueError(f"cover spans [{cover.min()}, {cover.max()}]: expected values "
                              "in [0, 1]")
+        if self.going is None:
+            going = np.ones_like(cover)
+        else:
+            going = check_real_array("going", self.going, cover.shape).copy()
+            if going.min() < 0 or going.max() > MAX_GOING:
+                raise ValueError(f"going spans [{going.min()}, {going.max()}]: expected values "
+                                 f"in [0, {MAX_GOING}]")
         elevation.flags.writeable = False
         cover.flags.writeable = False
+        going.flags.writeable = False
         object.__setattr__(self, "elevation", elevation)
         object.__setattr__(self, "cover", cover)
+        object.__setattr__(self, "going", going)
         object.__setattr__(self, "width", check_map_size("width", self.width))
         object.__setattr__(self, "height", check_map_size("height", self.height))
 

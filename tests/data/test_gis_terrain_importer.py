@@ -16,6 +16,7 @@ from data.gis.terrain_importer import (
     TerrainLayers,
     build_all_battle_terrains,
 )
+from envs.scenario import FORD_GOING, ROAD_GOING
 from envs.sim.terrain import TerrainMap
 
 WATERLOO = BATTLE_SITES["waterloo"]
@@ -380,3 +381,16 @@ def test_build_all_battle_terrains_reads_every_site(tmp_path):
     (tmp_path / "salamanca.osm").unlink()
     with pytest.raises(FileNotFoundError, match=r"salamanca\.osm"):
         build_all_battle_terrains(6, 5, tmp_path)
+
+
+def test_water_is_impassable_but_where_a_road_bridges_it_and_roads_are_quick(tmp_path,
+                                                                              flat_tif):
+    osm = Osm(rows=8, cols=8)
+    osm.way([(-1.0, 7.5), (9.0, 7.5)], {"waterway": "river"})  # across the northern row
+    osm.way([(3.5, -1.0), (3.5, 9.0)], {"highway": "primary"})  # column 3, south to north
+    terrain = GISTerrainBuilder("waterloo", 8, 8, srtm_path=flat_tif,
+                                osm_path=osm.write(tmp_path / "bridge.osm")).build()
+    assert terrain.going[7, 3] == pytest.approx(FORD_GOING)  # the bridge
+    assert (np.delete(terrain.going[7], 3) == 0).all()
+    assert terrain.going[2, 3] == pytest.approx(ROAD_GOING)
+    assert terrain.going[2, 2] == 1.0

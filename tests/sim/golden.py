@@ -42,6 +42,11 @@ N_TEAM_BATTLES_EACH = 100
 COMMANDERS = (*range(1, NUM_CURRICULUM_LEVELS + 1), "doctrine", "random")
 """Blue's (and a team side's) commander of battle ``i``: ``COMMANDERS[i % 7]``."""
 FIELDS = ("strength", "morale", "x", "y", "routed", "destroyed")
+RECORDED_MODEL = BattleConfig(melee_damage=0.0, arm_radius=(0.0, 0.0, 0.0))
+"""The model the NumPy engine ran: today's with melee and the units' frontage (which
+keeps units apart) switched off. Combined arms added both on purpose; every other new
+factor is exactly 1 or 0 for infantry in line, so with these two off the battles must
+come out as recorded."""
 
 def _record(result: dict[str, list], state, battles: np.ndarray, n_units: int,
             winner: np.ndarray, reward: np.ndarray) -> None:
@@ -58,7 +63,7 @@ def _record(result: dict[str, list], state, battles: np.ndarray, n_units: int,
 
 def play_duels(result: dict[str, list]) -> None:
     """The duels: battle ``i`` is seed ``i``, Red at level ``i % 5 + 1``."""
-    config = BattleConfig()
+    config = RECORDED_MODEL
     batch = BattalionBatch(N_DUELS, config=config, terrain=None, randomize_terrain=True,
                            curriculum_level=1, reward_weights=None)
     index = np.arange(N_DUELS)
@@ -96,7 +101,7 @@ def play_team_battles(result: dict[str, list]) -> None:
     doctrine = DisciplinedCommander()
     for n_blue, n_red in TEAM_SIZES:
         n, n_units = N_TEAM_BATTLES_EACH, n_blue + n_red
-        batch = MultiBattalionBatch(n, n_blue, n_red, config=BattleConfig(), terrain=None,
+        batch = MultiBattalionBatch(n, n_blue, n_red, config=RECORDED_MODEL, terrain=None,
                                     randomize_terrain=True, visibility_radius=600.0,
                                     reward_weights=None)
         index = np.arange(n)

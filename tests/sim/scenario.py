@@ -13,16 +13,22 @@ from envs.sim.terrain import TerrainMap, elevation_patches
 
 
 def place(units: list[tuple[float, float, float]], team: list[int], *, batch: int = 1,
-          terrain: TerrainMap | None = None, seed: int = 0, **fields: float) -> BattleState:
-    """A batch of identical battles with units at ``(x, y, heading_degrees)``.
+          terrain: TerrainMap | None = None, seed: int = 0, arm: list[int] | None = None,
+          formation: list[int] | None = None, quality: list[float] | None = None,
+          **fields: float) -> BattleState:
+    """A batch of identical battles with units at ``(x, y, heading_degrees)`` (infantry in
+    line of quality 1 unless ``arm``, ``formation`` and ``quality`` say otherwise).
 
     Extra keyword arguments set a per-unit field for every unit (e.g. ``morale=0.2``).
     """
     terrain = terrain or TerrainMap.flat()
     rows, cols = terrain.shape
-    state = BattleState.empty(batch, np.array(team), rows, cols)
+    state = BattleState.empty(batch, np.array(team), rows, cols, arm=arm, quality=quality)
+    if formation is not None:
+        state.formation[:] = formation
     state.elevation[:] = terrain.relative_elevation()
     state.cover[:] = terrain.cover
+    state.going[:] = terrain.going
     state.elevation_patches[:] = elevation_patches(terrain.relative_elevation()[None])
     for u, (x, y, heading) in enumerate(units):
         state.x[:, u] = x
@@ -50,3 +56,6 @@ def ridge(height: float = 1.0, along_x: float = 500.0, width_cells: int = 2) -> 
 
 
 DEFAULT = BattleConfig()
+FIRE_ONLY = BattleConfig(melee_damage=0.0, arm_radius=(0.0, 0.0, 0.0))
+"""The model without melee and without frontage (units may stand anywhere, even on each
+other): fire alone, for tests that measure it at any range."""

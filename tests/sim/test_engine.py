@@ -10,14 +10,15 @@ import pytest
 from envs.sim import engine, kernels
 from envs.sim.config import BattleConfig
 from envs.sim.terrain import TerrainMap
-from tests.sim.scenario import DEFAULT, actions, place, ridge
+from tests.sim.scenario import DEFAULT, FIRE_ONLY, actions, place, ridge
 
 BLUE_RED = [0, 1]
 HOLD = (0.0, 0.0, 0.0)
 VOLLEY = (0.0, 0.0, 1.0)
 
 
-def fire_once(state, blue=VOLLEY, red=HOLD, config=DEFAULT):
+def fire_once(state, blue=VOLLEY, red=HOLD, config=FIRE_ONLY):
+    """One step of fire alone (no melee, no frontage: any range can be measured)."""
     return engine.step(state, actions(blue, red, batch=state.batch_size), config)
 
 

@@ -1,0 +1,164 @@
+"""The scripted combined-arms doctrine: how a competent commander of the period used
+each arm, as orders for every unit of a batch of battles.
+
+* **Infantry** marches in column while the enemy is far (:data:`COLUMN_BEYOND`), deploys
+  into line to fight, closes to :data:`VOLLEY_RANGE` and gives fire there, and forms
+  square when enemy horse comes within :data:`SQUARE_WITHIN` (back into line once it
+  is beyond :data:`UNSQUARE_BEYOND`).
+* **Cavalry** picks the nearest enemy that is not a square, rides at it and charges
+  within :data:`CHARGE_WITHIN`; with only squares about, it keeps its distance.
+* **Artillery** limbered moves up until the enemy is within :data:`UNLIMBER_WITHIN`
+  and unlimbers; in battery it turns on the nearest enemy in range and fires; with
+  nothing within :data:`LIMBER_BEYOND` it limbers up to follow the advance.
+
+A side **attacks** when its fighting power (strength times quality of its units still
+in the fight) is at least :data:`ATTACK_RATIO` of the enemy's, and otherwise
+**defends**: it holds its ground, facing the enemy, and fights whoever comes within
+reach (:data:`DEFEND_REACH`). The doctrine reads the battle's state (nothing hidden
+from it is used beyond what both sides could see on the field) and is the same for
+both sides.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from envs.sim import constants as C
+from envs.sim.config import BattleConfig
+from envs.sim.engine import Geometry
+from envs.sim.state import BattleState
+
+F32 = np.float32
+
+COLUMN_BEYOND = 450.0
+"""Infantry farther than this from the nearest enemy marches in column."""
+VOLLEY_RANGE = 90.0
+"""Infantry halts and fires with the nearest enemy this close (the disciplined volley)."""
+SQUARE_WITHIN = 250.0
+"""Infantry forms square when enemy cavalry in the fight comes this close."""
+UNSQUARE_BEYOND = 400.0
+"""...and deploys back into line once no enemy cavalry is this close."""
+CHARGE_WITHIN = 250.0
+"""Cavalry charges its target from this distance."""
+CAVALRY_SHY = 200.0
+"""Cavalry with no target but squares keeps this far from them."""
+UNLIMBER_WITHIN = 550.0
+"""Limbered guns unlimber once the nearest enemy is this close."""
+LIMBER_BEYOND = 700.0
+"""Guns in battery limber up when no enemy is this close and their side attacks."""
+ATTACK_RATIO = 0.9
+"""A side attacks when its fighting power is at least this share of the enemy's."""
+DEFEND_REACH = 250.0
+"""A defending unit moves to fight an enemy only within this distance."""
+
+
+def _steer(bearing: np.ndarray, theta: np.ndarray, turn_rate: float) -> np.ndarray:
+    """The rotate order that turns from ``theta`` towards ``bearing`` by the shortest arc."""
+    error = (bearing - theta + np.pi) % (2 * np.pi) - np.pi
+    return np.clip(error / turn_rate, -1.0, 1.0)
+
+
+def attacking_sides(state: BattleState) -> np.ndarray:
+    """(B, 2): whether Blue (column 0) and Red attack, by :data:`ATTACK_RATIO`."""
+    power = state.strength * state.quality[None] * state.active
+    sides = np.stack([power[:, state.team == t].sum(axis=1) for t in (0, 1)], axis=1)
+    return sides >= ATTACK_RATIO * sides[:, ::-1]
+
+
+class CombinedArmsDoctrine:
+    """Orders of the combined-arms doctrine for a batch of battles (module docstring).
+
+    Args:
+        config: the battle model (turn rate and ranges are read from it).
+    """
+
+    def __init__(self, config: BattleConfig) -> None:
+        self.config = config
+
+    def orders(self, state: BattleState, geometry: Geometry) -> tuple[np.ndarray, np.ndarray]:
+        """Every unit's orders now.
+
+        Returns:
+            ``(actions, formations)``: (B, U, 3) ``[move, rotate, fire]`` and (B, U)
+            formation orders (:data:`~envs.sim.constants.KEEP_FORMATION` to keep), as
+            :func:`envs.sim.engine.step` takes them.
+        """
+        team, arm = state.team, state.arm
+        batch, n = state.x.shape
+        active = state.active
+        enemy = (team[:, None] != team[None, :])[None] & active[:, None, :] & active[:, :, None]
+        dist = np.where(enemy, geometry.dist, np.inf)
+        bearing = np.arctan2(geometry.dy, geometry.dx)
+        nearest = np.argmin(dist, axis=2)
+        near_d = np.take_along_axis(dist, nearest[..., None], axis=2)[..., 0]
+        any_enemy = np.isfinite(near_d)
+        attack = attacking_sides(state)[:, team]
+        turn = self.config.max_turn_rate
+
+        actions = np.zeros((batch, n, C.ACTION_DIM), F32)
+        formations = np.full((batch, n), C.KEEP_FORMATION, np.int8)
+        square = (state.formation == C.SQUARE)[:, None, :]
+        enemy_cavalry = enemy & (arm[None, None, :] == C.CAVALRY)
+        cavalry_d = np.where(enemy_cavalry, geometry.dist, np.inf).min(axis=2)
+
+        def aim(target: np.ndarray) -> np.ndarray:
+            return _steer(np.take_along_axis(bearing, target[..., None], axis=2)[..., 0],
+                          state.theta, turn)
+
+        towards = aim(nearest)
+        engage = any_enemy & (attack | (near_d <= DEFEND_REACH))
+
+        # Infantry.
+        foot = arm[None, :] == C.INFANTRY
+        threatened = cavalry_d <= SQUARE_WITHIN
+        safe = cavalry_d > UNSQUARE_BEYOND
+        in_square = state.formation == C.SQUARE
+        far = near_d > COLUMN_BEYOND
+        wanted = np.where(threatened | (in_square & ~safe), C.SQUARE,
+                          np.where(far & attack, C.COLUMN, C.LINE))
+        formations = np.where(foot, wanted, formations)
+        close_in = engage & (near_d > VOLLEY_RANGE) & ~in_square
+        actions[..., 0] = np.where(foot & close_in, 1.0, actions[..., 0])
+        actions[..., 1] = np.where(foot & any_enemy, towards, actions[..., 1])
+        actions[..., 2] = np.where(foot & (near_d <= VOLLEY_RANGE * 1.2), 1.0, actions[..., 2])
+        # Squares fire at anything close, all round.
+        actions[..., 2] = np.where(foot & in_square & (near_d <= VOLLEY_RANGE), 1.0,
+                                   actions[..., 2])
+
+        # Cavalry: the nearest enemy that is not a square.
+        horse = arm[None, :] == C.CAVALRY
+        prey = np.where(enemy & ~square, geometry.dist, np.inf)
+        target = np.argmin(prey, axis=2)
+        prey_d = np.take_along_axis(prey, target[..., None], axis=2)[..., 0]
+        has_prey = np.isfinite(prey_d) & (attack | (prey_d <= DEFEND_REACH * 2))
+        ride = aim(target)
+        shy = ~has_prey & any_enemy & (near_d < CAVALRY_SHY)
+        actions[..., 0] = np.where(horse & has_prey, 1.0,
+                                   np.where(horse & shy, -1.0, actions[..., 0]))
+        actions[..., 1] = np.where(horse & has_prey, ride,
+                                   np.where(horse & any_enemy, towards, actions[..., 1]))
+        actions[..., 2] = np.where(horse & has_prey & (prey_d <= CHARGE_WITHIN), 1.0,
+                                   actions[..., 2])
+        formations = np.where(horse, C.LINE, formations)
+
+        # Artillery.
+        guns = arm[None, :] == C.ARTILLERY
+        limbered = state.formation == C.LIMBERED
+        unlimber = limbered & (near_d <= UNLIMBER_WITHIN)
+        limber = ~limbered & attack & (near_d > LIMBER_BEYOND)
+        formations = np.where(guns, np.where(unlimber, C.LINE,
+                                             np.where(limber, C.LIMBERED, C.KEEP_FORMATION)),
+                              formations)
+        march = limbered & attack & any_enemy & ~unlimber
+        actions[..., 0] = np.where(guns & march, 1.0, actions[..., 0])
+        actions[..., 1] = np.where(guns & any_enemy, towards, actions[..., 1])
+        in_range = near_d <= self.config.artillery_fire_range
+        actions[..., 2] = np.where(guns & ~limbered & in_range, 1.0, actions[..., 2])
+
+        # A unit does not order the formation it already has (that would be a no-op).
+        formations = np.where(formations == state.formation, C.KEEP_FORMATION, formations)
+        return actions, formations.astype(np.int8)
+
+
+__all__ = ["ATTACK_RATIO", "CHARGE_WITHIN", "COLUMN_BEYOND", "CombinedArmsDoctrine",
+           "SQUARE_WITHIN", "UNLIMBER_WITHIN", "VOLLEY_RANGE", "attacking_sides"]

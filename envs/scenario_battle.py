@@ -1,0 +1,204 @@
+"""Play a scenario to its end: many battles of one order of battle at once.
+
+:func:`play_scenario` deploys a :class:`~envs.scenario.Scenario` into a batch of
+battles (each battle a seed: the units stand where the scenario puts them, give or take
+:data:`DEPLOYMENT_JITTER`, and the routs are drawn from the battle's own key), lets a
+commander for each side give orders every step (by default the scripted combined-arms
+doctrine, :class:`~envs.arms_doctrine.CombinedArmsDoctrine`) and stops each battle
+when a side is beaten:
+
+* a side whose **losses** (strength lost, plus the whole remaining strength of its
+  routed and destroyed units) reach the scenario's ``break_fraction`` of its starting
+  strength is beaten; both at once is a draw;
+* at ``max_steps`` the side with the smaller losses wins if they differ by at least
+  :data:`TIMEOUT_MARGIN`, otherwise it is a draw.
+
+Casualties are reported as historians count them: strength lost, plus
+:data:`ROUTED_LOSS` of the strength of routed units (prisoners and stragglers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from envs.arms_doctrine import CombinedArmsDoctrine
+from envs.scenario import Scenario
+from envs.sim import engine
+from envs.sim import random as rnd
+from envs.sim.config import BattleConfig
+from envs.sim.deploy import place
+from envs.sim.engine import Geometry
+from envs.sim.state import BattleState
+
+F32 = np.float32
+
+DEPLOYMENT_JITTER = 20.0
+"""Standard deviation in metres of each unit's deployment around its scenario position,
+so that the battles of a batch differ by more than their routs."""
+TIMEOUT_MARGIN = 0.1
+"""At the time limit, a side wins if its losses are this much (of its strength) below
+the enemy's."""
+ROUTED_LOSS = 0.5
+"""Share of a routed unit's remaining men counted among the casualties (taken prisoner
+or lost as stragglers in the retreat)."""
+STEP_SECONDS = 4.0
+"""Real time a step stands for when a battle's length is compared with history: a unit
+covers at most 5 m a step, and formed infantry marched about 75 m a minute."""
+NO_WINNER = -1
+
+
+class Commander(Protocol):
+    """Gives every unit's orders: ``(actions (B, U, 3), formations (B, U))``, as
+    :func:`envs.sim.engine.step` takes them (only the commander's own side's rows are
+    used)."""
+
+    def orders(self, state: BattleState, geometry: Geometry) -> tuple[np.ndarray, np.ndarray]:
+        ...
+
+
+@dataclass(frozen=True)
+class ScenarioOutcome:
+    """How the battles of one scenario ended (one entry per battle of the batch)."""
+
+    winner: np.ndarray
+    """(B,) 0 Blue, 1 Red, -1 a draw."""
+    steps: np.ndarray
+    """(B,) the step each battle ended at."""
+    losses: np.ndarray
+    """(B, 2) each side's losses (the break rule's measure) as a share of its strength."""
+    casualties: np.ndarray
+    """(B, 2) each side's casualties as a share of its strength (module docstring)."""
+    frames: list[dict[str, np.ndarray]] | None = None
+    """Battle 0's state every ``record_every`` steps, when recorded."""
+
+
+def side_losses(state: BattleState, initial: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(B, 2) losses and casualties of each side, as shares of ``initial`` (U,) strengths."""
+    lost = initial[None] - state.strength * state.active
+    casualty = initial[None] - state.strength + ROUTED_LOSS * state.strength * state.routed
+    total = np.array([initial[state.team == t].sum() for t in (0, 1)])
+    per_side = [np.stack([a[:, state.team == t].sum(axis=1) for t in (0, 1)], axis=1) / total
+                for a in (lost, casualty)]
+    return per_side[0], np.clip(per_side[1], 0.0, 1.0)
+
+
+def deploy_scenario(scenario: Scenario, n_battles: int, seed: int) -> BattleState:
+    """A batch of ``n_battles`` battles of ``scenario``, battle ``b`` jittered and keyed
+    by ``seed + b``.
+
+    Raises:
+        ValueError: for a scenario that deploys at random (it has no positions).
+    """
+    if scenario.random_deployment:
+        raise ValueError(f"scenario {scenario.id!r} deploys at random: play_scenario needs "
+                         "placed units")
+    terrain = scenario.terrain_map()
+    rows, cols = (1, 1) if terrain is None else terrain.shape
+    state = BattleState.empty(n_battles, scenario.array("side", np.int8), rows, cols,
+                              arm=scenario.array("arm", np.int8),
+                              quality=scenario.array("quality"))
+    seeds = np.arange(n_battles, dtype=np.uint64) + np.uint64(seed)
+    # Each battle's jitter comes from its own seed: a battle is the same in any batch.
+    jitter = np.stack([np.random.default_rng(int(s)).normal(0, DEPLOYMENT_JITTER,
+                                                              (2, len(scenario.units)))
+                       for s in seeds], axis=1)
+    x = np.clip(scenario.array("x")[None] + jitter[0], 0, scenario.width)
+    y = np.clip(scenario.array("y")[None] + jitter[1], 0, scenario.height)
+    if terrain is not None:  # jitter never puts a unit in the water
+        dry = scenario.array("x")[None], scenario.array("y")[None]
+        wet = _impassable(terrain, x, y, scenario)
+        x, y = np.where(wet, dry[0], x), np.where(wet, dry[1], y)
+    place(state, np.arange(n_battles), rnd.seed_keys(seeds), x=x, y=y,
+          theta=scenario.array("theta"), strength=scenario.array("strength"),
+          formation=scenario.array("formation", np.int16), terrain=terrain)
+    return state
+
+
+def _impassable(terrain: Any, x: np.ndarray, y: np.ndarray, scenario: Scenario) -> np.ndarray:
+    rows, cols = terrain.shape
+    col = np.minimum((x * cols / scenario.width).astype(int), cols - 1)
+    row = np.minimum((y * rows / scenario.height).astype(int), rows - 1)
+    return terrain.going[row, col] <= 0
+
+
+def play_scenario(scenario: Scenario, n_battles: int = 16, seed: int = 0, *,
+                  blue: Commander | None = None, red: Commander | None = None,
+                  config: BattleConfig | None = None,
+                  record_every: int = 0) -> ScenarioOutcome:
+    """Play ``n_battles`` battles of ``scenario`` to their ends (module docstring).
+
+    Args:
+        scenario: a scenario with placed units.
+        n_battles: battles in the batch (seeds ``seed`` to ``seed + n_battles - 1``).
+        seed: the first battle's seed.
+        blue: Blue's commander; the combined-arms doctrine if None.
+        red: Red's commander; the combined-arms doctrine if None.
+        config: the battle model; the scenario's field with the default model if None.
+        record_every: if positive, battle 0's state is kept every this many steps (and
+            at its end) for a replay.
+
+    Raises:
+        ValueError: for a scenario that deploys at random, or ``n_battles`` < 1.
+    """
+    if not isinstance(n_battles, int) or n_battles < 1:
+        raise ValueError(f"n_battles={n_battles!r} is invalid: expected an integer >= 1")
+    config = scenario.config() if config is None else config
+    doctrine = CombinedArmsDoctrine(config)
+    blue, red = blue or doctrine, red or doctrine
+    state = deploy_scenario(scenario, n_battles, seed)
+    initial = scenario.array("strength")
+    geometry = engine.sense(state, config)
+    red_rows = state.team == 1
+    winner = np.full(n_battles, NO_WINNER, np.int8)
+    steps = np.zeros(n_battles, np.int32)
+    losses = np.zeros((n_battles, 2))
+    casualties = np.zeros((n_battles, 2))
+    running = np.ones(n_battles, bool)
+    frames: list[dict[str, np.ndarray]] | None = [] if record_every > 0 else None
+    frames_done = frames
+    for t in range(config.max_steps):
+        if frames is not None and (t % record_every == 0):
+            frames.append(_frame(state, t))
+        actions, formations = blue.orders(state, geometry)
+        if red is not blue:
+            red_actions, red_formations = red.orders(state, geometry)
+            actions[:, red_rows] = red_actions[:, red_rows]
+            formations[:, red_rows] = red_formations[:, red_rows]
+        state, events = engine.step(state, actions, config, geometry, formations)
+        geometry = events.geometry
+        lost, casualty = side_losses(state, initial)
+        broken = lost >= scenario.break_fraction
+        decided = running & broken.any(axis=1)
+        last = t + 1 == config.max_steps
+        timed_out = running & ~decided & last
+        margin = lost[:, 1] - lost[:, 0]
+        winner[decided] = np.where(broken[decided].all(axis=1), NO_WINNER,
+                                   np.where(broken[decided, 1], 0, 1))
+        winner[timed_out] = np.where(margin[timed_out] >= TIMEOUT_MARGIN, 0,
+                                     np.where(-margin[timed_out] >= TIMEOUT_MARGIN, 1,
+                                              NO_WINNER))
+        ended = decided | timed_out
+        steps[ended], losses[ended], casualties[ended] = t + 1, lost[ended], casualty[ended]
+        running &= ~ended
+        if frames is not None and ended[0]:
+            frames.append(_frame(state, t + 1))
+            frames_done = frames
+            frames = None
+        if not running.any():
+            break
+    return ScenarioOutcome(winner, steps, losses, casualties, frames_done)
+
+
+def _frame(state: BattleState, t: int) -> dict[str, np.ndarray]:
+    """Battle 0 of ``state`` as a replay frame."""
+    return {"step": np.int32(t), "x": state.x[0].copy(), "y": state.y[0].copy(),
+            "theta": state.theta[0].copy(), "strength": state.strength[0].copy(),
+            "morale": state.morale[0].copy(), "routed": state.routed[0].copy(),
+            "destroyed": state.destroyed[0].copy(), "formation": state.formation[0].copy()}
+
+
+__all__ = ["Commander", "DEPLOYMENT_JITTER", "ROUTED_LOSS", "STEP_SECONDS", "ScenarioOutcome",
+           "TIMEOUT_MARGIN", "deploy_scenario", "play_scenario", "side_losses"]
