@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from envs.arms_doctrine import CombinedArmsDoctrine
+from envs.rendering.replay import Replay, ReplayRecorder
 from envs.scenario import Scenario
 from envs.sim import engine
 from envs.sim import random as rnd
@@ -71,8 +72,8 @@ class ScenarioOutcome:
     """(B, 2) each side's losses (the break rule's measure) as a share of its strength."""
     casualties: np.ndarray
     """(B, 2) each side's casualties as a share of its strength (module docstring)."""
-    frames: list[dict[str, np.ndarray]] | None = None
-    """Battle 0's state every ``record_every`` steps, when recorded."""
+    replay: Replay | None = None
+    """Battle 0, step by step to its end, when recorded."""
 
 
 def side_losses(state: BattleState, initial: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -127,7 +128,7 @@ def _impassable(terrain: Any, x: np.ndarray, y: np.ndarray, scenario: Scenario) 
 def play_scenario(scenario: Scenario, n_battles: int = 16, seed: int = 0, *,
                   blue: Commander | None = None, red: Commander | None = None,
                   config: BattleConfig | None = None,
-                  record_every: int = 0) -> ScenarioOutcome:
+                  record: bool = False) -> ScenarioOutcome:
     """Play ``n_battles`` battles of ``scenario`` to their ends (module docstring).
 
     Args:
@@ -137,8 +138,7 @@ def play_scenario(scenario: Scenario, n_battles: int = 16, seed: int = 0, *,
         blue: Blue's commander; the combined-arms doctrine if None.
         red: Red's commander; the combined-arms doctrine if None.
         config: the battle model; the scenario's field with the default model if None.
-        record_every: if positive, battle 0's state is kept every this many steps (and
-            at its end) for a replay.
+        record: keep a replay of battle 0 (:mod:`envs.rendering.replay`) to its end.
 
     Raises:
         ValueError: for a scenario that deploys at random, or ``n_battles`` < 1.
@@ -157,11 +157,9 @@ def play_scenario(scenario: Scenario, n_battles: int = 16, seed: int = 0, *,
     losses = np.zeros((n_battles, 2))
     casualties = np.zeros((n_battles, 2))
     running = np.ones(n_battles, bool)
-    frames: list[dict[str, np.ndarray]] | None = [] if record_every > 0 else None
-    frames_done = frames
+    recorder = ReplayRecorder(state, 0, scenario.width, scenario.height,
+                              {"scenario": scenario.id, "seed": seed}) if record else None
     for t in range(config.max_steps):
-        if frames is not None and (t % record_every == 0):
-            frames.append(_frame(state, t))
         actions, formations = blue.orders(state, geometry)
         if red is not blue:
             red_actions, red_formations = red.orders(state, geometry)
@@ -169,6 +167,8 @@ def play_scenario(scenario: Scenario, n_battles: int = 16, seed: int = 0, *,
             formations[:, red_rows] = red_formations[:, red_rows]
         state, events = engine.step(state, actions, config, geometry, formations)
         geometry = events.geometry
+        if recorder is not None and running[0]:
+            recorder.record(state, events)
         lost, casualty = side_losses(state, initial)
         broken = lost >= scenario.break_fraction
         decided = running & broken.any(axis=1)
@@ -183,21 +183,11 @@ def play_scenario(scenario: Scenario, n_battles: int = 16, seed: int = 0, *,
         ended = decided | timed_out
         steps[ended], losses[ended], casualties[ended] = t + 1, lost[ended], casualty[ended]
         running &= ~ended
-        if frames is not None and ended[0]:
-            frames.append(_frame(state, t + 1))
-            frames_done = frames
-            frames = None
         if not running.any():
             break
-    return ScenarioOutcome(winner, steps, losses, casualties, frames_done)
-
-
-def _frame(state: BattleState, t: int) -> dict[str, np.ndarray]:
-    """Battle 0 of ``state`` as a replay frame."""
-    return {"step": np.int32(t), "x": state.x[0].copy(), "y": state.y[0].copy(),
-            "theta": state.theta[0].copy(), "strength": state.strength[0].copy(),
-            "morale": state.morale[0].copy(), "routed": state.routed[0].copy(),
-            "destroyed": state.destroyed[0].copy(), "formation": state.formation[0].copy()}
+    replay = None if recorder is None else recorder.finish(
+        winner={0: "blue", 1: "red", NO_WINNER: "draw"}[int(winner[0])], steps=int(steps[0]))
+    return ScenarioOutcome(winner, steps, losses, casualties, replay)
 
 
 __all__ = ["Commander", "DEPLOYMENT_JITTER", "ROUTED_LOSS", "STEP_SECONDS", "ScenarioOutcome",

@@ -68,3 +68,16 @@ def test_loading_rejects_missing_and_foreign_files(tmp_path):
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
     with pytest.raises(ValueError, match="junk.npz"):
         load_replay(tmp_path / "junk.npz")
+
+
+def test_a_replay_of_format_1_loads_as_infantry_in_line_on_open_going(replay, tmp_path):
+    path = save_replay(replay, tmp_path / "new.npz")
+    with np.load(path) as data:
+        old = {k: data[k] for k in data.files if k not in ("formation", "arm", "going")}
+    old["version"] = np.int32(1)
+    np.savez_compressed(tmp_path / "old.npz", **old)
+    loaded = load_replay(tmp_path / "old.npz")
+    assert (loaded.arm == 0).all() and (loaded.going == 1).all()
+    assert loaded.tracks["formation"].shape == loaded.tracks["x"].shape
+    assert (loaded.tracks["formation"] == 0).all()
+    assert np.allclose(loaded.tracks["x"], replay.tracks["x"])

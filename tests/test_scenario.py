@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from envs.arms_doctrine import SQUARE_WITHIN, CombinedArmsDoctrine
+from envs.rendering.replay import load_replay, render_gif, save_replay
 from envs.scenario import (
     FORD_GOING,
     ROAD_GOING,
@@ -144,12 +145,19 @@ def test_battles_are_reproducible_and_do_not_depend_on_their_batch():
     assert (a.losses[decided].max(axis=1) >= scenario.break_fraction).all()
 
 
-def test_a_replay_records_battle_zero_to_its_end():
+def test_a_replay_records_battle_zero_to_its_end_with_arms_and_ground(tmp_path):
     scenario = scenario_from_dict(SCENARIO)
-    outcome = play_scenario(scenario, 2, seed=0, record_every=25)
-    frames = outcome.frames
-    assert frames[0]["step"] == 0 and frames[-1]["step"] == outcome.steps[0]
-    assert frames[0]["x"].shape == (7,)
+    outcome = play_scenario(scenario, 2, seed=0, record=True)
+    replay = outcome.replay
+    assert replay.n_steps == outcome.steps[0]
+    assert list(replay.arm) == list(scenario.array("arm", np.int8))
+    assert replay.tracks["formation"][0, 3] == C.LIMBERED
+    assert (replay.going == 0).any()  # the river
+    again = load_replay(save_replay(replay, tmp_path / "battle.npz"))
+    assert np.array_equal(again.tracks["formation"], replay.tracks["formation"])
+    assert np.array_equal(again.going, replay.going) and np.array_equal(again.arm, replay.arm)
+    gif = render_gif(again, tmp_path / "battle.gif", size=160, frame_stride=50)
+    assert gif.stat().st_size > 0
 
 
 def test_a_randomly_deployed_scenario_cannot_be_played_placed():

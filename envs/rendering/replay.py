@@ -1,8 +1,10 @@
 """Replays: record a battle step by step, save it compactly, play it back as a GIF.
 
-A replay file is a compressed NumPy archive (``.npz``) holding the map once and,
-for every step, each battalion's position, heading, strength, morale, readiness,
-status and fire: a 500-step 1v1 battle takes a few tens of kilobytes.
+A replay file is a compressed NumPy archive (``.npz``) holding the map (elevation,
+cover and going) and each unit's side and arm once and, for every step, each unit's
+position, heading, strength, morale, readiness, status, fire and formation: a
+500-step 1v1 battle takes a few tens of kilobytes. Files of format 1 (before arms and
+formations) still load, as infantry in line on open going.
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ from envs.sim.engine import StepEvents
 from envs.sim.state import BattleState
 from storage.files import atomic_write_bytes
 
-REPLAY_FORMAT_VERSION = 1
+REPLAY_FORMAT_VERSION = 2
 _TRACKS = ("x", "y", "theta", "strength", "morale", "readiness", "routed", "destroyed",
-           "volley", "target")
+           "volley", "target", "formation")
+_STATE_TRACKS = ("x", "y", "theta", "strength", "morale", "readiness", "routed",
+                 "destroyed", "formation")
+"""The tracks read from the state (the others come from the step's events)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -37,6 +42,10 @@ class Replay:
     cover: np.ndarray
     tracks: dict[str, np.ndarray]
     metadata: dict[str, Any] = field(default_factory=dict)
+    arm: np.ndarray | None = None
+    """(U,) each unit's arm code; None for a replay of infantry only."""
+    going: np.ndarray | None = None
+    """(rows, cols) the going of the map; None for open going everywhere."""
 
     @property
     def n_steps(self) -> int:
@@ -49,7 +58,8 @@ class Replay:
         return Frame(x=tr["x"][t], y=tr["y"][t], theta=tr["theta"][t],
                      strength=tr["strength"][t], morale=tr["morale"][t],
                      routed=tr["routed"][t], destroyed=tr["destroyed"][t], team=self.team,
-                     step=t, volley=tr["volley"][t], target=tr["target"][t])
+                     step=t, volley=tr["volley"][t], target=tr["target"][t], arm=self.arm,
+                     formation=tr["formation"][t])
 
 
 class ReplayRecorder:
@@ -72,6 +82,8 @@ class ReplayRecorder:
         self.team = state.team.copy()
         self.elevation = state.elevation[battle].copy()
         self.cover = state.cover[battle].copy()
+        self.arm = state.arm.copy()
+        self.going = state.going[battle].copy()
         self.metadata = dict(metadata or {})
         json.dumps(self.metadata)  # fail now, not at save time
         self._rows: dict[str, list[np.ndarray]] = {name: [] for name in _TRACKS}
@@ -84,7 +96,7 @@ class ReplayRecorder:
 
     def _append(self, state: BattleState, volley: np.ndarray, target: np.ndarray) -> None:
         b = self.battle
-        for name in _TRACKS[:8]:
+        for name in _STATE_TRACKS:
             self._rows[name].append(np.array(getattr(state, name)[b]))
         self._rows["volley"].append(np.asarray(volley, np.float32).copy())
         self._rows["target"].append(np.asarray(target, np.int8).copy())
@@ -95,7 +107,7 @@ class ReplayRecorder:
         json.dumps(notes)
         tracks = {name: np.stack(rows) for name, rows in self._rows.items()}
         return Replay(self.width, self.height, self.team, self.elevation, self.cover, tracks,
-                      notes)
+                      notes, self.arm, self.going)
 
 
 def record_episode(env, policy=None, *, seed: int | None = None,
@@ -143,6 +155,9 @@ def save_replay(replay: Replay, path: str | Path) -> Path:
         height=np.float64(replay.height), team=replay.team, elevation=replay.elevation,
         cover=replay.cover, routed=replay.tracks["routed"],
         destroyed=replay.tracks["destroyed"], target=replay.tracks["target"],
+        formation=replay.tracks["formation"].astype(np.int8),
+        arm=np.zeros(len(replay.team), np.int8) if replay.arm is None else replay.arm,
+        going=np.ones_like(replay.elevation) if replay.going is None else replay.going,
         metadata=np.array(json.dumps(replay.metadata)), **floats)
     atomic_write_bytes(path, buffer.getvalue())
     return path
@@ -164,39 +179,52 @@ def load_replay(path: str | Path) -> Replay:
     except (OSError, ValueError) as error:
         raise ValueError(f"{path} is not a readable replay archive: {error}") from error
     missing = {"version", "width", "height", "team", "elevation", "cover", "metadata",
-               *_TRACKS} - set(contents)
+               *_TRACKS[:-1]} - set(contents)
     if missing:
         raise ValueError(f"{path} is not a replay: missing {sorted(missing)}")
-    if int(contents["version"]) != REPLAY_FORMAT_VERSION:
-        raise ValueError(f"{path} has replay format {int(contents['version'])}: expected "
+    version = int(contents["version"])
+    if version not in (1, REPLAY_FORMAT_VERSION):
+        raise ValueError(f"{path} has replay format {version}: expected 1 or "
                          f"{REPLAY_FORMAT_VERSION}")
+    if version == 1:  # before arms and formations: infantry in line on open going
+        contents["formation"] = np.zeros(contents["routed"].shape, np.int8)
+        contents["arm"] = np.zeros(len(contents["team"]), np.int8)
+        contents["going"] = np.ones_like(contents["elevation"])
+    missing = {"formation", "arm", "going"} - set(contents)
+    if missing:
+        raise ValueError(f"{path} is not a replay of format {version}: missing "
+                         f"{sorted(missing)}")
     tracks = {name: contents[name].astype(np.float32) if contents[name].dtype.kind == "f"
               else contents[name] for name in _TRACKS}
     return Replay(float(contents["width"]), float(contents["height"]), contents["team"],
                   contents["elevation"], contents["cover"], tracks,
-                  json.loads(str(contents["metadata"])))
+                  json.loads(str(contents["metadata"])), contents["arm"], contents["going"])
 
 
 def render_gif(replay: Replay, path: str | Path, *, size: int = 480, fps: int = 25,
-               frame_stride: int = 2) -> Path:
+               frame_stride: int = 2, unit_scale: float | None = None) -> Path:
     """Animate ``replay`` to a GIF at ``path`` (written atomically); returns the path.
 
     Args:
         size: image width in pixels (height follows the map's aspect ratio).
         fps: frames per second of the animation.
         frame_stride: draw every n-th step (the last step is always drawn).
+        unit_scale: how much larger than a battalion units are drawn; by default one
+            per kilometre of map width (at least 1), so that a whole battlefield's
+            brigades stay visible.
     """
     if size < 64 or fps < 1 or frame_stride < 1:
         raise ValueError(f"size={size}, fps={fps}, frame_stride={frame_stride} are invalid: "
                          "expected size >= 64, fps >= 1 and frame_stride >= 1")
     height = max(1, int(round(size * replay.height / replay.width)))
-    background = terrain_image(replay.elevation, replay.cover, (size, height))
+    background = terrain_image(replay.elevation, replay.cover, (size, height), replay.going)
     steps = list(range(0, replay.n_steps + 1, frame_stride))
     if steps[-1] != replay.n_steps:
         steps.append(replay.n_steps)
     palette = palette_for(background)
+    scale = max(1.0, replay.width / 1000.0) if unit_scale is None else unit_scale
     frames = [Image.fromarray(draw_frame(background, replay.frame(t), replay.width,
-                                         replay.height)).quantize(
+                                         replay.height, scale)).quantize(
                   palette=palette, dither=Image.Dither.NONE) for t in steps]
     # Hold the final frame so the outcome can be read.
     durations = [int(1000 / fps)] * (len(frames) - 1) + [2000]
