@@ -61,6 +61,9 @@ _EXPORTS = {
     # benchmarks
     "HistoricalBenchmark": "training.historical_benchmark",
     "BenchmarkSummary": "training.historical_benchmark",
+    "TransferBenchmark": "training.transfer_benchmark",
+    "TransferEvalConfig": "training.transfer_benchmark",
+    "TransferSummary": "training.transfer_benchmark",
 }
 """Every public name of the package and the module that defines it."""
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.scenario import FORD_GOING, ROAD_GOING
+from envs.scenario import FORD_GOING, ROAD_GOING, STREAM_GOING
 from envs.sim.terrain import TerrainMap
 from envs.sim.validation import (
     check_int,
@@ -68,8 +68,10 @@ SETTLEMENT_LANDUSE = frozenset({"residential"})
 """``place=*`` values (nodes or areas) and ``landuse=*`` values (areas) that are settlements."""
 WATER_NATURAL = frozenset({"water"})
 """``natural=*`` values that are water areas."""
-WATER_WAYS = frozenset({"river", "stream", "canal"})
-"""``waterway=*`` values that are watercourses (lines)."""
+WATER_WAYS = frozenset({"river", "canal"})
+"""``waterway=*`` values that are impassable watercourses (lines)."""
+STREAM_WAYS = frozenset({"stream", "brook", "ditch", "drain"})
+"""``waterway=*`` values that are fordable watercourses (lines): they slow, not stop."""
 
 DEFAULT_ROWS = 40
 DEFAULT_COLS = 40
@@ -130,6 +132,28 @@ class BattleSite:
         mid_lat = math.radians(0.5 * (self.lat_min + self.lat_max))
         return (self.lon_max - self.lon_min) * METRES_PER_DEGREE_LAT * math.cos(mid_lat)
 
+    def window(self, x_m: float, y_m: float, width_m: float, height_m: float) -> BattleSite:
+        """The part of this site ``width_m x height_m`` metres whose south-west corner is
+        ``x_m`` east and ``y_m`` north of the site's (a sector, mapped at a finer scale).
+
+        Raises:
+            ValueError: if the window is empty or leaves the site.
+        """
+        for key, value in (("x_m", x_m), ("y_m", y_m)):
+            check_non_negative(key, value)
+        for key, value in (("width_m", width_m), ("height_m", height_m)):
+            if check_number(key, value) <= 0:
+                raise ValueError(f"{key}={value!r} is invalid: expected a number > 0")
+        if x_m + width_m > self.width_m + 1e-6 or y_m + height_m > self.height_m + 1e-6:
+            raise ValueError(f"the window ({x_m}, {y_m}) + ({width_m} x {height_m}) m leaves "
+                             f"site {self.name!r} ({self.width_m:.0f} x {self.height_m:.0f} m)")
+        per_lon = self.width_m / (self.lon_max - self.lon_min)
+        per_lat = METRES_PER_DEGREE_LAT
+        return BattleSite(self.name, self.lat_min + y_m / per_lat,
+                          self.lat_min + (y_m + height_m) / per_lat,
+                          self.lon_min + x_m / per_lon, self.lon_min + (x_m + width_m) / per_lon,
+                          self.elevation_min, self.elevation_max)
+
 
 BATTLE_SITES: dict[str, BattleSite] = {
     site.name: site for site in (
@@ -159,8 +183,10 @@ class TerrainLayers:
         road: bool, cells a road crosses.
         forest: bool, cells whose centre lies in woods.
         settlement: bool, cells of towns, villages and hamlets.
-        water: bool, cells of lakes and watercourses (impassable but at bridges: see
+        water: bool, cells of lakes, rivers and canals (impassable but at bridges: see
             :attr:`going`).
+        stream: bool, cells of fordable watercourses (streams, brooks, ditches), which
+            slow a unit crossing them.
 
     The arrays are read-only copies.
     """
@@ -172,10 +198,11 @@ class TerrainLayers:
     forest: np.ndarray
     settlement: np.ndarray
     water: np.ndarray
+    stream: np.ndarray
 
     def __post_init__(self) -> None:
         shape = self.elevation.shape
-        for key in ("elevation", "cover", "road", "forest", "settlement", "water"):
+        for key in ("elevation", "cover", "road", "forest", "settlement", "water", "stream"):
             array = getattr(self, key)
             if array.shape != shape:
                 raise ValueError(f"{key} has shape {array.shape}: expected the elevation "
@@ -189,10 +216,12 @@ class TerrainLayers:
     @property
     def going(self) -> np.ndarray:
         """Speed multiplier per cell: water impassable (0) but where a road crosses it
-        (a bridge, :data:`~envs.scenario.FORD_GOING`), roads quicker
-        (:data:`~envs.scenario.ROAD_GOING`), elsewhere 1."""
+        (a bridge, :data:`~envs.scenario.FORD_GOING`), streams slow
+        (:data:`~envs.scenario.STREAM_GOING`), roads quicker
+        (:data:`~envs.scenario.ROAD_GOING`, a bridge over a stream too), elsewhere 1."""
         return np.where(self.water, np.where(self.road, FORD_GOING, 0.0),
-                        np.where(self.road, ROAD_GOING, 1.0)).astype(np.float32)
+                        np.where(self.road, ROAD_GOING,
+                                 np.where(self.stream, STREAM_GOING, 1.0))).astype(np.float32)
 
     def to_terrain_map(self) -> TerrainMap:
         """The simulator's map: these elevation, cover and going grids over the site in
@@ -203,12 +232,13 @@ class TerrainLayers:
 
 @dataclass(frozen=True, eq=False)
 class OsmMasks:
-    """The four ``(rows, cols)`` bool masks rasterised from one OSM file."""
+    """The ``(rows, cols)`` bool masks rasterised from one OSM file."""
 
     road: np.ndarray
     forest: np.ndarray
     settlement: np.ndarray
     water: np.ndarray
+    stream: np.ndarray
 
 
 # --- the site grid -------------------------------------------------------------------
@@ -406,14 +436,15 @@ def _tags(element: ET.Element) -> dict[str, str]:
     return {tag.get("k", ""): tag.get("v", "") for tag in element.iter("tag")}
 
 
-def _classify(tags: dict[str, str]) -> tuple[bool, bool, bool, bool, bool]:
-    """(road, forest, settlement, water area, water line) for a way's tags."""
+def _classify(tags: dict[str, str]) -> tuple[bool, bool, bool, bool, bool, bool]:
+    """(road, forest, settlement, water area, water line, stream) for a way's tags."""
     return (
         tags.get("highway") in ROAD_HIGHWAYS,
         tags.get("natural") in FOREST_NATURAL or tags.get("landuse") in FOREST_LANDUSE,
         tags.get("place") in SETTLEMENT_PLACES or tags.get("landuse") in SETTLEMENT_LANDUSE,
         tags.get("natural") in WATER_NATURAL,
         tags.get("waterway") in WATER_WAYS,
+        tags.get("waterway") in STREAM_WAYS,
     )
 
 
@@ -466,7 +497,7 @@ def read_osm_masks(path: str | Path, site: BattleSite, rows: int, cols: int) -> 
                          "<osm>")
     grid = _Grid(site, rows, cols)
     nodes = _parse_nodes(root, path)
-    road, forest, settlement, water = (np.zeros((rows, cols), bool) for _ in range(4))
+    road, forest, settlement, water, stream = (np.zeros((rows, cols), bool) for _ in range(5))
 
     for node in root.iter("node"):
         if _tags(node).get("place") in SETTLEMENT_PLACES:
@@ -482,11 +513,12 @@ def read_osm_masks(path: str | Path, site: BattleSite, rows: int, cols: int) -> 
         if missing is not None:
             raise ValueError(f"OSM file {str(path)!r}: way id={way_id!r} references node "
                              f"{missing!r}, which the file does not hold")
-        is_road, is_forest, is_settlement, is_lake, is_river = _classify(_tags(way))
-        if not (is_road or is_forest or is_settlement or is_lake or is_river):
+        is_road, is_forest, is_settlement, is_lake, is_river, is_stream = _classify(_tags(way))
+        if not (is_road or is_forest or is_settlement or is_lake or is_river or is_stream):
             continue
         gx, gy = grid.to_grid(*np.array([nodes[ref] for ref in refs]).T)
-        lines = [m for m, flag in ((road, is_road), (water, is_river)) if flag]
+        lines = [m for m, flag in ((road, is_road), (water, is_river), (stream, is_stream))
+                 if flag]
         for mask in lines:
             for k in range(len(refs) - 1):
                 rasterise_segment(mask, gx[k], gy[k], gx[k + 1], gy[k + 1])
@@ -502,7 +534,7 @@ def read_osm_masks(path: str | Path, site: BattleSite, rows: int, cols: int) -> 
     logger.debug("OSM file %s: %d road, %d forest, %d settlement, %d water cells (%d open "
                  "areas skipped)", path, road.sum(), forest.sum(), settlement.sum(),
                  water.sum(), skipped)
-    return OsmMasks(road, forest, settlement, water)
+    return OsmMasks(road, forest, settlement, water, stream)
 
 
 # --- the builder ---------------------------------------------------------------------
@@ -527,6 +559,8 @@ class GISTerrainBuilder:
         osm_path: OSM XML extract; None for the shipped ``data/gis/sites/<site>.osm``.
         forest_cover_weight: cover added by woods, finite and >= 0.
         settlement_cover_weight: cover added by settlements, finite and >= 0.
+        window_m: ``(x, y, width, height)`` in metres from the site's south-west corner:
+            map only that sector (:meth:`BattleSite.window`); None maps the whole site.
 
     Raises:
         KeyError: for an unknown site (the message lists the known ones).
@@ -544,10 +578,16 @@ class GISTerrainBuilder:
     osm_path: str | Path | None = None
     forest_cover_weight: float = DEFAULT_FOREST_COVER_WEIGHT
     settlement_cover_weight: float = DEFAULT_SETTLEMENT_COVER_WEIGHT
+    window_m: tuple[float, float, float, float] | None = None
     battle_site: BattleSite = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.battle_site = _site(self.site)
+        if self.window_m is not None:
+            if not isinstance(self.window_m, (tuple, list)) or len(self.window_m) != 4:
+                raise ValueError(f"window_m={self.window_m!r} is invalid: expected (x, y, "
+                                 "width, height) in metres")
+            self.battle_site = self.battle_site.window(*self.window_m)
         self.rows = check_int("rows", self.rows, minimum=2)
         self.cols = check_int("cols", self.cols, minimum=2)
         self.forest_cover_weight = check_non_negative("forest_cover_weight",
@@ -580,7 +620,7 @@ class GISTerrainBuilder:
         return TerrainLayers(site=site, elevation=normalise(raw),
                              cover=cover.astype(np.float32), road=masks.road,
                              forest=masks.forest, settlement=masks.settlement,
-                             water=masks.water)
+                             water=masks.water, stream=masks.stream)
 
     def build(self) -> TerrainMap:
         """The site's :class:`~envs.sim.terrain.TerrainMap`: normalised elevation and

@@ -77,7 +77,7 @@ def test_shipped_files_build_with_every_layer_populated(layers, name, rows, cols
              else GISTerrainBuilder(name, rows, cols).build_layers())
     assert built.shape == (rows, cols)
     assert built.elevation.min() == 0.0 and built.elevation.max() == 1.0
-    for mask in (built.forest, built.settlement, built.road, built.water):
+    for mask in (built.forest, built.settlement, built.road, built.water | built.stream):
         assert 0 < mask.sum() < rows * cols
     terrain = built.to_terrain_map()
     assert terrain.shape == (rows, cols)
@@ -86,8 +86,9 @@ def test_shipped_files_build_with_every_layer_populated(layers, name, rows, cols
 @pytest.mark.parametrize("name", list(BATTLE_SITES))
 @pytest.mark.parametrize("rows, cols", GRIDS)
 def test_passable_ground_is_one_region(layers, name, rows, cols):
-    # Water is impassable but where a road bridges it: every stream and pond is crossed
-    # or skirted somewhere, so no part of the field is cut off (4-connected cells).
+    # Rivers and ponds are impassable but where a road bridges them (streams only slow):
+    # every one is crossed or skirted somewhere, so no part of the field is cut off
+    # (4-connected cells).
     built = layers[name, rows, cols]
     _, regions = ndimage.label(~built.water | built.road)
     assert regions == 1
@@ -120,7 +121,7 @@ def test_waterloo_ridge_hougoumont_and_brussels_road(layers, rows, cols):
     for lon, lat in [(4.3995, 50.7150), (4.4055, 50.6915), (4.4285, 50.6625)]:
         assert got.settlement[cell("waterloo", rows, cols, lon, lat)]
     assert got.forest[cell("waterloo", rows, cols, 4.4400, 50.6680)]  # Bois de Paris
-    assert got.water[cell("waterloo", rows, cols, 4.4545, 50.6800)]  # the Lasne
+    assert got.stream[cell("waterloo", rows, cols, 4.4545, 50.6800)]  # the Lasne, fordable
 
 
 @pytest.mark.parametrize("rows, cols", GRIDS)
@@ -139,7 +140,7 @@ def test_austerlitz_pratzen_is_highest_and_the_goldbach_below_it(layers, rows, c
         assert got.elevation[cell("austerlitz", rows, cols, hill.lon, hill.lat)] < pratzen
     for lon, lat in feature("austerlitz", "Goldbach").points:
         rc = cell("austerlitz", rows, cols, lon, lat)
-        assert got.water[rc] and got.elevation[rc] < pratzen - 0.5
+        assert got.stream[rc] and got.elevation[rc] < pratzen - 0.5
     # The Goldbach villages lie west of the heights, Austerlitz town in the east.
     for lon, lat in [(16.7380, 49.1010), (16.7420, 49.1180), (16.7470, 49.1370),
                      (16.8430, 49.1520)]:

@@ -16,7 +16,7 @@ from data.gis.terrain_importer import (
     TerrainLayers,
     build_all_battle_terrains,
 )
-from envs.scenario import FORD_GOING, ROAD_GOING
+from envs.scenario import FORD_GOING, ROAD_GOING, STREAM_GOING
 from envs.sim.terrain import TerrainMap
 
 WATERLOO = BATTLE_SITES["waterloo"]
@@ -394,3 +394,12 @@ def test_water_is_impassable_but_where_a_road_bridges_it_and_roads_are_quick(tmp
     assert (np.delete(terrain.going[7], 3) == 0).all()
     assert terrain.going[2, 3] == pytest.approx(ROAD_GOING)
     assert terrain.going[2, 2] == 1.0
+
+
+def test_a_stream_slows_and_does_not_stop(tmp_path, flat_tif):
+    osm = Osm(rows=8, cols=8)
+    osm.way([(2.5, -1.0), (2.5, 9.0)], {"waterway": "stream"})  # column 2
+    layers = GISTerrainBuilder("waterloo", 8, 8, srtm_path=flat_tif,
+                               osm_path=osm.write(tmp_path / "stream.osm")).build_layers()
+    assert layers.stream[:, 2].all() and not layers.water.any()
+    assert (layers.going[:, 2] == pytest.approx(STREAM_GOING))

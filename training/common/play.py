@@ -52,7 +52,8 @@ class Settings(Protocol):
         ...
 
 
-def play(blue: Any, red: Any, n: int, seed: int, settings: Settings) -> np.ndarray:
+def play(blue: Any, red: Any, n: int, seed: int, settings: Settings,
+         lengths: np.ndarray | None = None) -> np.ndarray:
     """Play ``n`` battles at once between ``blue`` and ``red``.
 
     Args:
@@ -63,18 +64,24 @@ def play(blue: Any, red: Any, n: int, seed: int, settings: Settings) -> np.ndarr
         n: battles (>= 1), played as one batch.
         seed: base seed (>= 0); battle ``i`` is episode 0 of seed ``seed + i``.
         settings: the kind of battle and how both sides act.
+        lengths: if given, an (n,) integer array filled with each battle's length in
+            steps.
 
     Returns:
         (n,) int8 outcomes from Blue's side: :data:`WIN`, :data:`DRAW` or :data:`LOSS`.
     """
     outcomes = np.full(n, DRAW, np.int8)
     finished = np.zeros(n, bool)
+    steps = 0
     with settings.battles(blue, red, n, seed) as battles:
         while not finished.all():
             ended = battles.step() & ~finished
+            steps += 1
             if ended.any():  # outcomes are read only when needed: they may cost a copy
                 outcomes[ended] = battles.outcomes()[ended]
                 finished |= ended
+                if lengths is not None:
+                    lengths[ended] = steps
     return outcomes
 
 

@@ -1,0 +1,83 @@
+"""The transfer benchmark: real sectors of the four sites, three conditions, criteria
+that cannot pass on drawn battles."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from stable_baselines3 import PPO
+
+from envs.vec_env import BattalionVecEnv
+from training.transfer_benchmark import (
+    SITE_WINDOWS,
+    TransferBenchmark,
+    TransferEvalConfig,
+    TransferResult,
+    TransferSummary,
+    site_terrain,
+)
+
+
+def result(condition, win, draw, steps=0):
+    return TransferResult(condition, win, 100.0, 10.0, 50, 1.0, steps, draw, 1 - win - draw)
+
+
+def test_every_site_has_a_sector_whose_ground_is_real():
+    for site in SITE_WINDOWS:
+        terrain = site_terrain(TransferEvalConfig(site=site))
+        assert (terrain.width, terrain.height, terrain.shape) == (1000.0, 1000.0, (40, 40))
+        assert terrain.elevation.max() > terrain.elevation.min()
+    borodino = site_terrain(TransferEvalConfig(site="borodino"))
+    assert ((borodino.going > 0) & (borodino.going < 1)).any()  # the Semyonovka ravine
+
+
+def test_settings_are_checked():
+    with pytest.raises(ValueError, match="site"):
+        TransferEvalConfig(site="jena")
+    with pytest.raises(ValueError, match="n_eval_episodes"):
+        TransferEvalConfig(n_eval_episodes=0)
+
+
+def test_criteria_follow_the_seed_and_fail_on_drawn_battles():
+    config = TransferEvalConfig()
+    good = TransferSummary(config, result("procedural_baseline", 0.8, 0.1),
+                           result("zero_shot_gis", 0.7, 0.1),
+                           result("finetuned_gis", 0.78, 0.1, 400_000))
+    assert good.zero_shot_drop == pytest.approx(0.1) and good.finetuned_drop == pytest.approx(0.02)
+    assert good.all_criteria_met
+    too_long = TransferSummary(config, good.procedural, good.zero_shot,
+                               result("finetuned_gis", 0.78, 0.1, 600_000))
+    assert not too_long.meets_finetune_criterion
+    # every battle drawn: no drop at all, and still no pass
+    drawn = TransferSummary(config, result("procedural_baseline", 0.0, 1.0),
+                            result("zero_shot_gis", 0.0, 1.0),
+                            result("finetuned_gis", 0.0, 1.0, 100_000))
+    assert drawn.zero_shot_drop == 0 and not drawn.decisive
+    assert not drawn.meets_zero_shot_criterion and not drawn.meets_finetune_criterion
+
+
+def test_the_scripted_doctrine_fights_decisive_battles_and_is_not_fine_tuned(tmp_path):
+    benchmark = TransferBenchmark(TransferEvalConfig(site="waterloo", n_eval_episodes=8))
+    summary = benchmark.run()
+    assert summary.procedural.decisive and summary.zero_shot.decisive
+    assert summary.finetuned.finetune_steps_used == 0 and not summary.meets_finetune_criterion
+    assert summary.zero_shot.mean_steps > 0
+    path = benchmark.write_markdown(summary, tmp_path / "waterloo.md")
+    text = path.read_text()
+    assert "zero_shot_gis" in text and "FAIL" in text and "DisciplinedCommander" in text
+
+
+def test_a_model_is_fine_tuned_on_a_copy_and_the_steps_are_counted(tmp_path):
+    model = PPO("MlpPolicy", BattalionVecEnv(2), n_steps=32, batch_size=64, n_epochs=1,
+                seed=0, device="cpu")
+    model.save(tmp_path / "model.zip")
+    weights = [p.detach().clone() for p in model.policy.parameters()]
+    config = TransferEvalConfig(site="salamanca", n_eval_episodes=4, finetune_steps=512,
+                                max_steps_per_episode=100)
+    summary = TransferBenchmark(config).run(tmp_path / "model.zip")
+    assert summary.finetuned.finetune_steps_used >= 512
+    assert summary.policy.endswith("model.zip")
+    tuned_again = TransferBenchmark(config).finetune(model, site_terrain(config))[1]
+    assert tuned_again >= 512
+    assert all(np.array_equal(a, b.detach()) for a, b in zip(weights, model.policy.parameters(),
+                                                            strict=True))
