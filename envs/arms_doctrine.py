@@ -12,7 +12,9 @@ each arm, as orders for every unit of a batch of battles.
   nothing within :data:`LIMBER_BEYOND` it limbers up to follow the advance.
 
 A side **attacks** when its fighting power (strength times quality of its units still
-in the fight) is at least :data:`ATTACK_RATIO` of the enemy's, and otherwise
+in the fight) is at least :data:`ATTACK_RATIO` times the enemy's, or
+:data:`HIGH_GROUND_ATTACK_RATIO` times when it holds the higher ground (a commander
+does not give up a ridge to attack an enemy no stronger than himself), and otherwise
 **defends**: it holds its ground, facing the enemy, and fights whoever comes within
 reach (:data:`DEFEND_REACH`). The doctrine reads the battle's state (nothing hidden
 from it is used beyond what both sides could see on the field) and is the same for
@@ -47,7 +49,12 @@ UNLIMBER_WITHIN = 550.0
 LIMBER_BEYOND = 700.0
 """Guns in battery limber up when no enemy is this close and their side attacks."""
 ATTACK_RATIO = 0.9
-"""A side attacks when its fighting power is at least this share of the enemy's."""
+"""A side attacks when its fighting power is at least the enemy's times this."""
+HIGH_GROUND_MARGIN = 0.1
+"""A side holds the higher ground when its units stand this much higher on average (in
+relative elevation) than the enemy's."""
+HIGH_GROUND_ATTACK_RATIO = 1.5
+"""A side on the higher ground gives it up to attack only when this much stronger."""
 DEFEND_REACH = 250.0
 """A defending unit moves to fight an enemy only within this distance."""
 
@@ -58,11 +65,24 @@ def _steer(bearing: np.ndarray, theta: np.ndarray, turn_rate: float) -> np.ndarr
     return np.clip(error / turn_rate, -1.0, 1.0)
 
 
-def attacking_sides(state: BattleState) -> np.ndarray:
-    """(B, 2): whether Blue (column 0) and Red attack, by :data:`ATTACK_RATIO`."""
-    power = state.strength * state.quality[None] * state.active
+def attacking_sides(state: BattleState, elevation: np.ndarray) -> np.ndarray:
+    """(B, 2): whether Blue (column 0) and Red attack: a side attacks when its fighting
+    power is at least :data:`ATTACK_RATIO` of the enemy's, or
+    :data:`HIGH_GROUND_ATTACK_RATIO` of it when it holds the higher ground (its units'
+    mean relative elevation, ``elevation`` (B, U), above the enemy's by
+    :data:`HIGH_GROUND_MARGIN`). When neither would, the stronger side attacks."""
+    active = state.active
+    power = state.strength * state.quality[None] * active
     sides = np.stack([power[:, state.team == t].sum(axis=1) for t in (0, 1)], axis=1)
-    return sides >= ATTACK_RATIO * sides[:, ::-1]
+    height = np.stack([(elevation * active)[:, state.team == t].sum(axis=1)
+                       / np.maximum(active[:, state.team == t].sum(axis=1), 1)
+                       for t in (0, 1)], axis=1)
+    above = height - height[:, ::-1] > HIGH_GROUND_MARGIN
+    ratio = np.where(above, HIGH_GROUND_ATTACK_RATIO, ATTACK_RATIO)
+    attack = sides >= ratio * sides[:, ::-1]
+    # Someone must attack: when both would hold, the stronger side goes forward.
+    stronger = sides >= sides[:, ::-1]
+    return np.where(attack.any(axis=1, keepdims=True), attack, stronger)
 
 
 class CombinedArmsDoctrine:
@@ -92,7 +112,7 @@ class CombinedArmsDoctrine:
         nearest = np.argmin(dist, axis=2)
         near_d = np.take_along_axis(dist, nearest[..., None], axis=2)[..., 0]
         any_enemy = np.isfinite(near_d)
-        attack = attacking_sides(state)[:, team]
+        attack = attacking_sides(state, geometry.elevation)[:, team]
         turn = self.config.max_turn_rate
 
         actions = np.zeros((batch, n, C.ACTION_DIM), F32)

@@ -36,6 +36,7 @@ from envs.multi_observation import (
     sightings,
 )
 from envs.reward import COMPONENTS, RewardComponents, RewardWeights
+from envs.scenario import OrderOfBattle
 from envs.sim import engine
 from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
@@ -166,11 +167,19 @@ class MultiBattalionBatch:
             ``terrain`` is given).
         visibility_radius: how far a battalion sees, in metres (> 0).
         reward_weights: reward shaping; None means the defaults.
+        order_of_battle: each unit's arm, starting formation and quality
+            (:class:`envs.scenario.OrderOfBattle`, or anything its ``of`` reads); None
+            fields infantry of quality 1 in line.
+
+    Raises:
+        ValueError: for a setting out of range, or an order of battle whose side sizes
+            are not ``n_blue`` and ``n_red``.
     """
 
     def __init__(self, n_battles: int, n_blue: int, n_red: int, *, config: BattleConfig,
                  terrain: TerrainMap | None, randomize_terrain: bool,
-                 visibility_radius: float, reward_weights: RewardWeights | None) -> None:
+                 visibility_radius: float, reward_weights: RewardWeights | None,
+                 order_of_battle: Any = None) -> None:
         self.n_blue = check_int("n_blue", n_blue, minimum=1)
         self.n_red = check_int("n_red", n_red, minimum=1)
         self.n_battles = check_team_batch_size("n_battles", n_battles, self.n_blue + self.n_red)
@@ -186,7 +195,18 @@ class MultiBattalionBatch:
         self.n_units = len(self.team)
         rows, cols = terrain_grid_shape(terrain, self.randomize_terrain)
         self._constants = observation_constants(config, self.visibility_radius, rows, cols)
-        self.state = BattleState.empty(self.n_battles, self.team, rows, cols)
+        self.order_of_battle = None if order_of_battle is None else OrderOfBattle.of(
+            order_of_battle)
+        oob = self.order_of_battle
+        if oob is not None and (oob.n_blue, oob.n_red) != (self.n_blue, self.n_red):
+            raise ValueError(f"order_of_battle has {oob.n_blue} Blue and {oob.n_red} Red "
+                             f"units: expected n_blue={self.n_blue} and n_red={self.n_red}")
+        self.state = BattleState.empty(
+            self.n_battles, self.team, rows, cols,
+            arm=None if oob is None else np.array(oob.arm, np.int8),
+            quality=None if oob is None else np.array(oob.quality, np.float32))
+        self._formations = np.zeros(self.n_units, np.int16) if oob is None else np.array(
+            oob.formation, np.int16)
         self.reports = FogReports.empty(self.n_units, self.n_battles)
         self.geometry: engine.Geometry | None = None
         self.last_events: engine.StepEvents | None = None
@@ -221,7 +241,7 @@ class MultiBattalionBatch:
 
     def _start(self, battles: np.ndarray, keys: np.ndarray) -> None:
         deploy(self.state, battles, keys, self.config, terrain=self.terrain,
-               randomize_terrain=self.randomize_terrain)
+               randomize_terrain=self.randomize_terrain, formations=self._formations)
         if self.geometry is None or len(battles) == self.n_battles:
             everything = np.ones((2, self.n_units, len(battles)), bool)
             self.geometry = engine.sense(self.state, self.config)
@@ -374,9 +394,11 @@ class MultiBattalionBatch:
 
     # --- stepping -------------------------------------------------------------------
 
-    def step(self, actions: np.ndarray) -> TeamStep:
+    def step(self, actions: np.ndarray, formations: np.ndarray | None = None) -> TeamStep:
         """Step every battle with (B, U, ACTION_DIM) ``[move, rotate, fire]`` orders, each
-        in its side's own frame (Red's rotate is mirrored, see :mod:`envs.multi_observation`).
+        in its side's own frame (Red's rotate is mirrored, see :mod:`envs.multi_observation`),
+        and optionally (B, U) formation orders (as :func:`envs.sim.engine.step` takes
+        them; None keeps every formation).
 
         Orders are clipped into the action box; those of battalions out of the
         fight are ignored.
@@ -387,6 +409,8 @@ class MultiBattalionBatch:
         self._require_reset()
         actions = check_action_array("actions", actions,
                                      (self.n_battles, self.n_units, ACTION_DIM))
+        drill_orders = None if formations is None else unit_major(engine.check_formation_orders(
+            "formations", formations, (self.n_battles, self.n_units)))
         before, geometry_before = self.state, self.geometry
         n, units = self.n_battles, self.n_units
         blocks = engine.StepBlocks.allocate(n, units)
@@ -407,7 +431,7 @@ class MultiBattalionBatch:
             self.reports.in_fight, self.reports.seen_step, self._weight_vector,
             self.config.max_steps, *blocks.arrays(), observation, global_state, values, total,
             reward, acted, terminated, truncated, battle_over, winner,
-            engine.arms_inputs(before, self.config, None, blocks.modes))
+            engine.arms_inputs(before, self.config, drill_orders, blocks.modes))
         state, events = blocks.views(before)
         self.state, self.geometry, self.last_events = state, events.geometry, events
         self._observation, self._global_state = observation, global_state

@@ -90,6 +90,13 @@ class MultiBattalionEnv(ParallelEnv):
             (see :mod:`envs.multi_observation`).
         render_mode: None or ``"rgb_array"``.
         reward_weights: the team reward's shaping; None means the defaults.
+        order_of_battle: each battalion's arm, starting formation and quality, Blue's
+            first: an :class:`envs.scenario.OrderOfBattle`, a scenario, or a mapping such
+            as ``{"blue": ["infantry", "cavalry"], "red": ["infantry", "artillery"]}``
+            with ``n_blue`` and ``n_red`` units (``docs/scenarios.md``); None fields
+            infantry of quality 1 in line. Units keep their formations: the agents'
+            orders have no formation channel (the scripted doctrine and the engine
+            have, :mod:`envs.arms_doctrine`).
 
     Observations are :data:`OBS_DIM` float32 numbers per agent
     (:data:`~envs.multi_observation.OBSERVATION_FEATURES`), actions are
@@ -124,6 +131,7 @@ class MultiBattalionEnv(ParallelEnv):
         visibility_radius: float = VISIBILITY_RADIUS,
         render_mode: str | None = None,
         reward_weights: RewardWeights | None = None,
+        order_of_battle: Any = None,
     ) -> None:
         check_choice("render_mode", render_mode, (None, *self.metadata["render_modes"]))
         self.n_blue = check_int("n_blue", n_blue, minimum=1, maximum=MAX_TEAM_SIZE)
@@ -134,7 +142,7 @@ class MultiBattalionEnv(ParallelEnv):
         self._battle = MultiBattalionBatch(
             1, self.n_blue, self.n_red, config=self.config, terrain=terrain,
             randomize_terrain=randomize_terrain, visibility_radius=visibility_radius,
-            reward_weights=reward_weights)
+            reward_weights=reward_weights, order_of_battle=order_of_battle)
         self.visibility_radius = self._battle.visibility_radius
         self.possible_agents = agent_names(self.n_blue, self.n_red)
         self.agents: list[str] = []

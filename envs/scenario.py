@@ -14,6 +14,7 @@ the field: a scenario that loads runs.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
@@ -90,6 +91,9 @@ class Scenario:
     break_fraction: float
     visibility_radius: float
     description: str = ""
+    model: dict[str, Any] = field(default_factory=dict)
+    """Settings of the battle model (:class:`~envs.sim.config.BattleConfig` fields)
+    this scenario changes, such as ``hill_speed_factor``."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Every key of the source entry this module does not read (a historical battle's
     date, factions, outcome and source)."""
@@ -107,9 +111,10 @@ class Scenario:
         return sum(unit.side == 1 for unit in self.units)
 
     def config(self, **changes: Any) -> BattleConfig:
-        """The battle model on this field (``changes`` override any other setting)."""
-        return BattleConfig(map_width=self.width, map_height=self.height,
-                            max_steps=self.max_steps, **changes)
+        """The battle model on this field, with the scenario's ``model`` settings
+        (``changes`` override any of them)."""
+        return BattleConfig(**{"map_width": self.width, "map_height": self.height,
+                               "max_steps": self.max_steps, **self.model, **changes})
 
     def terrain_map(self) -> TerrainMap | None:
         """The ground: None for procedural ground (drawn per battle), else the field
@@ -236,7 +241,7 @@ class _Reader:
 
 
 SCENARIO_KEYS = ("id", "name", "description", "field", "terrain", "units", "deployment",
-                 "victory", "visibility_radius")
+                 "victory", "visibility_radius", "model")
 """The keys :func:`scenario_from_dict` reads; any other key is kept in ``extra``."""
 
 
@@ -273,10 +278,32 @@ def scenario_from_dict(data: Any, where: str = "scenario") -> Scenario:
         break_fraction=victory.number("break_fraction", DEFAULT_BREAK_FRACTION, low=0.01,
                                       high=1.0),
         visibility_radius=top.number("visibility_radius", C.VISIBILITY_RADIUS, low=1.0),
+        model=_read_model(top.get("model", {}), f"{where}.model"),
         extra={k: v for k, v in data.items() if k not in SCENARIO_KEYS})
     if not scenario.random_deployment:
         _check_dry_feet(scenario, where)
     return scenario
+
+
+FIELD_SETTINGS = ("map_width", "map_height", "max_steps")
+"""BattleConfig settings a scenario's ``field`` sets (its ``model`` may not)."""
+
+
+def _read_model(value: Any, where: str) -> dict[str, Any]:
+    """``model``: BattleConfig settings, each checked as the config checks it."""
+    if not isinstance(value, dict):
+        raise ScenarioError(f"{where}={value!r} is invalid: expected a mapping of battle "
+                            "model settings")
+    known = {f.name for f in dataclasses.fields(BattleConfig)} - set(FIELD_SETTINGS)
+    unknown = sorted(str(k) for k in value if k not in known)
+    if unknown:
+        raise ScenarioError(f"{where} has unknown settings {unknown}: expected some of "
+                            f"{sorted(known)} (the field sets {', '.join(FIELD_SETTINGS)})")
+    try:
+        BattleConfig(**value)
+    except (TypeError, ValueError) as error:
+        raise ScenarioError(f"{where}: {error}") from error
+    return dict(value)
 
 
 def _read_terrain(value: Any, where: str, width: float,
@@ -367,6 +394,48 @@ def _check_dry_feet(scenario: Scenario, where: str) -> None:
                                 "in impassable water: expected dry ground")
 
 
+# ---------------------------------------------------------------- orders of battle
+
+
+@dataclass(frozen=True)
+class OrderOfBattle:
+    """Each unit's arm, starting formation and quality, Blue's units first: what a
+    batch of battles needs to field a scenario's forces wherever they deploy."""
+
+    arm: tuple[int, ...]
+    formation: tuple[int, ...]
+    quality: tuple[float, ...]
+    n_blue: int
+
+    @property
+    def n_red(self) -> int:
+        return len(self.arm) - self.n_blue
+
+    @classmethod
+    def of(cls, value: Any, name: str = "order_of_battle") -> OrderOfBattle:
+        """An order of battle from a :class:`Scenario`, an ``OrderOfBattle``, or a mapping
+        ``{"blue": [...], "red": [...]}`` of units as a scenario lists them (mappings, or
+        just arm names such as ``"cavalry"``; positions are not allowed).
+
+        Raises:
+            ScenarioError: naming ``name`` and the field, for anything else.
+        """
+        if isinstance(value, OrderOfBattle):
+            return value
+        if isinstance(value, Scenario):
+            units = value.units
+        else:
+            if not isinstance(value, dict) or set(value) != set(SIDES):
+                raise ScenarioError(f"{name}={value!r} is invalid: expected a Scenario or a "
+                                    "mapping {'blue': [...], 'red': [...]} of units")
+            entries = {side: [{"type": u} if isinstance(u, str) else u for u in units]
+                       if isinstance(units, list) else units for side, units in value.items()}
+            units = _read_units(_Reader(entries, name), True, C.MAP_SIZE_RANGE[1],
+                                C.MAP_SIZE_RANGE[1])
+        return cls(tuple(u.arm for u in units), tuple(u.formation for u in units),
+                   tuple(u.quality for u in units), sum(u.side == 0 for u in units))
+
+
 # ---------------------------------------------------------------------- the ground
 
 
@@ -439,6 +508,7 @@ def rasterise_features(features: tuple[dict[str, Any], ...] | list[dict[str, Any
                       going=going.astype(F32))
 
 
-__all__ = ["DEFAULT_BREAK_FRACTION", "FORMATION_ALIASES", "SIDES", "TERRAIN_KINDS", "Scenario",
+__all__ = ["DEFAULT_BREAK_FRACTION", "FORMATION_ALIASES", "OrderOfBattle", "SIDES",
+           "TERRAIN_KINDS", "Scenario",
            "ScenarioError", "UnitSpec", "load_scenario_file", "load_scenarios",
            "rasterise_features", "scenario_from_dict"]

@@ -185,3 +185,36 @@ def test_the_doctrine_forms_square_against_horse_and_unlimbers_in_range():
     assert formations[0, 0] == C.SQUARE
     assert formations[0, 1] == C.LINE  # the enemy is within unlimbering range
     assert actions[0, 2, 2] == 1.0  # the cavalry charges the infantry
+
+
+def test_the_multi_unit_envs_take_an_order_of_battle():
+    from envs.multi_battalion_env import MultiBattalionEnv
+
+    env = MultiBattalionEnv(2, 2, order_of_battle={
+        "blue": ["infantry", {"type": "artillery", "formation": "limbered", "quality": 1.2}],
+        "red": ["cavalry", "infantry"]})
+    env.reset(seed=0)
+    state = env._battle.state
+    assert list(state.arm) == [C.INFANTRY, C.ARTILLERY, C.CAVALRY, C.INFANTRY]
+    assert list(state.formation[0]) == [C.LINE, C.LIMBERED, C.LINE, C.LINE]
+    assert state.quality[1] == pytest.approx(1.2)
+    for _ in range(3):
+        env.step(env.scripted_actions(5))
+    with pytest.raises(ValueError, match="order_of_battle"):
+        MultiBattalionEnv(2, 2, order_of_battle={"blue": ["infantry"], "red": ["cavalry"]})
+    with pytest.raises(ScenarioError, match="order_of_battle"):
+        MultiBattalionEnv(1, 1, order_of_battle={"blue": ["dragoons"], "red": ["cavalry"]})
+
+
+def test_the_batch_takes_formation_orders():
+    from envs.multi_battalion_batch import MultiBattalionBatch
+    from envs.sim.config import BattleConfig
+
+    batch = MultiBattalionBatch(2, 1, 1, config=BattleConfig(), terrain=None,
+                                randomize_terrain=False, visibility_radius=600.0,
+                                reward_weights=None)
+    batch.reset(np.arange(2), [0, 1], np.zeros(2, np.int64))
+    batch.step(np.zeros((2, 2, 3), np.float32), np.array([[C.SQUARE, -1], [-1, -1]]))
+    assert list(batch.state.formation[:, 0]) == [C.SQUARE, C.LINE]
+    with pytest.raises(ValueError, match="formations"):
+        batch.step(np.zeros((2, 2, 3), np.float32), np.full((2, 2), 9))

@@ -33,13 +33,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
+from envs.scenario import SCENARIO_KEYS, OrderOfBattle, ScenarioError, load_scenario_file
 from envs.sim.validation import (
     check_in_range,
     check_int,
-    check_positive,
-    check_scripted_level,
 )
 from models.v1_transfer import load_v1_weights_into_mappo  # noqa: F401  (documented here)
 
@@ -79,19 +77,10 @@ def _check_bool(name: str, value: Any) -> bool:
     return bool(value)
 
 
-SCENARIO_KEYS: dict[str, Any] = {
-    "n_blue": lambda v: check_int("n_blue", v, minimum=1),
-    "n_red": lambda v: check_int("n_red", v, minimum=1),
-    "map_width": lambda v: check_positive("map_width", v),
-    "map_height": lambda v: check_positive("map_height", v),
-    "max_steps": lambda v: check_int("max_steps", v, minimum=1),
-    "randomize_terrain": lambda v: _check_bool("randomize_terrain", v),
-    "hill_speed_factor": lambda v: check_in_range("hill_speed_factor", v, 0.0, 1.0,
-                                                  low_open=True),
-    "visibility_radius": lambda v: check_positive("visibility_radius", v),
-    "curriculum_level": lambda v: check_scripted_level("curriculum_level", v),
-}
-"""The keys a scenario file may hold, each with the check of its value."""
+SCENARIO_ENV_KEYS = ("n_blue", "n_red", "map_width", "map_height", "max_steps",
+                     "randomize_terrain", "hill_speed_factor", "visibility_radius")
+"""The MultiBattalionEnv arguments :func:`load_scenario` always returns (plus
+``order_of_battle`` when a scenario fields more than infantry of quality 1 in line)."""
 
 _SCENARIO_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
@@ -104,6 +93,10 @@ def available_scenarios() -> list[str]:
 def load_scenario(name: str) -> dict[str, Any]:
     """The MultiBattalionEnv arguments of scenario ``name`` (e.g. ``"2v2"``), checked.
 
+    A scenario file is in the scenario format (``docs/scenarios.md``,
+    :mod:`envs.scenario`) and deploys at random (the envs place the battalions in their
+    bands); its ground is ``procedural`` or ``flat``.
+
     Args:
         name: the scenario's file name without ``.yaml``.
 
@@ -111,7 +104,7 @@ def load_scenario(name: str) -> dict[str, Any]:
         A new dict of constructor arguments (sizes as floats, counts as ints).
 
     Raises:
-        TypeError: if ``name`` is not a string, or a value has the wrong type.
+        TypeError: if ``name`` is not a string.
         FileNotFoundError: if there is no such scenario (the message lists the
             available ones).
         ValueError: for a malformed file, an unknown key or an invalid value;
@@ -126,34 +119,30 @@ def load_scenario(name: str) -> dict[str, Any]:
     if not path.is_file():
         raise FileNotFoundError(f"scenario {name!r} does not exist ({path}): available "
                                 f"scenarios are {available_scenarios()}")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise ValueError(f"scenario file {path} is not valid YAML: {error}") from error
-    if not isinstance(data, dict):
-        raise ValueError(f"scenario file {path} holds {type(data).__name__}: expected a "
-                         "mapping of MultiBattalionEnv arguments")
-    unknown = sorted(str(key) for key in data if key not in SCENARIO_KEYS)
-    if unknown:
-        raise ValueError(f"scenario file {path} has unknown keys {unknown}: allowed keys are "
-                         f"{sorted(SCENARIO_KEYS)}")
-    scenario = {}
-    for key, value in data.items():
-        try:
-            scenario[key] = SCENARIO_KEYS[key](value)
-        except (TypeError, ValueError) as error:
-            raise type(error)(f"scenario file {path}: {error}") from error
-    return scenario
+    scenario = load_scenario_file(path)
+    if scenario.extra:
+        raise ScenarioError(f"scenario file {path} has unknown keys {sorted(scenario.extra)}: "
+                            f"allowed keys are {sorted(SCENARIO_KEYS)}")
+    if not scenario.random_deployment or scenario.terrain == "features":
+        raise ScenarioError(f"scenario file {path}: a training scenario deploys at random "
+                            "(deployment: random) on procedural or flat ground")
+    config = scenario.config()
+    kwargs: dict[str, Any] = {
+        "n_blue": scenario.n_blue, "n_red": scenario.n_red, "map_width": config.map_width,
+        "map_height": config.map_height, "max_steps": config.max_steps,
+        "randomize_terrain": scenario.terrain == "procedural",
+        "hill_speed_factor": config.hill_speed_factor,
+        "visibility_radius": scenario.visibility_radius}
+    order = OrderOfBattle.of(scenario)
+    if any(order.arm) or any(order.formation) or any(q != 1.0 for q in order.quality):
+        kwargs["order_of_battle"] = order
+    return kwargs
 
 
 def _stage_team_sizes() -> dict[CurriculumStage, dict[str, int]]:
     sizes = {}
     for stage, label in STAGE_LABELS.items():
         scenario = load_scenario(label)
-        missing = [key for key in ("n_blue", "n_red") if key not in scenario]
-        if missing:
-            raise ValueError(f"scenario file {SCENARIO_DIR / label}.yaml has no {missing}: the "
-                             f"curriculum's stage {label} takes its team sizes from it")
         sizes[stage] = {"n_blue": scenario["n_blue"], "n_red": scenario["n_red"]}
     return sizes
 

@@ -170,9 +170,11 @@ steady infantry is nearly proof against horse, a column less exposed than a line
 ARM_MELEE = (1.0, 2.0, 0.2)
 """Melee power per arm, relative to ``MELEE_DAMAGE``: cavalry hits twice as hard as foot
 (before its charge), gunners defend themselves feebly."""
-ARM_RADIUS = (30.0, 30.0, 20.0)
+ARM_RADIUS = (20.0, 20.0, 15.0)
 """Half the frontage of a unit in metres: two units can come no closer than the sum of
-their radii (friends are pushed apart, enemies meet in melee at that distance)."""
+their radii (friends are pushed apart, enemies meet in melee at that distance). Two
+battalions touch at 40 m, inside the 60 m of the disciplined close volley, so the duel's
+fire fight is fought before any melee."""
 ARM_DRILL_STEPS = (30, 15, 40)
 """Steps a change of formation takes (limbering or unlimbering for guns); meanwhile the
 unit neither moves nor fires, and a charge catches it disordered."""

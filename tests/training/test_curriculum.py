@@ -11,6 +11,7 @@ import pytest
 import torch
 import yaml
 
+from envs.multi_battalion_env import MultiBattalionEnv
 from models.mappo_policy import MAPPOPolicy
 from training.curriculum_scheduler import (
     SCENARIO_DIR,
@@ -157,13 +158,21 @@ def test_stages_take_their_team_sizes_from_the_scenario_files(tmp_path, monkeypa
     import training.curriculum_scheduler as cs
 
     for label in STAGE_LABELS.values():
-        (tmp_path / f"{label}.yaml").write_text(yaml.safe_dump({"n_blue": 3, "n_red": 4}))
+        (tmp_path / f"{label}.yaml").write_text(yaml.safe_dump(team_file(3, 4)))
     monkeypatch.setattr(cs, "SCENARIO_DIR", tmp_path)
     sizes = cs._stage_team_sizes()
     assert list(sizes.values()) == [{"n_blue": 3, "n_red": 4}] * len(STAGE_LABELS)
-    (tmp_path / "2v1.yaml").write_text(yaml.safe_dump({"n_blue": 3}))
-    with pytest.raises(ValueError, match=r"2v1.yaml has no \['n_red'\]"):
+    (tmp_path / "2v1.yaml").write_text(yaml.safe_dump({**team_file(3, 4), "units": {
+        "blue": [{"type": "infantry"}]}}))
+    with pytest.raises(ValueError, match=r"2v1.yaml.*units.*'red'"):
         cs._stage_team_sizes()
+
+
+def team_file(n_blue, n_red, **changes):
+    """A training scenario in the scenario format."""
+    return {"id": "t", "deployment": "random", **changes,
+            "units": {"blue": [{"type": "infantry"}] * n_blue,
+                      "red": [{"type": "infantry"}] * n_red}}
 
 
 @pytest.mark.parametrize("name, n, visibility", [
@@ -188,12 +197,25 @@ def test_scenario_errors(tmp_path, monkeypatch):
     import training.curriculum_scheduler as cs
 
     monkeypatch.setattr(cs, "SCENARIO_DIR", tmp_path)
-    (tmp_path / "odd.yaml").write_text(yaml.safe_dump({"n_blue": 2, "n_reds": 2}))
+    (tmp_path / "odd.yaml").write_text(yaml.safe_dump(team_file(2, 2, n_reds=2)))
     with pytest.raises(ValueError, match=r"odd.yaml.*n_reds"):
         load_scenario("odd")
-    (tmp_path / "bad.yaml").write_text(yaml.safe_dump({"n_blue": 0}))
-    with pytest.raises(ValueError, match=r"bad.yaml.*n_blue=0"):
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(team_file(2, 2, visibility_radius=0)))
+    with pytest.raises(ValueError, match=r"bad.yaml.*visibility_radius=0"):
         load_scenario("bad")
+    (tmp_path / "placed.yaml").write_text(yaml.safe_dump({**team_file(1, 1),
+                                                          "deployment": "placed"}))
+    with pytest.raises(ValueError, match=r"placed.yaml.*deploys at random|placed.yaml.*x"):
+        load_scenario("placed")
+
+
+def test_a_scenario_of_all_arms_gives_its_order_of_battle():
+    scenario = load_scenario("combined_arms")
+    assert (scenario["n_blue"], scenario["n_red"], scenario["map_width"]) == (4, 4, 1500.0)
+    env = MultiBattalionEnv(**scenario)
+    env.reset(seed=0)
+    assert list(env._battle.state.arm) == [0, 0, 1, 2] * 2
+    assert "order_of_battle" not in load_scenario("2v2")
 
 
 # ---------------------------------------------------------------------------- v1 -> MAPPO
