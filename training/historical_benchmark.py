@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from data.historical import BATTLES_JSON
 from envs.rendering.replay import render_gif
 from envs.scenario import Scenario, load_scenarios
 from envs.scenario_battle import NO_WINNER, STEP_SECONDS, Commander, play_scenario
@@ -50,7 +51,7 @@ from storage.files import atomic_write_text
 logger = logging.getLogger(__name__)
 
 _ROOT = Path(__file__).resolve().parent.parent
-_BATTLES_JSON = _ROOT / "data" / "historical" / "battles.json"
+_BATTLES_JSON = BATTLES_JSON
 _BENCHMARK_MD = _ROOT / "docs" / "historical_benchmark.md"
 WINNER_MATCH_TARGET = 0.60
 """The acceptance criterion: the simulated winner is history's in this share of battles."""

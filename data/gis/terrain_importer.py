@@ -18,9 +18,17 @@ northward from 0 and maps to ``row = y * rows / height``; column 0 is the west e
 box's mid-latitude: at ~10 km the flat-earth error is far below one cell.
 
 There is no synthetic fallback: a missing file raises :class:`FileNotFoundError`
-naming it, so a benchmark never silently runs on invented terrain. When no path is
+naming it, so a benchmark never silently runs on terrain nobody chose. When no path is
 given the builder looks for the site's shipped files ``data/gis/sites/<site>.tif``
-and ``data/gis/sites/<site>.osm``.
+and ``data/gis/sites/<site>.osm``: these are not survey data but the sites'
+documented geography (ridges, villages, streams, roads, woods at their places and
+heights) described by hand in :mod:`data.gis.build_sites`, which writes them in the
+same formats as a real SRTM tile and OSM extract, so either reads the same way.
+
+Water: rivers, canals and lakes are impassable (going 0) but where a road crosses
+them (a bridge); streams, brooks and ditches slow a unit crossing them
+(:attr:`TerrainLayers.going`). A sector of a site can be mapped on its own at a finer
+scale (``window_m``).
 """
 
 from __future__ import annotations

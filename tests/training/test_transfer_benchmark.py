@@ -75,9 +75,9 @@ def test_a_model_is_fine_tuned_on_a_copy_and_the_steps_are_counted(tmp_path):
     config = TransferEvalConfig(site="salamanca", n_eval_episodes=4, finetune_steps=512,
                                 max_steps_per_episode=100)
     summary = TransferBenchmark(config).run(tmp_path / "model.zip")
-    assert summary.finetuned.finetune_steps_used >= 512
+    assert summary.finetuned.finetune_steps_used == 512  # one rollout: 32 steps x 16 battles
     assert summary.policy.endswith("model.zip")
     tuned_again = TransferBenchmark(config).finetune(model, site_terrain(config))[1]
-    assert tuned_again >= 512
+    assert tuned_again == 512
     assert all(np.array_equal(a, b.detach()) for a, b in zip(weights, model.policy.parameters(),
                                                             strict=True))
