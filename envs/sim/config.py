@@ -162,6 +162,15 @@ class BattleConfig:
             check_int(f"arm_drill_steps[{arm}]", steps, minimum=0, maximum=MAX_DRILL_STEPS)
             for arm, steps in zip(C.ARM_NAMES, self.arm_drill_steps, strict=True)))
 
+    def __hash__(self) -> int:
+        # The step looks its constants up by config (lru_caches keyed by it) every step:
+        # hashing some fifty fields, tables included, each time would cost microseconds.
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in dataclasses.fields(self)))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
     @property
     def diagonal(self) -> float:
         """Length of the map diagonal, used to normalise distances."""
