@@ -3,9 +3,9 @@
 A process that finds the Numba cache empty compiles the kernels it reaches (about two
 minutes for all of them on two cores). Several processes started together on a cold
 cache (a league's roles, a test suite's workers) would each compile the same kernels at
-once. ``make test`` and ``make demo`` run this module first: it steps every env kind
-once, with the serial kernels and with the parallel ones, which fills the cache for
-every later process.
+once. ``make test`` runs this module first: it steps every env kind and the bare
+engine once, with the serial kernels and with the parallel ones, which fills the cache
+for every later process.
 
 Usage::
 
@@ -21,9 +21,13 @@ import numpy as np
 from envs.battalion_env import BattalionEnv
 from envs.multi_battalion_batch import MultiBattalionBatch
 from envs.multi_battalion_env import MultiBattalionEnv
+from envs.sim import engine
+from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
-from envs.sim.constants import VISIBILITY_RADIUS
+from envs.sim.constants import KEEP_FORMATION, VISIBILITY_RADIUS
+from envs.sim.deploy import deploy
 from envs.sim.kernels import PARALLEL_MIN_BATTLES
+from envs.sim.state import BattleState
 from envs.vec_env import BattalionVecEnv
 
 SCRIPTED_LEVEL = 5
@@ -49,6 +53,16 @@ def _teams(n_battles: int) -> None:
     battles.next_episode(np.arange(n_battles))
 
 
+def _engine(n_battles: int) -> None:
+    """The bare engine step (scenarios, benchmarks), with formation orders."""
+    config = BattleConfig()
+    state = BattleState.empty(n_battles, np.array([0, 1]), 1, 1)
+    deploy(state, np.arange(n_battles), rnd.seed_keys(np.arange(n_battles, dtype=np.uint64)),
+           config, randomize_terrain=False)
+    engine.step(state, np.zeros((n_battles, 2, 3), np.float32), config,
+                formations=np.full((n_battles, 2), KEEP_FORMATION))
+
+
 def precompile() -> float:
     """Step every env kind once at a serial and a parallel batch size.
 
@@ -65,6 +79,7 @@ def precompile() -> float:
     for n_battles in (8, PARALLEL_MIN_BATTLES):
         _duels(n_battles)
         _teams(n_battles)
+        _engine(n_battles)
     return time.perf_counter() - start
 
 
