@@ -1,0 +1,98 @@
+"""The brigade env: the Gymnasium contract, drills run to their ends, initiation sets
+honoured, Red scripted or frozen."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from envs.brigade_env import BrigadeEnv, brigade_obs_dim
+from envs.options import MacroAction, Option, make_default_options
+
+
+def play(env, choose, seed=0, limit=200):
+    obs, _ = env.reset(seed=seed)
+    infos = []
+    for _ in range(limit):
+        obs, reward, terminated, truncated, info = env.step(choose(obs))
+        assert env.observation_space.contains(obs) and np.isfinite(reward)
+        infos.append(info)
+        if terminated or truncated:
+            return infos, terminated, truncated
+    raise AssertionError("the battle did not end")
+
+
+def test_the_gymnasium_contract_holds():
+    check_env(BrigadeEnv(), skip_render_check=True)
+    env = BrigadeEnv(n_blue=3, n_red=2)
+    assert env.observation_space.shape == (brigade_obs_dim(3),) == (25,)
+    assert list(env.action_space.nvec) == [6, 6, 6]
+
+
+def test_a_macro_step_runs_every_drill_to_its_end():
+    env = BrigadeEnv(temporal_ratio=10)
+    env.reset(seed=1)
+    hold = np.full(2, MacroAction.DEFEND_POSITION)
+    _, _, terminated, truncated, info = env.step(hold)
+    assert info["primitive_steps"] == 10 and set(info["option_steps"].values()) == {10}
+    assert info["option_names"] == {"blue_0": "defend_position", "blue_1": "defend_position"}
+    flank = np.full(2, MacroAction.FLANK_LEFT)
+    _, _, _, _, info = env.step(flank)
+    assert info["primitive_steps"] == 5  # the flanks' cap is half the ratio
+
+
+def test_battles_end_with_a_winner_and_advancing_beats_holding_against_a_passive_red():
+    infos, terminated, truncated = play(
+        BrigadeEnv(red_level=1, max_steps=600),
+        lambda obs: np.full(2, MacroAction.ADVANCE_SECTOR))
+    assert terminated and infos[-1]["winner"] == "blue"
+    infos, terminated, truncated = play(
+        BrigadeEnv(red_level=1, max_steps=200),
+        lambda obs: np.full(2, MacroAction.DEFEND_POSITION))
+    assert truncated and infos[-1]["winner"] == "draw"
+
+
+def test_a_drill_that_may_not_start_is_replaced_by_holding():
+    options = make_default_options(10)
+    never = Option("never", lambda o: False, options[0].policy, lambda o, t: False, 10)
+    env = BrigadeEnv(options=[never, *options[1:]])
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(np.array([0, MacroAction.CONCENTRATE_FIRE]))
+    assert info["refused_options"] == ["blue_0"]
+    assert info["option_names"] == {"blue_0": "defend_position", "blue_1": "concentrate_fire"}
+    alone = BrigadeEnv(options=[never])
+    alone.reset(seed=0)
+    _, _, _, _, info = alone.step(np.zeros(2, int))
+    assert info["option_names"] == {"blue_0": "hold", "blue_1": "hold"}
+    assert info["primitive_steps"] == alone.temporal_ratio
+
+
+def test_red_can_be_a_frozen_policy():
+    class Charge:
+        calls = 0
+
+        def predict(self, observation, deterministic=False):
+            Charge.calls += 1
+            return np.tile([1.0, 0.0, 1.0], (len(observation), 1)), None
+
+    env = BrigadeEnv(battalion_policy=Charge())
+    env.reset(seed=0)
+    env.step(np.zeros(2, int))
+    assert Charge.calls > 0
+
+
+@pytest.mark.parametrize("action", [[0], [0, 6], [0.5, 1], [-1, 0]])
+def test_bad_actions_are_refused(action):
+    env = BrigadeEnv()
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="action"):
+        env.step(np.array(action))
+
+
+def test_stepping_a_finished_battle_is_refused():
+    env = BrigadeEnv(max_steps=5)
+    env.reset(seed=0)
+    env.step(np.zeros(2, int))
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(np.zeros(2, int))
