@@ -24,6 +24,7 @@ rewards summed while their drills ran.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -156,6 +157,9 @@ class BrigadeEnv(gym.Env):
         self._rng = np.random.default_rng()
         self._macro_steps = 0
         self._over = True
+        self.red_commander: Callable[[np.ndarray], np.ndarray] | None = None
+        """If set, Red's battalions' orders: called each primitive step with every unit's
+        observation (U, OBS_DIM), returning (n_red, 3) (the division env sets it)."""
 
     # --- episodes -----------------------------------------------------------------
 
@@ -179,6 +183,8 @@ class BrigadeEnv(gym.Env):
             self.config.map_width, self.config.map_height)
 
     def _red_orders(self, observation: np.ndarray) -> np.ndarray:
+        if self.red_commander is not None:
+            return self.red_commander(observation)
         if self.battalion_policy is not None:
             actions = np.asarray(self.battalion_policy.predict(
                 observation[self._red], deterministic=False)[0], F32)
