@@ -46,6 +46,9 @@ _EXPORTS = {
     "CurriculumStage": "training.curriculum_scheduler",
     "STAGE_ENV_KWARGS": "training.curriculum_scheduler",
     "load_v1_weights_into_mappo": "training.curriculum_scheduler",
+    # HRL curriculum
+    "HRLPhase": "training.hrl_curriculum",
+    "HRLCurriculumScheduler": "training.hrl_curriculum",
     # Elo
     "EloRegistry": "training.elo",
     "TeamEloRegistry": "training.elo",
