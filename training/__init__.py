@@ -49,6 +49,15 @@ _EXPORTS = {
     # HRL curriculum
     "HRLPhase": "training.hrl_curriculum",
     "HRLCurriculumScheduler": "training.hrl_curriculum",
+    # policy registry
+    "PolicyRegistry": "training.policy_registry",
+    "Echelon": "training.policy_registry",
+    "PolicyEntry": "training.policy_registry",
+    "freeze_mappo_policy": "training.utils.freeze_policy",
+    "freeze_sb3_policy": "training.utils.freeze_policy",
+    "assert_frozen": "training.utils.freeze_policy",
+    "load_and_freeze_mappo": "training.utils.freeze_policy",
+    "load_and_freeze_sb3": "training.utils.freeze_policy",
     # Elo
     "EloRegistry": "training.elo",
     "TeamEloRegistry": "training.elo",
