@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections import deque
 from collections.abc import Iterable
 from enum import IntEnum
 from pathlib import Path
@@ -40,6 +39,7 @@ from envs.sim.validation import (
     check_int,
 )
 from models.v1_transfer import load_v1_weights_into_mappo  # noqa: F401  (documented here)
+from training.common.promotion import EpisodeWindow, PromotionLog, check_wandb_run
 
 logger = logging.getLogger(__name__)
 
@@ -69,12 +69,6 @@ _FINAL_STAGE = max(CurriculumStage)
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "configs" / "scenarios"
 """Folder of the scenario files (``<name>.yaml``)."""
-
-
-def _check_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name}={value!r} is invalid: expected True or False")
-    return bool(value)
 
 
 SCENARIO_ENV_KEYS = ("n_blue", "n_red", "map_width", "map_height", "max_steps",
@@ -185,11 +179,10 @@ class CurriculumScheduler:
                  initial_stage: CurriculumStage | int = CurriculumStage.STAGE_1V1) -> None:
         self.promote_threshold = check_in_range("promote_threshold", promote_threshold, 0.0,
                                                 1.0, low_open=True)
-        self.win_rate_window = check_int("win_rate_window", win_rate_window, minimum=1)
+        self._window = EpisodeWindow(win_rate_window)
+        self.win_rate_window = self._window.size
         self._stage = _check_stage("initial_stage", initial_stage)
-        self._window: deque[bool] = deque(maxlen=self.win_rate_window)
-        self._total_episodes = 0
-        self._promotions: list[dict[str, Any]] = []
+        self._promotions = PromotionLog("to_stage")
 
     # --------------------------------------------------------------- properties
 
@@ -211,7 +204,7 @@ class CurriculumScheduler:
     @property
     def total_episodes(self) -> int:
         """Episodes recorded since the scheduler started, across all stages."""
-        return self._total_episodes
+        return self._window.total_episodes
 
     @property
     def promotions(self) -> list[dict[str, Any]]:
@@ -219,7 +212,7 @@ class CurriculumScheduler:
 
         ``total_steps`` is filled in by :meth:`log_promotion_event` (None before).
         """
-        return [dict(entry) for entry in self._promotions]
+        return self._promotions.entries
 
     # --------------------------------------------------------------- recording
 
@@ -227,30 +220,26 @@ class CurriculumScheduler:
         """Record one finished episode: whether Blue won.
 
         Raises:
-            TypeError: if ``win`` is not a bool.
+            ValueError: if ``win`` is not a bool.
         """
-        self._window.append(_check_bool("win", win))
-        self._total_episodes += 1
+        self._window.record(win)
 
     def record_episodes(self, wins: Iterable[bool]) -> None:
         """Record several finished episodes in order (all checked before any is recorded).
 
         Raises:
-            TypeError: if ``wins`` is not an iterable of bools.
+            TypeError: if ``wins`` is not an iterable.
+            ValueError: if one of them is not a bool (the message names its index).
         """
-        if isinstance(wins, (str, bytes)) or not isinstance(wins, Iterable):
-            raise TypeError(f"wins={wins!r} is invalid: expected an iterable of bools")
-        checked = [_check_bool(f"wins[{i}]", win) for i, win in enumerate(wins)]
-        for win in checked:
-            self.record_episode(win)
+        self._window.record_many(wins)
 
     def win_rate(self) -> float:
         """Win rate over the window (0.0 when no episode has been recorded at this stage)."""
-        return sum(self._window) / len(self._window) if self._window else 0.0
+        return self._window.win_rate()
 
     def should_promote(self) -> bool:
         """Whether to promote: not final, the window full, and its win rate >= the threshold."""
-        return (not self.is_final_stage and len(self._window) == self.win_rate_window
+        return (not self.is_final_stage and self._window.full
                 and self.win_rate() >= self.promote_threshold)
 
     def promote(self) -> CurriculumStage:
@@ -262,9 +251,8 @@ class CurriculumScheduler:
         if self.is_final_stage:
             raise RuntimeError(f"cannot promote past the final stage {self.stage_label}")
         self._stage = CurriculumStage(self._stage + 1)
-        self._window.clear()
-        self._promotions.append({"to_stage": int(self._stage),
-                                 "total_episodes": self._total_episodes, "total_steps": None})
+        self._window.next_level()
+        self._promotions.add(self._stage, self._window.total_episodes)
         return self._stage
 
     def env_kwargs(self) -> dict[str, int]:
@@ -278,7 +266,7 @@ class CurriculumScheduler:
         return {"curriculum/stage": int(self._stage),
                 "curriculum/stage_label": self.stage_label,
                 "curriculum/win_rate": self.win_rate(),
-                "curriculum/total_episodes": self._total_episodes}
+                "curriculum/total_episodes": self._window.total_episodes}
 
     def log_promotion_event(self, total_steps: int, wandb_run: Any = None) -> None:
         """Log that the team reached its current stage at ``total_steps``.
@@ -292,14 +280,11 @@ class CurriculumScheduler:
             TypeError: if ``wandb_run`` has no ``log`` method.
         """
         total_steps = check_int("total_steps", total_steps, minimum=0)
-        if wandb_run is not None and not callable(getattr(wandb_run, "log", None)):
-            raise TypeError(f"wandb_run={wandb_run!r} is invalid: expected a W&B run (an "
-                            "object with a log method) or None")
-        if self._promotions and self._promotions[-1]["to_stage"] == int(self._stage) \
-                and self._promotions[-1]["total_steps"] is None:
-            self._promotions[-1]["total_steps"] = total_steps
+        check_wandb_run(wandb_run)
+        self._promotions.stamp(self._stage, total_steps)
         logger.info("curriculum: promoted to stage %d (%s) at step %d after %d episodes",
-                    int(self._stage), self.stage_label, total_steps, self._total_episodes)
+                    int(self._stage), self.stage_label, total_steps,
+                    self._window.total_episodes)
         if wandb_run is not None:
             wandb_run.log({**self.wandb_metrics(), "curriculum/promotion_step": total_steps},
                           step=total_steps)
@@ -308,8 +293,8 @@ class CurriculumScheduler:
 
     def state_dict(self) -> dict[str, Any]:
         """The scheduler's progress as plain values (JSON- and ``weights_only``-safe)."""
-        return {"stage": int(self._stage), "window": list(self._window),
-                "total_episodes": self._total_episodes, "promotions": self.promotions,
+        return {"stage": int(self._stage), "window": self._window.results(),
+                "total_episodes": self._window.total_episodes, "promotions": self.promotions,
                 "promote_threshold": self.promote_threshold,
                 "win_rate_window": self.win_rate_window}
 
@@ -335,39 +320,16 @@ class CurriculumScheduler:
                              f"keys {unknown}; expected {sorted(required)} (and optionally "
                              "promote_threshold, win_rate_window)")
         stage = _check_stage("state['stage']", state["stage"])
-        window = state["window"]
-        if not isinstance(window, list):
-            raise TypeError(f"state['window']={window!r} is invalid: expected a list of bools")
-        window = [_check_bool(f"state['window'][{i}]", win) for i, win in enumerate(window)]
-        total = check_int("state['total_episodes']", state["total_episodes"],
-                          minimum=len(window))
-        promotions = state["promotions"]
-        if not isinstance(promotions, list):
-            raise TypeError(f"state['promotions']={promotions!r} is invalid: expected a list")
-        checked = []
-        for i, entry in enumerate(promotions):
-            name = f"state['promotions'][{i}]"
-            if not isinstance(entry, dict) or set(entry) != {"to_stage", "total_episodes",
-                                                             "total_steps"}:
-                raise ValueError(f"{name}={entry!r} is invalid: expected a dict with keys "
-                                 "to_stage, total_episodes, total_steps")
-            to_stage = _check_stage(f"{name}['to_stage']", entry["to_stage"])
-            if to_stage > stage or to_stage == CurriculumStage.STAGE_1V1:
-                raise ValueError(f"{name}['to_stage']={int(to_stage)} is invalid: expected a "
-                                 f"stage in 1..{int(stage)} (the saved stage)")
-            steps = entry["total_steps"]
-            checked.append({
-                "to_stage": int(to_stage),
-                "total_episodes": check_int(f"{name}['total_episodes']", entry["total_episodes"],
-                                            minimum=0, maximum=total),
-                "total_steps": None if steps is None else check_int(
-                    f"{name}['total_steps']", steps, minimum=0)})
+        window = EpisodeWindow(self.win_rate_window)
+        window.restore(state)
+        promotions = self._promotions.checked(state["promotions"], _check_stage,
+                                              CurriculumStage.STAGE_1V1, stage,
+                                              window.total_episodes)
         for key, own in (("promote_threshold", self.promote_threshold),
                          ("win_rate_window", self.win_rate_window)):
             if key in state and state[key] != own:
                 logger.warning("curriculum state was saved with %s=%r; continuing with %r",
                                key, state[key], own)
         self._stage = stage
-        self._window = deque(window, maxlen=self.win_rate_window)
-        self._total_episodes = total
-        self._promotions = checked
+        self._window = window
+        self._promotions.restore(promotions)

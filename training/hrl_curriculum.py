@@ -29,7 +29,6 @@ Typical use::
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Callable, Iterable
 from enum import IntEnum
 from pathlib import Path
@@ -39,7 +38,6 @@ import numpy as np
 import yaml
 
 from envs.sim.validation import (
-    check_bool,
     check_in_range,
     check_int,
     check_map_size,
@@ -47,6 +45,7 @@ from envs.sim.validation import (
     check_positive,
     short_repr,
 )
+from training.common.promotion import EpisodeWindow, PromotionLog, check_wandb_run
 from training.elo import EloRegistry, TeamEloRegistry
 
 logger = logging.getLogger(__name__)
@@ -233,14 +232,12 @@ class HRLCurriculumScheduler:
                  initial_phase: HRLPhase | int = HRLPhase.PHASE_1_BATTALION) -> None:
         self.win_rate_threshold = check_in_range("win_rate_threshold", win_rate_threshold,
                                                  0.0, 1.0, low_open=True)
-        self.win_rate_window = check_int("win_rate_window", win_rate_window, minimum=1)
+        self._window = EpisodeWindow(win_rate_window)
+        self.win_rate_window = self._window.size
         self.elo_threshold = _check_elo("elo_threshold", elo_threshold)
         self._phase = _check_phase("initial_phase", initial_phase)
-        self._window: deque[bool] = deque(maxlen=self.win_rate_window)
-        self._phase_episodes = 0
-        self._total_episodes = 0
         self._elo: float | None = None
-        self._promotions: list[dict[str, Any]] = []
+        self._promotions = PromotionLog("to_phase")
 
     @classmethod
     def for_phase(cls, phase: HRLPhase | int) -> HRLCurriculumScheduler:
@@ -272,12 +269,12 @@ class HRLCurriculumScheduler:
     @property
     def phase_episodes(self) -> int:
         """Episodes recorded since the last promotion (or the start)."""
-        return self._phase_episodes
+        return self._window.level_episodes
 
     @property
     def total_episodes(self) -> int:
         """Episodes recorded since the scheduler started, across all phases."""
-        return self._total_episodes
+        return self._window.total_episodes
 
     @property
     def elo(self) -> float | None:
@@ -290,7 +287,7 @@ class HRLCurriculumScheduler:
 
         ``total_steps`` is filled in by :meth:`log_promotion_event` (None before).
         """
-        return [dict(entry) for entry in self._promotions]
+        return self._promotions.entries
 
     # --------------------------------------------------------------- recording
 
@@ -300,9 +297,7 @@ class HRLCurriculumScheduler:
         Raises:
             ValueError: if ``win`` is not a bool.
         """
-        self._window.append(check_bool("win", win))
-        self._phase_episodes += 1
-        self._total_episodes += 1
+        self._window.record(win)
 
     def record_episodes(self, wins: Iterable[bool]) -> None:
         """Record several finished episodes in order (all checked before any is recorded).
@@ -311,16 +306,11 @@ class HRLCurriculumScheduler:
             TypeError: if ``wins`` is not an iterable.
             ValueError: if one of them is not a bool (the message names its index).
         """
-        if isinstance(wins, (str, bytes)) or not isinstance(wins, Iterable):
-            raise TypeError(f"wins={short_repr(wins)} is invalid: expected an iterable of "
-                            "bools")
-        checked = [check_bool(f"wins[{i}]", win) for i, win in enumerate(wins)]
-        for win in checked:
-            self.record_episode(win)
+        self._window.record_many(wins)
 
     def win_rate(self) -> float:
         """Win rate over the window (0.0 when no episode has been recorded at this phase)."""
-        return sum(self._window) / len(self._window) if self._window else 0.0
+        return self._window.win_rate()
 
     def set_elo(self, value: float) -> None:
         """Record the agent's current Elo rating (e.g. read from a registry).
@@ -359,7 +349,7 @@ class HRLCurriculumScheduler:
     # --------------------------------------------------------------- promotion
 
     def _conditions(self) -> dict[str, dict[str, Any]]:
-        window_full = len(self._window) == self.win_rate_window
+        window_full = self._window.full
         win_rate = self.win_rate()
         elo_checked = self.elo_threshold is not None
         return {
@@ -402,11 +392,9 @@ class HRLCurriculumScheduler:
         if self.is_final_phase:
             raise RuntimeError(f"cannot promote past the final phase {self.phase_label}")
         self._phase = HRLPhase(self._phase + 1)
-        self._window.clear()
-        self._phase_episodes = 0
+        self._window.next_level()
         self._elo = None
-        self._promotions.append({"to_phase": int(self._phase),
-                                 "total_episodes": self._total_episodes, "total_steps": None})
+        self._promotions.add(self._phase, self._window.total_episodes)
         return self._phase
 
     # --------------------------------------------------------------- logging
@@ -418,8 +406,8 @@ class HRLCurriculumScheduler:
                 "hrl_curriculum/phase_label": self.phase_label,
                 "hrl_curriculum/win_rate": self.win_rate(),
                 "hrl_curriculum/elo": self._elo,
-                "hrl_curriculum/phase_episodes": self._phase_episodes,
-                "hrl_curriculum/total_episodes": self._total_episodes}
+                "hrl_curriculum/phase_episodes": self._window.level_episodes,
+                "hrl_curriculum/total_episodes": self._window.total_episodes}
 
     def log_promotion_event(self, total_steps: int, wandb_run: Any = None) -> None:
         """Log that training reached its current phase at ``total_steps``.
@@ -433,14 +421,11 @@ class HRLCurriculumScheduler:
             TypeError: if ``wandb_run`` has no ``log`` method.
         """
         total_steps = check_int("total_steps", total_steps, minimum=0)
-        if wandb_run is not None and not callable(getattr(wandb_run, "log", None)):
-            raise TypeError(f"wandb_run={short_repr(wandb_run)} is invalid: expected a W&B "
-                            "run (an object with a log method) or None")
-        if self._promotions and self._promotions[-1]["to_phase"] == int(self._phase) \
-                and self._promotions[-1]["total_steps"] is None:
-            self._promotions[-1]["total_steps"] = total_steps
+        check_wandb_run(wandb_run)
+        self._promotions.stamp(self._phase, total_steps)
         logger.info("hrl curriculum: promoted to phase %d (%s) at step %d after %d episodes",
-                    int(self._phase), self.phase_label, total_steps, self._total_episodes)
+                    int(self._phase), self.phase_label, total_steps,
+                    self._window.total_episodes)
         if wandb_run is not None:
             wandb_run.log({**self.wandb_metrics(), "hrl_curriculum/promotion_step": total_steps},
                           step=total_steps)
@@ -451,9 +436,9 @@ class HRLCurriculumScheduler:
 
     def state_dict(self) -> dict[str, Any]:
         """The scheduler's progress as plain values (JSON- and ``weights_only``-safe)."""
-        return {"phase": int(self._phase), "window": list(self._window),
-                "phase_episodes": self._phase_episodes,
-                "total_episodes": self._total_episodes, "elo": self._elo,
+        return {"phase": int(self._phase), "window": self._window.results(),
+                "phase_episodes": self._window.level_episodes,
+                "total_episodes": self._window.total_episodes, "elo": self._elo,
                 "promotions": self.promotions,
                 "win_rate_threshold": self.win_rate_threshold,
                 "win_rate_window": self.win_rate_window, "elo_threshold": self.elo_threshold}
@@ -480,46 +465,18 @@ class HRLCurriculumScheduler:
                              f"unknown keys {unknown}; expected {sorted(required)} (and "
                              f"optionally {', '.join(self._SETTINGS)})")
         phase = _check_phase("state['phase']", state["phase"])
-        window = state["window"]
-        if not isinstance(window, list):
-            raise TypeError(f"state['window']={short_repr(window)} is invalid: expected a "
-                            "list of bools")
-        window = [check_bool(f"state['window'][{i}]", win) for i, win in enumerate(window)]
-        total = check_int("state['total_episodes']", state["total_episodes"],
-                          minimum=len(window))
-        phase_episodes = check_int("state['phase_episodes']", state["phase_episodes"],
-                                   minimum=len(window), maximum=total)
+        window = EpisodeWindow(self.win_rate_window)
+        window.restore(state, "phase_episodes")
         elo = _check_elo("state['elo']", state["elo"])
-        promotions = state["promotions"]
-        if not isinstance(promotions, list):
-            raise TypeError(f"state['promotions']={short_repr(promotions)} is invalid: "
-                            "expected a list")
-        checked = []
-        for i, entry in enumerate(promotions):
-            name = f"state['promotions'][{i}]"
-            if not isinstance(entry, dict) or set(entry) != {"to_phase", "total_episodes",
-                                                             "total_steps"}:
-                raise ValueError(f"{name}={short_repr(entry)} is invalid: expected a dict "
-                                 "with keys to_phase, total_episodes, total_steps")
-            to_phase = _check_phase(f"{name}['to_phase']", entry["to_phase"])
-            if to_phase > phase or to_phase == HRLPhase.PHASE_1_BATTALION:
-                raise ValueError(f"{name}['to_phase']={int(to_phase)} is invalid: expected a "
-                                 f"phase in 2..{int(phase)} (the saved phase)")
-            steps = entry["total_steps"]
-            checked.append({
-                "to_phase": int(to_phase),
-                "total_episodes": check_int(f"{name}['total_episodes']", entry["total_episodes"],
-                                            minimum=0, maximum=total),
-                "total_steps": None if steps is None else check_int(
-                    f"{name}['total_steps']", steps, minimum=0)})
+        promotions = self._promotions.checked(state["promotions"], _check_phase,
+                                              HRLPhase.PHASE_1_BATTALION, phase,
+                                              window.total_episodes)
         for key in self._SETTINGS:
             own = getattr(self, key)
             if key in state and state[key] != own:
                 logger.warning("HRL curriculum state was saved with %s=%r; continuing with %r",
                                key, state[key], own)
         self._phase = phase
-        self._window = deque(window, maxlen=self.win_rate_window)
-        self._phase_episodes = phase_episodes
-        self._total_episodes = total
+        self._window = window
         self._elo = elo
-        self._promotions = checked
+        self._promotions.restore(promotions)

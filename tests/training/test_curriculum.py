@@ -108,9 +108,9 @@ def test_constructor_validation_names_the_field(kwargs, field):
 def test_episode_results_must_be_bools():
     scheduler = CurriculumScheduler(win_rate_window=3)
     scheduler.record_episode(np.bool_(True))
-    with pytest.raises(TypeError, match="win"):
+    with pytest.raises(ValueError, match="win"):
         scheduler.record_episode(1)
-    with pytest.raises(TypeError, match=r"wins\[1\]"):
+    with pytest.raises(ValueError, match=r"wins\[1\]"):
         scheduler.record_episodes([True, "yes"])
     assert scheduler.total_episodes == 1  # nothing of a bad batch is recorded
     assert CurriculumScheduler(initial_stage=2).is_final_stage

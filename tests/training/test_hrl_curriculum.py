@@ -38,7 +38,8 @@ def test_promotion_needs_all_three_conditions():
 
 
 @pytest.mark.parametrize("spoil, failing", [
-    (lambda s: s._window.popleft(), "window_full"),       # T T T: 3 of 4 episodes
+    (lambda s: s.load_state_dict({**s.state_dict(), "window": [True, True, True]}),
+     "window_full"),                                       # T T T: 3 of 4 episodes
     (lambda s: s.record_episodes([False, False]), "win_rate"),  # the window slides to T T F F
     (lambda s: s.set_elo(899.9), "elo"),                  # Elo below the threshold
     (lambda s: setattr(s, "_elo", None), "elo"),          # no Elo recorded yet
