@@ -62,6 +62,17 @@ def brigade_obs_dim(n_blue: int) -> int:
     return N_SECTORS + 7 * n_blue + 1
 
 
+def sector_shares(x: np.ndarray, alive: np.ndarray, mine: np.ndarray, n_sectors: int,
+                  width: float) -> np.ndarray:
+    """Per north-south strip of the field (``n_sectors`` of them, west first), the share
+    of the strength standing in it (``alive``, (U,)) that is ``mine``; 0.5 where nobody
+    stands."""
+    strip = np.minimum((x / width * n_sectors).astype(int), n_sectors - 1)
+    own = np.bincount(strip[mine], alive[mine], minlength=n_sectors)
+    total = np.bincount(strip, alive, minlength=n_sectors)
+    return np.where(total > 0, own / np.where(total > 0, total, 1), 0.5).astype(F32)
+
+
 def brigade_observation(x: np.ndarray, y: np.ndarray, strength: np.ndarray,
                         morale: np.ndarray, active: np.ndarray, team: np.ndarray,
                         side: int, step_fraction: float, width: float,
@@ -69,14 +80,7 @@ def brigade_observation(x: np.ndarray, y: np.ndarray, strength: np.ndarray,
     """The brigade observation of ``side`` (module docstring) from one battle's (U,)
     unit arrays; the strips and bearings are in the real map's frame."""
     mine, theirs = team == side, team != side
-    alive = strength * active
-    strip = np.minimum((x / width * N_SECTORS).astype(int), N_SECTORS - 1)
-    sectors = np.full(N_SECTORS, 0.5, F32)
-    for s in range(N_SECTORS):
-        own = alive[mine & (strip == s)].sum()
-        other = alive[theirs & (strip == s)].sum()
-        if own + other > 0:
-            sectors[s] = own / (own + other)
+    sectors = sector_shares(x, strength * active, mine, N_SECTORS, width)
     units = np.stack([strength[mine] * active[mine], morale[mine] * active[mine]], axis=1)
     threats = np.tile(NO_THREAT, (int(mine.sum()), 1))
     enemies = np.flatnonzero(theirs & active)
@@ -259,12 +263,10 @@ class BrigadeEnv(gym.Env):
             terminated = True
         if terminated or truncated:
             self._over = True
-            winner = -1 if result is None else int(result.winner[0])
-            if result is None:
-                winner = RED
+            winner = RED if result is None else int(result.winner[0])
             info["winner"] = {BLUE: "blue", RED: "red"}.get(winner, "draw")
         return self._observe(), float(rewards.mean()), terminated, truncated, info
 
 
 __all__ = ["BrigadeEnv", "FALLBACK_OPTION", "N_SECTORS", "brigade_obs_dim",
-           "brigade_observation"]
+           "brigade_observation", "sector_shares"]

@@ -30,7 +30,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from envs.brigade_env import NO_THREAT, BrigadeEnv, brigade_observation
+from envs.brigade_env import NO_THREAT, BrigadeEnv, brigade_observation, sector_shares
 from envs.multi_battalion_batch import BLUE, RED
 from envs.options import MacroAction
 from envs.sim.constants import MAP_HEIGHT, MAP_WIDTH, MAX_STEPS, VISIBILITY_RADIUS
@@ -114,14 +114,7 @@ class DivisionEnv(gym.Env):
         strength, morale, active = state.strength[0], state.morale[0], state.active[0]
         team = state.team
         width, height = self.brigades.config.map_width, self.brigades.config.map_height
-        alive = strength * active
-        strip = np.minimum((x / width * N_THEATRE_SECTORS).astype(int), N_THEATRE_SECTORS - 1)
-        sectors = np.full(N_THEATRE_SECTORS, 0.5, F32)
-        for s in range(N_THEATRE_SECTORS):
-            own, other = alive[(team == BLUE) & (strip == s)].sum(), \
-                alive[(team == RED) & (strip == s)].sum()
-            if own + other > 0:
-                sectors[s] = own / (own + other)
+        sectors = sector_shares(x, strength * active, team == BLUE, N_THEATRE_SECTORS, width)
         blue = np.flatnonzero(team == BLUE).reshape(self.n_brigades, self.n_per)
         red = np.flatnonzero(team == RED).reshape(self.n_red_brigades, self.n_red_per)
         summary = np.zeros((self.n_brigades, 3), F32)

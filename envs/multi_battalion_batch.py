@@ -409,8 +409,7 @@ class MultiBattalionBatch:
         self._require_reset()
         actions = check_action_array("actions", actions,
                                      (self.n_battles, self.n_units, ACTION_DIM))
-        drill_orders = None if formations is None else unit_major(engine.check_formation_orders(
-            "formations", formations, (self.n_battles, self.n_units)))
+        drill_orders = engine.formation_orders(formations, (self.n_battles, self.n_units))
         before, geometry_before = self.state, self.geometry
         n, units = self.n_battles, self.n_units
         blocks = engine.StepBlocks.allocate(n, units)

@@ -387,9 +387,7 @@ def _check_dry_feet(scenario: Scenario, where: str) -> None:
     if terrain is None:
         return
     for unit in scenario.units:
-        col = min(int(unit.x * scenario.cols / scenario.width), scenario.cols - 1)
-        row = min(int(unit.y * scenario.rows / scenario.height), scenario.rows - 1)
-        if terrain.going[row, col] <= 0:
+        if terrain.going_at(unit.x, unit.y) <= 0:
             raise ScenarioError(f"{where}: unit {unit.id!r} starts at ({unit.x:g}, {unit.y:g}), "
                                 "in impassable water: expected dry ground")
 

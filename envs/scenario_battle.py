@@ -20,7 +20,7 @@ Casualties are reported as historians count them: strength lost, plus
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -109,20 +109,13 @@ def deploy_scenario(scenario: Scenario, n_battles: int, seed: int) -> BattleStat
     x = np.clip(scenario.array("x")[None] + jitter[0], 0, scenario.width)
     y = np.clip(scenario.array("y")[None] + jitter[1], 0, scenario.height)
     if terrain is not None:  # jitter never puts a unit in the water
-        dry = scenario.array("x")[None], scenario.array("y")[None]
-        wet = _impassable(terrain, x, y, scenario)
-        x, y = np.where(wet, dry[0], x), np.where(wet, dry[1], y)
+        wet = terrain.going_at(x, y) <= 0
+        x = np.where(wet, scenario.array("x")[None], x)
+        y = np.where(wet, scenario.array("y")[None], y)
     place(state, np.arange(n_battles), rnd.seed_keys(seeds), x=x, y=y,
           theta=scenario.array("theta"), strength=scenario.array("strength"),
           formation=scenario.array("formation", np.int16), terrain=terrain)
     return state
-
-
-def _impassable(terrain: Any, x: np.ndarray, y: np.ndarray, scenario: Scenario) -> np.ndarray:
-    rows, cols = terrain.shape
-    col = np.minimum((x * cols / scenario.width).astype(int), cols - 1)
-    row = np.minimum((y * rows / scenario.height).astype(int), rows - 1)
-    return terrain.going[row, col] <= 0
 
 
 def play_scenario(scenario: Scenario, n_battles: int = 16, seed: int = 0, *,

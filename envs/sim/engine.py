@@ -25,6 +25,7 @@ threads, then over units). The model, with every constant, is documented in
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -49,8 +50,8 @@ from envs.sim.validation import check_real_array
 __all__ = [
     "DESTROYED_THRESHOLD", "DT", "MAP_HEIGHT", "MAP_WIDTH", "MAX_STEPS",
     "Geometry", "RESTART_GEOMETRY", "StepBlocks", "StepEvents", "arms_inputs",
-    "check_formation_orders", "pair_major", "sense", "step", "step_inputs", "team_codes",
-    "unit_major", "writable_major",
+    "check_formation_orders", "formation_orders", "keep_formations", "pair_major", "sense",
+    "step", "step_inputs", "team_codes", "unit_major", "writable_major",
 ]
 
 F32 = np.float32
@@ -154,8 +155,7 @@ def step(state: BattleState, actions: np.ndarray, config: BattleConfig,
         ValueError: if ``formations`` is not a (B, U) array of such codes.
     """
     orders = np.ascontiguousarray(np.asarray(actions, dtype=F32).transpose(2, 1, 0))
-    drill_orders = None if formations is None else unit_major(
-        check_formation_orders("formations", formations, state.x.shape))
+    drill_orders = formation_orders(formations, state.x.shape)
     blocks = StepBlocks.allocate(state.batch_size, state.n_units)
     _step_kernel(state.batch_size)(*step_inputs(state, config, geometry, orders),
                                    *blocks.arrays(),
@@ -192,19 +192,23 @@ def arms_inputs(state: BattleState, config: BattleConfig, drill_orders: np.ndarr
             modes)
 
 
+@lru_cache(maxsize=64)
 def keep_formations(n_units: int, batch: int) -> np.ndarray:
     """(U, B) formation orders that keep every formation (read only, shared)."""
-    orders = _KEEP.get((n_units, batch))
-    if orders is None:
-        orders = np.full((n_units, batch), KEEP_FORMATION, np.int8)
-        orders.flags.writeable = False
-        if len(_KEEP) > 64:
-            _KEEP.clear()
-        _KEEP[(n_units, batch)] = orders
+    orders = np.full((n_units, batch), KEEP_FORMATION, np.int8)
+    orders.flags.writeable = False
     return orders
 
 
-_KEEP: dict[tuple[int, int], np.ndarray] = {}
+def formation_orders(formations: np.ndarray | None, shape: tuple[int, int]) -> np.ndarray | None:
+    """``formations`` (B, U) as the kernels take them, (U, B) int8, checked; None stays None.
+
+    Raises:
+        ValueError: as :func:`check_formation_orders`.
+    """
+    if formations is None:
+        return None
+    return unit_major(check_formation_orders("formations", formations, shape))
 
 
 @dataclass(frozen=True, eq=False)

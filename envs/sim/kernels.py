@@ -46,6 +46,8 @@ K_VOLLEY_SHOCK, K_MORALE_RECOVERY, K_RELOAD, K_DESTROYED, K_ROUT = 23, 24, 25, 2
 K_EYE_HEIGHT, K_COLS_PER_WIDTH, K_ROWS_PER_HEIGHT = 28, 29, 30
 K_INV_WIDTH, K_INV_HEIGHT, K_INV_DIAGONAL, K_INV_MAX_STEPS = 31, 32, 33, 34
 K_INV_TURN_RATE, K_SCRIPTED_HALT = 35, 36
+K_MELEE_DAMAGE, K_CHARGE_IMPACT, K_CHARGE_SPEED, K_DISORDER = 37, 38, 39, 40
+K_MELEE_MORALE, K_MELEE_REACH = 41, 42
 CHUNK = 256
 """Battles a thread steps together, phase by phase: a few SIMD vectors wide, and few
 enough that their terrain stays in the core's cache while each phase loops over them.
@@ -68,6 +70,9 @@ _NAMES = ("max_turn_rate", "hill_speed_factor", "forest_speed_penalty",
           "cover_protection", "morale_per_damage", "flank_morale_extra", "rear_morale_extra",
           "volley_shock", "morale_recovery", "reload_rate", "destroyed_threshold",
           "rout_threshold", "eye_height")
+_MELEE_NAMES = ("melee_damage", "charge_impact", "charge_speed", "disorder_melee",
+                "melee_morale_extra", "melee_reach")
+"""The model-wide melee constants, at ``K_MELEE_DAMAGE`` onwards."""
 
 
 def set_num_threads(n: int) -> None:
@@ -96,6 +101,7 @@ def constants(config, rows: int, cols: int) -> np.ndarray:
                F32(1) / k.map_width, F32(1) / k.map_height, F32(1 / config.diagonal),
                F32(1 / config.max_steps), F32(1 / config.max_turn_rate),
                F32(SCRIPTED_HALT_FRACTION * config.fire_range)]
+    values += [getattr(k, name) for name in _MELEE_NAMES]
     vector = np.array(values, dtype=F32)
     vector.flags.writeable = False
     return vector
@@ -105,9 +111,8 @@ def constants(config, rows: int, cols: int) -> np.ndarray:
 # (row ``arm * N_FORMATIONS + formation``).
 A_SPEED, A_FIREPOWER, A_EXPOSURE, A_CAVALRY_DEFENCE, A_RANGE, A_INV_RANGE = 0, 1, 2, 3, 4, 5
 A_EXPONENT, A_COS_ARC, A_RELOAD, A_MELEE, A_RADIUS, A_DRILL, A_MORALE = 6, 7, 8, 9, 10, 11, 12
-A_ALL_ROUND, A_ALLOWED, A_CHARGES, A_MELEE_DAMAGE, A_CHARGE_IMPACT = 13, 14, 15, 16, 17
-A_CHARGE_SPEED, A_DISORDER, A_MELEE_MORALE, A_MELEE_REACH = 18, 19, 20, 21
-ARMS_FIELDS = 22
+A_ALL_ROUND, A_ALLOWED, A_CHARGES = 13, 14, 15
+ARMS_FIELDS = 16
 N_FORMATIONS = len(FORMATION_NAMES)
 ALL_ROUND_ARC = F32(-2)
 """The arc cosine of a square: every bearing's cosine exceeds it."""
@@ -117,8 +122,8 @@ ALL_ROUND_ARC = F32(-2)
 def arms_table(config) -> np.ndarray:
     """The float32 arms table of ``config`` (a BattleConfig): per arm and formation its
     speed, volley, exposure to guns and to a charge, fire range and arc, reload, melee,
-    frontage, drill time and morale, as ``docs/simulation.md`` tabulates them; the
-    model-wide melee constants ride along in every row (columns ``A_*``)."""
+    frontage, drill time and morale, as ``docs/simulation.md`` tabulates them (columns
+    ``A_*``); the model-wide melee constants are in :func:`constants`."""
     table = np.zeros((len(ARM_NAMES) * N_FORMATIONS, ARMS_FIELDS), np.float64)
     fire = {INFANTRY: (config.fire_range, config.hit_falloff_exponent, config.fire_arc,
                        config.reload_rate, config.volley_damage),
@@ -146,12 +151,6 @@ def arms_table(config) -> np.ndarray:
             row[A_ALL_ROUND] = formation == SQUARE
             row[A_ALLOWED] = formation in ARM_FORMATIONS[arm]
             row[A_CHARGES] = arm == CAVALRY
-            row[A_MELEE_DAMAGE] = config.melee_damage
-            row[A_CHARGE_IMPACT] = config.charge_impact
-            row[A_CHARGE_SPEED] = config.charge_speed
-            row[A_DISORDER] = config.disorder_melee
-            row[A_MELEE_MORALE] = config.melee_morale_extra
-            row[A_MELEE_REACH] = config.melee_reach
     table = table.astype(F32)
     table.flags.writeable = False
     return table
@@ -349,6 +348,17 @@ def step_scratch(n, width):
 
 
 @kernel(inline="always")
+def _flank_rear(arrival, arc, cos_front, cos_rear):
+    """Whether a blow arriving at cosine ``arrival`` off the target's front strikes its
+    flank and its rear (1 or 0 each); a square (``arc``, its arc cosine, all round) has
+    neither."""
+    zero, one = F32(0), F32(1)
+    formed = arc > ALL_ROUND_ARC
+    return (one if (arrival <= cos_front) & formed else zero,
+            one if (arrival < cos_rear) & formed else zero)
+
+
+@kernel(inline="always")
 def _arm_row(arm, formation):
     """The arms table's row of an arm in a formation."""
     return np.int32(arm) * np.int32(N_FORMATIONS) + np.int32(formation)
@@ -404,9 +414,9 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
     cover_protection, per_damage = k[K_COVER_PROTECTION], k[K_MORALE_PER_DAMAGE]
     flank_morale, rear_morale, shock = k[K_FLANK_MORALE], k[K_REAR_MORALE], k[K_VOLLEY_SHOCK]
     recovery_rate, destroyed_at, rout_at = k[K_MORALE_RECOVERY], k[K_DESTROYED], k[K_ROUT]
-    melee_damage, charge_impact = table[0, A_MELEE_DAMAGE], table[0, A_CHARGE_IMPACT]
-    charge_speed, disorder = table[0, A_CHARGE_SPEED], table[0, A_DISORDER]
-    melee_morale, reach_slack = table[0, A_MELEE_MORALE], table[0, A_MELEE_REACH]
+    melee_damage, charge_impact = k[K_MELEE_DAMAGE], k[K_CHARGE_IMPACT]
+    charge_speed, disorder = k[K_CHARGE_SPEED], k[K_DISORDER]
+    melee_morale, reach_slack = k[K_MELEE_MORALE], k[K_MELEE_REACH]
     # Every loop over battles below writes one or two arrays: with more, LLVM's runtime
     # checks that they do not overlap the arrays read exceed its limit and the loop stays
     # scalar.
@@ -549,8 +559,7 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
                 d = dist[i, j, b]
                 arrival = facing_cos[j, i, b]
                 # A square has no flank or rear.
-                flank = one if (arrival <= cos_front) & (arc[j, c] > ALL_ROUND_ARC) else zero
-                rear = one if (arrival < cos_rear) & (arc[j, c] > ALL_ROUND_ARC) else zero
+                flank, rear = _flank_rear(arrival, arc[j, c], cos_front, cos_rear)
                 angle = (one + (flank_mult - one) * flank) + (rear_mult - flank_mult) * rear
                 rise = one + height_advantage * (elevation[i, b] - elevation[j, b])
                 protection = one - cover_protection * cover[j, b]
@@ -591,8 +600,7 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
                 b = lo + c
                 touching = active[i, c] & active[j, c] & (dist[i, j, b] <= reach)
                 arrival = facing_cos[j, i, b]
-                flank = one if (arrival <= cos_front) & (arc[j, c] > ALL_ROUND_ARC) else zero
-                rear = one if (arrival < cos_rear) & (arc[j, c] > ALL_ROUND_ARC) else zero
+                flank, rear = _flank_rear(arrival, arc[j, c], cos_front, cos_rear)
                 angle = (one + (flank_mult - one) * flank) + (rear_mult - flank_mult) * rear
                 impetus = one + (charge_impact - one) * (fire[i, c] * charges)
                 defence = one + (guard[j, c] - one) * charges
@@ -634,8 +642,7 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
             for c in range(hi - lo):
                 b = lo + c
                 arrival = facing_cos[j, i, b]
-                flank = one if (arrival <= cos_front) & (arc[j, c] > ALL_ROUND_ARC) else zero
-                rear = one if (arrival < cos_rear) & (arc[j, c] > ALL_ROUND_ARC) else zero
+                flank, rear = _flank_rear(arrival, arc[j, c], cos_front, cos_rear)
                 weight = per_damage + flank_morale * flank + (rear_morale - flank_morale) * rear
                 shaken[j, c] += raw[i, j, c] * weight
         for c in range(hi - lo):

@@ -160,6 +160,10 @@ class TerrainMap:
         """Cover density of the cells under the points ``(x, y)``."""
         return self.cover.reshape(-1)[self._cells(x, y)]
 
+    def going_at(self, x: np.ndarray | float, y: np.ndarray | float) -> np.ndarray:
+        """Going of the cells under the points ``(x, y)`` (0: impassable)."""
+        return self.going.reshape(-1)[self._cells(x, y)]
+
     def line_of_sight(self, x0: float, y0: float, x1: float, y1: float,
                       eye_height: float = C.EYE_HEIGHT,
                       samples: int = C.LOS_SAMPLES) -> bool:
