@@ -99,6 +99,16 @@ class Option:
                              "finite numbers [move, rotate, fire]")
         return action
 
+    def get_actions(self, obs: np.ndarray) -> np.ndarray:
+        """The drill's orders (n, 3) for ``n`` battalions' observations (n, D) at once: one
+        call of a policy that takes a batch (as the default drills' do), else one call per
+        battalion, each checked as :meth:`get_action` checks it."""
+        obs = _observation(obs)
+        action = np.asarray(self.policy(obs), dtype=np.float32)
+        if action.shape == (len(obs), ACTION_DIM) and np.isfinite(action).all():
+            return action
+        return np.stack([self.get_action(row) for row in obs]).reshape(-1, ACTION_DIM)
+
     def should_terminate(self, obs: np.ndarray, steps_active: int) -> bool:
         """Whether the drill is over after ``steps_active`` steps."""
         return steps_active >= self.max_steps or bool(

@@ -2,8 +2,10 @@
 
 :class:`~training.ppo.config.TrainingConfig` and
 :class:`~training.mappo.config.MAPPOConfig` inherit :class:`PPOSettings`,
-:class:`BattlefieldSettings`, :class:`RewardSettings` and :class:`TrackingSettings`;
-the defaults are the duel's, and MAPPO changes a few with
+:class:`WarmStartSettings`, :class:`BattlefieldSettings`, :class:`RewardSettings` and
+:class:`TrackingSettings` (the brigade and division trainers' config
+:class:`~training.echelon_training.EchelonConfig` the first and last); the defaults are
+the duel's, and MAPPO changes a few with
 :func:`~training.common.settings.override`. Fields are made with
 :func:`~training.common.settings.setting` (default, doc, check, YAML key).
 """
@@ -77,7 +79,7 @@ def doctrine(name: str, value: Any) -> str | None:
 
 @dataclass
 class PPOSettings(Settings):
-    """A PPO run: budget, battles per batch, rollout, update constants, warm start.
+    """A PPO run: budget, battles per batch, rollout, update constants.
 
     The rollout rule (``docs/training.md``, "Rollout size"): a rollout holds
     ``rollout_steps`` env-steps whatever ``n_envs`` is and is split into
@@ -129,15 +131,6 @@ class PPOSettings(Settings):
     torch_threads: int = setting(
         1, "Torch's CPU threads (more stall whenever another process wants a core).",
         positive_int, "training.torch_threads")
-    warm_start_doctrine: str | None = setting(
-        "disciplined", "Doctrine imitated before PPO (behaviour cloning of its orders); null "
-        "starts from scratch.", doctrine, "training.warm_start_doctrine")
-    warm_start_steps: int = setting(
-        300_000, "Env-steps of the doctrine's battles to imitate, counted in total_timesteps.",
-        positive_int, "training.warm_start_steps")
-    warm_start_epochs: int = setting(
-        10, "Passes over the demonstrations.", positive_int, "training.warm_start_epochs")
-
     def rollout_n_steps(self) -> int:
         """Steps of every battle per rollout.
 
@@ -176,6 +169,20 @@ class PPOSettings(Settings):
         if self.batch_size is not None:
             return self.batch_size
         return max(2, -(-samples // self.n_minibatches))
+
+
+@dataclass
+class WarmStartSettings(Settings):
+    """Imitating a hand-written doctrine before PPO (the battalion trainers')."""
+
+    warm_start_doctrine: str | None = setting(
+        "disciplined", "Doctrine imitated before PPO (behaviour cloning of its orders); null "
+        "starts from scratch.", doctrine, "training.warm_start_doctrine")
+    warm_start_steps: int = setting(
+        300_000, "Env-steps of the doctrine's battles to imitate, counted in total_timesteps.",
+        positive_int, "training.warm_start_steps")
+    warm_start_epochs: int = setting(
+        10, "Passes over the demonstrations.", positive_int, "training.warm_start_epochs")
 
 
 @dataclass

@@ -13,6 +13,7 @@ import torch
 from envs.battalion_env import battle_config_from_args
 from envs.doctrine import DisciplinedCommander
 from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
+from envs.orders import OrderedBattalionBatch, OrderRewards
 from envs.sim.constants import (
     ACTION_DIM,
     HILL_SPEED_FACTOR,
@@ -27,13 +28,17 @@ from training.common.play import DRAW, LOSS, WIN, play, score
 
 _ENV_DEFAULTS = dict(map_width=MAP_WIDTH, map_height=MAP_HEIGHT, max_steps=MAX_STEPS,
                      randomize_terrain=True, hill_speed_factor=HILL_SPEED_FACTOR,
-                     visibility_radius=VISIBILITY_RADIUS)
+                     visibility_radius=VISIBILITY_RADIUS, order_period=0,
+                     reward_order_progress=OrderRewards.progress,
+                     reward_order_hold=OrderRewards.hold)
 
 
 def make_team_battles(n_battles: int, n_blue: int, n_red: int,
                       env_kwargs: dict[str, Any] | None = None,
-                      reward_weights=None) -> MultiBattalionBatch:
-    """A :class:`MultiBattalionBatch` from MultiBattalionEnv-style keyword arguments.
+                      reward_weights=None) -> MultiBattalionBatch | OrderedBattalionBatch:
+    """A :class:`MultiBattalionBatch` from MultiBattalionEnv-style keyword arguments,
+    wrapped in an :class:`~envs.orders.OrderedBattalionBatch` when ``order_period`` is
+    set (battalions that follow orders; ``reward_order_*`` weigh their order term).
 
     Raises:
         ValueError: for an unknown keyword (named) or a bad value.
@@ -51,10 +56,14 @@ def make_team_battles(n_battles: int, n_blue: int, n_red: int,
         settings[key] = value
     config = battle_config_from_args(settings["map_width"], settings["map_height"],
                                      settings["max_steps"], settings["hill_speed_factor"])
-    return MultiBattalionBatch(n_battles, n_blue, n_red, config=config, terrain=None,
-                               randomize_terrain=settings["randomize_terrain"],
-                               visibility_radius=settings["visibility_radius"],
-                               reward_weights=reward_weights)
+    battles = MultiBattalionBatch(n_battles, n_blue, n_red, config=config, terrain=None,
+                                  randomize_terrain=settings["randomize_terrain"],
+                                  visibility_radius=settings["visibility_radius"],
+                                  reward_weights=reward_weights)
+    if not settings["order_period"]:
+        return battles
+    return OrderedBattalionBatch(battles, settings["order_period"], OrderRewards(
+        settings["reward_order_progress"], settings["reward_order_hold"]))
 
 
 def team_actions(policy: Any, observations: np.ndarray, deterministic: bool,

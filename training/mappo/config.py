@@ -17,6 +17,7 @@ from typing import Any
 
 from envs.multi_battalion_batch import bytes_per_battle, check_team_batch_size
 from envs.multi_observation import CRITIC_STATE_DIM, MAX_TEAM_SIZE, OBS_DIM
+from envs.orders import ORDER_DIM, OrderRewards
 from envs.sim.constants import VISIBILITY_RADIUS
 from envs.sim.validation import (
     check_bool,
@@ -32,6 +33,7 @@ from training.common.setting_groups import (
     PPOSettings,
     RewardSettings,
     TrackingSettings,
+    WarmStartSettings,
     reward_weight,
 )
 from training.common.settings import (
@@ -67,7 +69,7 @@ def _stage(name: str, value: Any) -> str:
 
 
 @dataclass
-class MAPPOConfig(PPOSettings, BattlefieldSettings, RewardSettings, TrackingSettings,
+class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, RewardSettings, TrackingSettings,
                   DistributedSettings):
     """Configuration of a MAPPO run on :class:`~envs.multi_battalion_env.MultiBattalionEnv`
     battles (Blue learns; Red is scripted or, with self-play, a frozen snapshot).
@@ -101,9 +103,21 @@ class MAPPOConfig(PPOSettings, BattlefieldSettings, RewardSettings, TrackingSett
     red_level: int = setting(
         5, "Scripted level (1-5) of Red, in training and in the evaluations.",
         check_scripted_level, "env.red_level")
+    order_period: int = setting(
+        0, "Steps each random order lasts (envs.orders: a posture and an objective, seen "
+        "after the observation, rewarded by the order terms below; the warm start then "
+        "imitates envs.orders.OrderFollower); 0: no orders. Phase 1 of the HRL curriculum "
+        "trains order-following battalions so.",
+        partial(check_int, minimum=0), "env.order_period")
     # The team reward's components the duel has no setting for.
     reward_enemy_routed_bonus: float = reward_weight("enemy_routed_bonus")
     reward_own_routing_penalty: float = reward_weight("own_routing_penalty")
+    reward_order_progress: float = setting(
+        OrderRewards.progress, "With orders: reward per 100 m gained towards the objective.",
+        check_number, "reward.order_progress")
+    reward_order_hold: float = setting(
+        OrderRewards.hold, "With orders: reward per step within 40 m of the objective.",
+        check_number, "reward.order_hold")
     # Networks
     share_parameters: bool = setting(
         True, "One actor for every Blue battalion; false: actor i commands battalion i.",
@@ -203,7 +217,12 @@ class MAPPOConfig(PPOSettings, BattlefieldSettings, RewardSettings, TrackingSett
         """The battle settings other than the team sizes (which the curriculum changes)."""
         return {name: getattr(self, name) for name in (
             "map_width", "map_height", "max_steps", "randomize_terrain", "hill_speed_factor",
-            "visibility_radius")}
+            "visibility_radius", "order_period", "reward_order_progress", "reward_order_hold")}
+
+    def obs_dim(self) -> int:
+        """Length of a battalion's observation: the team observation, and its order
+        when the battalions follow orders."""
+        return OBS_DIM + (ORDER_DIM if self.order_period else 0)
 
 
 CONFIG_FILE = ConfigFile("experiment_mappo_2v2", (MAPPOConfig, ResumeOptions), header="""

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
-from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
+from envs.multi_observation import STATE_DIM
 from envs.sim.constants import ACTION_DIM
 from models.mappo_policy import MAPPOPolicy
 from training.mappo.battles import make_team_battles, team_actions
@@ -242,9 +242,12 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int,
     batch, nb = battles.batch, battles.n_slots
     n_envs = battles.n_battles
     shape = (n_steps, n_envs, nb)
+    # Battalions that follow orders (envs.orders) see them after their observation.
+    obs_dim = batch.observation.shape[-1]
+    critic_dim = obs_dim + STATE_DIM
     # Every entry is written below, so the buffers need no zeroing.
-    obs = torch.empty(shape + (OBS_DIM,))
-    critic_state = torch.empty(shape + (CRITIC_STATE_DIM,))
+    obs = torch.empty(shape + (obs_dim,))
+    critic_state = torch.empty(shape + (critic_dim,))
     actions = torch.empty(shape + (ACTION_DIM,))
     log_probs, values = torch.empty(shape), torch.empty(shape)
     rewards, dones = np.zeros(shape, np.float32), np.zeros(shape, np.float32)
@@ -261,18 +264,18 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int,
         obs[t] = torch.from_numpy(battles.learner_view(batch.observation))
         # The critic's inputs: each battalion's observation, then its side's global
         # state (built here rather than for every unit of both sides).
-        critic_state[t, :, :, :OBS_DIM] = obs[t]
-        critic_state[t, :, :, OBS_DIM:] = torch.from_numpy(battles.learner_global_state())[:, None]
+        critic_state[t, :, :, :obs_dim] = obs[t]
+        critic_state[t, :, :, obs_dim:] = torch.from_numpy(battles.learner_global_state())[:, None]
         valid[t] = battles.learner_view(batch.in_fight) & battles.slot_valid
         # Sampling draws are keyed by battle and step, so a battle's rollout is the
         # same whichever part of a split (or worker) it is collected in.
         noise = batch.action_noise()
         sampled, log_prob = policy.act(
-            obs[t].reshape(-1, OBS_DIM), agent_idx=agents,
+            obs[t].reshape(-1, obs_dim), agent_idx=agents,
             noise=torch.from_numpy(battles.learner_view(noise).reshape(-1, ACTION_DIM)))
         actions[t] = sampled.cpu().reshape(n_envs, nb, ACTION_DIM)
         log_probs[t] = log_prob.cpu().reshape(n_envs, nb)
-        values[t] = policy.get_value(critic_state[t].reshape(-1, CRITIC_STATE_DIM)).cpu().reshape(
+        values[t] = policy.get_value(critic_state[t].reshape(-1, critic_dim)).cpu().reshape(
             n_envs, nb)
         battles.set_learner_orders(actions[t].numpy())
         battles.set_opponent_orders(noise)
@@ -301,7 +304,7 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int,
             battles.agent_return[over] = 0
             batch.next_episode(over)
     last_values = policy.get_value(torch.from_numpy(
-        battles.learner_view(batch.critic_state).reshape(-1, CRITIC_STATE_DIM))).cpu().reshape(
+        battles.learner_view(batch.critic_state).reshape(-1, critic_dim))).cpu().reshape(
         n_envs, nb).numpy()
     return Rollout(obs, critic_state, actions, log_probs, values, rewards, dones, valid,
                    last_values, wins, scores, episode_battles, episode_ends, episode_returns,

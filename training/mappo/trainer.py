@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from envs.multi_battalion_batch import RED
-from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
+from envs.multi_observation import STATE_DIM
 from envs.sim.constants import ACTION_DIM
 from models.mappo_files import load_policy
 from models.mappo_policy import MAPPOPolicy
@@ -119,7 +119,7 @@ class MAPPOTrainer:
         largest_team = max([config.n_blue] + [kw["n_blue"] for kw in STAGE_ENV_KWARGS.values()]
                            if config.curriculum else [config.n_blue])
         self.policy = MAPPOPolicy(
-            OBS_DIM, ACTION_DIM, CRITIC_STATE_DIM, n_agents=largest_team,
+            config.obs_dim(), ACTION_DIM, config.obs_dim() + STATE_DIM, n_agents=largest_team,
             share_parameters=config.share_parameters,
             actor_hidden_sizes=tuple(config.actor_hidden_sizes),
             critic_hidden_sizes=tuple(config.critic_hidden_sizes),
@@ -235,6 +235,12 @@ class MAPPOTrainer:
             "rollout/n_wins": int(sum(rollout.wins)), "reward/n_episodes": len(rollout.wins),
             "curriculum/n_blue": self.battles.n_blue, "curriculum/n_red": self.battles.n_red,
         })
+        take_order_counts = getattr(self.battles.batch, "take_order_counts", None)
+        if take_order_counts is not None:  # battalions following orders (envs.orders)
+            issued, met = take_order_counts()
+            metrics["orders/issued"] = issued
+            if issued:
+                metrics["orders/met_rate"] = met / issued
         if rollout.wins:
             metrics["rollout/win_rate"] = float(np.mean(rollout.wins))
             metrics["reward/team_mean"] = float(np.mean(rollout.episode_returns))

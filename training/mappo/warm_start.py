@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
+from envs.multi_observation import STATE_DIM
+from envs.orders import OrderFollower
 from envs.observation import OBS_DIM as DUEL_OBS_DIM
 from envs.sim.constants import ACTION_DIM
 from envs.sim.validation import check_int, check_positive
@@ -60,8 +61,10 @@ def collect_team_demonstrations(battles, teacher, n_steps: int,
     batch, nb, n_envs = battles.batch, battles.n_blue, battles.config.n_envs
     rounds = max(1, n_steps // n_envs)
     shape = (rounds, n_envs, nb)
-    observations = np.zeros(shape + (OBS_DIM,), np.float32)
-    critic_states = np.zeros(shape + (CRITIC_STATE_DIM,), np.float32)
+    # Battalions that follow orders (envs.orders) see them after their observation.
+    obs_dim = batch.observation.shape[-1]
+    observations = np.zeros(shape + (obs_dim,), np.float32)
+    critic_states = np.zeros(shape + (obs_dim + STATE_DIM,), np.float32)
     actions = np.zeros(shape + (3,), np.float32)
     rewards = np.zeros(shape, np.float32)
     dones, valid = np.zeros(shape, bool), np.zeros(shape, bool)
@@ -70,8 +73,10 @@ def collect_team_demonstrations(battles, teacher, n_steps: int,
         observations[t] = batch.observation[:, :nb]
         critic_states[t] = batch.critic_state[:, :nb]
         valid[t] = batch.in_fight[:, :nb]
-        duel_view = observations[t, :, :, :DUEL_OBS_DIM].reshape(-1, DUEL_OBS_DIM)
-        taught = np.asarray(teacher.predict(duel_view, deterministic=True)[0], np.float32)
+        # A doctrine reads the duel's view; an order follower the order too.
+        width = obs_dim if getattr(teacher, "reads_orders", False) else DUEL_OBS_DIM
+        view = observations[t, :, :, :width].reshape(-1, width)
+        taught = np.asarray(teacher.predict(view, deterministic=True)[0], np.float32)
         actions[t] = taught.reshape(n_envs, nb, ACTION_DIM)
         orders[:, :nb] = actions[t]
         orders[:, nb:] = battles.red_actions(batch.action_noise())
@@ -153,6 +158,8 @@ def warm_start_team(policy: MAPPOPolicy, battles, doctrine: str, n_steps: int, *
     """Imitate ``doctrine`` in ``battles`` for ``n_steps`` env-steps; returns the steps used."""
     config = battles.config
     teacher = make_doctrine(doctrine, config.map_width, config.map_height)
+    if config.order_period:  # battalions that follow orders learn from one that does
+        teacher = OrderFollower()
     demonstrations, used = collect_team_demonstrations(battles, teacher, n_steps, gamma)
     clone_team(policy, demonstrations, epochs=epochs, seed=seed)
     return used

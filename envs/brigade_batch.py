@@ -1,0 +1,409 @@
+"""Brigade battles in a batch: one decision gives every Blue battalion a drill.
+
+:class:`BrigadeBatch` plays ``n_battles`` N-vs-M battles
+(:class:`~envs.multi_battalion_batch.MultiBattalionBatch`) at a brigadier's tempo.
+Each :meth:`~BrigadeBatch.step` is a *macro step* of ``temporal_ratio`` battalion
+steps (fewer when the battle ends): each Blue battalion is given one option of
+:func:`envs.options.make_default_options` (a drill), and its lower echelon carries it
+out, either
+
+- the drill itself (scripted): its orders until it ends, then the battalion holds
+  its ground (``defend_position``'s orders) for the rest of the macro step; or
+- a frozen order-conditioned battalion policy (``blue_policy``): the drill becomes an
+  order (:mod:`envs.orders`: the drill's posture, and its objective worked out from
+  where the battalion and its nearest enemy stand when the order is given), which the
+  policy follows for the whole macro step.
+
+A drill whose initiation set does not hold (an advance with shaken men) is not given:
+the battalion holds its position instead (``defend_position``, which may always
+start). Red's battalions are commanded by scripted commanders of ``red_level``, by
+random orders, by a frozen ``battalion_policy``, or by a :attr:`~BrigadeBatch.red_commander`
+(the division battles' frozen Red brigadiers).
+
+Every battle's macro step lasts the same number of battalion steps, so battles step
+in lock-step and a battle is played the same in any batch (:class:`~envs.brigade_env.BrigadeEnv`
+is a batch of one). Where the reference design ran each macro step until every drill
+ended, with a finished battalion standing idle, this one keeps the brigadier's tempo
+fixed: that is what lets the battles share a batch.
+
+Observation (``3 + 7 * n + 1`` numbers, :func:`brigade_observations`): the share of
+the strength in each of three north-south strips of the field that is the side's (0.5
+where nobody stands), each commanded battalion's strength and morale, each one's
+nearest enemy in the fight (distance over the map's diagonal, bearing cosine and sine
+on the map, its strength and morale; ``[1, 0, 0, 0, 0]`` when there is none), and the
+time fraction. Reward: the mean over Blue's battalions of their team rewards summed
+over the macro step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
+from envs.options import MacroAction, Option
+from envs.orders import objectives, order_features
+from envs.sim import random as rnd
+from envs.sim.config import BattleConfig
+from envs.sim.constants import ACTION_DIM
+from envs.sim.validation import check_int, check_scripted_level
+
+F32 = np.float32
+N_SECTORS = 3
+"""North-south strips of the field whose control the brigadier sees."""
+THREAT_FEATURES = 5
+NO_THREAT = np.array([1.0, 0.0, 0.0, 0.0, 0.0], F32)
+"""A battalion's threat block when it is out of the fight or no enemy is in it."""
+FALLBACK_OPTION = "defend_position"
+"""The drill a battalion runs when its ordered one may not start (it may always), and
+the orders it follows once its drill is over; with no drill of that name among the
+options, the battalion stands still instead."""
+HOLD = -1
+WINNERS = {BLUE: "blue", RED: "red"}
+
+
+def brigade_obs_dim(n_units: int) -> int:
+    """Length of the brigade observation of ``n_units`` commanded battalions."""
+    return N_SECTORS + 7 * n_units + 1
+
+
+def sector_shares(x: np.ndarray, strength: np.ndarray, mine: np.ndarray, n_sectors: int,
+                  width: float) -> np.ndarray:
+    """(B, n_sectors) per north-south strip of the field (west first), the share of the
+    strength standing in it that is ``mine`` ((U,) mask); 0.5 where nobody stands.
+    ``x`` and ``strength`` (0 out of the fight) are (B, U)."""
+    strip = np.minimum((x / width * n_sectors).astype(np.intp), n_sectors - 1)
+    one_hot = strip[..., None] == np.arange(n_sectors)
+    total = (one_hot * strength[..., None]).sum(axis=1)
+    own = (one_hot * (strength * mine)[..., None]).sum(axis=1)
+    return np.where(total > 0, own / np.where(total > 0, total, 1), 0.5).astype(F32)
+
+
+def threats(x: np.ndarray, y: np.ndarray, strength: np.ndarray, morale: np.ndarray,
+            active: np.ndarray, members: np.ndarray, enemies: np.ndarray,
+            diagonal: float) -> np.ndarray:
+    """(B, len(members), 5) each member's nearest enemy in the fight: distance over
+    ``diagonal``, bearing cosine and sine on the map, its strength and morale;
+    :data:`NO_THREAT` for a member out of the fight or with no enemy in it."""
+    dx = x[:, None, enemies] - x[:, members, None]
+    dy = y[:, None, enemies] - y[:, members, None]
+    dist = np.where(active[:, None, enemies], np.hypot(dx, dy), np.inf)
+    j = dist.argmin(axis=2)[..., None]
+    d = np.take_along_axis(dist, j, axis=2)[..., 0]
+    seen = np.isfinite(d) & active[:, members]
+    safe = np.where(seen & (d > 0), d, 1.0)
+    out = np.empty(d.shape + (THREAT_FEATURES,), F32)
+    out[..., 0] = np.minimum(d / diagonal, 1.0)
+    out[..., 1] = np.where(d > 0, np.take_along_axis(dx, j, axis=2)[..., 0] / safe, 1.0)
+    out[..., 2] = np.where(d > 0, np.take_along_axis(dy, j, axis=2)[..., 0] / safe, 0.0)
+    out[..., 3] = strength[:, enemies][np.arange(len(x))[:, None], j[..., 0]]
+    out[..., 4] = morale[:, enemies][np.arange(len(x))[:, None], j[..., 0]]
+    out[~seen] = NO_THREAT
+    return out
+
+
+def brigade_observations(battles: MultiBattalionBatch, side: int,
+                         members: np.ndarray | None = None) -> np.ndarray:
+    """(B, brigade_obs_dim(len(members))) the brigade observation (module docstring) of
+    ``side``'s battalions ``members`` (unit indices; default: the whole side)."""
+    state, config, team = battles.state, battles.config, battles.team
+    members = np.flatnonzero(team == side) if members is None else np.asarray(members)
+    enemies = np.flatnonzero(team != side)
+    standing = state.strength * state.active
+    sectors = sector_shares(state.x, standing, team == side, N_SECTORS, config.map_width)
+    units = np.stack([standing[:, members], state.morale[:, members] * state.active[:, members]],
+                     axis=2)
+    blocks = threats(state.x, state.y, state.strength, state.morale, state.active, members,
+                     enemies, float(np.hypot(config.map_width, config.map_height)))
+    fraction = (state.step / config.max_steps).astype(F32)[:, None]
+    n = len(state.x)
+    return np.concatenate([sectors, units.reshape(n, -1), blocks.reshape(n, -1), fraction],
+                          axis=1).astype(F32)
+
+
+@dataclass(frozen=True)
+class MacroStep:
+    """What one macro step did, per battle (B rows) and per Blue battalion (B, n_blue).
+
+    A battle that ended during the step ended at ``primitive_steps``; its observation
+    is the one it ended with.
+    """
+
+    observation: np.ndarray
+    """(B, obs_dim) the brigade observations after the step."""
+    reward: np.ndarray
+    """(B,) float32: the mean of ``blue_rewards``."""
+    terminated: np.ndarray
+    """(B,) battles decided (a side out of the fight)."""
+    truncated: np.ndarray
+    """(B,) battles cut off at ``max_steps`` undecided."""
+    winner: np.ndarray
+    """(B,) int8: 0 Blue won, 1 Red won, -1 no winner (yet, or a draw)."""
+    primitive_steps: np.ndarray
+    """(B,) battalion steps played."""
+    given: np.ndarray
+    """(B, n_blue) the drill each Blue battalion was given (HOLD: stood still)."""
+    refused: np.ndarray
+    """(B, n_blue) battalions whose drill could not start (they held instead)."""
+    option_steps: np.ndarray
+    """(B, n_blue) steps each drill ran before it ended."""
+    blue_rewards: np.ndarray
+    """(B, n_blue) each Blue battalion's team rewards summed over the step."""
+
+    @property
+    def battle_over(self) -> np.ndarray:
+        return self.terminated | self.truncated
+
+
+class BrigadeBatch:
+    """``n_battles`` brigade battles of ``n_blue`` against ``n_red`` (module docstring).
+
+    Args:
+        n_battles, n_blue, n_red: battles, and battalions a side.
+        config: the battle model's parameters (map, ``max_steps``).
+        options: the drills, indexed by the actions.
+        temporal_ratio: battalion steps a macro step lasts (>= 1).
+        randomize_terrain: procedural ground at every reset, else open level ground.
+        visibility_radius: how far a battalion sees, in metres.
+        red_level: the scripted Red commanders' level (1 to 5).
+        red_random: Red gives random orders.
+        battalion_policy: a frozen policy commanding Red's battalions: ``predict(observations
+            (N, OBS_DIM), deterministic) -> (orders (N, 3), _)`` (an SB3 model, a frozen
+            MAPPO policy wrapped so); it overrides ``red_random``.
+        blue_policy: a frozen order-conditioned MAPPO policy commanding Blue's battalions
+            (observations of ``OBS_DIM + ORDER_DIM``); the options must then be the six
+            default ones, in :class:`~envs.options.MacroAction` order.
+
+    Raises:
+        ValueError: for a setting out of range (the message names it).
+    """
+
+    def __init__(self, n_battles: int, n_blue: int, n_red: int, *, config: BattleConfig,
+                 options: list[Option], temporal_ratio: int, randomize_terrain: bool,
+                 visibility_radius: float, red_level: int, red_random: bool = False,
+                 battalion_policy: Any = None, blue_policy: Any = None) -> None:
+        self.temporal_ratio = check_int("temporal_ratio", temporal_ratio, minimum=1)
+        if not options or not all(isinstance(o, Option) for o in options):
+            raise ValueError(f"options={options!r} is invalid: expected a non-empty list of "
+                             "envs.options.Option")
+        self.options = list(options)
+        names = [o.name for o in self.options]
+        if blue_policy is not None and names != [m.name.lower() for m in MacroAction]:
+            raise ValueError(f"options={names} is invalid with a blue_policy: expected the six "
+                             "default drills in MacroAction order (each becomes an order)")
+        self.red_level = check_scripted_level("red_level", red_level)
+        self.red_random = bool(red_random)
+        self.battalion_policy = battalion_policy
+        self.blue_policy = blue_policy
+        self.battles = MultiBattalionBatch(
+            n_battles, n_blue, n_red, config=config, terrain=None,
+            randomize_terrain=randomize_terrain, visibility_radius=visibility_radius,
+            reward_weights=None)
+        self.n_battles, self.n_blue, self.n_red = n_battles, n_blue, n_red
+        self.config = config
+        team = self.battles.team
+        self.blue, self.red = np.flatnonzero(team == BLUE), np.flatnonzero(team == RED)
+        self.fallback = names.index(FALLBACK_OPTION) if FALLBACK_OPTION in names else HOLD
+        self.obs_dim = brigade_obs_dim(n_blue)
+        self.commander_view: Callable[[], np.ndarray] = self.observe
+        """What the commander of these battles sees, (B, D): the observation a step
+        returns (the division battles put their own here)."""
+        self.red_commander: Callable[[BrigadeBatch, np.ndarray], np.ndarray] | None = None
+        """If set, Red's battalions' orders: called each battalion step with this batch
+        and every unit's observation (B, U, OBS_DIM), returning (B, n_red, 3) (the
+        division battles set it)."""
+
+    # --- episodes -----------------------------------------------------------------
+
+    def reset(self, battles: np.ndarray, seeds: list[int | None],
+              fresh_seeds: np.ndarray) -> None:
+        """Start new episodes in ``battles`` (see :meth:`MultiBattalionBatch.reset`)."""
+        self.battles.reset(battles, seeds, fresh_seeds)
+
+    def next_episode(self, battles: np.ndarray) -> None:
+        """Start the next episode of each of ``battles``."""
+        self.battles.next_episode(battles)
+
+    def observe(self) -> np.ndarray:
+        """(B, obs_dim) Blue's brigade observations."""
+        return brigade_observations(self.battles, BLUE)
+
+    # --- orders ---------------------------------------------------------------------
+
+    def check_action(self, action: Any) -> np.ndarray:
+        """``action`` as (B, n_blue) drill indices.
+
+        Raises:
+            ValueError: for a shape other than (B, n_blue), or an index out of range.
+        """
+        chosen = np.asarray(action)
+        if chosen.shape != (self.n_battles, self.n_blue) \
+                or not np.issubdtype(chosen.dtype, np.integer) \
+                or chosen.min() < 0 or chosen.max() >= len(self.options):
+            raise ValueError(f"action={action!r} is invalid: expected {self.n_blue} drill "
+                             f"indices in [0, {len(self.options)}) per battle")
+        return chosen.astype(np.intp)
+
+    def drill_orders(self, given: np.ndarray, running: np.ndarray,
+                     observation: np.ndarray) -> np.ndarray:
+        """(n, 3) the orders of ``n`` battalions running drills ``given`` (n,) on their
+        observations (n, OBS_DIM); those not ``running`` theirs any more hold."""
+        orders = np.zeros((len(given), ACTION_DIM), F32)
+        doing = np.where(running, given, self.fallback)
+        for k in np.unique(doing):
+            if k != HOLD:
+                rows = doing == k
+                orders[rows] = self.options[k].get_actions(observation[rows])
+        return orders
+
+    def drills_over(self, given: np.ndarray, observation: np.ndarray,
+                    steps: np.ndarray) -> np.ndarray:
+        """(n,) which of ``n`` drills ``given`` are over after ``steps`` (n,) steps."""
+        over = np.zeros(len(given), bool)
+        for k in np.unique(given):
+            rows = given == k
+            if k == HOLD:
+                over[rows] = steps[rows] >= self.temporal_ratio
+                continue
+            option = self.options[k]
+            over[rows] = (steps[rows] >= option.max_steps) | np.asarray(
+                option.termination(observation[rows], steps[rows]), bool)
+        return over
+
+    def red_orders(self, observation: np.ndarray) -> np.ndarray:
+        """(B, n_red, 3) Red's orders this battalion step."""
+        if self.red_commander is not None:
+            return self.red_commander(self, observation)
+        if self.battalion_policy is not None:
+            flat = observation[:, self.red].reshape(-1, observation.shape[-1])
+            actions = np.asarray(self.battalion_policy.predict(flat, deterministic=False)[0], F32)
+            return np.clip(actions.reshape(self.n_battles, self.n_red, ACTION_DIM), -1, 1)
+        if self.red_random:
+            state = self.battles.state
+            draws = rnd.uniform(state.key, rnd.STREAM_RANDOM_ACTIONS, state.step,
+                                self.n_red * ACTION_DIM).reshape(-1, self.n_red, ACTION_DIM)
+            return draws * np.array([2, 2, 1], F32) - np.array([1, 1, 0], F32)
+        return self.battles.scripted_actions(self.red, self.red_level)
+
+    def _blue_policy_orders(self, posture: np.ndarray, objective: np.ndarray,
+                            observation: np.ndarray) -> np.ndarray:
+        state = self.battles.state
+        blue = self.blue
+        features = order_features(posture, objective, state.x[:, blue], state.y[:, blue],
+                                  state.theta[:, blue], state.team[blue])
+        seen = np.concatenate([observation[:, blue], features], axis=-1)
+        flat = torch.from_numpy(seen.reshape(-1, seen.shape[-1]))
+        agents = torch.arange(self.n_blue).repeat(self.n_battles) % self.blue_policy.n_agents
+        with torch.no_grad():
+            actions, _ = self.blue_policy.act(flat, agent_idx=agents, deterministic=True)
+        return actions.cpu().numpy().reshape(self.n_battles, self.n_blue, ACTION_DIM)
+
+    # --- the macro step ----------------------------------------------------------------
+
+    def step(self, action: Any) -> MacroStep:
+        """One macro step of every battle (module docstring).
+
+        Raises:
+            ValueError: for an action that is not (B, n_blue) drill indices.
+        """
+        chosen = self.check_action(action)
+        battles, blue = self.battles, self.blue
+        observation = battles.observation
+        in_fight = battles.state.active[:, blue]
+        given = chosen.copy()
+        refused = np.zeros_like(in_fight)
+        for k, option in enumerate(self.options):
+            rows = in_fight & (chosen == k)
+            if rows.any():
+                may = np.asarray(option.initiation_set(observation[:, blue][rows]), bool)
+                refused[rows] = ~may
+        given[refused] = self.fallback
+        objective = None
+        if self.blue_policy is not None:
+            state = battles.state
+            posture = np.full(state.x.shape, MacroAction.DEFEND_POSITION, np.intp)
+            posture[:, blue] = np.where(given == HOLD, MacroAction.DEFEND_POSITION, given)
+            objective = objectives(posture, state.x, state.y, state.active, state.team,
+                                   self.config.map_width, self.config.map_height)[:, blue]
+        n = self.n_battles
+        running = in_fight.copy()
+        steps_active = np.zeros((n, self.n_blue), np.int64)
+        rewards = np.zeros((n, self.n_blue), np.float64)
+        live = np.ones(n, bool)  # battles still being fought in this macro step
+        primitive = np.zeros(n, np.int64)
+        terminated, truncated = np.zeros(n, bool), np.zeros(n, bool)
+        winner = np.full(n, -1, np.int8)
+        final: np.ndarray | None = None
+        orders = np.zeros((n, battles.n_units, ACTION_DIM), F32)
+        for _ in range(self.temporal_ratio):
+            if self.blue_policy is not None:
+                orders[:, blue] = self._blue_policy_orders(given, objective, observation)
+            else:
+                orders[:, blue] = self.drill_orders(
+                    given.reshape(-1), running.reshape(-1),
+                    observation[:, blue].reshape(-1, observation.shape[-1])).reshape(
+                    n, self.n_blue, ACTION_DIM)
+            orders[:, self.red] = self.red_orders(observation)
+            orders[~live] = 0.0  # finished battles stand (their results are not read)
+            result = battles.step(orders)
+            observation = result.observation
+            primitive += live
+            rewards += np.where(live[:, None], result.reward[:, blue], 0.0)
+            steps_active += running & live[:, None]
+            ended = live & result.battle_over
+            if ended.any():
+                decided = ended & ((result.winner >= 0) | ~result.truncated.any(axis=1))
+                terminated |= decided
+                truncated |= ended & ~decided
+                winner[ended] = result.winner[ended]
+                view = self.commander_view()
+                final = np.zeros_like(view) if final is None else final
+                final[ended] = view[ended]
+                live &= ~ended
+                if not live.any():
+                    break
+            now_in_fight = battles.state.active[:, blue]
+            if self.blue_policy is None:
+                check = running & now_in_fight
+                over = np.zeros_like(running)
+                over[check] = self.drills_over(given[check],
+                                               observation[:, blue][check], steps_active[check])
+                running &= now_in_fight & ~over
+            else:
+                running &= now_in_fight
+        if final is None:
+            final = self.commander_view()
+        elif live.any():
+            final[live] = self.commander_view()[live]
+        return MacroStep(final, rewards.mean(axis=1).astype(F32), terminated, truncated, winner,
+                         primitive, given, refused, steps_active, rewards.astype(F32))
+
+    def infos(self, result: MacroStep, macro_steps: np.ndarray) -> list[dict[str, Any]]:
+        """The Gymnasium info of each battle for ``result`` (``macro_steps``: (B,) macro
+        steps played in each battle's episode)."""
+        names = [o.name for o in self.options] + ["hold"]  # HOLD = -1 is the last
+        out = []
+        for b in range(self.n_battles):
+            info: dict[str, Any] = {
+                "macro_steps": int(macro_steps[b]),
+                "primitive_steps": int(result.primitive_steps[b]),
+                "option_names": {f"blue_{k}": names[result.given[b, k]]
+                                 for k in range(self.n_blue)},
+                "option_steps": {f"blue_{k}": int(result.option_steps[b, k])
+                                 for k in range(self.n_blue)},
+                "blue_rewards": {f"blue_{k}": float(result.blue_rewards[b, k])
+                                 for k in range(self.n_blue)},
+                "refused_options": [f"blue_{k}" for k in np.flatnonzero(result.refused[b])],
+            }
+            if result.battle_over[b]:
+                info["winner"] = WINNERS.get(int(result.winner[b]), "draw")
+            out.append(info)
+        return out
+
+
+__all__ = ["BrigadeBatch", "FALLBACK_OPTION", "HOLD", "MacroStep", "N_SECTORS", "NO_THREAT",
+           "brigade_obs_dim", "brigade_observations", "sector_shares", "threats"]

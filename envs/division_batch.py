@@ -1,0 +1,260 @@
+"""Division battles in a batch: one operational command per brigade.
+
+:class:`DivisionBatch` plays ``n_battles`` battles of a
+:class:`~envs.brigade_batch.BrigadeBatch` whose Blue battalions are grouped in
+brigades of ``n_blue_per_brigade``. Its action gives each Blue brigade one of the
+:data:`DIVISION_COMMANDS`; one division step is one brigade macro step. Each brigade's
+brigadier passes the command on to its battalions:
+
+- with no ``blue_brigade_policy``, as the matching drill for every battalion (advance,
+  hold, envelop by the left or the right, withdraw, mass fires);
+- with a frozen brigade policy (an SB3 brigade commander trained on brigades of
+  ``n_blue_per_brigade``, phase 2 of the HRL curriculum), the brigadier chooses each
+  battalion's drill himself, on his own brigade's observation, among the drills the
+  command allows (:data:`COMMAND_DRILLS`: within the division's intent).
+
+Red's battalions are commanded as the brigade batch's are (scripted commanders, random
+orders, a frozen battalion policy), or by a frozen Red ``brigade_policy`` (anything with
+``predict(observation, deterministic) -> (drill indices, _)`` on Red's brigade
+observation of all its battalions), whose drills Red's battalions run for the whole
+division step.
+
+Observation (``5 + 8 * n_brigades + 1`` numbers, :func:`division_observations`): the
+share of the strength that is Blue's in each of :data:`N_THEATRE_SECTORS` north-south
+strips (0.5 where nobody stands); per Blue brigade its mean strength and morale over its
+battalions in the fight and the share of them still in it (0 if none); per Blue brigade
+the nearest Red brigade's centroid from its own (distance over the diagonal, bearing
+cosine and sine, that brigade's mean strength and morale; ``[1, 0, 0, 0, 0]`` when
+either has nobody in the fight); and the time fraction. Reward and termination are the
+brigade batch's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from envs.brigade_batch import (
+    NO_THREAT,
+    BrigadeBatch,
+    MacroStep,
+    brigade_observations,
+    sector_shares,
+)
+from envs.multi_battalion_batch import BLUE, RED
+from envs.options import MacroAction
+
+F32 = np.float32
+N_THEATRE_SECTORS = 5
+DIVISION_COMMANDS = {
+    "advance_theatre": MacroAction.ADVANCE_SECTOR,
+    "hold_position": MacroAction.DEFEND_POSITION,
+    "envelop_left": MacroAction.FLANK_LEFT,
+    "envelop_right": MacroAction.FLANK_RIGHT,
+    "strategic_withdrawal": MacroAction.WITHDRAW,
+    "mass_fires": MacroAction.CONCENTRATE_FIRE,
+}
+"""The division's commands, in action-index order, and the drill each becomes."""
+_M = MacroAction
+COMMAND_DRILLS = {
+    "advance_theatre": (_M.ADVANCE_SECTOR, _M.FLANK_LEFT, _M.FLANK_RIGHT, _M.CONCENTRATE_FIRE),
+    "hold_position": (_M.DEFEND_POSITION, _M.CONCENTRATE_FIRE),
+    "envelop_left": (_M.FLANK_LEFT, _M.ADVANCE_SECTOR),
+    "envelop_right": (_M.FLANK_RIGHT, _M.ADVANCE_SECTOR),
+    "strategic_withdrawal": (_M.WITHDRAW, _M.DEFEND_POSITION),
+    "mass_fires": (_M.CONCENTRATE_FIRE, _M.ADVANCE_SECTOR),
+}
+"""The drills a brigadier under a frozen brigade policy may give under each command."""
+ALLOWED = np.zeros((len(DIVISION_COMMANDS), len(MacroAction)), bool)
+for _row, _name in enumerate(DIVISION_COMMANDS):
+    ALLOWED[_row, list(COMMAND_DRILLS[_name])] = True
+
+
+def division_obs_dim(n_brigades: int) -> int:
+    """Length of the division observation of ``n_brigades`` Blue brigades."""
+    return N_THEATRE_SECTORS + 8 * n_brigades + 1
+
+
+def _brigade_means(values: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """(B, n) means over each brigade's battalions in the fight of (B, n, per) values."""
+    count = active.sum(axis=2)
+    return np.where(count > 0, (values * active).sum(axis=2) / np.maximum(count, 1), 0.0)
+
+
+def division_observations(battles: Any, blue: np.ndarray, red: np.ndarray) -> np.ndarray:
+    """(B, division_obs_dim) Blue's division observations (module docstring) of a
+    :class:`~envs.multi_battalion_batch.MultiBattalionBatch`; ``blue`` and ``red`` are
+    the sides' brigades as (brigades, battalions) unit indices."""
+    state, config = battles.state, battles.config
+    x, y, active = state.x, state.y, state.active
+    standing = state.strength * active
+    sectors = sector_shares(x, standing, battles.team == BLUE, N_THEATRE_SECTORS,
+                            config.map_width)
+
+    def centres(units: np.ndarray) -> tuple[np.ndarray, ...]:
+        here = active[:, units]
+        return (_brigade_means(x[:, units], here), _brigade_means(y[:, units], here),
+                _brigade_means(state.strength[:, units], here),
+                _brigade_means(state.morale[:, units], here), here.any(axis=2), here)
+
+    bx, by, bs, bm, b_any, b_here = centres(blue)
+    rx, ry, rs, rm, r_any, _ = centres(red)
+    summary = np.stack([bs, bm, b_here.mean(axis=2)], axis=2)
+    dx, dy = rx[:, None, :] - bx[:, :, None], ry[:, None, :] - by[:, :, None]
+    dist = np.where(r_any[:, None, :], np.hypot(dx, dy), np.inf)
+    k = dist.argmin(axis=2)[..., None]
+    d = np.take_along_axis(dist, k, axis=2)[..., 0]
+    seen = np.isfinite(d) & b_any
+    safe = np.where(seen & (d > 0), d, 1.0)
+    threat = np.empty(d.shape + (5,), F32)
+    threat[..., 0] = np.minimum(d / float(np.hypot(config.map_width, config.map_height)), 1)
+    threat[..., 1] = np.where(d > 0, np.take_along_axis(dx, k, axis=2)[..., 0] / safe, 1.0)
+    threat[..., 2] = np.where(d > 0, np.take_along_axis(dy, k, axis=2)[..., 0] / safe, 0.0)
+    threat[..., 3] = np.take_along_axis(rs, k[..., 0], axis=1)
+    threat[..., 4] = np.take_along_axis(rm, k[..., 0], axis=1)
+    threat[~seen] = NO_THREAT
+    summary[~b_any] = 0.0
+    n = len(x)
+    fraction = (state.step / config.max_steps).astype(F32)[:, None]
+    return np.concatenate([sectors, summary.reshape(n, -1), threat.reshape(n, -1), fraction],
+                          axis=1).astype(F32)
+
+
+def drill_logits(model: Any, observation: np.ndarray) -> np.ndarray:
+    """(N, n_battalions, n_drills) a frozen SB3 brigade commander's (``MultiDiscrete``
+    PPO) preferences for each battalion's drill on (N, obs_dim) brigade observations."""
+    policy = getattr(model, "policy", model)
+    with torch.no_grad():
+        distribution = policy.get_distribution(torch.as_tensor(observation, dtype=torch.float32))
+    return torch.stack([d.logits for d in distribution.distribution], dim=1).cpu().numpy()
+
+
+class DivisionBatch:
+    """``n_battles`` division battles (module docstring).
+
+    Args:
+        brigades: the :class:`~envs.brigade_batch.BrigadeBatch` whose Blue side is
+            ``n_brigades * n_blue_per_brigade`` battalions and Red side
+            ``n_red_brigades * n_red_per_brigade``.
+        n_brigades, n_blue_per_brigade, n_red_brigades, n_red_per_brigade: the brigades.
+        brigade_policy: a frozen policy for Red's brigades, or None.
+        blue_brigade_policy: a frozen SB3 brigade commander for each Blue brigade, or None.
+
+    Raises:
+        ValueError: if the brigades do not add up to the brigade batch's sides, or a
+            frozen brigade policy does not fit (named).
+    """
+
+    def __init__(self, brigades: BrigadeBatch, n_brigades: int, n_blue_per_brigade: int,
+                 n_red_brigades: int, n_red_per_brigade: int, *, brigade_policy: Any = None,
+                 blue_brigade_policy: Any = None) -> None:
+        if (brigades.n_blue, brigades.n_red) != (n_brigades * n_blue_per_brigade,
+                                                 n_red_brigades * n_red_per_brigade):
+            raise ValueError(f"brigades has {brigades.n_blue} Blue and {brigades.n_red} Red "
+                             "battalions: expected n_brigades * n_blue_per_brigade and "
+                             "n_red_brigades * n_red_per_brigade")
+        if blue_brigade_policy is not None:
+            space = getattr(blue_brigade_policy, "action_space", None)
+            nvec = list(getattr(space, "nvec", []))
+            if nvec != [len(MacroAction)] * n_blue_per_brigade:
+                raise ValueError(f"blue_brigade_policy commands {nvec or space!r}: expected a "
+                                 f"brigade commander of {n_blue_per_brigade} battalions "
+                                 f"(MultiDiscrete [{len(MacroAction)}] * {n_blue_per_brigade})")
+        self.brigades = brigades
+        self.n_battles = brigades.n_battles
+        self.n_brigades, self.n_per = n_brigades, n_blue_per_brigade
+        self.blue_groups = brigades.blue.reshape(n_brigades, n_blue_per_brigade)
+        self.red_groups = brigades.red.reshape(n_red_brigades, n_red_per_brigade)
+        self.brigade_policy = brigade_policy
+        self.blue_brigade_policy = blue_brigade_policy
+        if brigade_policy is not None:
+            brigades.red_commander = self._red_drill_orders
+        self._red_drills: np.ndarray | None = None
+        self.commands = np.zeros((self.n_battles, n_brigades), np.intp)
+        """(B, n_brigades) the last step's commands."""
+        self.obs_dim = division_obs_dim(n_brigades)
+        brigades.commander_view = self.observe
+
+    # --- episodes -----------------------------------------------------------------
+
+    def reset(self, battles: np.ndarray, seeds: list[int | None],
+              fresh_seeds: np.ndarray) -> None:
+        self.brigades.reset(battles, seeds, fresh_seeds)
+
+    def next_episode(self, battles: np.ndarray) -> None:
+        self.brigades.next_episode(battles)
+
+    def observe(self) -> np.ndarray:
+        """(B, obs_dim) Blue's division observations."""
+        return division_observations(self.brigades.battles, self.blue_groups, self.red_groups)
+
+    # --- orders -------------------------------------------------------------------------
+
+    def check_action(self, action: Any) -> np.ndarray:
+        """``action`` as (B, n_brigades) command indices.
+
+        Raises:
+            ValueError: for a shape other than (B, n_brigades), or an index out of range.
+        """
+        commands = np.asarray(action)
+        if commands.shape != (self.n_battles, self.n_brigades) \
+                or not np.issubdtype(commands.dtype, np.integer) \
+                or commands.min() < 0 or commands.max() >= len(DIVISION_COMMANDS):
+            raise ValueError(f"action={action!r} is invalid: expected {self.n_brigades} "
+                             f"command indices in [0, {len(DIVISION_COMMANDS)}) per battle")
+        return commands.astype(np.intp)
+
+    def drills(self, commands: np.ndarray) -> np.ndarray:
+        """(B, n_blue) each Blue battalion's drill under (B, n_brigades) ``commands``."""
+        if self.blue_brigade_policy is None:
+            drill = np.array(list(DIVISION_COMMANDS.values()))[commands]
+            return np.repeat(drill, self.n_per, axis=1)
+        battles = self.brigades.battles
+        views = np.stack([brigade_observations(battles, BLUE, members)
+                          for members in self.blue_groups], axis=1)  # (B, n_brigades, D)
+        logits = drill_logits(self.blue_brigade_policy, views.reshape(-1, views.shape[-1]))
+        logits = logits.reshape(self.n_battles, self.n_brigades, self.n_per, -1)
+        allowed = ALLOWED[commands][:, :, None, :]
+        return np.where(allowed, logits, -np.inf).argmax(axis=3).reshape(self.n_battles, -1)
+
+    def _red_drill_orders(self, brigades: BrigadeBatch, observation: np.ndarray) -> np.ndarray:
+        """Red's battalions' orders under the frozen Red brigade policy: its drills,
+        chosen at the start of the division step, for the whole step."""
+        red = brigades.red
+        if self._red_drills is None:
+            views = brigade_observations(brigades.battles, RED)
+            chosen = np.stack([np.asarray(self.brigade_policy.predict(view,
+                                                                      deterministic=False)[0])
+                               .reshape(-1)[:len(red)] for view in views])
+            self._red_drills = np.clip(chosen.astype(np.intp), 0, len(brigades.options) - 1)
+        orders = brigades.drill_orders(self._red_drills.reshape(-1),
+                                       np.ones(self._red_drills.size, bool),
+                                       observation[:, red].reshape(-1, observation.shape[-1]))
+        return orders.reshape(self.n_battles, len(red), -1)
+
+    # --- the division step ------------------------------------------------------------
+
+    def step(self, action: Any) -> MacroStep:
+        """One division step: each brigade's command passed on to its battalions; the
+        brigade batch's macro step, with the division observation.
+
+        Raises:
+            ValueError: for an action that is not (B, n_brigades) command indices.
+        """
+        self.commands = self.check_action(action)
+        self._red_drills = None
+        return self.brigades.step(self.drills(self.commands))
+
+    def infos(self, result: MacroStep, macro_steps: np.ndarray) -> list[dict[str, Any]]:
+        """The Gymnasium info of each battle: the brigade batch's, the division steps and
+        the last step's commands by name."""
+        names = list(DIVISION_COMMANDS)
+        return [{**info, "div_steps": info["macro_steps"],
+                 "brigade_action": [names[c] for c in self.commands[b]]}
+                for b, info in enumerate(self.brigades.infos(result, macro_steps))]
+
+
+__all__ = ["ALLOWED", "COMMAND_DRILLS", "DIVISION_COMMANDS", "DivisionBatch",
+           "N_THEATRE_SECTORS", "division_obs_dim", "division_observations", "drill_logits"]

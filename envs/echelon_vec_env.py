@@ -1,0 +1,116 @@
+"""Many brigade or division battles as one SB3 ``VecEnv``.
+
+:class:`EchelonVecEnv` steps a :class:`~envs.brigade_batch.BrigadeBatch` or a
+:class:`~envs.division_batch.DivisionBatch` (anything with their ``reset``,
+``next_episode``, ``observe``, ``check_action``, ``step`` and ``infos``) under
+Stable-Baselines3's vectorised-env contract: finished battles restart on their own,
+the last observation of a finished battle is in ``infos[i]["terminal_observation"]``,
+and ``infos[i]["TimeLimit.truncated"]`` marks battles cut off undecided. Battle ``i``
+seeded ``s + i`` plays what :class:`~envs.brigade_env.BrigadeEnv` (or
+:class:`~envs.division_env.DivisionEnv`) reset with that seed plays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
+
+from envs.sim.constants import SEED_BOUND
+from envs.sim.validation import check_seed
+
+F32 = np.float32
+
+
+class EchelonVecEnv(VecEnv):
+    """``batch.n_battles`` echelon battles as a ``VecEnv`` (module docstring).
+
+    Args:
+        batch: the brigade or division battles.
+        n_actions: choices per commanded unit (drills, or commands), for the
+            ``MultiDiscrete`` action space.
+        n_commanded: units the commander gives one choice each (battalions, or brigades).
+    """
+
+    def __init__(self, batch: Any, n_actions: int, n_commanded: int) -> None:
+        self.batch = batch
+        observation_space = spaces.Box(-1.0, 1.0, (batch.obs_dim,), F32)
+        action_space = spaces.MultiDiscrete([n_actions] * n_commanded)
+        self._fresh_seeds = np.random.default_rng()
+        self._actions: np.ndarray | None = None
+        self._macro_steps = np.zeros(batch.n_battles, np.int64)
+        super().__init__(batch.n_battles, observation_space, action_space)
+
+    def reset(self) -> np.ndarray:
+        """Start a new battle everywhere (using seeds set by :meth:`seed`, once)."""
+        fresh = self._fresh_seeds.integers(0, SEED_BOUND, size=self.num_envs, dtype=np.int64)
+        self.batch.reset(np.arange(self.num_envs), list(self._seeds), fresh)
+        self._reset_seeds()
+        self._reset_options()
+        self._macro_steps[:] = 0
+        self.reset_infos = [{} for _ in range(self.num_envs)]
+        return self.batch.observe()
+
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        """Seed battle ``i`` with ``seed + i`` at the next reset (None: random seeds).
+
+        Raises:
+            ValueError: unless ``seed`` is None or an integer with ``seed + n_envs - 1``
+                in [0, 2**63).
+        """
+        return super().seed(check_seed("seed", seed, count=self.num_envs))
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = self.batch.check_action(np.asarray(actions).reshape(
+            self.num_envs, -1))
+
+    def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+        if self._actions is None:
+            raise RuntimeError("step_wait() called without step_async(actions)")
+        result = self.batch.step(self._actions)
+        self._actions = None
+        self._macro_steps += 1
+        infos = self.batch.infos(result, self._macro_steps)
+        done = result.battle_over
+        observation = result.observation.copy()
+        finished = np.flatnonzero(done)
+        for i in finished:
+            infos[i]["terminal_observation"] = observation[i].copy()
+            infos[i]["TimeLimit.truncated"] = bool(result.truncated[i])
+        if len(finished):
+            self.batch.next_episode(finished)
+            self._macro_steps[finished] = 0
+            observation[finished] = self.batch.observe()[finished]
+        return observation, result.reward.astype(F32), done, infos
+
+    def close(self) -> None:
+        pass
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        return [None] * self.num_envs
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """The battles' shared ``render_mode``, ``observation_space`` or ``action_space``."""
+        n = len(list(self._get_indices(indices)))
+        if attr_name == "render_mode":
+            return [None] * n
+        if attr_name in ("observation_space", "action_space"):
+            return [getattr(self, attr_name)] * n
+        raise AttributeError(f"battles have no attribute {attr_name!r}: expected render_mode, "
+                             "observation_space or action_space")
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        raise AttributeError(f"cannot set {attr_name!r}: the battles have no settable attribute")
+
+    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
+                   **method_kwargs: Any) -> list[Any]:
+        raise AttributeError(f"battles have no method {method_name!r}")
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        return [False] * len(list(self._get_indices(indices)))
+
+
+__all__ = ["EchelonVecEnv"]

@@ -1,0 +1,57 @@
+"""Brigade and division battles as SB3 VecEnvs: the contract, and battle i of the
+VecEnv seeded s is the single env reset with seed s + i."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from stable_baselines3 import PPO
+from stable_baselines3.common.env_checker import check_env
+
+from envs.brigade_env import BrigadeEnv, make_brigade_vec_env
+from envs.division_env import DivisionEnv, make_division_vec_env
+
+
+@pytest.mark.parametrize("make_vec, make_one, width", [
+    (make_brigade_vec_env, BrigadeEnv, 2), (make_division_vec_env, DivisionEnv, 2)])
+def test_battle_i_is_the_single_env_seeded_s_plus_i(make_vec, make_one, width):
+    vec = make_vec(3, max_steps=80, red_random=True)
+    vec.seed(10)
+    obs = vec.reset()
+    singles = [make_one(max_steps=80, red_random=True) for _ in range(3)]
+    for i, env in enumerate(singles):
+        np.testing.assert_array_equal(obs[i], env.reset(seed=10 + i)[0])
+    rng = np.random.default_rng(0)
+    ended = np.zeros(3, bool)
+    for _ in range(12):
+        action = rng.integers(0, 6, (3, width))
+        obs, reward, done, infos = vec.step(action)
+        for i, env in enumerate(singles):
+            if ended[i]:
+                continue
+            one, r, terminated, truncated, info = env.step(action[i])
+            assert reward[i] == pytest.approx(r) and done[i] == (terminated or truncated)
+            if done[i]:
+                ended[i] = True
+                np.testing.assert_array_equal(infos[i]["terminal_observation"], one)
+                assert infos[i]["TimeLimit.truncated"] == truncated
+                assert infos[i]["winner"] == info["winner"]
+            else:
+                np.testing.assert_array_equal(obs[i], one)
+    assert ended.all()  # 80 battalion steps are 8 macro steps: every battle was cut off
+
+
+def test_sb3_ppo_learns_on_the_brigade_vec_env():
+    vec = make_brigade_vec_env(4, max_steps=60)
+    model = PPO("MlpPolicy", vec, n_steps=8, batch_size=16, n_epochs=1, verbose=0, seed=0)
+    model.learn(64)
+    action, _ = model.predict(vec.reset(), deterministic=True)
+    assert action.shape == (4, 2)
+    check_env(BrigadeEnv(max_steps=60), skip_render_check=True)
+
+
+def test_bad_actions_are_named():
+    vec = make_division_vec_env(2)
+    vec.reset()
+    with pytest.raises(ValueError, match="action"):
+        vec.step(np.full((2, 2), 6))
