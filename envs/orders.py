@@ -42,8 +42,8 @@ import numpy as np
 
 from envs.multi_battalion_batch import BLUE, MultiBattalionBatch, TeamStep
 from envs.multi_observation import ROTATE_SIGN
-from envs.options import MacroAction
 from envs.observation import OBSERVATION_FEATURES
+from envs.options import MacroAction
 from envs.sim import random as rnd
 from envs.sim.constants import MAX_TURN_RATE
 from envs.sim.validation import check_int, check_number, check_positive
@@ -341,5 +341,5 @@ class OrderedBattalionBatch:
 
 
 __all__ = ["ENGAGE_DISTANCE", "FLANK_OFFSET", "HOLD_RADIUS", "N_POSTURES", "ORDER_DIM",
-           "ORDER_FEATURES", "OrderFollower", "OrderRewards", "OrderedBattalionBatch", "OrderedStep",
-           "WITHDRAW_DISTANCE", "nearest_enemies", "objectives", "order_features"]
+           "ORDER_FEATURES", "OrderFollower", "OrderRewards", "OrderedBattalionBatch",
+           "OrderedStep", "WITHDRAW_DISTANCE", "nearest_enemies", "objectives", "order_features"]

@@ -69,8 +69,8 @@ def _stage(name: str, value: Any) -> str:
 
 
 @dataclass
-class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, RewardSettings, TrackingSettings,
-                  DistributedSettings):
+class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, RewardSettings,
+                  TrackingSettings, DistributedSettings):
     """Configuration of a MAPPO run on :class:`~envs.multi_battalion_env.MultiBattalionEnv`
     battles (Blue learns; Red is scripted or, with self-play, a frozen snapshot).
 

@@ -21,8 +21,8 @@ import numpy as np
 import torch
 
 from envs.multi_observation import STATE_DIM
-from envs.orders import OrderFollower
 from envs.observation import OBS_DIM as DUEL_OBS_DIM
+from envs.orders import OrderFollower
 from envs.sim.constants import ACTION_DIM
 from envs.sim.validation import check_int, check_positive
 from models.mappo_policy import MAPPOPolicy

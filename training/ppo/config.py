@@ -70,7 +70,8 @@ _TRAINING_OPPONENTS = ["scripted_l1", "scripted_l2", "scripted_l3", "scripted_l4
 
 
 @dataclass
-class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, RewardSettings, TrackingSettings):
+class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, RewardSettings,
+                     TrackingSettings):
     """Configuration for a single PPO training run on :class:`~envs.battalion_env.BattalionEnv`.
 
     All fields are optional; the defaults match ``configs/default.yaml``. Pass an
