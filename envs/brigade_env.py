@@ -24,6 +24,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from envs.battalion_env import battle_config_from_args
 from envs.brigade_batch import (
     FALLBACK_OPTION,
     N_SECTORS,
@@ -33,8 +34,8 @@ from envs.brigade_batch import (
 )
 from envs.echelon_vec_env import EchelonVecEnv
 from envs.options import Option, make_default_options
-from envs.sim.config import BattleConfig
 from envs.sim.constants import (
+    HILL_SPEED_FACTOR,
     MAP_HEIGHT,
     MAP_WIDTH,
     MAX_STEPS,
@@ -54,7 +55,8 @@ def make_brigade_batch(n_battles: int = 1, n_blue: int = 2, n_red: int = 2,
                        red_random: bool = False, randomize_terrain: bool = True,
                        visibility_radius: float = VISIBILITY_RADIUS,
                        red_level: int = NUM_CURRICULUM_LEVELS,
-                       blue_policy: Any = None) -> BrigadeBatch:
+                       blue_policy: Any = None,
+                       hill_speed_factor: float = HILL_SPEED_FACTOR) -> BrigadeBatch:
     """A :class:`~envs.brigade_batch.BrigadeBatch` from :class:`BrigadeEnv`'s settings
     (the default drills capped at ``temporal_ratio``).
 
@@ -64,7 +66,7 @@ def make_brigade_batch(n_battles: int = 1, n_blue: int = 2, n_red: int = 2,
     temporal_ratio = check_int("temporal_ratio", temporal_ratio, minimum=1)
     options = list(options) if options is not None else make_default_options(
         max_steps=temporal_ratio)
-    config = BattleConfig(map_width=map_width, map_height=map_height, max_steps=max_steps)
+    config = battle_config_from_args(map_width, map_height, max_steps, hill_speed_factor)
     return BrigadeBatch(
         check_int("n_battles", n_battles, minimum=1), check_int("n_blue", n_blue, minimum=1),
         check_int("n_red", n_red, minimum=1), config=config, options=options,

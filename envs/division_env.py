@@ -25,6 +25,7 @@ from envs.division_batch import (
 )
 from envs.echelon_vec_env import EchelonVecEnv
 from envs.sim.constants import (
+    HILL_SPEED_FACTOR,
     MAP_HEIGHT,
     MAP_WIDTH,
     MAX_STEPS,
@@ -44,7 +45,8 @@ def make_division_batch(n_battles: int = 1, n_brigades: int = 2, n_blue_per_brig
                         red_random: bool = False, randomize_terrain: bool = True,
                         visibility_radius: float = VISIBILITY_RADIUS, temporal_ratio: int = 10,
                         red_level: int = NUM_CURRICULUM_LEVELS, blue_brigade_policy: Any = None,
-                        blue_policy: Any = None) -> DivisionBatch:
+                        blue_policy: Any = None,
+                        hill_speed_factor: float = HILL_SPEED_FACTOR) -> DivisionBatch:
     """A :class:`~envs.division_batch.DivisionBatch` from :class:`DivisionEnv`'s settings.
 
     Raises:
@@ -57,7 +59,7 @@ def make_division_batch(n_battles: int = 1, n_brigades: int = 2, n_blue_per_brig
     brigades = make_brigade_batch(
         n_battles, n_brigades * n_per, n_red_brigades * n_red_per, map_width, map_height,
         max_steps, None, temporal_ratio, None, red_random, randomize_terrain,
-        visibility_radius, red_level, blue_policy)
+        visibility_radius, red_level, blue_policy, hill_speed_factor)
     return DivisionBatch(brigades, n_brigades, n_per, n_red_brigades, n_red_per,
                          brigade_policy=brigade_policy, blue_brigade_policy=blue_brigade_policy)
 

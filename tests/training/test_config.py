@@ -12,6 +12,8 @@ from omegaconf import OmegaConf
 
 from envs.reward import RewardWeights
 from training.common.settings import ConfigFile, ResumeOptions
+from training.echelon_config import CONFIG_FILES as ECHELON_FILES
+from training.echelon_config import BrigadeConfig, DivisionConfig
 from training.league.config import CONFIG_FILES as LEAGUE_FILES
 from training.mappo.config import CONFIG_FILE as MAPPO_FILE
 from training.mappo.config import MAPPOConfig
@@ -19,7 +21,8 @@ from training.ppo.config import CONFIG_FILE as PPO_FILE
 from training.ppo.config import TrainingConfig, config_from_nested
 
 FILES = [pytest.param(PPO_FILE, id="default"), pytest.param(MAPPO_FILE, id="mappo"),
-         *(pytest.param(file, id=f"league-{role}") for role, file in LEAGUE_FILES.items())]
+         *(pytest.param(file, id=f"league-{role}") for role, file in LEAGUE_FILES.items()),
+         *(pytest.param(file, id=f"echelon-{name}") for name, file in ECHELON_FILES.items())]
 
 
 def composed(file: ConfigFile, overrides: list[str] = (), name: str | None = None) -> dict:
@@ -48,7 +51,7 @@ def test_hydra_gives_the_declared_defaults(file):
 
 
 def test_every_setting_has_a_doc_a_check_and_its_own_yaml_key():
-    for cls in (TrainingConfig, MAPPOConfig, ResumeOptions):
+    for cls in (TrainingConfig, MAPPOConfig, BrigadeConfig, DivisionConfig, ResumeOptions):
         keys = cls.yaml_keys()
         assert len(set(keys.values())) == len(keys), cls  # no two settings share a key
         for spec in dataclasses.fields(cls):

@@ -24,6 +24,7 @@ from envs.sim.constants import (
     MAP_WIDTH,
     MAX_STEPS,
     MAX_STEPS_LIMIT,
+    VISIBILITY_RADIUS,
 )
 from envs.sim.validation import (
     check_bool,
@@ -33,6 +34,7 @@ from envs.sim.validation import (
     check_non_negative,
     check_number,
     check_positive,
+    check_scripted_level,
     format_count,
     memory_bytes,
     short_repr,
@@ -202,6 +204,18 @@ class BattlefieldSettings(Settings):
     hill_speed_factor: float = setting(
         HILL_SPEED_FACTOR, "Speed on the highest ground as a fraction of speed on the lowest.",
         open_unit_interval, "env.hill_speed_factor")
+
+
+@dataclass
+class TeamBattleSettings(Settings):
+    """What the battalions of N-vs-M battles see, and who commands Red."""
+
+    visibility_radius: float = setting(
+        VISIBILITY_RADIUS, "Metres a battalion sees (fog of war).", check_positive,
+        "env.visibility_radius")
+    red_level: int = setting(
+        5, "Scripted level (1-5) of Red, in training and in the evaluations.",
+        check_scripted_level, "env.red_level")
 
 
 def reward_weight(component: str, default: float | None = None) -> Any:

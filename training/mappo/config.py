@@ -18,20 +18,18 @@ from typing import Any
 from envs.multi_battalion_batch import bytes_per_battle, check_team_batch_size
 from envs.multi_observation import CRITIC_STATE_DIM, MAX_TEAM_SIZE, OBS_DIM
 from envs.orders import ORDER_DIM, OrderRewards
-from envs.sim.constants import VISIBILITY_RADIUS
 from envs.sim.validation import (
     check_bool,
     check_count_fits,
     check_int,
     check_number,
-    check_positive,
-    check_scripted_level,
 )
 from training.common.setting_groups import (
     BattlefieldSettings,
     DistributedSettings,
     PPOSettings,
     RewardSettings,
+    TeamBattleSettings,
     TrackingSettings,
     WarmStartSettings,
     reward_weight,
@@ -69,8 +67,8 @@ def _stage(name: str, value: Any) -> str:
 
 
 @dataclass
-class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, RewardSettings,
-                  TrackingSettings, DistributedSettings):
+class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattleSettings,
+                  RewardSettings, TrackingSettings, DistributedSettings):
     """Configuration of a MAPPO run on :class:`~envs.multi_battalion_env.MultiBattalionEnv`
     battles (Blue learns; Red is scripted or, with self-play, a frozen snapshot).
 
@@ -97,12 +95,6 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, RewardSet
         _team_size, "env.n_blue")
     n_red: int = setting(
         2, f"Red battalions per battle (1-{MAX_TEAM_SIZE}).", _team_size, "env.n_red")
-    visibility_radius: float = setting(
-        VISIBILITY_RADIUS, "Metres a battalion sees (fog of war).", check_positive,
-        "env.visibility_radius")
-    red_level: int = setting(
-        5, "Scripted level (1-5) of Red, in training and in the evaluations.",
-        check_scripted_level, "env.red_level")
     order_period: int = setting(
         0, "Steps each random order lasts (envs.orders: a posture and an objective, seen "
         "after the observation, rewarded by the order terms below; the warm start then "

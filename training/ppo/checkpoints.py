@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from gymnasium.spaces import Box, MultiDiscrete, Space
 from stable_baselines3 import PPO
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
@@ -85,7 +86,8 @@ def preserved_global_rngs() -> Iterator[None]:
 
 
 def load_ppo(path: str | Path, *, env=None, device: str = "cpu",
-             custom_objects: dict[str, Any] | None = None, trusted: bool = False) -> PPO:
+             custom_objects: dict[str, Any] | None = None, trusted: bool = False,
+             spaces: tuple[Space, Space] | None = None) -> PPO:
     """Load a PPO checkpoint without unpickling anything from it, leaving the global
     random generators as they were (SB3's own ``load`` re-seeds them).
 
@@ -97,6 +99,8 @@ def load_ppo(path: str | Path, *, env=None, device: str = "cpu",
             rate and clip range of a resumed run).
         trusted: allow SB3 to unpickle entries this function cannot identify.
             Only for files from a source you trust.
+        spaces: the (observation, action) spaces the archive must have been trained on
+            (a ``Box`` and a ``Box`` or ``MultiDiscrete``); None: the duel's.
 
     Raises:
         FileNotFoundError: if the checkpoint does not exist.
@@ -110,7 +114,7 @@ def load_ppo(path: str | Path, *, env=None, device: str = "cpu",
     if found is None:
         raise FileNotFoundError(f"checkpoint {path} does not exist (also tried {path}.zip)")
     check_archive(found, "PPO checkpoint")
-    replacements = {} if trusted else safe_replacements(found)
+    replacements = {} if trusted else safe_replacements(found, spaces)
     replacements.update(custom_objects or {})
     try:
         # PPO.load re-seeds Python's, NumPy's and torch's global generators with the
@@ -123,8 +127,12 @@ def load_ppo(path: str | Path, *, env=None, device: str = "cpu",
             "loaded, since unpickling a shared file can run code") from None
 
 
-def safe_replacements(path: Path) -> dict[str, Any]:
-    """Trusted stand-ins for every pickled entry of the archive at ``path``."""
+def archive_data(path: Path) -> dict[str, Any]:
+    """The ``data`` entry of the SB3 archive at ``path`` (JSON, read without unpickling).
+
+    Raises:
+        ValueError: if it is not an SB3 archive.
+    """
     try:
         with zipfile.ZipFile(path) as archive:
             raw = archive.read("data")
@@ -133,12 +141,28 @@ def safe_replacements(path: Path) -> dict[str, Any]:
     data = loads_json(raw, f"PPO checkpoint {path}: data")
     if not isinstance(data, dict):
         raise ValueError(f"{path} is not a Stable-Baselines3 archive: 'data' is not an object")
+    return data
+
+
+def stored_shape(entry: Any) -> tuple[int, ...] | None:
+    """The shape an archive's space entry records, or None."""
+    try:
+        return tuple(json.loads(str(entry.get("_shape"))))
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
+def safe_replacements(path: Path,
+                      spaces: tuple[Space, Space] | None = None) -> dict[str, Any]:
+    """Trusted stand-ins for every pickled entry of the archive at ``path`` (its spaces
+    must be ``spaces``, by default the duel's)."""
+    data = archive_data(path)
     _check_policy_kwargs(path, data.get("policy_kwargs"))
     replacements: dict[str, Any] = {}
     for key, entry in data.items():
         if not (isinstance(entry, dict) and ":serialized:" in entry):
             continue
-        replacement = _replace(key, entry)
+        replacement = _replace(key, entry, spaces or make_spaces())
         if replacement is _DROPPED:
             replacements[key] = None
             continue
@@ -166,7 +190,7 @@ def _check_policy_kwargs(path: Path, kwargs: Any) -> None:
                              f"at most {MAX_LAYERS} layers of 1 to {MAX_LAYER_WIDTH} units")
 
 
-def _replace(key: str, entry: dict[str, Any]) -> Any | None:
+def _replace(key: str, entry: dict[str, Any], spaces: tuple[Space, Space]) -> Any | None:
     if key in _TRANSIENT:
         return _DROPPED
     if key == "policy_class":
@@ -174,9 +198,8 @@ def _replace(key: str, entry: dict[str, Any]) -> Any | None:
     if key == "rollout_buffer_class":
         return _BUFFER_CLASSES.get(_class_identity(entry))
     if key in ("observation_space", "action_space"):
-        observation, action = make_spaces()
-        space = observation if key == "observation_space" else action
-        return space if _box_shape(entry) == space.shape else None
+        space = spaces[0] if key == "observation_space" else spaces[1]
+        return space if _same_space(entry, space) else None
     if key in ("lr_schedule", "clip_range", "clip_range_vf"):
         match = re.fullmatch(r"ConstantSchedule\(val=([-+0-9.eE]+)\)",
                              str(entry.get("value_schedule", "")))
@@ -194,13 +217,20 @@ def _class_identity(entry: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def _box_shape(entry: dict[str, Any]) -> tuple[int, ...] | None:
-    if "gymnasium.spaces.box.Box" not in str(entry.get(":type:")):
-        return None
-    try:
-        return tuple(json.loads(str(entry.get("_shape"))))
-    except (ValueError, TypeError):
-        return None
+def _same_space(entry: dict[str, Any], space: Space) -> bool:
+    """Whether an archive's space entry is ``space``: a Box of its shape, or a
+    MultiDiscrete of its choices starting at 0."""
+    kind = str(entry.get(":type:"))
+    if isinstance(space, Box):
+        return "gymnasium.spaces.box.Box" in kind and stored_shape(entry) == space.shape
+    if isinstance(space, MultiDiscrete):
+        nvec = re.fullmatch(r"\[([0-9 ]*)\]", str(entry.get("nvec", "")).strip())
+        start = re.fullmatch(r"\[([0 ]*)\]", str(entry.get("start", "[0]")).strip())
+        return ("gymnasium.spaces.multi_discrete.MultiDiscrete" in kind and nvec is not None
+                and start is not None
+                and [int(n) for n in nvec.group(1).split()] == space.nvec.tolist())
+    return False
 
 
-__all__ = ["UntrustedCheckpointError", "load_ppo", "safe_replacements", "save_ppo"]
+__all__ = ["UntrustedCheckpointError", "archive_data", "load_ppo", "safe_replacements",
+           "save_ppo", "stored_shape"]

@@ -1,0 +1,168 @@
+"""Training a brigade or division commander with SB3 PPO over frozen lower echelons.
+
+What :mod:`training.train_brigade` and :mod:`training.train_division` share (their
+settings are in :mod:`training.echelon_config`): the evaluation (:func:`evaluate_commander`: a batch
+of battles, deterministic orders, won/drawn/lost counted with draws in the
+denominator), its callback (:class:`EchelonWinRateCallback`, logging
+``<echelon>/win_rate``), and the run (:func:`train_commander`): PPO's ``MlpPolicy`` on
+an :class:`~envs.echelon_vec_env.EchelonVecEnv` of the echelon's battles, periodic
+checkpoints ``<prefix>_<steps>_steps.zip`` and the final ``<prefix>_final.zip``, all
+written atomically, TensorBoard and W&B. Steps are the commander's (macro) steps.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+from stable_baselines3.common.vec_env import VecMonitor
+
+from envs.multi_battalion_batch import BLUE, RED
+from envs.multi_observation import OBS_DIM, STATE_DIM
+from envs.orders import ORDER_DIM
+from envs.sim.constants import ACTION_DIM
+from storage.files import clean_stale_temporaries
+from training.common.tracking import start_wandb
+from training.echelon_config import EchelonConfig
+from training.ppo.callbacks import ManifestCheckpointCallback, WandbCallback, publish
+from training.ppo.checkpoints import save_ppo
+from training.utils.freeze_policy import load_and_freeze_mappo
+
+logger = logging.getLogger(__name__)
+
+
+def load_frozen_battalion_policy(checkpoint_path: str | Path, obs_dim: int = OBS_DIM + ORDER_DIM,
+                                 action_dim: int = ACTION_DIM, state_dim: int | None = None,
+                                 n_agents: int = 2, device: str = "cpu"):
+    """The frozen order-following battalion policy of a MAPPO checkpoint or policy file
+    (:func:`~training.utils.freeze_policy.load_and_freeze_mappo`); ``state_dim``
+    defaults to ``obs_dim + STATE_DIM``.
+
+    Raises:
+        FileNotFoundError, ValueError: as ``load_and_freeze_mappo``.
+    """
+    state_dim = obs_dim + STATE_DIM if state_dim is None else state_dim
+    return load_and_freeze_mappo(checkpoint_path, obs_dim, action_dim, state_dim, n_agents,
+                                 device)
+
+
+def evaluate_commander(model: Any, batch: Any, n_episodes: int, seed: int) -> np.ndarray:
+    """Play one battle each of seeds ``seed .. seed + n_episodes - 1`` in ``batch`` (of
+    ``n_episodes`` battles), ``model`` giving deterministic commands.
+
+    Returns:
+        (n_episodes,) int8 outcomes from Blue's side: 1 won, 0 drawn, -1 lost.
+    """
+    batch.reset(np.arange(n_episodes), [seed + i for i in range(n_episodes)],
+                np.zeros(n_episodes, np.int64))
+    outcome = np.zeros(n_episodes, np.int8)
+    over = np.zeros(n_episodes, bool)
+    observation = batch.observe()
+    while not over.all():
+        action, _ = model.predict(observation, deterministic=True)
+        result = batch.step(np.asarray(action).reshape(n_episodes, -1))
+        ended = result.battle_over & ~over
+        outcome[ended & (result.winner == BLUE)] = 1
+        outcome[ended & (result.winner == RED)] = -1
+        over |= result.battle_over
+        observation = result.observation
+    return outcome
+
+
+def outcome_rates(outcomes: np.ndarray, prefix: str) -> dict[str, float]:
+    """``<prefix>/win_rate``, ``draw_rate`` and ``loss_rate`` of outcomes (draws count in
+    the denominator of every rate)."""
+    return {f"{prefix}/win_rate": float(np.mean(outcomes == 1)),
+            f"{prefix}/draw_rate": float(np.mean(outcomes == 0)),
+            f"{prefix}/loss_rate": float(np.mean(outcomes == -1))}
+
+
+class EchelonWinRateCallback(BaseCallback):
+    """Every ``eval_freq`` commander steps, play ``n_eval_episodes`` battles with
+    deterministic commands (:func:`evaluate_commander`; a win is Blue's) and log
+    ``<echelon>/win_rate``, ``draw_rate`` and ``loss_rate``.
+
+    Args:
+        make_batch: builds the evaluation battles (a batch of ``n_eval_episodes``).
+        eval_freq, n_eval_episodes: when and how much.
+        seed: seed of the first evaluation battle (the same battles every time).
+
+    Attributes:
+        history: ``(commander steps, metrics)`` of every evaluation.
+    """
+
+    echelon = "echelon"
+
+    def __init__(self, make_batch: Callable[[int], Any], eval_freq: int, n_eval_episodes: int,
+                 seed: int = 10_000, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        self.make_batch, self.seed = make_batch, seed
+        self.eval_freq, self.n_eval_episodes = eval_freq, n_eval_episodes
+        self.history: list[tuple[int, dict[str, float]]] = []
+        self._batch: Any = None
+        self._next = eval_freq
+
+    def evaluate(self) -> dict[str, float]:
+        """Play the evaluation battles now and log the rates."""
+        if self._batch is None:
+            self._batch = self.make_batch(self.n_eval_episodes)
+        metrics = outcome_rates(evaluate_commander(self.model, self._batch,
+                                                   self.n_eval_episodes, self.seed),
+                                self.echelon)
+        self.history.append((self.num_timesteps, metrics))
+        publish(self, metrics)
+        if self.verbose:
+            logger.info("%s at %d steps: %s", self.echelon, self.num_timesteps, metrics)
+        return metrics
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self._next:
+            self._next += self.eval_freq
+            self.evaluate()
+        return True
+
+
+def train_commander(config: EchelonConfig, vec_env: Any, callback: EchelonWinRateCallback,
+                    prefix: str, checkpoint_dir: str) -> tuple[PPO, Path]:
+    """Train PPO's ``MlpPolicy`` commanding ``vec_env`` (module docstring).
+
+    Returns:
+        The model and the path of ``<prefix>_final.zip`` in ``checkpoint_dir``.
+    """
+    torch.set_num_threads(config.torch_threads)
+    folder = Path(checkpoint_dir)
+    clean_stale_temporaries(folder)
+    n_steps = config.rollout_n_steps()
+    model = PPO(
+        "MlpPolicy", VecMonitor(vec_env), learning_rate=config.learning_rate, n_steps=n_steps,
+        batch_size=config.minibatch_size(n_steps * config.n_envs), n_epochs=config.n_epochs,
+        gamma=config.gamma, gae_lambda=config.gae_lambda, clip_range=config.clip_range,
+        ent_coef=config.ent_coef, vf_coef=config.vf_coef, max_grad_norm=config.max_grad_norm,
+        seed=config.seed, device=config.device, tensorboard_log=config.log_dir,
+        verbose=config.verbose)
+    run, owns_run = (start_wandb(project=config.wandb_project, entity=config.wandb_entity,
+                                 tags=config.wandb_tags, config=config.to_dict(),
+                                 log_dir=config.log_dir) if config.enable_wandb else (None, False))
+    callbacks = [callback, ManifestCheckpointCallback(config.checkpoint_freq, str(folder),
+                                                      prefix)]
+    if run is not None:
+        callbacks.append(WandbCallback())
+    try:
+        model.learn(config.total_timesteps, callback=CallbackList(callbacks),
+                    progress_bar=config.progress_bar, tb_log_name=prefix)
+        callback.evaluate()
+        final = save_ppo(model, folder / f"{prefix}_final.zip")
+    finally:
+        if owns_run:
+            run.finish()
+    return model, final
+
+
+__all__ = ["EchelonWinRateCallback", "evaluate_commander",
+           "load_frozen_battalion_policy", "outcome_rates", "train_commander"]
