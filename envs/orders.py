@@ -43,7 +43,7 @@ import numpy as np
 from envs.multi_battalion_batch import BLUE, MultiBattalionBatch, TeamStep
 from envs.multi_observation import ROTATE_SIGN
 from envs.observation import OBSERVATION_FEATURES
-from envs.options import MacroAction
+from envs.options import FIRE_AT_HIT_CHANCE, MacroAction
 from envs.sim import random as rnd
 from envs.sim.constants import MAX_TURN_RATE
 from envs.sim.validation import check_int, check_number, check_positive
@@ -63,6 +63,8 @@ WITHDRAW_DISTANCE = 100.0
 """A withdrawal aims this many metres back from the enemy."""
 HOLD_RADIUS = 40.0
 """Within this many metres of its objective a battalion holds it."""
+ARRIVED = 10.0
+"""Within this many metres of its objective the scripted follower halts."""
 ORDER_DISTANCE_SCALE = 500.0
 """Objective distances are seen over this many metres (clipped at 1)."""
 PROGRESS_SCALE = 100.0
@@ -146,10 +148,12 @@ def order_features(posture: np.ndarray, objective: np.ndarray, x: np.ndarray, y:
 
 class OrderFollower:
     """A scripted battalion commander that follows its order: it turns to its objective
-    and marches on it, and there halts, faces the nearest enemy and fires once its volley
-    would tell. It reads its observation with the order after it (``OBS_DIM +
-    ORDER_DIM`` numbers, or the duel's with the order), so it is the order-conditioned
-    policy's scripted alternative and the teacher of phase 1's warm start.
+    and marches on it without firing, and within :data:`ARRIVED` of it halts, faces the
+    nearest enemy and fires once its volley would hit at least
+    :data:`~envs.options.FIRE_AT_HIT_CHANCE`. It reads its observation with the order
+    after it (``OBS_DIM + ORDER_DIM`` numbers, or the duel's with the order), so it is
+    the order-conditioned policy's scripted alternative and the teacher of phase 1's
+    warm start.
 
     Args:
         max_turn_rate: the battle's turn rate, to wheel without overshooting.
@@ -169,12 +173,14 @@ class OrderFollower:
         distance = order[:, N_POSTURES] * ORDER_DISTANCE_SCALE
         to_goal = np.arctan2(order[:, N_POSTURES + 2], order[:, N_POSTURES + 1])
         to_enemy = np.arctan2(obs[:, _ENEMY_SIN], obs[:, _ENEMY_COS])
-        there = distance <= HOLD_RADIUS / 2
-        facing_enemy = np.abs(to_enemy) < 0.3
+        there = distance <= ARRIVED
         march = np.where(np.abs(to_goal) < 0.5, 1.0, 0.2)
         move = np.where(there, 0.0, march)
         rotate = np.clip(np.where(there, to_enemy, to_goal) / self.max_turn_rate, -1, 1)
-        fire = facing_enemy & (obs[:, _OWN_HIT] >= np.where(there, 0.1, 0.25))
+        # Fire discipline: no volleys on the march; at the objective, a volley once it
+        # would tell (holding fire this way wins about half the attacks on scripted L5
+        # where firing at any chance wins a third: docs/echelons.md).
+        fire = there & (np.abs(to_enemy) < 0.3) & (obs[:, _OWN_HIT] >= FIRE_AT_HIT_CHANCE)
         return np.stack([move, rotate, fire], axis=1).astype(F32), None
 
 
