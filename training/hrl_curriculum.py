@@ -43,6 +43,7 @@ from envs.sim.validation import (
     check_map_size,
     check_number,
     check_positive,
+    check_scripted_level,
     short_repr,
 )
 from training.common.promotion import EpisodeWindow, PromotionLog, check_wandb_run
@@ -131,12 +132,15 @@ _PHASE_SCHEMA: dict[str, dict[str, tuple[Callable[[str, Any], Any], bool]]] = {
         "max_steps": (_count, True),
         "visibility_radius": (check_positive, True),
         "temporal_ratio": (_count, False),
+        "red_level": (check_scripted_level, False),
+        "order_period": (_count, False),
     },
     "training": {
         "total_timesteps": (_count, True),
         "n_steps": (_count, True),
         "n_epochs": (_count, True),
         "batch_size": (_count, True),
+        "n_envs": (_count, False),
     },
 }
 
@@ -148,8 +152,9 @@ def load_phase_config(phase: HRLPhase | int) -> dict[str, Any]:
     ``win_rate_window``, ``elo_threshold`` (null: no Elo condition), ``elo_opponent``),
     ``env`` (``map_width``, ``map_height``, ``max_steps``, ``visibility_radius``, and
     optionally ``temporal_ratio``: lower-echelon steps per command of the trained
-    echelon) and ``training`` (``total_timesteps``, ``n_steps``, ``n_epochs``,
-    ``batch_size``).
+    echelon, ``red_level``: scripted Red's level in training, ``order_period``: steps
+    each random order lasts in phase 1) and ``training`` (``total_timesteps``,
+    ``n_steps``, ``n_epochs``, ``batch_size``, and optionally ``n_envs``).
 
     Args:
         phase: the phase (an :class:`HRLPhase` or its number).

@@ -269,23 +269,28 @@ def test_load_state_dict_refuses_malformed_state(change, field):
 
 # ---------------------------------------------------------------------------- phase configs
 
-TABLE = {  # threshold, window, n_steps, n_epochs, extra env keys
-    HRLPhase.PHASE_1_BATTALION: (0.70, 50, 128, 4, {}),
-    HRLPhase.PHASE_2_BRIGADE: (0.65, 30, 256, 6, {"temporal_ratio": 10}),
-    HRLPhase.PHASE_3_DIVISION: (0.60, 20, 256, 6, {}),
+TABLE = {  # threshold, window, extra env keys, training
+    HRLPhase.PHASE_1_BATTALION: (0.70, 50, {"red_level": 5, "order_period": 100},
+                                 {"total_timesteps": 2_000_000, "n_steps": 128, "n_epochs": 4,
+                                  "batch_size": 4096}),
+    HRLPhase.PHASE_2_BRIGADE: (0.65, 30, {"temporal_ratio": 10, "red_level": 5},
+                               {"total_timesteps": 200_000, "n_steps": 256, "n_epochs": 6,
+                                "batch_size": 32}),
+    HRLPhase.PHASE_3_DIVISION: (0.60, 20, {"red_level": 5},
+                                {"total_timesteps": 200_000, "n_steps": 256, "n_epochs": 6,
+                                 "batch_size": 32}),
 }
 
 
 @pytest.mark.parametrize("phase", list(HRLPhase))
 def test_every_shipped_phase_config_loads_and_matches_the_design(phase):
-    threshold, window, n_steps, n_epochs, extra = TABLE[phase]
+    threshold, window, extra, training = TABLE[phase]
     assert load_phase_config(int(phase)) == {
         "curriculum": {"win_rate_threshold": threshold, "win_rate_window": window,
                        "elo_threshold": 1100.0, "elo_opponent": "scripted_l3"},
         "env": {"map_width": 500.0, "map_height": 500.0, "max_steps": 200,
                 "visibility_radius": 400.0, **extra},
-        "training": {"total_timesteps": 200_000, "n_steps": n_steps, "n_epochs": n_epochs,
-                     "batch_size": 32}}
+        "training": training}
     path = hc.HRL_CONFIG_DIR / PHASE_CONFIG_FILES[phase]
     assert path.name == f"phase{int(phase)}_{PHASE_LABELS[phase]}.yaml"
     assert path.read_text().startswith(f"# HRL curriculum phase {int(phase)}")

@@ -1,0 +1,54 @@
+"""The chain of command in one command: three phases, each over the frozen policies of
+the ones below, registered and rated."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from training.hrl_pipeline import opponent_level, run_hrl
+from training.policy_registry import PolicyRegistry
+
+SMALL = {
+    1: dict(total_timesteps=512, n_envs=8, n_steps=32, batch_size=128, n_epochs=1,
+            warm_start_steps=256, eval_freq=10**6, checkpoint_freq=10**6, n_eval_episodes=4,
+            enable_wandb=False, progress_bar=False),
+    2: dict(total_timesteps=64, n_envs=4, n_steps=8, batch_size=16, n_epochs=1, eval_freq=64,
+            n_eval_episodes=4, checkpoint_freq=64, enable_wandb=False, progress_bar=False,
+            verbose=0),
+}
+SMALL[3] = SMALL[2]
+
+
+def test_three_phases_chain_freeze_register_and_rate(tmp_path):
+    reports = run_hrl(tmp_path, overrides=SMALL)
+    assert [r.echelon for r in reports] == ["battalion", "brigade", "division"]
+    files = [tmp_path / "phase1_battalion" / "mappo_policy_final.pt",
+             tmp_path / "phase2_brigade" / "ppo_brigade_final.zip",
+             tmp_path / "phase3_division" / "ppo_division_final.zip"]
+    assert [r.policy_file for r in reports] == [str(f) for f in files]
+    assert all(f.is_file() for f in files)
+    registry = PolicyRegistry(tmp_path / "policy_registry.json")
+    assert {e.echelon.value: e.path for e in registry.list()} == {
+        "battalion": str(files[0]), "brigade": str(files[1]), "division": str(files[2])}
+    for report in reports:
+        rates = report.evaluation
+        assert rates["won"] + rates["drawn"] + rates["lost"] == pytest.approx(1)
+        assert report.status["conditions"]["window_full"]["holds"] and report.elo is not None
+        assert report.criteria_met == (rates["won"] >= report.status["conditions"]["win_rate"]
+                                       ["threshold"] and report.elo >= 1100)
+    assert reports[1].env_steps == 64 * 10
+    summary = json.loads((tmp_path / "hrl_summary.json").read_text())
+    assert [s["phase"] for s in summary] == [1, 2, 3]
+    # A later phase alone runs over the files already there.
+    again = run_hrl(tmp_path, phases=(3,), overrides=SMALL, version="2")
+    assert [r.phase for r in again] == [3]
+    with pytest.raises(FileNotFoundError, match="phase 1"):
+        run_hrl(tmp_path / "empty", phases=(2,), overrides=SMALL)
+
+
+def test_the_elo_opponent_must_be_a_scripted_level():
+    assert opponent_level("scripted_l3") == 3
+    with pytest.raises(ValueError, match="elo_opponent"):
+        opponent_level("doctrine_team")
