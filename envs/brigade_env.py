@@ -5,7 +5,7 @@
 brigadier sees and earns, and who commands the battalions): its action picks one
 option of :func:`envs.options.make_default_options` for each Blue battalion, and a
 step plays ``temporal_ratio`` battalion steps of them. For many battles at once, for
-SB3, use :class:`~envs.echelon_vec_env.EchelonVecEnv` over a brigade batch
+SB3, use :class:`~envs.echelon_env.EchelonVecEnv` over a brigade batch
 (:func:`make_brigade_vec_env`).
 
 Where the reference design's brigade env went wrong, this one does not: an option
@@ -20,9 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
 from envs.battalion_env import battle_config_from_args
 from envs.brigade_batch import (
@@ -32,7 +30,7 @@ from envs.brigade_batch import (
     brigade_obs_dim,
     brigade_observations,
 )
-from envs.echelon_vec_env import EchelonVecEnv
+from envs.echelon_env import EchelonEnv, EchelonVecEnv
 from envs.options import Option, make_default_options
 from envs.sim.constants import (
     HILL_SPEED_FACTOR,
@@ -40,10 +38,9 @@ from envs.sim.constants import (
     MAP_WIDTH,
     MAX_STEPS,
     NUM_CURRICULUM_LEVELS,
-    SEED_BOUND,
     VISIBILITY_RADIUS,
 )
-from envs.sim.validation import check_bool, check_int, check_seed
+from envs.sim.validation import check_bool, check_int
 
 F32 = np.float32
 
@@ -79,7 +76,7 @@ def make_brigade_batch(n_battles: int = 1, n_blue: int = 2, n_red: int = 2,
 
 def make_brigade_vec_env(n_envs: int = 8, **settings: Any) -> EchelonVecEnv:
     """``n_envs`` brigade battles as one SB3 ``VecEnv``
-    (:class:`~envs.echelon_vec_env.EchelonVecEnv`); ``settings`` are
+    (:class:`~envs.echelon_env.EchelonVecEnv`); ``settings`` are
     :func:`make_brigade_batch`'s.
 
     Raises:
@@ -89,7 +86,7 @@ def make_brigade_vec_env(n_envs: int = 8, **settings: Any) -> EchelonVecEnv:
     return EchelonVecEnv(batch, len(batch.options), batch.n_blue)
 
 
-class BrigadeEnv(gym.Env):
+class BrigadeEnv(EchelonEnv):
     """Command a brigade of ``n_blue`` battalions by drills (module docstring).
 
     Args:
@@ -133,50 +130,10 @@ class BrigadeEnv(gym.Env):
             1, n_blue, n_red, map_width, map_height, max_steps, options, temporal_ratio,
             battalion_policy, red_random, randomize_terrain, visibility_radius, red_level,
             blue_policy)
-        batch = self.batch
-        self.temporal_ratio, self.options = batch.temporal_ratio, batch.options
-        self.n_blue, self.n_red = batch.n_blue, batch.n_red
-        self.config = batch.config
-        self.action_space = spaces.MultiDiscrete([len(self.options)] * self.n_blue)
-        self.observation_space = spaces.Box(-1.0, 1.0, (brigade_obs_dim(self.n_blue),), F32)
-        self._rng = np.random.default_rng()
-        self._macro_steps = 0
-        self._over = True
-
-    # --- episodes -----------------------------------------------------------------
-
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
-        seed = check_seed("seed", seed)
-        super().reset(seed=seed)
-        if seed is not None:
-            self._rng = np.random.default_rng(seed)
-        fresh = self._rng.integers(0, SEED_BOUND, size=1, dtype=np.int64)
-        self.batch.reset(np.array([0]), [seed], fresh)
-        self._macro_steps = 0
-        self._over = False
-        return self.batch.observe()[0], {}
-
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
-        """One macro step (:meth:`envs.brigade_batch.BrigadeBatch.step`).
-
-        Raises:
-            RuntimeError: before :meth:`reset` or after the battle ended.
-            ValueError: for an action that is not one option index per Blue battalion.
-        """
-        if self._over:
-            raise RuntimeError("step() called before reset() or after the battle ended: call "
-                               "reset()")
-        chosen = np.asarray(action)
-        if chosen.shape != (self.n_blue,):
-            raise ValueError(f"action={action!r} is invalid: expected {self.n_blue} option "
-                             f"indices in [0, {len(self.options)})")
-        result = self.batch.step(chosen[None])
-        self._macro_steps += 1
-        info = self.batch.infos(result, np.array([self._macro_steps]))[0]
-        self._over = bool(result.battle_over[0])
-        return (result.observation[0], float(result.reward[0]), bool(result.terminated[0]),
-                bool(result.truncated[0]), info)
+        self.temporal_ratio, self.options = self.batch.temporal_ratio, self.batch.options
+        self.n_blue, self.n_red = self.batch.n_blue, self.batch.n_red
+        self.config = self.batch.config
+        self._set_spaces(len(self.options), self.n_blue)
 
 
 __all__ = ["BrigadeEnv", "FALLBACK_OPTION", "N_SECTORS", "brigade_obs_dim",

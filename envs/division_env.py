@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
 from envs.brigade_env import make_brigade_batch
 from envs.division_batch import (
@@ -23,17 +21,16 @@ from envs.division_batch import (
     DivisionBatch,
     division_obs_dim,
 )
-from envs.echelon_vec_env import EchelonVecEnv
+from envs.echelon_env import EchelonEnv, EchelonVecEnv
 from envs.sim.constants import (
     HILL_SPEED_FACTOR,
     MAP_HEIGHT,
     MAP_WIDTH,
     MAX_STEPS,
     NUM_CURRICULUM_LEVELS,
-    SEED_BOUND,
     VISIBILITY_RADIUS,
 )
-from envs.sim.validation import check_int, check_seed
+from envs.sim.validation import check_int
 
 F32 = np.float32
 
@@ -66,7 +63,7 @@ def make_division_batch(n_battles: int = 1, n_brigades: int = 2, n_blue_per_brig
 
 def make_division_vec_env(n_envs: int = 8, **settings: Any) -> EchelonVecEnv:
     """``n_envs`` division battles as one SB3 ``VecEnv``
-    (:class:`~envs.echelon_vec_env.EchelonVecEnv`); ``settings`` are
+    (:class:`~envs.echelon_env.EchelonVecEnv`); ``settings`` are
     :func:`make_division_batch`'s.
 
     Raises:
@@ -76,7 +73,7 @@ def make_division_vec_env(n_envs: int = 8, **settings: Any) -> EchelonVecEnv:
     return EchelonVecEnv(batch, len(DIVISION_COMMANDS), batch.n_brigades)
 
 
-class DivisionEnv(gym.Env):
+class DivisionEnv(EchelonEnv):
     """Command a division of ``n_brigades`` brigades (module docstring).
 
     Args:
@@ -118,48 +115,10 @@ class DivisionEnv(gym.Env):
             visibility_radius, temporal_ratio, red_level, blue_brigade_policy, blue_policy)
         self.n_brigades, self.n_per = self.batch.n_brigades, self.batch.n_per
         self.brigades = self.batch.brigades
-        self.action_space = spaces.MultiDiscrete([len(DIVISION_COMMANDS)] * self.n_brigades)
-        self.observation_space = spaces.Box(-1.0, 1.0, (division_obs_dim(self.n_brigades),),
-                                            F32)
-        self._rng = np.random.default_rng()
-        self._div_steps = 0
-        self._over = True
+        self._set_spaces(len(DIVISION_COMMANDS), self.n_brigades)
 
     def _state(self):
         return self.brigades.battles.state
-
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
-        seed = check_seed("seed", seed)
-        super().reset(seed=seed)
-        if seed is not None:
-            self._rng = np.random.default_rng(seed)
-        fresh = self._rng.integers(0, SEED_BOUND, size=1, dtype=np.int64)
-        self.batch.reset(np.array([0]), [seed], fresh)
-        self._div_steps = 0
-        self._over = False
-        return self.batch.observe()[0], {}
-
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
-        """One division step (:meth:`envs.division_batch.DivisionBatch.step`).
-
-        Raises:
-            RuntimeError: before :meth:`reset` or after the battle ended.
-            ValueError: for an action that is not one command index per Blue brigade.
-        """
-        if self._over:
-            raise RuntimeError("step() called before reset() or after the battle ended: call "
-                               "reset()")
-        commands = np.asarray(action)
-        if commands.shape != (self.n_brigades,):
-            raise ValueError(f"action={action!r} is invalid: expected {self.n_brigades} command "
-                             f"indices in [0, {len(DIVISION_COMMANDS)})")
-        result = self.batch.step(commands[None])
-        self._div_steps += 1
-        info = self.batch.infos(result, np.array([self._div_steps]))[0]
-        self._over = bool(result.battle_over[0])
-        return (result.observation[0], float(result.reward[0]), bool(result.terminated[0]),
-                bool(result.truncated[0]), info)
 
 
 __all__ = ["COMMAND_DRILLS", "DIVISION_COMMANDS", "DivisionEnv", "N_THEATRE_SECTORS",

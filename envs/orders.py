@@ -46,7 +46,7 @@ from envs.observation import OBSERVATION_FEATURES
 from envs.options import FIRE_AT_HIT_CHANCE, MacroAction
 from envs.sim import random as rnd
 from envs.sim.constants import MAX_TURN_RATE
-from envs.sim.validation import check_int, check_number, check_positive
+from envs.sim.validation import check_in_range, check_int, check_number, check_positive
 
 F32 = np.float32
 N_POSTURES = len(MacroAction)
@@ -212,6 +212,8 @@ class OrderedBattalionBatch:
         rewards: the order term's weights.
         postures: the postures orders are drawn from (all six by default; evaluations
             give one alone, such as the attack).
+        attack_share: the share of orders that are attacks (``advance_sector``) whatever
+            ``postures`` says; the rest are drawn evenly from ``postures``.
 
     Attributes:
         posture: (B, U) each battalion's current posture (a :class:`MacroAction`).
@@ -223,7 +225,8 @@ class OrderedBattalionBatch:
 
     def __init__(self, battles: MultiBattalionBatch, period: int = 50,
                  rewards: OrderRewards | None = None,
-                 postures: tuple[int, ...] = tuple(MacroAction)) -> None:
+                 postures: tuple[int, ...] = tuple(MacroAction),
+                 attack_share: float = 0.0) -> None:
         self.battles = battles
         self.period = check_int("period", period, minimum=1)
         self.rewards = rewards or OrderRewards()
@@ -231,6 +234,7 @@ class OrderedBattalionBatch:
             raise ValueError(f"postures={postures!r} is invalid: expected some of "
                              f"{[int(p) for p in MacroAction]} (envs.options.MacroAction)")
         self.postures = np.array(sorted(set(postures)), np.int8)
+        self.attack_share = check_in_range("attack_share", attack_share, 0.0, 1.0)
         shape = (battles.n_battles, battles.n_units)
         self.posture = np.zeros(shape, np.int8)
         self.objective = np.zeros(shape + (2,), F32)
@@ -257,8 +261,11 @@ class OrderedBattalionBatch:
         state = self.battles.state
         draws = rnd.uniform(state.key[battles], rnd.STREAM_ORDERS, state.step[battles],
                             self.battles.n_units)
-        n = len(self.postures)
-        self.posture[battles] = self.postures[np.minimum((draws * n).astype(np.intp), n - 1)]
+        # An attack with probability attack_share, else a posture drawn evenly.
+        share, n = self.attack_share, len(self.postures)
+        even = np.clip((draws - share) / max(1.0 - share, 1e-12), 0.0, 1.0)
+        drawn = self.postures[np.minimum((even * n).astype(np.intp), n - 1)]
+        self.posture[battles] = np.where(draws < share, MacroAction.ADVANCE_SECTOR, drawn)
         config = self.battles.config
         self.objective[battles] = objectives(
             self.posture[battles], state.x[battles], state.y[battles], state.active[battles],

@@ -165,3 +165,19 @@ def test_mappo_trains_order_following_battalions(tmp_path):
     assert "eval/win_rate" in last  # evaluated in ordered battles too
     restored = policy_from_checkpoint(result.final_checkpoint)
     assert restored.kwargs == result.policy.kwargs
+
+
+def test_an_attack_share_weighs_the_orders():
+    battles = MultiBattalionBatch(200, 2, 2, config=BattleConfig(max_steps=60), terrain=None,
+                                  randomize_terrain=True, visibility_radius=600.0,
+                                  reward_weights=None)
+    batch = OrderedBattalionBatch(battles, 10, attack_share=0.5)
+    batch.reset(np.arange(200), list(range(200)), np.zeros(200, np.int64))
+    attacks = np.mean(batch.posture == MacroAction.ADVANCE_SECTOR)
+    assert 0.5 + 0.5 / 6 - 0.05 < attacks < 0.5 + 0.5 / 6 + 0.05
+    assert set(np.unique(batch.posture)) == set(MacroAction)
+    only = OrderedBattalionBatch(battles, 10, postures=(MacroAction.WITHDRAW,))
+    only.reset(np.arange(200), list(range(200)), np.zeros(200, np.int64))
+    assert (only.posture == MacroAction.WITHDRAW).all()
+    with pytest.raises(ValueError, match="attack_share"):
+        OrderedBattalionBatch(battles, 10, attack_share=1.5)

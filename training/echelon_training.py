@@ -5,7 +5,7 @@ settings are in :mod:`training.echelon_config`): the evaluation (:func:`evaluate
 of battles, deterministic orders, won/drawn/lost counted with draws in the
 denominator), its callback (:class:`EchelonWinRateCallback`, logging
 ``<echelon>/win_rate``), and the run (:func:`train_commander`): PPO's ``MlpPolicy`` on
-an :class:`~envs.echelon_vec_env.EchelonVecEnv` of the echelon's battles, periodic
+an :class:`~envs.echelon_env.EchelonVecEnv` of the echelon's battles, periodic
 checkpoints ``<prefix>_<steps>_steps.zip`` and the final ``<prefix>_final.zip``, all
 written atomically, TensorBoard and W&B. Steps are the commander's (macro) steps.
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -128,12 +129,32 @@ class EchelonWinRateCallback(BaseCallback):
         return True
 
 
+@dataclass
+class EchelonResult:
+    """What a brigade or division run did: the model, its final file, its evaluations
+    (``(commander steps, metrics)``)."""
+
+    model: PPO
+    final_checkpoint: Path
+    evaluations: list[tuple[int, dict[str, float]]] = field(default_factory=list)
+
+    def report(self) -> str:
+        """The final file and the last evaluation, for a command line."""
+        lines = [f"final checkpoint {self.final_checkpoint}"]
+        if self.evaluations:
+            steps, metrics = self.evaluations[-1]
+            lines.append(f"last evaluation at {steps} steps: " + ", ".join(
+                f"{k} {v:.2f}" for k, v in metrics.items()))
+        return "\n".join(lines)
+
+
 def train_commander(config: EchelonConfig, vec_env: Any, callback: EchelonWinRateCallback,
-                    prefix: str, checkpoint_dir: str) -> tuple[PPO, Path]:
+                    prefix: str, checkpoint_dir: str) -> EchelonResult:
     """Train PPO's ``MlpPolicy`` commanding ``vec_env`` (module docstring).
 
     Returns:
-        The model and the path of ``<prefix>_final.zip`` in ``checkpoint_dir``.
+        The model, the path of ``<prefix>_final.zip`` in ``checkpoint_dir``, and the
+        callback's evaluations.
     """
     torch.set_num_threads(config.torch_threads)
     folder = Path(checkpoint_dir)
@@ -161,8 +182,8 @@ def train_commander(config: EchelonConfig, vec_env: Any, callback: EchelonWinRat
     finally:
         if owns_run:
             run.finish()
-    return model, final
+    return EchelonResult(model, final, callback.history)
 
 
-__all__ = ["EchelonWinRateCallback", "evaluate_commander",
+__all__ = ["EchelonResult", "EchelonWinRateCallback", "evaluate_commander",
            "load_frozen_battalion_policy", "outcome_rates", "train_commander"]

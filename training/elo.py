@@ -51,6 +51,22 @@ def expected_score(rating_a: float, rating_b: float) -> float:
     return 1.0 / (1.0 + 10.0 ** ((rating_b - rating_a) / 400.0))
 
 
+def performance_rating(score: float, opponent_rating: float, n_games: int) -> float:
+    """The rating whose expected score against ``opponent_rating`` is ``score`` (the
+    mean over ``n_games``, draws counting half): a path-free rating of a measured
+    result. A clean sweep is taken as half a game short of one (its rating is
+    otherwise infinite).
+
+    Raises:
+        ValueError: for ``score`` outside [0, 1] or ``n_games < 1``.
+    """
+    score = check_in_range("score", score, 0.0, 1.0)
+    n_games = check_int("n_games", n_games, minimum=1)
+    margin = 0.5 / n_games
+    score = min(max(score, margin), 1.0 - margin)
+    return opponent_rating + 400.0 * math.log10(score / (1.0 - score))
+
+
 def k_factor(n_games: int) -> float:
     """K for an agent that has played ``n_games`` games so far."""
     return 40.0 if n_games < 30 else 20.0 if n_games < 100 else 10.0
@@ -254,4 +270,4 @@ class TeamEloRegistry(EloRegistry):
 
 
 __all__ = ["BASELINE_RATINGS", "DEFAULT_RATING", "TEAM_BASELINE_RATINGS", "EloRegistry",
-           "TeamEloRegistry", "expected_score", "k_factor"]
+           "TeamEloRegistry", "expected_score", "k_factor", "performance_rating"]

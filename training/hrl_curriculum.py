@@ -134,6 +134,7 @@ _PHASE_SCHEMA: dict[str, dict[str, tuple[Callable[[str, Any], Any], bool]]] = {
         "temporal_ratio": (_count, False),
         "red_level": (check_scripted_level, False),
         "order_period": (_count, False),
+        "order_attack_share": (lambda n, v: check_in_range(n, v, 0.0, 1.0), False),
     },
     "training": {
         "total_timesteps": (_count, True),
@@ -153,7 +154,8 @@ def load_phase_config(phase: HRLPhase | int) -> dict[str, Any]:
     ``env`` (``map_width``, ``map_height``, ``max_steps``, ``visibility_radius``, and
     optionally ``temporal_ratio``: lower-echelon steps per command of the trained
     echelon, ``red_level``: scripted Red's level in training, ``order_period``: steps
-    each random order lasts in phase 1) and ``training`` (``total_timesteps``,
+    each random order lasts in phase 1, ``order_attack_share``: the share of them that
+    are attacks) and ``training`` (``total_timesteps``,
     ``n_steps``, ``n_epochs``, ``batch_size``, and optionally ``n_envs``).
 
     Args:

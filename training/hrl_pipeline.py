@@ -108,7 +108,7 @@ def phase_settings(phase: HRLPhase, root: Path, lower: dict[HRLPhase, Path],
                 **{k: training[k] for k in ("total_timesteps", "n_steps", "n_epochs",
                                             "batch_size")},
                 "checkpoint_dir": folder, "log_dir": str(root / "logs" / PHASE_FOLDERS[phase])}
-    for key in ("red_level", "order_period", "temporal_ratio", "n_envs"):
+    for key in ("red_level", "order_period", "order_attack_share", "temporal_ratio", "n_envs"):
         if key in env:
             settings[key] = env[key]
     if phase == HRLPhase.PHASE_1_BATTALION:

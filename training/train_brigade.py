@@ -2,7 +2,7 @@
 
 The brigadier (SB3 PPO, ``MlpPolicy``) gives each Blue battalion a drill every
 ``temporal_ratio`` battalion steps (:class:`~envs.brigade_batch.BrigadeBatch`, ``n_envs``
-battles as one :class:`~envs.echelon_vec_env.EchelonVecEnv`); the battalions carry the
+battles as one :class:`~envs.echelon_env.EchelonVecEnv`); the battalions carry the
 drills out themselves, or, with ``hierarchy.battalion_policy``, a frozen
 order-following battalion policy (phase 1 of the HRL curriculum) carries each out as
 an order. Red is scripted at ``env.red_level``. Shared machinery:
@@ -26,15 +26,12 @@ TensorBoard under ``log_dir`` and to W&B.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-from stable_baselines3 import PPO
 
 from envs.brigade_env import make_brigade_batch, make_brigade_vec_env
 from training.echelon_config import CONFIG_FILES, BrigadeConfig
 from training.echelon_training import (
+    EchelonResult,
     EchelonWinRateCallback,
     load_frozen_battalion_policy,
     train_commander,
@@ -50,15 +47,6 @@ class BrigadeWinRateCallback(EchelonWinRateCallback):
     echelon = "brigade"
 
 
-@dataclass
-class BrigadeResult:
-    """What :func:`train_brigade` did: the model, its final file, the evaluations."""
-
-    model: PPO
-    final_checkpoint: Path
-    evaluations: list[tuple[int, dict[str, float]]] = field(default_factory=list)
-
-
 def brigade_battles(config: BrigadeConfig, n_battles: int, battalion: Any = None):
     """``n_battles`` brigade battles of ``config``'s settings, Blue's battalions under
     ``battalion`` (a frozen order-following policy) or their drills."""
@@ -66,7 +54,7 @@ def brigade_battles(config: BrigadeConfig, n_battles: int, battalion: Any = None
                               blue_policy=battalion, **config.battle_kwargs())
 
 
-def train_brigade(config: BrigadeConfig | None = None, **overrides: Any) -> BrigadeResult:
+def train_brigade(config: BrigadeConfig | None = None, **overrides: Any) -> EchelonResult:
     """Train a brigade commander (module docstring).
 
     Args:
@@ -87,25 +75,16 @@ def train_brigade(config: BrigadeConfig | None = None, **overrides: Any) -> Brig
     callback = BrigadeWinRateCallback(lambda n: brigade_battles(config, n, battalion),
                                       config.eval_freq, config.n_eval_episodes,
                                       verbose=config.verbose)
-    model, final = train_commander(config, vec_env, callback, CHECKPOINT_PREFIX,
+    return train_commander(config, vec_env, callback, CHECKPOINT_PREFIX,
                                    config.checkpoint_dir)
-    return BrigadeResult(model, final, callback.history)
 
 
 def main() -> None:
     """Hydra entry point: ``python -m training.train_brigade key=value ...``."""
-    CONFIG_FILES["brigade"].run(lambda config, _resume: _report(train_brigade(config)))
+    CONFIG_FILES["brigade"].run(lambda config, _resume: print(train_brigade(config).report()))
 
 
-def _report(result: BrigadeResult) -> None:
-    print(f"final checkpoint {result.final_checkpoint}")
-    if result.evaluations:
-        steps, metrics = result.evaluations[-1]
-        print(f"last evaluation at {steps} steps: " + ", ".join(
-            f"{k} {v:.2f}" for k, v in metrics.items()))
-
-
-__all__ = ["BrigadeConfig", "BrigadeResult", "BrigadeWinRateCallback", "CHECKPOINT_PREFIX",
+__all__ = ["BrigadeConfig", "BrigadeWinRateCallback", "CHECKPOINT_PREFIX",
            "brigade_battles", "load_frozen_battalion_policy", "train_brigade"]
 
 if __name__ == "__main__":

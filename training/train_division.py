@@ -3,7 +3,7 @@
 The division commander (SB3 PPO, ``MlpPolicy``) gives each Blue brigade one of the
 :data:`~envs.division_batch.DIVISION_COMMANDS` every ``temporal_ratio`` battalion steps
 (:class:`~envs.division_batch.DivisionBatch`, ``n_envs`` battles as one
-:class:`~envs.echelon_vec_env.EchelonVecEnv`). With ``hierarchy.brigade_policy`` a
+:class:`~envs.echelon_env.EchelonVecEnv`). With ``hierarchy.brigade_policy`` a
 frozen brigade commander (phase 2 of the HRL curriculum) chooses each battalion's drill
 within the command, and with ``hierarchy.battalion_policy`` a frozen order-following
 battalion policy (phase 1) carries each drill out as an order; without them the
@@ -28,7 +28,6 @@ TensorBoard under ``log_dir`` and to W&B.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from envs.options import MacroAction
 from models.weights import checkpoint_path as checkpoint_path_of
 from training.echelon_config import CONFIG_FILES, DivisionConfig
 from training.echelon_training import (
+    EchelonResult,
     EchelonWinRateCallback,
     load_frozen_battalion_policy,
     train_commander,
@@ -57,15 +57,6 @@ class DivisionWinRateCallback(EchelonWinRateCallback):
     ``division/win_rate`` (a win is ``winner == "blue"``), ``draw_rate``, ``loss_rate``."""
 
     echelon = "division"
-
-
-@dataclass
-class DivisionResult:
-    """What :func:`train_division` did: the model, its final file, the evaluations."""
-
-    model: PPO
-    final_checkpoint: Path
-    evaluations: list[tuple[int, dict[str, float]]] = field(default_factory=list)
 
 
 def load_frozen_brigade_policy(checkpoint_path: str | Path, device: str = "cpu") -> PPO:
@@ -101,7 +92,7 @@ def division_battles(config: DivisionConfig, n_battles: int, brigade: Any = None
         **config.battle_kwargs())
 
 
-def train_division(config: DivisionConfig | None = None, **overrides: Any) -> DivisionResult:
+def train_division(config: DivisionConfig | None = None, **overrides: Any) -> EchelonResult:
     """Train a division commander (module docstring).
 
     Args:
@@ -127,25 +118,16 @@ def train_division(config: DivisionConfig | None = None, **overrides: Any) -> Di
     callback = DivisionWinRateCallback(lambda n: division_battles(config, n, brigade, battalion),
                                        config.eval_freq, config.n_eval_episodes,
                                        verbose=config.verbose)
-    model, final = train_commander(config, vec_env, callback, CHECKPOINT_PREFIX,
+    return train_commander(config, vec_env, callback, CHECKPOINT_PREFIX,
                                    config.checkpoint_dir)
-    return DivisionResult(model, final, callback.history)
 
 
 def main() -> None:
     """Hydra entry point: ``python -m training.train_division key=value ...``."""
-    CONFIG_FILES["division"].run(lambda config, _resume: _report(train_division(config)))
+    CONFIG_FILES["division"].run(lambda config, _resume: print(train_division(config).report()))
 
 
-def _report(result: DivisionResult) -> None:
-    print(f"final checkpoint {result.final_checkpoint}")
-    if result.evaluations:
-        steps, metrics = result.evaluations[-1]
-        print(f"last evaluation at {steps} steps: " + ", ".join(
-            f"{k} {v:.2f}" for k, v in metrics.items()))
-
-
-__all__ = ["CHECKPOINT_PREFIX", "DivisionResult", "DivisionWinRateCallback",
+__all__ = ["CHECKPOINT_PREFIX", "DivisionWinRateCallback",
            "division_battles", "load_frozen_brigade_policy", "train_division"]
 
 if __name__ == "__main__":

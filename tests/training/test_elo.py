@@ -111,3 +111,16 @@ def test_a_pair_update_moves_both_players_from_the_ratings_before(tmp_path):
     assert TeamEloRegistry(tmp_path / "elo.json").get_game_count("b") == 12
     with pytest.raises(ValueError, match="both fixed baselines"):
         registry.update_pair("scripted_team_l5", "doctrine_team", 0.5)
+
+
+def test_the_performance_rating_inverts_the_expected_score():
+    from training.elo import expected_score, performance_rating
+
+    for score in (0.2, 0.5, 0.64, 0.9):
+        rating = performance_rating(score, 1000.0, 100)
+        assert expected_score(rating, 1000.0) == pytest.approx(score)
+    assert performance_rating(0.5, 800.0, 10) == pytest.approx(800.0)
+    sweep = performance_rating(1.0, 1000.0, 200)
+    assert expected_score(sweep, 1000.0) == pytest.approx(1 - 0.5 / 200)
+    with pytest.raises(ValueError, match="score"):
+        performance_rating(1.5, 1000.0, 10)

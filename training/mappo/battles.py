@@ -28,7 +28,7 @@ from training.common.play import DRAW, LOSS, WIN, play, score
 
 _ENV_DEFAULTS = dict(map_width=MAP_WIDTH, map_height=MAP_HEIGHT, max_steps=MAX_STEPS,
                      randomize_terrain=True, hill_speed_factor=HILL_SPEED_FACTOR,
-                     visibility_radius=VISIBILITY_RADIUS, order_period=0,
+                     visibility_radius=VISIBILITY_RADIUS, order_period=0, order_attack_share=0.0,
                      reward_order_progress=OrderRewards.progress,
                      reward_order_hold=OrderRewards.hold)
 
@@ -63,7 +63,8 @@ def make_team_battles(n_battles: int, n_blue: int, n_red: int,
     if not settings["order_period"]:
         return battles
     return OrderedBattalionBatch(battles, settings["order_period"], OrderRewards(
-        settings["reward_order_progress"], settings["reward_order_hold"]))
+        settings["reward_order_progress"], settings["reward_order_hold"]),
+        attack_share=settings["order_attack_share"])
 
 
 def team_actions(policy: Any, observations: np.ndarray, deterministic: bool,

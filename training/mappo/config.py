@@ -101,6 +101,9 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
         "imitates envs.orders.OrderFollower); 0: no orders. Phase 1 of the HRL curriculum "
         "trains order-following battalions so.",
         partial(check_int, minimum=0), "env.order_period")
+    order_attack_share: float = setting(
+        0.0, "With orders: the share of them that are attacks (advance_sector); the rest are "
+        "drawn evenly from the six postures.", unit_interval, "env.order_attack_share")
     # The team reward's components the duel has no setting for.
     reward_enemy_routed_bonus: float = reward_weight("enemy_routed_bonus")
     reward_own_routing_penalty: float = reward_weight("own_routing_penalty")
@@ -209,7 +212,8 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
         """The battle settings other than the team sizes (which the curriculum changes)."""
         return {name: getattr(self, name) for name in (
             "map_width", "map_height", "max_steps", "randomize_terrain", "hill_speed_factor",
-            "visibility_radius", "order_period", "reward_order_progress", "reward_order_hold")}
+            "visibility_radius", "order_period", "order_attack_share", "reward_order_progress",
+            "reward_order_hold")}
 
     def obs_dim(self) -> int:
         """Length of a battalion's observation: the team observation, and its order

@@ -1,5 +1,7 @@
-"""Many brigade or division battles as one SB3 ``VecEnv``.
+"""Brigade or division battles as a Gymnasium env (one battle) and an SB3 ``VecEnv``.
 
+:class:`EchelonEnv` is one battle of an echelon batch (the base of
+:class:`~envs.brigade_env.BrigadeEnv` and :class:`~envs.division_env.DivisionEnv`).
 :class:`EchelonVecEnv` steps a :class:`~envs.brigade_batch.BrigadeBatch` or a
 :class:`~envs.division_batch.DivisionBatch` (anything with their ``reset``,
 ``next_episode``, ``observe``, ``check_action``, ``step`` and ``infos``) under
@@ -15,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
@@ -23,6 +26,57 @@ from envs.sim.constants import SEED_BOUND
 from envs.sim.validation import check_seed
 
 F32 = np.float32
+
+
+class EchelonEnv(gym.Env):
+    """One battle of an echelon batch (``self.batch``, of one battle): a subclass builds
+    it and calls :meth:`_set_spaces`. An action is one choice per commanded unit."""
+
+    metadata: dict[str, Any] = {"render_modes": []}
+    batch: Any
+    n_commanded: int
+    n_choices: int
+
+    def _set_spaces(self, n_choices: int, n_commanded: int) -> None:
+        self.n_choices, self.n_commanded = n_choices, n_commanded
+        self.action_space = spaces.MultiDiscrete([n_choices] * n_commanded)
+        self.observation_space = spaces.Box(-1.0, 1.0, (self.batch.obs_dim,), F32)
+        self._rng = np.random.default_rng()
+        self._steps = 0
+        self._over = True
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        seed = check_seed("seed", seed)
+        super().reset(seed=seed)
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        fresh = self._rng.integers(0, SEED_BOUND, size=1, dtype=np.int64)
+        self.batch.reset(np.array([0]), [seed], fresh)
+        self._steps = 0
+        self._over = False
+        return self.batch.observe()[0], {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        """One command step of the battle (the batch's ``step``).
+
+        Raises:
+            RuntimeError: before :meth:`reset` or after the battle ended.
+            ValueError: for an action that is not one choice per commanded unit.
+        """
+        if self._over:
+            raise RuntimeError("step() called before reset() or after the battle ended: call "
+                               "reset()")
+        chosen = np.asarray(action)
+        if chosen.shape != (self.n_commanded,):
+            raise ValueError(f"action={action!r} is invalid: expected {self.n_commanded} "
+                             f"indices in [0, {self.n_choices})")
+        result = self.batch.step(chosen[None])
+        self._steps += 1
+        info = self.batch.infos(result, np.array([self._steps]))[0]
+        self._over = bool(result.battle_over[0])
+        return (result.observation[0], float(result.reward[0]), bool(result.terminated[0]),
+                bool(result.truncated[0]), info)
 
 
 class EchelonVecEnv(VecEnv):
@@ -113,4 +167,4 @@ class EchelonVecEnv(VecEnv):
         return [False] * len(list(self._get_indices(indices)))
 
 
-__all__ = ["EchelonVecEnv"]
+__all__ = ["EchelonEnv", "EchelonVecEnv"]
