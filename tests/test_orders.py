@@ -181,3 +181,22 @@ def test_an_attack_share_weighs_the_orders():
     assert (only.posture == MacroAction.WITHDRAW).all()
     with pytest.raises(ValueError, match="attack_share"):
         OrderedBattalionBatch(battles, 10, attack_share=1.5)
+
+
+def test_the_scripted_follower_meets_its_orders():
+    from envs.orders import OrderFollower
+    from training.order_following import play_ordered_battles
+
+    field = dict(map_width=500.0, map_height=500.0, max_steps=200, visibility_radius=400.0)
+    report = play_ordered_battles(OrderFollower(), n_battles=16, seed=0, red_level=1,
+                                  period=100, env_kwargs=field)
+    assert report.issued > 0 and report.met_rate > 0.9
+    assert report.outcomes.shape == (16,) and sum(report.rates().values()) == pytest.approx(1)
+    # Standing still meets only the orders to stand: far fewer.
+    class Stand:
+        def predict(self, observation, deterministic=True):
+            return np.zeros((len(observation), 3), np.float32), None
+
+    idle = play_ordered_battles(Stand(), n_battles=16, seed=0, red_level=1, period=100,
+                                env_kwargs=field)
+    assert idle.met_rate < report.met_rate - 0.3
