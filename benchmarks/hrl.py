@@ -23,6 +23,7 @@ Usage::
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 import time
 from pathlib import Path
@@ -142,7 +143,8 @@ def main(argv: list[str] | None = None) -> None:
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     phase1: dict[str, Any] = {}
     for label, commander in (("MAPPO, order-conditioned", battalion),
-                             ("scripted OrderFollower", OrderFollower())):
+                             ("scripted OrderFollower", OrderFollower(map_diagonal=math.hypot(
+                                 env_kwargs["map_width"], env_kwargs["map_height"])))):
         followed = play_ordered_battles(commander, n_battles=n, seed=EVALUATION_SEED,
                                         red_level=5, period=period, env_kwargs=env_kwargs)
         attack = {level: play_ordered_battles(

@@ -40,11 +40,14 @@ from typing import Any
 
 import numpy as np
 
+from envs.doctrine import DisciplinedCommander
 from envs.multi_battalion_batch import BLUE, MultiBattalionBatch, TeamStep
 from envs.multi_observation import ROTATE_SIGN
+from envs.observation import OBS_DIM as DUEL_OBS_DIM
 from envs.observation import OBSERVATION_FEATURES
 from envs.options import FIRE_AT_HIT_CHANCE, MacroAction
 from envs.sim import random as rnd
+from envs.sim.config import BattleConfig
 from envs.sim.constants import MAX_TURN_RATE
 from envs.sim.validation import check_in_range, check_int, check_number, check_positive
 
@@ -56,7 +59,8 @@ ORDER_FEATURES = tuple(f"order_{p.name.lower()}" for p in MacroAction) + (
     "objective_distance", "objective_bearing_cos", "objective_bearing_sin")
 ENGAGE_DISTANCE = 60.0
 """An advance aims this many metres short of the enemy: the disciplined doctrine's volley
-range (envs.doctrine), where it beats the scripted commanders."""
+range (:class:`~envs.doctrine.DisciplinedCommander`), where it beats the scripted
+commanders."""
 FLANK_OFFSET = 150.0
 """A flank march aims this many metres to the side of the enemy."""
 WITHDRAW_DISTANCE = 100.0
@@ -147,23 +151,32 @@ def order_features(posture: np.ndarray, objective: np.ndarray, x: np.ndarray, y:
 
 
 class OrderFollower:
-    """A scripted battalion commander that follows its order: it turns to its objective
-    and marches on it without firing, and within :data:`ARRIVED` of it halts, faces the
-    nearest enemy and fires once its volley would hit at least
-    :data:`~envs.options.FIRE_AT_HIT_CHANCE`. It reads its observation with the order
-    after it (``OBS_DIM + ORDER_DIM`` numbers, or the duel's with the order), so it is
-    the order-conditioned policy's scripted alternative and the teacher of phase 1's
-    warm start.
+    """A scripted battalion commander that follows its order. On an attack it fights as
+    the disciplined doctrine does (:class:`~envs.doctrine.DisciplinedCommander`: it
+    closes on the nearest enemy in silence to 60 m, the attack's objective, and
+    volleys there); on any other order it turns to its objective and marches on it
+    without firing, and within :data:`ARRIVED` of it halts, faces the nearest enemy and
+    fires once a volley would hit at least :data:`~envs.options.FIRE_AT_HIT_CHANCE`.
+
+    It reads its observation with the order after it (``OBS_DIM + ORDER_DIM`` numbers,
+    or the duel's with the order), so it is the order-conditioned policy's scripted
+    alternative and the teacher of phase 1's warm start.
 
     Args:
+        map_diagonal: the map's diagonal in metres (the doctrine reads distances
+            relative to it).
         max_turn_rate: the battle's turn rate, to wheel without overshooting.
     """
 
     reads_orders = True
     """It needs the whole observation, order included (not the duel's view alone)."""
 
-    def __init__(self, max_turn_rate: float = MAX_TURN_RATE) -> None:
+    def __init__(self, map_diagonal: float = BattleConfig().diagonal,
+                 max_turn_rate: float = MAX_TURN_RATE) -> None:
         self.max_turn_rate = check_positive("max_turn_rate", max_turn_rate)
+        self.attack = DisciplinedCommander(hold_range=ENGAGE_DISTANCE,
+                                           map_diagonal=map_diagonal,
+                                           max_turn_rate=max_turn_rate)
 
     def predict(self, observation: np.ndarray,
                 deterministic: bool = True) -> tuple[np.ndarray, None]:
@@ -178,10 +191,13 @@ class OrderFollower:
         move = np.where(there, 0.0, march)
         rotate = np.clip(np.where(there, to_enemy, to_goal) / self.max_turn_rate, -1, 1)
         # Fire discipline: no volleys on the march; at the objective, a volley once it
-        # would tell (holding fire this way wins about half the attacks on scripted L5
-        # where firing at any chance wins a third: docs/echelons.md).
+        # would tell.
         fire = there & (np.abs(to_enemy) < 0.3) & (obs[:, _OWN_HIT] >= FIRE_AT_HIT_CHANCE)
-        return np.stack([move, rotate, fire], axis=1).astype(F32), None
+        orders = np.stack([move, rotate, fire], axis=1).astype(F32)
+        attack = order[:, MacroAction.ADVANCE_SECTOR] > 0.5
+        if attack.any():
+            orders[attack] = self.attack.predict(obs[attack][:, :DUEL_OBS_DIM])[0]
+        return orders, None
 
 
 class OrderedStep:

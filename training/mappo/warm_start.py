@@ -159,7 +159,7 @@ def warm_start_team(policy: MAPPOPolicy, battles, doctrine: str, n_steps: int, *
     config = battles.config
     teacher = make_doctrine(doctrine, config.map_width, config.map_height)
     if config.order_period:  # battalions that follow orders learn from one that does
-        teacher = OrderFollower()
+        teacher = OrderFollower(map_diagonal=math.hypot(config.map_width, config.map_height))
     demonstrations, used = collect_team_demonstrations(battles, teacher, n_steps, gamma)
     clone_team(policy, demonstrations, epochs=epochs, seed=seed)
     return used
