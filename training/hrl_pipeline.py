@@ -16,7 +16,8 @@ the frozen policies of the ones below, with the settings of ``configs/hrl/``
 After each phase the trained commander plays ``win_rate_window`` evaluation battles
 against the scripted level of the phase's Elo opponent; an
 :class:`~training.hrl_curriculum.HRLCurriculumScheduler` built from the phase file
-records them and rates the commander (:meth:`~HRLCurriculumScheduler.update_elo` in
+records them, takes the commander's Elo (the performance rating of its score against
+the opponent's fixed rating, draws counting half, also entered in
 ``<root>/hrl_elo.json``), and says whether the phase met its promotion criteria. The
 next phase trains over the policy as it is either way, unless ``stop_unless_promoted``.
 Battalion evaluations give every battalion attack orders (the order a brigadier gives
@@ -43,7 +44,7 @@ from envs.options import MacroAction
 from storage.files import atomic_write_text
 from training.echelon_config import BrigadeConfig, DivisionConfig
 from training.echelon_training import evaluate_commander, load_frozen_battalion_policy
-from training.elo import TeamEloRegistry
+from training.elo import TeamEloRegistry, performance_rating
 from training.hrl_curriculum import (
     PHASE_LABELS,
     HRLCurriculumScheduler,
@@ -232,9 +233,14 @@ def run_hrl(root: str | Path = "checkpoints/hrl", *, phases: tuple[int, ...] = (
         outcomes = evaluate_phase(phase, final, settings, n,
                                   opponent_level(curriculum["elo_opponent"]))
         scheduler.record_episodes((outcomes == 1).tolist())
-        name = f"hrl_{ECHELONS[phase].value}"
-        rating = scheduler.update_elo(elo, name, curriculum["elo_opponent"],
-                                      float(np.mean(outcomes == 1)), n_episodes=n)
+        # The commander's Elo is the rating its score implies against the opponent (a
+        # performance rating): one K-factor update from the default 1000 could never
+        # move it by more than 40 points, whatever the result.
+        opponent = curriculum["elo_opponent"]
+        score = float(np.mean(outcomes == 1) + 0.5 * np.mean(outcomes == 0))
+        rating = performance_rating(score, elo.baselines[opponent], n)
+        scheduler.set_elo(rating)
+        elo.set_rating(f"hrl_{ECHELONS[phase].value}", rating)
         elo.save()
         status = scheduler.promotion_status()
         # The last phase has no next one to promote to: its criteria are what counts.

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from training.elo import performance_rating
 from training.hrl_pipeline import opponent_level, run_hrl
 from training.policy_registry import PolicyRegistry
 
@@ -38,6 +39,10 @@ def test_three_phases_chain_freeze_register_and_rate(tmp_path):
         assert report.status["conditions"]["window_full"]["holds"] and report.elo is not None
         assert report.criteria_met == (rates["won"] >= report.status["conditions"]["win_rate"]
                                        ["threshold"] and report.elo >= 1100)
+        # The Elo is the performance rating of the score against scripted_l3 (800).
+        n = report.status["conditions"]["window_full"]["needed"]
+        assert report.elo == pytest.approx(performance_rating(
+            rates["won"] + rates["drawn"] / 2, 800.0, n))
     assert reports[1].env_steps == 64 * 10
     summary = json.loads((tmp_path / "hrl_summary.json").read_text())
     assert [s["phase"] for s in summary] == [1, 2, 3]
