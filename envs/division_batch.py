@@ -59,14 +59,15 @@ DIVISION_COMMANDS = {
 """The division's commands, in action-index order, and the drill each becomes."""
 _M = MacroAction
 COMMAND_DRILLS = {
-    "advance_theatre": (_M.ADVANCE_SECTOR, _M.FLANK_LEFT, _M.FLANK_RIGHT, _M.CONCENTRATE_FIRE),
+    "advance_theatre": (_M.ADVANCE_SECTOR, _M.FLANK_LEFT, _M.FLANK_RIGHT),
     "hold_position": (_M.DEFEND_POSITION, _M.CONCENTRATE_FIRE),
     "envelop_left": (_M.FLANK_LEFT, _M.ADVANCE_SECTOR),
     "envelop_right": (_M.FLANK_RIGHT, _M.ADVANCE_SECTOR),
     "strategic_withdrawal": (_M.WITHDRAW, _M.DEFEND_POSITION),
     "mass_fires": (_M.CONCENTRATE_FIRE, _M.ADVANCE_SECTOR),
 }
-"""The drills a brigadier under a frozen brigade policy may give under each command."""
+"""The drills a brigadier under a frozen brigade policy may give under each command: an
+advance is an advance (straight or by a flank), never standing to fire."""
 ALLOWED = np.zeros((len(DIVISION_COMMANDS), len(MacroAction)), bool)
 for _row, _name in enumerate(DIVISION_COMMANDS):
     ALLOWED[_row, list(COMMAND_DRILLS[_name])] = True
