@@ -162,28 +162,34 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[str, Any] = {"phase1": phase1}
     for phase, title in ((2, "Phase 2: the brigadier over frozen battalions"),
                          (3, "Phase 3: the division commander over frozen brigadiers")):
-        print(f"\n## {title} ({n} battles a row, against scripted Red brigades of L5 "
-              "battalions)\n")
-        print("| commander | won | drawn | lost | Elo vs L3 | Elo vs L5 |")
-        print("|---|---:|---:|---:|---:|---:|")
-        trained = {level: evaluate_phase(HRLPhase(phase), files[phase], settings[phase], n,
-                                         level) for level in LEVELS}
-        print(row("trained (PPO)", trained[5], elo_cells(trained)))
-        results[f"phase{phase}"] = {"trained": {f"L{k}": rates(v) for k, v in trained.items()}}
+        trained_level = settings[phase].get("red_level", 5)
+        print(f"\n## {title} ({n} battles a cell; trained against scripted L{trained_level})\n")
+        print("| commander | vs L3 won | drawn | lost | vs L5 won | drawn | lost | "
+              "Elo vs L3 | Elo vs L5 |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         if phase == 2:
-            config = BrigadeConfig(**settings[2])
-            width = config.n_blue
+            width = BrigadeConfig(**settings[2]).n_blue
         else:
-            config = DivisionConfig(**settings[3])
-            width = config.n_brigades
-        for label, choice in (("scripted: advance", MacroAction.ADVANCE_SECTOR),
-                              ("scripted: random", None)):
-            battles = brigade_battles(config, n, battalion) if phase == 2 else \
-                division_battles(config, n, brigade_model, battalion)
-            outcomes = evaluate_commander(FixedCommands(width, choice), battles, n,
-                                          EVALUATION_SEED)
-            print(row(label, outcomes, " | |"))
-            results[f"phase{phase}"][label] = rates(outcomes)
+            width = DivisionConfig(**settings[3]).n_brigades
+        results[f"phase{phase}"] = {}
+        for label, commander in (("trained (PPO)", None),
+                                 ("scripted: advance", FixedCommands(width, 0)),
+                                 ("scripted: random", FixedCommands(width, None))):
+            by_level = {}
+            for level in LEVELS:
+                if commander is None:
+                    by_level[level] = evaluate_phase(HRLPhase(phase), files[phase],
+                                                     settings[phase], n, level)
+                    continue
+                level_settings = {**settings[phase], "red_level": level}
+                battles = brigade_battles(BrigadeConfig(**level_settings), n, battalion) \
+                    if phase == 2 else division_battles(DivisionConfig(**level_settings), n,
+                                                        brigade_model, battalion)
+                by_level[level] = evaluate_commander(commander, battles, n, EVALUATION_SEED)
+            cells = " | ".join(" | ".join(f"{x:.0%}" for x in rates(by_level[level]))
+                               for level in (3, 5))
+            print(f"| {label} | {cells} |{elo_cells(by_level)}")
+            results[f"phase{phase}"][label] = {f"L{k}": rates(v) for k, v in by_level.items()}
 
     # --- the flat commander ------------------------------------------------------------
     division = DivisionConfig(**settings[3])
@@ -192,7 +198,8 @@ def main(argv: list[str] | None = None) -> None:
     budget = sum(steps.values())
     flat_dir = root / "flat_mappo"
     print(f"\n## Flat MAPPO on the division's battle ({n_blue}v{n_red}), {budget:,} battle "
-          "steps (the three phases' together)\n")
+          f"steps (the three phases' together), trained against scripted L{division.red_level}"
+          "\n")
     start = time.perf_counter()
     flat = train_mappo(n_blue=n_blue, n_red=n_red, total_timesteps=budget,
                        red_level=division.red_level, checkpoint_dir=str(flat_dir),
@@ -207,15 +214,16 @@ def main(argv: list[str] | None = None) -> None:
         env_kwargs=env_kwargs) for level in LEVELS}
     hierarchy = {level: evaluate_phase(HRLPhase.PHASE_3_DIVISION, files[3], settings[3], n,
                                        level) for level in LEVELS}
-    print("| commander | battle steps | wall-clock (min) | won vs L5 | drawn | lost | "
-          "Elo vs L3 | Elo vs L5 |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| commander | battle steps | wall-clock (min) | vs L3 won | drawn | lost | "
+          "vs L5 won | drawn | lost | Elo vs L3 | Elo vs L5 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     hier_minutes = sum(clock.values()) / 60
-    print(f"| hierarchy (phases 1-3) | {budget:,} | {hier_minutes:.1f} | "
-          + " | ".join(f"{x:.0%}" for x in rates(hierarchy[5])) + " |" + elo_cells(hierarchy))
-    print(f"| flat MAPPO | {flat.total_steps:,} | {flat_minutes:.1f} | "
-          + " | ".join(f"{x:.0%}" for x in rates(flat_outcomes[5])) + " |"
-          + elo_cells(flat_outcomes))
+    for label, steps_done, minutes, by_level in (
+            ("hierarchy (phases 1-3)", budget, hier_minutes, hierarchy),
+            ("flat MAPPO", flat.total_steps, flat_minutes, flat_outcomes)):
+        cells = " | ".join(" | ".join(f"{x:.0%}" for x in rates(by_level[level]))
+                           for level in (3, 5))
+        print(f"| {label} | {steps_done:,} | {minutes:.1f} | {cells} |{elo_cells(by_level)}")
     results["flat"] = {"minutes": flat_minutes, "steps": flat.total_steps,
                        **{f"L{k}": rates(v) for k, v in flat_outcomes.items()}}
     results["hierarchy"] = {"minutes": hier_minutes, "steps": budget,
