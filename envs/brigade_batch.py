@@ -265,10 +265,9 @@ class BrigadeBatch:
         """(n,) which of ``n`` drills ``given`` are over after ``steps`` (n,) steps."""
         over = np.zeros(len(given), bool)
         for k in np.unique(given):
-            rows = given == k
-            if k == HOLD:
-                over[rows] = steps[rows] >= self.temporal_ratio
+            if k == HOLD:  # standing still lasts the macro step
                 continue
+            rows = given == k
             option = self.options[k]
             over[rows] = (steps[rows] >= option.max_steps) | np.asarray(
                 option.termination(observation[rows], steps[rows]), bool)

@@ -15,9 +15,10 @@ brigadier passes the command on to its battalions:
 
 Red's battalions are commanded as the brigade batch's are (scripted commanders, random
 orders, a frozen battalion policy), or by a frozen Red ``brigade_policy`` (anything with
-``predict(observation, deterministic) -> (drill indices, _)`` on Red's brigade
-observation of all its battalions), whose drills Red's battalions run for the whole
-division step.
+``predict(observations, deterministic) -> (drill indices, _)`` on the (B, D) batch of
+Red's brigade observations of all its battalions, giving at least ``n_red`` drills a
+battle, as an SB3 model does), whose drills Red's battalions run for the whole division
+step.
 
 Observation (``5 + 8 * n_brigades + 1`` numbers, :func:`division_observations`): the
 share of the strength that is Blue's in each of :data:`N_THEATRE_SECTORS` north-south
@@ -225,10 +226,9 @@ class DivisionBatch:
         chosen at the start of the division step, for the whole step."""
         red = brigades.red
         if self._red_drills is None:
-            views = brigade_observations(brigades.battles, RED)
-            chosen = np.stack([np.asarray(self.brigade_policy.predict(view,
-                                                                      deterministic=False)[0])
-                               .reshape(-1)[:len(red)] for view in views])
+            views = brigade_observations(brigades.battles, RED)  # every battle at once
+            chosen = np.asarray(self.brigade_policy.predict(views, deterministic=False)[0])
+            chosen = chosen.reshape(self.n_battles, -1)[:, :len(red)]
             self._red_drills = np.clip(chosen.astype(np.intp), 0, len(brigades.options) - 1)
         orders = brigades.drill_orders(self._red_drills.reshape(-1),
                                        np.ones(self._red_drills.size, bool),

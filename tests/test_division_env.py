@@ -42,7 +42,7 @@ def test_red_brigades_follow_a_frozen_brigade_policy():
     env.reset(seed=0)
     x0 = env._state().x[0, 4:].copy()
     env.step(np.zeros(2, int))
-    assert AlwaysWithdraw.seen == [(3 + 7 * 4 + 1,)]
+    assert AlwaysWithdraw.seen == [(1, 3 + 7 * 4 + 1)]  # one battle's Red brigade view
     # Red deploys in the east facing west: stepping back moves it east.
     assert (env._state().x[0, 4:] >= x0 - 1e-3).all()
 

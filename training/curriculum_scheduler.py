@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
 from enum import IntEnum
 from pathlib import Path
 from typing import Any
@@ -36,10 +35,9 @@ import numpy as np
 from envs.scenario import SCENARIO_KEYS, OrderOfBattle, ScenarioError, load_scenario_file
 from envs.sim.validation import (
     check_in_range,
-    check_int,
 )
 from models.v1_transfer import load_v1_weights_into_mappo  # noqa: F401  (documented here)
-from training.common.promotion import EpisodeWindow, PromotionLog, check_wandb_run
+from training.common.promotion import EpisodeWindow, PromotionLog, WindowedPromotion
 
 logger = logging.getLogger(__name__)
 
@@ -158,7 +156,7 @@ def _check_stage(name: str, value: Any) -> CurriculumStage:
     return CurriculumStage(int(value))
 
 
-class CurriculumScheduler:
+class CurriculumScheduler(WindowedPromotion):
     """Promotes a team through 1v1 -> 2v1 -> 2v2 on its recent win rate.
 
     The win rate is taken over the last ``win_rate_window`` episodes recorded
@@ -174,6 +172,9 @@ class CurriculumScheduler:
     Raises:
         ValueError: for an argument out of range (the message names it).
     """
+
+    LEVEL_NOUN = "stage"
+    METRIC_PREFIX = "curriculum"
 
     def __init__(self, promote_threshold: float = 0.70, win_rate_window: int = 50,
                  initial_stage: CurriculumStage | int = CurriculumStage.STAGE_1V1) -> None:
@@ -201,41 +202,10 @@ class CurriculumScheduler:
         """Whether the team is at the last stage (no further promotion)."""
         return self._stage == _FINAL_STAGE
 
-    @property
-    def total_episodes(self) -> int:
-        """Episodes recorded since the scheduler started, across all stages."""
-        return self._window.total_episodes
+    def current_level(self) -> tuple[int, str]:
+        return int(self._stage), self.stage_label
 
-    @property
-    def promotions(self) -> list[dict[str, Any]]:
-        """Past promotions, oldest first: ``{"to_stage", "total_episodes", "total_steps"}``.
-
-        ``total_steps`` is filled in by :meth:`log_promotion_event` (None before).
-        """
-        return self._promotions.entries
-
-    # --------------------------------------------------------------- recording
-
-    def record_episode(self, win: bool) -> None:
-        """Record one finished episode: whether Blue won.
-
-        Raises:
-            ValueError: if ``win`` is not a bool.
-        """
-        self._window.record(win)
-
-    def record_episodes(self, wins: Iterable[bool]) -> None:
-        """Record several finished episodes in order (all checked before any is recorded).
-
-        Raises:
-            TypeError: if ``wins`` is not an iterable.
-            ValueError: if one of them is not a bool (the message names its index).
-        """
-        self._window.record_many(wins)
-
-    def win_rate(self) -> float:
-        """Win rate over the window (0.0 when no episode has been recorded at this stage)."""
-        return self._window.win_rate()
+    # --------------------------------------------------------------- promotion
 
     def should_promote(self) -> bool:
         """Whether to promote: not final, the window full, and its win rate >= the threshold."""
@@ -267,27 +237,6 @@ class CurriculumScheduler:
                 "curriculum/stage_label": self.stage_label,
                 "curriculum/win_rate": self.win_rate(),
                 "curriculum/total_episodes": self._window.total_episodes}
-
-    def log_promotion_event(self, total_steps: int, wandb_run: Any = None) -> None:
-        """Log that the team reached its current stage at ``total_steps``.
-
-        Always logs an info line; with a W&B run, also logs the
-        ``curriculum/*`` metrics plus ``curriculum/promotion_step`` at that step.
-        The step is recorded in the latest :attr:`promotions` entry.
-
-        Raises:
-            ValueError: if ``total_steps`` is not an integer >= 0.
-            TypeError: if ``wandb_run`` has no ``log`` method.
-        """
-        total_steps = check_int("total_steps", total_steps, minimum=0)
-        check_wandb_run(wandb_run)
-        self._promotions.stamp(self._stage, total_steps)
-        logger.info("curriculum: promoted to stage %d (%s) at step %d after %d episodes",
-                    int(self._stage), self.stage_label, total_steps,
-                    self._window.total_episodes)
-        if wandb_run is not None:
-            wandb_run.log({**self.wandb_metrics(), "curriculum/promotion_step": total_steps},
-                          step=total_steps)
 
     # --------------------------------------------------------------- resume
 

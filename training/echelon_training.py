@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from gymnasium.spaces import Box, MultiDiscrete
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.vec_env import VecMonitor
@@ -32,8 +33,8 @@ from storage.files import clean_stale_temporaries
 from training.common.tracking import start_wandb
 from training.echelon_config import EchelonConfig
 from training.ppo.callbacks import ManifestCheckpointCallback, WandbCallback, publish
-from training.ppo.checkpoints import save_ppo
-from training.utils.freeze_policy import load_and_freeze_mappo
+from training.ppo.checkpoints import load_ppo, save_ppo
+from training.utils.freeze_policy import freeze_sb3_policy, load_and_freeze_mappo
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +52,20 @@ def load_frozen_battalion_policy(checkpoint_path: str | Path, obs_dim: int = OBS
     state_dim = obs_dim + STATE_DIM if state_dim is None else state_dim
     return load_and_freeze_mappo(checkpoint_path, obs_dim, action_dim, state_dim, n_agents,
                                  device)
+
+
+def load_commander(path: str | Path, obs_dim: int, n_commanded: int, n_choices: int,
+                   device: str = "cpu") -> PPO:
+    """A brigade or division commander's SB3 archive, loaded without running code from
+    it (:func:`~training.ppo.checkpoints.load_ppo`, its spaces checked to be
+    ``Box((obs_dim,))`` and ``MultiDiscrete([n_choices] * n_commanded)``) and frozen.
+
+    Raises:
+        FileNotFoundError: if nothing is at ``path``.
+        ValueError: if the file is not a PPO archive of those spaces.
+    """
+    spaces = (Box(-1.0, 1.0, (obs_dim,), np.float32), MultiDiscrete([n_choices] * n_commanded))
+    return freeze_sb3_policy(load_ppo(path, device=device, spaces=spaces))
 
 
 def evaluate_commander(model: Any, batch: Any, n_episodes: int, seed: int) -> np.ndarray:
@@ -185,5 +200,5 @@ def train_commander(config: EchelonConfig, vec_env: Any, callback: EchelonWinRat
     return EchelonResult(model, final, callback.history)
 
 
-__all__ = ["EchelonResult", "EchelonWinRateCallback", "evaluate_commander",
+__all__ = ["EchelonResult", "EchelonWinRateCallback", "evaluate_commander", "load_commander",
            "load_frozen_battalion_policy", "outcome_rates", "train_commander"]

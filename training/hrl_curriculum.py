@@ -29,7 +29,7 @@ Typical use::
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from enum import IntEnum
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ from envs.sim.validation import (
     check_scripted_level,
     short_repr,
 )
-from training.common.promotion import EpisodeWindow, PromotionLog, check_wandb_run
+from training.common.promotion import EpisodeWindow, PromotionLog, WindowedPromotion
 from training.elo import EloRegistry, TeamEloRegistry
 
 logger = logging.getLogger(__name__)
@@ -214,7 +214,7 @@ def load_phase_config(phase: HRLPhase | int) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- scheduler
 
 
-class HRLCurriculumScheduler:
+class HRLCurriculumScheduler(WindowedPromotion):
     """Promotes hierarchical training battalion -> brigade -> division.
 
     Promotion needs, at once: a phase before the last, a full window of the last
@@ -233,6 +233,9 @@ class HRLCurriculumScheduler:
     Raises:
         ValueError: for an argument out of range (the message names it).
     """
+
+    LEVEL_NOUN = "phase"
+    METRIC_PREFIX = "hrl_curriculum"
 
     def __init__(self, win_rate_threshold: float = 0.70, win_rate_window: int = 50,
                  elo_threshold: float | None = 800.0,
@@ -278,46 +281,15 @@ class HRLCurriculumScheduler:
         """Episodes recorded since the last promotion (or the start)."""
         return self._window.level_episodes
 
-    @property
-    def total_episodes(self) -> int:
-        """Episodes recorded since the scheduler started, across all phases."""
-        return self._window.total_episodes
+    def current_level(self) -> tuple[int, str]:
+        return int(self._phase), self.phase_label
 
     @property
     def elo(self) -> float | None:
         """The Elo rating recorded at this phase, or None before one is."""
         return self._elo
 
-    @property
-    def promotions(self) -> list[dict[str, Any]]:
-        """Past promotions, oldest first: ``{"to_phase", "total_episodes", "total_steps"}``.
-
-        ``total_steps`` is filled in by :meth:`log_promotion_event` (None before).
-        """
-        return self._promotions.entries
-
     # --------------------------------------------------------------- recording
-
-    def record_episode(self, win: bool) -> None:
-        """Record one finished episode: whether the trained side won.
-
-        Raises:
-            ValueError: if ``win`` is not a bool.
-        """
-        self._window.record(win)
-
-    def record_episodes(self, wins: Iterable[bool]) -> None:
-        """Record several finished episodes in order (all checked before any is recorded).
-
-        Raises:
-            TypeError: if ``wins`` is not an iterable.
-            ValueError: if one of them is not a bool (the message names its index).
-        """
-        self._window.record_many(wins)
-
-    def win_rate(self) -> float:
-        """Win rate over the window (0.0 when no episode has been recorded at this phase)."""
-        return self._window.win_rate()
 
     def set_elo(self, value: float) -> None:
         """Record the agent's current Elo rating (e.g. read from a registry).
@@ -415,27 +387,6 @@ class HRLCurriculumScheduler:
                 "hrl_curriculum/elo": self._elo,
                 "hrl_curriculum/phase_episodes": self._window.level_episodes,
                 "hrl_curriculum/total_episodes": self._window.total_episodes}
-
-    def log_promotion_event(self, total_steps: int, wandb_run: Any = None) -> None:
-        """Log that training reached its current phase at ``total_steps``.
-
-        Always logs an info line; with a W&B run, also logs the
-        ``hrl_curriculum/*`` metrics plus ``hrl_curriculum/promotion_step`` at that
-        step. The step is recorded in the latest :attr:`promotions` entry.
-
-        Raises:
-            ValueError: if ``total_steps`` is not an integer >= 0.
-            TypeError: if ``wandb_run`` has no ``log`` method.
-        """
-        total_steps = check_int("total_steps", total_steps, minimum=0)
-        check_wandb_run(wandb_run)
-        self._promotions.stamp(self._phase, total_steps)
-        logger.info("hrl curriculum: promoted to phase %d (%s) at step %d after %d episodes",
-                    int(self._phase), self.phase_label, total_steps,
-                    self._window.total_episodes)
-        if wandb_run is not None:
-            wandb_run.log({**self.wandb_metrics(), "hrl_curriculum/promotion_step": total_steps},
-                          step=total_steps)
 
     # --------------------------------------------------------------- resume
 

@@ -40,10 +40,15 @@ from typing import Any
 
 import numpy as np
 
+from envs.division_batch import DIVISION_COMMANDS
 from envs.options import MacroAction
 from storage.files import atomic_write_text
 from training.echelon_config import BrigadeConfig, DivisionConfig
-from training.echelon_training import evaluate_commander, load_frozen_battalion_policy
+from training.echelon_training import (
+    evaluate_commander,
+    load_commander,
+    load_frozen_battalion_policy,
+)
 from training.elo import TeamEloRegistry, performance_rating
 from training.hrl_curriculum import (
     PHASE_LABELS,
@@ -51,8 +56,12 @@ from training.hrl_curriculum import (
     HRLPhase,
     load_phase_config,
 )
+from training.mappo.config import MAPPOConfig
 from training.order_following import play_ordered_battles
 from training.policy_registry import Echelon, PolicyRegistry
+from training.train_brigade import brigade_battles, train_brigade
+from training.train_division import division_battles, load_frozen_brigade_policy, train_division
+from training.train_mappo import train_mappo
 
 logger = logging.getLogger(__name__)
 
@@ -134,15 +143,9 @@ def battle_steps_per_step(phase: HRLPhase, settings: dict[str, Any]) -> int:
 
 def _train(phase: HRLPhase, settings: dict[str, Any]) -> Path:
     if phase == HRLPhase.PHASE_1_BATTALION:
-        from training.train_mappo import train_mappo
-
         return Path(train_mappo(**settings).final_checkpoint)
     if phase == HRLPhase.PHASE_2_BRIGADE:
-        from training.train_brigade import train_brigade
-
         return train_brigade(**settings).final_checkpoint
-    from training.train_division import train_division
-
     return train_division(**settings).final_checkpoint
 
 
@@ -151,37 +154,31 @@ def evaluate_phase(phase: HRLPhase, policy_file: Path, settings: dict[str, Any],
     """(n_battles,) outcomes (1 won, 0 drawn, -1 lost) of the phase's trained commander
     against scripted ``red_level``, battle ``i`` seeded ``EVALUATION_SEED + i``."""
     if phase == HRLPhase.PHASE_1_BATTALION:
-        policy = load_frozen_battalion_policy(policy_file, n_agents=settings.get("n_blue", 2))
+        config = MAPPOConfig(**settings)
+        policy = load_frozen_battalion_policy(policy_file, n_agents=config.n_blue)
         env_kwargs = {k: settings[k] for k in ("map_width", "map_height", "max_steps",
                                                "visibility_radius")}
         # Attack orders renewed at the brigadier's tempo, as phase 2 gives them.
         return play_ordered_battles(policy, n_battles=n_battles, seed=EVALUATION_SEED,
-                                    red_level=red_level, period=BrigadeConfig().temporal_ratio,
+                                    red_level=red_level, n_blue=config.n_blue,
+                                    n_red=config.n_red, period=BrigadeConfig().temporal_ratio,
                                     postures=(MacroAction.ADVANCE_SECTOR,),
                                     env_kwargs=env_kwargs).outcomes
     if phase == HRLPhase.PHASE_2_BRIGADE:
-        from training.train_brigade import brigade_battles
-        from training.train_division import load_frozen_brigade_policy
-
         config = BrigadeConfig(**{**settings, "red_level": red_level})
         battalion = None if config.battalion_policy is None else \
             load_frozen_battalion_policy(config.battalion_policy, n_agents=config.n_blue)
         model = load_frozen_brigade_policy(policy_file)
         return evaluate_commander(model, brigade_battles(config, n_battles, battalion),
                                   n_battles, EVALUATION_SEED)
-    from training.ppo.checkpoints import load_ppo
-    from training.train_division import division_battles, load_frozen_brigade_policy
-
     config = DivisionConfig(**{**settings, "red_level": red_level})
     brigade = None if config.brigade_policy is None else load_frozen_brigade_policy(
         config.brigade_policy)
     battalion = None if config.battalion_policy is None else load_frozen_battalion_policy(
         config.battalion_policy, n_agents=config.n_blue_per_brigade)
     batch = division_battles(config, n_battles, brigade, battalion)
-    from gymnasium.spaces import Box, MultiDiscrete
-
-    model = load_ppo(policy_file, spaces=(Box(-1.0, 1.0, (batch.obs_dim,), np.float32),
-                                          MultiDiscrete([6] * config.n_brigades)))
+    model = load_commander(policy_file, batch.obs_dim, config.n_brigades,
+                           len(DIVISION_COMMANDS))
     return evaluate_commander(model, batch, n_battles, EVALUATION_SEED)
 
 

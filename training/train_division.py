@@ -31,8 +31,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from gymnasium.spaces import Box, MultiDiscrete
 from stable_baselines3 import PPO
 
 from envs.brigade_batch import brigade_obs_dim
@@ -43,11 +41,11 @@ from training.echelon_config import CONFIG_FILES, DivisionConfig
 from training.echelon_training import (
     EchelonResult,
     EchelonWinRateCallback,
+    load_commander,
     load_frozen_battalion_policy,
     train_commander,
 )
-from training.ppo.checkpoints import archive_data, load_ppo, stored_shape
-from training.utils.freeze_policy import freeze_sb3_policy
+from training.ppo.checkpoints import archive_data, stored_shape
 
 CHECKPOINT_PREFIX = "ppo_division"
 
@@ -77,9 +75,7 @@ def load_frozen_brigade_policy(checkpoint_path: str | Path, device: str = "cpu")
     if n_blue is None or n_blue < 1 or brigade_obs_dim(n_blue) != shape[0]:
         raise ValueError(f"{found} holds a policy for observations of shape {shape}: expected "
                          "a brigade commander's (3 + 7 * battalions + 1 numbers)")
-    spaces = (Box(-1.0, 1.0, (shape[0],), np.float32),
-              MultiDiscrete([len(MacroAction)] * n_blue))
-    return freeze_sb3_policy(load_ppo(found, device=device, spaces=spaces))
+    return load_commander(found, shape[0], n_blue, len(MacroAction), device)
 
 
 def division_battles(config: DivisionConfig, n_battles: int, brigade: Any = None,

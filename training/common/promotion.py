@@ -10,11 +10,14 @@ save and restore that state to resume a run. This module is that part, once.
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from envs.sim.validation import check_bool, check_int, short_repr
+
+logger = logging.getLogger(__name__)
 
 
 class EpisodeWindow:
@@ -169,4 +172,88 @@ def check_wandb_run(wandb_run: Any) -> Any:
     return wandb_run
 
 
-__all__ = ["EpisodeWindow", "PromotionLog", "check_wandb_run"]
+class WindowedPromotion:
+    """The methods a scheduler with an :class:`EpisodeWindow` (``_window``) and a
+    :class:`PromotionLog` (``_promotions``) offers: recording episodes, the window's win
+    rate, the promotion log, and logging a promotion.
+
+    A subclass names its levels (:attr:`LEVEL_NOUN`, ``"stage"`` or ``"phase"``), its
+    metrics' prefix (:attr:`METRIC_PREFIX`), and gives :meth:`current_level` and
+    :meth:`wandb_metrics`.
+    """
+
+    LEVEL_NOUN = "level"
+    METRIC_PREFIX = "curriculum"
+    _window: EpisodeWindow
+    _promotions: PromotionLog
+
+    def current_level(self) -> tuple[int, str]:
+        """The current level's number and label."""
+        raise NotImplementedError
+
+    def wandb_metrics(self) -> dict[str, Any]:
+        """The ``<METRIC_PREFIX>/*`` metrics of the current state."""
+        raise NotImplementedError
+
+    @property
+    def total_episodes(self) -> int:
+        """Episodes recorded since the scheduler started, across all levels."""
+        return self._window.total_episodes
+
+    @property
+    def promotions(self) -> list[dict[str, Any]]:
+        """Past promotions, oldest first: ``{"to_<level>", "total_episodes",
+        "total_steps"}``.
+
+        ``total_steps`` is filled in by :meth:`log_promotion_event` (None before).
+        """
+        return self._promotions.entries
+
+    def record_episode(self, win: bool) -> None:
+        """Record one finished episode: whether the learner won.
+
+        Raises:
+            ValueError: if ``win`` is not a bool.
+        """
+        self._window.record(win)
+
+    def record_episodes(self, wins: Iterable[bool]) -> None:
+        """Record several finished episodes in order (all checked before any is recorded).
+
+        Raises:
+            TypeError: if ``wins`` is not an iterable.
+            ValueError: if one of them is not a bool (the message names its index).
+        """
+        self._window.record_many(wins)
+
+    def win_rate(self) -> float:
+        """Win rate over the window (0.0 when no episode has been recorded at this level)."""
+        return self._window.win_rate()
+
+    def log_promotion_event(self, total_steps: int, wandb_run: Any = None) -> None:
+        """Log that training reached its current level at ``total_steps``.
+
+        Always logs an info line; with a W&B run, also logs :meth:`wandb_metrics` plus
+        ``<METRIC_PREFIX>/promotion_step`` at that step. The step is recorded in the
+        latest :attr:`promotions` entry.
+
+        Raises:
+            ValueError: if ``total_steps`` is not an integer >= 0.
+            TypeError: if ``wandb_run`` has no ``log`` method.
+        """
+        total_steps = check_int("total_steps", total_steps, minimum=0)
+        check_wandb_run(wandb_run)
+        level, label = self.current_level()
+        self._promotions.stamp(level, total_steps)
+        # Logged under the scheduler's own module, where its users look.
+        logging.getLogger(type(self).__module__).info(
+            "%s: promoted to %s %d (%s) at step %d after %d episodes",
+            self.METRIC_PREFIX.replace("_", " "), self.LEVEL_NOUN, level, label, total_steps,
+            self._window.total_episodes)
+        if wandb_run is not None:
+            wandb_run.log({**self.wandb_metrics(),
+                           f"{self.METRIC_PREFIX}/promotion_step": total_steps},
+                          step=total_steps)
+
+
+__all__ = ["EpisodeWindow", "PromotionLog", "WindowedPromotion", "check_wandb_run"]
