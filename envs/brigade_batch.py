@@ -17,8 +17,10 @@ out, either
 A drill whose initiation set does not hold (an advance with shaken men) is not given:
 the battalion holds its position instead (``defend_position``, which may always
 start). Red's battalions are commanded by scripted commanders of ``red_level``, by
-random orders, by a frozen ``battalion_policy``, or by a :attr:`~BrigadeBatch.red_commander`
-(the division battles' frozen Red brigadiers).
+random orders or a frozen ``battalion_policy``; or, in the battles a frozen Red brigadier
+is dealt (:attr:`~BrigadeBatch.red_commanders`), by his drills, carried out as Blue's are
+(by the drills themselves or the same frozen battalion policy), so that both sides of a
+league's match stand on the same lower echelon.
 
 Every battle's macro step lasts the same number of battalion steps, so battles step
 in lock-step and a battle is played the same in any batch (:class:`~envs.brigade_env.BrigadeEnv`
@@ -106,23 +108,104 @@ def threats(x: np.ndarray, y: np.ndarray, strength: np.ndarray, morale: np.ndarr
     return out
 
 
+def own_frame_x(x: np.ndarray, side: int, map_width: float) -> np.ndarray:
+    """East-west positions as ``side`` sees the field: Red's mirrored across the map's
+    north-south centre line, as its battalions' observations are
+    (:mod:`envs.multi_observation`), so every commander sees his side deployed in the
+    west and one policy can command either side."""
+    return x if side == BLUE else map_width - x
+
+
 def brigade_observations(battles: MultiBattalionBatch, side: int,
                          members: np.ndarray | None = None) -> np.ndarray:
     """(B, brigade_obs_dim(len(members))) the brigade observation (module docstring) of
-    ``side``'s battalions ``members`` (unit indices; default: the whole side)."""
+    ``side``'s battalions ``members`` (unit indices; default: the whole side), in the
+    side's own frame (:func:`own_frame_x`)."""
     state, config, team = battles.state, battles.config, battles.team
     members = np.flatnonzero(team == side) if members is None else np.asarray(members)
     enemies = np.flatnonzero(team != side)
     standing = state.strength * state.active
-    sectors = sector_shares(state.x, standing, team == side, N_SECTORS, config.map_width)
+    x = own_frame_x(state.x, side, config.map_width)
+    sectors = sector_shares(x, standing, team == side, N_SECTORS, config.map_width)
     units = np.stack([standing[:, members], state.morale[:, members] * state.active[:, members]],
                      axis=2)
-    blocks = threats(state.x, state.y, state.strength, state.morale, state.active, members,
+    blocks = threats(x, state.y, state.strength, state.morale, state.active, members,
                      enemies, float(np.hypot(config.map_width, config.map_height)))
     fraction = (state.step / config.max_steps).astype(F32)[:, None]
     n = len(state.x)
     return np.concatenate([sectors, units.reshape(n, -1), blocks.reshape(n, -1), fraction],
                           axis=1).astype(F32)
+
+
+class RedCommanders:
+    """Frozen commanders of Red's echelon (brigadiers, or division commanders), each
+    commanding Red in its own battles of a batch: a league's members met by a learning
+    commander. In the other battles Red's battalions keep their own commanders.
+
+    Args:
+        n_battles: battles of the batch.
+        n_choices, n_commanded: what one command is: ``n_commanded`` choices (drills or
+            division commands) in ``[0, n_choices)``.
+        obs_dim: length of the commander's observation.
+        unavailable: why no commander may be dealt in these battles, if so.
+    """
+
+    def __init__(self, n_battles: int, n_choices: int, n_commanded: int, obs_dim: int,
+                 unavailable: str | None = None) -> None:
+        self.n_battles, self.n_choices = n_battles, n_choices
+        self.n_commanded, self.obs_dim = n_commanded, obs_dim
+        self.unavailable = unavailable
+        self.assigned: list[tuple[Any, np.ndarray]] = []
+        self.deterministic = False
+        self.commanded = np.zeros(n_battles, bool)
+        """(B,) the battles some commander commands."""
+
+    def deal(self, assigned: list[tuple[Any, np.ndarray]], deterministic: bool = False) -> None:
+        """Let each ``(policy, battles)`` command Red in ``battles`` (indices, no battle
+        twice); ``policy`` has SB3's ``predict(observations, deterministic)`` and the
+        echelon's spaces. They sample their commands (from torch's generator), or act on
+        their mode when ``deterministic``. An empty list gives Red back to its battalions.
+
+        Raises:
+            ValueError: for a battle out of range or dealt twice, a policy whose spaces
+                do not fit (named), or a commander dealt where none may be.
+        """
+        if assigned and self.unavailable is not None:
+            raise ValueError(f"no Red commander may be dealt in these battles: "
+                             f"{self.unavailable}")
+        commanded = np.zeros(self.n_battles, bool)
+        checked = []
+        for policy, battles in assigned:
+            battles = np.asarray(battles, np.intp).reshape(-1)
+            if battles.size and (battles.min() < 0 or battles.max() >= self.n_battles
+                                 or commanded[battles].any()
+                                 or len(np.unique(battles)) != battles.size):
+                raise ValueError(f"battles={battles.tolist()} is invalid: expected distinct "
+                                 f"battle indices in [0, {self.n_battles}), each dealt once")
+            self._check_spaces(policy)
+            commanded[battles] = True
+            checked.append((policy, battles))
+        self.assigned, self.commanded = checked, commanded
+        self.deterministic = bool(deterministic)
+
+    def choices(self, view: np.ndarray) -> np.ndarray:
+        """(B, n_commanded) every commander's choices on its battles' rows of ``view``
+        ((B, obs_dim), the side's commander observations); 0 in battles nobody
+        commands."""
+        out = np.zeros((self.n_battles, self.n_commanded), np.intp)
+        for policy, battles in self.assigned:
+            if len(battles):
+                action = policy.predict(view[battles], deterministic=self.deterministic)[0]
+                out[battles] = np.asarray(action).reshape(len(battles), self.n_commanded)
+        return out
+
+    def _check_spaces(self, policy: Any) -> None:
+        nvec = [int(n) for n in getattr(getattr(policy, "action_space", None), "nvec", [])]
+        shape = getattr(getattr(policy, "observation_space", None), "shape", None)
+        if nvec != [self.n_choices] * self.n_commanded or shape != (self.obs_dim,):
+            raise ValueError(f"policy {policy!r} observes {shape} and commands {nvec}: expected "
+                             f"({self.obs_dim},) and MultiDiscrete [{self.n_choices}] * "
+                             f"{self.n_commanded}")
 
 
 @dataclass(frozen=True)
@@ -212,10 +295,13 @@ class BrigadeBatch:
         self.commander_view: Callable[[], np.ndarray] = self.observe
         """What the commander of these battles sees, (B, D): the observation a step
         returns (the division battles put their own here)."""
-        self.red_commander: Callable[[BrigadeBatch, np.ndarray], np.ndarray] | None = None
-        """If set, Red's battalions' orders: called each battalion step with this batch
-        and every unit's observation (B, U, OBS_DIM), returning (B, n_red, 3) (the
-        division battles set it)."""
+        self.red_commanders = RedCommanders(n_battles, len(self.options), n_red,
+                                            brigade_obs_dim(n_red))
+        """Frozen brigadiers commanding Red in some battles (:meth:`RedCommanders.deal`),
+        in Red's own frame, over the same lower echelon as Blue's."""
+        # Each battalion's place in its side (the frozen battalion policy's agent index).
+        self._slot = np.where(team == BLUE, np.arange(len(team)),
+                              np.arange(len(team)) - n_blue)[None, :]
 
     # --- episodes -----------------------------------------------------------------
 
@@ -274,9 +360,8 @@ class BrigadeBatch:
         return over
 
     def red_orders(self, observation: np.ndarray) -> np.ndarray:
-        """(B, n_red, 3) Red's orders this battalion step."""
-        if self.red_commander is not None:
-            return self.red_commander(self, observation)
+        """(B, n_red) Red's battalions' own orders this battalion step (where no Red
+        echelon commander gives them drills)."""
         if self.battalion_policy is not None:
             flat = observation[:, self.red].reshape(-1, observation.shape[-1])
             actions = np.asarray(self.battalion_policy.predict(flat, deterministic=False)[0], F32)
@@ -288,49 +373,83 @@ class BrigadeBatch:
             return draws * np.array([2, 2, 1], F32) - np.array([1, 1, 0], F32)
         return self.battles.scripted_actions(self.red, self.red_level)
 
-    def _blue_policy_orders(self, posture: np.ndarray, objective: np.ndarray,
-                            observation: np.ndarray) -> np.ndarray:
+    def side_view(self, side: int) -> np.ndarray:
+        """(B, brigade_obs_dim(n)) the brigade observations of ``side`` (BLUE or RED, of
+        ``n`` battalions), in its own frame."""
+        return brigade_observations(self.battles, side)
+
+    def red_drills(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The drills :attr:`red_commanders` give Red's battalions now: (B, n_red) drill
+        indices and (B,) which battles they command; None while nobody is dealt."""
+        if not self.red_commanders.assigned:
+            return None
+        return self.red_commanders.choices(self.side_view(RED)), self.red_commanders.commanded
+
+    def _policy_orders(self, posture: np.ndarray, objective: np.ndarray,
+                       observation: np.ndarray, drilled: np.ndarray) -> np.ndarray:
+        """(n, 3) the frozen battalion policy's orders for the ``drilled`` (B, U) units,
+        each following its order (posture and objective, (B, U) and (B, U, 2))."""
         state = self.battles.state
-        blue = self.blue
-        features = order_features(posture, objective, state.x[:, blue], state.y[:, blue],
-                                  state.theta[:, blue], state.team[blue])
-        seen = np.concatenate([observation[:, blue], features], axis=-1)
-        flat = torch.from_numpy(seen.reshape(-1, seen.shape[-1]))
-        agents = torch.arange(self.n_blue).repeat(self.n_battles) % self.blue_policy.n_agents
+        features = order_features(posture, objective, state.x, state.y, state.theta,
+                                  state.team[None, :])
+        seen = np.concatenate([observation, features], axis=-1)[drilled]
+        agents = np.broadcast_to(self._slot, drilled.shape)[drilled] % self.blue_policy.n_agents
         with torch.no_grad():
-            actions, _ = self.blue_policy.act(flat, agent_idx=agents, deterministic=True)
-        return actions.cpu().numpy().reshape(self.n_battles, self.n_blue, ACTION_DIM)
+            actions, _ = self.blue_policy.act(torch.from_numpy(seen),
+                                              agent_idx=torch.from_numpy(agents),
+                                              deterministic=True)
+        return actions.cpu().numpy()
 
     # --- the macro step ----------------------------------------------------------------
 
-    def step(self, action: Any) -> MacroStep:
+    def step(self, action: Any, red_drills: np.ndarray | None = None,
+             red_drilled: np.ndarray | None = None) -> MacroStep:
         """One macro step of every battle (module docstring).
+
+        Args:
+            action: (B, n_blue) drill indices for Blue's battalions.
+            red_drills: (B, n_red) drill indices for Red's battalions, run as Blue's
+                are, in the battles ``red_drilled`` ((B,), default all) marks; by
+                default those of :attr:`red_commanders` (:meth:`red_drills`), and none.
 
         Raises:
             ValueError: for an action that is not (B, n_blue) drill indices.
         """
         chosen = self.check_action(action)
-        battles, blue = self.battles, self.blue
+        if red_drills is None:
+            dealt = self.red_drills()
+            if dealt is not None:
+                red_drills, red_drilled = dealt
+        battles, blue, red = self.battles, self.blue, self.red
+        n = self.n_battles
+        # Both sides' drills on one (B, U) grid: Blue's always, Red's where its echelon
+        # commander gives them (its other battles' orders come from red_orders).
+        drilled = np.zeros((n, battles.n_units), bool)
+        drilled[:, blue] = True
+        given = np.full((n, battles.n_units), HOLD, np.intp)
+        given[:, blue] = chosen
+        red_by_drills = np.zeros(n, bool)
+        if red_drills is not None:
+            red_by_drills = np.ones(n, bool) if red_drilled is None else np.asarray(red_drilled)
+            drilled[:, red] = red_by_drills[:, None]
+            given[:, red] = np.where(red_by_drills[:, None], red_drills, HOLD)
+        red_own = ~red_by_drills
         observation = battles.observation
-        in_fight = battles.state.active[:, blue]
-        given = chosen.copy()
+        in_fight = battles.state.active & drilled
         refused = np.zeros_like(in_fight)
         for k, option in enumerate(self.options):
-            rows = in_fight & (chosen == k)
+            rows = in_fight & (given == k)
             if rows.any():
-                may = np.asarray(option.initiation_set(observation[:, blue][rows]), bool)
-                refused[rows] = ~may
+                refused[rows] = ~np.asarray(option.initiation_set(observation[rows]), bool)
         given[refused] = self.fallback
-        objective = None
+        objective = posture = None
         if self.blue_policy is not None:
             state = battles.state
-            posture = np.full(state.x.shape, MacroAction.DEFEND_POSITION, np.intp)
-            posture[:, blue] = np.where(given == HOLD, MacroAction.DEFEND_POSITION, given)
+            posture = np.where(given == HOLD, MacroAction.DEFEND_POSITION, given)
             objective = objectives(posture, state.x, state.y, state.active, state.team,
-                                   self.config.map_width, self.config.map_height)[:, blue]
-        n = self.n_battles
+                                   self.config.map_width, self.config.map_height)
         running = in_fight.copy()
-        steps_active = np.zeros((n, self.n_blue), np.int64)
+        steps_active = np.zeros(drilled.shape, np.int64)
         rewards = np.zeros((n, self.n_blue), np.float64)
         live = np.ones(n, bool)  # battles still being fought in this macro step
         primitive = np.zeros(n, np.int64)
@@ -340,13 +459,13 @@ class BrigadeBatch:
         orders = np.zeros((n, battles.n_units, ACTION_DIM), F32)
         for _ in range(self.temporal_ratio):
             if self.blue_policy is not None:
-                orders[:, blue] = self._blue_policy_orders(given, objective, observation)
+                orders[drilled] = self._policy_orders(posture, objective, observation, drilled)
             else:
-                orders[:, blue] = self.drill_orders(
-                    given.reshape(-1), running.reshape(-1),
-                    observation[:, blue].reshape(-1, observation.shape[-1])).reshape(
-                    n, self.n_blue, ACTION_DIM)
-            orders[:, self.red] = self.red_orders(observation)
+                orders[drilled] = self.drill_orders(given[drilled], running[drilled],
+                                                    observation[drilled])
+            if red_own.any():
+                orders[red_own[:, None] & (battles.team == RED)[None, :]] = \
+                    self.red_orders(observation)[red_own].reshape(-1, ACTION_DIM)
             orders[~live] = 0.0  # finished battles stand (their results are not read)
             result = battles.step(orders)
             observation = result.observation
@@ -365,12 +484,12 @@ class BrigadeBatch:
                 live &= ~ended
                 if not live.any():
                     break
-            now_in_fight = battles.state.active[:, blue]
+            now_in_fight = battles.state.active
             if self.blue_policy is None:
                 check = running & now_in_fight
                 over = np.zeros_like(running)
-                over[check] = self.drills_over(given[check],
-                                               observation[:, blue][check], steps_active[check])
+                over[check] = self.drills_over(given[check], observation[check],
+                                               steps_active[check])
                 running &= now_in_fight & ~over
             else:
                 running &= now_in_fight
@@ -379,7 +498,8 @@ class BrigadeBatch:
         elif live.any():
             final[live] = self.commander_view()[live]
         return MacroStep(final, rewards.mean(axis=1).astype(F32), terminated, truncated, winner,
-                         primitive, given, refused, steps_active, rewards.astype(F32))
+                         primitive, given[:, blue], refused[:, blue], steps_active[:, blue],
+                         rewards.astype(F32))
 
     def infos(self, result: MacroStep, macro_steps: np.ndarray) -> list[dict[str, Any]]:
         """The Gymnasium info of each battle for ``result`` (``macro_steps``: (B,) macro
@@ -405,4 +525,5 @@ class BrigadeBatch:
 
 
 __all__ = ["BrigadeBatch", "FALLBACK_OPTION", "HOLD", "MacroStep", "N_SECTORS", "NO_THREAT",
-           "brigade_obs_dim", "brigade_observations", "sector_shares", "threats"]
+           "RedCommanders", "brigade_obs_dim", "brigade_observations", "own_frame_x",
+           "sector_shares", "threats"]

@@ -17,8 +17,10 @@ Red's battalions are commanded as the brigade batch's are (scripted commanders, 
 orders, a frozen battalion policy), or by a frozen Red ``brigade_policy`` (anything with
 ``predict(observations, deterministic) -> (drill indices, _)`` on the (B, D) batch of
 Red's brigade observations of all its battalions, giving at least ``n_red`` drills a
-battle, as an SB3 model does), whose drills Red's battalions run for the whole division
-step.
+battle, as an SB3 model does), whose drills Red's battalions run as Blue's run theirs.
+In the battles where a frozen Red division commander is dealt
+(:attr:`DivisionBatch.red_commanders`, a league's members), his commands pass down
+Red's brigades as Blue's commands pass down Blue's, each side in its own frame.
 
 Observation (``5 + 8 * n_brigades + 1`` numbers, :func:`division_observations`): the
 share of the strength that is Blue's in each of :data:`N_THEATRE_SECTORS` north-south
@@ -41,7 +43,9 @@ from envs.brigade_batch import (
     NO_THREAT,
     BrigadeBatch,
     MacroStep,
+    RedCommanders,
     brigade_observations,
+    own_frame_x,
     sector_shares,
 )
 from envs.multi_battalion_batch import BLUE, RED
@@ -85,14 +89,16 @@ def _brigade_means(values: np.ndarray, active: np.ndarray) -> np.ndarray:
     return np.where(count > 0, (values * active).sum(axis=2) / np.maximum(count, 1), 0.0)
 
 
-def division_observations(battles: Any, blue: np.ndarray, red: np.ndarray) -> np.ndarray:
-    """(B, division_obs_dim) Blue's division observations (module docstring) of a
-    :class:`~envs.multi_battalion_batch.MultiBattalionBatch`; ``blue`` and ``red`` are
-    the sides' brigades as (brigades, battalions) unit indices."""
+def division_observations(battles: Any, own: np.ndarray, enemy: np.ndarray,
+                          side: int = BLUE) -> np.ndarray:
+    """(B, division_obs_dim) ``side``'s division observations (module docstring) of a
+    :class:`~envs.multi_battalion_batch.MultiBattalionBatch`, in the side's own frame
+    (:func:`~envs.brigade_batch.own_frame_x`); ``own`` and ``enemy`` are the two sides'
+    brigades as (brigades, battalions) unit indices."""
     state, config = battles.state, battles.config
-    x, y, active = state.x, state.y, state.active
+    x, y, active = own_frame_x(state.x, side, config.map_width), state.y, state.active
     standing = state.strength * active
-    sectors = sector_shares(x, standing, battles.team == BLUE, N_THEATRE_SECTORS,
+    sectors = sector_shares(x, standing, battles.team == side, N_THEATRE_SECTORS,
                             config.map_width)
 
     def centres(units: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -101,8 +107,8 @@ def division_observations(battles: Any, blue: np.ndarray, red: np.ndarray) -> np
                 _brigade_means(state.strength[:, units], here),
                 _brigade_means(state.morale[:, units], here), here.any(axis=2), here)
 
-    bx, by, bs, bm, b_any, b_here = centres(blue)
-    rx, ry, rs, rm, r_any, _ = centres(red)
+    bx, by, bs, bm, b_any, b_here = centres(own)
+    rx, ry, rs, rm, r_any, _ = centres(enemy)
     summary = np.stack([bs, bm, b_here.mean(axis=2)], axis=2)
     dx, dy = rx[:, None, :] - bx[:, :, None], ry[:, None, :] - by[:, :, None]
     dist = np.where(r_any[:, None, :], np.hypot(dx, dy), np.inf)
@@ -171,9 +177,15 @@ class DivisionBatch:
         self.red_groups = brigades.red.reshape(n_red_brigades, n_red_per_brigade)
         self.brigade_policy = brigade_policy
         self.blue_brigade_policy = blue_brigade_policy
-        if brigade_policy is not None:
-            brigades.red_commander = self._red_drill_orders
-        self._red_drills: np.ndarray | None = None
+        mismatch = (blue_brigade_policy is not None and n_red_per_brigade != n_blue_per_brigade)
+        self.red_commanders = RedCommanders(
+            self.n_battles, len(DIVISION_COMMANDS), n_red_brigades,
+            division_obs_dim(n_red_brigades),
+            unavailable=f"Red's brigades of {n_red_per_brigade} cannot be commanded by the "
+            f"frozen brigadier of {n_blue_per_brigade} battalions" if mismatch else None)
+        """Frozen division commanders commanding Red in some battles
+        (:meth:`~envs.brigade_batch.RedCommanders.deal`), in Red's own frame; their
+        commands pass down Red's brigades as Blue's do."""
         self.commands = np.zeros((self.n_battles, n_brigades), np.intp)
         """(B, n_brigades) the last step's commands."""
         self.obs_dim = division_obs_dim(n_brigades)
@@ -208,45 +220,67 @@ class DivisionBatch:
                              f"command indices in [0, {len(DIVISION_COMMANDS)}) per battle")
         return commands.astype(np.intp)
 
-    def drills(self, commands: np.ndarray) -> np.ndarray:
-        """(B, n_blue) each Blue battalion's drill under (B, n_brigades) ``commands``."""
+    def drills(self, commands: np.ndarray, side: int = BLUE) -> np.ndarray:
+        """(B, n battalions) the drills of ``side``'s battalions under (B, brigades)
+        ``commands``: the command's own drill, or the frozen brigadier's choice within
+        it (``blue_brigade_policy``, the lower echelon of both sides, each in its own
+        frame)."""
+        groups = self.blue_groups if side == BLUE else self.red_groups
         if self.blue_brigade_policy is None:
             drill = np.array(list(DIVISION_COMMANDS.values()))[commands]
-            return np.repeat(drill, self.n_per, axis=1)
+            return np.repeat(drill, groups.shape[1], axis=1)
         battles = self.brigades.battles
-        views = np.stack([brigade_observations(battles, BLUE, members)
-                          for members in self.blue_groups], axis=1)  # (B, n_brigades, D)
+        views = np.stack([brigade_observations(battles, side, members) for members in groups],
+                         axis=1)  # (B, brigades, D)
         logits = drill_logits(self.blue_brigade_policy, views.reshape(-1, views.shape[-1]))
-        logits = logits.reshape(self.n_battles, self.n_brigades, self.n_per, -1)
+        logits = logits.reshape(self.n_battles, len(groups), groups.shape[1], -1)
         allowed = ALLOWED[commands][:, :, None, :]
         return np.where(allowed, logits, -np.inf).argmax(axis=3).reshape(self.n_battles, -1)
 
-    def _red_drill_orders(self, brigades: BrigadeBatch, observation: np.ndarray) -> np.ndarray:
-        """Red's battalions' orders under the frozen Red brigade policy: its drills,
-        chosen at the start of the division step, for the whole step."""
-        red = brigades.red
-        if self._red_drills is None:
+    def side_view(self, side: int) -> np.ndarray:
+        """(B, division_obs_dim) ``side``'s division observations, in its own frame."""
+        own, enemy = ((self.blue_groups, self.red_groups) if side == BLUE
+                      else (self.red_groups, self.blue_groups))
+        return division_observations(self.brigades.battles, own, enemy, side)
+
+    def red_drills(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Red's battalions' drills for this step, (B, n_red), and (B,) the battles they
+        are given in: every battle's under the frozen Red ``brigade_policy`` (his free
+        choice on all of Red's battalions), then those the dealt Red division
+        commanders (:attr:`red_commanders`) command, passed down as Blue's commands are;
+        None when Red's battalions command themselves everywhere."""
+        brigades = self.brigades
+        if self.brigade_policy is None and not self.red_commanders.assigned:
+            return None
+        drills = np.zeros((self.n_battles, brigades.n_red), np.intp)
+        drilled = np.zeros(self.n_battles, bool)
+        if self.brigade_policy is not None:
             views = brigade_observations(brigades.battles, RED)  # every battle at once
             chosen = np.asarray(self.brigade_policy.predict(views, deterministic=False)[0])
-            chosen = chosen.reshape(self.n_battles, -1)[:, :len(red)]
-            self._red_drills = np.clip(chosen.astype(np.intp), 0, len(brigades.options) - 1)
-        orders = brigades.drill_orders(self._red_drills.reshape(-1),
-                                       np.ones(self._red_drills.size, bool),
-                                       observation[:, red].reshape(-1, observation.shape[-1]))
-        return orders.reshape(self.n_battles, len(red), -1)
+            drills[:] = chosen.reshape(self.n_battles, -1)[:, :brigades.n_red]
+            drilled[:] = True
+        if self.red_commanders.assigned:
+            commanded = self.red_commanders.commanded
+            commands = self.red_commanders.choices(self.side_view(RED))
+            drills[commanded] = self.drills(commands, RED)[commanded]
+            drilled |= commanded
+        return drills, drilled
 
     # --- the division step ------------------------------------------------------------
 
     def step(self, action: Any) -> MacroStep:
-        """One division step: each brigade's command passed on to its battalions; the
-        brigade batch's macro step, with the division observation.
+        """One division step: each brigade's command passed on to its battalions (Red's
+        too, where its echelon is commanded: :meth:`red_drills`); the brigade batch's
+        macro step, with the division observation.
 
         Raises:
             ValueError: for an action that is not (B, n_brigades) command indices.
         """
         self.commands = self.check_action(action)
-        self._red_drills = None
-        return self.brigades.step(self.drills(self.commands))
+        red = self.red_drills()
+        if red is None:
+            return self.brigades.step(self.drills(self.commands))
+        return self.brigades.step(self.drills(self.commands), *red)
 
     def infos(self, result: MacroStep, macro_steps: np.ndarray) -> list[dict[str, Any]]:
         """The Gymnasium info of each battle: the brigade batch's, the division steps and

@@ -163,6 +163,20 @@ class EchelonResult:
         return "\n".join(lines)
 
 
+def make_commander_ppo(config: EchelonConfig, vec_env: Any, *, tensorboard: bool = True) -> PPO:
+    """PPO's ``MlpPolicy`` commanding ``vec_env`` (monitored) with ``config``'s settings,
+    logging to TensorBoard under ``config.log_dir`` if ``tensorboard``."""
+    n_steps = config.rollout_n_steps()
+    return PPO(
+        "MlpPolicy", VecMonitor(vec_env), learning_rate=config.learning_rate, n_steps=n_steps,
+        batch_size=config.minibatch_size(n_steps * config.n_envs), n_epochs=config.n_epochs,
+        gamma=config.gamma, gae_lambda=config.gae_lambda, clip_range=config.clip_range,
+        ent_coef=config.ent_coef, vf_coef=config.vf_coef, max_grad_norm=config.max_grad_norm,
+        seed=config.seed, device=config.device,
+        tensorboard_log=config.log_dir if tensorboard else None,
+        verbose=config.verbose)
+
+
 def train_commander(config: EchelonConfig, vec_env: Any, callback: EchelonWinRateCallback,
                     prefix: str, checkpoint_dir: str) -> EchelonResult:
     """Train PPO's ``MlpPolicy`` commanding ``vec_env`` (module docstring).
@@ -174,14 +188,7 @@ def train_commander(config: EchelonConfig, vec_env: Any, callback: EchelonWinRat
     torch.set_num_threads(config.torch_threads)
     folder = Path(checkpoint_dir)
     clean_stale_temporaries(folder)
-    n_steps = config.rollout_n_steps()
-    model = PPO(
-        "MlpPolicy", VecMonitor(vec_env), learning_rate=config.learning_rate, n_steps=n_steps,
-        batch_size=config.minibatch_size(n_steps * config.n_envs), n_epochs=config.n_epochs,
-        gamma=config.gamma, gae_lambda=config.gae_lambda, clip_range=config.clip_range,
-        ent_coef=config.ent_coef, vf_coef=config.vf_coef, max_grad_norm=config.max_grad_norm,
-        seed=config.seed, device=config.device, tensorboard_log=config.log_dir,
-        verbose=config.verbose)
+    model = make_commander_ppo(config, vec_env)
     run, owns_run = (start_wandb(project=config.wandb_project, entity=config.wandb_entity,
                                  tags=config.wandb_tags, config=config.to_dict(),
                                  log_dir=config.log_dir) if config.enable_wandb else (None, False))
@@ -201,4 +208,5 @@ def train_commander(config: EchelonConfig, vec_env: Any, callback: EchelonWinRat
 
 
 __all__ = ["EchelonResult", "EchelonWinRateCallback", "evaluate_commander", "load_commander",
-           "load_frozen_battalion_policy", "outcome_rates", "train_commander"]
+           "load_frozen_battalion_policy", "make_commander_ppo", "outcome_rates",
+           "train_commander"]

@@ -1,7 +1,9 @@
-"""A league role: a MAPPO learner that meets the league's members, one rollout at a time.
+"""A league role: a learner that meets the league's members, one rollout at a time.
 
-:class:`LeagueRole` drives a :class:`~training.mappo.trainer.MAPPOTrainer` and
-reads top to bottom, once per rollout::
+:class:`LeagueRole` drives a learner: a :class:`~training.mappo.trainer.MAPPOTrainer`
+(battalion commanders), or an :class:`~training.league.echelon_learner.EchelonLearner`
+(brigade or division commanders, whose members command Red's echelon). It reads top to
+bottom, once per rollout::
 
     opponents = self.choose_opponents()        # the matchmaking rule, over every pool
     self.deal(opponents)                        # who commands Red in which battle
@@ -38,14 +40,21 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from models.mappo_files import load_policy, save_policy
-from models.mappo_policy import MAPPOPolicy
 from storage.files import append_json_line, atomic_write_text, clean_stale_temporaries
 from training.common.schedule import EveryNSteps
 from training.elo import TeamEloRegistry
 from training.league.agent_pool import AgentPool
 from training.league.diversity import TrajectoryBatch, diversity_score, embed_trajectory
-from training.league.layout import ANCHORS, HISTORY_FILE, STATUS_FILE
+from training.league.echelon_learner import EchelonLearner
+from training.league.layout import (
+    ANCHORS,
+    ELO_FILE,
+    HISTORY_FILE,
+    MATCHES_FILE,
+    POOL_FILE,
+    SNAPSHOT_FOLDER,
+    STATUS_FILE,
+)
 from training.league.match_database import MatchDatabase
 from training.league.matchmaker import LeagueMatchmaker
 from training.league.matchmaking import (
@@ -59,7 +68,6 @@ from training.league.matchmaking import (
 from training.league.nash import nash_entropy
 from training.league.records import AgentRecord, AgentType
 from training.mappo.battles import DOCTRINE_TEAM, WIN, score
-from training.mappo.checkpoints import CHECKPOINT_NAME, FINAL_CHECKPOINT_NAME
 from training.mappo.trainer import MAPPOTrainer
 
 logger = logging.getLogger(__name__)
@@ -69,12 +77,18 @@ PAYOFF_DECAY = 0.99
 published league's payoff table decays its counts: old results fade."""
 
 
+LEARNERS = (MAPPOTrainer, EchelonLearner)
+"""What a role may train: battalion commanders (MAPPO) or an echelon's commanders."""
+
+
 class LeagueRole:
-    """One role of the league, training with a :class:`MAPPOTrainer`.
+    """One role of the league, training a learner (module docstring).
 
     Args:
-        trainer: the learner (built from the role's config; resumed if a checkpoint
-            exists).
+        trainer: the learner, a :class:`MAPPOTrainer` or an
+            :class:`~training.league.echelon_learner.EchelonLearner` (built from the
+            role's config; resumed if a checkpoint exists). Its members are its
+            snapshots: policy files, or the echelon commanders' SB3 archives.
         agent_pool: the role's own pool: its snapshots go here.
         match_database: the league's match log (shared by the roles).
         matchmaker: the seeds' matchmaker over the role's pool; the role keeps its
@@ -98,7 +112,7 @@ class LeagueRole:
         run: a W&B run to log to, or None.
 
     Raises:
-        TypeError: if ``trainer`` is not a MAPPOTrainer.
+        TypeError: if ``trainer`` is neither a MAPPOTrainer nor an EchelonLearner.
         ValueError: for an unknown ``matchmaking`` or a bad frequency.
     """
 
@@ -113,8 +127,9 @@ class LeagueRole:
                  league_pools: Sequence[str | Path] = (), matchmaking: str = "pfsp",
                  pfsp_temperature: float = 1.0, opponents_per_rollout: int = 4,
                  scripted_share: float = 0.0, run: Any = None) -> None:
-        if not isinstance(trainer, MAPPOTrainer):
-            raise TypeError(f"trainer={trainer!r} is invalid: expected a MAPPOTrainer")
+        if not isinstance(trainer, LEARNERS):
+            raise TypeError(f"trainer={trainer!r} is invalid: expected a MAPPOTrainer or an "
+                            "EchelonLearner")
         if matchmaking not in MATCHMAKING:
             raise ValueError(f"matchmaking={matchmaking!r} is invalid: expected one of "
                              f"{', '.join(MATCHMAKING)}")
@@ -139,10 +154,9 @@ class LeagueRole:
         self.dealt: dict[int, str] = {}  # id(policy) -> opponent id, for the last deal
         self.last_metrics: dict[str, Any] = {}
         self.writer = None
-        self._policies: dict[str, MAPPOPolicy] = {}
+        self._policies: dict[str, Any] = {}
         self._initial_state = copy.deepcopy(trainer.policy.state_dict())
-        self._warm_started = trainer.total_steps > 0 or trainer.transfer is not None or \
-            trainer.config.init_policy is not None
+        self._warm_started = trainer.total_steps > 0 or trainer.warm_started
         self._start()
 
     @classmethod
@@ -162,6 +176,24 @@ class LeagueRole:
                    run=run, **cls.role_kwargs(config))
 
     @classmethod
+    def in_league(cls, trainer: Any, league_dir: str | Path, *, agent_id: str | None = None,
+                  **kwargs: Any) -> LeagueRole:
+        """This role training ``trainer`` (a learner built in Python: an
+        :class:`~training.league.echelon_learner.EchelonLearner`, or a MAPPOTrainer) in
+        the league folder ``league_dir`` (:mod:`training.league.layout`): its pool,
+        snapshots and checkpoints in ``<league_dir>/<role>/``, the match log and the Elo
+        file shared at the top. ``agent_id`` defaults to ``<role>_001``; ``kwargs`` are
+        the role's other arguments (``league_pools``: the other roles' pool manifests,
+        ``matchmaking``, the frequencies...)."""
+        role, league_dir = cls.agent_type.value, Path(league_dir)
+        pool = AgentPool(league_dir / role / POOL_FILE)
+        matches = MatchDatabase(league_dir / MATCHES_FILE)
+        return cls(trainer, pool, matches, LeagueMatchmaker(pool, matches),
+                   TeamEloRegistry(league_dir / ELO_FILE), agent_id=agent_id or f"{role}_001",
+                   snapshot_dir=league_dir / role / SNAPSHOT_FOLDER,
+                   checkpoint_dir=league_dir / role, **kwargs)
+
+    @classmethod
     def role_kwargs(cls, config: Any) -> dict[str, Any]:
         """The keyword arguments of this role's constructor that its config gives."""
         return dict(league_pools=config.league_pools(), matchmaking=config.matchmaking,
@@ -177,13 +209,14 @@ class LeagueRole:
 
         ``stop`` is asked before every rollout (the command line's answers whether a
         SIGINT or SIGTERM came, :func:`training.league.launch.run_role`). Once it says
-        True the role writes its checkpoint (``mappo_policy.pt``) and its status
+        True the role writes its resumable checkpoint (the learner's ``CHECKPOINT_NAME``)
+        and its status
         ``stopped``, and returns unfinished (:attr:`done` False); ``resume.auto=true``
         continues it.
         """
         while not self.done:
             if stop is not None and stop():
-                self.save(self.checkpoint_dir / CHECKPOINT_NAME)
+                self.save(self.checkpoint_dir / self.trainer.CHECKPOINT_NAME)
                 if self.writer is not None:
                     self.writer.close()
                 self.trainer.close()
@@ -202,12 +235,13 @@ class LeagueRole:
 
     def finish(self) -> LeagueRole:
         """The final snapshot (unless one was taken at this step), the checkpoints
-        (``mappo_policy.pt`` too, so that ``resume.auto`` finds the role finished), and
+        (the resumable one too, so that ``resume.auto`` finds the role finished), and
         the status file saying so."""
-        if self._last_snapshot_step != self.trainer.total_steps:
+        trainer = self.trainer
+        if self._last_snapshot_step != trainer.total_steps:
             self.snapshot()
-        self.save(self.checkpoint_dir / CHECKPOINT_NAME)
-        self.trainer.final_checkpoint = self.save(self.checkpoint_dir / FINAL_CHECKPOINT_NAME)
+        self.save(self.checkpoint_dir / trainer.CHECKPOINT_NAME)
+        trainer.final_checkpoint = self.save(self.checkpoint_dir / trainer.FINAL_CHECKPOINT_NAME)
         if self.writer is not None:
             self.writer.close()
         self.trainer.close()
@@ -232,7 +266,7 @@ class LeagueRole:
             metrics.update(self.after_evaluation(evaluation))
             self.record_history(metrics)
         if self.checkpoint_due(step):
-            self.save(self.checkpoint_dir / CHECKPOINT_NAME)
+            self.save(self.checkpoint_dir / trainer.CHECKPOINT_NAME)
         self._log(metrics, step)
         self.last_metrics = metrics
         self.write_status("training")
@@ -266,21 +300,21 @@ class LeagueRole:
         policies, self.dealt = [], {}
         for opponent in opponents:
             if opponent == SELF:
-                policy, name = copy.deepcopy(self.trainer.policy).eval(), self.agent_id
+                policy, name = self.trainer.frozen_copy(), self.agent_id
             else:
                 policy, name = self.load(opponent), opponent.agent_id
             policies.append(policy)
             self.dealt[id(policy)] = name
-        self.trainer.battles.deal(policies, self.scripted_share if policies else 1.0)
+        self.trainer.deal(policies, self.scripted_share if policies else 1.0)
 
-    def load(self, record: AgentRecord) -> MAPPOPolicy:
+    def load(self, record: AgentRecord) -> Any:
         """A member's frozen policy (cached: snapshot files never change)."""
         if record.agent_id not in self._policies:
             owner = next((p for p in (self.pool, *self.league_pools) if record in p), self.pool)
             root = _common_folder([self.pool.manifest_path, *(p.manifest_path
                                                               for p in self.league_pools)])
-            self._policies[record.agent_id] = load_policy(owner.resolve_snapshot(record,
-                                                                                 root=root))
+            self._policies[record.agent_id] = self.trainer.load_snapshot(
+                owner.resolve_snapshot(record, root=root))
             if len(self._policies) > 64:  # a long league: keep the cache bounded
                 self._policies.pop(next(iter(self._policies)))
         return self._policies[record.agent_id]
@@ -300,10 +334,9 @@ class LeagueRole:
 
     def opponent_of_battles(self) -> np.ndarray:
         """(n_envs,) the id of who commands Red in each training battle."""
-        battles = self.trainer.battles
-        names = np.full(battles.config.n_envs, f"scripted_team_l{battles.config.red_level}",
-                        dtype=object)
-        for policy, index in battles.opponents:
+        trainer = self.trainer
+        names = np.full(trainer.config.n_envs, trainer.scripted_opponent_id, dtype=object)
+        for policy, index in trainer.opponent_battles():
             names[index] = self.dealt[id(policy)]
         return names
 
@@ -321,13 +354,13 @@ class LeagueRole:
                 "step": self.trainer.total_steps, "games": len(mine), "kind": "training"})
 
     def behaviour(self) -> np.ndarray | None:
-        """The learner's behaviour embedding, from its first battalion in battle 0 of the
-        last rollout (None before the first)."""
-        rollout = self.trainer.rollout
-        if rollout is None:
+        """The learner's behaviour embedding, from battle 0 of the last rollout (its
+        first battalion's orders and position; a commander's commands and his
+        battalions' mean position), None before the first."""
+        trajectory = self.trainer.behaviour_trajectory()
+        if trajectory is None:
             return None
-        actions = rollout.actions[:, 0, 0].numpy()
-        positions = rollout.obs[:, 0, 0, :2].numpy()
+        actions, positions = trajectory
         return embed_trajectory(TrajectoryBatch(actions, positions, self.agent_id))
 
     # --- snapshots, evaluation, resets ------------------------------------------------------
@@ -342,8 +375,9 @@ class LeagueRole:
         return self._add_snapshot(self.version, extra_metadata)
 
     def _add_snapshot(self, version: int, extra: dict[str, Any] | None) -> AgentRecord:
-        name = f"{self.agent_type.value}_{self.agent_id}_v{version:06d}.pt"
-        path = save_policy(self.trainer.policy, self.snapshot_dir / name, version=version)
+        name = f"{self.agent_type.value}_{self.agent_id}_v{version:06d}" \
+            f"{self.trainer.SNAPSHOT_SUFFIX}"
+        path = self.trainer.save_snapshot(self.snapshot_dir / name, version)
         metadata = {"parent_agent_id": self.agent_id, "step": self.trainer.total_steps,
                     **self.snapshot_metadata(), **(extra or {})}
         embedding = self.behaviour()
@@ -492,7 +526,8 @@ class LeagueRole:
         initial = f"{self.agent_id}_v{0:06d}"
         if initial in self.pool:
             if self._warm_started:
-                self._initial_state = load_policy(self.pool.resolve_snapshot(initial)).state_dict()
+                self._initial_state = self.trainer.snapshot_weights(
+                    self.pool.resolve_snapshot(initial))
         else:
             self._add_snapshot(0, None)  # the initial weights, a member from the start
             self.refresh()

@@ -16,6 +16,7 @@ in the style of Stable-Baselines3's callbacks.
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from pathlib import Path
@@ -27,13 +28,18 @@ import torch
 from envs.multi_battalion_batch import RED
 from envs.multi_observation import STATE_DIM
 from envs.sim.constants import ACTION_DIM
-from models.mappo_files import load_policy
+from models.mappo_files import load_policy, save_policy
 from models.mappo_policy import MAPPOPolicy
 from models.v1_transfer import load_v1_weights_into_mappo
 from storage.files import clean_stale_temporaries
 from training.curriculum_scheduler import STAGE_ENV_KWARGS, STAGE_LABELS, CurriculumScheduler
 from training.mappo.battles import play_team_battles
-from training.mappo.checkpoints import load_checkpoint, save_checkpoint
+from training.mappo.checkpoints import (
+    CHECKPOINT_NAME,
+    FINAL_CHECKPOINT_NAME,
+    load_checkpoint,
+    save_checkpoint,
+)
 from training.mappo.config import MAPPOConfig
 from training.mappo.rollout import Rollout, TrainingBattles, collect
 from training.mappo.update import advantages_and_returns, update
@@ -247,6 +253,52 @@ class MAPPOTrainer:
             per_agent = np.mean(rollout.agent_returns, axis=0)
             metrics.update({f"reward/agent_{i}": float(r) for i, r in enumerate(per_agent)})
         return metrics
+
+    # --- what a league role reads (training.league.role; an EchelonLearner has the same) ---
+
+    CHECKPOINT_NAME = CHECKPOINT_NAME
+    FINAL_CHECKPOINT_NAME = FINAL_CHECKPOINT_NAME
+    SNAPSHOT_SUFFIX = ".pt"
+
+    @property
+    def warm_started(self) -> bool:
+        """Whether the run started from trained weights (v1's, or ``init_policy``)."""
+        return self.transfer is not None or self.config.init_policy is not None
+
+    @property
+    def scripted_opponent_id(self) -> str:
+        """The league id of the scripted Red in the battles nobody is dealt."""
+        return f"scripted_team_l{self.config.red_level}"
+
+    def deal(self, opponents: list[MAPPOPolicy], scripted_share: float) -> None:
+        """:meth:`TrainingBattles.deal` on the training battles (sampling opponents)."""
+        self.battles.deal(opponents, scripted_share)
+
+    def opponent_battles(self) -> list[tuple[MAPPOPolicy, np.ndarray]]:
+        """``(opponent, battle indices)`` of the last deal."""
+        return self.battles.opponents
+
+    def behaviour_trajectory(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The first battalion's orders and positions in battle 0 over the last rollout,
+        or None before one."""
+        if self.rollout is None:
+            return None
+        return self.rollout.actions[:, 0, 0].numpy(), self.rollout.obs[:, 0, 0, :2].numpy()
+
+    def save_snapshot(self, path: Path, version: int) -> Path:
+        """The policy's weights as a policy file (atomically)."""
+        return save_policy(self.policy, path, version=version)
+
+    def load_snapshot(self, path: str | Path) -> MAPPOPolicy:
+        """A policy file's policy (weights only)."""
+        return load_policy(path)
+
+    def snapshot_weights(self, path: str | Path) -> dict[str, torch.Tensor]:
+        return load_policy(path).state_dict()
+
+    def frozen_copy(self) -> MAPPOPolicy:
+        """The learner's current weights as a frozen opponent (self-play)."""
+        return copy.deepcopy(self.policy).eval()
 
     # --- changing the battles -----------------------------------------------------------------
 
