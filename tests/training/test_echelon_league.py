@@ -109,6 +109,20 @@ def test_a_division_commander_plays_its_own_snapshots(tmp_path):
     assert set(ANCHORS) <= evaluated
 
 
+def test_both_learners_name_the_leagues_anchors(brigade_league):
+    from training.mappo.config import MAPPOConfig
+    from training.mappo.trainer import MAPPOTrainer
+
+    _, main, _ = brigade_league
+    assert tuple(main.trainer.anchors()) == ANCHORS
+    tiny = MAPPOConfig(n_envs=4, rollout_steps=64, total_timesteps=256,
+                       warm_start_doctrine=None)
+    assert tuple(MAPPOTrainer(tiny).anchors()) == ANCHORS
+    # The doctrine reads distances on the learner's own map.
+    doctrine = main.trainer.anchors()["doctrine_team"]
+    assert doctrine.map_diagonal == pytest.approx(np.hypot(600.0, 600.0))
+
+
 def test_the_learner_refuses_a_config_of_another_kind():
     from training.mappo.config import MAPPOConfig
 

@@ -42,6 +42,7 @@ from envs.division_batch import DIVISION_COMMANDS
 from envs.echelon_env import EchelonVecEnv
 from envs.multi_battalion_batch import BLUE
 from storage.files import atomic_write_bytes, check_archive, loads_json
+from training.common.imitation import make_doctrine
 from training.echelon_config import BrigadeConfig, DivisionConfig
 from training.echelon_training import (
     evaluate_commander,
@@ -182,6 +183,14 @@ class EchelonLearner:
     def scripted_opponent_id(self) -> str:
         """The league id of Red's scripted battalions in the battles nobody is dealt."""
         return f"scripted_team_l{self.config.red_level}"
+
+    def anchors(self) -> dict[str, Any]:
+        """The league's fixed members (:data:`~training.league.layout.ANCHORS`) as
+        opponents: Red's battalions under scripted L5, and under the disciplined doctrine
+        (for this map's size)."""
+        config = self.config
+        return {"scripted_team_l5": 5,
+                "doctrine_team": make_doctrine("disciplined", config.map_width, config.map_height)}
 
     def make_batch(self, n_battles: int, red_level: int | None = None) -> Any:
         """``n_battles`` battles of the echelon, Blue's lower echelon the config's."""

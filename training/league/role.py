@@ -47,7 +47,6 @@ from training.league.agent_pool import AgentPool
 from training.league.diversity import TrajectoryBatch, diversity_score, embed_trajectory
 from training.league.echelon_learner import EchelonLearner
 from training.league.layout import (
-    ANCHORS,
     ELO_FILE,
     HISTORY_FILE,
     MATCHES_FILE,
@@ -67,7 +66,7 @@ from training.league.matchmaking import (
 )
 from training.league.nash import nash_entropy
 from training.league.records import AgentRecord, AgentType
-from training.mappo.battles import DOCTRINE_TEAM, WIN, score
+from training.mappo.battles import WIN, score
 from training.mappo.trainer import MAPPOTrainer
 
 logger = logging.getLogger(__name__)
@@ -408,9 +407,8 @@ class LeagueRole:
         metrics: dict[str, Any] = {"eval/step": step}
         before = self.elo.get_rating(self.agent_id)
         members = {r.agent_id: r for r in self.members}
-        opponents = {name: (5 if name == "scripted_team_l5" else DOCTRINE_TEAM
-                            if name == "doctrine_team" else self.load(members[name]))
-                     for name in [*self.evaluation_opponents(), *ANCHORS]}
+        opponents = {name: self.load(members[name]) for name in self.evaluation_opponents()}
+        opponents.update(trainer.anchors())
         # All matches at once: on the Ray workers when the run is distributed.
         played = trainer.play_matches(opponents, self.n_eval_episodes, trainer.config.seed + step,
                                       opponent_deterministic=True)

@@ -33,7 +33,7 @@ from models.mappo_policy import MAPPOPolicy
 from models.v1_transfer import load_v1_weights_into_mappo
 from storage.files import clean_stale_temporaries
 from training.curriculum_scheduler import STAGE_ENV_KWARGS, STAGE_LABELS, CurriculumScheduler
-from training.mappo.battles import play_team_battles
+from training.mappo.battles import DOCTRINE_TEAM, play_team_battles
 from training.mappo.checkpoints import (
     CHECKPOINT_NAME,
     FINAL_CHECKPOINT_NAME,
@@ -269,6 +269,11 @@ class MAPPOTrainer:
     def scripted_opponent_id(self) -> str:
         """The league id of the scripted Red in the battles nobody is dealt."""
         return f"scripted_team_l{self.config.red_level}"
+
+    def anchors(self) -> dict[str, Any]:
+        """The league's fixed members (:data:`~training.league.layout.ANCHORS`) as
+        opponents: scripted L5 and the disciplined doctrine commanding Red's battalions."""
+        return {"scripted_team_l5": 5, "doctrine_team": DOCTRINE_TEAM}
 
     def deal(self, opponents: list[MAPPOPolicy], scripted_share: float) -> None:
         """:meth:`TrainingBattles.deal` on the training battles (sampling opponents)."""
