@@ -1,0 +1,1006 @@
+"""WFM-1: one generalist commander for any number of units, any echelon and any scenario.
+
+A battle reaches WFM-1 as a row of entity tokens (:mod:`envs.entity_tokens`: one token
+per battalion a side knows of, its own and the enemy's, the rest of the row padding),
+and optionally as a :class:`ScenarioCard` that says what kind of battle it is (scale,
+echelon, weather, terrain, order of battle). The network:
+
+1. :class:`EchelonEncoder` embeds each token (a Linear layer), adds a 2-D Fourier
+   encoding of its position and a learned embedding of the echelon, and runs a
+   pre-norm transformer over the tokens (padding masked). It gives one vector per
+   token and one pooled vector for the whole row. One encoder serves every echelon
+   (``share_echelon_encoders=True``) or each echelon has its own.
+2. :class:`CrossEchelonTransformer` fuses the pooled vectors of the echelons given
+   (battalions alone, or battalions and brigades...) into one vector ``f``.
+3. A FiLM adapter reads the card and scales and shifts ``f`` (``f * gamma + beta``).
+   It starts as the identity, so a card changes nothing until the adapter is trained;
+   fine-tuning to a new kind of battle can train the adapter alone
+   (:meth:`WFM1Policy.freeze_base`).
+4. The actor gives every token an action mean from ``concat(h_i, f)`` (the token's own
+   vector and the battle's), with one state-independent ``log_std``: an unsquashed
+   diagonal Gaussian per unit, as in :mod:`models.mappo_policy` (the environment clips).
+   The caller keeps the actions of its own units' tokens (``own_mask``). The critic
+   values the battle from ``f``.
+
+Differences from the seed's WFM-1, all deliberate:
+
+- **One action per token** instead of one per sample: the seed's WFM-1 commanded one
+  unit from a pooled vector; here one forward pass orders every unit of a side.
+- **The card has** :data:`CARD_DIM` **= 16 numbers**: the seed's 12 (map scale, echelon
+  and weather one-hot, the two sides' unit counts over ``max_units``, terrain type)
+  then ``cavalry_fraction``, ``artillery_fraction``, ``supply_pressure`` and
+  ``time_of_day``, which the seed's card held but did not encode; a card that
+  describes the order of battle should carry its mix of arms.
+- **A token has** :data:`~envs.entity_tokens.ENTITY_TOKEN_DIM` **= 19 features**: the
+  seed's 16 then quality, disorder and report age.
+- The encoder's transformer stack ends with a LayerNorm (pre-norm stacks leave the
+  residual stream unnormalised, and the per-token vectors feed the actor directly).
+- The transformers' activation is GELU.
+
+Size: the seed counted about 1.37 M parameters with the defaults and shared encoders
+(16-number tokens, a 12-number card, an actor over the pooled vector alone);
+:meth:`WFM1Policy.n_parameters` gives ours (1.40 M with the defaults: the actor reads
+``2 * d_model`` numbers, and the card and token are wider).
+
+Policies are saved with :meth:`WFM1Policy.save_checkpoint` as ``{"config",
+"state_dict"}`` and rebuilt with :meth:`WFM1Policy.load_checkpoint`, which reads only
+tensors and plain values (``torch.load(weights_only=True)``), so a shared file cannot
+run code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import math
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.distributions import Normal
+
+from envs.entity_tokens import ENTITY_TOKEN_DIM, TOKEN
+from envs.sim.validation import (
+    check_bool,
+    check_in_range,
+    check_int,
+    check_non_negative,
+    short_repr,
+)
+from models.weights import check_module_size, load_weights
+from storage.files import atomic_write_bytes
+
+__all__ = [
+    "CARD_DIM", "CHECKPOINT_KEYS", "CrossEchelonTransformer", "ECHELON_BATTALION",
+    "ECHELON_BRIGADE", "ECHELON_CORPS", "ECHELON_DIVISION", "EchelonEncoder",
+    "GIS_AUSTERLITZ", "GIS_BORODINO", "GIS_SALAMANCA", "GIS_WATERLOO", "N_ECHELONS",
+    "N_TERRAIN_TYPES", "N_WEATHER", "ScenarioCard", "TERRAIN_PROCEDURAL", "WEATHER_CLEAR",
+    "WEATHER_FOG", "WEATHER_RAIN", "WEATHER_SNOW", "WFM1Policy",
+]
+
+ECHELON_BATTALION, ECHELON_BRIGADE, ECHELON_DIVISION, ECHELON_CORPS = 0, 1, 2, 3
+N_ECHELONS = 4
+WEATHER_CLEAR, WEATHER_RAIN, WEATHER_FOG, WEATHER_SNOW = 0, 1, 2, 3
+N_WEATHER = 4
+TERRAIN_PROCEDURAL = 0
+GIS_WATERLOO, GIS_AUSTERLITZ, GIS_BORODINO, GIS_SALAMANCA = 1, 2, 3, 4
+N_TERRAIN_TYPES = 5
+"""Terrain codes: procedural maps, then the four historical sites."""
+
+CARD_DIM = 1 + N_ECHELONS + N_WEATHER + 2 + 1 + 4
+"""Numbers in an encoded card (:meth:`ScenarioCard.to_tensor`): 16."""
+CHECKPOINT_KEYS = ("config", "state_dict")
+"""Keys every file written by :meth:`WFM1Policy.save_checkpoint` holds."""
+
+# Orthogonal initialisation gains, as in models.mappo_policy: small action means and
+# unit-scale values at the start.
+_HIDDEN_GAIN = math.sqrt(2.0)
+_ACTION_GAIN = 0.01
+_VALUE_GAIN = 1.0
+
+
+# ----------------------------------------------------------------------------- the card
+
+
+@dataclasses.dataclass
+class ScenarioCard:
+    """What kind of battle it is, for the FiLM adapter.
+
+    Args:
+        map_scale: the map's scale, a number >= 0 (0.5 by default; encoded as given).
+        echelon_level: the echelon commanded, ``ECHELON_*`` (0-3).
+        weather_code: ``WEATHER_*`` (0-3).
+        n_blue_units, n_red_units: units of each side (>= 0), encoded over ``max_units``.
+        terrain_type: ``TERRAIN_PROCEDURAL`` or a ``GIS_*`` site (0-4).
+        cavalry_fraction, artillery_fraction: shares of the order of battle, in [0, 1].
+        supply_pressure: how short of supply the armies are, in [0, 1].
+        time_of_day: 0 at dawn to 1 at dusk, in [0, 1].
+        max_units: the unit count that encodes as 1 (an integer >= 1).
+
+    Raises:
+        ValueError: for an invalid field (the message names it).
+    """
+
+    map_scale: float = 0.5
+    echelon_level: int = ECHELON_BATTALION
+    weather_code: int = WEATHER_CLEAR
+    n_blue_units: float = 8.0
+    n_red_units: float = 8.0
+    terrain_type: int = TERRAIN_PROCEDURAL
+    cavalry_fraction: float = 0.0
+    artillery_fraction: float = 0.0
+    supply_pressure: float = 0.0
+    time_of_day: float = 0.5
+    max_units: int = 64
+
+    def __post_init__(self) -> None:
+        check_non_negative("map_scale", self.map_scale)
+        check_int("echelon_level", self.echelon_level, minimum=0, maximum=N_ECHELONS - 1)
+        check_int("weather_code", self.weather_code, minimum=0, maximum=N_WEATHER - 1)
+        check_non_negative("n_blue_units", self.n_blue_units)
+        check_non_negative("n_red_units", self.n_red_units)
+        check_int("terrain_type", self.terrain_type, minimum=0, maximum=N_TERRAIN_TYPES - 1)
+        for name in ("cavalry_fraction", "artillery_fraction", "supply_pressure",
+                     "time_of_day"):
+            check_in_range(name, getattr(self, name), 0.0, 1.0)
+        check_int("max_units", self.max_units, minimum=1)
+
+    def to_tensor(self) -> torch.Tensor:
+        """The card as :data:`CARD_DIM` float32 numbers.
+
+        Layout: ``[map_scale, echelon one-hot x4, weather one-hot x4,
+        n_blue_units / max_units, n_red_units / max_units, terrain_type / 4,
+        cavalry_fraction, artillery_fraction, supply_pressure, time_of_day]``. The
+        codes are clamped into their ranges and the last four numbers into [0, 1], as
+        the seed clamps its codes, so a card whose fields were changed after it was
+        built still encodes to a valid vector.
+        """
+        vector = torch.zeros(CARD_DIM, dtype=torch.float32)
+        vector[0] = float(self.map_scale)
+        echelon = min(max(int(self.echelon_level), 0), N_ECHELONS - 1)
+        weather = min(max(int(self.weather_code), 0), N_WEATHER - 1)
+        terrain = min(max(int(self.terrain_type), 0), N_TERRAIN_TYPES - 1)
+        vector[1 + echelon] = 1.0
+        vector[1 + N_ECHELONS + weather] = 1.0
+        at = 1 + N_ECHELONS + N_WEATHER
+        max_units = max(int(self.max_units), 1)
+        vector[at] = float(self.n_blue_units) / max_units
+        vector[at + 1] = float(self.n_red_units) / max_units
+        vector[at + 2] = terrain / (N_TERRAIN_TYPES - 1)
+        fractions = (self.cavalry_fraction, self.artillery_fraction, self.supply_pressure,
+                     self.time_of_day)
+        for i, value in enumerate(fractions):
+            vector[at + 3 + i] = min(max(float(value), 0.0), 1.0)
+        return vector
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def _check_model_shape(d_model: Any, n_heads: Any) -> tuple[int, int]:
+    d_model = check_int("d_model", d_model, minimum=1)
+    n_heads = check_int("n_heads", n_heads, minimum=1)
+    if d_model % n_heads:
+        raise ValueError(f"d_model={d_model} is invalid with n_heads={n_heads}: expected a "
+                         "multiple of n_heads")
+    return d_model, n_heads
+
+
+def _check_dropout(value: Any) -> float:
+    return check_in_range("dropout", value, 0.0, 1.0, high_open=True)
+
+
+def _check_hidden_sizes(name: str, value: Any) -> tuple[int, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) == 0:
+        raise ValueError(f"{name}={short_repr(value)} is invalid: expected a non-empty list "
+                         "of positive integers")
+    return tuple(check_int(f"{name}[{i}]", size, minimum=1) for i, size in enumerate(value))
+
+
+def _check_echelon(value: Any, batch: int) -> int | torch.Tensor:
+    """An echelon index as an int, or a ``(batch,)`` long tensor of them, in
+    ``[0, N_ECHELONS)``."""
+    if isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim == 0:
+        value = value.item()
+    if not isinstance(value, (torch.Tensor, np.ndarray)):
+        return check_int("echelon", value, minimum=0, maximum=N_ECHELONS - 1)
+    echelons = torch.as_tensor(value)
+    if echelons.is_floating_point() or echelons.is_complex() or echelons.dtype == torch.bool:
+        raise TypeError(f"echelon has dtype {echelons.dtype}: expected integer echelon indices")
+    if echelons.shape != (batch,):
+        raise ValueError(f"echelon has shape {tuple(echelons.shape)}: expected an int or "
+                         f"({batch},), one echelon per row")
+    low, high = int(echelons.min()), int(echelons.max())
+    if low < 0 or high >= N_ECHELONS:
+        raise ValueError(f"echelon contains {low}..{high}: expected echelon indices in "
+                         f"[0, {N_ECHELONS - 1}]")
+    return echelons.long()
+
+
+def _as_float(name: str, value: Any, device: torch.device) -> torch.Tensor:
+    """``value`` as a finite float32 tensor on ``device``."""
+    try:
+        tensor = torch.as_tensor(value, dtype=torch.float32, device=device)
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise TypeError(f"{name}={short_repr(value)} is invalid: expected a tensor of real "
+                        f"numbers ({error})") from None
+    # The sum is finite for finite inputs except on overflow, so the full check runs
+    # only then (one reduction instead of a boolean copy per call).
+    if not bool(torch.isfinite(tensor.sum())) and not bool(torch.isfinite(tensor).all()):
+        raise ValueError(f"{name} contains non-finite values (NaN or inf): expected finite "
+                         "numbers")
+    return tensor
+
+
+def _as_mask(name: str, value: Any, shape: tuple[int, ...], device: torch.device
+             ) -> torch.Tensor:
+    """``value`` as a bool tensor of ``shape`` on ``device``."""
+    mask = torch.as_tensor(value, device=device)
+    if mask.dtype != torch.bool:
+        raise TypeError(f"{name} has dtype {mask.dtype}: expected a bool mask")
+    if tuple(mask.shape) != shape:
+        raise ValueError(f"{name} has shape {tuple(mask.shape)}: expected {shape}")
+    return mask
+
+
+# ----------------------------------------------------------------------------- layers
+
+
+def _transformer(d_model: int, n_heads: int, n_layers: int, dropout: float,
+                 final_norm: bool) -> nn.TransformerEncoder:
+    """A pre-norm transformer stack (FFN ``4 * d_model``, GELU, batch first)."""
+    layer = nn.TransformerEncoderLayer(d_model, n_heads, dim_feedforward=4 * d_model,
+                                       dropout=dropout, activation="gelu", batch_first=True,
+                                       norm_first=True)
+    # Nested tensors do not apply to pre-norm layers; saying so avoids torch's warning.
+    return nn.TransformerEncoder(layer, n_layers, norm=nn.LayerNorm(d_model) if final_norm
+                                 else None, enable_nested_tensor=False)
+
+
+def _orthogonal_(linear: nn.Linear, gain: float) -> nn.Linear:
+    nn.init.orthogonal_(linear.weight, gain=gain)
+    nn.init.zeros_(linear.bias)
+    return linear
+
+
+def _mlp_trunk(in_dim: int, hidden_sizes: tuple[int, ...]) -> nn.Sequential:
+    """[Linear, LayerNorm, Tanh] per hidden size, orthogonally initialised."""
+    layers: list[nn.Module] = []
+    for size in hidden_sizes:
+        layers += [_orthogonal_(nn.Linear(in_dim, size), _HIDDEN_GAIN), nn.LayerNorm(size),
+                   nn.Tanh()]
+        in_dim = size
+    return nn.Sequential(*layers)
+
+
+class EchelonEncoder(nn.Module):
+    """Entity tokens of one echelon -> one vector per token and one for the row.
+
+    Each token is embedded linearly, plus (optionally) a Fourier encoding of its
+    position (``sin`` and ``cos`` of ``2 pi k x`` and ``2 pi k y`` for ``k = 1..n_freq_bands``,
+    projected to ``d_model``) and a learned embedding of the echelon; a pre-norm
+    transformer then lets every token attend to the others (padding masked). Tokens
+    carry no index embedding, so the encoder is equivariant to the tokens' order.
+
+    Args:
+        token_dim: numbers per token (>= 1; the features ``x`` and ``y`` must exist
+            when ``use_spatial_pe``).
+        d_model: width of the vectors (a multiple of ``n_heads``).
+        n_heads: attention heads.
+        n_layers: transformer layers (>= 1).
+        dropout: dropout of the transformer, in [0, 1).
+        use_spatial_pe: add the Fourier position encoding.
+        n_freq_bands: frequencies of that encoding (>= 1).
+        use_echelon_embedding: add the learned echelon embedding.
+
+    Raises:
+        ValueError, TypeError: for an invalid argument (the message names it).
+    """
+
+    def __init__(self, token_dim: int = ENTITY_TOKEN_DIM, d_model: int = 128, n_heads: int = 8,
+                 n_layers: int = 4, dropout: float = 0.0, use_spatial_pe: bool = True,
+                 n_freq_bands: int = 8, use_echelon_embedding: bool = True) -> None:
+        super().__init__()
+        self.token_dim = check_int("token_dim", token_dim, minimum=1)
+        self.d_model, n_heads = _check_model_shape(d_model, n_heads)
+        n_layers = check_int("n_layers", n_layers, minimum=1)
+        dropout = _check_dropout(dropout)
+        self.use_spatial_pe = check_bool("use_spatial_pe", use_spatial_pe)
+        n_freq_bands = check_int("n_freq_bands", n_freq_bands, minimum=1)
+        self.use_echelon_embedding = check_bool("use_echelon_embedding", use_echelon_embedding)
+        position = max(TOKEN["x"], TOKEN["y"])
+        if self.use_spatial_pe and self.token_dim <= position:
+            raise ValueError(f"token_dim={self.token_dim} is invalid with use_spatial_pe=True: "
+                             f"expected > {position}, so that the tokens hold x and y")
+
+        self.token_embedding = nn.Linear(self.token_dim, self.d_model)
+        if self.use_spatial_pe:
+            # Not saved: it follows from n_freq_bands.
+            self.register_buffer("frequencies", 2 * math.pi * torch.arange(
+                1, n_freq_bands + 1, dtype=torch.float32), persistent=False)
+            self.spatial_projection = nn.Linear(4 * n_freq_bands, self.d_model)
+        if self.use_echelon_embedding:
+            self.echelon_embedding = nn.Parameter(torch.empty(N_ECHELONS, self.d_model))
+            nn.init.normal_(self.echelon_embedding, std=0.02)
+        self.transformer = _transformer(self.d_model, n_heads, n_layers, dropout,
+                                        final_norm=True)
+        # The identity at first: the pooled vector starts as the plain mean.
+        self.out_proj = nn.Linear(self.d_model, self.d_model)
+        with torch.no_grad():
+            self.out_proj.weight.copy_(torch.eye(self.d_model))
+            self.out_proj.bias.zero_()
+
+    def encode(self, tokens: torch.Tensor, echelon: int | torch.Tensor = ECHELON_BATTALION,
+               pad_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Encode a batch of token rows.
+
+        Args:
+            tokens: ``(B, N, token_dim)`` float tensor, ``N >= 1``.
+            echelon: the echelon of every row (an int) or of each row (``(B,)`` long).
+            pad_mask: ``(B, N)`` bool, True where the position is padding (default:
+                none is).
+
+        Returns:
+            ``(per_token (B, N, d_model), pooled (B, d_model))``: padding positions'
+            vectors are zero, and a row that is all padding pools to zeros.
+
+        Raises:
+            ValueError, TypeError: for a wrong shape or dtype, or an echelon outside
+            ``[0, N_ECHELONS)``.
+        """
+        if tokens.ndim != 3 or tokens.shape[1] < 1 or tokens.shape[2] != self.token_dim:
+            raise ValueError(f"tokens has shape {tuple(tokens.shape)}: expected (batch, "
+                             f"n_tokens >= 1, {self.token_dim})")
+        batch, n_tokens = tokens.shape[:2]
+        echelon = _check_echelon(echelon, batch)
+        if pad_mask is None:
+            pad_mask = torch.zeros(batch, n_tokens, dtype=torch.bool, device=tokens.device)
+        pad_mask = _as_mask("pad_mask", pad_mask, (batch, n_tokens), tokens.device)
+        if isinstance(echelon, torch.Tensor):
+            echelon = echelon.to(tokens.device)
+        return self._encode(tokens.float(), echelon, pad_mask)
+
+    def forward(self, tokens: torch.Tensor, echelon: int | torch.Tensor = ECHELON_BATTALION,
+                pad_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The pooled vector of each row, ``(B, d_model)`` (see :meth:`encode`)."""
+        return self.encode(tokens, echelon, pad_mask)[1]
+
+    def _encode(self, tokens: torch.Tensor, echelon: int | torch.Tensor,
+                pad_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`encode` on checked inputs."""
+        x = self.token_embedding(tokens)
+        if self.use_spatial_pe:
+            x = x + self.spatial_projection(self._fourier(tokens))
+        if self.use_echelon_embedding:
+            embedding = self.echelon_embedding[echelon]
+            x = x + (embedding if isinstance(echelon, int) else embedding[:, None, :])
+        # Attention over a row with every key masked is 0/0 = NaN, which would spread
+        # through the batch's gradients; such a row attends to its first position
+        # instead, and its outputs are zeroed below.
+        empty = pad_mask.all(dim=1)
+        first = torch.zeros_like(pad_mask)
+        first[:, 0] = True
+        attention_mask = pad_mask & ~(first & empty[:, None])
+        per_token = self.transformer(x, src_key_padding_mask=attention_mask)
+        per_token = per_token.masked_fill(pad_mask[..., None], 0.0)
+        count = (~pad_mask).sum(dim=1, keepdim=True)
+        mean = per_token.sum(dim=1) / count.clamp(min=1)
+        # out_proj's bias would make an empty row's pooled vector non-zero.
+        pooled = self.out_proj(mean) * (count > 0)
+        return per_token, pooled
+
+    def _fourier(self, tokens: torch.Tensor) -> torch.Tensor:
+        """``[sin 2 pi k x, cos 2 pi k x, sin 2 pi k y, cos 2 pi k y]``, ``(B, N, 4F)``."""
+        x = tokens[..., TOKEN["x"], None] * self.frequencies
+        y = tokens[..., TOKEN["y"], None] * self.frequencies
+        return torch.cat((x.sin(), x.cos(), y.sin(), y.cos()), dim=-1)
+
+
+class CrossEchelonTransformer(nn.Module):
+    """The pooled vectors of several echelons -> one vector.
+
+    Each input vector gets its echelon's learned embedding, a pre-norm transformer mixes
+    them, and their mean goes through a LayerNorm.
+
+    Args:
+        d_model: width of the vectors (a multiple of ``n_heads``).
+        n_heads: attention heads.
+        n_layers: transformer layers (>= 1).
+        dropout: dropout of the transformer, in [0, 1).
+
+    Raises:
+        ValueError, TypeError: for an invalid argument (the message names it).
+    """
+
+    def __init__(self, d_model: int = 128, n_heads: int = 8, n_layers: int = 2,
+                 dropout: float = 0.0) -> None:
+        super().__init__()
+        self.d_model, n_heads = _check_model_shape(d_model, n_heads)
+        n_layers = check_int("n_layers", n_layers, minimum=1)
+        dropout = _check_dropout(dropout)
+        self.echelon_embedding = nn.Parameter(torch.empty(N_ECHELONS, self.d_model))
+        nn.init.normal_(self.echelon_embedding, std=0.02)
+        self.transformer = _transformer(self.d_model, n_heads, n_layers, dropout,
+                                        final_norm=False)
+        self.norm = nn.LayerNorm(self.d_model)
+
+    def forward(self, pooled: torch.Tensor, echelons: torch.Tensor | None = None
+                ) -> torch.Tensor:
+        """Fuse ``pooled`` (``(B, E, d_model)``) into ``(B, d_model)``.
+
+        Args:
+            pooled: one vector per echelon given.
+            echelons: the echelon of each vector, ``(E,)`` or ``(B, E)`` long; default
+                ``0..E-1`` (the vectors in echelon order, battalions first).
+
+        Raises:
+            ValueError: for a wrong shape or an echelon outside ``[0, N_ECHELONS)``.
+        """
+        if pooled.ndim != 3 or pooled.shape[2] != self.d_model or pooled.shape[1] < 1:
+            raise ValueError(f"pooled has shape {tuple(pooled.shape)}: expected (batch, "
+                             f"n_echelons >= 1, {self.d_model})")
+        if echelons is None:
+            if pooled.shape[1] > N_ECHELONS:
+                raise ValueError(f"pooled holds {pooled.shape[1]} vectors: expected at most "
+                                 f"{N_ECHELONS} when no echelons are given")
+            echelons = torch.arange(pooled.shape[1], device=pooled.device)
+        elif echelons.numel() and (int(echelons.min()) < 0 or
+                                   int(echelons.max()) >= N_ECHELONS):
+            raise ValueError(f"echelons contains {int(echelons.min())}..{int(echelons.max())}: "
+                             f"expected echelon indices in [0, {N_ECHELONS - 1}]")
+        return self._fuse(pooled, echelons)
+
+    def _fuse(self, pooled: torch.Tensor, echelons: torch.Tensor) -> torch.Tensor:
+        """:meth:`forward` on checked inputs."""
+        mixed = self.transformer(pooled + self.echelon_embedding[echelons])
+        return self.norm(mixed.mean(dim=1))
+
+
+class _ScenarioCardEncoder(nn.Module):
+    """FiLM adapter: an encoded card -> ``(gamma, beta)``, each ``(B, d_model)``.
+
+    The heads start with zero weights and biases of one (gamma) and zero (beta), so the
+    modulation ``f * gamma + beta`` is the identity until the adapter is trained.
+    """
+
+    def __init__(self, card_dim: int = CARD_DIM, hidden: int = 64, d_model: int = 128) -> None:
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(card_dim, hidden), nn.LayerNorm(hidden), nn.Tanh(),
+                                 nn.Linear(hidden, hidden), nn.LayerNorm(hidden), nn.Tanh())
+        self.gamma = nn.Linear(hidden, d_model)
+        self.beta = nn.Linear(hidden, d_model)
+        with torch.no_grad():
+            for head, bias in ((self.gamma, 1.0), (self.beta, 0.0)):
+                head.weight.zero_()
+                head.bias.fill_(bias)
+
+    def forward(self, card: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        hidden = self.mlp(card)
+        return self.gamma(hidden), self.beta(hidden)
+
+
+# ----------------------------------------------------------------------------- the policy
+
+
+@dataclasses.dataclass
+class _Inputs:
+    """Checked inputs of one call: the acting echelon's tokens and the others'."""
+
+    tokens: torch.Tensor  # (B, N, T)
+    pad_mask: torch.Tensor  # (B, N) bool, True = padding
+    echelon: int | torch.Tensor  # int, or (B,) long
+    others: list[tuple[int, torch.Tensor, torch.Tensor]]  # (echelon, tokens, pad_mask)
+    card: torch.Tensor | None  # (B, CARD_DIM) or (1, CARD_DIM)
+
+
+class WFM1Policy(nn.Module):
+    """WFM-1: entity tokens (and optionally a scenario card) -> one Gaussian action per
+    token and one value per battle (module docstring).
+
+    Shapes: ``tokens`` is ``(B, N, token_dim)`` (``B`` battles, ``N >= 1`` token
+    positions), ``pad_mask`` ``(B, N)`` bool with True where the position is padding
+    (None: no padding). Inputs may be tensors or array-likes; they are moved to the
+    policy's device.
+
+    Args:
+        token_dim: numbers per token (:data:`~envs.entity_tokens.ENTITY_TOKEN_DIM`).
+        action_dim: numbers per unit's action (>= 1).
+        d_model: width of the vectors (a multiple of ``n_heads``).
+        n_heads: attention heads of every transformer.
+        n_echelon_layers: layers of each echelon encoder (>= 1).
+        n_cross_layers: layers of the cross-echelon transformer (>= 1).
+        actor_hidden_sizes, critic_hidden_sizes: hidden widths of the two heads.
+        dropout: dropout of the transformers, in [0, 1).
+        use_spatial_pe: add the Fourier position encoding to the tokens.
+        share_echelon_encoders: one encoder for every echelon (with an echelon
+            embedding), or one encoder per echelon (without: each knows its echelon).
+        card_hidden_size: width of the card adapter's MLP.
+
+    Raises:
+        ValueError, TypeError: for an invalid argument (the message names it).
+    """
+
+    def __init__(self, token_dim: int = ENTITY_TOKEN_DIM, action_dim: int = 3,
+                 d_model: int = 128, n_heads: int = 8, n_echelon_layers: int = 4,
+                 n_cross_layers: int = 2, actor_hidden_sizes: Sequence[int] = (256, 128),
+                 critic_hidden_sizes: Sequence[int] = (256, 128), dropout: float = 0.0,
+                 use_spatial_pe: bool = True, share_echelon_encoders: bool = True,
+                 card_hidden_size: int = 64) -> None:
+        super().__init__()
+        self.token_dim = check_int("token_dim", token_dim, minimum=1)
+        self.action_dim = check_int("action_dim", action_dim, minimum=1)
+        self.d_model, n_heads = _check_model_shape(d_model, n_heads)
+        n_echelon_layers = check_int("n_echelon_layers", n_echelon_layers, minimum=1)
+        n_cross_layers = check_int("n_cross_layers", n_cross_layers, minimum=1)
+        actor_hidden = _check_hidden_sizes("actor_hidden_sizes", actor_hidden_sizes)
+        critic_hidden = _check_hidden_sizes("critic_hidden_sizes", critic_hidden_sizes)
+        dropout = _check_dropout(dropout)
+        use_spatial_pe = check_bool("use_spatial_pe", use_spatial_pe)
+        self.share_echelon_encoders = check_bool("share_echelon_encoders",
+                                                 share_echelon_encoders)
+        card_hidden_size = check_int("card_hidden_size", card_hidden_size, minimum=1)
+        self._kwargs: dict[str, Any] = dict(
+            token_dim=self.token_dim, action_dim=self.action_dim, d_model=self.d_model,
+            n_heads=n_heads, n_echelon_layers=n_echelon_layers, n_cross_layers=n_cross_layers,
+            actor_hidden_sizes=list(actor_hidden), critic_hidden_sizes=list(critic_hidden),
+            dropout=dropout, use_spatial_pe=use_spatial_pe,
+            share_echelon_encoders=self.share_echelon_encoders,
+            card_hidden_size=card_hidden_size)
+
+        def make_encoder(use_echelon_embedding: bool) -> EchelonEncoder:
+            return EchelonEncoder(self.token_dim, self.d_model, n_heads, n_echelon_layers,
+                                  dropout, use_spatial_pe,
+                                  use_echelon_embedding=use_echelon_embedding)
+
+        if self.share_echelon_encoders:
+            self.encoder = make_encoder(True)
+        else:
+            self.encoders = nn.ModuleList(make_encoder(False) for _ in range(N_ECHELONS))
+        self.cross = CrossEchelonTransformer(self.d_model, n_heads, n_cross_layers, dropout)
+        self.card_encoder = _ScenarioCardEncoder(CARD_DIM, card_hidden_size, self.d_model)
+        self.actor_trunk = _mlp_trunk(2 * self.d_model, actor_hidden)
+        self.action_mean = _orthogonal_(nn.Linear(actor_hidden[-1], self.action_dim),
+                                        _ACTION_GAIN)
+        self.log_std = nn.Parameter(torch.zeros(self.action_dim))
+        self.critic_trunk = _mlp_trunk(self.d_model, critic_hidden)
+        self.value_head = _orthogonal_(nn.Linear(critic_hidden[-1], 1), _VALUE_GAIN)
+
+    # ----------------------------------------------------------------- structure
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        """The constructor arguments as plain values: ``WFM1Policy(**policy.kwargs)``."""
+        return {key: list(value) if isinstance(value, list) else value
+                for key, value in self._kwargs.items()}
+
+    @property
+    def device(self) -> torch.device:
+        """The device the parameters live on."""
+        return self.log_std.device
+
+    def n_parameters(self) -> int:
+        """Number of parameters (trainable or frozen)."""
+        return sum(p.numel() for p in self.parameters())
+
+    def adapter_parameters(self) -> Iterator[nn.Parameter]:
+        """The card adapter's parameters (what :meth:`freeze_base` leaves trainable)."""
+        return self.card_encoder.parameters()
+
+    def base_parameters(self) -> Iterator[nn.Parameter]:
+        """Every parameter but the card adapter's."""
+        adapter = {id(p) for p in self.card_encoder.parameters()}
+        return (p for p in self.parameters() if id(p) not in adapter)
+
+    def freeze_base(self) -> None:
+        """Stop gradients to every parameter but the adapter's (to fine-tune on a card)."""
+        for parameter in self.base_parameters():
+            parameter.requires_grad_(False)
+
+    def unfreeze_base(self) -> None:
+        """Undo :meth:`freeze_base`."""
+        for parameter in self.base_parameters():
+            parameter.requires_grad_(True)
+
+    # ----------------------------------------------------------------- inputs
+
+    def _inputs(self, tokens: Any, pad_mask: Any, echelon: Any, card: Any, card_vec: Any,
+                tokens_per_echelon: Any, pad_masks: Any) -> _Inputs:
+        """Check and convert one call's inputs."""
+        device = self.device
+        tokens_t = self._tokens("tokens", tokens)
+        batch, n_tokens = tokens_t.shape[:2]
+        pad = (torch.zeros(batch, n_tokens, dtype=torch.bool, device=device)
+               if pad_mask is None else _as_mask("pad_mask", pad_mask, (batch, n_tokens), device))
+        echelon = _check_echelon(echelon, batch)
+        if isinstance(echelon, torch.Tensor):
+            echelon = echelon.to(device)
+        others = self._other_echelons(tokens_per_echelon, pad_masks, echelon, batch)
+        return _Inputs(tokens_t, pad, echelon, others, self._card(card, card_vec, batch))
+
+    def _tokens(self, name: str, value: Any) -> torch.Tensor:
+        tokens = _as_float(name, value, self.device)
+        if tokens.ndim != 3 or tokens.shape[0] < 1 or tokens.shape[1] < 1 or \
+                tokens.shape[2] != self.token_dim:
+            raise ValueError(f"{name} has shape {tuple(tokens.shape)}: expected (batch >= 1, "
+                             f"n_tokens >= 1, {self.token_dim})")
+        return tokens
+
+    def _other_echelons(self, tokens_per_echelon: Any, pad_masks: Any,
+                        echelon: int | torch.Tensor, batch: int
+                        ) -> list[tuple[int, torch.Tensor, torch.Tensor]]:
+        """The checked ``(echelon, tokens, pad_mask)`` of the other echelons, in order."""
+        if tokens_per_echelon is None:
+            if pad_masks is not None:
+                raise ValueError("pad_masks is given without tokens_per_echelon: expected "
+                                 "both or neither")
+            return []
+        if not isinstance(tokens_per_echelon, Mapping):
+            raise TypeError(f"tokens_per_echelon={short_repr(tokens_per_echelon)} is invalid: "
+                            "expected a dict of echelon -> (batch, n_tokens, token_dim) tokens")
+        if pad_masks is not None and not isinstance(pad_masks, Mapping):
+            raise TypeError(f"pad_masks={short_repr(pad_masks)} is invalid: expected a dict "
+                            "of echelon -> (batch, n_tokens) bool masks")
+        if isinstance(echelon, torch.Tensor):
+            raise ValueError("echelon is a tensor with tokens_per_echelon: expected one int "
+                             "echelon for the whole batch when several echelons are given")
+        pad_masks = pad_masks or {}
+        unknown = sorted(map(repr, set(pad_masks) - set(tokens_per_echelon)))
+        if unknown:
+            raise ValueError(f"pad_masks has echelons {unknown} that tokens_per_echelon lacks")
+        others = []
+        for key in sorted(tokens_per_echelon, key=repr):
+            level = check_int("tokens_per_echelon key", key, minimum=0,
+                              maximum=N_ECHELONS - 1)
+            if level == echelon:
+                raise ValueError(f"tokens_per_echelon key {level} is invalid: it is the "
+                                 "acting echelon, whose tokens are `tokens`; expected the "
+                                 "other echelons only")
+            tokens = self._tokens(f"tokens_per_echelon[{level}]", tokens_per_echelon[key])
+            if tokens.shape[0] != batch:
+                raise ValueError(f"tokens_per_echelon[{level}] has {tokens.shape[0]} rows: "
+                                 f"expected {batch}, one per battle")
+            shape = tuple(tokens.shape[:2])
+            mask = pad_masks.get(key)
+            mask = (torch.zeros(shape, dtype=torch.bool, device=self.device) if mask is None
+                    else _as_mask(f"pad_masks[{level}]", mask, shape, self.device))
+            others.append((level, tokens, mask))
+        return sorted(others, key=lambda item: item[0])
+
+    def _card(self, card: Any, card_vec: Any, batch: int) -> torch.Tensor | None:
+        """The encoded card(s), ``(batch or 1, CARD_DIM)``, or None."""
+        if card is not None and card_vec is not None:
+            raise ValueError("card and card_vec are both given: expected at most one")
+        if card is not None:
+            cards = [card] if isinstance(card, ScenarioCard) else card
+            if not isinstance(cards, Sequence) or not cards or \
+                    not all(isinstance(c, ScenarioCard) for c in cards):
+                raise TypeError(f"card={short_repr(card)} is invalid: expected a ScenarioCard "
+                                "or a list of them, one per battle")
+            if len(cards) not in (1, batch):
+                raise ValueError(f"card holds {len(cards)} cards: expected 1 or {batch}, one "
+                                 "per battle")
+            return torch.stack([c.to_tensor() for c in cards]).to(self.device)
+        if card_vec is None:
+            return None
+        vector = _as_float("card_vec", card_vec, self.device)
+        if vector.ndim == 1:
+            vector = vector[None]
+        if vector.ndim != 2 or vector.shape[1] != CARD_DIM or vector.shape[0] not in (1, batch):
+            raise ValueError(f"card_vec has shape {tuple(vector.shape)}: expected ({CARD_DIM},)"
+                             f" or (1 or {batch}, {CARD_DIM})")
+        return vector
+
+    def _own(self, own_mask: Any, pad_mask: torch.Tensor) -> torch.Tensor:
+        """The acting side's tokens: ``own_mask`` checked against ``pad_mask``, or every
+        non-padded token."""
+        if own_mask is None:
+            return ~pad_mask
+        own = _as_mask("own_mask", own_mask, tuple(pad_mask.shape), self.device)
+        if bool((own & pad_mask).any()):
+            raise ValueError("own_mask marks padding positions as own units: expected own "
+                             "tokens among the non-padded ones")
+        return own
+
+    # ----------------------------------------------------------------- network
+
+    def _encode(self, tokens: torch.Tensor, pad_mask: torch.Tensor,
+                echelon: int | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-token and pooled vectors under the echelon's encoder."""
+        if self.share_echelon_encoders:
+            return self.encoder._encode(tokens, echelon, pad_mask)
+        if isinstance(echelon, int):
+            return self.encoders[echelon]._encode(tokens, echelon, pad_mask)
+        # One echelon per row: run each encoder on its own rows; index_put keeps autograd.
+        batch, n_tokens = tokens.shape[:2]
+        per_token = tokens.new_zeros(batch, n_tokens, self.d_model)
+        pooled = tokens.new_zeros(batch, self.d_model)
+        for level in torch.unique(echelon).tolist():
+            rows = echelon == level
+            h, p = self.encoders[level]._encode(tokens[rows], level, pad_mask[rows])
+            per_token = per_token.index_put((rows,), h)
+            pooled = pooled.index_put((rows,), p)
+        return per_token, pooled
+
+    def _features(self, inputs: _Inputs) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(h (B, N, d), f (B, d))``: the acting echelon's per-token vectors and the
+        battle's fused, card-modulated vector."""
+        per_token, pooled = self._encode(inputs.tokens, inputs.pad_mask, inputs.echelon)
+        vectors, levels = [pooled], [inputs.echelon]
+        for level, tokens, mask in inputs.others:
+            vectors.append(self._encode(tokens, mask, level)[1])
+            levels.append(level)
+        if isinstance(inputs.echelon, torch.Tensor):
+            echelons = inputs.echelon[:, None]
+        else:
+            echelons = torch.tensor(levels, device=pooled.device)
+        fused = self.cross._fuse(torch.stack(vectors, dim=1), echelons)
+        if inputs.card is not None:
+            gamma, beta = self.card_encoder(inputs.card)
+            fused = fused * gamma + beta
+        return per_token, fused
+
+    def _means(self, per_token: torch.Tensor, fused: torch.Tensor) -> torch.Tensor:
+        """Each token's action mean, ``(B, N, action_dim)``."""
+        both = torch.cat((per_token, fused[:, None, :].expand_as(per_token)), dim=-1)
+        return self.action_mean(self.actor_trunk(both))
+
+    def _value(self, fused: torch.Tensor) -> torch.Tensor:
+        return self.value_head(self.critic_trunk(fused)).squeeze(-1)
+
+    def forward(self, tokens: Any, pad_mask: Any = None, echelon: Any = ECHELON_BATTALION,
+                card: Any = None, card_vec: Any = None, tokens_per_echelon: Any = None,
+                pad_masks: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Action means ``(B, N, action_dim)`` of every token and values ``(B,)``, with
+        gradients (arguments as in :meth:`act`)."""
+        inputs = self._inputs(tokens, pad_mask, echelon, card, card_vec, tokens_per_echelon,
+                              pad_masks)
+        per_token, fused = self._features(inputs)
+        return self._means(per_token, fused), self._value(fused)
+
+    # ----------------------------------------------------------------- acting
+
+    def act(self, tokens: Any, pad_mask: Any = None, echelon: Any = ECHELON_BATTALION,
+            card: ScenarioCard | Sequence[ScenarioCard] | None = None, card_vec: Any = None,
+            tokens_per_echelon: Mapping[int, Any] | None = None,
+            pad_masks: Mapping[int, Any] | None = None, deterministic: bool = False,
+            own_mask: Any = None, noise: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sample (or take the mean of) every own unit's action, without gradients.
+
+        Actions are the raw Gaussian draws, not clipped (the environment clips), and
+        their log-probabilities are those of the drawn values, so they match
+        :meth:`evaluate_actions` on the same actions.
+
+        Args:
+            tokens: the acting echelon's tokens ``(B, N, token_dim)``; the actions are
+                theirs.
+            pad_mask: ``(B, N)`` bool, True at padding (None: no padding).
+            echelon: the acting echelon (``ECHELON_*``), or one per battle (``(B,)`` long;
+                not with ``tokens_per_echelon``).
+            card: a :class:`ScenarioCard` for every battle, or a list of one per battle.
+            card_vec: encoded card(s), ``(CARD_DIM,)`` or ``(B, CARD_DIM)``; not with
+                ``card``. Without either, the adapter is left out (the identity).
+            tokens_per_echelon: the other echelons' tokens, echelon -> ``(B, N_e,
+                token_dim)``; their pooled vectors join the acting echelon's in the
+                cross-echelon transformer.
+            pad_masks: their padding masks, echelon -> ``(B, N_e)`` bool (missing: none).
+            deterministic: return the means instead of samples.
+            own_mask: ``(B, N)`` bool, True at the acting side's units (default: every
+                non-padded token); it must not mark padding.
+            noise: standard normal draws ``(B, N, action_dim)`` to sample with
+                (``mean + std * noise``) instead of torch's generator.
+
+        Returns:
+            ``(actions (B, N, action_dim), log_probs (B, N))``, log-probabilities summed
+            over action dimensions; both zero where the token is not own.
+
+        Raises:
+            ValueError, TypeError: for a wrong shape, dtype or value, or an invalid
+            echelon or card.
+        """
+        deterministic = check_bool("deterministic", deterministic)
+        with torch.no_grad():
+            inputs = self._inputs(tokens, pad_mask, echelon, card, card_vec,
+                                  tokens_per_echelon, pad_masks)
+            own = self._own(own_mask, inputs.pad_mask)
+            mean = self._means(*self._features(inputs))
+            return self._sample(mean, own, deterministic, noise)
+
+    def act_and_value(self, tokens: Any, pad_mask: Any = None,
+                      echelon: Any = ECHELON_BATTALION,
+                      card: ScenarioCard | Sequence[ScenarioCard] | None = None,
+                      card_vec: Any = None, tokens_per_echelon: Mapping[int, Any] | None = None,
+                      pad_masks: Mapping[int, Any] | None = None, deterministic: bool = False,
+                      own_mask: Any = None, noise: Any = None,
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:meth:`act` and :meth:`get_value` from one forward pass (a rollout needs both).
+
+        Returns:
+            ``(actions (B, N, action_dim), log_probs (B, N), values (B,))``.
+
+        Raises:
+            ValueError, TypeError: as :meth:`act`.
+        """
+        deterministic = check_bool("deterministic", deterministic)
+        with torch.no_grad():
+            inputs = self._inputs(tokens, pad_mask, echelon, card, card_vec,
+                                  tokens_per_echelon, pad_masks)
+            own = self._own(own_mask, inputs.pad_mask)
+            per_token, fused = self._features(inputs)
+            actions, log_probs = self._sample(self._means(per_token, fused), own,
+                                              deterministic, noise)
+            return actions, log_probs, self._value(fused)
+
+    def _sample(self, mean: torch.Tensor, own: torch.Tensor, deterministic: bool,
+                noise: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """Actions drawn around ``mean`` (or ``mean`` itself) and their log-probabilities,
+        zero where the token is not own."""
+        dist = Normal(mean, self.log_std.exp().expand_as(mean))
+        if deterministic:
+            actions = mean
+        elif noise is None:
+            actions = dist.sample()
+        else:
+            noise_t = _as_float("noise", noise, self.device)
+            if noise_t.shape != mean.shape:
+                raise ValueError(f"noise has shape {tuple(noise_t.shape)}: expected "
+                                 f"{tuple(mean.shape)}, one draw per token and action")
+            actions = mean + dist.stddev * noise_t
+        log_probs = dist.log_prob(actions).sum(-1)
+        not_own = ~own
+        return actions.masked_fill(not_own[..., None], 0.0), log_probs.masked_fill(not_own, 0.0)
+
+    def get_value(self, tokens: Any, pad_mask: Any = None, echelon: Any = ECHELON_BATTALION,
+                  card: ScenarioCard | Sequence[ScenarioCard] | None = None,
+                  card_vec: Any = None, tokens_per_echelon: Mapping[int, Any] | None = None,
+                  pad_masks: Mapping[int, Any] | None = None) -> torch.Tensor:
+        """Each battle's value, ``(B,)``, without gradients (arguments as in :meth:`act`).
+
+        Raises:
+            ValueError, TypeError: as :meth:`act`.
+        """
+        with torch.no_grad():
+            inputs = self._inputs(tokens, pad_mask, echelon, card, card_vec,
+                                  tokens_per_echelon, pad_masks)
+            return self._value(self._features(inputs)[1])
+
+    def evaluate_actions(self, tokens: Any, actions: Any, pad_mask: Any = None,
+                         echelon: Any = ECHELON_BATTALION,
+                         card: ScenarioCard | Sequence[ScenarioCard] | None = None,
+                         card_vec: Any = None, own_mask: Any = None,
+                         tokens_per_echelon: Mapping[int, Any] | None = None,
+                         pad_masks: Mapping[int, Any] | None = None,
+                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Log-probabilities, entropies and values for a PPO update, with gradients.
+
+        Args:
+            tokens, pad_mask, echelon, card, card_vec, own_mask, tokens_per_echelon,
+                pad_masks: as in :meth:`act`.
+            actions: the actions taken, ``(B, N, action_dim)`` (entries of tokens that
+                are not own are ignored).
+
+        Returns:
+            ``(log_prob (B, N), entropy (B, N), value (B,))``; log-probability and
+            entropy are summed over action dimensions and zero where the token is not
+            own.
+
+        Raises:
+            ValueError, TypeError: as :meth:`act`, or for actions of the wrong shape.
+        """
+        inputs = self._inputs(tokens, pad_mask, echelon, card, card_vec, tokens_per_echelon,
+                              pad_masks)
+        own = self._own(own_mask, inputs.pad_mask)
+        actions_t = _as_float("actions", actions, self.device)
+        expected = (*inputs.tokens.shape[:2], self.action_dim)
+        if tuple(actions_t.shape) != expected:
+            raise ValueError(f"actions has shape {tuple(actions_t.shape)}: expected {expected}")
+        per_token, fused = self._features(inputs)
+        mean = self._means(per_token, fused)
+        dist = Normal(mean, self.log_std.exp().expand_as(mean))
+        not_own = ~own
+        log_prob = dist.log_prob(actions_t).sum(-1).masked_fill(not_own, 0.0)
+        entropy = dist.entropy().sum(-1).masked_fill(not_own, 0.0)
+        return log_prob, entropy, self._value(fused)
+
+    def finetune_loss(self, batch: Mapping[str, Any]) -> torch.Tensor:
+        """Mean squared error between the action means and target actions over own tokens.
+
+        Args:
+            batch: ``tokens`` and ``actions`` (``(B, N, action_dim)`` targets), and
+                optionally ``pad_mask``, ``own_mask``, ``echelon`` and ``card_vec`` (as
+                in :meth:`act`).
+
+        Returns:
+            A scalar with gradients (0 when no token is own).
+
+        Raises:
+            ValueError, TypeError: for a missing or unknown key, or as :meth:`act`.
+        """
+        if not isinstance(batch, Mapping):
+            raise TypeError(f"batch={short_repr(batch)} is invalid: expected a dict")
+        allowed = {"tokens", "actions", "pad_mask", "own_mask", "echelon", "card_vec"}
+        missing = sorted({"tokens", "actions"} - set(batch))
+        unknown = sorted(map(str, set(batch) - allowed))
+        if missing or unknown:
+            raise ValueError(f"batch has keys {sorted(map(str, batch))}: expected 'tokens' and "
+                             f"'actions', and optionally {sorted(allowed - {'tokens', 'actions'})}"
+                             f" (missing {missing}, unknown {unknown})")
+        inputs = self._inputs(batch["tokens"], batch.get("pad_mask"),
+                              batch.get("echelon", ECHELON_BATTALION), None,
+                              batch.get("card_vec"), None, None)
+        own = self._own(batch.get("own_mask"), inputs.pad_mask)
+        targets = _as_float("actions", batch["actions"], self.device)
+        expected = (*inputs.tokens.shape[:2], self.action_dim)
+        if tuple(targets.shape) != expected:
+            raise ValueError(f"actions has shape {tuple(targets.shape)}: expected {expected}")
+        mean = self._means(*self._features(inputs))
+        squared = ((mean - targets) ** 2).sum(-1).masked_fill(~own, 0.0)
+        return squared.sum() / (own.sum().clamp(min=1) * self.action_dim)
+
+    # ----------------------------------------------------------------- files
+
+    def save_checkpoint(self, path: str | os.PathLike) -> Path:
+        """Write the policy to ``path`` atomically as ``{"config": kwargs, "state_dict"}``
+        (tensors on the CPU; folders are created).
+
+        Returns:
+            The path written.
+        """
+        path = Path(path)
+        state = {key: value.detach().cpu() for key, value in self.state_dict().items()}
+        buffer = io.BytesIO()
+        torch.save({"config": self.kwargs, "state_dict": state}, buffer)
+        atomic_write_bytes(path, buffer.getvalue())
+        return path
+
+    @classmethod
+    def load_checkpoint(cls, path: str | os.PathLike, **overrides: Any) -> WFM1Policy:
+        """Rebuild a policy written by :meth:`save_checkpoint`, on the CPU, in eval mode.
+
+        Only tensors and plain values are read (``torch.load(weights_only=True)``).
+
+        Args:
+            path: the checkpoint file.
+            **overrides: constructor arguments that replace the saved ones (e.g.
+                ``dropout=0.1``); the weights must still fit.
+
+        Raises:
+            FileNotFoundError: if ``path`` does not exist.
+            UntrustedCheckpointError: if it holds pickled objects (a ``ValueError``).
+            ValueError: if it is not a WFM-1 checkpoint (unreadable, missing keys,
+                values of the wrong type, invalid arguments, a network larger than its
+                weights, or weights that do not fit it).
+        """
+        what = f"WFM-1 checkpoint {Path(path)}"
+        data = load_weights(path, "WFM-1 checkpoint")
+        if not isinstance(data, dict) or any(key not in data for key in CHECKPOINT_KEYS):
+            found = sorted(map(str, data)) if isinstance(data, dict) else type(data).__name__
+            raise ValueError(f"{what} is not a WFM-1 checkpoint: expected the keys "
+                             f"{list(CHECKPOINT_KEYS)}, found {found}")
+        config, state_dict = data["config"], data["state_dict"]
+        if not isinstance(config, dict) or not all(isinstance(k, str) for k in config):
+            raise ValueError(f"{what} has config of type {type(config).__name__}: expected a "
+                             "dict of constructor arguments")
+        if not isinstance(state_dict, dict) or not all(
+                isinstance(k, str) and isinstance(v, torch.Tensor)
+                for k, v in state_dict.items()):
+            raise ValueError(f"{what} has a state_dict that is not a dict of named tensors")
+        config = {**config, **overrides}
+        try:
+            with torch.device("meta"):  # checks the arguments, allocating nothing
+                cls(**config)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{what} holds invalid WFM1Policy arguments {config}: {error}") \
+                from None
+        # A file must not make us allocate a network larger than the weights it holds.
+        check_module_size(lambda: cls(**config), state_dict, what)
+        policy = cls(**config)
+        try:
+            policy.load_state_dict(state_dict, strict=True)
+        except RuntimeError as error:
+            raise ValueError(f"{what} holds weights that do not fit its WFM1Policy arguments "
+                             f"{config}: {error}") from None
+        return policy.eval()

@@ -1,0 +1,453 @@
+"""WFM-1: shapes, padding and order invariance, the FiLM adapter, sampling, files, checks."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from envs.entity_tokens import ENTITY_TOKEN_DIM, TOKEN
+from models.wfm1 import (
+    CARD_DIM,
+    ECHELON_BRIGADE,
+    ECHELON_CORPS,
+    ECHELON_DIVISION,
+    GIS_SALAMANCA,
+    N_ECHELONS,
+    WEATHER_FOG,
+    WEATHER_SNOW,
+    CrossEchelonTransformer,
+    EchelonEncoder,
+    ScenarioCard,
+    WFM1Policy,
+)
+from storage.files import UntrustedCheckpointError
+
+ACT = 3
+SMALL = dict(d_model=32, n_heads=4, n_echelon_layers=2, n_cross_layers=1,
+             actor_hidden_sizes=(48, 24), critic_hidden_sizes=(48, 24), card_hidden_size=16)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def make(**changes) -> WFM1Policy:
+    torch.manual_seed(0)
+    return WFM1Policy(**{**SMALL, **changes})
+
+
+def tokens(batch: int, n: int, seed: int = 1) -> torch.Tensor:
+    """Random tokens with positions in [0, 1] (the rest of the features need not be valid)."""
+    generator = torch.Generator().manual_seed(seed)
+    rows = torch.randn(batch, n, ENTITY_TOKEN_DIM, generator=generator)
+    rows[..., TOKEN["x"]] = torch.rand(batch, n, generator=generator)
+    rows[..., TOKEN["y"]] = torch.rand(batch, n, generator=generator)
+    return rows
+
+
+def padding(batch: int, n: int, lengths: list[int]) -> torch.Tensor:
+    """A pad mask with ``lengths[b]`` real tokens at the front of row ``b``."""
+    return torch.arange(n)[None, :] >= torch.tensor(lengths)[:, None]
+
+
+def means(policy: WFM1Policy, *args, **kwargs) -> torch.Tensor:
+    return policy.act(*args, deterministic=True, **kwargs)[0]
+
+
+def tweaked_card() -> ScenarioCard:
+    return ScenarioCard(map_scale=0.8, echelon_level=ECHELON_BRIGADE, weather_code=WEATHER_FOG,
+                        n_blue_units=12, n_red_units=20, terrain_type=GIS_SALAMANCA,
+                        cavalry_fraction=0.25, artillery_fraction=0.125, supply_pressure=0.5,
+                        time_of_day=0.75)
+
+
+# ----------------------------------------------------------------------------- shapes
+
+
+@pytest.mark.parametrize("n", [1, 8, 33])
+@pytest.mark.parametrize("batch", [1, 4])
+def test_shapes_for_any_number_of_tokens_and_battles(n, batch):
+    policy = make()
+    rows, mask = tokens(batch, n), padding(batch, n, [max(n - b, 1) for b in range(batch)])
+    actions, log_probs = policy.act(rows, mask)
+    assert actions.shape == (batch, n, ACT) and log_probs.shape == (batch, n)
+    assert policy.get_value(rows, mask).shape == (batch,)
+    log_prob, entropy, value = policy.evaluate_actions(rows, actions, mask)
+    assert log_prob.shape == entropy.shape == (batch, n) and value.shape == (batch,)
+    assert log_prob.requires_grad and value.requires_grad
+    per_token, pooled = policy.encoder.encode(rows, 0, mask)
+    assert per_token.shape == (batch, n, 32) and pooled.shape == (batch, 32)
+
+
+def test_defaults_use_the_entity_token_and_about_1_4_million_parameters():
+    policy = WFM1Policy()
+    assert policy.token_dim == ENTITY_TOKEN_DIM and CARD_DIM == 16
+    assert 1_300_000 < policy.n_parameters() < 1_500_000
+    adapter = sum(p.numel() for p in policy.adapter_parameters())
+    base = sum(p.numel() for p in policy.base_parameters())
+    assert adapter + base == policy.n_parameters() and adapter > 0
+    rebuilt = WFM1Policy(**policy.kwargs)
+    assert rebuilt.n_parameters() == policy.n_parameters()
+    assert policy.kwargs["actor_hidden_sizes"] == [256, 128]
+
+
+# ----------------------------------------------------------------------------- invariances
+
+
+def test_padded_tokens_change_nothing_else():
+    policy = make().eval()
+    rows, mask = tokens(3, 10), padding(3, 10, [10, 6, 2])
+    before_actions = means(policy, rows, mask)
+    before_value = policy.get_value(rows, mask)
+    changed = rows.clone()
+    changed[mask] = torch.randn(int(mask.sum()), ENTITY_TOKEN_DIM) * 50
+    after_actions = means(policy, changed, mask)
+    torch.testing.assert_close(after_actions, before_actions, rtol=0, atol=1e-6)
+    torch.testing.assert_close(policy.get_value(changed, mask), before_value, rtol=0, atol=1e-6)
+    assert torch.all(after_actions[mask] == 0)  # padding has no action
+
+
+def test_permuting_tokens_permutes_actions_and_keeps_the_value():
+    policy = make()
+    rows, mask = tokens(2, 12), padding(2, 12, [12, 9])
+    order = torch.cat((torch.randperm(9, generator=torch.Generator().manual_seed(3)),
+                       torch.arange(9, 12)))
+    actions = means(policy, rows, mask)
+    permuted = means(policy, rows[:, order], mask[:, order])
+    torch.testing.assert_close(permuted, actions[:, order], rtol=0, atol=1e-5)
+    torch.testing.assert_close(policy.get_value(rows[:, order], mask[:, order]),
+                               policy.get_value(rows, mask), rtol=0, atol=1e-5)
+
+
+def test_a_fully_padded_row_gives_finite_zeros():
+    policy = make()
+    rows, mask = tokens(3, 5), padding(3, 5, [5, 0, 2])
+    actions, log_probs = policy.act(rows, mask)
+    assert torch.all(actions[1] == 0) and torch.all(log_probs[1] == 0)
+    assert torch.isfinite(actions).all() and torch.isfinite(policy.get_value(rows, mask)).all()
+    per_token, pooled = policy.encoder.encode(rows, 0, mask)
+    assert torch.all(per_token[1] == 0) and torch.all(pooled[1] == 0)
+    # No NaN reaches the gradients either.
+    log_prob, entropy, value = policy.evaluate_actions(rows, actions, mask)
+    (log_prob.sum() + entropy.sum() + value.sum()).backward()
+    assert all(torch.isfinite(p.grad).all() for p in policy.parameters() if p.grad is not None)
+    # A batch of empty rows alone.
+    empty = torch.ones(2, 4, dtype=torch.bool)
+    assert torch.all(policy.act(tokens(2, 4), empty)[0] == 0)
+    assert torch.isfinite(policy.get_value(tokens(2, 4), empty)).all()
+
+
+# ----------------------------------------------------------------------------- the adapter
+
+
+def test_the_card_adapter_is_the_identity_at_initialisation():
+    policy = make()
+    rows, mask = tokens(2, 6), padding(2, 6, [6, 4])
+    plain = means(policy, rows, mask)
+    with_card = means(policy, rows, mask, card=tweaked_card())
+    with_vectors = means(policy, rows, mask, card_vec=torch.rand(2, CARD_DIM))
+    assert torch.equal(with_card, plain) and torch.equal(with_vectors, plain)
+    assert torch.equal(policy.get_value(rows, mask, card=[tweaked_card(), ScenarioCard()]),
+                       policy.get_value(rows, mask))
+
+
+def test_a_step_on_the_adapter_alone_changes_outputs_with_a_card():
+    policy = make()
+    rows, mask = tokens(2, 6), padding(2, 6, [6, 4])
+    card = tweaked_card()
+    base_before = [p.detach().clone() for p in policy.base_parameters()]
+    before = means(policy, rows, mask, card=card)
+    optimiser = torch.optim.Adam(policy.adapter_parameters(), lr=1e-2)
+    log_prob, _, value = policy.evaluate_actions(rows, torch.ones(2, 6, ACT), mask, card=card)
+    (-log_prob.sum() + value.pow(2).sum()).backward()
+    optimiser.step()
+    assert not torch.allclose(means(policy, rows, mask, card=card), before)
+    assert torch.equal(means(policy, rows, mask), means(policy, rows, mask))
+    assert all(torch.equal(p, q) for p, q in zip(policy.base_parameters(), base_before,
+                                                 strict=True))
+
+
+def test_freeze_base_leaves_only_the_adapter_trainable():
+    policy = make()
+    policy.freeze_base()
+    adapter = {id(p) for p in policy.adapter_parameters()}
+    trainable = {id(p) for p in policy.parameters() if p.requires_grad}
+    assert trainable == adapter
+    policy.unfreeze_base()
+    assert all(p.requires_grad for p in policy.parameters())
+
+
+def test_finetune_loss_is_zero_at_the_means_and_falls_when_the_adapter_trains():
+    policy = make()
+    rows, mask = tokens(4, 8), padding(4, 8, [8, 8, 5, 3])
+    own = mask.clone().logical_not_()
+    own[:, 4:] = False  # the first four tokens are the side's units
+    card_vec = tweaked_card().to_tensor()
+    targets = means(policy, rows, mask, own_mask=own, card_vec=card_vec)
+    batch = dict(tokens=rows, actions=targets, pad_mask=mask, own_mask=own, card_vec=card_vec)
+    assert float(policy.finetune_loss(batch).detach()) == pytest.approx(0.0, abs=1e-12)
+
+    batch["actions"] = targets + torch.tensor([0.3, -0.2, 0.1])
+    policy.freeze_base()
+    optimiser = torch.optim.Adam(policy.adapter_parameters(), lr=3e-2)
+    losses = []
+    for _ in range(15):
+        loss = policy.finetune_loss(batch)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        losses.append(float(loss.detach()))
+    assert losses[-1] < losses[0]
+    with pytest.raises(ValueError, match="actions"):
+        policy.finetune_loss({"tokens": rows})
+
+
+# ----------------------------------------------------------------------------- acting
+
+
+def test_evaluate_actions_matches_the_log_probs_act_drew():
+    policy = make()
+    rows, mask = tokens(3, 7), padding(3, 7, [7, 5, 1])
+    own = ~mask
+    own[0, 3:] = False
+    with torch.no_grad():
+        policy.log_std.fill_(-0.5)
+    for mode in (policy.train, policy.eval):
+        mode()
+        actions, log_probs = policy.act(rows, mask, own_mask=own, card=tweaked_card())
+        log_prob, entropy, _ = policy.evaluate_actions(rows, actions, mask, own_mask=own,
+                                                       card=tweaked_card())
+        torch.testing.assert_close(log_prob.detach(), log_probs, rtol=0, atol=1e-5)
+        assert torch.all(log_probs[~own] == 0) and torch.all(actions[~own] == 0)
+        assert torch.all(entropy[~own] == 0) and torch.all(entropy[own] > 0)
+
+
+def test_deterministic_actions_are_the_means_and_noise_is_used_as_given():
+    policy = make()
+    rows, mask = tokens(2, 5), padding(2, 5, [5, 3])
+    with torch.no_grad():
+        mean, _ = policy(rows, mask)
+        policy.log_std.copy_(torch.tensor([-1.0, 0.0, 0.5]))
+    mean = mean.masked_fill(mask[..., None], 0.0)
+    torch.testing.assert_close(means(policy, rows, mask), mean)
+    noise = torch.randn(2, 5, ACT)
+    drawn, _ = policy.act(rows, mask, noise=noise)
+    expected = (mean + policy.log_std.exp().detach() * noise).masked_fill(mask[..., None], 0.0)
+    torch.testing.assert_close(drawn, expected)
+    assert torch.equal(policy.act(rows, mask, noise=noise)[0], drawn)
+    actions, log_probs, values = policy.act_and_value(rows, mask, noise=noise)
+    assert torch.equal(actions, drawn)
+    assert torch.equal(log_probs, policy.act(rows, mask, noise=noise)[1])
+    assert torch.equal(values, policy.get_value(rows, mask))
+    with pytest.raises(ValueError, match="noise"):
+        policy.act(rows, mask, noise=torch.randn(2, 5, 2))
+
+
+def test_several_echelons_fuse_in_the_cross_echelon_transformer():
+    policy = make()
+    battalions, mask = tokens(2, 9), padding(2, 9, [9, 4])
+    brigades = tokens(2, 3, seed=5)
+    brigade_mask = padding(2, 3, [3, 2])
+    given = dict(tokens_per_echelon={ECHELON_BRIGADE: brigades},
+                 pad_masks={ECHELON_BRIGADE: brigade_mask})
+    actions, log_probs = policy.act(battalions, mask, **given)
+    assert actions.shape == (2, 9, ACT) and log_probs.shape == (2, 9)
+    value = policy.get_value(battalions, mask, **given)
+    assert value.shape == (2,)
+    assert not torch.allclose(value, policy.get_value(battalions, mask))
+    moved = dict(given, tokens_per_echelon={ECHELON_BRIGADE: brigades + 1.0})
+    assert not torch.allclose(policy.get_value(battalions, mask, **moved), value)
+    log_prob, _, _ = policy.evaluate_actions(battalions, actions, mask, **given)
+    torch.testing.assert_close(log_prob.detach(), log_probs, rtol=0, atol=1e-5)
+    three = {ECHELON_BRIGADE: brigades, ECHELON_DIVISION: tokens(2, 2, seed=6)}
+    assert policy.get_value(battalions, mask, tokens_per_echelon=three).shape == (2,)
+    with pytest.raises(ValueError, match="acting echelon"):
+        policy.act(battalions, mask, tokens_per_echelon={0: brigades})
+    with pytest.raises(ValueError, match="rows"):
+        policy.act(battalions, mask, tokens_per_echelon={ECHELON_BRIGADE: tokens(3, 3)})
+
+
+@pytest.mark.parametrize("share", [True, False])
+def test_per_battle_echelons_match_one_echelon_at_a_time(share):
+    policy = make(share_echelon_encoders=share)
+    assert hasattr(policy, "encoder") == share
+    assert share or len(policy.encoders) == N_ECHELONS
+    rows, mask = tokens(4, 6), padding(4, 6, [6, 5, 4, 3])
+    echelons = torch.tensor([0, ECHELON_CORPS, 0, ECHELON_BRIGADE])
+    mixed = means(policy, rows, mask, echelon=echelons)
+    values = policy.get_value(rows, mask, echelon=echelons)
+    for b, level in enumerate(echelons.tolist()):
+        alone = means(policy, rows[b:b + 1], mask[b:b + 1], echelon=level)
+        torch.testing.assert_close(mixed[b:b + 1], alone, rtol=0, atol=1e-5)
+        torch.testing.assert_close(values[b:b + 1],
+                                   policy.get_value(rows[b:b + 1], mask[b:b + 1], echelon=level),
+                                   rtol=0, atol=1e-5)
+    assert not torch.allclose(means(policy, rows, mask, echelon=0),
+                              means(policy, rows, mask, echelon=ECHELON_CORPS))
+
+
+# ----------------------------------------------------------------------------- files
+
+
+class Plain:
+    """Any Python object: unpickling one could run code, so files holding one are refused."""
+
+
+def test_checkpoints_round_trip_and_take_overrides(tmp_path):
+    policy = make(share_echelon_encoders=False)
+    with torch.no_grad():
+        policy.card_encoder.gamma.bias.add_(0.5)
+    rows, mask = tokens(2, 7), padding(2, 7, [7, 3])
+    path = policy.save_checkpoint(tmp_path / "sub" / "wfm1.pt")
+    assert path.is_file() and not list(path.parent.glob("*.tmp"))
+    loaded = WFM1Policy.load_checkpoint(path)
+    assert loaded.kwargs == policy.kwargs and not loaded.training
+    policy.eval()
+    card = tweaked_card()
+    assert torch.equal(means(loaded, rows, mask, card=card), means(policy, rows, mask, card=card))
+    assert torch.equal(loaded.get_value(rows, mask, echelon=2),
+                       policy.get_value(rows, mask, echelon=2))
+    assert WFM1Policy.load_checkpoint(path, dropout=0.1).kwargs["dropout"] == 0.1
+    with pytest.raises(ValueError, match="asks for a network of"):
+        WFM1Policy.load_checkpoint(path, action_dim=4)
+    with pytest.raises(ValueError, match="do not fit"):
+        WFM1Policy.load_checkpoint(path, action_dim=2)
+    with pytest.raises(ValueError, match="invalid WFM1Policy arguments"):
+        WFM1Policy.load_checkpoint(path, n_layers=3)
+
+
+def test_load_checkpoint_refuses_pickled_objects_and_missing_or_wrong_keys(tmp_path):
+    policy = make()
+    state = policy.state_dict()
+    pickled = tmp_path / "pickled.pt"
+    torch.save({"config": policy.kwargs, "state_dict": state, "extra": Plain()}, pickled)
+    with pytest.raises(UntrustedCheckpointError):
+        WFM1Policy.load_checkpoint(pickled)
+    missing = tmp_path / "missing.pt"
+    torch.save({"state_dict": state}, missing)
+    with pytest.raises(ValueError, match="config"):
+        WFM1Policy.load_checkpoint(missing)
+    wrong = tmp_path / "wrong.pt"
+    torch.save({"config": [1, 2], "state_dict": state}, wrong)
+    with pytest.raises(ValueError, match="config"):
+        WFM1Policy.load_checkpoint(wrong)
+    not_tensors = tmp_path / "not_tensors.pt"
+    torch.save({"config": policy.kwargs, "state_dict": {"log_std": [0.0]}}, not_tensors)
+    with pytest.raises(ValueError, match="state_dict"):
+        WFM1Policy.load_checkpoint(not_tensors)
+    bad_config = tmp_path / "bad_config.pt"
+    torch.save({"config": {**policy.kwargs, "n_heads": 5}, "state_dict": state}, bad_config)
+    with pytest.raises(ValueError, match="invalid WFM1Policy arguments"):
+        WFM1Policy.load_checkpoint(bad_config)
+    with pytest.raises(FileNotFoundError):
+        WFM1Policy.load_checkpoint(tmp_path / "nowhere.pt")
+
+
+# ----------------------------------------------------------------------------- the card
+
+
+def test_scenario_card_layout():
+    vector = tweaked_card().to_tensor()
+    assert vector.dtype == torch.float32 and vector.shape == (CARD_DIM,)
+    expected = [0.8, 0, 1, 0, 0, 0, 0, 1, 0, 12 / 64, 20 / 64, 1.0,
+                0.25, 0.125, 0.5, 0.75]
+    torch.testing.assert_close(vector, torch.tensor(expected))
+    default = ScenarioCard().to_tensor()
+    torch.testing.assert_close(default, torch.tensor(
+        [0.5, 1, 0, 0, 0, 1, 0, 0, 0, 0.125, 0.125, 0.0, 0, 0, 0, 0.5]))
+
+
+def test_scenario_card_clamps_codes_and_fractions_changed_after_construction():
+    card = ScenarioCard()
+    card.echelon_level, card.weather_code, card.terrain_type = 9, -2, 7
+    card.cavalry_fraction, card.time_of_day = 1.5, -0.5
+    vector = card.to_tensor()
+    assert vector[1 + ECHELON_CORPS] == 1 and vector[1:5].sum() == 1
+    assert vector[5] == 1 and vector[5:9].sum() == 1  # clear weather
+    assert vector[11] == 1.0 and vector[12] == 1.0 and vector[15] == 0.0
+    assert vector[5 + WEATHER_SNOW] == 0
+
+
+@pytest.mark.parametrize("field, value", [
+    ("max_units", 0), ("max_units", 2.5), ("cavalry_fraction", 1.2),
+    ("artillery_fraction", -0.1), ("supply_pressure", float("nan")), ("time_of_day", 2),
+    ("echelon_level", 4), ("weather_code", -1), ("terrain_type", 5), ("n_blue_units", -1),
+    ("map_scale", float("inf")), ("echelon_level", 1.0),
+])
+def test_scenario_card_refuses_invalid_fields(field, value):
+    with pytest.raises(ValueError, match=field):
+        ScenarioCard(**{field: value})
+    assert dataclasses.fields(ScenarioCard)[-1].name == "max_units"
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+@pytest.mark.parametrize("changes, name", [
+    (dict(d_model=30, n_heads=4), "d_model"), (dict(n_heads=0), "n_heads"),
+    (dict(n_echelon_layers=0), "n_echelon_layers"), (dict(action_dim=0), "action_dim"),
+    (dict(actor_hidden_sizes=()), "actor_hidden_sizes"),
+    (dict(critic_hidden_sizes=(8, -1)), "critic_hidden_sizes"), (dict(dropout=1.0), "dropout"),
+    (dict(share_echelon_encoders="yes"), "share_echelon_encoders"),
+    (dict(token_dim=3), "token_dim"), (dict(card_hidden_size=0), "card_hidden_size"),
+])
+def test_invalid_constructor_arguments_are_named(changes, name):
+    with pytest.raises(ValueError, match=name):
+        make(**changes)
+
+
+def test_invalid_inputs_are_named():
+    policy = make()
+    rows, mask = tokens(2, 4), padding(2, 4, [4, 2])
+    for echelon in (N_ECHELONS, -1, torch.tensor([0, 4])):
+        with pytest.raises(ValueError, match="echelon"):
+            policy.act(rows, mask, echelon=echelon)
+    with pytest.raises(ValueError, match="echelon"):
+        policy.encoder.encode(rows, 7, mask)
+    with pytest.raises(ValueError, match="echelon"):
+        policy.encoder(rows, torch.tensor([1, 5]), mask)
+    with pytest.raises(ValueError, match=f"expected \\(batch >= 1, n_tokens >= 1, "
+                                         f"{ENTITY_TOKEN_DIM}\\)"):
+        policy.act(tokens(2, 4)[..., :16], mask)
+    with pytest.raises(ValueError, match="tokens"):
+        policy.get_value(rows[0], mask)
+    with pytest.raises(ValueError, match="pad_mask"):
+        policy.act(rows, mask[:, :3])
+    with pytest.raises(TypeError, match="pad_mask"):
+        policy.act(rows, mask.long())
+    with pytest.raises(ValueError, match="own_mask"):
+        policy.act(rows, mask, own_mask=torch.ones(2, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="actions"):
+        policy.evaluate_actions(rows, torch.zeros(2, 4, 2), mask)
+    with pytest.raises(ValueError, match="non-finite"):
+        policy.act(torch.full((2, 4, ENTITY_TOKEN_DIM), float("nan")), mask)
+    with pytest.raises(ValueError, match="card"):
+        policy.act(rows, mask, card=ScenarioCard(), card_vec=torch.zeros(CARD_DIM))
+    with pytest.raises(ValueError, match="card_vec"):
+        policy.act(rows, mask, card_vec=torch.zeros(3, CARD_DIM))
+    with pytest.raises(ValueError, match="card"):
+        policy.act(rows, mask, card=[ScenarioCard()] * 3)
+    with pytest.raises(TypeError, match="card"):
+        policy.act(rows, mask, card="clear")
+
+
+def test_the_encoder_and_cross_transformer_alone():
+    torch.manual_seed(0)
+    encoder = EchelonEncoder(d_model=16, n_heads=2, n_layers=1, use_spatial_pe=False,
+                             use_echelon_embedding=False)
+    assert not hasattr(encoder, "echelon_embedding") and not hasattr(encoder, "frequencies")
+    assert torch.equal(encoder.out_proj.weight, torch.eye(16))
+    pooled = encoder(tokens(3, 5), torch.tensor([0, 1, 3]))
+    assert pooled.shape == (3, 16)
+    cross = CrossEchelonTransformer(d_model=16, n_heads=2, n_layers=1)
+    assert cross(torch.randn(3, 2, 16)).shape == (3, 16)
+    with pytest.raises(ValueError, match="at most"):
+        cross(torch.randn(3, 5, 16))
+    with pytest.raises(ValueError, match="d_model"):
+        EchelonEncoder(d_model=10, n_heads=4)

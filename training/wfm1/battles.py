@@ -1,0 +1,128 @@
+"""Battles of many scenarios stepped as one batch for WFM-1: tokens in, orders out.
+
+:class:`ScenarioBattles` holds a batch of battles for each of its scenarios
+(:class:`~training.wfm1.scenarios.WFMScenario`, each a
+:class:`~envs.multi_battalion_batch.MultiBattalionBatch` of its own size and ground) and
+presents them as one: Blue's entity tokens of every battle padded to one token count
+(:func:`envs.entity_tokens.entity_tokens`), each battle's scenario card, and a
+:meth:`~ScenarioBattles.step` that takes one order per token. Blue's units move and fire
+as the generalist orders; their formations follow the combined-arms drill (the
+doctrine's formation orders: column to march, line to fight, square against horse),
+since the generalist's action has no formation channel. Red is the combined-arms
+doctrine (:class:`~envs.arms_doctrine.CombinedArmsDoctrine`). A finished battle starts
+its next episode at once; the step reports what ended.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from envs.arms_doctrine import CombinedArmsDoctrine
+from envs.entity_tokens import EntityView, entity_tokens
+from envs.multi_battalion_batch import BLUE
+from envs.observation import ROTATE_SIGN
+from envs.sim.constants import ACTION_DIM
+from training.wfm1.scenarios import WFMScenario
+
+F32 = np.float32
+
+
+@dataclass(frozen=True)
+class BattlesStep:
+    """What one step of every battle did, (B,) arrays over all scenarios' battles."""
+
+    reward: np.ndarray
+    """Blue's team reward."""
+    done: np.ndarray
+    """Battles that ended (a new episode has begun in each)."""
+    truncated: np.ndarray
+    """Of those, battles cut off at ``max_steps`` undecided."""
+    winner: np.ndarray
+    """int8: 0 Blue won, 1 Red won, -1 no winner (yet, or a draw)."""
+
+
+class ScenarioBattles:
+    """``battles_per_scenario`` battles of each of ``scenarios`` (module docstring).
+
+    Args:
+        scenarios: the settings, one batch each.
+        battles_per_scenario: battles of each.
+        max_steps: steps after which a battle is a draw.
+        seed: battle ``i`` of scenario ``k`` starts from seed ``seed + k * battles + i``,
+            or from the scenario's own seed when ``seed`` is None (every battle of the
+            scenario then differs only by its episode chain).
+
+    Raises:
+        ValueError: for no scenario or fewer than one battle each.
+    """
+
+    def __init__(self, scenarios: list[WFMScenario], battles_per_scenario: int,
+                 max_steps: int, seed: int | None = 0) -> None:
+        if not scenarios:
+            raise ValueError("scenarios=[] is invalid: expected at least one WFMScenario")
+        if not isinstance(battles_per_scenario, int) or battles_per_scenario < 1:
+            raise ValueError(f"battles_per_scenario={battles_per_scenario!r} is invalid: "
+                             "expected an integer >= 1")
+        self.scenarios = list(scenarios)
+        self.per = n = battles_per_scenario
+        self.batches = []
+        for k, scenario in enumerate(self.scenarios):
+            batch = scenario.battles(n, max_steps)
+            base = scenario.seed if seed is None else seed + k * n
+            batch.reset(np.arange(n), [base + i for i in range(n)], np.zeros(n, np.int64))
+            self.batches.append(batch)
+        self.doctrines = [CombinedArmsDoctrine(b.config) for b in self.batches]
+        self.n_battles = n * len(self.scenarios)
+        self.n_tokens = max(b.n_units for b in self.batches)
+        self.cards = np.stack([np.repeat(s.card().to_tensor().numpy()[None], n, axis=0)
+                               for s in self.scenarios]).reshape(self.n_battles, -1)
+        """(B, CARD_DIM) each battle's scenario card."""
+        self.view: EntityView | None = None
+
+    def observe(self) -> EntityView:
+        """Blue's tokens of every battle, padded to :attr:`n_tokens` (kept as :attr:`view`
+        for the next :meth:`step`)."""
+        views = [entity_tokens(batch, BLUE, self.n_tokens) for batch in self.batches]
+        self.view = EntityView(*(np.concatenate([getattr(v, f) for v in views])
+                                 for f in ("tokens", "pad_mask", "own_mask", "unit")))
+        return self.view
+
+    def step(self, actions: np.ndarray) -> BattlesStep:
+        """Step every battle once with ``actions`` (B, n_tokens, 3): the order of the
+        unit of each own token of the last :meth:`observe`.
+
+        Raises:
+            RuntimeError: before :meth:`observe`.
+            ValueError: for actions of another shape.
+        """
+        if self.view is None:
+            raise RuntimeError("step() called before observe(): the actions are per token")
+        actions = np.asarray(actions, F32)
+        if actions.shape != (self.n_battles, self.n_tokens, ACTION_DIM):
+            raise ValueError(f"actions of shape {actions.shape} are invalid: expected "
+                             f"({self.n_battles}, {self.n_tokens}, {ACTION_DIM})")
+        reward = np.zeros(self.n_battles, F32)
+        done = np.zeros(self.n_battles, bool)
+        truncated = np.zeros(self.n_battles, bool)
+        winner = np.full(self.n_battles, -1, np.int8)
+        for k, (batch, doctrine) in enumerate(zip(self.batches, self.doctrines, strict=True)):
+            rows = slice(k * self.per, (k + 1) * self.per)
+            orders, formations = doctrine.orders(batch.state, batch.geometry)
+            orders[..., 1] *= ROTATE_SIGN[batch.team]  # the doctrine's are on the map
+            own = self.view.own_mask[rows]
+            battle, token = np.nonzero(own)
+            orders[battle, self.view.unit[rows][battle, token]] = actions[rows][battle, token]
+            result = batch.step(orders, formations)
+            reward[rows] = result.team_reward.total[BLUE * self.per:(BLUE + 1) * self.per]
+            over = result.battle_over
+            done[rows], winner[rows] = over, result.winner
+            truncated[rows] = over & (result.winner < 0) & result.truncated.any(axis=1)
+            if over.any():
+                batch.next_episode(np.flatnonzero(over))
+        self.view = None
+        return BattlesStep(reward, done, truncated, winner)
+
+
+__all__ = ["BattlesStep", "ScenarioBattles"]

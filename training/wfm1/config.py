@@ -1,0 +1,107 @@
+"""The settings of WFM-1's multi-task training, each declared once.
+
+``configs/wfm1_train.yaml`` is generated from these declarations (a test checks it;
+``python -m training.wfm1.config`` rewrites it). The PPO constants are the seed's
+(REFERENCE §J.3: 512 steps a rollout, minibatches of 256, 4 epochs, learning rate
+3e-4, clip 0.2, value weight 0.5, entropy 0.01, gradients clipped at 0.5, a checkpoint
+every 200 updates in ``checkpoints/wfm1``); the rest says which battles a rollout holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from envs.sim.validation import check_int
+from training.common.setting_groups import PPOSettings, TrackingSettings
+from training.common.settings import (
+    ConfigFile,
+    override,
+    path,
+    positive_int,
+    setting,
+    unit_interval,
+)
+from training.wfm1.scenarios import MAX_SIDE
+
+
+@dataclass
+class WFM1TrainConfig(PPOSettings, TrackingSettings):
+    """WFM-1 trained by PPO over a distribution of scenarios (``configs/wfm1_train.yaml``).
+
+    Each rollout plays ``n_envs`` battles: ``scenarios_per_rollout`` scenarios drawn from
+    :func:`~training.wfm1.scenarios.sample_training_scenario`, ``n_envs /
+    scenarios_per_rollout`` battles of each, new scenarios every ``resample_every``
+    rollouts. Steps count battle steps (every Blue unit acts in each).
+    """
+
+    total_timesteps: int = override(PPOSettings, "total_timesteps", default=10_000_000)
+    n_envs: int = override(PPOSettings, "n_envs", default=64)
+    n_steps: int | None = override(PPOSettings, "n_steps", default=512)
+    batch_size: int | None = override(PPOSettings, "batch_size", default=256)
+    n_epochs: int = override(PPOSettings, "n_epochs", default=4)
+    ent_coef: float = override(PPOSettings, "ent_coef", default=0.01)
+    device: str = override(PPOSettings, "device", default="cpu")
+    wandb_project: str = override(TrackingSettings, "wandb_project", default="wargames-wfm1")
+    wandb_tags: list[str] = override(TrackingSettings, "wandb_tags", default=["wfm1"])
+    log_dir: str = override(TrackingSettings, "log_dir", default="logs/wfm1")
+
+    scenarios_per_rollout: int = setting(
+        8, "Scenarios each rollout plays, n_envs / this battles of each.", positive_int,
+        "scenarios.per_rollout")
+    resample_every: int = setting(
+        1, "Rollouts between draws of new scenarios.", positive_int, "scenarios.resample_every")
+    max_side: int = setting(
+        MAX_SIDE, "Most units a side fields in a training scenario.", positive_int,
+        "scenarios.max_side")
+    gis_share: float = setting(
+        0.25, "Share of training scenarios on a battle site's sector (else procedural).",
+        unit_interval, "scenarios.gis_share")
+    max_steps: int = setting(
+        500, "Steps after which a battle is a draw.", positive_int, "scenarios.max_steps")
+    d_model: int = setting(128, "Width of the token embeddings.", positive_int, "model.d_model")
+    n_heads: int = setting(8, "Attention heads.", positive_int, "model.n_heads")
+    n_echelon_layers: int = setting(4, "Layers of the echelon encoder.", positive_int,
+                                    "model.n_echelon_layers")
+    n_cross_layers: int = setting(2, "Layers of the cross-echelon transformer.", positive_int,
+                                  "model.n_cross_layers")
+    checkpoint_every_updates: int = setting(
+        200, "Updates between checkpoints (wfm1_<steps>_steps.pt and wfm1_latest.pt).",
+        positive_int, "checkpoint.every_updates")
+    checkpoint_dir: str = setting(
+        "checkpoints/wfm1", "Folder of the checkpoints and of wfm1_final.pt.", path,
+        "checkpoint.dir")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_int("max_side", self.max_side, minimum=1, maximum=MAX_SIDE)
+        if self.n_envs % self.scenarios_per_rollout:
+            raise ValueError(f"n_envs={self.n_envs} is invalid: expected a multiple of "
+                             f"scenarios.per_rollout={self.scenarios_per_rollout}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"model.d_model={self.d_model} is invalid: expected a multiple "
+                             f"of model.n_heads={self.n_heads}")
+
+    @property
+    def battles_per_scenario(self) -> int:
+        return self.n_envs // self.scenarios_per_rollout
+
+    def model_kwargs(self) -> dict[str, int]:
+        """The policy's size, for :class:`models.wfm1.WFM1Policy`."""
+        return dict(d_model=self.d_model, n_heads=self.n_heads,
+                    n_echelon_layers=self.n_echelon_layers, n_cross_layers=self.n_cross_layers)
+
+
+CONFIG_FILE = ConfigFile("wfm1_train", (WFM1TrainConfig,), header="""
+WFM-1, one generalist commander over entity tokens, trained by PPO over a distribution of
+scenarios (1v1 to 16v16, all arms, procedural ground and the four battle sites, four
+weathers) against the combined-arms doctrine: the configuration of
+`python -m training.train_wfm1` (Hydra), generated from the declarations in
+training/wfm1/config.py and checked against them: edit those, then run
+`python -m training.wfm1.config`. Override any key on the command line, e.g.
+  python -m training.train_wfm1 training.total_timesteps=2000000 env.num_envs=32
+""")
+
+__all__ = ["CONFIG_FILE", "WFM1TrainConfig"]
+
+if __name__ == "__main__":
+    print(f"wrote {CONFIG_FILE.write()}")

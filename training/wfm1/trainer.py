@@ -1,0 +1,309 @@
+"""WFM-1's multi-task PPO: one generalist over battles of many scenarios at once.
+
+The loop, top to bottom (:meth:`WFM1Trainer.learn`)::
+
+    battles = draw scenarios every resample_every rollouts   # ScenarioBattles
+    rollout = trainer.collect_rollout()      # n_steps of every battle, one order per unit
+    metrics = trainer.learn_from(rollout)    # GAE per battle, clipped PPO per unit
+    log, checkpoint
+
+Every Blue unit of a battle acts from its own token (:class:`models.wfm1.WFM1Policy`);
+the battle's team reward and its value (one per battle, from the fused picture) give
+one advantage per battle, which every unit of the battle shares: the policy loss is
+PPO's clipped surrogate averaged over the units' own probability ratios. A battle that
+ends (decided or cut off at ``max_steps``) ends its return there.
+
+Checkpoints (``wfm1_<steps>_steps.pt``, ``wfm1_latest.pt`` and ``wfm1_final.pt``, written
+atomically, read with ``torch.load(weights_only=True)``) hold the weights, the
+optimiser, the counters and the generators, so a run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from models.wfm1 import WFM1Policy
+from storage.files import atomic_write_bytes, clean_stale_temporaries
+from training.common.tracking import start_wandb
+from training.wfm1.battles import ScenarioBattles
+from training.wfm1.config import WFM1TrainConfig
+from training.wfm1.scenarios import sample_training_scenario
+
+logger = logging.getLogger(__name__)
+
+LATEST = "wfm1_latest.pt"
+FINAL = "wfm1_final.pt"
+
+
+@dataclass
+class WFMRollout:
+    """``n_steps`` of every battle: (T, B, ...) tensors, and the battles that ended."""
+
+    tokens: torch.Tensor
+    pad_mask: torch.Tensor
+    own_mask: torch.Tensor
+    cards: torch.Tensor
+    actions: torch.Tensor
+    log_probs: torch.Tensor
+    values: torch.Tensor
+    rewards: torch.Tensor
+    dones: torch.Tensor
+    last_values: torch.Tensor
+    outcomes: list[int]
+    """1 won, 0 drawn, -1 lost, for each battle that ended."""
+
+
+class WFM1Trainer:
+    """PPO for WFM-1 on ``config``'s scenarios (module docstring).
+
+    Args:
+        config: the run's settings.
+        resume: a checkpoint of an earlier run of the same config to continue.
+        scenarios: train on these scenarios only (a specialist, or a fine-tuning on a
+            held-out one) instead of drawing them; ``config.scenarios_per_rollout`` must
+            then be their number.
+        init_policy: start from the weights of this checkpoint (a trained generalist).
+        adapter_only: train the scenario-card adapter only, the base frozen (the seed's
+            fine-tuning).
+
+    Raises:
+        TypeError: if ``config`` is not a WFM1TrainConfig.
+        ValueError: if the budget is smaller than one rollout, ``resume`` holds a
+            policy of another size, or ``scenarios`` does not match the config.
+    """
+
+    def __init__(self, config: WFM1TrainConfig, *, resume: str | Path | None = None,
+                 scenarios: list | None = None, init_policy: str | Path | None = None,
+                 adapter_only: bool = False) -> None:
+        if not isinstance(config, WFM1TrainConfig):
+            raise TypeError(f"config={config!r} is invalid: expected a WFM1TrainConfig")
+        torch.set_num_threads(config.torch_threads)
+        self.config = config
+        self.n_steps = config.rollout_n_steps()
+        self.rollout_steps = self.n_steps * config.n_envs
+        if config.total_timesteps < self.rollout_steps:
+            raise ValueError(f"total_timesteps={config.total_timesteps} is invalid: expected at "
+                             f"least one rollout, n_steps * n_envs = {self.rollout_steps}")
+        torch.manual_seed(config.seed)
+        self.rng = np.random.default_rng(config.seed)
+        if scenarios is not None and len(scenarios) != config.scenarios_per_rollout:
+            raise ValueError(f"scenarios has {len(scenarios)} scenarios: expected "
+                             f"scenarios.per_rollout={config.scenarios_per_rollout}")
+        self.fixed_scenarios = None if scenarios is None else list(scenarios)
+        self.policy = WFM1Policy(**config.model_kwargs()) if init_policy is None else \
+            WFM1Policy.load_checkpoint(init_policy)
+        if adapter_only:
+            self.policy.freeze_base()
+        trained = self.policy.adapter_parameters() if adapter_only else self.policy.parameters()
+        self.optimizer = torch.optim.Adam(list(trained), lr=config.learning_rate, eps=1e-5)
+        self.total_steps = self.updates = self.episodes = 0
+        self.battles: ScenarioBattles | None = None
+        self.history: list[dict[str, Any]] = []
+        self.final_checkpoint: Path | None = None
+        clean_stale_temporaries(config.checkpoint_dir)
+        if resume is not None:
+            self._restore(Path(resume))
+
+    # --- the battles ------------------------------------------------------------------------
+
+    def draw_battles(self) -> ScenarioBattles:
+        """New training scenarios, ``battles_per_scenario`` battles of each."""
+        config = self.config
+        scenarios = self.fixed_scenarios or [
+            sample_training_scenario(self.rng, config.max_side, config.gis_share)
+            for _ in range(config.scenarios_per_rollout)]
+        self.battles = ScenarioBattles(scenarios, config.battles_per_scenario, config.max_steps,
+                                       seed=int(self.rng.integers(0, 2**31)))
+        return self.battles
+
+    # --- a rollout ------------------------------------------------------------------------
+
+    def collect_rollout(self) -> WFMRollout:
+        """``n_steps`` of every battle, each Blue unit sampling its order."""
+        if self.battles is None or self.updates % self.config.resample_every == 0:
+            self.draw_battles()
+        battles, policy = self.battles, self.policy
+        cards = torch.from_numpy(battles.cards)
+        steps: dict[str, list[torch.Tensor]] = {k: [] for k in (
+            "tokens", "pad_mask", "own_mask", "actions", "log_probs", "values", "rewards",
+            "dones")}
+        outcomes: list[int] = []
+        policy.eval()
+        with torch.no_grad():
+            for _ in range(self.n_steps):
+                view = battles.observe()
+                tokens, pad = torch.from_numpy(view.tokens), torch.from_numpy(view.pad_mask)
+                own = torch.from_numpy(view.own_mask)
+                actions, log_probs, values = policy.act_and_value(
+                    tokens, pad, card_vec=cards, own_mask=own)
+                result = battles.step(actions.numpy())
+                for key, value in (("tokens", tokens), ("pad_mask", pad), ("own_mask", own),
+                                   ("actions", actions), ("log_probs", log_probs),
+                                   ("values", values),
+                                   ("rewards", torch.from_numpy(result.reward)),
+                                   ("dones", torch.from_numpy(result.done))):
+                    steps[key].append(value)
+                ended = result.winner[result.done]
+                outcomes.extend(np.where(ended == 0, 1, np.where(ended == 1, -1, 0)).tolist())
+            view = battles.observe()
+            last = policy.get_value(torch.from_numpy(view.tokens),
+                                    torch.from_numpy(view.pad_mask), card_vec=cards)
+        stacked = {key: torch.stack(value) for key, value in steps.items()}
+        return WFMRollout(**stacked, cards=cards, last_values=last, outcomes=outcomes)
+
+    # --- advantages and the update ----------------------------------------------------------
+
+    def advantages(self, rollout: WFMRollout) -> tuple[torch.Tensor, torch.Tensor]:
+        """GAE per battle: (T, B) advantages and returns."""
+        config = self.config
+        rewards, values, dones = rollout.rewards, rollout.values, rollout.dones.float()
+        advantages = torch.zeros_like(rewards)
+        running = torch.zeros_like(rollout.last_values)
+        next_value = rollout.last_values
+        for t in reversed(range(len(rewards))):
+            alive = 1.0 - dones[t]
+            delta = rewards[t] + config.gamma * next_value * alive - values[t]
+            running = delta + config.gamma * config.gae_lambda * alive * running
+            advantages[t] = running
+            next_value = values[t]
+        return advantages, advantages + values
+
+    def learn_from(self, rollout: WFMRollout) -> dict[str, Any]:
+        """PPO's epochs on ``rollout``; its metrics."""
+        config, policy = self.config, self.policy
+        advantages, returns = self.advantages(rollout)
+        flat = {key: getattr(rollout, key).flatten(0, 1) for key in (
+            "tokens", "pad_mask", "own_mask", "actions", "log_probs", "values")}
+        flat["cards"] = rollout.cards.repeat(len(rollout.rewards), 1)
+        flat["advantages"], flat["returns"] = advantages.flatten(), returns.flatten()
+        n = len(flat["advantages"])
+        batch_size = min(config.batch_size or n // config.n_minibatches, n)
+        generator = torch.Generator().manual_seed(int(self.rng.integers(0, 2**31)))
+        totals = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0,
+                  "clip_fraction": 0.0}
+        n_batches = 0
+        policy.train()
+        for _ in range(config.n_epochs):
+            order = torch.randperm(n, generator=generator)
+            for start in range(0, n - batch_size + 1, batch_size):
+                index = order[start:start + batch_size]
+                b = {key: value[index] for key, value in flat.items()}
+                own = b["own_mask"]
+                log_prob, entropy, value = policy.evaluate_actions(
+                    b["tokens"], b["actions"], b["pad_mask"], card_vec=b["cards"], own_mask=own)
+                adv = b["advantages"]
+                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+                ratio = torch.exp(log_prob - b["log_probs"])
+                surrogate = torch.minimum(
+                    ratio * adv[:, None],
+                    torch.clamp(ratio, 1 - config.clip_range, 1 + config.clip_range)
+                    * adv[:, None])
+                weight = own.float()
+                n_own = weight.sum().clamp(min=1.0)
+                policy_loss = -(surrogate * weight).sum() / n_own
+                value_loss = torch.mean((value - b["returns"]) ** 2)
+                entropy_mean = (entropy * weight).sum() / n_own
+                loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy_mean
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
+                self.optimizer.step()
+                with torch.no_grad():
+                    log_ratio = (log_prob - b["log_probs"]) * weight
+                    totals["approx_kl"] += float(((ratio - 1) * weight - log_ratio).sum() / n_own)
+                    totals["clip_fraction"] += float(
+                        (((ratio - 1).abs() > config.clip_range).float() * weight).sum() / n_own)
+                totals["policy_loss"] += float(policy_loss.detach())
+                totals["value_loss"] += float(value_loss.detach())
+                totals["entropy"] += float(entropy_mean.detach())
+                n_batches += 1
+        self.total_steps += self.rollout_steps
+        self.updates += 1
+        self.episodes += len(rollout.outcomes)
+        metrics: dict[str, Any] = {f"train/{k}": v / max(n_batches, 1) for k, v in totals.items()}
+        metrics.update({"time/total_steps": self.total_steps, "time/updates": self.updates,
+                        "time/episodes": self.episodes,
+                        "reward/step_mean": float(rollout.rewards.mean())})
+        if rollout.outcomes:
+            outcomes = np.array(rollout.outcomes)
+            metrics.update({"rollout/win_rate": float(np.mean(outcomes == 1)),
+                            "rollout/draw_rate": float(np.mean(outcomes == 0)),
+                            "rollout/n_episodes": len(outcomes)})
+        return metrics
+
+    # --- the run --------------------------------------------------------------------------------
+
+    def learn(self) -> WFM1Trainer:
+        """Rollouts and updates until ``total_timesteps``; checkpoints, TensorBoard and W&B
+        as the config says; ``wfm1_final.pt`` at the end."""
+        from torch.utils.tensorboard import SummaryWriter
+
+        config = self.config
+        folder = Path(config.checkpoint_dir)
+        writer = SummaryWriter(str(Path(config.log_dir) / "wfm1"))
+        run, owns_run = (start_wandb(project=config.wandb_project, entity=config.wandb_entity,
+                                     tags=config.wandb_tags, config=config.to_dict(),
+                                     log_dir=config.log_dir) if config.enable_wandb
+                         else (None, False))
+        try:
+            while self.total_steps + self.rollout_steps <= config.total_timesteps:
+                started = time.perf_counter()
+                metrics = self.learn_from(self.collect_rollout())
+                metrics["time/fps"] = self.rollout_steps / (time.perf_counter() - started)
+                self.history.append(metrics)
+                for key, value in metrics.items():
+                    writer.add_scalar(key, value, self.total_steps)
+                if run is not None:
+                    run.log(metrics, step=self.total_steps)
+                if config.verbose:
+                    logger.info("step %d: win rate %.2f, %.0f steps/s", self.total_steps,
+                                metrics.get("rollout/win_rate", float("nan")),
+                                metrics["time/fps"])
+                if self.updates % config.checkpoint_every_updates == 0:
+                    self.save(folder / f"wfm1_{self.total_steps}_steps.pt")
+                    self.save(folder / LATEST)
+            self.save(folder / LATEST)
+            self.final_checkpoint = self.save(folder / FINAL)
+        finally:
+            writer.close()
+            if owns_run:
+                run.finish()
+        return self
+
+    # --- files ------------------------------------------------------------------------------------
+
+    def save(self, path: Path) -> Path:
+        """A resumable checkpoint at ``path``, written atomically: the policy's config and
+        weights (the file :meth:`models.wfm1.WFM1Policy.load_checkpoint` reads), the
+        optimiser, the counters and the generators."""
+        buffer = io.BytesIO()
+        torch.save({"config": self.policy.kwargs, "state_dict": self.policy.state_dict(),
+                    "optimizer": self.optimizer.state_dict(),
+                    "counters": [self.total_steps, self.updates, self.episodes],
+                    "numpy_rng": self.rng.bit_generator.state,
+                    "torch_rng": torch.get_rng_state()}, buffer)
+        atomic_write_bytes(path, buffer.getvalue())
+        return Path(path)
+
+    def _restore(self, path: Path) -> None:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+        if not isinstance(data, dict) or data.get("config") != self.policy.kwargs:
+            raise ValueError(f"resume={str(path)!r} holds a policy built with "
+                             f"{data.get('config')}, but this config builds {self.policy.kwargs}")
+        self.policy.load_state_dict(data["state_dict"])
+        self.optimizer.load_state_dict(data["optimizer"])
+        self.total_steps, self.updates, self.episodes = (int(v) for v in data["counters"])
+        self.rng.bit_generator.state = data["numpy_rng"]
+        torch.set_rng_state(data["torch_rng"])
+        logger.info("resuming %s at step %d", path, self.total_steps)
+
+
+__all__ = ["FINAL", "LATEST", "WFM1Trainer", "WFMRollout"]
