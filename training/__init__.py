@@ -76,6 +76,9 @@ _EXPORTS = {
     "TransferBenchmark": "training.transfer_benchmark",
     "TransferEvalConfig": "training.transfer_benchmark",
     "TransferSummary": "training.transfer_benchmark",
+    "WFM1Benchmark": "training.wfm1_benchmark",
+    "WFM1BenchmarkConfig": "training.wfm1_benchmark",
+    "WFM1BenchmarkSummary": "training.wfm1_benchmark",
 }
 """Every public name of the package and the module that defines it."""
 

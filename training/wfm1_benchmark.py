@@ -12,8 +12,10 @@ seed's), every unit on its policy's mean:
   the card adapter only, the base frozen (the seed's fine-tuning, with a real
   objective: the reference's cloned its own outputs, a zero loss);
 - ``specialist``: a commander of the same architecture trained from scratch on that
-  scenario alone for ``specialist_train_steps`` battle steps (the reference's
-  "specialist" advanced and never fired).
+  scenario alone for ``specialist_train_steps`` battle steps, or one given to
+  :meth:`WFM1Benchmark.run`; with neither (the seed's default, 0 steps), the scripted
+  baseline: the combined-arms doctrine commanding Blue (the reference's stand-in
+  advanced and never fired).
 
 Outcomes are won, drawn or lost; **a win rate counts draws in its denominator** (the
 reference dropped them, so a commander that drew every battle but one scored 100 %).
@@ -23,7 +25,7 @@ fine-tuned win rate over the mean specialist win rate, >= 0.80.
 Usage::
 
     python -m training.wfm1_benchmark --policy checkpoints/wfm1/wfm1_final.pt
-        [--episodes 50] [--finetune-steps 10000] [--specialist-steps 100000]
+        [--episodes 50] [--finetune-steps 10000] [--specialist-steps 0]
         [--scenarios 20] [--report docs/wfm1_benchmark.md]
 """
 
@@ -57,8 +59,21 @@ CONDITIONS = ("zero_shot", "finetuned", "specialist")
 
 @dataclass(frozen=True)
 class WFM1BenchmarkConfig:
-    """The benchmark's settings (the seed's names and defaults; ``specialist_train_steps``
-    is ours: the seed's 0 meant a scripted stand-in).
+    """The benchmark's settings (the seed's names and defaults).
+
+    Attributes:
+        n_eval_episodes: battles per scenario and condition.
+        n_scenarios: held-out scenarios evaluated (the first ones, at most 20).
+        finetune_steps: battle steps of adapter-only PPO for ``finetuned`` (0: skipped).
+        max_steps_per_episode: steps after which a battle is a draw.
+        specialist_train_steps: battle steps each specialist trains on its scenario alone;
+            0: the scripted baseline instead, the combined-arms doctrine commanding Blue
+            (the reference's stand-in advanced and never fired).
+        zero_shot_win_rate_threshold: the zero-shot criterion.
+        finetune_recovery_fraction: the fine-tuning criterion.
+        finetune_battles: battles a fine-tuning or specialist rollout plays at once.
+        seed: seed of the fine-tuning and specialist runs.
+        report_path: where :meth:`WFM1BenchmarkSummary.write_markdown` writes by default.
 
     Raises:
         ValueError: naming the field, for a value out of range.
@@ -68,12 +83,12 @@ class WFM1BenchmarkConfig:
     n_scenarios: int = 20
     finetune_steps: int = 10_000
     max_steps_per_episode: int = 500
-    specialist_train_steps: int = 100_000
+    specialist_train_steps: int = 0
     zero_shot_win_rate_threshold: float = 0.55
     finetune_recovery_fraction: float = 0.80
     finetune_battles: int = 16
-    """Battles a fine-tuning or specialist rollout plays at once."""
     seed: int = 0
+    report_path: str = "docs/wfm1_benchmark.md"
 
     def __post_init__(self) -> None:
         check_int("n_eval_episodes", self.n_eval_episodes, minimum=1)
@@ -88,100 +103,150 @@ class WFM1BenchmarkConfig:
         check_int("seed", self.seed, minimum=0)
 
 
-@dataclass
-class ConditionResult:
-    """One condition on one scenario: won, drawn and lost shares, and training steps."""
+@dataclass(frozen=True)
+class WFM1BenchmarkResult:
+    """One condition on one scenario."""
 
-    won: float
-    drawn: float
-    lost: float
+    scenario: str
+    condition: str
+    wins: int
+    draws: int
+    losses: int
     train_steps: int = 0
 
     @classmethod
-    def of(cls, outcomes: np.ndarray, train_steps: int = 0) -> ConditionResult:
-        return cls(float(np.mean(outcomes == 1)), float(np.mean(outcomes == 0)),
-                   float(np.mean(outcomes == -1)), train_steps)
+    def of(cls, scenario: str, condition: str, outcomes: np.ndarray,
+           train_steps: int = 0) -> WFM1BenchmarkResult:
+        return cls(scenario, condition, int(np.sum(outcomes == 1)), int(np.sum(outcomes == 0)),
+                   int(np.sum(outcomes == -1)), train_steps)
+
+    @property
+    def n_episodes(self) -> int:
+        return self.wins + self.draws + self.losses
 
     @property
     def win_rate(self) -> float:
         """Wins over all battles, draws included."""
-        return self.won
+        return self.wins / self.n_episodes if self.n_episodes else 0.0
+
+    @property
+    def draw_rate(self) -> float:
+        return self.draws / self.n_episodes if self.n_episodes else 0.0
+
+    @property
+    def loss_rate(self) -> float:
+        return self.losses / self.n_episodes if self.n_episodes else 0.0
 
 
 @dataclass
 class WFM1BenchmarkSummary:
-    """Every scenario's conditions, their means and the criteria."""
+    """Every (scenario, condition) result, their means and the criteria.
 
-    config: WFM1BenchmarkConfig
-    results: dict[str, dict[str, ConditionResult]] = field(default_factory=dict)
+    Attributes:
+        results: all individual results.
+        config: the benchmark's settings.
+        wall_clock_s: how long the run took.
+        training: how the evaluated policy was trained (for the report).
+        specialist: what the specialists were.
+    """
+
+    results: list[WFM1BenchmarkResult] = field(default_factory=list)
+    config: WFM1BenchmarkConfig = field(default_factory=WFM1BenchmarkConfig)
     wall_clock_s: float = 0.0
-    policy: str = ""
-    training: dict[str, Any] = field(default_factory=dict)
+    training: str = ""
+    specialist: str = ""
 
-    def mean(self, condition: str) -> float:
-        rates = [r[condition].win_rate for r in self.results.values() if condition in r]
+    def _mean(self, condition: str) -> float:
+        rates = [r.win_rate for r in self.results if r.condition == condition]
         return float(np.mean(rates)) if rates else 0.0
 
     @property
+    def mean_zero_shot_win_rate(self) -> float:
+        return self._mean("zero_shot")
+
+    @property
+    def mean_finetuned_win_rate(self) -> float:
+        return self._mean("finetuned")
+
+    @property
+    def mean_specialist_win_rate(self) -> float:
+        return self._mean("specialist")
+
+    @property
     def finetune_recovery(self) -> float:
-        specialist = self.mean("specialist")
-        return self.mean("finetuned") / specialist if specialist >= 1e-6 else 0.0
+        """The mean fine-tuned win rate over the mean specialist's; 0 without specialists."""
+        specialist = self.mean_specialist_win_rate
+        return self.mean_finetuned_win_rate / specialist if specialist >= 1e-6 else 0.0
 
     @property
     def meets_zero_shot_criterion(self) -> bool:
-        return self.mean("zero_shot") >= self.config.zero_shot_win_rate_threshold
+        return self.mean_zero_shot_win_rate >= self.config.zero_shot_win_rate_threshold
 
     @property
     def meets_finetune_criterion(self) -> bool:
         return self.finetune_recovery >= self.config.finetune_recovery_fraction
 
     def to_markdown(self) -> str:
-        """The report: a table of every scenario and condition, the means, the criteria."""
+        """The report: every scenario and condition, the means, the criteria."""
         c = self.config
         lines = ["# WFM-1 benchmark", "",
-                 f"Policy `{self.policy}`, {c.n_eval_episodes} battles per scenario and "
-                 f"condition against the combined-arms doctrine (seeds {EVAL_SEED}+), every "
-                 "unit on its policy's mean. Cells: won / drawn / lost %; a win rate counts "
-                 "draws in its denominator.", ""]
+                 f"{c.n_eval_episodes} battles per scenario and condition against the "
+                 f"combined-arms doctrine (battle i seeded {EVAL_SEED} + i), every unit on its "
+                 "policy's mean; the held-out scenarios are never drawn in training. Cells: "
+                 "won / drawn / lost; a win rate counts draws in its denominator.", ""]
         if self.training:
-            lines += ["Training: " + ", ".join(f"{k} {v}" for k, v in self.training.items()),
-                      ""]
-        lines += [f"Fine-tuning: {c.finetune_steps:,} battle steps of PPO on the card adapter "
-                  f"only; specialists: {c.specialist_train_steps:,} battle steps from scratch "
-                  "on the scenario alone (same architecture).", "",
+            lines += [f"Generalist: {self.training}", ""]
+        lines += [f"Fine-tuned: {c.finetune_steps:,} battle steps of PPO on the card adapter "
+                  "only, the base frozen.", f"Specialists: {self.specialist}", "",
                   "| scenario | zero-shot | fine-tuned | specialist |", "|---|---|---|---|"]
-        for name, row in self.results.items():
-            cells = [f"{r.won:.0%} / {r.drawn:.0%} / {r.lost:.0%}" if (r := row.get(k)) else "-"
-                     for k in CONDITIONS]
+        table: dict[str, dict[str, WFM1BenchmarkResult]] = {}
+        for r in self.results:
+            table.setdefault(r.scenario, {})[r.condition] = r
+        for name, row in table.items():
+            cells = [f"{r.win_rate:.0%} / {r.draw_rate:.0%} / {r.loss_rate:.0%}"
+                     if (r := row.get(k)) else "-" for k in CONDITIONS]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
-        means = [f"{self.mean(k):.1%}" for k in CONDITIONS]
-        lines += [f"| **mean win rate** | {means[0]} | {means[1]} | {means[2]} |", "",
-                  f"- Zero-shot: {self.mean('zero_shot'):.1%} (target "
-                  f">= {c.zero_shot_win_rate_threshold:.0%}): "
+        lines += [f"| **mean win rate** | **{self.mean_zero_shot_win_rate:.1%}** | "
+                  f"**{self.mean_finetuned_win_rate:.1%}** | "
+                  f"**{self.mean_specialist_win_rate:.1%}** |", "",
+                  f"- Zero-shot: {self.mean_zero_shot_win_rate:.1%} (target >= "
+                  f"{c.zero_shot_win_rate_threshold:.0%}): "
                   f"{'met' if self.meets_zero_shot_criterion else 'not met'}.",
-                  f"- Fine-tune recovery: {self.finetune_recovery:.1%} of the specialists' (target "
-                  f">= {c.finetune_recovery_fraction:.0%}): "
+                  f"- Fine-tune recovery: {self.finetune_recovery:.1%} of the specialists' "
+                  f"(target >= {c.finetune_recovery_fraction:.0%}): "
                   f"{'met' if self.meets_finetune_criterion else 'not met'}.",
-                  f"- Wall-clock: {self.wall_clock_s / 60:.1f} min."]
+                  f"- Wall-clock of the benchmark: {self.wall_clock_s / 60:.1f} min."]
         return "\n".join(lines) + "\n"
 
+    def write_markdown(self, path: str | Path | None = None) -> Path:
+        """Write :meth:`to_markdown` to ``path`` (default: the config's ``report_path``,
+        ``docs/wfm1_benchmark.md``), atomically."""
+        target = Path(path if path is not None else self.config.report_path)
+        atomic_write_text(target, self.to_markdown())
+        return target
 
-def play_scenario(policy: WFM1Policy, scenario: WFMScenario, n_episodes: int,
+
+def play_scenario(policy: WFM1Policy | None, scenario: WFMScenario, n_episodes: int,
                   max_steps: int, seed: int = EVAL_SEED) -> np.ndarray:
     """(n_episodes,) outcomes (1 won, 0 drawn, -1 lost) of one battle each of seeds
-    ``seed .. seed + n_episodes - 1``, every Blue unit on ``policy``'s mean."""
+    ``seed .. seed + n_episodes - 1``, every Blue unit on ``policy``'s mean (None: Blue
+    under the combined-arms doctrine)."""
     battles = ScenarioBattles([scenario], n_episodes, max_steps, seed=seed)
     cards = torch.from_numpy(battles.cards)
     outcome = np.zeros(n_episodes, np.int8)
     over = np.zeros(n_episodes, bool)
-    policy.eval()
+    if policy is not None:
+        policy.eval()
     with torch.no_grad():
         while not over.all():
-            view = battles.observe()
-            actions, _ = policy.act(torch.from_numpy(view.tokens), torch.from_numpy(view.pad_mask),
-                                    card_vec=cards, own_mask=torch.from_numpy(view.own_mask),
-                                    deterministic=True)
-            result = battles.step(actions.numpy())
+            actions = None
+            if policy is not None:
+                view = battles.observe()
+                actions, _ = policy.act(
+                    torch.from_numpy(view.tokens), torch.from_numpy(view.pad_mask),
+                    card_vec=cards, own_mask=torch.from_numpy(view.own_mask), deterministic=True)
+                actions = actions.numpy()
+            result = battles.step(actions)
             ended = result.done & ~over
             outcome[ended & (result.winner == 0)] = 1
             outcome[ended & (result.winner == 1)] = -1
@@ -190,77 +255,110 @@ def play_scenario(policy: WFM1Policy, scenario: WFMScenario, n_episodes: int,
 
 
 class WFM1Benchmark:
-    """The benchmark of one trained generalist (module docstring).
+    """Zero-shot, fine-tuned and specialist evaluations of WFM-1 (module docstring).
 
     Args:
-        policy_path: the generalist's checkpoint (``WFM1Policy.load_checkpoint`` reads it).
         config: the benchmark's settings.
-        train_config: PPO's settings for fine-tuning and specialists (their budgets and
-            battle counts are set from ``config``).
+        train_config: PPO's settings for the fine-tuning and the specialists (their
+            budgets, battle counts and the policy's size are set from ``config`` and the
+            evaluated policy).
     """
 
-    def __init__(self, policy_path: str | Path, config: WFM1BenchmarkConfig | None = None,
+    def __init__(self, config: WFM1BenchmarkConfig,
                  train_config: WFM1TrainConfig | None = None) -> None:
-        self.policy_path = Path(policy_path)
-        self.config = config or WFM1BenchmarkConfig()
-        self.policy = WFM1Policy.load_checkpoint(self.policy_path)
+        if not isinstance(config, WFM1BenchmarkConfig):
+            raise TypeError(f"config={config!r} is invalid: expected a WFM1BenchmarkConfig")
+        self.config = config
         self.train_config = train_config or WFM1TrainConfig()
 
-    def _trainer_config(self, steps: int, folder: Path) -> WFM1TrainConfig:
-        c = self.config
-        n_steps = max(1, min(self.train_config.rollout_n_steps(), steps // c.finetune_battles))
-        return self.train_config.replace(
-            total_timesteps=max(steps, n_steps * c.finetune_battles),
-            n_envs=c.finetune_battles, n_steps=n_steps,
-            batch_size=min(self.train_config.batch_size or 256, n_steps * c.finetune_battles),
-            scenarios_per_rollout=1, max_steps=c.max_steps_per_episode,
-            checkpoint_dir=str(folder), log_dir=str(folder / "logs"), enable_wandb=False,
-            verbose=0, seed=c.seed, d_model=self.policy.kwargs["d_model"],
-            n_heads=self.policy.kwargs["n_heads"],
-            n_echelon_layers=self.policy.kwargs["n_echelon_layers"],
-            n_cross_layers=self.policy.kwargs["n_cross_layers"])
+    def run(self, wfm1_policy: Any = None,
+            specialist_policies: dict[str, Any] | None = None) -> WFM1BenchmarkSummary:
+        """Run every evaluation and return the summary.
 
-    def evaluate_scenario(self, scenario: WFMScenario) -> dict[str, ConditionResult]:
+        Args:
+            wfm1_policy: the trained generalist: a :class:`~models.wfm1.WFM1Policy` or the
+                path of its checkpoint; None: a freshly initialised one (a baseline).
+            specialist_policies: scenario name -> a pre-trained specialist (a policy or a
+                checkpoint path), used instead of training one or the scripted baseline.
+
+        Raises:
+            FileNotFoundError, ValueError: for a checkpoint that cannot be read (named).
+        """
+        c = self.config
+        policy = _policy(wfm1_policy) if wfm1_policy is not None else WFM1Policy(
+            **self.train_config.model_kwargs())
+        specialists = {name: _policy(p) for name, p in (specialist_policies or {}).items()}
+        started = time.perf_counter()
+        summary = WFM1BenchmarkSummary(config=c, specialist=(
+            f"{c.specialist_train_steps:,} battle steps of PPO from scratch on the scenario "
+            "alone, the generalist's architecture" if c.specialist_train_steps else
+            "the combined-arms doctrine commanding Blue (scripted baseline)") + (
+            f"; given for {', '.join(sorted(specialists))}" if specialists else ""))
+        for scenario in HELD_OUT_SCENARIOS[:c.n_scenarios]:
+            rows = self.evaluate_scenario(policy, scenario, specialists.get(scenario.name))
+            summary.results.extend(rows)
+            logger.info("%s: %s", scenario.name, ", ".join(
+                f"{r.condition} {r.win_rate:.0%}/{r.draw_rate:.0%}/{r.loss_rate:.0%}"
+                for r in rows))
+        summary.wall_clock_s = time.perf_counter() - started
+        return summary
+
+    def evaluate_scenario(self, policy: WFM1Policy, scenario: WFMScenario,
+                          specialist: WFM1Policy | None = None) -> list[WFM1BenchmarkResult]:
         """The three conditions on one scenario."""
         c = self.config
-        play = lambda policy: play_scenario(policy, scenario, c.n_eval_episodes,  # noqa: E731
-                                            c.max_steps_per_episode)
-        row = {"zero_shot": ConditionResult.of(play(self.policy))}
+
+        def result(condition: str, commander: WFM1Policy | None,
+                   steps: int = 0) -> WFM1BenchmarkResult:
+            outcomes = play_scenario(commander, scenario, c.n_eval_episodes,
+                                     c.max_steps_per_episode)
+            return WFM1BenchmarkResult.of(scenario.name, condition, outcomes, steps)
+
+        rows = [result("zero_shot", policy)]
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             if c.finetune_steps:
-                tuner = WFM1Trainer(self._trainer_config(c.finetune_steps, folder / "ft"),
-                                    scenarios=[scenario], init_policy=self.policy_path,
+                tuner = WFM1Trainer(self._trainer_config(c.finetune_steps, policy, folder / "ft"),
+                                    scenarios=[scenario], init_policy=policy,
                                     adapter_only=True).learn()
-                row["finetuned"] = ConditionResult.of(play(tuner.policy), tuner.total_steps)
-            if c.specialist_train_steps:
-                specialist = WFM1Trainer(
-                    self._trainer_config(c.specialist_train_steps, folder / "sp"),
+                rows.append(result("finetuned", tuner.policy, tuner.total_steps))
+            if specialist is not None:
+                rows.append(result("specialist", specialist))
+            elif c.specialist_train_steps:
+                trained = WFM1Trainer(
+                    self._trainer_config(c.specialist_train_steps, policy, folder / "sp"),
                     scenarios=[scenario]).learn()
-                row["specialist"] = ConditionResult.of(play(specialist.policy),
-                                                       specialist.total_steps)
-        return row
+                rows.append(result("specialist", trained.policy, trained.total_steps))
+            else:
+                rows.append(result("specialist", None))
+        return rows
 
-    def run(self, training: dict[str, Any] | None = None) -> WFM1BenchmarkSummary:
-        """Every held-out scenario (the first ``n_scenarios``)."""
-        started = time.perf_counter()
-        summary = WFM1BenchmarkSummary(self.config, policy=str(self.policy_path),
-                                       training=training or {})
-        for scenario in HELD_OUT_SCENARIOS[:self.config.n_scenarios]:
-            row = summary.results[scenario.name] = self.evaluate_scenario(scenario)
-            logger.info("%s: %s", scenario.name,
-                        {k: f"{r.won:.0%}/{r.drawn:.0%}/{r.lost:.0%}" for k, r in row.items()})
-        summary.wall_clock_s = time.perf_counter() - started
-        return summary
+    def _trainer_config(self, steps: int, policy: WFM1Policy, folder: Path) -> WFM1TrainConfig:
+        c, kwargs = self.config, policy.kwargs
+        n_steps = max(1, min(self.train_config.rollout_n_steps(), steps // c.finetune_battles))
+        rollout = n_steps * c.finetune_battles
+        return self.train_config.replace(
+            total_timesteps=max(steps, rollout), n_envs=c.finetune_battles, n_steps=n_steps,
+            batch_size=min(self.train_config.batch_size or rollout, rollout),
+            scenarios_per_rollout=1, max_steps=c.max_steps_per_episode,
+            checkpoint_dir=str(folder), log_dir=str(folder / "logs"), enable_wandb=False,
+            verbose=0, seed=c.seed, **{k: kwargs[k] for k in (
+                "d_model", "n_heads", "n_echelon_layers", "n_cross_layers")})
+
+
+def _policy(value: Any) -> WFM1Policy:
+    """A policy, or the one a checkpoint path holds."""
+    return value if isinstance(value, WFM1Policy) else WFM1Policy.load_checkpoint(value)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m training.wfm1_benchmark",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("--policy", required=True, help="the generalist's checkpoint")
+    parser.add_argument("--policy", help="the generalist's checkpoint (default: untrained)")
     parser.add_argument("--episodes", type=int, default=50)
     parser.add_argument("--finetune-steps", type=int, default=10_000)
-    parser.add_argument("--specialist-steps", type=int, default=100_000)
+    parser.add_argument("--specialist-steps", type=int, default=0,
+                        help="0: the combined-arms doctrine as the specialist")
     parser.add_argument("--scenarios", type=int, default=20)
     parser.add_argument("--report", help="write the markdown report here")
     parser.add_argument("--training", default="", help="a line on how the policy was trained")
@@ -271,17 +369,15 @@ def main(argv: list[str] | None = None) -> None:
                                  finetune_steps=args.finetune_steps,
                                  specialist_train_steps=args.specialist_steps,
                                  n_scenarios=args.scenarios)
-    summary = WFM1Benchmark(args.policy, config).run(
-        {"run": args.training} if args.training else None)
-    text = summary.to_markdown()
-    print(text)
+    summary = WFM1Benchmark(config).run(args.policy)
+    summary.training = args.training or (f"`{args.policy}`" if args.policy else "untrained")
+    print(summary.to_markdown())
     if args.report:
-        atomic_write_text(args.report, text)
-        print(f"wrote {args.report}")
+        print(f"wrote {summary.write_markdown(args.report)}")
 
 
-__all__ = ["CONDITIONS", "ConditionResult", "EVAL_SEED", "WFM1Benchmark",
-           "WFM1BenchmarkConfig", "WFM1BenchmarkSummary", "main", "play_scenario"]
+__all__ = ["CONDITIONS", "EVAL_SEED", "WFM1Benchmark", "WFM1BenchmarkConfig",
+           "WFM1BenchmarkResult", "WFM1BenchmarkSummary", "main", "play_scenario"]
 
 if __name__ == "__main__":
     main()

@@ -19,10 +19,12 @@ from training.mappo.config import CONFIG_FILE as MAPPO_FILE
 from training.mappo.config import MAPPOConfig
 from training.ppo.config import CONFIG_FILE as PPO_FILE
 from training.ppo.config import TrainingConfig, config_from_nested
+from training.wfm1.config import CONFIG_FILE as WFM1_FILE
 
 FILES = [pytest.param(PPO_FILE, id="default"), pytest.param(MAPPO_FILE, id="mappo"),
          *(pytest.param(file, id=f"league-{role}") for role, file in LEAGUE_FILES.items()),
-         *(pytest.param(file, id=f"echelon-{name}") for name, file in ECHELON_FILES.items())]
+         *(pytest.param(file, id=f"echelon-{name}") for name, file in ECHELON_FILES.items()),
+         pytest.param(WFM1_FILE, id="wfm1")]
 
 
 def composed(file: ConfigFile, overrides: list[str] = (), name: str | None = None) -> dict:

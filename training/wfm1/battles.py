@@ -89,18 +89,19 @@ class ScenarioBattles:
                                  for f in ("tokens", "pad_mask", "own_mask", "unit")))
         return self.view
 
-    def step(self, actions: np.ndarray) -> BattlesStep:
+    def step(self, actions: np.ndarray | None) -> BattlesStep:
         """Step every battle once with ``actions`` (B, n_tokens, 3): the order of the
-        unit of each own token of the last :meth:`observe`.
+        unit of each own token of the last :meth:`observe`; None: Blue's units follow the
+        combined-arms doctrine too (the scripted baseline).
 
         Raises:
-            RuntimeError: before :meth:`observe`.
+            RuntimeError: before :meth:`observe` (with actions).
             ValueError: for actions of another shape.
         """
-        if self.view is None:
+        if actions is not None and self.view is None:
             raise RuntimeError("step() called before observe(): the actions are per token")
-        actions = np.asarray(actions, F32)
-        if actions.shape != (self.n_battles, self.n_tokens, ACTION_DIM):
+        actions = None if actions is None else np.asarray(actions, F32)
+        if actions is not None and actions.shape != (self.n_battles, self.n_tokens, ACTION_DIM):
             raise ValueError(f"actions of shape {actions.shape} are invalid: expected "
                              f"({self.n_battles}, {self.n_tokens}, {ACTION_DIM})")
         reward = np.zeros(self.n_battles, F32)
@@ -111,9 +112,9 @@ class ScenarioBattles:
             rows = slice(k * self.per, (k + 1) * self.per)
             orders, formations = doctrine.orders(batch.state, batch.geometry)
             orders[..., 1] *= ROTATE_SIGN[batch.team]  # the doctrine's are on the map
-            own = self.view.own_mask[rows]
-            battle, token = np.nonzero(own)
-            orders[battle, self.view.unit[rows][battle, token]] = actions[rows][battle, token]
+            if actions is not None:
+                battle, token = np.nonzero(self.view.own_mask[rows])
+                orders[battle, self.view.unit[rows][battle, token]] = actions[rows][battle, token]
             result = batch.step(orders, formations)
             reward[rows] = result.team_reward.total[BLUE * self.per:(BLUE + 1) * self.per]
             over = result.battle_over

@@ -20,6 +20,7 @@ optimiser, the counters and the generators, so a run resumes where it stopped.
 
 from __future__ import annotations
 
+import copy
 import io
 import logging
 import time
@@ -70,7 +71,8 @@ class WFM1Trainer:
         scenarios: train on these scenarios only (a specialist, or a fine-tuning on a
             held-out one) instead of drawing them; ``config.scenarios_per_rollout`` must
             then be their number.
-        init_policy: start from the weights of this checkpoint (a trained generalist).
+        init_policy: start from these weights: a :class:`~models.wfm1.WFM1Policy` (copied)
+            or its checkpoint (a trained generalist).
         adapter_only: train the scenario-card adapter only, the base frozen (the seed's
             fine-tuning).
 
@@ -81,7 +83,7 @@ class WFM1Trainer:
     """
 
     def __init__(self, config: WFM1TrainConfig, *, resume: str | Path | None = None,
-                 scenarios: list | None = None, init_policy: str | Path | None = None,
+                 scenarios: list | None = None, init_policy: Any = None,
                  adapter_only: bool = False) -> None:
         if not isinstance(config, WFM1TrainConfig):
             raise TypeError(f"config={config!r} is invalid: expected a WFM1TrainConfig")
@@ -98,8 +100,12 @@ class WFM1Trainer:
             raise ValueError(f"scenarios has {len(scenarios)} scenarios: expected "
                              f"scenarios.per_rollout={config.scenarios_per_rollout}")
         self.fixed_scenarios = None if scenarios is None else list(scenarios)
-        self.policy = WFM1Policy(**config.model_kwargs()) if init_policy is None else \
-            WFM1Policy.load_checkpoint(init_policy)
+        if init_policy is None:
+            self.policy = WFM1Policy(**config.model_kwargs())
+        elif isinstance(init_policy, WFM1Policy):
+            self.policy = copy.deepcopy(init_policy)
+        else:
+            self.policy = WFM1Policy.load_checkpoint(init_policy)
         if adapter_only:
             self.policy.freeze_base()
         trained = self.policy.adapter_parameters() if adapter_only else self.policy.parameters()

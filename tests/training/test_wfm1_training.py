@@ -1,0 +1,186 @@
+"""WFM-1's scenarios, battles, multi-task trainer and benchmark, on real battles."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from envs.entity_tokens import ENTITY_TOKEN_DIM
+from envs.sim.constants import ARTILLERY, CAVALRY, INFANTRY
+from models.wfm1 import CARD_DIM, WFM1Policy
+from training.wfm1.battles import ScenarioBattles
+from training.wfm1.config import WFM1TrainConfig
+from training.wfm1.scenarios import (
+    HELD_OUT_SCENARIOS,
+    TRAINING_SEEDS,
+    WFMScenario,
+    sample_training_scenario,
+)
+from training.wfm1.trainer import FINAL, LATEST, WFM1Trainer
+from training.wfm1_benchmark import (
+    WFM1Benchmark,
+    WFM1BenchmarkConfig,
+    WFM1BenchmarkResult,
+    WFM1BenchmarkSummary,
+    play_scenario,
+)
+
+SMALL_MODEL = dict(d_model=32, n_heads=4, n_echelon_layers=1, n_cross_layers=1)
+SMALL = WFMScenario("small", "procedural", "clear", 2, 2, 77)
+
+
+def tiny_config(tmp_path, **kw):
+    settings = dict(total_timesteps=256, n_envs=4, n_steps=32, batch_size=64,
+                    scenarios_per_rollout=2, max_side=3, max_steps=60, enable_wandb=False,
+                    checkpoint_dir=str(tmp_path / "ck"), log_dir=str(tmp_path / "logs"),
+                    verbose=0, **SMALL_MODEL)
+    settings.update(kw)
+    return WFM1TrainConfig(**settings)
+
+
+def test_the_held_out_set_is_the_seeds_twenty():
+    assert len(HELD_OUT_SCENARIOS) == 20
+    assert len({s.name for s in HELD_OUT_SCENARIOS}) == 20
+    procedural = [s for s in HELD_OUT_SCENARIOS if s.terrain == "procedural"]
+    assert [s.seed for s in procedural] == list(range(1001, 1013))
+    assert [(s.n_blue, s.n_red) for s in procedural][:3] == [(4, 4), (6, 6), (4, 8)]
+    sites = {(s.terrain, s.weather, s.n_blue, s.n_red, s.seed) for s in HELD_OUT_SCENARIOS
+             if s.terrain != "procedural"}
+    assert ("austerlitz", "fog", 8, 8, 3001) in sites and ("salamanca", "rain", 8, 4, 5002) in sites
+
+
+def test_no_training_draw_is_a_held_out_scenario():
+    held_out = {s.key for s in HELD_OUT_SCENARIOS}
+    assert all(s.seed < TRAINING_SEEDS[0] for s in HELD_OUT_SCENARIOS)
+    rng = np.random.default_rng(0)
+    draws = [sample_training_scenario(rng) for _ in range(5000)]
+    assert not held_out & {s.key for s in draws}
+    assert all(TRAINING_SEEDS[0] <= s.seed < TRAINING_SEEDS[1] for s in draws)
+    sizes = {(s.n_blue, s.n_red) for s in draws}
+    assert (1, 1) in sizes and (16, 16) in sizes
+    assert {s.terrain for s in draws} == {"procedural", "waterloo", "austerlitz", "borodino",
+                                          "salamanca"}
+
+
+def test_a_scenarios_forces_come_from_its_seed():
+    scenario = HELD_OUT_SCENARIOS[6]  # 16v12
+    again = WFMScenario("copy", scenario.terrain, scenario.weather, scenario.n_blue,
+                        scenario.n_red, scenario.seed)
+    assert again.order_of_battle == scenario.order_of_battle
+    arms = np.array(scenario.order_of_battle.arm)
+    for side in (arms[:scenario.n_blue], arms[scenario.n_blue:]):
+        assert (side == INFANTRY).sum() >= 1
+        assert (side == CAVALRY).mean() <= 0.3 + 1e-9 and (side == ARTILLERY).mean() <= 0.25
+    card = scenario.card().to_tensor()
+    assert card.shape == (CARD_DIM,)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    (dict(terrain="moon"), "terrain='moon'"), (dict(weather="hail"), "weather='hail'"),
+    (dict(n_blue=17), "n_blue=17"), (dict(n_red=0), "n_red=0"), (dict(seed=-1), "seed=-1"),
+])
+def test_a_scenario_checks_its_fields(kwargs, match):
+    fields = dict(name="x", terrain="procedural", weather="clear", n_blue=2, n_red=2, seed=1)
+    with pytest.raises(ValueError, match=match):
+        WFMScenario(**{**fields, **kwargs})
+
+
+def test_battles_of_several_scenarios_step_as_one():
+    other = WFMScenario("gis", "waterloo", "fog", 3, 2, 78)
+    battles = ScenarioBattles([SMALL, other], 3, max_steps=40, seed=5)
+    view = battles.observe()
+    assert view.tokens.shape == (6, 5, ENTITY_TOKEN_DIM) and battles.cards.shape == (6, CARD_DIM)
+    assert view.own_mask[:3].sum(axis=1).tolist() == [2, 2, 2]
+    assert view.own_mask[3:].sum(axis=1).tolist() == [3, 3, 3]
+    assert view.pad_mask[:3, 4:].all()  # the 2v2 battles pad to the 3v2's five tokens
+    before = battles.batches[0].state.x.copy()
+    actions = np.zeros((6, 5, 3), np.float32)
+    actions[:3, :, 0] = 1.0  # the 2v2 battles' Blue marches
+    result = battles.step(actions)
+    assert result.reward.shape == (6,) and not result.done.any()
+    assert (battles.batches[0].state.x[:, :2] != before[:, :2]).any()
+    with pytest.raises(RuntimeError, match="observe"):
+        battles.step(actions)
+    battles.observe()
+    with pytest.raises(ValueError, match=r"\(6, 5, 3\)"):
+        battles.step(actions[:, :4])
+    # None: Blue under the doctrine too (the scripted baseline), no tokens needed.
+    assert battles.step(None).reward.shape == (6,)
+
+
+def test_the_trainer_trains_checkpoints_and_resumes(tmp_path):
+    config = tiny_config(tmp_path)
+    trainer = WFM1Trainer(config).learn()
+    assert trainer.total_steps == 256 and trainer.updates == 2
+    assert (tmp_path / "ck" / FINAL).is_file() and (tmp_path / "ck" / LATEST).is_file()
+    metrics = trainer.history[-1]
+    assert {"train/policy_loss", "train/value_loss", "train/entropy", "time/fps"} <= set(metrics)
+    again = WFM1Trainer(config, resume=tmp_path / "ck" / LATEST)
+    assert (again.total_steps, again.updates) == (256, 2)
+    for name, value in trainer.policy.state_dict().items():
+        assert torch.equal(value, again.policy.state_dict()[name])
+    final = WFM1Policy.load_checkpoint(tmp_path / "ck" / FINAL)
+    assert final.kwargs == trainer.policy.kwargs
+    bigger = tiny_config(tmp_path, d_model=64)
+    with pytest.raises(ValueError, match="resume="):
+        WFM1Trainer(bigger, resume=tmp_path / "ck" / LATEST)
+
+
+def test_adapter_only_training_leaves_the_base_alone(tmp_path):
+    config = tiny_config(tmp_path, scenarios_per_rollout=1, total_timesteps=128)
+    start = WFM1Policy(**SMALL_MODEL)
+    tuner = WFM1Trainer(config, scenarios=[SMALL], init_policy=start, adapter_only=True).learn()
+    base = dict(start.named_parameters())
+    ids = {id(p) for p in tuner.policy.adapter_parameters()}
+    adapter = {name for name, p in tuner.policy.named_parameters() if id(p) in ids}
+    changed = [name for name, p in tuner.policy.named_parameters()
+               if not torch.equal(p, base[name])]
+    assert changed and set(changed) <= adapter
+    with pytest.raises(ValueError, match="scenarios has 2"):
+        WFM1Trainer(config, scenarios=[SMALL, SMALL])
+
+
+def test_the_config_checks_its_battle_split():
+    with pytest.raises(ValueError, match="n_envs=10"):
+        WFM1TrainConfig(n_envs=10, scenarios_per_rollout=4)
+
+
+def test_a_win_rate_counts_draws():
+    result = WFM1BenchmarkResult("s", "zero_shot", wins=1, draws=8, losses=1)
+    assert result.win_rate == pytest.approx(0.1) and result.draw_rate == pytest.approx(0.8)
+    summary = WFM1BenchmarkSummary([
+        result, WFM1BenchmarkResult("s", "finetuned", 2, 8, 0),
+        WFM1BenchmarkResult("s", "specialist", 4, 6, 0)])
+    assert summary.mean_zero_shot_win_rate == pytest.approx(0.1)
+    assert summary.finetune_recovery == pytest.approx(0.5)
+    assert not summary.meets_zero_shot_criterion and not summary.meets_finetune_criterion
+
+
+def test_the_benchmark_runs_every_condition_and_writes_its_report(tmp_path):
+    config = WFM1BenchmarkConfig(n_eval_episodes=2, n_scenarios=1, finetune_steps=64,
+                                 max_steps_per_episode=30, finetune_battles=2,
+                                 report_path=str(tmp_path / "wfm1.md"))
+    policy = WFM1Policy(**SMALL_MODEL)
+    benchmark = WFM1Benchmark(config, tiny_config(tmp_path))
+    summary = benchmark.run(policy)
+    conditions = [(r.scenario, r.condition) for r in summary.results]
+    name = HELD_OUT_SCENARIOS[0].name
+    assert conditions == [(name, "zero_shot"), (name, "finetuned"), (name, "specialist")]
+    assert all(r.n_episodes == 2 for r in summary.results)
+    assert summary.results[1].train_steps == 64
+    assert "doctrine commanding Blue" in summary.specialist
+    path = summary.write_markdown()
+    text = path.read_text()
+    assert path == tmp_path / "wfm1.md" and name in text and "mean win rate" in text
+    given = benchmark.run(policy, specialist_policies={name: policy})
+    assert "given for" in given.specialist
+    with pytest.raises(TypeError, match="WFM1BenchmarkConfig"):
+        WFM1Benchmark(None)
+
+
+def test_evaluation_battles_are_reproducible():
+    policy = WFM1Policy(**SMALL_MODEL)
+    first = play_scenario(policy, SMALL, 3, 40)
+    assert np.array_equal(first, play_scenario(policy, SMALL, 3, 40))
+    assert set(np.unique(play_scenario(None, SMALL, 3, 40))) <= {-1, 0, 1}
