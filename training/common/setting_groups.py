@@ -146,6 +146,19 @@ class PPOSettings(Settings):
         fits = self.total_timesteps // self.n_envs
         return max(min(spread, fits), -(-2 // self.n_envs))  # PPO needs two samples
 
+    def rollout_size(self) -> tuple[int, int]:
+        """``(n_steps, n_steps * n_envs)``: steps of every battle per rollout, and the
+        env-steps a rollout holds.
+
+        Raises:
+            ValueError: if ``total_timesteps`` is less than one rollout.
+        """
+        n_steps = self.rollout_n_steps()
+        if self.total_timesteps < n_steps * self.n_envs:
+            raise ValueError(f"total_timesteps={self.total_timesteps} is invalid: expected at "
+                             f"least one rollout, n_steps * n_envs = {n_steps * self.n_envs}")
+        return n_steps, n_steps * self.n_envs
+
     def check_rollout_memory(self, battle_bytes: int, sample_bytes: int) -> None:
         """Raise ``ValueError`` naming ``n_envs`` (and ``n_steps``) if the battles and one
         rollout of them would not fit in this machine's memory.

@@ -42,6 +42,7 @@ from envs.division_batch import DIVISION_COMMANDS
 from envs.echelon_env import EchelonVecEnv
 from envs.multi_battalion_batch import BLUE
 from storage.files import atomic_write_bytes, check_archive, loads_json
+from training.common.dealing import deal_battles
 from training.common.imitation import make_doctrine
 from training.echelon_config import BrigadeConfig, DivisionConfig
 from training.echelon_training import (
@@ -144,10 +145,7 @@ class EchelonLearner:
         self.vec_env.seed(config.seed)
         self.model = make_commander_ppo(config, self.vec_env, tensorboard=False)
         self.rng = np.random.default_rng(config.seed)
-        self.rollout_steps = self.model.n_steps * config.n_envs
-        if config.total_timesteps < self.rollout_steps:
-            raise ValueError(f"total_timesteps={config.total_timesteps} is invalid: expected at "
-                             f"least one rollout, n_steps * n_envs = {self.rollout_steps}")
+        self.rollout_steps = config.rollout_size()[1]  # the PPO model's n_steps * n_envs
         self.total_steps = self.episodes = 0
         self.opponents: list[tuple[Any, np.ndarray]] = []
         self.rollout: EchelonRollout | None = None
@@ -215,12 +213,7 @@ class EchelonLearner:
     def deal(self, opponents: list[Any], scripted_share: float) -> None:
         """Give ``1 - scripted_share`` of the battles to ``opponents`` (frozen commanders
         of the echelon), in equal parts; they sample their commands."""
-        n = self.config.n_envs
-        order = self.rng.permutation(n)
-        n_scripted = int(round(scripted_share * n))
-        self.opponents = [(policy, np.sort(part)) for policy, part in zip(
-            opponents, np.array_split(order[n_scripted:], len(opponents)), strict=True)
-            if len(part)] if opponents else []
+        self.opponents = deal_battles(self.rng, self.config.n_envs, opponents, scripted_share)
         self.batch.red_commanders.deal(self.opponents)
 
     def opponent_battles(self) -> list[tuple[Any, np.ndarray]]:

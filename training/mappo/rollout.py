@@ -24,6 +24,7 @@ from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
 from envs.multi_observation import STATE_DIM
 from envs.sim.constants import ACTION_DIM
 from models.mappo_policy import MAPPOPolicy
+from training.common.dealing import deal_battles
 from training.mappo.battles import make_team_battles, team_actions
 from training.mappo.config import MAPPOConfig
 
@@ -121,12 +122,7 @@ class TrainingBattles:
         they sample their orders, or act on their policy's mean when ``deterministic``
         (a frozen policy probed as it is deployed)."""
         self.opponents_deterministic = deterministic
-        n = self.config.n_envs
-        order = self.rng.permutation(n)
-        n_scripted = int(round(scripted_share * n))
-        self.opponents = [(policy, np.sort(part)) for policy, part in zip(
-            opponents, np.array_split(order[n_scripted:], len(opponents)), strict=True)
-            if len(part)] if opponents else []
+        self.opponents = deal_battles(self.rng, self.config.n_envs, opponents, scripted_share)
 
     def _layout(self, all_blue: bool | None = None) -> None:
         """Index the learner's battalions: slot ``k`` of battle ``b`` is unit

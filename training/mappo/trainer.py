@@ -104,11 +104,7 @@ class MAPPOTrainer:
         if not isinstance(config, MAPPOConfig):
             raise TypeError(f"config={config!r} is invalid: expected a MAPPOConfig")
         self.config = config
-        self.n_steps = config.rollout_n_steps()
-        self.rollout_steps = self.n_steps * config.n_envs
-        if config.total_timesteps < self.rollout_steps:
-            raise ValueError(f"total_timesteps={config.total_timesteps} is invalid: expected at "
-                             f"least one rollout, n_steps * n_envs = {self.rollout_steps}")
+        self.n_steps, self.rollout_steps = config.rollout_size()
         torch.set_num_threads(config.torch_threads)
         self.rng = np.random.default_rng(config.seed)
         torch.manual_seed(config.seed)
