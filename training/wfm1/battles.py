@@ -41,6 +41,9 @@ class BattlesStep:
     """Of those, battles cut off at ``max_steps`` undecided."""
     winner: np.ndarray
     """int8: 0 Blue won, 1 Red won, -1 no winner (yet, or a draw)."""
+    doctrine_actions: np.ndarray | None = None
+    """(B, n_tokens, 3) the doctrine's order of each own token of the last
+    :meth:`ScenarioBattles.observe`, when Blue followed the doctrine (a demonstration)."""
 
 
 class ScenarioBattles:
@@ -104,6 +107,9 @@ class ScenarioBattles:
         if actions is not None and actions.shape != (self.n_battles, self.n_tokens, ACTION_DIM):
             raise ValueError(f"actions of shape {actions.shape} are invalid: expected "
                              f"({self.n_battles}, {self.n_tokens}, {ACTION_DIM})")
+        taught = None
+        if actions is None and self.view is not None:
+            taught = np.zeros((self.n_battles, self.n_tokens, ACTION_DIM), F32)
         reward = np.zeros(self.n_battles, F32)
         done = np.zeros(self.n_battles, bool)
         truncated = np.zeros(self.n_battles, bool)
@@ -112,9 +118,13 @@ class ScenarioBattles:
             rows = slice(k * self.per, (k + 1) * self.per)
             orders, formations = doctrine.orders(batch.state, batch.geometry)
             orders[..., 1] *= ROTATE_SIGN[batch.team]  # the doctrine's are on the map
-            if actions is not None:
+            if self.view is not None:
                 battle, token = np.nonzero(self.view.own_mask[rows])
-                orders[battle, self.view.unit[rows][battle, token]] = actions[rows][battle, token]
+                units = self.view.unit[rows][battle, token]
+                if actions is not None:
+                    orders[battle, units] = actions[rows][battle, token]
+                else:
+                    taught[rows][battle, token] = orders[battle, units]
             result = batch.step(orders, formations)
             reward[rows] = result.team_reward.total[BLUE * self.per:(BLUE + 1) * self.per]
             over = result.battle_over
@@ -123,7 +133,7 @@ class ScenarioBattles:
             if over.any():
                 batch.next_episode(np.flatnonzero(over))
         self.view = None
-        return BattlesStep(reward, done, truncated, winner)
+        return BattlesStep(reward, done, truncated, winner, taught)
 
 
 __all__ = ["BattlesStep", "ScenarioBattles"]

@@ -15,6 +15,7 @@ from envs.sim.validation import check_int
 from training.common.setting_groups import PPOSettings, TrackingSettings
 from training.common.settings import (
     ConfigFile,
+    non_negative_int,
     override,
     path,
     positive_int,
@@ -58,6 +59,13 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
         unit_interval, "scenarios.gis_share")
     max_steps: int = setting(
         500, "Steps after which a battle is a draw.", positive_int, "scenarios.max_steps")
+    warm_start_steps: int = setting(
+        0, "Battle steps of the combined-arms doctrine's battles imitated before PPO (counted "
+        "in total_timesteps); 0 starts from scratch.", non_negative_int,
+        "training.warm_start_steps")
+    warm_start_epochs: int = setting(
+        5, "Passes over the warm start's demonstrations.", positive_int,
+        "training.warm_start_epochs")
     d_model: int = setting(128, "Width of the token embeddings.", positive_int, "model.d_model")
     n_heads: int = setting(8, "Attention heads.", positive_int, "model.n_heads")
     n_echelon_layers: int = setting(4, "Layers of the echelon encoder.", positive_int,

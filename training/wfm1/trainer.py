@@ -1,6 +1,8 @@
 """WFM-1's multi-task PPO: one generalist over battles of many scenarios at once.
 
-The loop, top to bottom (:meth:`WFM1Trainer.learn`)::
+Optionally the policy first imitates the combined-arms doctrine
+(:meth:`WFM1Trainer.warm_start`, ``training.warm_start_steps``). The loop, top to bottom
+(:meth:`WFM1Trainer.learn`)::
 
     battles = draw scenarios every resample_every rollouts   # ScenarioBattles
     rollout = trainer.collect_rollout()      # n_steps of every battle, one order per unit
@@ -13,7 +15,8 @@ one advantage per battle, which every unit of the battle shares: the policy loss
 PPO's clipped surrogate averaged over the units' own probability ratios. A battle that
 ends (decided or cut off at ``max_steps``) ends its return there.
 
-Checkpoints (``wfm1_<steps>_steps.pt``, ``wfm1_latest.pt`` and ``wfm1_final.pt``, written
+Checkpoints (``wfm1_warm_start.pt`` after the imitation, ``wfm1_<steps>_steps.pt``,
+``wfm1_latest.pt`` and ``wfm1_final.pt``, written
 atomically, read with ``torch.load(weights_only=True)``) hold the weights, the
 optimiser, the counters and the generators, so a run resumes where it stopped.
 """
@@ -37,11 +40,14 @@ from training.common.tracking import start_wandb
 from training.wfm1.battles import ScenarioBattles
 from training.wfm1.config import WFM1TrainConfig
 from training.wfm1.scenarios import sample_training_scenario
+from training.wfm1.warm_start import clone, collect_demonstrations
 
 logger = logging.getLogger(__name__)
 
 LATEST = "wfm1_latest.pt"
 FINAL = "wfm1_final.pt"
+WARM_START = "wfm1_warm_start.pt"
+"""The checkpoint written after the warm start (the imitation alone)."""
 
 
 @dataclass
@@ -113,6 +119,25 @@ class WFM1Trainer:
         clean_stale_temporaries(config.checkpoint_dir)
         if resume is not None:
             self._restore(Path(resume))
+        elif init_policy is None and config.warm_start_steps:
+            self.warm_start()
+
+    def warm_start(self) -> int:
+        """Imitate the combined-arms doctrine for ``warm_start_steps`` battle steps of
+        training scenarios (:mod:`training.wfm1.warm_start`; they count towards the budget,
+        leaving at least one rollout); returns the steps used."""
+        config = self.config
+        steps = min(config.warm_start_steps, config.total_timesteps - self.rollout_steps)
+        if steps <= 0:
+            return 0
+        demonstrations, used = collect_demonstrations(
+            self.draw_battles, steps, config.gamma, self.n_steps * config.resample_every)
+        clone(self.policy, demonstrations, epochs=config.warm_start_epochs,
+              seed=int(self.rng.integers(0, 2**31)))
+        self.total_steps += used
+        self.battles = None  # PPO starts on new scenarios
+        self.save(Path(config.checkpoint_dir) / WARM_START)
+        return used
 
     # --- the battles ------------------------------------------------------------------------
 
@@ -308,4 +333,4 @@ class WFM1Trainer:
         logger.info("resuming %s at step %d", path, self.total_steps)
 
 
-__all__ = ["FINAL", "LATEST", "WFM1Trainer", "WFMRollout"]
+__all__ = ["FINAL", "LATEST", "WARM_START", "WFM1Trainer", "WFMRollout"]

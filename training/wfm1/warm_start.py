@@ -1,0 +1,132 @@
+"""WFM-1's warm start: imitate the combined-arms doctrine before PPO.
+
+A policy that starts at random against the doctrine loses nearly every battle, so the
+reward for winning is rarely seen. The warm start plays ``n_steps`` battle steps of
+training scenarios with the doctrine commanding both sides, records Blue's tokens and
+the doctrine's order for each of its units (:attr:`BattlesStep.doctrine_actions`), and
+fits the policy to them: each own token's action mean to its order, and the value to
+the discounted return of its battle (steps whose return is known: a battle ended
+after them). The doctrine reads the whole field; the policy imitates it from its
+fogged tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from models.wfm1 import WFM1Policy
+from training.common.imitation import discounted_returns
+from training.wfm1.battles import ScenarioBattles
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Demonstrations:
+    """The doctrine's battles as samples (one per battle step with a known return)."""
+
+    tokens: np.ndarray
+    pad_mask: np.ndarray
+    own_mask: np.ndarray
+    cards: np.ndarray
+    actions: np.ndarray
+    returns: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+
+def collect_demonstrations(draw_battles, n_steps: int, gamma: float,
+                           steps_per_draw: int) -> tuple[Demonstrations, int]:
+    """Play the doctrine on both sides of battles ``draw_battles()`` gives (a new
+    :class:`~training.wfm1.battles.ScenarioBattles` each ``steps_per_draw`` steps)
+    until ``n_steps`` battle steps are played.
+
+    Returns:
+        The demonstrations and the battle steps played.
+    """
+    parts, used = [], 0
+    while used < n_steps:
+        battles: ScenarioBattles = draw_battles()
+        record: dict[str, list[np.ndarray]] = {k: [] for k in (
+            "tokens", "pad_mask", "own_mask", "actions", "rewards", "dones")}
+        for _ in range(min(steps_per_draw, -(-(n_steps - used) // battles.n_battles))):
+            view = battles.observe()
+            result = battles.step(None)
+            for key, value in (("tokens", view.tokens), ("pad_mask", view.pad_mask),
+                               ("own_mask", view.own_mask),
+                               ("actions", result.doctrine_actions),
+                               ("rewards", result.reward), ("dones", result.done)):
+                record[key].append(value)
+            used += battles.n_battles
+        returns, known = discounted_returns(np.array(record["rewards"]),
+                                            np.array(record["dones"]), gamma)
+        cards = np.broadcast_to(battles.cards, known.shape + battles.cards.shape[1:])
+        parts.append(Demonstrations(*(np.array(record[k])[known] for k in (
+            "tokens", "pad_mask", "own_mask")), cards[known],
+            np.array(record["actions"])[known], returns[known]))
+    width = max(part.tokens.shape[1] for part in parts)
+
+    def joined(key: str, fill=None) -> np.ndarray:
+        arrays = [getattr(part, key) for part in parts]
+        return np.concatenate(arrays) if fill is None else _padded(arrays, width, fill)
+
+    return Demonstrations(joined("tokens", 0.0), joined("pad_mask", True),
+                          joined("own_mask", False), joined("cards"), joined("actions", 0.0),
+                          joined("returns").astype(np.float32)), used
+
+
+def clone(policy: WFM1Policy, demonstrations: Demonstrations, *, epochs: int,
+          batch_size: int = 1024, learning_rate: float = 1e-3, seed: int = 0) -> dict[str, float]:
+    """Fit the action means of own tokens to the doctrine's orders and the value to the
+    returns (module docstring); the final epoch's mean losses."""
+    if len(demonstrations) == 0:
+        logger.warning("WFM-1 warm start skipped: no battle ended within the imitation steps, "
+                       "so no return is known; give more warm-start steps")
+        return {"action": math.nan, "value": math.nan}
+    data = {key: torch.from_numpy(np.ascontiguousarray(getattr(demonstrations, key)))
+            for key in ("tokens", "pad_mask", "own_mask", "cards", "actions", "returns")}
+    value_scale = max(1.0, float(data["returns"].var()))
+    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
+    generator = torch.Generator().manual_seed(seed)
+    losses = {"action": math.nan, "value": math.nan}
+    policy.train()
+    n = len(demonstrations)
+    for _ in range(epochs):
+        order = torch.randperm(n, generator=generator)
+        totals, batches = np.zeros(2), 0
+        for start in range(0, n, batch_size):
+            b = {key: value[order[start:start + batch_size]] for key, value in data.items()}
+            mean, value = policy(b["tokens"], b["pad_mask"], card_vec=b["cards"])
+            own = b["own_mask"].float()[..., None]
+            action_loss = (((mean - b["actions"]) ** 2) * own).sum() / (
+                own.sum() * mean.shape[-1]).clamp(min=1.0)
+            value_loss = ((value - b["returns"]) ** 2).mean() / value_scale
+            optimizer.zero_grad(set_to_none=True)
+            (action_loss + value_loss).backward()
+            optimizer.step()
+            totals += (action_loss.item(), value_loss.item())
+            batches += 1
+        losses = {"action": totals[0] / batches, "value": totals[1] / batches}
+    policy.eval()
+    logger.info("WFM-1 behaviour cloning on %d samples: action loss %.4f, value loss %.4f", n,
+                losses["action"], losses["value"])
+    return losses
+
+
+def _padded(arrays: list[np.ndarray], width: int, fill) -> np.ndarray:
+    """Arrays of (n, N_i, ...) padded along axis 1 to ``width`` with ``fill``, stacked."""
+    out = []
+    for a in arrays:
+        pad = [(0, 0)] * a.ndim
+        pad[1] = (0, width - a.shape[1])
+        out.append(np.pad(a, pad, constant_values=fill))
+    return np.concatenate(out)
+
+
+__all__ = ["Demonstrations", "clone", "collect_demonstrations"]
