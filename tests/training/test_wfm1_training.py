@@ -184,3 +184,34 @@ def test_evaluation_battles_are_reproducible():
     first = play_scenario(policy, SMALL, 3, 40)
     assert np.array_equal(first, play_scenario(policy, SMALL, 3, 40))
     assert set(np.unique(play_scenario(None, SMALL, 3, 40))) <= {-1, 0, 1}
+
+
+def test_a_demonstration_is_the_doctrines_order_of_each_own_unit():
+    battles = ScenarioBattles([SMALL], 2, max_steps=40, seed=3)
+    view = battles.observe()
+    batch, doctrine = battles.batches[0], battles.doctrines[0]
+    expected, _ = doctrine.orders(batch.state, batch.geometry)
+    result = battles.step(None)
+    taught = result.doctrine_actions
+    for b in range(2):
+        for k in np.flatnonzero(view.own_mask[b]):
+            np.testing.assert_array_equal(taught[b, k], expected[b, view.unit[b, k]])
+        assert (taught[b, ~view.own_mask[b]] == 0).all()
+    assert battles.step(None).doctrine_actions is None  # no observe since: no tokens to teach
+
+
+def test_the_warm_start_imitates_the_doctrine(tmp_path):
+    from training.wfm1.trainer import WARM_START
+    from training.wfm1.warm_start import clone, collect_demonstrations
+
+    config = tiny_config(tmp_path, total_timesteps=1024, warm_start_steps=512,
+                         warm_start_epochs=2, resample_every=4)
+    trainer = WFM1Trainer(config)
+    assert trainer.total_steps == 512 and (tmp_path / "ck" / WARM_START).is_file()
+    demos, used = collect_demonstrations(
+        lambda: ScenarioBattles([SMALL], 4, max_steps=40, seed=11), 480, 0.99, 40)
+    assert used == 480 and len(demos) > 0 and demos.tokens.shape[1:] == (4, ENTITY_TOKEN_DIM)
+    policy = WFM1Policy(**SMALL_MODEL)
+    first = clone(policy, demos, epochs=1, learning_rate=1e-3)
+    later = clone(policy, demos, epochs=5, learning_rate=1e-3)
+    assert later["action"] < first["action"]
