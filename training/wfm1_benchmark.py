@@ -206,15 +206,17 @@ class WFM1BenchmarkSummary:
             cells = [f"{r.win_rate:.0%} / {r.draw_rate:.0%} / {r.loss_rate:.0%}"
                      if (r := row.get(k)) else "-" for k in CONDITIONS]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
-        lines += [f"| **mean win rate** | **{self.mean_zero_shot_win_rate:.1%}** | "
-                  f"**{self.mean_finetuned_win_rate:.1%}** | "
-                  f"**{self.mean_specialist_win_rate:.1%}** |", "",
+        measured = {k: any(r.condition == k for r in self.results) for k in CONDITIONS}
+        means = [f"**{self._mean(k):.1%}**" if measured[k] else "-" for k in CONDITIONS]
+        lines += ["| **mean win rate** | " + " | ".join(means) + " |", "",
                   f"- Zero-shot: {self.mean_zero_shot_win_rate:.1%} (target >= "
                   f"{c.zero_shot_win_rate_threshold:.0%}): "
                   f"{'met' if self.meets_zero_shot_criterion else 'not met'}.",
                   f"- Fine-tune recovery: {self.finetune_recovery:.1%} of the specialists' "
                   f"(target >= {c.finetune_recovery_fraction:.0%}): "
-                  f"{'met' if self.meets_finetune_criterion else 'not met'}.",
+                  f"{'met' if self.meets_finetune_criterion else 'not met'}."
+                  if measured["finetuned"] and measured["specialist"] else
+                  "- Fine-tune recovery: not measured (no fine-tuned results).",
                   f"- Wall-clock of the benchmark: {self.wall_clock_s / 60:.1f} min."]
         return "\n".join(lines) + "\n"
 

@@ -155,6 +155,9 @@ def test_a_win_rate_counts_draws():
     assert summary.mean_zero_shot_win_rate == pytest.approx(0.1)
     assert summary.finetune_recovery == pytest.approx(0.5)
     assert not summary.meets_zero_shot_criterion and not summary.meets_finetune_criterion
+    zero_shot_only = WFM1BenchmarkSummary([result]).to_markdown()
+    assert "| **mean win rate** | **10.0%** | - | - |" in zero_shot_only
+    assert "Fine-tune recovery: not measured" in zero_shot_only
 
 
 def test_the_benchmark_runs_every_condition_and_writes_its_report(tmp_path):
