@@ -292,8 +292,9 @@ class WFM1Benchmark:
         specialists = {name: _policy(p) for name, p in (specialist_policies or {}).items()}
         started = time.perf_counter()
         summary = WFM1BenchmarkSummary(config=c, specialist=(
-            f"{c.specialist_train_steps:,} battle steps of PPO from scratch on the scenario "
-            "alone, the generalist's architecture" if c.specialist_train_steps else
+            f"{c.specialist_train_steps:,} battle steps on the scenario alone, from scratch "
+            "with the generalist's architecture and recipe (its warm start, then PPO)"
+            if c.specialist_train_steps else
             "the combined-arms doctrine commanding Blue (scripted baseline)") + (
             f"; given for {', '.join(sorted(specialists))}" if specialists else ""))
         for scenario in HELD_OUT_SCENARIOS[:c.n_scenarios]:

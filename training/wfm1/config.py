@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from envs.sim.validation import check_int
+from envs.sim.validation import check_int, check_positive
 from training.common.setting_groups import PPOSettings, TrackingSettings
 from training.common.settings import (
     ConfigFile,
+    ResumeOptions,
     non_negative_int,
     override,
     path,
@@ -60,12 +61,16 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
     max_steps: int = setting(
         500, "Steps after which a battle is a draw.", positive_int, "scenarios.max_steps")
     warm_start_steps: int = setting(
-        0, "Battle steps of the combined-arms doctrine's battles imitated before PPO (counted "
-        "in total_timesteps); 0 starts from scratch.", non_negative_int,
+        300_000, "Battle steps of the combined-arms doctrine's battles imitated before PPO "
+        "(counted in total_timesteps); 0 starts from scratch.", non_negative_int,
         "training.warm_start_steps")
     warm_start_epochs: int = setting(
         5, "Passes over the warm start's demonstrations.", positive_int,
         "training.warm_start_epochs")
+    warm_start_std: float = setting(
+        0.2, "Standard deviation of every action after the warm start (the imitation fits the "
+        "means only; a narrow start keeps PPO's rollouts close to the imitated play).",
+        check_positive, "training.warm_start_std")
     d_model: int = setting(128, "Width of the token embeddings.", positive_int, "model.d_model")
     n_heads: int = setting(8, "Attention heads.", positive_int, "model.n_heads")
     n_echelon_layers: int = setting(4, "Layers of the echelon encoder.", positive_int,
@@ -99,7 +104,7 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
                     n_echelon_layers=self.n_echelon_layers, n_cross_layers=self.n_cross_layers)
 
 
-CONFIG_FILE = ConfigFile("wfm1_train", (WFM1TrainConfig,), header="""
+CONFIG_FILE = ConfigFile("wfm1_train", (WFM1TrainConfig, ResumeOptions), header="""
 WFM-1, one generalist commander over entity tokens, trained by PPO over a distribution of
 scenarios (1v1 to 16v16, all arms, procedural ground and the four battle sites, four
 weathers) against the combined-arms doctrine: the configuration of

@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import io
 import logging
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,6 +135,8 @@ class WFM1Trainer:
             self.draw_battles, steps, config.gamma, self.n_steps * config.resample_every)
         clone(self.policy, demonstrations, epochs=config.warm_start_epochs,
               seed=int(self.rng.integers(0, 2**31)))
+        with torch.no_grad():
+            self.policy.log_std.fill_(math.log(config.warm_start_std))
         self.total_steps += used
         self.battles = None  # PPO starts on new scenarios
         self.save(Path(config.checkpoint_dir) / WARM_START)
