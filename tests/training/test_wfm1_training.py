@@ -33,6 +33,7 @@ SMALL = WFMScenario("small", "procedural", "clear", 2, 2, 77)
 def tiny_config(tmp_path, **kw):
     settings = dict(total_timesteps=256, n_envs=4, n_steps=32, batch_size=64,
                     scenarios_per_rollout=2, max_side=3, max_steps=60, enable_wandb=False,
+                    warm_start_steps=0,
                     checkpoint_dir=str(tmp_path / "ck"), log_dir=str(tmp_path / "logs"),
                     verbose=0, **SMALL_MODEL)
     settings.update(kw)
@@ -211,6 +212,8 @@ def test_the_warm_start_imitates_the_doctrine(tmp_path):
                          warm_start_epochs=2, resample_every=4)
     trainer = WFM1Trainer(config)
     assert trainer.total_steps == 512 and (tmp_path / "ck" / WARM_START).is_file()
+    np.testing.assert_allclose(trainer.policy.log_std.detach().exp().numpy(),
+                               config.warm_start_std, rtol=1e-6)
     demos, used = collect_demonstrations(
         lambda: ScenarioBattles([SMALL], 4, max_steps=40, seed=11), 480, 0.99, 40)
     assert used == 480 and len(demos) > 0 and demos.tokens.shape[1:] == (4, ENTITY_TOKEN_DIM)
