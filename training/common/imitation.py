@@ -1,11 +1,13 @@
-"""What both warm starts share: the doctrines a run can imitate, and returns discounted
-within the episodes of a recording."""
+"""What the warm starts share: the doctrines a run can imitate, returns discounted within
+the episodes of a recording, and the fitting loop of behaviour cloning."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 
 import numpy as np
+import torch
 
 from envs.doctrine import DisciplinedCommander
 
@@ -38,3 +40,30 @@ def discounted_returns(rewards: np.ndarray, dones: np.ndarray,
         returns[t] = running
         known[t] = seen_end
     return returns, known
+
+
+def fit_minibatches(parameters: Iterable[torch.nn.Parameter], n_samples: int,
+                    losses: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]], *,
+                    epochs: int, batch_size: int, learning_rate: float, seed: int,
+                    device: torch.device | str = "cpu") -> dict[str, float]:
+    """Adam on ``losses(index) -> (action loss, value loss)`` of shuffled minibatches of
+    ``n_samples`` samples (``index``: their positions), ``epochs`` passes.
+
+    Returns:
+        The last pass's mean ``action`` and ``value`` losses.
+    """
+    optimizer = torch.optim.Adam(parameters, lr=learning_rate)
+    generator = torch.Generator().manual_seed(seed)
+    result = {"action": math.nan, "value": math.nan}
+    for _ in range(epochs):
+        order = torch.randperm(n_samples, generator=generator).to(device)
+        totals, batches = np.zeros(2), 0
+        for start in range(0, n_samples, batch_size):
+            action_loss, value_loss = losses(order[start:start + batch_size])
+            optimizer.zero_grad(set_to_none=True)
+            (action_loss + value_loss).backward()
+            optimizer.step()
+            totals += (action_loss.item(), value_loss.item())
+            batches += 1
+        result = {"action": totals[0] / batches, "value": totals[1] / batches}
+    return result

@@ -26,7 +26,7 @@ from envs.orders import OrderFollower
 from envs.sim.constants import ACTION_DIM
 from envs.sim.validation import check_int, check_positive
 from models.mappo_policy import MAPPOPolicy
-from training.common.imitation import discounted_returns, make_doctrine
+from training.common.imitation import discounted_returns, fit_minibatches, make_doctrine
 
 logger = logging.getLogger(__name__)
 
@@ -117,24 +117,17 @@ def clone_team(policy: MAPPOPolicy, demonstrations: TeamDemonstrations, *, epoch
     agents = torch.as_tensor(demonstrations.agents % policy.n_agents, device=device)
     # Scale the value loss so that both terms weigh alike whatever the reward scale.
     value_scale = max(1.0, float(returns.var()))
-    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
-    generator = torch.Generator().manual_seed(seed)
-    losses = {"action": math.nan, "value": math.nan}
+
+    def batch_losses(index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mean = _mean_orders(policy, observations[index], agents[index])
+        action_loss = ((mean - actions[index]) ** 2).mean()
+        value_loss = ((policy.critic(states[index]) - returns[index]) ** 2).mean() / value_scale
+        return action_loss, value_loss
+
     policy.train()
-    for _ in range(epochs):
-        order = torch.randperm(len(observations), generator=generator).to(device)
-        totals, batches = np.zeros(2), 0
-        for start in range(0, len(order), batch_size):
-            index = order[start:start + batch_size]
-            mean = _mean_orders(policy, observations[index], agents[index])
-            action_loss = ((mean - actions[index]) ** 2).mean()
-            value_loss = ((policy.critic(states[index]) - returns[index]) ** 2).mean() / value_scale
-            optimizer.zero_grad()
-            (action_loss + value_loss).backward()
-            optimizer.step()
-            totals += (action_loss.item(), value_loss.item())
-            batches += 1
-        losses = {"action": totals[0] / batches, "value": totals[1] / batches}
+    losses = fit_minibatches(policy.parameters(), len(observations), batch_losses,
+                             epochs=epochs, batch_size=batch_size,
+                             learning_rate=learning_rate, seed=seed, device=device)
     policy.eval()
     logger.info("MAPPO behaviour cloning on %d samples: action loss %.4f, value loss %.4f",
                 len(observations), losses["action"], losses["value"])

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from models.wfm1 import WFM1Policy
-from training.common.imitation import discounted_returns
+from training.common.imitation import discounted_returns, fit_minibatches
 from training.wfm1.battles import ScenarioBattles
 
 logger = logging.getLogger(__name__)
@@ -92,30 +92,22 @@ def clone(policy: WFM1Policy, demonstrations: Demonstrations, *, epochs: int,
     data = {key: torch.from_numpy(np.ascontiguousarray(getattr(demonstrations, key)))
             for key in ("tokens", "pad_mask", "own_mask", "cards", "actions", "returns")}
     value_scale = max(1.0, float(data["returns"].var()))
-    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
-    generator = torch.Generator().manual_seed(seed)
-    losses = {"action": math.nan, "value": math.nan}
+
+    def batch_losses(index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        b = {key: value[index] for key, value in data.items()}
+        mean, value = policy(b["tokens"], b["pad_mask"], card_vec=b["cards"])
+        own = b["own_mask"].float()[..., None]
+        action_loss = (((mean - b["actions"]) ** 2) * own).sum() / (
+            own.sum() * mean.shape[-1]).clamp(min=1.0)
+        return action_loss, ((value - b["returns"]) ** 2).mean() / value_scale
+
     policy.train()
-    n = len(demonstrations)
-    for _ in range(epochs):
-        order = torch.randperm(n, generator=generator)
-        totals, batches = np.zeros(2), 0
-        for start in range(0, n, batch_size):
-            b = {key: value[order[start:start + batch_size]] for key, value in data.items()}
-            mean, value = policy(b["tokens"], b["pad_mask"], card_vec=b["cards"])
-            own = b["own_mask"].float()[..., None]
-            action_loss = (((mean - b["actions"]) ** 2) * own).sum() / (
-                own.sum() * mean.shape[-1]).clamp(min=1.0)
-            value_loss = ((value - b["returns"]) ** 2).mean() / value_scale
-            optimizer.zero_grad(set_to_none=True)
-            (action_loss + value_loss).backward()
-            optimizer.step()
-            totals += (action_loss.item(), value_loss.item())
-            batches += 1
-        losses = {"action": totals[0] / batches, "value": totals[1] / batches}
+    losses = fit_minibatches(policy.parameters(), len(demonstrations), batch_losses,
+                             epochs=epochs, batch_size=batch_size,
+                             learning_rate=learning_rate, seed=seed)
     policy.eval()
-    logger.info("WFM-1 behaviour cloning on %d samples: action loss %.4f, value loss %.4f", n,
-                losses["action"], losses["value"])
+    logger.info("WFM-1 behaviour cloning on %d samples: action loss %.4f, value loss %.4f",
+                len(demonstrations), losses["action"], losses["value"])
     return losses
 
 
