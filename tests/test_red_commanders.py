@@ -109,15 +109,14 @@ def test_a_dealt_division_commander_passes_his_commands_down_reds_brigades():
     batch.step(np.zeros((n, 2), np.int64))
 
 
-@pytest.mark.parametrize(("assigned", "match"), [
-    ([(None, np.array([4]))], r"battles=\[4\]"),
-    ([(None, np.array([0, 0]))], "each dealt once"),
+@pytest.mark.parametrize(("battles", "match"), [
+    ([4], r"battles=\[4\]"), ([0, 0], "each dealt once"),
 ])
-def test_dealing_checks_the_battles(assigned, match):
+def test_dealing_checks_the_battles(battles, match):
     commanders = RedCommanders(4, 6, 2, brigade_obs_dim(2))
     commander = FixedCommander(0, 6, 2, brigade_obs_dim(2))
     with pytest.raises(ValueError, match=match):
-        commanders.deal([(commander, battles) for _, battles in assigned])
+        commanders.deal([(commander, np.array(battles))])
 
 
 def test_dealing_checks_the_commanders_spaces():

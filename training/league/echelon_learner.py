@@ -69,11 +69,14 @@ class EchelonRollout:
 
     scores: list[float]
     episode_battles: list[int]
-    wins: list[bool]
     actions: np.ndarray
     """(T, n_commanded) battle 0's commands."""
     positions: np.ndarray
     """(T, 2) battle 0's Blue battalions' mean position over the map's size."""
+
+    @property
+    def wins(self) -> list[bool]:
+        return [score == 1.0 for score in self.scores]
 
 
 class _RolloutRecorder(BaseCallback):
@@ -101,8 +104,8 @@ class _RolloutRecorder(BaseCallback):
         return True
 
     def rollout(self) -> EchelonRollout:
-        return EchelonRollout(self.scores, self.battles, [s == 1.0 for s in self.scores],
-                              np.array(self.actions), np.array(self.positions))
+        return EchelonRollout(self.scores, self.battles, np.array(self.actions),
+                              np.array(self.positions))
 
 
 class EchelonLearner:
