@@ -114,9 +114,11 @@ class ScenarioCard:
         map_scale: the map's scale, a number >= 0 (0.5 by default; encoded as given).
         echelon_level: the echelon commanded, ``ECHELON_*`` (0-3).
         weather_code: ``WEATHER_*`` (0-3).
-        n_blue_units, n_red_units: units of each side (>= 0), encoded over ``max_units``.
+        n_blue_units: Blue's units (>= 0), encoded over ``max_units``.
+        n_red_units: Red's units (>= 0), encoded over ``max_units``.
         terrain_type: ``TERRAIN_PROCEDURAL`` or a ``GIS_*`` site (0-4).
-        cavalry_fraction, artillery_fraction: shares of the order of battle, in [0, 1].
+        cavalry_fraction: the cavalry's share of the order of battle, in [0, 1].
+        artillery_fraction: the artillery's share of the order of battle, in [0, 1].
         supply_pressure: how short of supply the armies are, in [0, 1].
         time_of_day: 0 at dawn to 1 at dusk, in [0, 1].
         max_units: the unit count that encodes as 1 (an integer >= 1).
@@ -350,7 +352,7 @@ class EchelonEncoder(nn.Module):
 
         Raises:
             ValueError, TypeError: for a wrong shape or dtype, or an echelon outside
-            ``[0, N_ECHELONS)``.
+                ``[0, N_ECHELONS)``.
         """
         if tokens.ndim != 3 or tokens.shape[1] < 1 or tokens.shape[2] != self.token_dim:
             raise ValueError(f"tokens has shape {tuple(tokens.shape)}: expected (batch, "
@@ -513,7 +515,8 @@ class WFM1Policy(nn.Module):
         n_heads: attention heads of every transformer.
         n_echelon_layers: layers of each echelon encoder (>= 1).
         n_cross_layers: layers of the cross-echelon transformer (>= 1).
-        actor_hidden_sizes, critic_hidden_sizes: hidden widths of the two heads.
+        actor_hidden_sizes: hidden widths of the actor's head.
+        critic_hidden_sizes: hidden widths of the critic's head.
         dropout: dropout of the transformers, in [0, 1).
         use_spatial_pe: add the Fourier position encoding to the tokens.
         share_echelon_encoders: one encoder for every echelon (with an echelon
@@ -799,7 +802,7 @@ class WFM1Policy(nn.Module):
 
         Raises:
             ValueError, TypeError: for a wrong shape, dtype or value, or an invalid
-            echelon or card.
+                echelon or card.
         """
         deterministic = check_bool("deterministic", deterministic)
         with torch.no_grad():
@@ -872,20 +875,28 @@ class WFM1Policy(nn.Module):
                          card: ScenarioCard | Sequence[ScenarioCard] | None = None,
                          card_vec: Any = None, own_mask: Any = None,
                          tokens_per_echelon: Mapping[int, Any] | None = None,
-                         pad_masks: Mapping[int, Any] | None = None,
-                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                         pad_masks: Mapping[int, Any] | None = None, *,
+                         return_means: bool = False) -> tuple[torch.Tensor, ...]:
         """Log-probabilities, entropies and values for a PPO update, with gradients.
 
         Args:
-            tokens, pad_mask, echelon, card, card_vec, own_mask, tokens_per_echelon,
-                pad_masks: as in :meth:`act`.
+            tokens: as in :meth:`act`.
             actions: the actions taken, ``(B, N, action_dim)`` (entries of tokens that
                 are not own are ignored).
+            pad_mask: as in :meth:`act`.
+            echelon: as in :meth:`act`.
+            card: as in :meth:`act`.
+            card_vec: as in :meth:`act`.
+            own_mask: as in :meth:`act`.
+            tokens_per_echelon: as in :meth:`act`.
+            pad_masks: as in :meth:`act`.
+            return_means: also return the action means ``(B, N, action_dim)`` (for a
+                loss on them beside PPO's, from the same forward pass).
 
         Returns:
-            ``(log_prob (B, N), entropy (B, N), value (B,))``; log-probability and
-            entropy are summed over action dimensions and zero where the token is not
-            own.
+            ``(log_prob (B, N), entropy (B, N), value (B,))``, and the means last with
+            ``return_means``; log-probability and entropy are summed over action
+            dimensions and zero where the token is not own.
 
         Raises:
             ValueError, TypeError: as :meth:`act`, or for actions of the wrong shape.
@@ -903,6 +914,8 @@ class WFM1Policy(nn.Module):
         not_own = ~own
         log_prob = dist.log_prob(actions_t).sum(-1).masked_fill(not_own, 0.0)
         entropy = dist.entropy().sum(-1).masked_fill(not_own, 0.0)
+        if return_means:
+            return log_prob, entropy, self._value(fused), mean
         return log_prob, entropy, self._value(fused)
 
     def finetune_loss(self, batch: Mapping[str, Any]) -> torch.Tensor:

@@ -45,7 +45,7 @@ import torch
 from envs.sim.validation import check_in_range, check_int
 from models.wfm1 import WFM1Policy
 from storage.files import atomic_write_text
-from training.wfm1.battles import ScenarioBattles
+from training.wfm1.battles import ScenarioBattles, play_out
 from training.wfm1.config import WFM1TrainConfig
 from training.wfm1.scenarios import HELD_OUT_SCENARIOS, WFMScenario
 from training.wfm1.trainer import WFM1Trainer
@@ -233,27 +233,7 @@ def play_scenario(policy: WFM1Policy | None, scenario: WFMScenario, n_episodes: 
     """(n_episodes,) outcomes (1 won, 0 drawn, -1 lost) of one battle each of seeds
     ``seed .. seed + n_episodes - 1``, every Blue unit on ``policy``'s mean (None: Blue
     under the combined-arms doctrine)."""
-    battles = ScenarioBattles([scenario], n_episodes, max_steps, seed=seed)
-    cards = torch.from_numpy(battles.cards)
-    outcome = np.zeros(n_episodes, np.int8)
-    over = np.zeros(n_episodes, bool)
-    if policy is not None:
-        policy.eval()
-    with torch.no_grad():
-        while not over.all():
-            actions = None
-            if policy is not None:
-                view = battles.observe()
-                actions, _ = policy.act(
-                    torch.from_numpy(view.tokens), torch.from_numpy(view.pad_mask),
-                    card_vec=cards, own_mask=torch.from_numpy(view.own_mask), deterministic=True)
-                actions = actions.numpy()
-            result = battles.step(actions)
-            ended = result.done & ~over
-            outcome[ended & (result.winner == 0)] = 1
-            outcome[ended & (result.winner == 1)] = -1
-            over |= result.done
-    return outcome
+    return play_out(ScenarioBattles([scenario], n_episodes, max_steps, seed=seed), policy)
 
 
 class WFM1Benchmark:

@@ -9,7 +9,7 @@ import torch
 from envs.entity_tokens import ENTITY_TOKEN_DIM
 from envs.sim.constants import ARTILLERY, CAVALRY, INFANTRY
 from models.wfm1 import CARD_DIM, WFM1Policy
-from training.wfm1.battles import ScenarioBattles
+from training.wfm1.battles import ScenarioBattles, play_out
 from training.wfm1.config import WFM1TrainConfig
 from training.wfm1.scenarios import (
     HELD_OUT_SCENARIOS,
@@ -202,6 +202,52 @@ def test_a_demonstration_is_the_doctrines_order_of_each_own_unit():
             np.testing.assert_array_equal(taught[b, k], expected[b, view.unit[b, k]])
         assert (taught[b, ~view.own_mask[b]] == 0).all()
     assert battles.step(None).doctrine_actions is None  # no observe since: no tokens to teach
+
+
+def test_the_doctrine_labels_the_states_the_generalist_reaches():
+    battles = ScenarioBattles([SMALL], 2, max_steps=40, seed=3)
+    view = battles.observe()
+    batch, doctrine = battles.batches[0], battles.doctrines[0]
+    expected, _ = doctrine.orders(batch.state, batch.geometry)
+    before = batch.state.x.copy()
+    orders = np.zeros((2, battles.n_tokens, 3), np.float32)
+    orders[..., 0] = 1.0  # every own unit marches straight ahead, whatever the doctrine says
+    taught = battles.step(orders).doctrine_actions
+    for b in range(2):
+        for k in np.flatnonzero(view.own_mask[b]):
+            np.testing.assert_array_equal(taught[b, k], expected[b, view.unit[b, k]])
+    assert not np.array_equal(batch.state.x, before)
+
+
+def test_the_teacher_loss_pulls_the_means_towards_the_doctrine(tmp_path):
+    def teacher_error(policy):
+        battles = ScenarioBattles([SMALL], 8, max_steps=40, seed=5)
+        view = battles.observe()
+        labels = battles.step(None).doctrine_actions
+        mean, _ = policy(torch.from_numpy(view.tokens), torch.from_numpy(view.pad_mask),
+                         card_vec=torch.from_numpy(battles.cards))
+        own = view.own_mask
+        return float(((mean.detach().numpy() - labels) ** 2)[own].mean())
+
+    config = tiny_config(tmp_path, total_timesteps=1024, teacher_coef=20.0, learning_rate=3e-3)
+    trainer = WFM1Trainer(config, scenarios=[SMALL, SMALL])
+    start = teacher_error(trainer.policy)
+    trainer.learn()
+    assert trainer.history[-1]["train/teacher_loss"] < trainer.history[0]["train/teacher_loss"]
+    assert teacher_error(trainer.policy) < 0.5 * start
+
+
+def test_validation_keeps_the_best_policy(tmp_path):
+    from training.wfm1.trainer import BEST
+
+    config = tiny_config(tmp_path, total_timesteps=512, validate_every_updates=2,
+                         validation_scenarios=2, validation_battles=2)
+    trainer = WFM1Trainer(config).learn()
+    rates = [h["validation/win_rate"] for h in trainer.history if "validation/win_rate" in h]
+    assert len(rates) == 1 + 4 // 2  # the start, then every second of the 4 updates
+    assert trainer.best_validation == max(rates)
+    best = WFM1Policy.load_checkpoint(tmp_path / "ck" / BEST)
+    assert np.mean(play_out(trainer.validation_battles(), best) == 1) == trainer.best_validation
 
 
 def test_the_warm_start_imitates_the_doctrine(tmp_path):

@@ -18,12 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from envs.arms_doctrine import CombinedArmsDoctrine
 from envs.entity_tokens import EntityView, entity_tokens
 from envs.multi_battalion_batch import BLUE
 from envs.observation import ROTATE_SIGN
 from envs.sim.constants import ACTION_DIM
+from models.wfm1 import WFM1Policy
 from training.wfm1.scenarios import WFMScenario
 
 F32 = np.float32
@@ -42,8 +44,10 @@ class BattlesStep:
     winner: np.ndarray
     """int8: 0 Blue won, 1 Red won, -1 no winner (yet, or a draw)."""
     doctrine_actions: np.ndarray | None = None
-    """(B, n_tokens, 3) the doctrine's order of each own token of the last
-    :meth:`ScenarioBattles.observe`, when Blue followed the doctrine (a demonstration)."""
+    """(B, n_tokens, 3) the doctrine's order for each own token of the last
+    :meth:`ScenarioBattles.observe` (zero elsewhere), whoever commanded Blue: the
+    demonstration when Blue followed the doctrine, the teacher's label in the states the
+    generalist reached otherwise; None without an observation."""
 
 
 class ScenarioBattles:
@@ -108,7 +112,7 @@ class ScenarioBattles:
             raise ValueError(f"actions of shape {actions.shape} are invalid: expected "
                              f"({self.n_battles}, {self.n_tokens}, {ACTION_DIM})")
         taught = None
-        if actions is None and self.view is not None:
+        if self.view is not None:
             taught = np.zeros((self.n_battles, self.n_tokens, ACTION_DIM), F32)
         reward = np.zeros(self.n_battles, F32)
         done = np.zeros(self.n_battles, bool)
@@ -121,10 +125,9 @@ class ScenarioBattles:
             if self.view is not None:
                 battle, token = np.nonzero(self.view.own_mask[rows])
                 units = self.view.unit[rows][battle, token]
+                taught[rows][battle, token] = orders[battle, units]
                 if actions is not None:
                     orders[battle, units] = actions[rows][battle, token]
-                else:
-                    taught[rows][battle, token] = orders[battle, units]
             result = batch.step(orders, formations)
             reward[rows] = result.team_reward.total[BLUE * self.per:(BLUE + 1) * self.per]
             over = result.battle_over
@@ -136,4 +139,33 @@ class ScenarioBattles:
         return BattlesStep(reward, done, truncated, winner, taught)
 
 
-__all__ = ["BattlesStep", "ScenarioBattles"]
+def play_out(battles: ScenarioBattles, policy: WFM1Policy | None) -> np.ndarray:
+    """Play the first episode of every battle of ``battles`` to its end, every Blue unit
+    on ``policy``'s mean (None: Blue under the combined-arms doctrine).
+
+    Returns:
+        ``(n_battles,)`` int8 outcomes: 1 won, 0 drawn, -1 lost.
+    """
+    cards = torch.from_numpy(battles.cards)
+    outcome = np.zeros(battles.n_battles, np.int8)
+    over = np.zeros(battles.n_battles, bool)
+    if policy is not None:
+        policy.eval()
+    with torch.no_grad():
+        while not over.all():
+            actions = None
+            if policy is not None:
+                view = battles.observe()
+                actions = policy.act(
+                    torch.from_numpy(view.tokens), torch.from_numpy(view.pad_mask),
+                    card_vec=cards, own_mask=torch.from_numpy(view.own_mask),
+                    deterministic=True)[0].numpy()
+            result = battles.step(actions)
+            ended = result.done & ~over
+            outcome[ended & (result.winner == 0)] = 1
+            outcome[ended & (result.winner == 1)] = -1
+            over |= result.done
+    return outcome
+
+
+__all__ = ["BattlesStep", "ScenarioBattles", "play_out"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from envs.sim.validation import check_int, check_positive
+from envs.sim.validation import check_int, check_non_negative, check_positive
 from training.common.setting_groups import PPOSettings, TrackingSettings
 from training.common.settings import (
     ConfigFile,
@@ -71,6 +71,21 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
         0.2, "Standard deviation of every action after the warm start (the imitation fits the "
         "means only; a narrow start keeps PPO's rollouts close to the imitated play).",
         check_positive, "training.warm_start_std")
+    teacher_coef: float = setting(
+        0.0, "Weight of a loss beside PPO's: the squared error between each own unit's "
+        "action mean and the doctrine's order in the states the rollout reached (the "
+        "imitation's teacher kept as a regulariser); 0: PPO alone.", check_non_negative,
+        "training.teacher_coef")
+    validate_every_updates: int = setting(
+        0, "Updates between evaluations on the validation battles (fixed training "
+        "scenarios, never held-out ones, every unit on its mean); the best is kept as "
+        "wfm1_best.pt. 0: none.", non_negative_int, "validation.every_updates")
+    validation_scenarios: int = setting(
+        8, "Training scenarios of the validation battles.", positive_int,
+        "validation.scenarios")
+    validation_battles: int = setting(
+        8, "Validation battles of each of those scenarios.", positive_int,
+        "validation.battles_per_scenario")
     d_model: int = setting(128, "Width of the token embeddings.", positive_int, "model.d_model")
     n_heads: int = setting(8, "Attention heads.", positive_int, "model.n_heads")
     n_echelon_layers: int = setting(4, "Layers of the echelon encoder.", positive_int,

@@ -15,8 +15,15 @@ one advantage per battle, which every unit of the battle shares: the policy loss
 PPO's clipped surrogate averaged over the units' own probability ratios. A battle that
 ends (decided or cut off at ``max_steps``) ends its return there.
 
+Two extras hang on settings: ``training.teacher_coef`` adds to PPO's loss the squared
+error between each own unit's action mean and the doctrine's order in the states the
+rollout reached (the warm start's teacher kept on as a regulariser, labelled on the
+generalist's own states as in DAgger), and ``validation.every_updates`` plays fixed
+validation battles (training scenarios drawn once from the run's seed, never held-out
+ones) on the policy's means and keeps the best policy so far as ``wfm1_best.pt``.
+
 Checkpoints (``wfm1_warm_start.pt`` after the imitation, ``wfm1_<steps>_steps.pt``,
-``wfm1_latest.pt`` and ``wfm1_final.pt``, written
+``wfm1_latest.pt``, ``wfm1_best.pt`` and ``wfm1_final.pt``, written
 atomically, read with ``torch.load(weights_only=True)``) hold the weights, the
 optimiser, the counters and the generators, so a run resumes where it stopped.
 """
@@ -38,7 +45,7 @@ import torch
 from models.wfm1 import WFM1Policy
 from storage.files import atomic_write_bytes, clean_stale_temporaries
 from training.common.tracking import start_wandb
-from training.wfm1.battles import ScenarioBattles
+from training.wfm1.battles import ScenarioBattles, play_out
 from training.wfm1.config import WFM1TrainConfig
 from training.wfm1.scenarios import sample_training_scenario
 from training.wfm1.warm_start import clone, collect_demonstrations
@@ -49,6 +56,10 @@ LATEST = "wfm1_latest.pt"
 FINAL = "wfm1_final.pt"
 WARM_START = "wfm1_warm_start.pt"
 """The checkpoint written after the warm start (the imitation alone)."""
+BEST = "wfm1_best.pt"
+"""The policy that won most validation battles so far."""
+VALIDATION_SEED = 7_000_000
+"""Offset of the validation battles' seeds from the run's seed."""
 
 
 @dataclass
@@ -62,6 +73,8 @@ class WFMRollout:
     actions: torch.Tensor
     log_probs: torch.Tensor
     values: torch.Tensor
+    teacher: torch.Tensor
+    """The doctrine's order for each own token in the state reached."""
     rewards: torch.Tensor
     dones: torch.Tensor
     last_values: torch.Tensor
@@ -116,6 +129,8 @@ class WFM1Trainer:
         self.total_steps = self.updates = self.episodes = 0
         self.battles: ScenarioBattles | None = None
         self.history: list[dict[str, Any]] = []
+        self.best_validation = -1.0
+        """The best validation win rate so far (-1: none measured)."""
         self.final_checkpoint: Path | None = None
         clean_stale_temporaries(config.checkpoint_dir)
         if resume is not None:
@@ -163,8 +178,8 @@ class WFM1Trainer:
         battles, policy = self.battles, self.policy
         cards = torch.from_numpy(battles.cards)
         steps: dict[str, list[torch.Tensor]] = {k: [] for k in (
-            "tokens", "pad_mask", "own_mask", "actions", "log_probs", "values", "rewards",
-            "dones")}
+            "tokens", "pad_mask", "own_mask", "actions", "log_probs", "values", "teacher",
+            "rewards", "dones")}
         outcomes: list[int] = []
         policy.eval()
         with torch.no_grad():
@@ -178,6 +193,7 @@ class WFM1Trainer:
                 for key, value in (("tokens", tokens), ("pad_mask", pad), ("own_mask", own),
                                    ("actions", actions), ("log_probs", log_probs),
                                    ("values", values),
+                                   ("teacher", torch.from_numpy(result.doctrine_actions)),
                                    ("rewards", torch.from_numpy(result.reward)),
                                    ("dones", torch.from_numpy(result.done))):
                     steps[key].append(value)
@@ -211,14 +227,14 @@ class WFM1Trainer:
         config, policy = self.config, self.policy
         advantages, returns = self.advantages(rollout)
         flat = {key: getattr(rollout, key).flatten(0, 1) for key in (
-            "tokens", "pad_mask", "own_mask", "actions", "log_probs", "values")}
+            "tokens", "pad_mask", "own_mask", "actions", "log_probs", "values", "teacher")}
         flat["cards"] = rollout.cards.repeat(len(rollout.rewards), 1)
         flat["advantages"], flat["returns"] = advantages.flatten(), returns.flatten()
         n = len(flat["advantages"])
         batch_size = min(config.batch_size or n // config.n_minibatches, n)
         generator = torch.Generator().manual_seed(int(self.rng.integers(0, 2**31)))
         totals = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0,
-                  "clip_fraction": 0.0}
+                  "clip_fraction": 0.0, "teacher_loss": 0.0}
         n_batches = 0
         policy.train()
         for _ in range(config.n_epochs):
@@ -227,8 +243,9 @@ class WFM1Trainer:
                 index = order[start:start + batch_size]
                 b = {key: value[index] for key, value in flat.items()}
                 own = b["own_mask"]
-                log_prob, entropy, value = policy.evaluate_actions(
-                    b["tokens"], b["actions"], b["pad_mask"], card_vec=b["cards"], own_mask=own)
+                log_prob, entropy, value, mean = policy.evaluate_actions(
+                    b["tokens"], b["actions"], b["pad_mask"], card_vec=b["cards"], own_mask=own,
+                    return_means=True)
                 adv = b["advantages"]
                 adv = (adv - adv.mean()) / (adv.std() + 1e-8)
                 ratio = torch.exp(log_prob - b["log_probs"])
@@ -241,7 +258,10 @@ class WFM1Trainer:
                 policy_loss = -(surrogate * weight).sum() / n_own
                 value_loss = torch.mean((value - b["returns"]) ** 2)
                 entropy_mean = (entropy * weight).sum() / n_own
-                loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy_mean
+                teacher_loss = (((mean - b["teacher"]) ** 2).sum(-1) * weight).sum() / (
+                    n_own * mean.shape[-1])
+                loss = (policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy_mean
+                        + config.teacher_coef * teacher_loss)
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
@@ -254,6 +274,7 @@ class WFM1Trainer:
                 totals["policy_loss"] += float(policy_loss.detach())
                 totals["value_loss"] += float(value_loss.detach())
                 totals["entropy"] += float(entropy_mean.detach())
+                totals["teacher_loss"] += float(teacher_loss.detach())
                 n_batches += 1
         self.total_steps += self.rollout_steps
         self.updates += 1
@@ -269,6 +290,32 @@ class WFM1Trainer:
                             "rollout/n_episodes": len(outcomes)})
         return metrics
 
+    # --- validation -----------------------------------------------------------------------------
+
+    def validation_battles(self) -> ScenarioBattles:
+        """The validation battles, the same at every call: ``validation.scenarios``
+        training scenarios drawn from the run's seed, ``validation.battles_per_scenario``
+        battles of each."""
+        config = self.config
+        rng = np.random.default_rng(config.seed + VALIDATION_SEED)
+        scenarios = [sample_training_scenario(rng, config.max_side, config.gis_share)
+                     for _ in range(config.validation_scenarios)]
+        return ScenarioBattles(scenarios, config.validation_battles, config.max_steps,
+                               seed=config.seed + VALIDATION_SEED)
+
+    def validate(self) -> dict[str, float]:
+        """Play the validation battles on the policy's means (module docstring); keep the
+        policy as ``wfm1_best.pt`` if it won more of them than any before. Returns the
+        ``validation/*`` metrics."""
+        outcomes = play_out(self.validation_battles(), self.policy)
+        win_rate = float(np.mean(outcomes == 1))
+        if win_rate > self.best_validation:
+            self.best_validation = win_rate
+            self.save(Path(self.config.checkpoint_dir) / BEST)
+        return {"validation/win_rate": win_rate,
+                "validation/draw_rate": float(np.mean(outcomes == 0)),
+                "validation/best_win_rate": self.best_validation}
+
     # --- the run --------------------------------------------------------------------------------
 
     def learn(self) -> WFM1Trainer:
@@ -283,16 +330,17 @@ class WFM1Trainer:
                                      tags=config.wandb_tags, config=config.to_dict(),
                                      log_dir=config.log_dir) if config.enable_wandb
                          else (None, False))
+        every = config.validate_every_updates
         try:
+            if every and self.best_validation < 0:  # the starting point is a candidate too
+                self._log(self.validate(), writer, run)
             while self.total_steps + self.rollout_steps <= config.total_timesteps:
                 started = time.perf_counter()
                 metrics = self.learn_from(self.collect_rollout())
                 metrics["time/fps"] = self.rollout_steps / (time.perf_counter() - started)
-                self.history.append(metrics)
-                for key, value in metrics.items():
-                    writer.add_scalar(key, value, self.total_steps)
-                if run is not None:
-                    run.log(metrics, step=self.total_steps)
+                if every and self.updates % every == 0:
+                    metrics.update(self.validate())
+                self._log(metrics, writer, run)
                 if config.verbose:
                     logger.info("step %d: win rate %.2f, %.0f steps/s", self.total_steps,
                                 metrics.get("rollout/win_rate", float("nan")),
@@ -308,6 +356,13 @@ class WFM1Trainer:
                 run.finish()
         return self
 
+    def _log(self, metrics: dict[str, Any], writer, run) -> None:
+        self.history.append(metrics)
+        for key, value in metrics.items():
+            writer.add_scalar(key, value, self.total_steps)
+        if run is not None:
+            run.log(metrics, step=self.total_steps)
+
     # --- files ------------------------------------------------------------------------------------
 
     def save(self, path: Path) -> Path:
@@ -318,6 +373,7 @@ class WFM1Trainer:
         torch.save({"config": self.policy.kwargs, "state_dict": self.policy.state_dict(),
                     "optimizer": self.optimizer.state_dict(),
                     "counters": [self.total_steps, self.updates, self.episodes],
+                    "best_validation": self.best_validation,
                     "numpy_rng": self.rng.bit_generator.state,
                     "torch_rng": torch.get_rng_state()}, buffer)
         atomic_write_bytes(path, buffer.getvalue())
@@ -331,9 +387,10 @@ class WFM1Trainer:
         self.policy.load_state_dict(data["state_dict"])
         self.optimizer.load_state_dict(data["optimizer"])
         self.total_steps, self.updates, self.episodes = (int(v) for v in data["counters"])
+        self.best_validation = float(data.get("best_validation", -1.0))
         self.rng.bit_generator.state = data["numpy_rng"]
         torch.set_rng_state(data["torch_rng"])
         logger.info("resuming %s at step %d", path, self.total_steps)
 
 
-__all__ = ["FINAL", "LATEST", "WARM_START", "WFM1Trainer", "WFMRollout"]
+__all__ = ["BEST", "FINAL", "LATEST", "VALIDATION_SEED", "WARM_START", "WFM1Trainer", "WFMRollout"]
