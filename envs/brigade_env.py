@@ -90,9 +90,11 @@ class BrigadeEnv(EchelonEnv):
     """Command a brigade of ``n_blue`` battalions by drills (module docstring).
 
     Args:
-        n_blue, n_red: battalions a side.
-        map_width, map_height, max_steps: the field and the battle's length in
-            primitive steps.
+        n_blue: Blue's battalions.
+        n_red: Red's battalions.
+        map_width: the field's width in metres.
+        map_height: the field's height in metres.
+        max_steps: the battle's length in primitive steps.
         options: the drills (default :func:`envs.options.make_default_options` capped at
             ``temporal_ratio`` steps).
         temporal_ratio: battalion steps a macro step lasts (fewer when the battle ends),

@@ -77,12 +77,18 @@ class DivisionEnv(EchelonEnv):
     """Command a division of ``n_brigades`` brigades (module docstring).
 
     Args:
-        n_brigades, n_blue_per_brigade: Blue's brigades and their battalions.
-        n_red_brigades, n_red_per_brigade: Red's (default: as Blue's).
-        map_width, map_height, max_steps: the field and the battle's length.
+        n_brigades: Blue's brigades.
+        n_blue_per_brigade: the battalions of each Blue brigade.
+        n_red_brigades: Red's brigades (default: as Blue's).
+        n_red_per_brigade: the battalions of each Red brigade (default: as Blue's).
+        map_width: the field's width in metres.
+        map_height: the field's height in metres.
+        max_steps: the battle's length.
         brigade_policy: a frozen policy for Red's brigades, or None for scripted Red.
         red_random: Red's battalions give random orders (no brigade policy).
-        randomize_terrain, visibility_radius, render_mode: as the brigade env's.
+        randomize_terrain: as the brigade env's.
+        visibility_radius: as the brigade env's.
+        render_mode: as the brigade env's.
         temporal_ratio: battalion steps a division step lasts.
         red_level: the scripted Red battalion commanders' level (1 to 5).
         blue_brigade_policy: a frozen SB3 brigade commander choosing each Blue brigade's

@@ -94,9 +94,15 @@ class BattalionVecEnv(VecEnv):
     Args:
         n_envs: number of battles (>= 1, and few enough to fit in memory:
             :data:`~envs.battalion_batch.BYTES_PER_BATTLE` each).
-        map_width, map_height, max_steps, terrain, randomize_terrain,
-        hill_speed_factor, curriculum_level, reward_weights, render_mode:
-            as for :class:`~envs.battalion_env.BattalionEnv`, applied to every battle.
+        map_width: as for :class:`~envs.battalion_env.BattalionEnv`, in every battle.
+        map_height: as for :class:`~envs.battalion_env.BattalionEnv`, in every battle.
+        max_steps: as for :class:`~envs.battalion_env.BattalionEnv`, in every battle.
+        terrain: as for :class:`~envs.battalion_env.BattalionEnv`, in every battle.
+        randomize_terrain: as for :class:`~envs.battalion_env.BattalionEnv`, in every battle.
+        hill_speed_factor: as for :class:`~envs.battalion_env.BattalionEnv`, in every battle.
+        curriculum_level: as for :class:`~envs.battalion_env.BattalionEnv`, in every battle.
+        reward_weights: as for :class:`~envs.battalion_env.BattalionEnv`, in every battle.
+        render_mode: as for :class:`~envs.battalion_env.BattalionEnv`, in every battle.
         red_policy: commands Red in every battle (None: scripted). Its
             ``predict`` receives the (n, obs_dim) observations of all battles it
             commands at once and must return (n, ACTION_DIM) actions. Use

@@ -31,7 +31,9 @@ class BattalionMlpPolicy(ActorCriticPolicy):
     """Actor-critic MLP policy for :class:`~envs.battalion_env.BattalionEnv`.
 
     Args:
-        observation_space, action_space, lr_schedule: as for SB3's ``ActorCriticPolicy``.
+        observation_space: as for SB3's ``ActorCriticPolicy``.
+        action_space: as for SB3's ``ActorCriticPolicy``.
+        lr_schedule: as for SB3's ``ActorCriticPolicy``.
         net_arch: hidden sizes, shared by actor and critic (list) or given as
             ``{"pi": [...], "vf": [...]}``; default 128-128 for both.
         activation: ``"tanh"`` (default) or ``"relu"``.

@@ -475,7 +475,7 @@ class MAPPOPolicy(nn.Module):
 
         Raises:
             ValueError, TypeError: for a wrong shape, a batch-size mismatch, a
-            non-finite value or an invalid index.
+                non-finite value or an invalid index.
         """
         obs_t = self._batch("obs", obs, self.obs_dim)
         actions_t = self._batch("actions", actions, self.action_dim)

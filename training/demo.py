@@ -2,8 +2,8 @@
 
 Trains a PPO commander with the default configuration (a few minutes on two
 cores), plays 100 battles against each scripted level and random orders,
-prints the results, and writes a replay GIF of the trained commander against
-scripted level 5.
+prints the results, and writes a replay of the trained commander against
+scripted level 5 as a GIF and as a page that plays it in the browser.
 
 Usage::
 
@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from envs.battalion_env import BattalionEnv
-from envs.rendering import record_episode, render_gif, save_replay
+from envs.rendering import record_episode, render_gif, save_replay, write_replay_html
 from training.evaluate import run_episodes_with_model
 from training.ppo.config import TrainingConfig
 from training.ppo.opponents import NAMED_OPPONENTS
@@ -64,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"Battle vs scripted_l5: {'drawn' if outcome == 'draw' else outcome + ' won'} "
                   f"after {replay.n_steps} steps.")
     console.print(f"Replay GIF: {gif.resolve()}")
+    page = write_replay_html(replay, gif.with_suffix(".html"))
+    console.print(f"Replay in the browser: {page.resolve()}")
     return 0
 
 

@@ -242,7 +242,8 @@ class PolicyRegistry:
         :func:`~training.utils.freeze_policy.load_and_freeze_sb3`.
 
         Args:
-            echelon, version: the entry.
+            echelon: the entry's echelon.
+            version: the entry's version.
             device: torch device.
             **mappo_kwargs: for a battalion policy, ``obs_dim``, ``action_dim`` and
                 ``state_dim`` (required) and ``n_agents`` (default 2).

@@ -87,7 +87,8 @@ def evaluate_team_vs_pool(policy: MAPPOPolicy, opponent: MAPPOPolicy, n_blue: in
     Args:
         policy: the Blue :class:`~models.mappo_policy.MAPPOPolicy`.
         opponent: the frozen Red policy.
-        n_blue, n_red: team sizes.
+        n_blue: Blue's team size.
+        n_red: Red's team size.
         n_episodes: number of battles (>= 1).
         deterministic: Blue acts on its policy's mean.
         seed: base seed (0 when None).
@@ -120,7 +121,8 @@ def nash_exploitability_proxy(policy: MAPPOPolicy, pool: TeamOpponentPool, n_blu
     Args:
         policy: the Blue policy.
         pool: the team pool; every snapshot in it is played.
-        n_blue, n_red: team sizes.
+        n_blue: Blue's team size.
+        n_red: Red's team size.
         n_episodes_per_opponent: battles per snapshot (>= 1).
         seed: base seed; every snapshot meets the same battles.
         env_kwargs: further MultiBattalionEnv settings.

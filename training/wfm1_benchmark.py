@@ -12,10 +12,13 @@ seed's), every unit on its policy's mean:
   the card adapter only, the base frozen (the seed's fine-tuning, with a real
   objective: the reference's cloned its own outputs, a zero loss);
 - ``specialist``: a commander of the same architecture trained from scratch on that
-  scenario alone for ``specialist_train_steps`` battle steps, or one given to
-  :meth:`WFM1Benchmark.run`; with neither (the seed's default, 0 steps), the scripted
-  baseline: the combined-arms doctrine commanding Blue (the reference's stand-in
-  advanced and never fired).
+  scenario alone for ``specialist_train_steps`` battle steps with the generalist's
+  recipe (its first half imitating the doctrine, the rest PPO: multi-agent PPO with
+  one shared actor for every unit and a critic over the whole battle, as MAPPO), or one
+  given to :meth:`WFM1Benchmark.run`; with neither (the seed's default, 0 steps), the
+  scripted baseline: the combined-arms doctrine commanding Blue (the reference's
+  stand-in advanced and never fired). Trained specialists are kept in
+  ``specialist_dir`` when it is set and taken from there by later runs.
 
 Outcomes are won, drawn or lost; **a win rate counts draws in its denominator** (the
 reference dropped them, so a commander that drew every battle but one scored 100 %).
@@ -24,9 +27,14 @@ fine-tuned win rate over the mean specialist win rate, >= 0.80.
 
 Usage::
 
-    python -m training.wfm1_benchmark --policy checkpoints/wfm1/wfm1_final.pt
+    python -m training.wfm1_benchmark --policy checkpoints/wfm1/wfm1_best.pt
         [--episodes 50] [--finetune-steps 10000] [--specialist-steps 0]
+        [--specialist-dir DIR] [--train-config RUN/.hydra/config.yaml]
         [--scenarios 20] [--report docs/wfm1_benchmark.md]
+
+``--train-config`` gives the fine-tuning and the specialists the generalist's training
+settings (a file laid out as ``configs/wfm1_train.yaml``, e.g. the one Hydra keeps
+in the training run's folder); without it they take the defaults.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import yaml
 
 from envs.sim.validation import check_in_range, check_int
 from models.wfm1 import WFM1Policy
@@ -73,6 +82,8 @@ class WFM1BenchmarkConfig:
         finetune_recovery_fraction: the fine-tuning criterion.
         finetune_battles: battles a fine-tuning or specialist rollout plays at once.
         seed: seed of the fine-tuning and specialist runs.
+        specialist_dir: folder keeping trained specialists as ``<scenario>.pt``; one found
+            there is used instead of training it again. None: they are not kept.
         report_path: where :meth:`WFM1BenchmarkSummary.write_markdown` writes by default.
 
     Raises:
@@ -88,6 +99,7 @@ class WFM1BenchmarkConfig:
     finetune_recovery_fraction: float = 0.80
     finetune_battles: int = 16
     seed: int = 0
+    specialist_dir: str | None = None
     report_path: str = "docs/wfm1_benchmark.md"
 
     def __post_init__(self) -> None:
@@ -101,6 +113,9 @@ class WFM1BenchmarkConfig:
         check_in_range("finetune_recovery_fraction", self.finetune_recovery_fraction, 0.0, 1.0)
         check_int("finetune_battles", self.finetune_battles, minimum=1)
         check_int("seed", self.seed, minimum=0)
+        if self.specialist_dir is not None and not isinstance(self.specialist_dir, str):
+            raise ValueError(f"specialist_dir={self.specialist_dir!r} is invalid: expected a "
+                             "folder path (str) or None")
 
 
 @dataclass(frozen=True)
@@ -272,8 +287,9 @@ class WFM1Benchmark:
         specialists = {name: _policy(p) for name, p in (specialist_policies or {}).items()}
         started = time.perf_counter()
         summary = WFM1BenchmarkSummary(config=c, specialist=(
-            f"{c.specialist_train_steps:,} battle steps on the scenario alone, from scratch "
-            "with the generalist's architecture and recipe (its warm start, then PPO)"
+            f"{c.specialist_train_steps:,} battle steps each on its scenario alone, from "
+            "scratch with the generalist's architecture and training settings (up to half "
+            "imitating the doctrine, the rest multi-agent PPO)"
             if c.specialist_train_steps else
             "the combined-arms doctrine commanding Blue (scripted baseline)") + (
             f"; given for {', '.join(sorted(specialists))}" if specialists else ""))
@@ -308,13 +324,29 @@ class WFM1Benchmark:
             if specialist is not None:
                 rows.append(result("specialist", specialist))
             elif c.specialist_train_steps:
-                trained = WFM1Trainer(
-                    self._trainer_config(c.specialist_train_steps, policy, folder / "sp"),
-                    scenarios=[scenario]).learn()
-                rows.append(result("specialist", trained.policy, trained.total_steps))
+                rows.append(result("specialist", *self.specialist(scenario, policy, folder)))
             else:
                 rows.append(result("specialist", None))
         return rows
+
+    def specialist(self, scenario: WFMScenario, like: WFM1Policy,
+                   scratch: Path) -> tuple[WFM1Policy, int]:
+        """The specialist of ``scenario``: taken from ``specialist_dir`` if it holds one of
+        ``like``'s size, else trained (and kept there); returns it and its battle steps."""
+        c = self.config
+        kept = Path(c.specialist_dir) / f"{scenario.name}.pt" if c.specialist_dir else None
+        if kept is not None and kept.is_file():
+            data = torch.load(kept, map_location="cpu", weights_only=True)
+            if data.get("config") == like.kwargs:
+                logger.info("specialist of %s from %s", scenario.name, kept)
+                return WFM1Policy.load_checkpoint(kept), int(data["counters"][0])
+        config = self._trainer_config(c.specialist_train_steps, like, scratch / "sp")
+        config = config.replace(warm_start_steps=min(config.warm_start_steps,
+                                                     c.specialist_train_steps // 2))
+        trainer = WFM1Trainer(config, scenarios=[scenario]).learn()
+        if kept is not None:
+            trainer.save(kept)
+        return trainer.policy, trainer.total_steps
 
     def _trainer_config(self, steps: int, policy: WFM1Policy, folder: Path) -> WFM1TrainConfig:
         c, kwargs = self.config, policy.kwargs
@@ -342,6 +374,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--finetune-steps", type=int, default=10_000)
     parser.add_argument("--specialist-steps", type=int, default=0,
                         help="0: the combined-arms doctrine as the specialist")
+    parser.add_argument("--specialist-dir", help="keep trained specialists here, and reuse them")
+    parser.add_argument("--train-config", help="the training settings of the fine-tuning "
+                        "and the specialists (YAML laid out as configs/wfm1_train.yaml)")
     parser.add_argument("--scenarios", type=int, default=20)
     parser.add_argument("--report", help="write the markdown report here")
     parser.add_argument("--training", default="", help="a line on how the policy was trained")
@@ -351,8 +386,13 @@ def main(argv: list[str] | None = None) -> None:
     config = WFM1BenchmarkConfig(n_eval_episodes=args.episodes,
                                  finetune_steps=args.finetune_steps,
                                  specialist_train_steps=args.specialist_steps,
-                                 n_scenarios=args.scenarios)
-    summary = WFM1Benchmark(config).run(args.policy)
+                                 n_scenarios=args.scenarios,
+                                 specialist_dir=args.specialist_dir)
+    train_config = None
+    if args.train_config:
+        train_config = WFM1TrainConfig.from_nested(
+            yaml.safe_load(Path(args.train_config).read_text()))
+    summary = WFM1Benchmark(config, train_config).run(args.policy)
     summary.training = args.training or (f"`{args.policy}`" if args.policy else "untrained")
     print(summary.to_markdown())
     if args.report:

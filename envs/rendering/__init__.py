@@ -9,6 +9,7 @@ from envs.rendering.replay import (
     render_gif,
     save_replay,
 )
+from envs.rendering.viewer import write_replay_html
 
 __all__ = ["Replay", "ReplayRecorder", "draw_battle", "load_replay", "record_episode",
-           "render_gif", "save_replay"]
+           "render_gif", "save_replay", "write_replay_html"]

@@ -183,6 +183,29 @@ def test_the_benchmark_runs_every_condition_and_writes_its_report(tmp_path):
         WFM1Benchmark(None)
 
 
+def test_trained_specialists_are_kept_and_reused(tmp_path, monkeypatch):
+    import training.wfm1_benchmark as benchmark_module
+
+    config = WFM1BenchmarkConfig(n_eval_episodes=2, n_scenarios=1, finetune_steps=0,
+                                 specialist_train_steps=256, max_steps_per_episode=30,
+                                 finetune_battles=2, specialist_dir=str(tmp_path / "sp"))
+    train_config = tiny_config(tmp_path, warm_start_steps=100_000, warm_start_epochs=1)
+    policy = WFM1Policy(**SMALL_MODEL)
+    first = WFM1Benchmark(config, train_config).run(policy)
+    kept = tmp_path / "sp" / f"{HELD_OUT_SCENARIOS[0].name}.pt"
+    assert kept.is_file() and first.results[-1].train_steps == 256
+    assert "256 battle steps each" in first.specialist
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a kept specialist was trained again")
+
+    monkeypatch.setattr(benchmark_module, "WFM1Trainer", no_training)
+    again = WFM1Benchmark(config, train_config).run(policy)
+    assert again.results[-1] == first.results[-1]
+    with pytest.raises(ValueError, match="specialist_dir"):
+        WFM1BenchmarkConfig(specialist_dir=3)
+
+
 def test_evaluation_battles_are_reproducible():
     policy = WFM1Policy(**SMALL_MODEL)
     first = play_scenario(policy, SMALL, 3, 40)

@@ -468,8 +468,10 @@ def benchmark(num_workers: int = 4, n_episodes: int = 16,
         env_kwargs: MultiBattalionEnv keyword arguments (None: 2v2).
         seed: the first episode's seed.
         policy: Blue's MAPPO policy (None: random orders); Red plays random orders.
-        num_cpus_per_worker, ray_address, ray_init_kwargs, timeout_s: as for
-            :class:`DistributedRolloutRunner`.
+        num_cpus_per_worker: as for :class:`DistributedRolloutRunner`.
+        ray_address: as for :class:`DistributedRolloutRunner`.
+        ray_init_kwargs: as for :class:`DistributedRolloutRunner`.
+        timeout_s: as for :class:`DistributedRolloutRunner`.
 
     Returns:
         ``{"single_steps_per_sec", "ray_steps_per_sec", "speedup", "total_steps",

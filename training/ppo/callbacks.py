@@ -214,7 +214,10 @@ class ManifestCheckpointCallback(CheckpointCallback):
         save_path: folder of the checkpoints.
         name_prefix: file-name prefix (see :mod:`training.artifacts`).
         manifest: the manifest to register checkpoints in, or None.
-        seed, curriculum_level, run_id, config_hash: recorded in manifest rows.
+        seed: recorded in manifest rows.
+        curriculum_level: recorded in manifest rows.
+        run_id: recorded in manifest rows.
+        config_hash: recorded in manifest rows.
         verbose: verbosity level.
     """
 
@@ -259,10 +262,17 @@ class ManifestEvalCallback(EvalCallback):
     Args:
         eval_env: the evaluation VecEnv.
         eval_freq: environment steps between evaluations.
-        n_eval_episodes, deterministic, log_path, verbose: as for SB3's EvalCallback.
+        n_eval_episodes: as for SB3's EvalCallback.
+        deterministic: as for SB3's EvalCallback.
+        log_path: as for SB3's EvalCallback.
+        verbose: as for SB3's EvalCallback.
         best_model_save_path: folder of the best model (None: do not keep it).
         best_filename: name of the versioned copy of the best model, or None.
-        manifest, seed, curriculum_level, run_id, config_hash: manifest rows.
+        manifest: the manifest to register the best models in, or None.
+        seed: recorded in manifest rows.
+        curriculum_level: recorded in manifest rows.
+        run_id: recorded in manifest rows.
+        config_hash: recorded in manifest rows.
     """
 
     def __init__(self, eval_env, *, eval_freq: int, n_eval_episodes: int = 20,

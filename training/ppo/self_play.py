@@ -46,12 +46,15 @@ class SelfPlayCallback(BaseCallback):
         vec_env: the training env (default: the model's).
         verbose: verbosity level.
         manifest: manifest for ``self_play_snapshot`` rows, or None.
-        seed, curriculum_level, run_id, config_hash: manifest row fields; ``seed``
-            also seeds the dealing of opponents.
+        seed: a manifest row field; also seeds the dealing of opponents.
+        curriculum_level: a manifest row field.
+        run_id: a manifest row field.
+        config_hash: a manifest row field.
         scripted_share: share of battles that keep their original opponent, in [0, 1].
         opponents_per_swap: different pool members dealt at each swap (>= 1).
-        registry, agent_name: when given, each snapshot enters this Elo registry
-            at the learner's current rating, named like its file.
+        registry: when given (with ``agent_name``), each snapshot enters this Elo
+            registry at the learner's current rating, named like its file.
+        agent_name: the learner's name in ``registry``.
     """
 
     def __init__(self, pool: OpponentPool, snapshot_freq: int = 50_000, vec_env=None,
@@ -174,7 +177,8 @@ class WinRateVsPoolCallback(BaseCallback):
         use_latest: evaluate against the newest snapshot instead of a random one.
         verbose: verbosity level.
         env_kwargs: BattalionEnv settings of the battles (the training run's).
-        registry, agent_name: Elo registry and the learner's name in it.
+        registry: Elo registry.
+        agent_name: the learner's name in ``registry``.
         seed: seed of the member choice and the battles.
     """
 
