@@ -17,6 +17,7 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from envs.battalion_env import battle_config_from_args, make_action_space
+from envs.metrics.coordination import SUPPORT_RADIUS, compute_all
 from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
 from envs.multi_observation import (
     CRITIC_STATE_DIM,
@@ -30,6 +31,7 @@ from envs.multi_observation import (
     STATE_LOW,
 )
 from envs.reward import RewardWeights
+from envs.sim import engine
 from envs.sim.constants import (
     ACTION_DIM,
     HILL_SPEED_FACTOR,
@@ -75,9 +77,11 @@ class MultiBattalionEnv(ParallelEnv):
     """An N-vs-M battle of battalions; every battalion is an agent.
 
     Args:
-        n_blue, n_red: battalions a side, 1 to ``MAX_TEAM_SIZE`` (6) each.
-        map_width, map_height: battlefield size in metres, each in
+        n_blue: Blue's battalions, 1 to ``MAX_TEAM_SIZE`` (6).
+        n_red: Red's battalions, 1 to ``MAX_TEAM_SIZE`` (6).
+        map_width: battlefield width in metres, in
             :data:`~envs.sim.constants.MAP_SIZE_RANGE` (10 m to 100 km).
+        map_height: battlefield height in metres, in the same range.
         max_steps: steps before the battle is called a draw, 1 to
             :data:`~envs.sim.constants.MAX_STEPS_LIMIT`.
         terrain: a fixed :class:`~envs.sim.terrain.TerrainMap`; when given,
@@ -270,6 +274,30 @@ class MultiBattalionEnv(ParallelEnv):
         units = np.array([self._index[a] for a in agents], dtype=np.intp)
         orders = self._battle.scripted_actions(units, level)[0]
         return {a: orders[k].copy() for k, a in enumerate(agents)}
+
+    def get_coordination_metrics(self, support_radius: float = SUPPORT_RADIUS
+                                 ) -> dict[str, float]:
+        """How well Blue's battalions fight together at the last step (right after a
+        reset: as deployed, nobody firing): ``coordination/<name>`` -> value for each
+        metric of :mod:`envs.metrics.coordination` (``docs/metrics_reference.md``), over
+        the units still in the fight; 0.0 where a metric is undefined (e.g. fire
+        concentration when fewer than two Blue battalions fired).
+
+        Raises:
+            ValueError: for a ``support_radius`` that is not a positive number.
+        """
+        battle = self._battle
+        battle._require_reset()
+        events = battle.last_events
+        if events is None:
+            shape = battle.state.x.shape
+            events = engine.StepEvents(battle.geometry, np.zeros(shape, np.float32),
+                                       np.full(shape, -1, np.int32),
+                                       np.zeros(shape, np.float32), np.zeros(shape, np.float32))
+        values = compute_all(battle.state, events, battle.config, BLUE,
+                             support_radius=support_radius)
+        return {name: 0.0 if np.isnan(value[0]) else float(value[0])
+                for name, value in values.items()}
 
     @property
     def battle_state(self):

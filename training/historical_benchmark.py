@@ -25,6 +25,9 @@ Usage::
 
     python -m training.historical_benchmark [--battles data/historical/battles.json]
         [--seeds 16] [--seed 42] [--output docs/historical_benchmark.md]
+
+writes the report and, beside it, its picture (``historical_benchmark.png``: fidelity per
+battle, simulated against historical casualties).
     python -m training.historical_benchmark --replay austerlitz_1805 [--seed 42]
         [--gif docs/images/historical_austerlitz_1805.gif]
 
@@ -47,12 +50,14 @@ from envs.rendering.replay import render_gif
 from envs.scenario import Scenario, load_scenarios
 from envs.scenario_battle import NO_WINNER, STEP_SECONDS, Commander, play_scenario
 from storage.files import atomic_write_text
+from training.plots import draw_historical_benchmark, write_png
 
 logger = logging.getLogger(__name__)
 
 _ROOT = Path(__file__).resolve().parent.parent
 _BATTLES_JSON = BATTLES_JSON
 _BENCHMARK_MD = _ROOT / "docs" / "historical_benchmark.md"
+_BENCHMARK_PNG = _BENCHMARK_MD.with_suffix(".png")
 WINNER_MATCH_TARGET = 0.60
 """The acceptance criterion: the simulated winner is history's in this share of battles."""
 DEFAULT_SEEDS = 16
@@ -256,6 +261,31 @@ class HistoricalBenchmark:
         atomic_write_text(path, render_markdown(summary))
         return path
 
+    def write_plot(self, summary: BenchmarkSummary,
+                   output_path: str | Path = _BENCHMARK_PNG) -> Path:
+        """Draw the results (:func:`draw_results`) to a PNG, atomically.
+
+        Args:
+            summary: what :meth:`run` returned.
+            output_path: destination (by default beside the Markdown report);
+                parent directories are created if missing.
+
+        Returns:
+            The path written.
+        """
+        return write_png(output_path, draw_results(summary))
+
+
+def draw_results(summary: BenchmarkSummary) -> bytes:
+    """The battles that ran as a PNG: each one's fidelity, green where the simulated winner
+    is history's, and the simulated against the historical casualties of both sides."""
+    ran = [e for e in summary.entries if e.comparison is not None]
+    return draw_historical_benchmark(
+        [e.name for e in ran], [e.fidelity_score for e in ran],
+        [e.winner_matches for e in ran],
+        np.array([e.comparison.simulated_casualties for e in ran]),
+        np.array([e.comparison.historical_casualties for e in ran]))
+
 
 def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
@@ -362,9 +392,10 @@ def main(argv: list[str] | None = None) -> None:
             f"{WINNER_NAMES[c.simulated_winner]:5s} fidelity {c.fidelity:.2f}")
         print(f"{e.battle_id:32s} {status}")
     path = benchmark.write_markdown(summary, args.output)
+    picture = benchmark.write_plot(summary, Path(args.output).with_suffix(".png"))
     print(f"winner match {_pct(summary.winner_match_rate)} over {summary.total} battles, "
           f"mean fidelity {summary.mean_fidelity:.3f}, "
-          f"{summary.total_elapsed_seconds / 60:.1f} min; report: {path}")
+          f"{summary.total_elapsed_seconds / 60:.1f} min; report: {path}, picture: {picture}")
 
 
 if __name__ == "__main__":

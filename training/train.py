@@ -14,9 +14,10 @@ Command line (Hydra; ``configs/default.yaml``, override any key)::
 
 A run writes periodic, best and final checkpoints under ``checkpoint_dir``
 (atomically; see :mod:`training.artifacts` for names), indexes them in the
-manifest, logs to TensorBoard under ``log_dir`` and, when enabled, to Weights &
-Biases. A run killed at any moment can be resumed from its newest complete
-checkpoint: the step counter goes on and the manifest gains rows.
+manifest, logs to TensorBoard under ``log_dir`` (and draws its pictures there at
+the end, :mod:`training.plots`) and, when enabled, to Weights & Biases. A run
+killed at any moment can be resumed from its newest complete checkpoint: the step
+counter goes on and the manifest gains rows.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from training.artifacts import (
 )
 from training.common.tracking import log_artifact, start_wandb
 from training.elo import EloRegistry
+from training.plots import plot_run
 from training.ppo.battles import env_kwargs_for, make_eval_env, make_training_env
 from training.ppo.callbacks import (
     EloEvalCallback,
@@ -141,7 +143,12 @@ def train(config: TrainingConfig | None = None, *,
         model.learn(total_timesteps=remaining, callback=CallbackList(callbacks),
                     reset_num_timesteps=model.num_timesteps == 0,
                     progress_bar=config.progress_bar, tb_log_name="ppo_battalion")
+        # SB3 writes a rollout's numbers at the start of the next: the last update's
+        # losses and the last evaluations are still pending.
+        model.logger.dump(model.num_timesteps)
     final = _finish(model, config, manifest, names, rows, checkpoint_dir)
+    if remaining:  # learning curves, Elo and losses beside the TensorBoard files
+        plot_run(model.logger.get_dir())
     if run is not None:
         _finish_wandb(run, final, owns_run)
     return model

@@ -30,7 +30,9 @@ Usage::
     python -m training.transfer_benchmark --train-steps 1000000 [--site all]
 
 Without ``--policy`` a commander is first trained with :func:`training.train.train`'s
-default configuration for ``--train-steps`` steps; its budget is in the report.
+default configuration for ``--train-steps`` steps; its budget is in the report. Each
+site's report ``docs/transfer_benchmark_<site>.md`` gets its picture beside it
+(``.png``: won, drawn and lost shares of the three conditions).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from envs.vec_env import BattalionVecEnv
 from storage.files import atomic_write_text
 from training.common.play import play
 from training.evaluate import DuelSettings
+from training.plots import draw_transfer_benchmark, write_png
 
 logger = logging.getLogger(__name__)
 
@@ -293,6 +296,17 @@ class TransferBenchmark:
         atomic_write_text(target, render_markdown(summary))
         return target
 
+    def write_plot(self, summary: TransferSummary, path: str | Path | None = None) -> Path:
+        """Draw ``summary``'s won, drawn and lost shares per condition to a PNG, atomically
+        (default ``docs/transfer_benchmark_<site>.png``, beside the report)."""
+        target = Path(path) if path is not None else \
+            _ROOT / "docs" / f"transfer_benchmark_{summary.config.site}.png"
+        results = (summary.procedural, summary.zero_shot, summary.finetuned)
+        return write_png(target, draw_transfer_benchmark(
+            summary.config.site, [r.condition for r in results], [r.win_rate for r in results],
+            [r.draw_rate for r in results], [r.loss_rate for r in results],
+            summary.finetuned.finetune_steps_used))
+
 
 def _load_policy(policy: Any) -> tuple[str, Any]:
     if policy is None:
@@ -397,10 +411,11 @@ def main(argv: list[str] | None = None) -> None:
                 summary = dataclasses.replace(summary, policy="PPO (default TrainingConfig)",
                                               notes={**summary.notes, "Policy": trained})
             path = benchmark.write_markdown(summary)
+            picture = benchmark.write_plot(summary, path.with_suffix(".png"))
             print(f"{site}: procedural {summary.procedural.win_rate:.0%}, zero-shot "
                   f"{summary.zero_shot.win_rate:.0%}, fine-tuned "
                   f"{summary.finetuned.win_rate:.0%} after "
-                  f"{summary.finetuned.finetune_steps_used:,} steps; {path}")
+                  f"{summary.finetuned.finetune_steps_used:,} steps; {path}, {picture}")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from envs.metrics.coordination import CoordinationTally
 from envs.multi_battalion_batch import RED
 from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
 from envs.sim import random as rnd
@@ -72,6 +73,8 @@ def assert_same_rollout(a: Rollout, b: Rollout) -> None:
             assert torch.equal(x, y), name
         elif isinstance(x, np.ndarray):
             assert np.array_equal(x, y), name
+        elif isinstance(x, CoordinationTally):
+            assert np.array_equal(x.sums, y.sums) and np.array_equal(x.counts, y.counts), name
         else:
             assert len(x) == len(y), name
             assert all(np.array_equal(u, v) for u, v in zip(x, y, strict=True)), name

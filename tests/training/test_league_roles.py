@@ -119,3 +119,19 @@ def test_the_main_exploiter_logs_under_the_seed_names(league):
     assert {"exploiter/win_rate_vs_main", "exploiter/rolling_win_rate_vs_main",
             "exploiter/mean_win_rate_vs_main", "exploiter/elo", "exploiter/elo_delta",
             "exploiter/reset_count", "elo/main_exploiter"} - names == set()
+
+
+def test_every_role_draws_its_run_and_the_league_report_at_the_end(league):
+    from tests.training.test_plots import assert_picture
+    from training.league.report import PICTURES, REPORT_FILE
+    from training.plots import COORDINATION_FILE, ELO_FILE, LEARNING_CURVES_FILE, read_scalars
+
+    folder, roles = league
+    for role in roles.values():
+        assert {LEARNING_CURVES_FILE, ELO_FILE, COORDINATION_FILE} <= {
+            p.name for p in role.log_folder.glob("*.png")}
+        assert_picture(role.log_folder / LEARNING_CURVES_FILE)
+        assert "coordination/flanking_ratio" in read_scalars(role.log_folder)
+    assert (folder / REPORT_FILE).is_file()
+    for name, _, _ in PICTURES:
+        assert_picture(folder / name)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import base64
 import html
-import io
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -41,6 +40,8 @@ from training.league.agent_pool import AgentPool
 from training.league.layout import ELO_FILE, HISTORY_FILE, MATCHES_FILE, POOL_FILE
 from training.league.match_database import MatchDatabase
 from training.league.records import AgentRecord, AgentType
+from training.plots import figure as _figure  # Agg, pyplot untouched, loaded when drawn
+from training.plots import png_bytes as _png
 
 REPORT_FILE = "league_report.html"
 ROLE_ORDER = [t.value for t in AgentType]
@@ -331,20 +332,6 @@ def _elo_series(evaluations: Sequence[Evaluation], ratings: dict[str, float],
 
 
 # --- drawing -------------------------------------------------------------------------------
-
-
-def _figure(width: float, height: float) -> Any:
-    # A bare Figure renders with Agg and never touches pyplot's global state or the
-    # caller's backend (matplotlib's advice for servers); matplotlib loads only here.
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height), dpi=100, layout="constrained")
-
-
-def _png(figure: Any) -> bytes:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    return buffer.getvalue()
 
 
 def _colour(role: str) -> str:

@@ -42,7 +42,7 @@ import torch
 
 from storage.files import append_json_line, atomic_write_text, clean_stale_temporaries
 from training.common.schedule import EveryNSteps
-from training.elo import TeamEloRegistry
+from training.elo import TEAM_BASELINE_RATINGS, TeamEloRegistry
 from training.league.agent_pool import AgentPool
 from training.league.diversity import TrajectoryBatch, diversity_score, embed_trajectory
 from training.league.echelon_learner import EchelonLearner
@@ -68,6 +68,7 @@ from training.league.nash import nash_entropy
 from training.league.records import AgentRecord, AgentType
 from training.mappo.battles import WIN, score
 from training.mappo.trainer import MAPPOTrainer
+from training.plots import plot_run
 
 logger = logging.getLogger(__name__)
 
@@ -219,6 +220,7 @@ class LeagueRole:
                 if self.writer is not None:
                     self.writer.close()
                 self.trainer.close()
+                self.write_pictures()
                 self.write_status("stopped")
                 logger.info("%s stopped at step %d (checkpoint written)", self.agent_id,
                             self.trainer.total_steps)
@@ -234,8 +236,8 @@ class LeagueRole:
 
     def finish(self) -> LeagueRole:
         """The final snapshot (unless one was taken at this step), the checkpoints
-        (the resumable one too, so that ``resume.auto`` finds the role finished), and
-        the status file saying so."""
+        (the resumable one too, so that ``resume.auto`` finds the role finished), the
+        pictures (:meth:`write_pictures`) and the status file saying so."""
         trainer = self.trainer
         if self._last_snapshot_step != trainer.total_steps:
             self.snapshot()
@@ -244,6 +246,7 @@ class LeagueRole:
         if self.writer is not None:
             self.writer.close()
         self.trainer.close()
+        self.write_pictures()
         self.write_status("done")
         return self
 
@@ -471,6 +474,37 @@ class LeagueRole:
             "step": self.trainer.total_steps, "elo": self.elo.all_ratings(),
             "nash": self.nash or {}, "metrics": _numbers(metrics)})
 
+    @property
+    def log_folder(self) -> Path:
+        """The folder of the role's TensorBoard files (and pictures)."""
+        return Path(self.trainer.config.log_dir) / self.agent_id
+
+    def write_pictures(self) -> list[Path]:
+        """The role's pictures from its TensorBoard files, beside them (learning curves
+        with the win rate against each opponent, Elo with the anchors, coordination,
+        losses: :func:`training.plots.write_run_plots`) and, when the role lies in a
+        league directory (its folder beside the match log), the league's report
+        (:func:`training.league.report.write_league_report`: Elo, payoff, Nash,
+        diversity). A picture that fails is logged and does not fail the role.
+
+        Returns:
+            The paths written.
+        """
+        anchors = {name: TEAM_BASELINE_RATINGS[name] for name in self.trainer.anchors()
+                   if name in TEAM_BASELINE_RATINGS}
+        written = plot_run(self.log_folder, anchors=anchors)
+        league_dir = self.role_dir.parent
+        if self.matches.db_path.parent.resolve() == league_dir.resolve():
+            from training.league.report import write_league_report
+
+            try:
+                written.append(write_league_report(league_dir))
+            except Exception:
+                logger.exception("could not write the league report of %s; `python -m "
+                                 "training.league.report %s` writes it later", league_dir,
+                                 league_dir)
+        return written
+
     def write_status(self, state: str) -> None:
         """Replace :data:`STATUS_FILE` (atomically) with where the role stands: ``state``
         (``training``, ``stopped`` or ``done``), its process, step, budget, Elo and last metrics."""
@@ -540,7 +574,7 @@ class LeagueRole:
         if self.writer is None:
             from torch.utils.tensorboard import SummaryWriter
 
-            self.writer = SummaryWriter(str(Path(self.trainer.config.log_dir) / self.agent_id))
+            self.writer = SummaryWriter(str(self.log_folder))
         for key, value in _numbers(metrics).items():
             self.writer.add_scalar(key, value, step)
         if self.run is not None:

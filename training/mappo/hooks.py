@@ -10,7 +10,7 @@
   the learner against the pool every ``self_play_eval_freq`` steps.
 * :class:`ScriptEvaluationHook`: deterministic battles against scripted Red every
   ``eval_freq`` steps, with the team Elo update.
-* :class:`MetricsLogHook`: TensorBoard and W&B.
+* :class:`MetricsLogHook`: TensorBoard and W&B; the run's pictures at the end.
 * :class:`CheckpointHook`: ``mappo_policy.pt`` every ``checkpoint_freq`` steps and
   ``mappo_policy_final.pt`` at the end.
 * :class:`ProgressHook`: the progress bar, or a log line per update.
@@ -26,10 +26,11 @@ import numpy as np
 
 from models.mappo_policy import MAPPOPolicy
 from training.common.schedule import EveryNSteps
-from training.elo import TeamEloRegistry
+from training.elo import TEAM_BASELINE_RATINGS, TeamEloRegistry
 from training.mappo.battles import WIN, score
 from training.mappo.checkpoints import CHECKPOINT_NAME, FINAL_CHECKPOINT_NAME
 from training.mappo.trainer import MAPPOHook, MAPPOTrainer
+from training.plots import plot_run
 from training.self_play import TeamOpponentPool, nash_exploitability_proxy
 
 logger = logging.getLogger(__name__)
@@ -146,7 +147,9 @@ class ScriptEvaluationHook(MAPPOHook):
 
 
 class MetricsLogHook(MAPPOHook):
-    """Every update's numbers to TensorBoard (``log_dir/mappo``) and the W&B run.
+    """Every update's numbers to TensorBoard (``log_dir/mappo``) and the W&B run; at the
+    end, the run's pictures drawn from those TensorBoard files, beside them
+    (:func:`training.plots.write_run_plots`).
 
     Args:
         run: the W&B run, or None.
@@ -156,10 +159,15 @@ class MetricsLogHook(MAPPOHook):
         self.run = run
         self.writer = None
 
+    @staticmethod
+    def log_folder(config: Any) -> Path:
+        """The folder of a run's TensorBoard files (and pictures)."""
+        return Path(config.log_dir) / "mappo"
+
     def on_training_start(self, trainer: MAPPOTrainer) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
-        self.writer = SummaryWriter(str(Path(trainer.config.log_dir) / "mappo"))
+        self.writer = SummaryWriter(str(self.log_folder(trainer.config)))
         counts = trainer.policy.parameter_count()
         self._log({"model/actor_params": counts["actor"],
                    "model/critic_params": counts["critic"],
@@ -170,6 +178,9 @@ class MetricsLogHook(MAPPOHook):
 
     def on_training_end(self, trainer: MAPPOTrainer) -> None:
         self.writer.close()
+        opponent = f"scripted_team_l{trainer.config.red_level}"  # the evaluations' opponent
+        plot_run(self.log_folder(trainer.config),
+                 anchors={opponent: TEAM_BASELINE_RATINGS[opponent]})
 
     def _log(self, metrics: dict[str, Any], step: int) -> None:
         for key, value in metrics.items():

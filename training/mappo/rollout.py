@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from envs.metrics.coordination import CoordinationTally, compute_all
 from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
 from envs.multi_observation import STATE_DIM
 from envs.sim.constants import ACTION_DIM
@@ -206,7 +207,9 @@ class Rollout:
     For every battle that ended, in the order they ended (by step, then battle):
     whether the learner won (``wins``), its score (``scores``: 1 won, 0.5 drawn, 0
     lost), the battle it was fought in (``episode_battles``), the rollout step it
-    ended at (``episode_ends``) and the learner's returns.
+    ended at (``episode_ends``) and the learner's returns. ``coordination``: the
+    learner's coordination metrics at every step of every battle
+    (:mod:`envs.metrics.coordination`), None where nobody measured them.
     """
 
     obs: torch.Tensor
@@ -224,6 +227,7 @@ class Rollout:
     episode_ends: list[int]
     episode_returns: list[float]
     agent_returns: list[np.ndarray]
+    coordination: CoordinationTally | None = None
 
 
 def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int,
@@ -256,6 +260,7 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int,
     episode_ends: list[int] = []
     episode_returns: list[float] = []
     agent_returns: list[np.ndarray] = []
+    coordination = CoordinationTally.empty(n_envs)
     for t in range(n_steps):
         obs[t] = torch.from_numpy(battles.learner_view(batch.observation))
         # The critic's inputs: each battalion's observation, then its side's global
@@ -276,6 +281,8 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int,
         battles.set_learner_orders(actions[t].numpy())
         battles.set_opponent_orders(noise)
         result = batch.step(battles.orders)
+        coordination.add(compute_all(batch.state, batch.last_events, batch.config,
+                                     battles.learner_side, result.acted))
 
         reward = battles.learner_view(result.reward).copy()
         truncated = battles.learner_view(result.truncated)
@@ -304,7 +311,7 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int,
         n_envs, nb).numpy()
     return Rollout(obs, critic_state, actions, log_probs, values, rewards, dones, valid,
                    last_values, wins, scores, episode_battles, episode_ends, episode_returns,
-                   agent_returns)
+                   agent_returns, coordination)
 
 
 def join_rollouts(parts: list[Rollout]) -> Rollout:
@@ -332,7 +339,9 @@ def join_rollouts(parts: list[Rollout]) -> Rollout:
                    cat("last_values", axis=0), listed("wins"), listed("scores"),
                    [int(battle) for _, battle, _, _ in episodes],
                    [end for end, _, _, _ in episodes], listed("episode_returns"),
-                   listed("agent_returns"))
+                   listed("agent_returns"),
+                   None if any(part.coordination is None for part in parts)
+                   else CoordinationTally.join([part.coordination for part in parts]))
 
 
 __all__ = ["Rollout", "TrainingBattles", "collect", "join_rollouts"]

@@ -243,6 +243,8 @@ class MAPPOTrainer:
             metrics["orders/issued"] = issued
             if issued:
                 metrics["orders/met_rate"] = met / issued
+        if rollout.coordination is not None:  # coordination/<name>: means over the rollout
+            metrics.update(rollout.coordination.means())
         if rollout.wins:
             metrics["rollout/win_rate"] = float(np.mean(rollout.wins))
             metrics["reward/team_mean"] = float(np.mean(rollout.episode_returns))
