@@ -182,6 +182,7 @@ def _win_rate_lines(scalars: Scalars, anchors: Mapping[str, float]
     lines = []
     for tag, label in (("rollout/win_rate", "training battles"),
                        ("eval/win_rate", "evaluation"),
+                       ("validation/win_rate", "validation battles"),
                        ("self_play/win_rate_vs_pool", "vs self-play pool")):
         if tag in scalars:
             lines.append((label, scalars[tag], {"linewidth": 2}))
@@ -212,7 +213,8 @@ def draw_learning_curves(scalars: Scalars, title: str = "",
     for name, ylabel, tags in (
             ("Reward", "return per battle", (("rollout/ep_rew_mean", "training battles"),
                                              ("eval/mean_reward", "evaluation"),
-                                             ("reward/team_mean", "team return"))),
+                                             ("reward/team_mean", "team return"),
+                                             ("reward/step_mean", "reward per step"))),
             ("Battle length", "steps", (("rollout/ep_len_mean", "training battles"),
                                         ("eval/mean_ep_length", "evaluation")))):
         lines = [(label, scalars[tag], {"linewidth": 1.6}) for tag, label in tags
@@ -413,6 +415,44 @@ def draw_transfer_benchmark(site: str, conditions: Sequence[str], win_rates: Seq
     ax.set_xticks(x, labels=labels, fontsize=8)
     ax.set(ylim=(0, 1), ylabel="share of battles", title=f"Transfer to {site}")
     ax.legend(fontsize=8, loc="upper right")
+    return png_bytes(fig)
+
+
+def draw_wfm1_benchmark(scenarios: Sequence[str], conditions: Sequence[str],
+                        shares: np.ndarray) -> bytes:
+    """WFM-1's benchmark: for each held-out scenario, a stacked bar of won, drawn and lost
+    per condition.
+
+    Args:
+        scenarios: the scenarios' names.
+        conditions: the conditions measured (``zero_shot``, ``finetuned``, ...).
+        shares: ``(len(scenarios), len(conditions), 3)`` won, drawn and lost shares (NaN
+            where a condition was not measured).
+    """
+    shares = np.asarray(shares, float)
+    n, k = len(scenarios), len(conditions)
+    fig = figure(max(10.0, 0.75 * n + 2), 5.5)
+    ax = fig.subplots()
+    width = 0.8 / k
+    hatches = ("", "//", "..", "xx")
+    for j, condition in enumerate(conditions):
+        x = np.arange(n) + (j - (k - 1) / 2) * width
+        bottom = np.zeros(n)
+        for part, (label, colour) in enumerate((("won", "tab:green"), ("drawn", "0.7"),
+                                                ("lost", "tab:red"))):
+            values = np.nan_to_num(shares[:, j, part])
+            ax.bar(x, values, width * 0.95, bottom=bottom, color=colour,
+                   hatch=hatches[j % len(hatches)], edgecolor="white", linewidth=0.3,
+                   label=f"{label} ({condition.replace('_', ' ')})" if part == 0 or j == 0
+                   else None)
+            bottom += values
+    means = np.nanmean(shares[:, :, 0], axis=0)
+    ax.set_xticks(np.arange(n), labels=scenarios, rotation=60, ha="right", fontsize=7)
+    ax.set(ylim=(0, 1), ylabel="share of battles", title="WFM-1 on the held-out scenarios: "
+           + ", ".join(f"{c.replace('_', ' ')} {m:.0%}" for c, m in zip(conditions, means,
+                                                                       strict=True))
+           + " won on average (bars: won / drawn / lost)")
+    ax.legend(fontsize=7, ncol=k, loc="upper left", bbox_to_anchor=(0, -0.35))
     return png_bytes(fig)
 
 

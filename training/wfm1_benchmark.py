@@ -54,6 +54,7 @@ import yaml
 from envs.sim.validation import check_in_range, check_int
 from models.wfm1 import WFM1Policy
 from storage.files import atomic_write_text
+from training.plots import draw_wfm1_benchmark, write_png
 from training.wfm1.battles import ScenarioBattles, play_out
 from training.wfm1.config import WFM1TrainConfig
 from training.wfm1.scenarios import HELD_OUT_SCENARIOS, WFMScenario
@@ -235,6 +236,20 @@ class WFM1BenchmarkSummary:
                   f"- Wall-clock of the benchmark: {self.wall_clock_s / 60:.1f} min."]
         return "\n".join(lines) + "\n"
 
+    def write_plot(self, path: str | Path | None = None) -> Path:
+        """Draw every scenario's won, drawn and lost shares per condition to a PNG,
+        atomically (default: beside ``report_path``, ``docs/wfm1_benchmark.png``)."""
+        target = Path(path if path is not None
+                      else Path(self.config.report_path).with_suffix(".png"))
+        names = list(dict.fromkeys(r.scenario for r in self.results))
+        measured = [k for k in CONDITIONS if any(r.condition == k for r in self.results)]
+        shares = np.full((len(names), len(measured), 3), np.nan)
+        for r in self.results:
+            if r.condition in measured:
+                shares[names.index(r.scenario), measured.index(r.condition)] = (
+                    r.win_rate, r.draw_rate, r.loss_rate)
+        return write_png(target, draw_wfm1_benchmark(names, measured, shares))
+
     def write_markdown(self, path: str | Path | None = None) -> Path:
         """Write :meth:`to_markdown` to ``path`` (default: the config's ``report_path``,
         ``docs/wfm1_benchmark.md``), atomically."""
@@ -396,7 +411,8 @@ def main(argv: list[str] | None = None) -> None:
     summary.training = args.training or (f"`{args.policy}`" if args.policy else "untrained")
     print(summary.to_markdown())
     if args.report:
-        print(f"wrote {summary.write_markdown(args.report)}")
+        print(f"wrote {summary.write_markdown(args.report)} and "
+              f"{summary.write_plot(Path(args.report).with_suffix('.png'))}")
 
 
 __all__ = ["CONDITIONS", "EVAL_SEED", "WFM1Benchmark", "WFM1BenchmarkConfig",

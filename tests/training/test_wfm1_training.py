@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from PIL import Image
 
 from envs.entity_tokens import ENTITY_TOKEN_DIM
 from envs.sim.constants import ARTILLERY, CAVALRY, INFANTRY
@@ -117,6 +118,7 @@ def test_the_trainer_trains_checkpoints_and_resumes(tmp_path):
     assert (tmp_path / "ck" / FINAL).is_file() and (tmp_path / "ck" / LATEST).is_file()
     metrics = trainer.history[-1]
     assert {"train/policy_loss", "train/value_loss", "train/entropy", "time/fps"} <= set(metrics)
+    assert (tmp_path / "logs" / "wfm1" / "losses.png").is_file()  # the run's pictures
     again = WFM1Trainer(config, resume=tmp_path / "ck" / LATEST)
     assert (again.total_steps, again.updates) == (256, 2)
     for name, value in trainer.policy.state_dict().items():
@@ -177,6 +179,10 @@ def test_the_benchmark_runs_every_condition_and_writes_its_report(tmp_path):
     path = summary.write_markdown()
     text = path.read_text()
     assert path == tmp_path / "wfm1.md" and name in text and "mean win rate" in text
+    picture = summary.write_plot()
+    assert picture == tmp_path / "wfm1.png"
+    with Image.open(picture) as image:
+        assert image.size[0] > 500 and len(set(image.convert("L").getdata())) > 10
     given = benchmark.run(policy, specialist_policies={name: policy})
     assert "given for" in given.specialist
     with pytest.raises(TypeError, match="WFM1BenchmarkConfig"):

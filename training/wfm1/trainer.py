@@ -45,6 +45,7 @@ import torch
 from models.wfm1 import WFM1Policy
 from storage.files import atomic_write_bytes, clean_stale_temporaries
 from training.common.tracking import start_wandb
+from training.plots import plot_run
 from training.wfm1.battles import ScenarioBattles, play_out
 from training.wfm1.config import WFM1TrainConfig
 from training.wfm1.scenarios import sample_training_scenario
@@ -354,6 +355,7 @@ class WFM1Trainer:
             writer.close()
             if owns_run:
                 run.finish()
+        plot_run(Path(config.log_dir) / "wfm1")  # learning curves and losses beside the logs
         return self
 
     def _log(self, metrics: dict[str, Any], writer, run) -> None:
