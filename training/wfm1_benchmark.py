@@ -18,7 +18,9 @@ seed's), every unit on its policy's mean:
   given to :meth:`WFM1Benchmark.run`; with neither (the seed's default, 0 steps), the
   scripted baseline: the combined-arms doctrine commanding Blue (the reference's
   stand-in advanced and never fired). Trained specialists are kept in
-  ``specialist_dir`` when it is set and taken from there by later runs.
+  ``specialist_dir`` when it is set and taken from there by later runs;
+- ``doctrine``: beside trained or given specialists, the combined-arms doctrine
+  commanding Blue as a reference (it is the specialist otherwise).
 
 Outcomes are won, drawn or lost; **a win rate counts draws in its denominator** (the
 reference dropped them, so a commander that drew every battle but one scored 100 %).
@@ -64,7 +66,11 @@ logger = logging.getLogger(__name__)
 
 EVAL_SEED = 9000
 """Battle ``i`` of every condition is seeded ``EVAL_SEED + i`` (the seed's choice)."""
-CONDITIONS = ("zero_shot", "finetuned", "specialist")
+CONDITIONS = ("zero_shot", "finetuned", "specialist", "doctrine")
+"""The seed's three conditions, and ``doctrine``: the combined-arms doctrine commanding
+Blue, a reference measured beside trained or given specialists."""
+LABELS = {"zero_shot": "zero-shot", "finetuned": "fine-tuned", "specialist": "specialist",
+          "doctrine": "doctrine (reference)"}
 
 
 @dataclass(frozen=True)
@@ -189,6 +195,13 @@ class WFM1BenchmarkSummary:
         return self._mean("specialist")
 
     @property
+    def mean_doctrine_win_rate(self) -> float:
+        """The doctrine commanding Blue (the specialist's row when no specialist was
+        trained or given)."""
+        doctrine = [r for r in self.results if r.condition == "doctrine"]
+        return self._mean("doctrine" if doctrine else "specialist")
+
+    @property
     def finetune_recovery(self) -> float:
         """The mean fine-tuned win rate over the mean specialist's; 0 without specialists."""
         specialist = self.mean_specialist_win_rate
@@ -213,17 +226,19 @@ class WFM1BenchmarkSummary:
         if self.training:
             lines += [f"Generalist: {self.training}", ""]
         lines += [f"Fine-tuned: {c.finetune_steps:,} battle steps of PPO on the card adapter "
-                  "only, the base frozen.", f"Specialists: {self.specialist}", "",
-                  "| scenario | zero-shot | fine-tuned | specialist |", "|---|---|---|---|"]
+                  "only, the base frozen.", f"Specialists: {self.specialist}", ""]
+        measured = {k: any(r.condition == k for r in self.results) for k in CONDITIONS}
+        columns = [k for k in CONDITIONS if k != "doctrine" or measured[k]]
+        lines += ["| scenario | " + " | ".join(LABELS[k] for k in columns) + " |",
+                  "|---" * (len(columns) + 1) + "|"]
         table: dict[str, dict[str, WFM1BenchmarkResult]] = {}
         for r in self.results:
             table.setdefault(r.scenario, {})[r.condition] = r
         for name, row in table.items():
             cells = [f"{r.win_rate:.0%} / {r.draw_rate:.0%} / {r.loss_rate:.0%}"
-                     if (r := row.get(k)) else "-" for k in CONDITIONS]
+                     if (r := row.get(k)) else "-" for k in columns]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
-        measured = {k: any(r.condition == k for r in self.results) for k in CONDITIONS}
-        means = [f"**{self._mean(k):.1%}**" if measured[k] else "-" for k in CONDITIONS]
+        means = [f"**{self._mean(k):.1%}**" if measured[k] else "-" for k in columns]
         lines += ["| **mean win rate** | " + " | ".join(means) + " |", "",
                   f"- Zero-shot: {self.mean_zero_shot_win_rate:.1%} (target >= "
                   f"{c.zero_shot_win_rate_threshold:.0%}): "
@@ -233,6 +248,10 @@ class WFM1BenchmarkSummary:
                   f"{'met' if self.meets_finetune_criterion else 'not met'}."
                   if measured["finetuned"] and measured["specialist"] else
                   "- Fine-tune recovery: not measured (no fine-tuned results).",
+                  *([f"- Fine-tuned over the doctrine commanding Blue: "
+                     f"{self.mean_finetuned_win_rate / self.mean_doctrine_win_rate:.1%}."]
+                    if measured["doctrine"] and measured["finetuned"]
+                    and self.mean_doctrine_win_rate >= 1e-6 else []),
                   f"- Wall-clock of the benchmark: {self.wall_clock_s / 60:.1f} min."]
         return "\n".join(lines) + "\n"
 
@@ -342,6 +361,8 @@ class WFM1Benchmark:
                 rows.append(result("specialist", *self.specialist(scenario, policy, folder)))
             else:
                 rows.append(result("specialist", None))
+                return rows
+        rows.append(result("doctrine", None))
         return rows
 
     def specialist(self, scenario: WFMScenario, like: WFM1Policy,

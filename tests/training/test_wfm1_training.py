@@ -185,6 +185,12 @@ def test_the_benchmark_runs_every_condition_and_writes_its_report(tmp_path):
         assert image.size[0] > 500 and len(np.unique(np.asarray(image.convert("L")))) > 10
     given = benchmark.run(policy, specialist_policies={name: policy})
     assert "given for" in given.specialist
+    assert [r.condition for r in given.results][-2:] == ["specialist", "doctrine"]
+    doctrine = given.results[-1]
+    assert (doctrine.wins, doctrine.draws, doctrine.losses) == tuple(
+        (r.wins, r.draws, r.losses) for r in summary.results if r.condition == "specialist")[0]
+    assert "doctrine (reference)" in given.to_markdown()
+    assert given.mean_doctrine_win_rate == summary.mean_specialist_win_rate
     with pytest.raises(TypeError, match="WFM1BenchmarkConfig"):
         WFM1Benchmark(None)
 
@@ -199,7 +205,8 @@ def test_trained_specialists_are_kept_and_reused(tmp_path, monkeypatch):
     policy = WFM1Policy(**SMALL_MODEL)
     first = WFM1Benchmark(config, train_config).run(policy)
     kept = tmp_path / "sp" / f"{HELD_OUT_SCENARIOS[0].name}.pt"
-    assert kept.is_file() and first.results[-1].train_steps == 256
+    trained = first.results[-2]
+    assert kept.is_file() and (trained.condition, trained.train_steps) == ("specialist", 256)
     assert "256 battle steps each" in first.specialist
 
     def no_training(*args, **kwargs):
@@ -207,7 +214,7 @@ def test_trained_specialists_are_kept_and_reused(tmp_path, monkeypatch):
 
     monkeypatch.setattr(benchmark_module, "WFM1Trainer", no_training)
     again = WFM1Benchmark(config, train_config).run(policy)
-    assert again.results[-1] == first.results[-1]
+    assert again.results == first.results
     with pytest.raises(ValueError, match="specialist_dir"):
         WFM1BenchmarkConfig(specialist_dir=3)
 
