@@ -421,7 +421,7 @@ def draw_transfer_benchmark(site: str, conditions: Sequence[str], win_rates: Seq
 def draw_wfm1_benchmark(scenarios: Sequence[str], conditions: Sequence[str],
                         shares: np.ndarray) -> bytes:
     """WFM-1's benchmark: for each held-out scenario, a stacked bar of won, drawn and lost
-    per condition.
+    per condition (told apart by their hatching).
 
     Args:
         scenarios: the scenarios' names.
@@ -429,30 +429,32 @@ def draw_wfm1_benchmark(scenarios: Sequence[str], conditions: Sequence[str],
         shares: ``(len(scenarios), len(conditions), 3)`` won, drawn and lost shares (NaN
             where a condition was not measured).
     """
+    from matplotlib.patches import Patch
+
     shares = np.asarray(shares, float)
     n, k = len(scenarios), len(conditions)
-    fig = figure(max(10.0, 0.75 * n + 2), 5.5)
+    fig = figure(max(10.0, 0.75 * n + 3), 5.5)
     ax = fig.subplots()
     width = 0.8 / k
     hatches = ("", "//", "..", "xx")
-    for j, condition in enumerate(conditions):
+    outcomes = (("won", "tab:green"), ("drawn", "0.7"), ("lost", "tab:red"))
+    for j in range(k):
         x = np.arange(n) + (j - (k - 1) / 2) * width
         bottom = np.zeros(n)
-        for part, (label, colour) in enumerate((("won", "tab:green"), ("drawn", "0.7"),
-                                                ("lost", "tab:red"))):
+        for part, (_, colour) in enumerate(outcomes):
             values = np.nan_to_num(shares[:, j, part])
             ax.bar(x, values, width * 0.95, bottom=bottom, color=colour,
-                   hatch=hatches[j % len(hatches)], edgecolor="white", linewidth=0.3,
-                   label=f"{label} ({condition.replace('_', ' ')})" if part == 0 or j == 0
-                   else None)
+                   hatch=hatches[j % len(hatches)], edgecolor="white", linewidth=0.3)
             bottom += values
     means = np.nanmean(shares[:, :, 0], axis=0)
+    names = [c.replace("_", " ") for c in conditions]
     ax.set_xticks(np.arange(n), labels=scenarios, rotation=60, ha="right", fontsize=7)
-    ax.set(ylim=(0, 1), ylabel="share of battles", title="WFM-1 on the held-out scenarios: "
-           + ", ".join(f"{c.replace('_', ' ')} {m:.0%}" for c, m in zip(conditions, means,
-                                                                       strict=True))
-           + " won on average (bars: won / drawn / lost)")
-    ax.legend(fontsize=7, ncol=k, loc="upper left", bbox_to_anchor=(0, -0.35))
+    ax.set(ylim=(0, 1), ylabel="share of battles", title="WFM-1 on the held-out scenarios, "
+           "mean won: " + ", ".join(f"{c} {m:.0%}" for c, m in zip(names, means, strict=True)))
+    handles = [Patch(facecolor=colour, label=label) for label, colour in outcomes] + [
+        Patch(facecolor="white", edgecolor="0.3", hatch=hatches[j % len(hatches)] * 2,
+              label=f"bar {j + 1}: {name}") for j, name in enumerate(names)]
+    fig.legend(handles=handles, loc="outside right upper", fontsize=8)
     return png_bytes(fig)
 
 
