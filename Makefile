@@ -33,7 +33,7 @@ lint: $(STAMP)
 # browser download cannot work offline); without chromium it fails under CI=true.
 browser:
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium) \
-		|| echo "chromium could not be installed: the browser tests will skip"
+		|| echo "chromium could not be installed: the browser tests will skip (and fail under CI=true)"
 
 test: lint docs-check browser
 	$(PY) -m envs.precompile

@@ -79,7 +79,7 @@ __all__ = [
     "ECHELON_BRIGADE", "ECHELON_CORPS", "ECHELON_DIVISION", "EchelonEncoder",
     "GIS_AUSTERLITZ", "GIS_BORODINO", "GIS_SALAMANCA", "GIS_WATERLOO", "N_ECHELONS",
     "N_TERRAIN_TYPES", "N_WEATHER", "ScenarioCard", "TERRAIN_PROCEDURAL", "WEATHER_CLEAR",
-    "WEATHER_FOG", "WEATHER_RAIN", "WEATHER_SNOW", "WFM1Policy",
+    "WEATHER_FOG", "WEATHER_RAIN", "WEATHER_SNOW", "WFM1Policy", "own_action_error",
 ]
 
 ECHELON_BATTALION, ECHELON_BRIGADE, ECHELON_DIVISION, ECHELON_CORPS = 0, 1, 2, 3
@@ -497,6 +497,15 @@ class _Inputs:
     echelon: int | torch.Tensor  # int, or (B,) long
     others: list[tuple[int, torch.Tensor, torch.Tensor]]  # (echelon, tokens, pad_mask)
     card: torch.Tensor | None  # (B, CARD_DIM) or (1, CARD_DIM)
+
+
+def own_action_error(means: torch.Tensor, targets: torch.Tensor,
+                     own: torch.Tensor) -> torch.Tensor:
+    """The mean squared error between action means and target actions ``(B, N,
+    action_dim)`` over the own tokens (``own``, ``(B, N)`` bool), per action dimension; 0
+    when no token is own. The imitation's and the fine-tuning's loss."""
+    squared = ((means - targets) ** 2).sum(-1).masked_fill(~own, 0.0)
+    return squared.sum() / (own.sum().clamp(min=1) * means.shape[-1])
 
 
 class WFM1Policy(nn.Module):
@@ -950,8 +959,7 @@ class WFM1Policy(nn.Module):
         if tuple(targets.shape) != expected:
             raise ValueError(f"actions has shape {tuple(targets.shape)}: expected {expected}")
         mean = self._means(*self._features(inputs))
-        squared = ((mean - targets) ** 2).sum(-1).masked_fill(~own, 0.0)
-        return squared.sum() / (own.sum().clamp(min=1) * self.action_dim)
+        return own_action_error(mean, targets, own)
 
     # ----------------------------------------------------------------- files
 

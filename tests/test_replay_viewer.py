@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import io
+import json
 import os
 import re
 from pathlib import Path
@@ -63,10 +64,13 @@ def test_page_is_one_self_contained_file(replay, tmp_path):
 
 
 def test_data_block_cannot_end_the_script_early(replay, tmp_path):
-    hostile = dataclasses.replace(replay, metadata={"blue": "</script><script>alert(1)"})
+    notes = {"blue": "</script><script>alert(1)", "red": "a <!-- note & more"}
+    hostile = dataclasses.replace(replay, metadata=notes)
     text = write_replay_html(hostile, tmp_path / "battle.html").read_text(encoding="utf-8")
-    assert text.count("</script>") == 2
-    assert "<\\/script><script>alert(1)" in text
+    assert text.count("</script>") == 2 and "<!-- note" not in text
+    block = re.search(r'<script id="replay-data" type="application/json">(.*?)</script>',
+                      text, re.S).group(1)
+    assert json.loads(block)["metadata"] == notes  # the escapes are still the same JSON
 
 
 def test_payload_round_trips_the_tracks(replay):

@@ -25,13 +25,12 @@ Usage::
 
     python -m training.historical_benchmark [--battles data/historical/battles.json]
         [--seeds 16] [--seed 42] [--output docs/historical_benchmark.md]
-
-writes the report and, beside it, its picture (``historical_benchmark.png``: fidelity per
-battle, simulated against historical casualties).
     python -m training.historical_benchmark --replay austerlitz_1805 [--seed 42]
         [--gif docs/images/historical_austerlitz_1805.gif]
 
-``--replay`` plays one battle once and animates it instead of running the benchmark.
+The first writes the report and, beside it, its picture (``historical_benchmark.png``:
+fidelity per battle, simulated against historical casualties). ``--replay`` plays one
+battle once and animates it instead of running the benchmark.
 """
 
 from __future__ import annotations

@@ -66,8 +66,8 @@ def read_scalars(log_dir: str | Path) -> dict[str, Series]:
     """Every scalar logged in the TensorBoard event files directly in ``log_dir``.
 
     A run that was resumed writes more event files into the same folder; where a later
-    file repeats steps (a resume from an earlier checkpoint), TensorBoard's reader keeps
-    the later values.
+    file repeats steps (a resume from an earlier checkpoint), the values written last
+    are kept, one per step.
 
     Returns:
         Tag -> its :class:`Series`; empty for a folder without event files.
@@ -89,8 +89,9 @@ def read_scalars(log_dir: str | Path) -> dict[str, Series]:
     events.Reload()
     found = {}
     for tag in events.Tags()[SCALARS]:
-        points = sorted(((e.step, e.value) for e in events.Scalars(tag)), key=lambda p: p[0])
-        steps, values = zip(*points, strict=True)
+        latest = {e.step: e.value for e in sorted(events.Scalars(tag),
+                                                  key=lambda e: e.wall_time)}
+        steps, values = zip(*sorted(latest.items()), strict=True)
         found[tag] = Series(np.array(steps, np.int64), np.array(values, np.float64))
     return found
 

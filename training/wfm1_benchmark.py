@@ -89,8 +89,9 @@ class WFM1BenchmarkConfig:
         finetune_recovery_fraction: the fine-tuning criterion.
         finetune_battles: battles a fine-tuning or specialist rollout plays at once.
         seed: seed of the fine-tuning and specialist runs.
-        specialist_dir: folder keeping trained specialists as ``<scenario>.pt``; one found
-            there is used instead of training it again. None: they are not kept.
+        specialist_dir: folder keeping trained specialists as
+            ``<scenario>_<specialist_train_steps>_steps.pt``; one found there (of the
+            generalist's size) is used instead of training it again. None: not kept.
         report_path: where :meth:`WFM1BenchmarkSummary.write_markdown` writes by default.
 
     Raises:
@@ -248,6 +249,12 @@ class WFM1BenchmarkSummary:
                   f"{'met' if self.meets_finetune_criterion else 'not met'}."
                   if measured["finetuned"] and measured["specialist"] else
                   "- Fine-tune recovery: not measured (no fine-tuned results).",
+                  *([f"- The specialists won less than the doctrine commanding Blue "
+                     f"({self.mean_specialist_win_rate:.1%} < "
+                     f"{self.mean_doctrine_win_rate:.1%}): a recovery against them says "
+                     "little."]
+                    if measured["doctrine"] and measured["specialist"]
+                    and self.mean_specialist_win_rate < self.mean_doctrine_win_rate else []),
                   *([f"- Fine-tuned over the doctrine commanding Blue: "
                      f"{self.mean_finetuned_win_rate / self.mean_doctrine_win_rate:.1%}."]
                     if measured["doctrine"] and measured["finetuned"]
@@ -286,7 +293,8 @@ def play_scenario(policy: WFM1Policy | None, scenario: WFMScenario, n_episodes: 
 
 
 class WFM1Benchmark:
-    """Zero-shot, fine-tuned and specialist evaluations of WFM-1 (module docstring).
+    """Zero-shot, fine-tuned, specialist (and doctrine) evaluations of WFM-1 (module
+    docstring).
 
     Args:
         config: the benchmark's settings.
@@ -338,7 +346,8 @@ class WFM1Benchmark:
 
     def evaluate_scenario(self, policy: WFM1Policy, scenario: WFMScenario,
                           specialist: WFM1Policy | None = None) -> list[WFM1BenchmarkResult]:
-        """The three conditions on one scenario."""
+        """The conditions on one scenario (the doctrine's reference beside a trained or
+        given specialist)."""
         c = self.config
 
         def result(condition: str, commander: WFM1Policy | None,
@@ -370,12 +379,16 @@ class WFM1Benchmark:
         """The specialist of ``scenario``: taken from ``specialist_dir`` if it holds one of
         ``like``'s size, else trained (and kept there); returns it and its battle steps."""
         c = self.config
-        kept = Path(c.specialist_dir) / f"{scenario.name}.pt" if c.specialist_dir else None
+        kept = (Path(c.specialist_dir) / f"{scenario.name}_{c.specialist_train_steps}_steps.pt"
+                if c.specialist_dir else None)
         if kept is not None and kept.is_file():
             data = torch.load(kept, map_location="cpu", weights_only=True)
             if data.get("config") == like.kwargs:
                 logger.info("specialist of %s from %s", scenario.name, kept)
                 return WFM1Policy.load_checkpoint(kept), int(data["counters"][0])
+            logger.warning("%s holds a policy built with %s, not the generalist's %s: "
+                           "training the specialist again", kept, data.get("config"),
+                           like.kwargs)
         config = self._trainer_config(c.specialist_train_steps, like, scratch / "sp")
         config = config.replace(warm_start_steps=min(config.warm_start_steps,
                                                      c.specialist_train_steps // 2))
@@ -393,7 +406,7 @@ class WFM1Benchmark:
             batch_size=min(self.train_config.batch_size or rollout, rollout),
             scenarios_per_rollout=1, max_steps=c.max_steps_per_episode,
             checkpoint_dir=str(folder), log_dir=str(folder / "logs"), enable_wandb=False,
-            verbose=0, seed=c.seed, **{k: kwargs[k] for k in (
+            verbose=0, seed=c.seed, validate_every_updates=0, **{k: kwargs[k] for k in (
                 "d_model", "n_heads", "n_echelon_layers", "n_cross_layers")})
 
 
@@ -426,8 +439,12 @@ def main(argv: list[str] | None = None) -> None:
                                  specialist_dir=args.specialist_dir)
     train_config = None
     if args.train_config:
-        train_config = WFM1TrainConfig.from_nested(
-            yaml.safe_load(Path(args.train_config).read_text()))
+        nested = yaml.safe_load(Path(args.train_config).read_text())
+        if not isinstance(nested, dict):
+            raise ValueError(f"--train-config {args.train_config}: expected a YAML mapping "
+                             "laid out as configs/wfm1_train.yaml, got "
+                             f"{type(nested).__name__}")
+        train_config = WFM1TrainConfig.from_nested(nested)
     summary = WFM1Benchmark(config, train_config).run(args.policy)
     summary.training = args.training or (f"`{args.policy}`" if args.policy else "untrained")
     print(summary.to_markdown())

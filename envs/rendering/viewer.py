@@ -199,9 +199,11 @@ def _title(replay: Replay) -> str:
     return "Battle replay"
 
 
-def _inline_script(text: str) -> str:
-    """``text`` safe inside a ``<script>`` element (no ``</script>`` can end it early)."""
-    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
+def _inline_json(text: str) -> str:
+    """JSON ``text`` safe inside a ``<script>`` element and still the same JSON: ``<``,
+    ``>`` and ``&`` (found only inside its strings) become ``\\u`` escapes, so no
+    ``</script>`` or ``<!--`` in a name or a note can end or bend the element."""
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def viewer_html(replay: Replay, title: str | None = None) -> str:
@@ -241,7 +243,7 @@ def viewer_html(replay: Replay, title: str | None = None) -> str:
         "<div id=\"status\"></div>\n"
         "<ul id=\"legend\"></ul>\n"
         "</main>\n"
-        f"<script id=\"replay-data\" type=\"application/json\">{_inline_script(payload)}"
+        f"<script id=\"replay-data\" type=\"application/json\">{_inline_json(payload)}"
         "</script>\n"
         f"<script>\n{script}</script>\n</body>\n</html>\n"
     )

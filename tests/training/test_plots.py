@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import time
 
 import numpy as np
 import pytest
@@ -85,6 +86,14 @@ class TestRunPictures:
         assert list(scalars) == ["a/b"]
         assert scalars["a/b"].steps.tolist() == [10, 20, 30]
         assert scalars["a/b"].values.tolist() == [1.0, 2.0, 3.0]
+
+    def test_a_resumed_run_keeps_the_values_written_last(self, tmp_path):
+        write_log(tmp_path, {"a/b": [(0, 0.0), (10, 1.0), (20, 2.0), (30, 3.0)]})
+        time.sleep(0.01)  # the resumed writer's events come later in wall time
+        write_log(tmp_path, {"a/b": [(20, -2.0), (30, -3.0), (40, -4.0)]})
+        series = read_scalars(tmp_path)["a/b"]
+        assert series.steps.tolist() == [0, 10, 20, 30, 40]
+        assert series.values.tolist() == [0.0, 1.0, -2.0, -3.0, -4.0]
 
     def test_every_picture_from_a_full_log(self, tmp_path):
         write_log(tmp_path, SYNTHETIC)

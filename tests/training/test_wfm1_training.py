@@ -204,7 +204,7 @@ def test_trained_specialists_are_kept_and_reused(tmp_path, monkeypatch):
     train_config = tiny_config(tmp_path, warm_start_steps=100_000, warm_start_epochs=1)
     policy = WFM1Policy(**SMALL_MODEL)
     first = WFM1Benchmark(config, train_config).run(policy)
-    kept = tmp_path / "sp" / f"{HELD_OUT_SCENARIOS[0].name}.pt"
+    kept = tmp_path / "sp" / f"{HELD_OUT_SCENARIOS[0].name}_256_steps.pt"
     trained = first.results[-2]
     assert kept.is_file() and (trained.condition, trained.train_steps) == ("specialist", 256)
     assert "256 battle steps each" in first.specialist

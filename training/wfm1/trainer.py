@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from models.wfm1 import WFM1Policy
+from models.wfm1 import WFM1Policy, own_action_error
 from storage.files import atomic_write_bytes, clean_stale_temporaries
 from training.common.tracking import start_wandb
 from training.plots import plot_run
@@ -259,8 +259,7 @@ class WFM1Trainer:
                 policy_loss = -(surrogate * weight).sum() / n_own
                 value_loss = torch.mean((value - b["returns"]) ** 2)
                 entropy_mean = (entropy * weight).sum() / n_own
-                teacher_loss = (((mean - b["teacher"]) ** 2).sum(-1) * weight).sum() / (
-                    n_own * mean.shape[-1])
+                teacher_loss = own_action_error(mean, b["teacher"], own)
                 loss = (policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy_mean
                         + config.teacher_coef * teacher_loss)
                 self.optimizer.zero_grad(set_to_none=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from models.wfm1 import WFM1Policy
+from models.wfm1 import WFM1Policy, own_action_error
 from training.common.imitation import discounted_returns, fit_minibatches
 from training.wfm1.battles import ScenarioBattles
 
@@ -96,9 +96,7 @@ def clone(policy: WFM1Policy, demonstrations: Demonstrations, *, epochs: int,
     def batch_losses(index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         b = {key: value[index] for key, value in data.items()}
         mean, value = policy(b["tokens"], b["pad_mask"], card_vec=b["cards"])
-        own = b["own_mask"].float()[..., None]
-        action_loss = (((mean - b["actions"]) ** 2) * own).sum() / (
-            own.sum() * mean.shape[-1]).clamp(min=1.0)
+        action_loss = own_action_error(mean, b["actions"], b["own_mask"])
         return action_loss, ((value - b["returns"]) ** 2).mean() / value_scale
 
     policy.train()
