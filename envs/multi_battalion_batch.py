@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -210,6 +211,9 @@ class MultiBattalionBatch:
         self.reports = FogReports.empty(self.n_units, self.n_battles)
         self.geometry: engine.Geometry | None = None
         self.last_events: engine.StepEvents | None = None
+        self.step_observers: list[Callable[[MultiBattalionBatch], None]] = []
+        """Called with the batch after every :meth:`step` (a replay recorder watching
+        the battles an echelon commander fights, :mod:`envs.rendering.replay`)."""
         self._chains = EpisodeChains(self.n_battles)
         self._observation: np.ndarray | None = None
         self._critic_state: np.ndarray | None = None
@@ -436,6 +440,8 @@ class MultiBattalionBatch:
         self._observation, self._global_state = observation, global_state
         self._critic_state, self._arrays_read = None, False
         self._handout = _Handout(observation, global_state)
+        for observer in self.step_observers:
+            observer(self)
         return TeamStep(self._handout, self.team, reward, acted, terminated, truncated,
                         battle_over, winner, RewardComponents(values, total),
                         events.damage_dealt, events.damage_taken)

@@ -345,3 +345,25 @@ def test_battle_of_many_units_and_all_arms(browser, tmp_path):
         state = tab.seek(int(pairs[0, 0]))
         assert [int(pairs[0, 1]), int(pairs[0, 2])] in state["melee"]
     assert tab.errors == []
+
+
+def test_a_division_battle_is_recorded_step_by_step_and_played(browser, tmp_path):
+    from envs.division_env import DivisionEnv
+    from envs.rendering import record_echelon_episode
+
+    env = DivisionEnv(n_brigades=3, n_blue_per_brigade=3, max_steps=120, temporal_ratio=10)
+    seen = []
+    replay = record_echelon_episode(env, lambda obs: seen.append(obs) or
+                                    env.action_space.sample(), seed=3)
+    battles = env.batch.brigades.battles
+    assert battles.step_observers == []  # the recorder let go of the battles
+    assert len(replay.team) == battles.n_units == 18
+    assert replay.metadata["command_steps"] == len(seen)
+    assert replay.n_steps == replay.metadata["steps"] == int(battles.state.step[0])
+    assert np.allclose(replay.tracks["x"][-1], battles.state.x[0])
+    assert replay.metadata["outcome"] in ("blue", "red", "draw")
+    tab = Page(browser, write_replay_html(replay, tmp_path / "division.html"))
+    assert tab.seek(replay.n_steps)["step"] == replay.n_steps
+    assert len(tab.state()["units"]) == 18 and tab.errors == []
+    with pytest.raises(TypeError, match="BrigadeEnv or a DivisionEnv"):
+        record_echelon_episode(BattalionEnv())

@@ -101,6 +101,11 @@ class ReplayRecorder:
         self._rows["volley"].append(np.asarray(volley, np.float32).copy())
         self._rows["target"].append(np.asarray(target, np.int8).copy())
 
+    @property
+    def n_steps(self) -> int:
+        """Steps recorded after the deployment."""
+        return len(self._rows["x"]) - 1
+
     def finish(self, **metadata: Any) -> Replay:
         """The replay so far, with ``metadata`` added to the notes."""
         notes = {**self.metadata, **metadata}
@@ -141,6 +146,55 @@ def record_episode(env, policy=None, *, seed: int | None = None,
     outcome = "blue" if red_out and not blue_out else "red" if blue_out and not red_out \
         else "draw"
     return recorder.finish(outcome=outcome, steps=int(info["step_count"]))
+
+
+def record_echelon_episode(env, policy=None, *, seed: int | None = None,
+                           deterministic: bool = True,
+                           metadata: dict[str, Any] | None = None) -> Replay:
+    """Play one battle of a :class:`~envs.brigade_env.BrigadeEnv` or
+    :class:`~envs.division_env.DivisionEnv` and record every battle step of it (each
+    command step lasts ``temporal_ratio`` of them).
+
+    Args:
+        env: the env to play in (it is reset).
+        policy: the commander: an object with ``predict(obs, deterministic)`` (an SB3
+            model), a callable ``obs -> action``, or None for the first choice of every
+            commanded unit each step.
+        seed: seed of the battle.
+        deterministic: passed to ``predict``.
+        metadata: notes stored with the replay; the winner and the step counts are added.
+
+    Raises:
+        TypeError: for an env that is not an echelon env.
+    """
+    batch = getattr(env, "batch", None)
+    battles = getattr(getattr(batch, "brigades", batch), "battles", None)
+    if battles is None or not hasattr(battles, "step_observers"):
+        raise TypeError(f"env={env!r} is invalid: expected a BrigadeEnv or a DivisionEnv")
+    obs, _ = env.reset(seed=seed)
+    config = battles.config
+    recorder = ReplayRecorder(battles.state, 0, config.map_width, config.map_height,
+                              {"seed": seed, **(metadata or {})})
+
+    def watch(stepped) -> None:
+        recorder.record(stepped.state, stepped.last_events)
+
+    battles.step_observers.append(watch)
+    try:
+        info, steps = {}, 0
+        while "winner" not in info:
+            if policy is None:
+                action = np.zeros(env.action_space.shape, np.int64)
+            elif hasattr(policy, "predict"):
+                action = policy.predict(obs, deterministic=deterministic)[0]
+            else:
+                action = policy(obs)
+            obs, _, _, _, info = env.step(action)
+            steps += 1
+    finally:
+        battles.step_observers.remove(watch)
+    winner = info["winner"]
+    return recorder.finish(outcome=winner, steps=recorder.n_steps, command_steps=steps)
 
 
 def save_replay(replay: Replay, path: str | Path) -> Path:
