@@ -284,6 +284,12 @@ def test_validation_keeps_the_best_policy(tmp_path):
     assert trainer.best_validation == max(rates)
     best = WFM1Policy.load_checkpoint(tmp_path / "ck" / BEST)
     assert np.mean(play_out(trainer.validation_battles(), best) == 1) == trainer.best_validation
+    # A run resumed from an older checkpoint still knows the best kept since.
+    older = tmp_path / "older.pt"
+    trainer.best_validation = -1.0
+    trainer.save(older)
+    resumed = WFM1Trainer(config, resume=older)
+    assert resumed.best_validation == max(rates)
 
 
 def test_the_warm_start_imitates_the_doctrine(tmp_path):

@@ -389,6 +389,11 @@ class WFM1Trainer:
         self.optimizer.load_state_dict(data["optimizer"])
         self.total_steps, self.updates, self.episodes = (int(v) for v in data["counters"])
         self.best_validation = float(data.get("best_validation", -1.0))
+        best = Path(self.config.checkpoint_dir) / BEST
+        if best.is_file():  # written after the checkpoint resumed from, it may know better
+            kept = torch.load(best, map_location="cpu", weights_only=True)
+            self.best_validation = max(self.best_validation,
+                                       float(kept.get("best_validation", -1.0)))
         self.rng.bit_generator.state = data["numpy_rng"]
         torch.set_rng_state(data["torch_rng"])
         logger.info("resuming %s at step %d", path, self.total_steps)
