@@ -108,6 +108,8 @@ def test_inconsistent_replay_is_refused(replay):
         check_replay(dataclasses.replace(replay, tracks=tracks))
     with pytest.raises(ValueError, match="cover has shape"):
         check_replay(dataclasses.replace(replay, cover=replay.cover[:-1]))
+    with pytest.raises(ValueError, match="expected arm codes 0 to 2"):
+        check_replay(dataclasses.replace(replay, arm=np.array([0, 7], np.int8)))
 
 
 def test_command_line_writes_the_page_beside_the_replay(replay, tmp_path, capsys):

@@ -11,12 +11,13 @@ only the pictures it has numbers for:
   ``docs/metrics_reference.md``);
 * ``losses.png``: the update's numbers (``train/*``: losses, entropy, KL...).
 
-``train()`` (:mod:`training.train`), ``train_mappo()`` and the league's roles call it at
-the end of a run (:func:`plot_run`); the benchmarks draw their results with
-:func:`draw_historical_benchmark` and :func:`draw_transfer_benchmark`. Drawing uses
-matplotlib's bare :class:`~matplotlib.figure.Figure`, which renders with Agg and never
-touches pyplot or the process's backend. From the command line, for a run in progress
-or one that was killed::
+``train()`` (:mod:`training.train`), ``train_mappo()``, the league's roles and WFM-1's
+trainer call it at the end of a run (:func:`plot_run`); the benchmarks draw their
+results with :func:`draw_historical_benchmark`, :func:`draw_transfer_benchmark` and
+:func:`draw_wfm1_benchmark`. Drawing uses matplotlib's bare
+:class:`~matplotlib.figure.Figure`, which renders with Agg and never touches pyplot or
+the process's backend. From the command line, for a run in progress or one that was
+killed::
 
     python -m training.plots logs/mappo
 """
@@ -330,12 +331,8 @@ def write_run_plots(log_dir: str | Path, *, anchors: Mapping[str, float] | None 
                 ELO_FILE: draw_elo(scalars, title, every_anchor),
                 COORDINATION_FILE: draw_coordination(scalars, title),
                 LOSSES_FILE: draw_losses(scalars, title)}
-    written = []
-    for name, image in pictures.items():
-        if image is not None:
-            target.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(target / name, image)
-            written.append(target / name)
+    written = [write_png(target / name, image) for name, image in pictures.items()
+               if image is not None]
     logger.info("%d pictures of %s in %s", len(written), folder, target)
     return written
 
@@ -504,8 +501,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 __all__ = ["ANCHOR_RATINGS", "COORDINATION_FILE", "ELO_FILE", "LEARNING_CURVES_FILE",
            "LOSSES_FILE", "RUN_FILES", "Series", "anchors_in", "draw_coordination",
            "draw_elo", "draw_historical_benchmark", "draw_learning_curves", "draw_losses",
-           "draw_transfer_benchmark", "figure", "main", "plot_run", "png_bytes",
-           "read_scalars", "smoothed", "write_png", "write_run_plots"]
+           "draw_transfer_benchmark", "draw_wfm1_benchmark", "figure", "main", "plot_run",
+           "png_bytes", "read_scalars", "smoothed", "write_png", "write_run_plots"]
 
 if __name__ == "__main__":
     main()

@@ -368,10 +368,10 @@ class WFM1Benchmark:
                 rows.append(result("specialist", specialist))
             elif c.specialist_train_steps:
                 rows.append(result("specialist", *self.specialist(scenario, policy, folder)))
-            else:
-                rows.append(result("specialist", None))
-                return rows
-        rows.append(result("doctrine", None))
+        # The doctrine commanding Blue: the specialist when none was trained or given,
+        # else a reference beside it.
+        scripted = specialist is None and not c.specialist_train_steps
+        rows.append(result("specialist" if scripted else "doctrine", None))
         return rows
 
     def specialist(self, scenario: WFMScenario, like: WFM1Policy,
@@ -406,8 +406,8 @@ class WFM1Benchmark:
             batch_size=min(self.train_config.batch_size or rollout, rollout),
             scenarios_per_rollout=1, max_steps=c.max_steps_per_episode,
             checkpoint_dir=str(folder), log_dir=str(folder / "logs"), enable_wandb=False,
-            verbose=0, seed=c.seed, validate_every_updates=0, **{k: kwargs[k] for k in (
-                "d_model", "n_heads", "n_echelon_layers", "n_cross_layers")})
+            verbose=0, seed=c.seed, validate_every_updates=0,
+            **{k: kwargs[k] for k in self.train_config.model_kwargs()})
 
 
 def _policy(value: Any) -> WFM1Policy:

@@ -164,8 +164,7 @@ def _flanking(state: BattleState, events: StepEvents, config: BattleConfig, own:
 @lru_cache(maxsize=64)
 def _reach(config: BattleConfig, arms: bytes) -> np.ndarray:
     """(U, U) the distance within which two units of the int8 ``arms`` touch in melee."""
-    radius = np.asarray(config.arm_radius, np.float32)[np.frombuffer(arms, np.int8)]
-    return radius[:, None] + radius[None, :] + np.float32(config.melee_reach)
+    return config.melee_distance(np.frombuffer(arms, np.int8))
 
 
 def mutual_support_score(state: BattleState, events: StepEvents, config: BattleConfig,

@@ -6,14 +6,15 @@ the battle's data), so it opens from disk in any modern browser with no network.
 page draws the map on a canvas (shaded relief, contour lines, woods, water, fords and
 roads), the units as oriented rectangles as the GIFs draw them (:data:`~envs.rendering.
 draw.SHAPES`), fire, melee and routs, and under it each side's strength and morale over
-the battle; play, pause, a scrubber and a speed selector drive it (``docs/viewer.md``).
+the battle; play, pause, a scrubber and a speed selector drive it (``docs/training.md``).
 
 The battle's data travels as base64 little-endian typed arrays in a JSON block:
 positions and headings as 32-bit floats, strength, morale, readiness and volleys as
 16-bit fractions, flags and codes as bytes. Melee is not recorded in a replay; the page
 shows it where the battle model fights it: between enemies, both in the fight at the
-start of the step, that stand within touching distance (:data:`~envs.sim.constants.
-ARM_RADIUS` each plus :data:`~envs.sim.constants.MELEE_REACH`) after it.
+start of the step, that stand within touching distance after it
+(:meth:`~envs.sim.config.BattleConfig.melee_distance` of the default battle model: a
+replay does not record its model).
 
 The script and the style sheet are package data next to this module (``viewer.js``,
 ``viewer.css``); the command line is :mod:`envs.rendering.view`.
@@ -33,6 +34,7 @@ import numpy as np
 from envs.rendering import draw
 from envs.rendering.replay import Replay, load_replay
 from envs.sim import constants as C
+from envs.sim.config import BattleConfig
 from storage.files import atomic_write_text
 
 VIEWER_DATA_FORMAT = 1
@@ -62,7 +64,7 @@ def check_replay(replay: Replay) -> None:
     """Raise ``ValueError`` unless ``replay``'s arrays agree with each other.
 
     Every track must be a (T, U) array with T >= 1 and U >= 1 the length of ``team``;
-    ``arm`` (when given) has U entries; ``cover`` and ``going`` (when given) have
+    ``arm`` (when given) has U arm codes; ``cover`` and ``going`` (when given) have
     ``elevation``'s shape; the map's size is positive.
     """
     if not isinstance(replay, Replay):
@@ -87,6 +89,9 @@ def check_replay(replay: Replay) -> None:
                              f"{shape} like track x")
     if replay.arm is not None and np.shape(replay.arm) != (n_units,):
         raise ValueError(f"replay arm has shape {np.shape(replay.arm)}: expected ({n_units},)")
+    if replay.arm is not None and not np.isin(replay.arm, range(len(C.ARM_NAMES))).all():
+        raise ValueError(f"replay arm holds {sorted(set(np.asarray(replay.arm).tolist()))}: "
+                         f"expected arm codes 0 to {len(C.ARM_NAMES) - 1} ({C.ARM_NAMES})")
     grid = np.shape(replay.elevation)
     if len(grid) != 2 or min(grid) < 1:
         raise ValueError(f"replay elevation has shape {grid}: expected a (rows, cols) grid")
@@ -105,24 +110,18 @@ def melee_pairs(replay: Replay) -> np.ndarray:
         during ``step`` (steps from 1; step 0 is the deployment).
     """
     tracks = replay.tracks
-    n_units = len(replay.team)
-    arm = np.zeros(n_units, np.int64) if replay.arm is None else np.asarray(replay.arm,
-                                                                           np.int64)
-    radius = np.asarray(C.ARM_RADIUS, np.float64)[np.clip(arm, 0, len(C.ARM_RADIUS) - 1)]
-    reach = radius[:, None] + radius[None, :] + C.MELEE_REACH + MELEE_TOLERANCE_M
+    arm = np.zeros(len(replay.team), np.int64) if replay.arm is None else replay.arm
+    reach = BattleConfig().melee_distance(arm) + MELEE_TOLERANCE_M
     team = np.asarray(replay.team)
     enemies = np.triu(team[:, None] != team[None, :], k=1)
-    x = np.asarray(tracks["x"], np.float64)
-    y = np.asarray(tracks["y"], np.float64)
+    x = np.asarray(tracks["x"], np.float32)
+    y = np.asarray(tracks["y"], np.float32)
     out = np.asarray(tracks["routed"], bool) | np.asarray(tracks["destroyed"], bool)
-    rows = []
-    for t in range(1, len(x)):
-        active = ~out[t - 1]
-        dist = np.hypot(x[t, :, None] - x[t, None, :], y[t, :, None] - y[t, None, :])
-        touching = enemies & active[:, None] & active[None, :] & (dist <= reach)
-        i, j = np.nonzero(touching)
-        rows.extend((t, a, b) for a, b in zip(i.tolist(), j.tolist(), strict=True))
-    return np.array(rows, np.int32).reshape(-1, 3)
+    active = ~out[:-1]  # in the fight at the start of steps 1..T
+    dist = np.hypot(x[1:, :, None] - x[1:, None, :], y[1:, :, None] - y[1:, None, :])
+    touching = enemies & active[:, :, None] & active[:, None, :] & (dist <= reach)
+    step, i, j = np.nonzero(touching)
+    return np.stack([step + 1, i, j], axis=1).astype(np.int32)
 
 
 def _json_safe(value: Any) -> Any:

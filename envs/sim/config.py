@@ -197,6 +197,13 @@ class BattleConfig:
         )
         return SimpleNamespace(**values)
 
+    def melee_distance(self, arm: np.ndarray) -> np.ndarray:
+        """(U, U) float32: the distance between centres within which two units of arms
+        ``arm`` (U,) touch in melee, their two radii plus ``melee_reach`` (the rule the
+        step's kernel applies, for NumPy code that reads a battle afterwards)."""
+        radius = np.asarray(self.arm_radius, np.float32)[np.asarray(arm, np.intp)]
+        return radius[:, None] + radius[None, :] + np.float32(self.melee_reach)
+
     def replace(self, **changes: object) -> BattleConfig:
         """Return a copy with ``changes`` applied (and validated)."""
         return dataclasses.replace(self, **changes)

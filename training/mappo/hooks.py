@@ -134,7 +134,7 @@ class ScriptEvaluationHook(MAPPOHook):
         if not self.due(trainer.total_steps):
             return
         config = trainer.config
-        opponent = f"scripted_team_l{config.red_level}"
+        opponent = trainer.scripted_opponent_id
         outcomes = trainer.play_matches({opponent: config.red_level}, config.n_eval_episodes,
                                         seed=10**6 + trainer.total_steps)[opponent]
         self.registry.update(config.elo_agent_name, opponent, score(outcomes),
@@ -178,7 +178,7 @@ class MetricsLogHook(MAPPOHook):
 
     def on_training_end(self, trainer: MAPPOTrainer) -> None:
         self.writer.close()
-        opponent = f"scripted_team_l{trainer.config.red_level}"  # the evaluations' opponent
+        opponent = trainer.scripted_opponent_id  # the evaluations' opponent
         plot_run(self.log_folder(trainer.config),
                  anchors={opponent: TEAM_BASELINE_RATINGS[opponent]})
 

@@ -22,7 +22,7 @@ import torch
 
 from envs.arms_doctrine import CombinedArmsDoctrine
 from envs.entity_tokens import EntityView, entity_tokens
-from envs.multi_battalion_batch import BLUE
+from envs.multi_battalion_batch import BLUE, RED
 from envs.observation import ROTATE_SIGN
 from envs.sim.constants import ACTION_DIM
 from models.wfm1 import WFM1Policy
@@ -139,6 +139,12 @@ class ScenarioBattles:
         return BattlesStep(reward, done, truncated, winner, taught)
 
 
+def battle_outcomes(winner: np.ndarray) -> np.ndarray:
+    """Blue's outcome of battles that ended with ``winner`` (as :attr:`BattlesStep.winner`):
+    int8, 1 won, 0 drawn, -1 lost."""
+    return np.where(winner == BLUE, 1, np.where(winner == RED, -1, 0)).astype(np.int8)
+
+
 def play_out(battles: ScenarioBattles, policy: WFM1Policy | None) -> np.ndarray:
     """Play the first episode of every battle of ``battles`` to its end, every Blue unit
     on ``policy``'s mean (None: Blue under the combined-arms doctrine).
@@ -162,10 +168,9 @@ def play_out(battles: ScenarioBattles, policy: WFM1Policy | None) -> np.ndarray:
                     deterministic=True)[0].numpy()
             result = battles.step(actions)
             ended = result.done & ~over
-            outcome[ended & (result.winner == 0)] = 1
-            outcome[ended & (result.winner == 1)] = -1
+            outcome[ended] = battle_outcomes(result.winner[ended])
             over |= result.done
     return outcome
 
 
-__all__ = ["BattlesStep", "ScenarioBattles", "play_out"]
+__all__ = ["BattlesStep", "ScenarioBattles", "battle_outcomes", "play_out"]

@@ -46,7 +46,7 @@ from models.wfm1 import WFM1Policy, own_action_error
 from storage.files import atomic_write_bytes, clean_stale_temporaries
 from training.common.tracking import start_wandb
 from training.plots import plot_run
-from training.wfm1.battles import ScenarioBattles, play_out
+from training.wfm1.battles import ScenarioBattles, battle_outcomes, play_out
 from training.wfm1.config import WFM1TrainConfig
 from training.wfm1.scenarios import sample_training_scenario
 from training.wfm1.warm_start import clone, collect_demonstrations
@@ -181,7 +181,7 @@ class WFM1Trainer:
         steps: dict[str, list[torch.Tensor]] = {k: [] for k in (
             "tokens", "pad_mask", "own_mask", "actions", "log_probs", "values", "teacher",
             "rewards", "dones")}
-        outcomes: list[int] = []
+        ended: list[int] = []
         policy.eval()
         with torch.no_grad():
             for _ in range(self.n_steps):
@@ -198,13 +198,12 @@ class WFM1Trainer:
                                    ("rewards", torch.from_numpy(result.reward)),
                                    ("dones", torch.from_numpy(result.done))):
                     steps[key].append(value)
-                ended = result.winner[result.done]
-                outcomes.extend(np.where(ended == 0, 1, np.where(ended == 1, -1, 0)).tolist())
+                ended.extend(battle_outcomes(result.winner[result.done]).tolist())
             view = battles.observe()
             last = policy.get_value(torch.from_numpy(view.tokens),
                                     torch.from_numpy(view.pad_mask), card_vec=cards)
         stacked = {key: torch.stack(value) for key, value in steps.items()}
-        return WFMRollout(**stacked, cards=cards, last_values=last, outcomes=outcomes)
+        return WFMRollout(**stacked, cards=cards, last_values=last, outcomes=ended)
 
     # --- advantages and the update ----------------------------------------------------------
 
