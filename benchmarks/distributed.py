@@ -26,7 +26,7 @@ import time
 import torch
 
 from benchmarks import argument_parser
-from training.distributed.cluster import connect, import_ray
+from envs.remote.cluster import connect, import_ray
 
 
 def time_training(n_envs: int, n_steps: int, updates: int, workers: int | None,

@@ -30,11 +30,11 @@ from typing import Any
 import numpy as np
 
 from benchmarks import argument_parser
-from training.echelon_config import BrigadeConfig, DivisionConfig
-from training.echelon_training import evaluate_commander
+from training.echelons.config import BrigadeConfig, DivisionConfig
+from training.echelons.curriculum import HRLPhase
+from training.echelons.pipeline import phase_settings
+from training.echelons.trainer import evaluate_commander
 from training.elo import TeamEloRegistry
-from training.hrl_curriculum import HRLPhase
-from training.hrl_pipeline import phase_settings
 from training.league import AgentPool, MatchDatabase
 from training.league.echelon_learner import EchelonLearner
 from training.league.launch import role_class

@@ -1,6 +1,6 @@
 """The chain of command against a flat commander: HRL phases 1-3 and MAPPO at equal steps.
 
-1. ``python -m training.hrl_pipeline``'s three phases with the settings of
+1. ``python -m training.echelons.pipeline``'s three phases with the settings of
    ``configs/hrl/`` (``--scale`` shrinks every budget): order-following battalions
    (MAPPO), a brigadier over them frozen, a division commander over both.
 2. Phase 1: how often the battalions meet random orders (all six postures), and how
@@ -34,20 +34,20 @@ import numpy as np
 from benchmarks import argument_parser
 from envs.options import MacroAction
 from envs.orders import OrderFollower
-from training.echelon_config import BrigadeConfig, DivisionConfig
-from training.echelon_training import evaluate_commander, load_frozen_battalion_policy
-from training.elo import BASELINE_RATINGS, performance_rating
-from training.hrl_curriculum import HRLPhase, load_phase_config
-from training.hrl_pipeline import (
+from training.echelons.brigade import brigade_battles
+from training.echelons.config import BrigadeConfig, DivisionConfig
+from training.echelons.curriculum import HRLPhase, load_phase_config
+from training.echelons.division import division_battles, load_frozen_brigade_policy
+from training.echelons.order_following import play_ordered_battles
+from training.echelons.pipeline import (
     EVALUATION_SEED,
     evaluate_phase,
     phase_settings,
     run_hrl,
 )
+from training.echelons.trainer import evaluate_commander, load_frozen_battalion_policy
+from training.elo import BASELINE_RATINGS, performance_rating
 from training.mappo.battles import play_team_battles
-from training.order_following import play_ordered_battles
-from training.train_brigade import brigade_battles
-from training.train_division import division_battles, load_frozen_brigade_policy
 from training.train_mappo import train_mappo
 
 LEVELS = (5, 3)

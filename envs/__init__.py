@@ -16,16 +16,18 @@ _EXPORTS = {
     "BattalionEnv": "envs.battalion_env",
     "BattalionVecEnv": "envs.vec_env",
     "BattleConfig": "envs.sim.config",
+    "Battlefield": "envs.battlefield",
     "MultiBattalionEnv": "envs.multi_battalion_env",
     "RewardWeights": "envs.reward",
     "TerrainMap": "envs.sim.terrain",
 }
 
-__all__ = ["BattalionEnv", "BattalionVecEnv", "BattleConfig", "MultiBattalionEnv",
+__all__ = ["BattalionEnv", "BattalionVecEnv", "BattleConfig", "Battlefield", "MultiBattalionEnv",
            "RewardWeights", "TerrainMap"]
 
 if TYPE_CHECKING:
     from envs.battalion_env import BattalionEnv
+    from envs.battlefield import Battlefield
     from envs.multi_battalion_env import MultiBattalionEnv
     from envs.reward import RewardWeights
     from envs.sim.config import BattleConfig

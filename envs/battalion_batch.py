@@ -11,19 +11,20 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from envs.battlefield import Battlefield
 from envs.duel_step import duel_step_kernel, restart_duels
 from envs.episodes import EpisodeChains
 from envs.observation import MIRROR_SIGN, OBS_DIM, ROTATE_SIGN, duel_observations
 from envs.reward import COMPONENTS, INFO_KEYS, RewardComponents, RewardWeights
 from envs.sim import engine, kernels
 from envs.sim.config import BattleConfig
-from envs.sim.constants import ACTION_DIM
+from envs.sim.constants import ACTION_DIM, VISIBILITY_RADIUS
 from envs.sim.deploy import deploy, terrain_grid_shape
 from envs.sim.engine import pair_major, unit_major, writable_major
 from envs.sim.scripted import FIRE_BY_LEVEL
 from envs.sim.state import BattleState
 from envs.sim.terrain import TerrainMap
-from envs.sim.validation import check_bool, check_count_fits, check_int, check_scripted_level
+from envs.sim.validation import check_count_fits, check_int, check_scripted_level
 
 F32 = np.float32
 BLUE, RED = 0, 1
@@ -131,24 +132,40 @@ class BattalionBatch:
 
     Args:
         n_battles: number of battles (>= 1).
-        config: the battle model's parameters.
+        config: the battle model's parameters (None: the battlefield's,
+            :meth:`~envs.battlefield.Battlefield.battle_config`).
         terrain: a fixed map for every battle, or None.
         randomize_terrain: draw a new procedural map at every reset (ignored when
-            ``terrain`` is given).
+            ``terrain`` is given); None: the battlefield's.
         curriculum_level: scripted Red's level (1 to
             :data:`~envs.sim.constants.NUM_CURRICULUM_LEVELS`) for every battle.
         reward_weights: reward shaping; None means the defaults.
+        battlefield: the map, clock and ground as one value (None: built from
+            ``config``, ``terrain`` and ``randomize_terrain``, which must otherwise agree
+            with it, :meth:`~envs.battlefield.Battlefield.for_batch`). Its
+            ``visibility_radius`` must be the default: the duel has no fog of war.
+
+    Raises:
+        ValueError: for a setting out of range or contradicting ``battlefield`` (named).
     """
 
-    def __init__(self, n_battles: int, *, config: BattleConfig, terrain: TerrainMap | None,
-                 randomize_terrain: bool, curriculum_level: int,
-                 reward_weights: RewardWeights | None) -> None:
+    def __init__(self, n_battles: int, *, config: BattleConfig | None = None,
+                 terrain: TerrainMap | None = None, randomize_terrain: bool | None = None,
+                 curriculum_level: int, reward_weights: RewardWeights | None,
+                 battlefield: Battlefield | None = None) -> None:
         self.n_battles = check_duel_batch_size("n_battles", n_battles)
+        self.battlefield, config = Battlefield.for_batch(
+            battlefield, config, terrain=terrain, randomize_terrain=randomize_terrain)
+        if self.battlefield.visibility_radius != VISIBILITY_RADIUS:
+            raise ValueError(f"battlefield.visibility_radius="
+                             f"{self.battlefield.visibility_radius!r} is invalid for a duel: "
+                             f"expected the default {VISIBILITY_RADIUS} (both battalions "
+                             "always see each other; the fog of war is the N-vs-M battles')")
+        terrain = self.battlefield.terrain
         check_battle_setup(config, terrain, reward_weights)
         self.config = config
         self.terrain = terrain
-        self.randomize_terrain = check_bool("randomize_terrain",
-                                            randomize_terrain) and terrain is None
+        self.randomize_terrain = self.battlefield.procedural
         self.reward_weights = reward_weights or RewardWeights()
         self._weight_vector = self.reward_weights.as_array()
         self.levels = np.full(self.n_battles,
@@ -245,12 +262,12 @@ class BattalionBatch:
         total = np.empty(n, F32)
         ends = np.empty((2, n), bool)
         duel_step_kernel(n)(
-            *engine.step_inputs(before, self.config, geometry_before, orders),
-            pair_major(geometry_before.dist), pair_major(geometry_before.facing_cos),
-            pair_major(geometry_before.facing_sin), self.levels, self._scripted, FIRE_BY_LEVEL,
-            self._weight_vector, MIRROR_SIGN, self.config.max_steps, *blocks.arrays(),
-            observation, values, total, ends,
-            engine.arms_inputs(before, self.config, None, blocks.modes))
+            engine.step_inputs(before, self.config, geometry_before, orders), blocks.arrays(),
+            engine.arms_inputs(before, self.config, None, blocks.modes),
+            (pair_major(geometry_before.dist), pair_major(geometry_before.facing_cos),
+             pair_major(geometry_before.facing_sin), self.levels, self._scripted,
+             FIRE_BY_LEVEL, self._weight_vector, MIRROR_SIGN, self.config.max_steps),
+            (observation, values, total, ends))
         state, events = blocks.views(before)
         self.state, self.geometry, self.last_events = state, events.geometry, events
         self._views = observation

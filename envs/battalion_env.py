@@ -14,16 +14,15 @@ import numpy as np
 from gymnasium import spaces
 
 from envs.battalion_batch import INFO_STEP_KEYS, BattalionBatch, RedPolicy, check_red_policy
+from envs.battlefield import Battlefield
 from envs.observation import OBS_DIM, OBS_HIGH, OBS_LOW, OBSERVATION_FEATURES
 from envs.reward import RewardWeights
-from envs.sim.config import BattleConfig
 from envs.sim.constants import (
     ACTION_DIM,
     ACTION_HIGH,
     ACTION_LOW,
     DESTROYED_THRESHOLD,
     DT,
-    HILL_SPEED_FACTOR,
     MAP_HEIGHT,
     MAP_WIDTH,
     MAX_STEPS,
@@ -42,8 +41,7 @@ from envs.sim.validation import (
 __all__ = [
     "BattalionEnv", "RedPolicy", "MAP_WIDTH", "MAP_HEIGHT", "MAX_STEPS", "DT",
     "NUM_CURRICULUM_LEVELS", "DESTROYED_THRESHOLD", "OBS_DIM", "OBSERVATION_FEATURES",
-    "INFO_STEP_KEYS", "make_spaces", "make_action_space", "battle_config_from_args",
-    "RESET_OPTIONS",
+    "INFO_STEP_KEYS", "make_spaces", "make_action_space", "RESET_OPTIONS",
 ]
 
 RESET_OPTIONS: tuple[str, ...] = ()
@@ -64,13 +62,6 @@ def make_spaces() -> tuple[spaces.Box, spaces.Box]:
     return spaces.Box(OBS_LOW, OBS_HIGH, dtype=np.float32), make_action_space()
 
 
-def battle_config_from_args(map_width: float, map_height: float, max_steps: int,
-                            hill_speed_factor: float) -> BattleConfig:
-    """The battle model for the env constructor's arguments (validated, naming each)."""
-    return BattleConfig(map_width=map_width, map_height=map_height, max_steps=max_steps,
-                        hill_speed_factor=hill_speed_factor)
-
-
 class BattalionEnv(gym.Env):
     """A 1v1 battle: the agent commands Blue; Red is scripted or driven by a policy.
 
@@ -86,11 +77,16 @@ class BattalionEnv(gym.Env):
             reset, ``False`` for open, level ground.
         hill_speed_factor: speed on the highest ground, as a fraction of speed
             on the lowest, in (0, 1].
+            These six are the :class:`~envs.battlefield.Battlefield`'s settings (the
+            defaults are its defaults); None leaves a setting to ``battlefield``.
         curriculum_level: scripted Red's level, 1 (passive) to 5 (full combat).
         reward_weights: reward shaping; None means :class:`~envs.reward.RewardWeights()`.
         red_policy: an object with ``predict(obs, deterministic=False) -> (action, state)``
             that commands Red instead of the script; it receives Red's observation.
         render_mode: None or ``"rgb_array"`` (a picture of the battlefield).
+        battlefield: the map, clock and ground as one value; a setting given beside it
+            must agree with it. Its ``visibility_radius`` must be the default: the duel
+            has no fog of war.
 
     Observations (float32, shape ``(OBS_DIM,)``) are described by
     :data:`~envs.observation.OBSERVATION_FEATURES`. Actions outside the action
@@ -107,31 +103,36 @@ class BattalionEnv(gym.Env):
 
     def __init__(
         self,
-        map_width: float = MAP_WIDTH,
-        map_height: float = MAP_HEIGHT,
-        max_steps: int = MAX_STEPS,
+        map_width: float | None = None,
+        map_height: float | None = None,
+        max_steps: int | None = None,
         terrain: TerrainMap | None = None,
-        randomize_terrain: bool = True,
-        hill_speed_factor: float = HILL_SPEED_FACTOR,
+        randomize_terrain: bool | None = None,
+        hill_speed_factor: float | None = None,
         curriculum_level: int = NUM_CURRICULUM_LEVELS,
         reward_weights: RewardWeights | None = None,
         red_policy: RedPolicy | None = None,
         render_mode: str | None = None,
+        *,
+        battlefield: Battlefield | None = None,
     ) -> None:
         super().__init__()
         check_choice("render_mode", render_mode, (None, *self.metadata["render_modes"]))
         check_red_policy(red_policy)
-        self.config = battle_config_from_args(map_width, map_height, max_steps,
-                                              hill_speed_factor)
+        self.battlefield = Battlefield.from_kwargs(
+            battlefield, map_width=map_width, map_height=map_height, max_steps=max_steps,
+            terrain=terrain, randomize_terrain=randomize_terrain,
+            hill_speed_factor=hill_speed_factor)
+        self.config = self.battlefield.battle_config()
         self.map_width, self.map_height = self.config.map_width, self.config.map_height
         self.max_steps = self.config.max_steps
         self.hill_speed_factor = self.config.hill_speed_factor
         self.curriculum_level = check_scripted_level("curriculum_level", curriculum_level)
         self.render_mode = render_mode
         self._battle = BattalionBatch(
-            1, config=self.config, terrain=terrain, randomize_terrain=randomize_terrain,
+            1, battlefield=self.battlefield, config=self.config,
             curriculum_level=self.curriculum_level, reward_weights=reward_weights)
-        self.terrain = terrain
+        self.terrain = self.battlefield.terrain
         self.randomize_terrain = self._battle.randomize_terrain
         self.reward_weights = self._battle.reward_weights
         self._battle.set_red_policy(red_policy)

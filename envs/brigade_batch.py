@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from envs.battlefield import Battlefield
 from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
 from envs.options import MacroAction, Option
 from envs.orders import objectives, order_features
@@ -247,11 +248,12 @@ class BrigadeBatch:
 
     Args:
         n_battles, n_blue, n_red: battles, and battalions a side.
-        config: the battle model's parameters (map, ``max_steps``).
+        config: the battle model's parameters (None: the battlefield's).
         options: the drills, indexed by the actions.
         temporal_ratio: battalion steps a macro step lasts (>= 1).
-        randomize_terrain: procedural ground at every reset, else open level ground.
-        visibility_radius: how far a battalion sees, in metres.
+        randomize_terrain: procedural ground at every reset, else open level ground
+            (None: the battlefield's).
+        visibility_radius: how far a battalion sees, in metres (None: the battlefield's).
         red_level: the scripted Red commanders' level (1 to 5).
         red_random: Red gives random orders.
         battalion_policy: a frozen policy commanding Red's battalions: ``predict(observations
@@ -260,15 +262,21 @@ class BrigadeBatch:
         blue_policy: a frozen order-conditioned MAPPO policy commanding Blue's battalions
             (observations of ``OBS_DIM + ORDER_DIM``); the options must then be the six
             default ones, in :class:`~envs.options.MacroAction` order.
+        battlefield: the map, clock, ground and sight as one value (None: built from
+            ``config``, ``randomize_terrain`` and ``visibility_radius``, which must
+            otherwise agree with it, :meth:`~envs.battlefield.Battlefield.for_batch`).
 
     Raises:
-        ValueError: for a setting out of range (the message names it).
+        ValueError: for a setting out of range or contradicting ``battlefield`` (the
+            message names it).
     """
 
-    def __init__(self, n_battles: int, n_blue: int, n_red: int, *, config: BattleConfig,
-                 options: list[Option], temporal_ratio: int, randomize_terrain: bool,
-                 visibility_radius: float, red_level: int, red_random: bool = False,
-                 battalion_policy: Any = None, blue_policy: Any = None) -> None:
+    def __init__(self, n_battles: int, n_blue: int, n_red: int, *,
+                 config: BattleConfig | None = None, options: list[Option],
+                 temporal_ratio: int, randomize_terrain: bool | None = None,
+                 visibility_radius: float | None = None, red_level: int,
+                 red_random: bool = False, battalion_policy: Any = None,
+                 blue_policy: Any = None, battlefield: Battlefield | None = None) -> None:
         self.temporal_ratio = check_int("temporal_ratio", temporal_ratio, minimum=1)
         if not options or not all(isinstance(o, Option) for o in options):
             raise ValueError(f"options={options!r} is invalid: expected a non-empty list of "
@@ -282,12 +290,13 @@ class BrigadeBatch:
         self.red_random = bool(red_random)
         self.battalion_policy = battalion_policy
         self.blue_policy = blue_policy
+        self.battlefield, self.config = Battlefield.for_batch(
+            battlefield, config, randomize_terrain=randomize_terrain,
+            visibility_radius=visibility_radius)
         self.battles = MultiBattalionBatch(
-            n_battles, n_blue, n_red, config=config, terrain=None,
-            randomize_terrain=randomize_terrain, visibility_radius=visibility_radius,
+            n_battles, n_blue, n_red, battlefield=self.battlefield, config=self.config,
             reward_weights=None)
         self.n_battles, self.n_blue, self.n_red = n_battles, n_blue, n_red
-        self.config = config
         team = self.battles.team
         self.blue, self.red = np.flatnonzero(team == BLUE), np.flatnonzero(team == RED)
         self.fallback = names.index(FALLBACK_OPTION) if FALLBACK_OPTION in names else HOLD

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.battalion_env import battle_config_from_args
+from envs.battlefield import Battlefield
 from envs.brigade_batch import (
     FALLBACK_OPTION,
     N_SECTORS,
@@ -32,46 +32,48 @@ from envs.brigade_batch import (
 )
 from envs.echelon_env import EchelonEnv, EchelonVecEnv
 from envs.options import Option, make_default_options
-from envs.sim.constants import (
-    HILL_SPEED_FACTOR,
-    MAP_HEIGHT,
-    MAP_WIDTH,
-    MAX_STEPS,
-    NUM_CURRICULUM_LEVELS,
-    VISIBILITY_RADIUS,
-)
+from envs.sim.constants import NUM_CURRICULUM_LEVELS
 from envs.sim.validation import check_bool, check_int
 
 F32 = np.float32
 
 
 def make_brigade_batch(n_battles: int = 1, n_blue: int = 2, n_red: int = 2,
-                       map_width: float = MAP_WIDTH, map_height: float = MAP_HEIGHT,
-                       max_steps: int = MAX_STEPS, options: list[Option] | None = None,
+                       map_width: float | None = None, map_height: float | None = None,
+                       max_steps: int | None = None, options: list[Option] | None = None,
                        temporal_ratio: int = 10, battalion_policy: Any = None,
-                       red_random: bool = False, randomize_terrain: bool = True,
-                       visibility_radius: float = VISIBILITY_RADIUS,
+                       red_random: bool = False, randomize_terrain: bool | None = None,
+                       visibility_radius: float | None = None,
                        red_level: int = NUM_CURRICULUM_LEVELS,
                        blue_policy: Any = None,
-                       hill_speed_factor: float = HILL_SPEED_FACTOR) -> BrigadeBatch:
+                       hill_speed_factor: float | None = None, *,
+                       battlefield: Battlefield | None = None) -> BrigadeBatch:
     """A :class:`~envs.brigade_batch.BrigadeBatch` from :class:`BrigadeEnv`'s settings
     (the default drills capped at ``temporal_ratio``).
 
+    ``map_width``, ``map_height``, ``max_steps``, ``randomize_terrain``,
+    ``visibility_radius`` and ``hill_speed_factor`` are the
+    :class:`~envs.battlefield.Battlefield`'s settings: None leaves one to
+    ``battlefield`` (or its default), and one given beside ``battlefield`` must agree
+    with it.
+
     Raises:
-        ValueError: for a setting out of range (the message names it).
+        ValueError: for a setting out of range or contradicting ``battlefield`` (the
+            message names it).
     """
     temporal_ratio = check_int("temporal_ratio", temporal_ratio, minimum=1)
     options = list(options) if options is not None else make_default_options(
         max_steps=temporal_ratio)
-    config = battle_config_from_args(map_width, map_height, max_steps, hill_speed_factor)
+    battlefield = Battlefield.from_kwargs(
+        battlefield, map_width=map_width, map_height=map_height, max_steps=max_steps,
+        randomize_terrain=randomize_terrain, visibility_radius=visibility_radius,
+        hill_speed_factor=hill_speed_factor)
     return BrigadeBatch(
         check_int("n_battles", n_battles, minimum=1), check_int("n_blue", n_blue, minimum=1),
-        check_int("n_red", n_red, minimum=1), config=config, options=options,
-        temporal_ratio=temporal_ratio,
-        randomize_terrain=check_bool("randomize_terrain", randomize_terrain),
-        visibility_radius=visibility_radius, red_level=red_level,
-        red_random=check_bool("red_random", red_random), battalion_policy=battalion_policy,
-        blue_policy=blue_policy)
+        check_int("n_red", n_red, minimum=1), battlefield=battlefield,
+        config=battlefield.battle_config(), options=options, temporal_ratio=temporal_ratio,
+        red_level=red_level, red_random=check_bool("red_random", red_random),
+        battalion_policy=battalion_policy, blue_policy=blue_policy)
 
 
 def make_brigade_vec_env(n_envs: int = 8, **settings: Any) -> EchelonVecEnv:
@@ -106,11 +108,17 @@ class BrigadeEnv(EchelonEnv):
         red_random: Red gives random orders (ignored when ``battalion_policy`` is given).
         randomize_terrain: procedural ground at every reset, else open level ground.
         visibility_radius: how far a battalion sees, in metres.
+            ``map_width``, ``map_height``, ``max_steps``, ``randomize_terrain`` and
+            ``visibility_radius`` are the :class:`~envs.battlefield.Battlefield`'s
+            settings (the defaults are its defaults); None leaves one to
+            ``battlefield``.
         render_mode: None (no rendering).
         red_level: the scripted Red commanders' level (1 to 5).
         blue_policy: a frozen order-conditioned MAPPO policy commanding Blue's
             battalions, each following its drill as an order (:mod:`envs.orders`); None:
             the drills' own orders.
+        battlefield: the map, clock, ground and sight as one value; a setting given
+            beside it must agree with it.
 
     Raises:
         ValueError: for a setting out of range (the message names it).
@@ -118,23 +126,26 @@ class BrigadeEnv(EchelonEnv):
 
     metadata = {"render_modes": [], "name": "brigade_v0"}
 
-    def __init__(self, n_blue: int = 2, n_red: int = 2, map_width: float = MAP_WIDTH,
-                 map_height: float = MAP_HEIGHT, max_steps: int = MAX_STEPS,
+    def __init__(self, n_blue: int = 2, n_red: int = 2, map_width: float | None = None,
+                 map_height: float | None = None, max_steps: int | None = None,
                  options: list[Option] | None = None, temporal_ratio: int = 10,
                  battalion_policy: Any = None, red_random: bool = False,
-                 randomize_terrain: bool = True, visibility_radius: float = VISIBILITY_RADIUS,
+                 randomize_terrain: bool | None = None, visibility_radius: float | None = None,
                  render_mode: str | None = None,
-                 red_level: int = NUM_CURRICULUM_LEVELS, blue_policy: Any = None) -> None:
+                 red_level: int = NUM_CURRICULUM_LEVELS, blue_policy: Any = None, *,
+                 battlefield: Battlefield | None = None) -> None:
         super().__init__()
         if render_mode is not None:
             raise ValueError(f"render_mode={render_mode!r} is invalid: expected None")
         self.batch = make_brigade_batch(
-            1, n_blue, n_red, map_width, map_height, max_steps, options, temporal_ratio,
-            battalion_policy, red_random, randomize_terrain, visibility_radius, red_level,
-            blue_policy)
+            1, n_blue, n_red, map_width=map_width, map_height=map_height,
+            max_steps=max_steps, options=options, temporal_ratio=temporal_ratio,
+            battalion_policy=battalion_policy, red_random=red_random,
+            randomize_terrain=randomize_terrain, visibility_radius=visibility_radius,
+            red_level=red_level, blue_policy=blue_policy, battlefield=battlefield)
         self.temporal_ratio, self.options = self.batch.temporal_ratio, self.batch.options
         self.n_blue, self.n_red = self.batch.n_blue, self.batch.n_red
-        self.config = self.batch.config
+        self.battlefield, self.config = self.batch.battlefield, self.batch.config
         self._set_spaces(len(self.options), self.n_blue)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from envs.battlefield import Battlefield
 from envs.brigade_env import make_brigade_batch
 from envs.division_batch import (
     COMMAND_DRILLS,
@@ -22,14 +23,7 @@ from envs.division_batch import (
     division_obs_dim,
 )
 from envs.echelon_env import EchelonEnv, EchelonVecEnv
-from envs.sim.constants import (
-    HILL_SPEED_FACTOR,
-    MAP_HEIGHT,
-    MAP_WIDTH,
-    MAX_STEPS,
-    NUM_CURRICULUM_LEVELS,
-    VISIBILITY_RADIUS,
-)
+from envs.sim.constants import NUM_CURRICULUM_LEVELS
 from envs.sim.validation import check_int
 
 F32 = np.float32
@@ -37,26 +31,35 @@ F32 = np.float32
 
 def make_division_batch(n_battles: int = 1, n_brigades: int = 2, n_blue_per_brigade: int = 2,
                         n_red_brigades: int | None = None, n_red_per_brigade: int | None = None,
-                        map_width: float = MAP_WIDTH, map_height: float = MAP_HEIGHT,
-                        max_steps: int = MAX_STEPS, brigade_policy: Any = None,
-                        red_random: bool = False, randomize_terrain: bool = True,
-                        visibility_radius: float = VISIBILITY_RADIUS, temporal_ratio: int = 10,
+                        map_width: float | None = None, map_height: float | None = None,
+                        max_steps: int | None = None, brigade_policy: Any = None,
+                        red_random: bool = False, randomize_terrain: bool | None = None,
+                        visibility_radius: float | None = None, temporal_ratio: int = 10,
                         red_level: int = NUM_CURRICULUM_LEVELS, blue_brigade_policy: Any = None,
                         blue_policy: Any = None,
-                        hill_speed_factor: float = HILL_SPEED_FACTOR) -> DivisionBatch:
+                        hill_speed_factor: float | None = None, *,
+                        battlefield: Battlefield | None = None) -> DivisionBatch:
     """A :class:`~envs.division_batch.DivisionBatch` from :class:`DivisionEnv`'s settings.
 
+    ``map_width``, ``map_height``, ``max_steps``, ``randomize_terrain``,
+    ``visibility_radius`` and ``hill_speed_factor`` are the
+    :class:`~envs.battlefield.Battlefield`'s settings, as for
+    :func:`~envs.brigade_env.make_brigade_batch`.
+
     Raises:
-        ValueError: for a setting out of range (the message names it).
+        ValueError: for a setting out of range or contradicting ``battlefield`` (the
+            message names it).
     """
     n_brigades = check_int("n_brigades", n_brigades, minimum=1)
     n_per = check_int("n_blue_per_brigade", n_blue_per_brigade, minimum=1)
     n_red_brigades = check_int("n_red_brigades", n_red_brigades or n_brigades, minimum=1)
     n_red_per = check_int("n_red_per_brigade", n_red_per_brigade or n_per, minimum=1)
     brigades = make_brigade_batch(
-        n_battles, n_brigades * n_per, n_red_brigades * n_red_per, map_width, map_height,
-        max_steps, None, temporal_ratio, None, red_random, randomize_terrain,
-        visibility_radius, red_level, blue_policy, hill_speed_factor)
+        n_battles, n_brigades * n_per, n_red_brigades * n_red_per, map_width=map_width,
+        map_height=map_height, max_steps=max_steps, temporal_ratio=temporal_ratio,
+        red_random=red_random, randomize_terrain=randomize_terrain,
+        visibility_radius=visibility_radius, red_level=red_level, blue_policy=blue_policy,
+        hill_speed_factor=hill_speed_factor, battlefield=battlefield)
     return DivisionBatch(brigades, n_brigades, n_per, n_red_brigades, n_red_per,
                          brigade_policy=brigade_policy, blue_brigade_policy=blue_brigade_policy)
 
@@ -96,6 +99,9 @@ class DivisionEnv(EchelonEnv):
             every battalion runs the command's drill.
         blue_policy: a frozen order-conditioned battalion policy commanding Blue's
             battalions (as the brigade env's).
+        battlefield: as the brigade env's; ``map_width``, ``map_height``,
+            ``max_steps``, ``randomize_terrain`` and ``visibility_radius`` are its
+            settings (None leaves one to ``battlefield``).
 
     Raises:
         ValueError: for a setting out of range (the message names it).
@@ -105,22 +111,27 @@ class DivisionEnv(EchelonEnv):
 
     def __init__(self, n_brigades: int = 2, n_blue_per_brigade: int = 2,
                  n_red_brigades: int | None = None, n_red_per_brigade: int | None = None,
-                 map_width: float = MAP_WIDTH, map_height: float = MAP_HEIGHT,
-                 max_steps: int = MAX_STEPS, brigade_policy: Any = None,
-                 red_random: bool = False, randomize_terrain: bool = True,
-                 visibility_radius: float = VISIBILITY_RADIUS,
+                 map_width: float | None = None, map_height: float | None = None,
+                 max_steps: int | None = None, brigade_policy: Any = None,
+                 red_random: bool = False, randomize_terrain: bool | None = None,
+                 visibility_radius: float | None = None,
                  render_mode: str | None = None, temporal_ratio: int = 10,
                  red_level: int = NUM_CURRICULUM_LEVELS, blue_brigade_policy: Any = None,
-                 blue_policy: Any = None) -> None:
+                 blue_policy: Any = None, *, battlefield: Battlefield | None = None) -> None:
         super().__init__()
         if render_mode is not None:
             raise ValueError(f"render_mode={render_mode!r} is invalid: expected None")
         self.batch = make_division_batch(
-            1, n_brigades, n_blue_per_brigade, n_red_brigades, n_red_per_brigade, map_width,
-            map_height, max_steps, brigade_policy, red_random, randomize_terrain,
-            visibility_radius, temporal_ratio, red_level, blue_brigade_policy, blue_policy)
+            1, n_brigades, n_blue_per_brigade, n_red_brigades, n_red_per_brigade,
+            map_width=map_width, map_height=map_height, max_steps=max_steps,
+            brigade_policy=brigade_policy, red_random=red_random,
+            randomize_terrain=randomize_terrain, visibility_radius=visibility_radius,
+            temporal_ratio=temporal_ratio, red_level=red_level,
+            blue_brigade_policy=blue_brigade_policy, blue_policy=blue_policy,
+            battlefield=battlefield)
         self.n_brigades, self.n_per = self.batch.n_brigades, self.batch.n_per
         self.brigades = self.batch.brigades
+        self.battlefield, self.config = self.brigades.battlefield, self.brigades.config
         self._set_spaces(len(DIVISION_COMMANDS), self.n_brigades)
 
     def _state(self):

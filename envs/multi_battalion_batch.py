@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from envs.battalion_batch import check_battle_setup
+from envs.battlefield import Battlefield
 from envs.episodes import EpisodeChains
 from envs.multi_observation import (
     OBS_DIM,
@@ -49,7 +50,6 @@ from envs.sim.state import ORDER_OF_BATTLE_FIELDS, UNIT_FIELDS, BattleState
 from envs.sim.terrain import TerrainMap
 from envs.sim.validation import (
     check_action_array,
-    check_bool,
     check_count_fits,
     check_int,
     check_positive,
@@ -162,34 +162,45 @@ class MultiBattalionBatch:
         n_battles: number of battles (>= 1, and few enough to fit in memory:
             :func:`bytes_per_battle` each).
         n_blue, n_red: battalions a side (>= 1 each).
-        config: the battle model's parameters.
+        config: the battle model's parameters (None: the battlefield's,
+            :meth:`~envs.battlefield.Battlefield.battle_config`).
         terrain: a fixed map for every battle, or None.
         randomize_terrain: draw a new procedural map at every reset (ignored when
-            ``terrain`` is given).
-        visibility_radius: how far a battalion sees, in metres (> 0).
+            ``terrain`` is given); None: the battlefield's.
+        visibility_radius: how far a battalion sees, in metres (> 0); None: the
+            battlefield's.
         reward_weights: reward shaping; None means the defaults.
         order_of_battle: each unit's arm, starting formation and quality
             (:class:`envs.scenario.OrderOfBattle`, or anything its ``of`` reads); None
             fields infantry of quality 1 in line.
+        battlefield: the map, clock, ground and sight as one value (None: built from
+            ``config``, ``terrain``, ``randomize_terrain`` and ``visibility_radius``,
+            which must otherwise agree with it,
+            :meth:`~envs.battlefield.Battlefield.for_batch`).
 
     Raises:
-        ValueError: for a setting out of range, or an order of battle whose side sizes
-            are not ``n_blue`` and ``n_red``.
+        ValueError: for a setting out of range or contradicting ``battlefield``, or an
+            order of battle whose side sizes are not ``n_blue`` and ``n_red``.
     """
 
-    def __init__(self, n_battles: int, n_blue: int, n_red: int, *, config: BattleConfig,
-                 terrain: TerrainMap | None, randomize_terrain: bool,
-                 visibility_radius: float, reward_weights: RewardWeights | None,
-                 order_of_battle: Any = None) -> None:
+    def __init__(self, n_battles: int, n_blue: int, n_red: int, *,
+                 config: BattleConfig | None = None, terrain: TerrainMap | None = None,
+                 randomize_terrain: bool | None = None, visibility_radius: float | None = None,
+                 reward_weights: RewardWeights | None, order_of_battle: Any = None,
+                 battlefield: Battlefield | None = None) -> None:
         self.n_blue = check_int("n_blue", n_blue, minimum=1)
         self.n_red = check_int("n_red", n_red, minimum=1)
         self.n_battles = check_team_batch_size("n_battles", n_battles, self.n_blue + self.n_red)
-        self.visibility_radius = check_positive("visibility_radius", visibility_radius)
+        self.battlefield, config = Battlefield.for_batch(
+            battlefield, config, terrain=terrain, randomize_terrain=randomize_terrain,
+            visibility_radius=visibility_radius)
+        self.visibility_radius = check_positive("visibility_radius",
+                                                self.battlefield.visibility_radius)
+        terrain = self.battlefield.terrain
         check_battle_setup(config, terrain, reward_weights)
         self.config = config
         self.terrain = terrain
-        self.randomize_terrain = check_bool("randomize_terrain",
-                                            randomize_terrain) and terrain is None
+        self.randomize_terrain = self.battlefield.procedural
         self.reward_weights = reward_weights or RewardWeights()
         self._weight_vector = self.reward_weights.as_array()
         self.team = np.array([BLUE] * self.n_blue + [RED] * self.n_red, dtype=np.int8)
@@ -427,14 +438,14 @@ class MultiBattalionBatch:
         battle_over = np.empty(n, bool)
         winner = np.empty(n, np.int8)
         team_step_kernel(n)(
-            actions, self._rotate_sign,
-            *engine.step_inputs(before, self.config, geometry_before,
-                                np.empty((ACTION_DIM, units, n), F32), self._constants),
-            pair_major(geometry_before.dist), new_step, self.reports.values,
-            self.reports.in_fight, self.reports.seen_step, self._weight_vector,
-            self.config.max_steps, *blocks.arrays(), observation, global_state, values, total,
-            reward, acted, terminated, truncated, battle_over, winner,
-            engine.arms_inputs(before, self.config, drill_orders, blocks.modes))
+            engine.step_inputs(before, self.config, geometry_before,
+                               np.empty((ACTION_DIM, units, n), F32), self._constants),
+            blocks.arrays(), engine.arms_inputs(before, self.config, drill_orders, blocks.modes),
+            (actions, self._rotate_sign, pair_major(geometry_before.dist), new_step,
+             self.reports.values, self.reports.in_fight, self.reports.seen_step,
+             self._weight_vector, self.config.max_steps),
+            (observation, global_state, values, total, reward, acted, terminated, truncated,
+             battle_over, winner))
         state, events = blocks.views(before)
         self.state, self.geometry, self.last_events = state, events.geometry, events
         self._observation, self._global_state = observation, global_state

@@ -16,7 +16,8 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from envs.battalion_env import battle_config_from_args, make_action_space
+from envs.battalion_env import make_action_space
+from envs.battlefield import Battlefield
 from envs.metrics.coordination import SUPPORT_RADIUS, compute_all
 from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
 from envs.multi_observation import (
@@ -34,12 +35,7 @@ from envs.reward import RewardWeights
 from envs.sim import engine
 from envs.sim.constants import (
     ACTION_DIM,
-    HILL_SPEED_FACTOR,
-    MAP_HEIGHT,
-    MAP_WIDTH,
-    MAX_STEPS,
     SEED_BOUND,
-    VISIBILITY_RADIUS,
 )
 from envs.sim.terrain import TerrainMap
 from envs.sim.validation import (
@@ -92,6 +88,8 @@ class MultiBattalionEnv(ParallelEnv):
         visibility_radius: how far a battalion sees, in metres (> 0); enemies
             beyond it, or behind a crest, are known only from their last report
             (see :mod:`envs.multi_observation`).
+            These seven are the :class:`~envs.battlefield.Battlefield`'s settings (the
+            defaults are its defaults); None leaves a setting to ``battlefield``.
         render_mode: None or ``"rgb_array"``.
         reward_weights: the team reward's shaping; None means the defaults.
         order_of_battle: each battalion's arm, starting formation and quality, Blue's
@@ -101,6 +99,8 @@ class MultiBattalionEnv(ParallelEnv):
             infantry of quality 1 in line. Units keep their formations: the agents'
             orders have no formation channel (the scripted doctrine and the engine
             have, :mod:`envs.arms_doctrine`).
+        battlefield: the map, clock, ground and sight as one value; a setting given
+            beside it must agree with it.
 
     Observations are :data:`OBS_DIM` float32 numbers per agent
     (:data:`~envs.multi_observation.OBSERVATION_FEATURES`), actions are
@@ -126,26 +126,30 @@ class MultiBattalionEnv(ParallelEnv):
         self,
         n_blue: int = 2,
         n_red: int = 2,
-        map_width: float = MAP_WIDTH,
-        map_height: float = MAP_HEIGHT,
-        max_steps: int = MAX_STEPS,
+        map_width: float | None = None,
+        map_height: float | None = None,
+        max_steps: int | None = None,
         terrain: TerrainMap | None = None,
-        randomize_terrain: bool = True,
-        hill_speed_factor: float = HILL_SPEED_FACTOR,
-        visibility_radius: float = VISIBILITY_RADIUS,
+        randomize_terrain: bool | None = None,
+        hill_speed_factor: float | None = None,
+        visibility_radius: float | None = None,
         render_mode: str | None = None,
         reward_weights: RewardWeights | None = None,
         order_of_battle: Any = None,
+        *,
+        battlefield: Battlefield | None = None,
     ) -> None:
         check_choice("render_mode", render_mode, (None, *self.metadata["render_modes"]))
         self.n_blue = check_int("n_blue", n_blue, minimum=1, maximum=MAX_TEAM_SIZE)
         self.n_red = check_int("n_red", n_red, minimum=1, maximum=MAX_TEAM_SIZE)
-        self.config = battle_config_from_args(map_width, map_height, max_steps,
-                                              hill_speed_factor)
+        self.battlefield = Battlefield.from_kwargs(
+            battlefield, map_width=map_width, map_height=map_height, max_steps=max_steps,
+            terrain=terrain, randomize_terrain=randomize_terrain,
+            hill_speed_factor=hill_speed_factor, visibility_radius=visibility_radius)
+        self.config = self.battlefield.battle_config()
         self.render_mode = render_mode
         self._battle = MultiBattalionBatch(
-            1, self.n_blue, self.n_red, config=self.config, terrain=terrain,
-            randomize_terrain=randomize_terrain, visibility_radius=visibility_radius,
+            1, self.n_blue, self.n_red, battlefield=self.battlefield, config=self.config,
             reward_weights=reward_weights, order_of_battle=order_of_battle)
         self.visibility_radius = self._battle.visibility_radius
         self.possible_agents = agent_names(self.n_blue, self.n_red)

@@ -9,10 +9,12 @@ take and give per-agent arrays with one row per battle. Its workhorse,
 so that one call to a remote worker carries thousands of env-steps;
 :meth:`~MultiBattalionBatchEnv.run_episode` is the seed's one-battle form.
 
-:data:`RemoteMultiBattalionEnv` is the same class as a Ray actor
-(``ray.remote(MultiBattalionBatchEnv)``), made on first use so that this module
-imports without Ray. The class itself is plain: it runs in-process the same way,
-which is how the tests and the benchmark compare a Ray run with a sequential one.
+:data:`RemoteMultiBattalionEnv` is the same class as a Ray actor, made on first use
+by the project's one Ray stack (:func:`envs.remote.workers.remote_class`), so that this
+module imports without Ray; ``make_remote_envs`` and the rollout runner's workers are
+its actors (:mod:`envs.remote.battles`). The class itself is plain: it runs in-process
+the same way, which is how the tests and the benchmark compare a Ray run with a
+sequential one.
 
 Every battle's random draws (random orders, a policy's sampled orders, the
 battle itself) are keyed by its seed and step, never by a generator's position,
@@ -28,10 +30,12 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from envs.battalion_env import battle_config_from_args
+from envs.battlefield import Battlefield
 from envs.multi_battalion_batch import BLUE, MultiBattalionBatch, check_team_batch_size
 from envs.multi_battalion_env import agent_names, team_spaces
 from envs.multi_observation import MAX_TEAM_SIZE
+from envs.remote.cluster import INSTALL_HINT
+from envs.remote.workers import remote_class
 from envs.reward import RewardWeights
 from envs.sim import random as rnd
 from envs.sim.constants import (
@@ -54,9 +58,6 @@ from envs.sim.validation import (
     check_seed,
     short_repr,
 )
-
-INSTALL_HINT = 'pip install -e ".[distributed]"'
-"""How to install Ray for this project (the optional extra)."""
 
 EPISODE_KEYS = ("steps", "total_reward", "agent_rewards", "blue_won", "observations")
 """The keys of an episode's dict (REFERENCE §I.7)."""
@@ -114,11 +115,12 @@ class MultiBattalionBatchEnv:
                              "(batches are not drawn; render a MultiBattalionEnv instead)")
         self.n_blue = check_int("n_blue", n_blue, minimum=1, maximum=MAX_TEAM_SIZE)
         self.n_red = check_int("n_red", n_red, minimum=1, maximum=MAX_TEAM_SIZE)
-        self.config = battle_config_from_args(map_width, map_height, max_steps,
-                                              hill_speed_factor)
-        self._battle_kwargs = dict(config=self.config, terrain=terrain,
-                                   randomize_terrain=randomize_terrain,
-                                   visibility_radius=visibility_radius,
+        self.battlefield = Battlefield(
+            map_width=map_width, map_height=map_height, max_steps=max_steps,
+            hill_speed_factor=hill_speed_factor, terrain=terrain,
+            randomize_terrain=randomize_terrain, visibility_radius=visibility_radius)
+        self.config = self.battlefield.battle_config()
+        self._battle_kwargs = dict(battlefield=self.battlefield, config=self.config,
                                    reward_weights=reward_weights)
         self._battles = self._new_battles(check_int("n_battles", n_battles, minimum=1))
         self.n_battles = self._battles.n_battles
@@ -460,21 +462,12 @@ def _check_seeds(name: str, seeds: Any) -> list[int]:
 RemoteMultiBattalionEnv: Any
 """``ray.remote(MultiBattalionBatchEnv)``: the Ray actor class (made on first use;
 ``ImportError`` with the install hint when Ray is missing)."""
-_REMOTE_CLASS: Any = None
 
 
 def __getattr__(name: str) -> Any:
     # RemoteMultiBattalionEnv is made on first use, so this module imports without Ray.
     if name == "RemoteMultiBattalionEnv":
-        global _REMOTE_CLASS
-        if _REMOTE_CLASS is None:
-            try:
-                import ray
-            except ImportError as error:  # pragma: no cover - the tests have Ray
-                raise ImportError("RemoteMultiBattalionEnv needs Ray, which is not installed: "
-                                  f"{INSTALL_HINT}") from error
-            _REMOTE_CLASS = ray.remote(MultiBattalionBatchEnv)
-        return _REMOTE_CLASS
+        return remote_class(MultiBattalionBatchEnv)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import reprlib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ import yaml
 from envs.sim import constants as C
 from envs.sim.config import BattleConfig
 from envs.sim.terrain import TerrainMap
+from storage.files import UnreadableFileError, read_regular_file
 
 F32 = np.float32
 
@@ -55,6 +58,36 @@ DEFAULT_BREAK_FRACTION = 0.5
 strength is beaten (an army retreats long before it is annihilated)."""
 DEFAULT_ROWS = DEFAULT_COLS = 40
 FIELD_SIZE_RANGE = C.MAP_SIZE_RANGE
+MAX_GRID_SIDE = 1000
+"""Most rows or columns a scenario's ground may have."""
+MAX_SCENARIO_BYTES = 16 * 2**20
+"""Largest scenario file (or JSON list of scenarios) read: the 61 historical battles
+take 0.3 MB."""
+MAX_SIDE_UNITS = 1000
+"""Most units one side may field (the historical battles field at most 20 in all)."""
+MAX_FEATURES = 1000
+"""Most terrain features a scenario may draw its ground from."""
+MAX_FEATURE_POINTS = 1000
+"""Most points of one feature's line (a ridge's crest, a river, a road) or fords of a river."""
+MAX_RASTER_WORK = 2**26
+"""Most cell-shapes rasterising may cost: grid cells times the shapes drawn over all of
+them (a disc counts 1, a line one per segment, a road twice, a ford 1). Each costs some
+100 ns, so the largest ground allowed takes seconds: on a 1000 x 1000 grid, 67 shapes."""
+MAX_REPR_CHARS = 120
+"""Longest rendering of an offending value in an error message."""
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict = 3, 6, 6, 6
+_REPR.maxstring, _REPR.maxother, _REPR.maxlong = 60, 60, 40
+
+
+def short_repr(value: Any, limit: int = MAX_REPR_CHARS) -> str:
+    """``repr(value)`` for an error message, bounded: nested containers are cut after a
+    few items and levels and the result after ``limit`` characters, so a value built
+    by YAML aliases (a few hundred bytes referring to billions of items) is never
+    expanded."""
+    text = _REPR.repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 @dataclass(frozen=True)
@@ -144,14 +177,27 @@ def load_scenario_file(path: str | Path) -> Scenario:
         ScenarioError: for a malformed file or an invalid field (named in the message).
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"scenario file {path} does not exist")
-    text = path.read_text(encoding="utf-8")
+    text = _read_text(path, "scenario file")
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as error:
         raise ScenarioError(f"{path} is not valid {path.suffix[1:].upper()}: {error}") from error
+    except RecursionError:
+        raise ScenarioError(f"{path}: nested too deeply to parse") from None
     return scenario_from_dict(data, str(path))
+
+
+def _read_text(path: Path, what: str) -> str:
+    """The text of ``path``: a regular file of at most :data:`MAX_SCENARIO_BYTES` (a FIFO
+    or a device is refused, never read)."""
+    if not path.exists():
+        raise FileNotFoundError(f"{what} {path} does not exist")
+    try:
+        return read_regular_file(path, MAX_SCENARIO_BYTES, f"{what} {path}").decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ScenarioError(f"{what} {path} is not UTF-8 text: {error}") from None
+    except UnreadableFileError as error:
+        raise ScenarioError(str(error)) from None
 
 
 def load_scenarios(path: str | Path) -> list[Scenario]:
@@ -162,12 +208,13 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
         ScenarioError: for a malformed file, a repeated id or an invalid entry.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"scenario list {path} does not exist")
+    text = _read_text(path, "scenario list")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
     except json.JSONDecodeError as error:
         raise ScenarioError(f"{path} is not valid JSON: {error}") from error
+    except RecursionError:
+        raise ScenarioError(f"{path}: nested too deeply to parse") from None
     if not isinstance(data, list) or not data:
         raise ScenarioError(f"{path} holds {type(data).__name__}: expected a non-empty JSON "
                             "array of scenarios")
@@ -175,7 +222,7 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
     seen: set[str] = set()
     for scenario in scenarios:
         if scenario.id in seen:
-            raise ScenarioError(f"{path}: the id {scenario.id!r} is used twice")
+            raise ScenarioError(f"{path}: the id {short_repr(scenario.id)} is used twice")
         seen.add(scenario.id)
     return scenarios
 
@@ -189,12 +236,13 @@ class _Reader:
         self.data, self.where = data, where
 
     def fail(self, key: str, value: Any, allowed: str) -> ScenarioError:
-        return ScenarioError(f"{self.where}.{key}={value!r} is invalid: expected {allowed}")
+        return ScenarioError(f"{self.where}.{key}={short_repr(value)} is invalid: expected "
+                             f"{allowed}")
 
     def get(self, key: str, default: Any = None, required: bool = False) -> Any:
         if key not in self.data:
             if required:
-                raise ScenarioError(f"{self.where} has no {key!r}: it is required")
+                raise ScenarioError(f"{self.where} has no {short_repr(key)}: it is required")
             return default
         return self.data[key]
 
@@ -237,6 +285,9 @@ class _Reader:
         value = self.get(key, [] if minimum == 0 else None, minimum > 0)
         if not isinstance(value, list) or len(value) < minimum:
             raise self.fail(key, value, f"a list of at least {minimum} points [x, y]")
+        if len(value) > MAX_FEATURE_POINTS:
+            raise ScenarioError(f"{self.where}.{key} has {len(value):,} points: more than "
+                                f"the {MAX_FEATURE_POINTS:,} allowed (MAX_FEATURE_POINTS)")
         return [self.point(p, f"{key}[{n}]", width, height) for n, p in enumerate(value)]
 
 
@@ -261,11 +312,12 @@ def scenario_from_dict(data: Any, where: str = "scenario") -> Scenario:
                           high=FIELD_SIZE_RANGE[1])
     height = field_.number("height_m", C.MAP_HEIGHT, low=FIELD_SIZE_RANGE[0],
                            high=FIELD_SIZE_RANGE[1])
-    rows = field_.integer("rows", DEFAULT_ROWS, low=1, high=1000)
-    cols = field_.integer("cols", DEFAULT_COLS, low=1, high=1000)
+    rows = field_.integer("rows", DEFAULT_ROWS, low=1, high=MAX_GRID_SIDE)
+    cols = field_.integer("cols", DEFAULT_COLS, low=1, high=MAX_GRID_SIDE)
     max_steps = field_.integer("max_steps", C.MAX_STEPS, low=1, high=C.MAX_STEPS_LIMIT)
     terrain, features = _read_terrain(top.get("terrain", "procedural"), f"{where}.terrain",
                                       width, height)
+    check_raster_work(features, rows, cols, f"{where}.terrain")
     deployment = top.choice("deployment", ("placed", "random"), "placed")
     units = _read_units(_Reader(top.get("units", required=True), f"{where}.units"),
                         deployment == "random", width, height)
@@ -292,13 +344,19 @@ FIELD_SETTINGS = ("map_width", "map_height", "max_steps")
 def _read_model(value: Any, where: str) -> dict[str, Any]:
     """``model``: BattleConfig settings, each checked as the config checks it."""
     if not isinstance(value, dict):
-        raise ScenarioError(f"{where}={value!r} is invalid: expected a mapping of battle "
-                            "model settings")
+        raise ScenarioError(f"{where}={short_repr(value)} is invalid: expected a mapping of "
+                            "battle model settings")
     known = {f.name for f in dataclasses.fields(BattleConfig)} - set(FIELD_SETTINGS)
-    unknown = sorted(str(k) for k in value if k not in known)
+    unknown = [k for k in value if k not in known]
     if unknown:
-        raise ScenarioError(f"{where} has unknown settings {unknown}: expected some of "
-                            f"{sorted(known)} (the field sets {', '.join(FIELD_SETTINGS)})")
+        raise ScenarioError(f"{where} has unknown settings {short_repr(unknown)}: expected "
+                            f"some of {sorted(known)} (the field sets "
+                            f"{', '.join(FIELD_SETTINGS)})")
+    for key, setting in value.items():
+        # BattleConfig's own errors show the value whole: only scalars reach it.
+        if not isinstance(setting, (bool, int, float, str)) and setting is not None:
+            raise ScenarioError(f"{where}.{key}={short_repr(setting)} is invalid: expected "
+                                "a number, a boolean or a string")
     try:
         BattleConfig(**value)
     except (TypeError, ValueError) as error:
@@ -312,8 +370,11 @@ def _read_terrain(value: Any, where: str, width: float,
     if value in ("procedural", "flat"):
         return value, []
     if not isinstance(value, list):
-        raise ScenarioError(f"{where}={value!r} is invalid: expected 'procedural', 'flat' or "
-                            "a list of features")
+        raise ScenarioError(f"{where}={short_repr(value)} is invalid: expected 'procedural', "
+                            "'flat' or a list of features")
+    if len(value) > MAX_FEATURES:
+        raise ScenarioError(f"{where} has {len(value):,} features: more than the "
+                            f"{MAX_FEATURES:,} allowed (MAX_FEATURES)")
     features = []
     for n, entry in enumerate(value):
         r = _Reader(entry, f"{where}[{n}]")
@@ -347,6 +408,9 @@ def _read_units(r: _Reader, random: bool, width: float, height: float) -> list[U
         entries = r.get(name, required=True)
         if not isinstance(entries, list) or not entries:
             raise r.fail(name, entries, "a non-empty list of units")
+        if len(entries) > MAX_SIDE_UNITS:
+            raise ScenarioError(f"{r.where}.{name} has {len(entries):,} units: more than the "
+                                f"{MAX_SIDE_UNITS:,} allowed (MAX_SIDE_UNITS)")
         for n, entry in enumerate(entries):
             u = _Reader(entry, f"{r.where}.{name}[{n}]")
             arm_name = u.choice("type", C.ARM_NAMES, "infantry")
@@ -374,10 +438,10 @@ def _read_units(r: _Reader, random: bool, width: float, height: float) -> list[U
                 theta=theta, formation=formation,
                 strength=u.number("strength", 1.0, low=0.01, high=1.5),
                 quality=u.number("quality", 1.0, low=0.25, high=4.0), name=u.text("name", "")))
-    ids = [unit.id for unit in units]
-    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    repeated = sorted(i for i, n in Counter(unit.id for unit in units).items() if n > 1)
     if repeated:
-        raise ScenarioError(f"{r.where}: unit ids {repeated} are used more than once")
+        raise ScenarioError(f"{r.where}: unit ids {short_repr(repeated)} are used more than "
+                            "once")
     return units
 
 
@@ -388,8 +452,8 @@ def _check_dry_feet(scenario: Scenario, where: str) -> None:
         return
     for unit in scenario.units:
         if terrain.going_at(unit.x, unit.y) <= 0:
-            raise ScenarioError(f"{where}: unit {unit.id!r} starts at ({unit.x:g}, {unit.y:g}), "
-                                "in impassable water: expected dry ground")
+            raise ScenarioError(f"{where}: unit {short_repr(unit.id)} starts at ({unit.x:g}, "
+                                f"{unit.y:g}), in impassable water: expected dry ground")
 
 
 # ---------------------------------------------------------------- orders of battle
@@ -424,8 +488,9 @@ class OrderOfBattle:
             units = value.units
         else:
             if not isinstance(value, dict) or set(value) != set(SIDES):
-                raise ScenarioError(f"{name}={value!r} is invalid: expected a Scenario or a "
-                                    "mapping {'blue': [...], 'red': [...]} of units")
+                raise ScenarioError(f"{name}={short_repr(value)} is invalid: expected a "
+                                    "Scenario or a mapping {'blue': [...], 'red': [...]} of "
+                                    "units")
             entries = {side: [{"type": u} if isinstance(u, str) else u for u in units]
                        if isinstance(units, list) else units for side, units in value.items()}
             units = _read_units(_Reader(entries, name), True, C.MAP_SIZE_RANGE[1],
@@ -449,6 +514,39 @@ def _distance_to_polyline(px: np.ndarray, py: np.ndarray, points: list) -> np.nd
     return best
 
 
+def raster_work(features: tuple[dict[str, Any], ...] | list[dict[str, Any]], rows: int,
+                cols: int) -> int:
+    """What rasterising ``features`` on a rows x cols grid costs, in cell-shapes
+    (:data:`MAX_RASTER_WORK`)."""
+    shapes = 0
+    for f in features:
+        kind = f["kind"]
+        segments = max(len(f.get("points", ())) - 1, 0)
+        if kind == "road":
+            shapes += 2 * segments  # drawn with the others, then again on top
+        elif kind in ("ridge", "river", "stream"):
+            shapes += segments + len(f.get("fords", ()))
+        else:
+            shapes += 1
+    return rows * cols * shapes
+
+
+def check_raster_work(features: tuple[dict[str, Any], ...] | list[dict[str, Any]], rows: int,
+                      cols: int, where: str = "terrain") -> None:
+    """Refuse ground that would cost more than :data:`MAX_RASTER_WORK` to rasterise,
+    before any of it is drawn.
+
+    Raises:
+        ScenarioError: naming ``where``, the cost and the limit.
+    """
+    work = raster_work(features, rows, cols)
+    if work > MAX_RASTER_WORK:
+        raise ScenarioError(f"{where}: {len(features):,} features on a {rows} x {cols} grid "
+                            f"cost {work:,} cell-shapes to rasterise: more than the "
+                            f"{MAX_RASTER_WORK:,} allowed (MAX_RASTER_WORK); use fewer "
+                            "features, fewer points or a coarser grid")
+
+
 def rasterise_features(features: tuple[dict[str, Any], ...] | list[dict[str, Any]],
                        width: float, height: float, rows: int, cols: int) -> TerrainMap:
     """The ground of named features on a rows x cols grid (row 0 south).
@@ -461,7 +559,11 @@ def rasterise_features(features: tuple[dict[str, Any], ...] | list[dict[str, Any
     impassable but within :data:`FORD_RADIUS` of a ford; streams slow
     (:data:`STREAM_GOING`), marshes more (:data:`MARSH_GOING`), lakes are impassable
     and roads are quicker (:data:`ROAD_GOING`).
+
+    Raises:
+        ScenarioError: if drawing them would cost more than :data:`MAX_RASTER_WORK`.
     """
+    check_raster_work(features, rows, cols)
     cell_w, cell_h = width / cols, height / rows
     px, py = np.meshgrid((np.arange(cols) + 0.5) * cell_w, (np.arange(rows) + 0.5) * cell_h)
     elevation = np.zeros((rows, cols))
@@ -506,7 +608,8 @@ def rasterise_features(features: tuple[dict[str, Any], ...] | list[dict[str, Any
                       going=going.astype(F32))
 
 
-__all__ = ["DEFAULT_BREAK_FRACTION", "FORMATION_ALIASES", "OrderOfBattle", "SIDES",
-           "TERRAIN_KINDS", "Scenario",
-           "ScenarioError", "UnitSpec", "load_scenario_file", "load_scenarios",
-           "rasterise_features", "scenario_from_dict"]
+__all__ = ["DEFAULT_BREAK_FRACTION", "FORMATION_ALIASES", "MAX_FEATURES", "MAX_FEATURE_POINTS",
+           "MAX_GRID_SIDE", "MAX_RASTER_WORK", "MAX_SCENARIO_BYTES", "MAX_SIDE_UNITS",
+           "OrderOfBattle", "SIDES", "TERRAIN_KINDS", "Scenario", "ScenarioError", "UnitSpec",
+           "check_raster_work", "load_scenario_file", "load_scenarios", "raster_work",
+           "rasterise_features", "scenario_from_dict", "short_repr"]

@@ -22,14 +22,11 @@ from envs.battalion_batch import (
     check_duel_batch_size,
     check_red_policy,
 )
-from envs.battalion_env import RESET_OPTIONS, battle_config_from_args, make_spaces
+from envs.battalion_env import RESET_OPTIONS, make_spaces
+from envs.battlefield import Battlefield
 from envs.reward import RewardWeights
 from envs.sim.constants import (
     ACTION_DIM,
-    HILL_SPEED_FACTOR,
-    MAP_HEIGHT,
-    MAP_WIDTH,
-    MAX_STEPS,
     NUM_CURRICULUM_LEVELS,
     SEED_BOUND,
 )
@@ -109,6 +106,7 @@ class BattalionVecEnv(VecEnv):
             ``env_method("set_red_policy", policy, indices=...)`` to give
             different battles different opponents; each opponent is still
             queried once per step.
+        battlefield: as for :class:`~envs.battalion_env.BattalionEnv`, in every battle.
 
     Seeding follows SB3: ``seed(s)`` makes battle ``i`` play the episodes a
     ``BattalionEnv`` reset with ``seed=s + i`` would play. Like ``BattalionEnv``,
@@ -120,24 +118,28 @@ class BattalionVecEnv(VecEnv):
         self,
         n_envs: int = 8,
         *,
-        map_width: float = MAP_WIDTH,
-        map_height: float = MAP_HEIGHT,
-        max_steps: int = MAX_STEPS,
+        map_width: float | None = None,
+        map_height: float | None = None,
+        max_steps: int | None = None,
         terrain: TerrainMap | None = None,
-        randomize_terrain: bool = True,
-        hill_speed_factor: float = HILL_SPEED_FACTOR,
+        randomize_terrain: bool | None = None,
+        hill_speed_factor: float | None = None,
         curriculum_level: int = NUM_CURRICULUM_LEVELS,
         reward_weights: RewardWeights | None = None,
         red_policy: RedPolicy | None = None,
         render_mode: str | None = None,
+        battlefield: Battlefield | None = None,
     ) -> None:
         n_envs = check_duel_batch_size("n_envs", n_envs)
         check_choice("render_mode", render_mode, (None, "rgb_array"))
         check_red_policy(red_policy)
-        self.config = battle_config_from_args(map_width, map_height, max_steps,
-                                              hill_speed_factor)
+        self.battlefield = Battlefield.from_kwargs(
+            battlefield, map_width=map_width, map_height=map_height, max_steps=max_steps,
+            terrain=terrain, randomize_terrain=randomize_terrain,
+            hill_speed_factor=hill_speed_factor)
+        self.config = self.battlefield.battle_config()
         self._battle = BattalionBatch(
-            n_envs, config=self.config, terrain=terrain, randomize_terrain=randomize_terrain,
+            n_envs, battlefield=self.battlefield, config=self.config,
             curriculum_level=curriculum_level, reward_weights=reward_weights)
         self._battle.set_red_policy(red_policy)
         self._render_mode = render_mode
@@ -214,7 +216,8 @@ class BattalionVecEnv(VecEnv):
 
     _ATTRIBUTES = ("render_mode", "curriculum_level", "red_policy", "map_width", "map_height",
                    "max_steps", "hill_speed_factor", "terrain", "randomize_terrain",
-                   "reward_weights", "observation_space", "action_space", "config")
+                   "reward_weights", "observation_space", "action_space", "config",
+                   "battlefield")
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         """The value of a battle attribute for each selected battle."""
@@ -230,7 +233,7 @@ class BattalionVecEnv(VecEnv):
             return [getattr(self.config, attr_name)] * len(battles)
         if attr_name in ("terrain", "randomize_terrain", "reward_weights"):
             return [getattr(self._battle, attr_name)] * len(battles)
-        if attr_name in ("observation_space", "action_space", "config"):
+        if attr_name in ("observation_space", "action_space", "config", "battlefield"):
             return [getattr(self, attr_name)] * len(battles)
         raise AttributeError(f"battles have no attribute {attr_name!r}: expected one of "
                              f"{', '.join(self._ATTRIBUTES)}")

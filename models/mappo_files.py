@@ -4,7 +4,6 @@ tensors and plain values only (``weights_only=True``), its size checked first.""
 
 from __future__ import annotations
 
-import io
 import os
 from pathlib import Path
 from typing import Any
@@ -12,8 +11,7 @@ from typing import Any
 import torch
 
 from models.mappo_policy import POLICY_FILE_KEYS, MAPPOPolicy
-from models.weights import check_module_size, load_weights
-from storage.files import atomic_write_bytes
+from models.weights import check_module_size, load_weights, save_weights
 
 
 def save_policy(policy: MAPPOPolicy, path: str | os.PathLike, **extra: Any) -> Path:
@@ -43,10 +41,7 @@ def save_policy(policy: MAPPOPolicy, path: str | os.PathLike, **extra: Any) -> P
                          "reserved for the policy itself")
     path = Path(path)
     state = {key: value.detach().cpu() for key, value in policy.state_dict().items()}
-    buffer = io.BytesIO()
-    torch.save({"kwargs": policy.kwargs, "state_dict": state, **extra}, buffer)
-    atomic_write_bytes(path, buffer.getvalue())
-    return path
+    return save_weights(path, {"kwargs": policy.kwargs, "state_dict": state, **extra})
 
 
 def load_policy(path: str | os.PathLike,

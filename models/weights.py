@@ -7,6 +7,27 @@ must be a regular file holding an archive of bounded size
 and a refusal is one of our named errors, never torch's advice to unpickle.
 :func:`check_module_size` bounds a network that a file's constructor arguments
 ask for before any memory is allocated for it.
+
+Every trainer of the project that writes torch checkpoints (MAPPO, WFM-1, the league
+roles that drive MAPPO) writes one shape, :class:`TrainingCheckpoint`, with
+:func:`write_checkpoint` (atomically) and reads it back with :func:`read_checkpoint`
+(``weights_only=True``). On disk it is one dict:
+
+* ``checkpoint_format``: :data:`CHECKPOINT_FORMAT`, the version of this layout;
+* ``kind``: which trainer wrote it (``"mappo"``, ``"wfm1"``): a checkpoint of another
+  kind is refused by name;
+* ``kwargs``: the policy's constructor arguments; ``policy_state_dict``: its weights;
+* ``optimizer_state_dict``: the optimiser's state;
+* ``total_steps`` and ``episodes``: the counters every run has; ``counters``: the
+  trainer's others (updates, the self-play version, the best validation win rate...);
+* ``rng``: every random generator's state, by name (``numpy``, ``torch``, ...);
+* ``extras``: the trainer's other plain values (its config, its curriculum, what a
+  driver such as a league role keeps with it).
+
+Files without ``checkpoint_format`` are the layouts of before this one; each trainer
+passes :func:`read_checkpoint` a ``legacy`` reader that turns them into the same shape,
+so checkpoints written by earlier versions still resume. SB3 archives are SB3's format
+and do not go through here.
 """
 
 from __future__ import annotations
@@ -14,6 +35,7 @@ from __future__ import annotations
 import io
 import pickle
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +43,12 @@ import torch
 from torch import nn
 
 from envs.sim.validation import check_path
-from storage.files import UnreadableFileError, UntrustedCheckpointError, check_archive
+from storage.files import (
+    UnreadableFileError,
+    UntrustedCheckpointError,
+    atomic_write_bytes,
+    check_archive,
+)
 
 
 def load_weights(source: str | Path | bytes, what: str, device: str | torch.device = "cpu"
@@ -56,6 +83,20 @@ def load_weights(source: str | Path | bytes, what: str, device: str | torch.devi
                                   f"truncated): {type(error).__name__}") from None
 
 
+def save_weights(path: str | Path, data: Any) -> Path:
+    """``torch.save`` of ``data`` to ``path``, atomically (temporary sibling, fsync,
+    ``os.replace``: :func:`storage.files.atomic_write_bytes`); folders are created. What
+    :func:`load_weights` reads back: ``data`` should hold tensors and plain values only.
+
+    Returns:
+        ``path`` as a Path.
+    """
+    buffer = io.BytesIO()
+    torch.save(data, buffer)
+    atomic_write_bytes(path, buffer.getvalue())
+    return Path(path)
+
+
 def check_module_size(build: Callable[[], nn.Module], state_dict: Mapping[str, Any],
                       what: str) -> None:
     """Refuse constructor arguments that ask for a network other than the weights given.
@@ -76,8 +117,6 @@ def check_module_size(build: Callable[[], nn.Module], state_dict: Mapping[str, A
                                   f"holds {given:,} weights")
 
 
-__all__ = ["checkpoint_path", "check_module_size", "load_weights"]
-
 
 def checkpoint_path(path: str | Path, name: str = "path") -> Path | None:
     """The existing checkpoint file ``path`` names (``.zip`` optional), or None.
@@ -96,3 +135,159 @@ def checkpoint_path(path: str | Path, name: str = "path") -> Path | None:
             raise UnreadableFileError(f"checkpoint {candidate} is not a regular file: "
                                       "refusing to read it")
     return None
+
+
+# --- the one training checkpoint ---------------------------------------------------------
+
+CHECKPOINT_FORMAT = 2
+"""The version of the layout :func:`write_checkpoint` writes (module docstring); files
+without a ``checkpoint_format`` key have the trainers' earlier layouts (version 1)."""
+
+REQUIRED_COUNTERS = ("total_steps", "episodes")
+"""The counters every training checkpoint holds (stored as top-level keys)."""
+
+_SECTIONS = {"kind": str, "kwargs": dict, "policy_state_dict": dict,
+             "optimizer_state_dict": dict, "total_steps": int, "episodes": int,
+             "counters": dict, "rng": dict, "extras": dict}
+"""Each key of a format-2 file (but ``checkpoint_format``) and the type it must hold."""
+
+
+@dataclass
+class TrainingCheckpoint:
+    """Everything a killed training run needs to go on, as tensors and plain values.
+
+    Attributes:
+        kind: which trainer wrote it (``"mappo"``, ``"wfm1"``).
+        kwargs: the policy's constructor arguments.
+        weights: the policy's ``state_dict``.
+        optimizer: the optimiser's ``state_dict``.
+        counters: ``total_steps``, ``episodes`` and the trainer's other counters (numbers).
+        rng: every random generator's state, by name.
+        extras: the trainer's other plain values (config, curriculum, a driver's state).
+    """
+
+    kind: str
+    kwargs: dict[str, Any]
+    weights: dict[str, torch.Tensor]
+    optimizer: dict[str, Any]
+    counters: dict[str, int | float]
+    rng: dict[str, Any]
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def write_checkpoint(path: str | Path, checkpoint: TrainingCheckpoint) -> Path:
+    """Write ``checkpoint`` to ``path`` atomically (temporary sibling, fsync,
+    ``os.replace``; folders are created) in the layout of the module docstring.
+
+    Its values should be tensors and plain values (numbers, strings, lists, dicts), so
+    that :func:`read_checkpoint` can read it with ``weights_only=True``.
+
+    Returns:
+        ``path`` as a Path.
+
+    Raises:
+        TypeError: if ``checkpoint`` is not a TrainingCheckpoint.
+        ValueError: naming the field, for an empty ``kind``, a section that is not a dict,
+            or counters without ``total_steps`` and ``episodes`` (or not numbers).
+    """
+    if not isinstance(checkpoint, TrainingCheckpoint):
+        raise TypeError(f"checkpoint={type(checkpoint).__name__} is invalid: expected a "
+                        "TrainingCheckpoint")
+    if not isinstance(checkpoint.kind, str) or not checkpoint.kind:
+        raise ValueError(f"checkpoint.kind={checkpoint.kind!r} is invalid: expected the "
+                         "name of the trainer that writes it")
+    for name in ("kwargs", "weights", "optimizer", "counters", "rng", "extras"):
+        value = getattr(checkpoint, name)
+        if not isinstance(value, dict):
+            raise ValueError(f"checkpoint.{name} is a {type(value).__name__}: expected a dict")
+    counters = dict(checkpoint.counters)
+    missing = [name for name in REQUIRED_COUNTERS if name not in counters]
+    if missing:
+        raise ValueError(f"checkpoint.counters has {sorted(counters)}: {missing} missing "
+                         f"(every checkpoint counts {list(REQUIRED_COUNTERS)})")
+    for name, value in counters.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"checkpoint.counters[{name!r}]={value!r} is invalid: expected "
+                             "a number")
+    data = {"checkpoint_format": CHECKPOINT_FORMAT, "kind": checkpoint.kind,
+            "kwargs": checkpoint.kwargs, "policy_state_dict": checkpoint.weights,
+            "optimizer_state_dict": checkpoint.optimizer,
+            "total_steps": int(counters.pop("total_steps")),
+            "episodes": int(counters.pop("episodes")), "counters": counters,
+            "rng": checkpoint.rng, "extras": checkpoint.extras}
+    return save_weights(path, data)
+
+
+LegacyReader = Callable[[Any, str], TrainingCheckpoint]
+"""Turns the loaded contents of a file of an earlier layout (and the file's name, for
+messages) into a :class:`TrainingCheckpoint`, or raises ``ValueError``."""
+
+
+def read_checkpoint(path: str | Path, what: str, kind: str, *,
+                    legacy: LegacyReader | None = None,
+                    device: str | torch.device = "cpu") -> TrainingCheckpoint:
+    """Read a checkpoint written by :func:`write_checkpoint` (never unpickles code).
+
+    Args:
+        path: the file.
+        what: what the file should be, for messages (e.g. "MAPPO checkpoint").
+        kind: the ``kind`` it must have.
+        legacy: the reader of the trainer's earlier layout, for files without
+            ``checkpoint_format``; None refuses them.
+        device: where its tensors go.
+
+    Raises:
+        FileNotFoundError: if ``path`` does not exist.
+        UntrustedCheckpointError: if it holds pickled objects (a ``ValueError``).
+        ValueError: naming the file, if it is unreadable or not a training checkpoint of
+            ``kind`` (:func:`checkpoint_from_data`).
+    """
+    data = load_weights(path, what, device)
+    return checkpoint_from_data(data, f"{what} {path}", kind, legacy)
+
+
+def is_training_checkpoint(data: Any) -> bool:
+    """Whether ``data`` (a loaded torch file) is in the layout of :func:`write_checkpoint`."""
+    return isinstance(data, dict) and "checkpoint_format" in data
+
+
+def checkpoint_from_data(data: Any, source: str, kind: str,
+                         legacy: LegacyReader | None = None) -> TrainingCheckpoint:
+    """The :class:`TrainingCheckpoint` in ``data``, a loaded torch file named ``source``.
+
+    Raises:
+        ValueError: naming ``source``, for a format other than :data:`CHECKPOINT_FORMAT`,
+            another ``kind``, a missing key or a key of the wrong type, or (without
+            ``legacy``) a file of an earlier layout.
+    """
+    if not is_training_checkpoint(data):
+        if legacy is None:
+            found = sorted(map(str, data)) if isinstance(data, dict) else type(data).__name__
+            raise ValueError(f"{source} is not a {kind} training checkpoint: it has no "
+                             f"checkpoint_format (found {found})")
+        return legacy(data, source)
+    version = data["checkpoint_format"]
+    if version != CHECKPOINT_FORMAT:
+        raise ValueError(f"{source} has checkpoint_format={version!r}: this version reads "
+                         f"format {CHECKPOINT_FORMAT} and the earlier layouts")
+    missing = sorted(set(_SECTIONS) - set(data))
+    if missing:
+        raise ValueError(f"{source} is not a complete training checkpoint: missing {missing}")
+    for key, expected in _SECTIONS.items():
+        if not isinstance(data[key], expected) or isinstance(data[key], bool):
+            raise ValueError(f"{source} has {key} of type {type(data[key]).__name__}: "
+                             f"expected {expected.__name__}")
+    if data["kind"] != kind:
+        raise ValueError(f"{source} is a {data['kind']} checkpoint: expected a {kind} one")
+    return TrainingCheckpoint(
+        kind=data["kind"], kwargs=data["kwargs"], weights=data["policy_state_dict"],
+        optimizer=data["optimizer_state_dict"],
+        counters={"total_steps": data["total_steps"], "episodes": data["episodes"],
+                  **data["counters"]},
+        rng=data["rng"], extras=data["extras"])
+
+
+__all__ = ["CHECKPOINT_FORMAT", "LegacyReader", "REQUIRED_COUNTERS", "TrainingCheckpoint",
+           "check_module_size", "checkpoint_from_data", "checkpoint_path",
+           "is_training_checkpoint", "load_weights", "read_checkpoint", "save_weights",
+           "write_checkpoint"]

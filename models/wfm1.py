@@ -51,7 +51,6 @@ run code.
 from __future__ import annotations
 
 import dataclasses
-import io
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -71,15 +70,21 @@ from envs.sim.validation import (
     check_non_negative,
     short_repr,
 )
-from models.weights import check_module_size, load_weights
-from storage.files import atomic_write_bytes
+from models.weights import (
+    check_module_size,
+    checkpoint_from_data,
+    is_training_checkpoint,
+    load_weights,
+    save_weights,
+)
 
 __all__ = [
     "CARD_DIM", "CHECKPOINT_KEYS", "CrossEchelonTransformer", "ECHELON_BATTALION",
     "ECHELON_BRIGADE", "ECHELON_CORPS", "ECHELON_DIVISION", "EchelonEncoder",
     "GIS_AUSTERLITZ", "GIS_BORODINO", "GIS_SALAMANCA", "GIS_WATERLOO", "N_ECHELONS",
-    "N_TERRAIN_TYPES", "N_WEATHER", "ScenarioCard", "TERRAIN_PROCEDURAL", "WEATHER_CLEAR",
-    "WEATHER_FOG", "WEATHER_RAIN", "WEATHER_SNOW", "WFM1Policy", "own_action_error",
+    "N_TERRAIN_TYPES", "N_WEATHER", "ScenarioCard", "TERRAIN_PROCEDURAL",
+    "TRAINING_CHECKPOINT_KIND", "WEATHER_CLEAR", "WEATHER_FOG", "WEATHER_RAIN", "WEATHER_SNOW",
+    "WFM1Policy", "own_action_error",
 ]
 
 ECHELON_BATTALION, ECHELON_BRIGADE, ECHELON_DIVISION, ECHELON_CORPS = 0, 1, 2, 3
@@ -95,6 +100,9 @@ CARD_DIM = 1 + N_ECHELONS + N_WEATHER + 2 + 1 + 4
 """Numbers in an encoded card (:meth:`ScenarioCard.to_tensor`): 16."""
 CHECKPOINT_KEYS = ("config", "state_dict")
 """Keys every file written by :meth:`WFM1Policy.save_checkpoint` holds."""
+TRAINING_CHECKPOINT_KIND = "wfm1"
+"""The ``kind`` of WFM-1's training checkpoints (:class:`models.weights.TrainingCheckpoint`),
+whose policy :meth:`WFM1Policy.load_checkpoint` reads too."""
 
 # Orthogonal initialisation gains, as in models.mappo_policy: small action means and
 # unit-scale values at the start.
@@ -972,14 +980,12 @@ class WFM1Policy(nn.Module):
         """
         path = Path(path)
         state = {key: value.detach().cpu() for key, value in self.state_dict().items()}
-        buffer = io.BytesIO()
-        torch.save({"config": self.kwargs, "state_dict": state}, buffer)
-        atomic_write_bytes(path, buffer.getvalue())
-        return path
+        return save_weights(path, {"config": self.kwargs, "state_dict": state})
 
     @classmethod
     def load_checkpoint(cls, path: str | os.PathLike, **overrides: Any) -> WFM1Policy:
-        """Rebuild a policy written by :meth:`save_checkpoint`, on the CPU, in eval mode.
+        """Rebuild a policy written by :meth:`save_checkpoint`, or the policy of a WFM-1
+        training checkpoint (:mod:`training.wfm1.checkpoints`), on the CPU, in eval mode.
 
         Only tensors and plain values are read (``torch.load(weights_only=True)``).
 
@@ -997,6 +1003,9 @@ class WFM1Policy(nn.Module):
         """
         what = f"WFM-1 checkpoint {Path(path)}"
         data = load_weights(path, "WFM-1 checkpoint")
+        if is_training_checkpoint(data):  # a trainer's file: its policy part
+            saved = checkpoint_from_data(data, what, TRAINING_CHECKPOINT_KIND)
+            data = {"config": saved.kwargs, "state_dict": saved.weights}
         if not isinstance(data, dict) or any(key not in data for key in CHECKPOINT_KEYS):
             found = sorted(map(str, data)) if isinstance(data, dict) else type(data).__name__
             raise ValueError(f"{what} is not a WFM-1 checkpoint: expected the keys "

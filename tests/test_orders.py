@@ -185,7 +185,7 @@ def test_an_attack_share_weighs_the_orders():
 
 def test_the_scripted_follower_meets_its_orders():
     from envs.orders import OrderFollower
-    from training.order_following import play_ordered_battles
+    from training.echelons.order_following import play_ordered_battles
 
     field = dict(map_width=500.0, map_height=500.0, max_steps=200, visibility_radius=400.0)
     follower = OrderFollower(map_diagonal=float(np.hypot(500.0, 500.0)))

@@ -47,8 +47,8 @@ _EXPORTS = {
     "STAGE_ENV_KWARGS": "training.curriculum_scheduler",
     "load_v1_weights_into_mappo": "training.curriculum_scheduler",
     # HRL curriculum
-    "HRLPhase": "training.hrl_curriculum",
-    "HRLCurriculumScheduler": "training.hrl_curriculum",
+    "HRLPhase": "training.echelons.curriculum",
+    "HRLCurriculumScheduler": "training.echelons.curriculum",
     # policy registry
     "PolicyRegistry": "training.policy_registry",
     "Echelon": "training.policy_registry",

@@ -6,8 +6,8 @@
   so a resumed run continues the curriculum where it stopped.
 * :func:`load_scenario` reads a scenario file of ``configs/scenarios/``: the
   :class:`~envs.multi_battalion_env.MultiBattalionEnv` arguments of one battle
-  size (``1v1`` .. ``6v6``). Each stage's team sizes (:data:`STAGE_ENV_KWARGS`)
-  come from the file named like the stage.
+  size (``1v1`` .. ``6v6``). Each stage's battle (:data:`STAGE_SCENARIOS`, and its
+  team sizes :data:`STAGE_ENV_KWARGS`) comes from the file named like the stage.
 * :func:`load_v1_weights_into_mappo` (from :mod:`models.v1_transfer`) seeds a MAPPO
   team with a trained v1 (single-battalion SB3) commander, layer for layer.
 
@@ -41,7 +41,7 @@ from training.common.promotion import EpisodeWindow, PromotionLog, WindowedPromo
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["STAGE_ENV_KWARGS", "STAGE_LABELS", "SCENARIO_DIR", "SCENARIO_KEYS",
+__all__ = ["STAGE_ENV_KWARGS", "STAGE_LABELS", "STAGE_SCENARIOS", "SCENARIO_DIR", "SCENARIO_KEYS",
            "CurriculumScheduler", "CurriculumStage", "available_scenarios",
            "load_scenario", "load_v1_weights_into_mappo"]
 
@@ -131,18 +131,27 @@ def load_scenario(name: str) -> dict[str, Any]:
     return kwargs
 
 
-def _stage_team_sizes() -> dict[CurriculumStage, dict[str, int]]:
-    sizes = {}
-    for stage, label in STAGE_LABELS.items():
-        scenario = load_scenario(label)
-        sizes[stage] = {"n_blue": scenario["n_blue"], "n_red": scenario["n_red"]}
-    return sizes
+def _stage_scenarios() -> dict[CurriculumStage, dict[str, Any]]:
+    return {stage: load_scenario(label) for stage, label in STAGE_LABELS.items()}
 
 
-STAGE_ENV_KWARGS: dict[CurriculumStage, dict[str, int]] = _stage_team_sizes()
-"""Team sizes of each stage, read from its scenario file (``1v1``: 1 and 1, ``2v1``: 2
-and 1, ``2v2``: 2 and 2). The rest of a scenario (map, steps, terrain, visibility) is
-left to the run's config, which holds for every stage."""
+def _stage_team_sizes(scenarios: dict[CurriculumStage, dict[str, Any]] | None = None
+                      ) -> dict[CurriculumStage, dict[str, int]]:
+    scenarios = _stage_scenarios() if scenarios is None else scenarios
+    return {stage: {"n_blue": kwargs["n_blue"], "n_red": kwargs["n_red"]}
+            for stage, kwargs in scenarios.items()}
+
+
+STAGE_SCENARIOS: dict[CurriculumStage, dict[str, Any]] = _stage_scenarios()
+"""Each stage's MultiBattalionEnv arguments (:func:`load_scenario` of the file named like
+the stage), read when this module is imported: what :meth:`CurriculumScheduler.env_kwargs`
+returns."""
+
+STAGE_ENV_KWARGS: dict[CurriculumStage, dict[str, int]] = _stage_team_sizes(STAGE_SCENARIOS)
+"""Team sizes of each stage, from its scenario file (``1v1``: 1 and 1, ``2v1``: 2 and 1,
+``2v2``: 2 and 2). The MAPPO trainer takes only these from a stage; the rest of a scenario
+(map, steps, terrain, visibility) is left to the run's config, which holds for every
+stage."""
 
 
 # ---------------------------------------------------------------------------- scheduler
@@ -225,9 +234,13 @@ class CurriculumScheduler(WindowedPromotion):
         self._promotions.add(self._stage, self._window.total_episodes)
         return self._stage
 
-    def env_kwargs(self) -> dict[str, int]:
-        """The current stage's MultiBattalionEnv team sizes (a copy)."""
-        return dict(STAGE_ENV_KWARGS[self._stage])
+    def env_kwargs(self) -> dict[str, Any]:
+        """The current stage's MultiBattalionEnv arguments, as its scenario file under
+        ``configs/scenarios/`` holds them (:data:`STAGE_SCENARIOS`; a copy): its team
+        sizes (``n_blue``, ``n_red``, as in :data:`STAGE_ENV_KWARGS`) and its map, steps,
+        terrain, hill factor and visibility, so ``MultiBattalionEnv(**env_kwargs())`` is
+        the stage's battle."""
+        return dict(STAGE_SCENARIOS[self._stage])
 
     # --------------------------------------------------------------- logging
 

@@ -108,6 +108,12 @@ class PolicyRegistry:
 
     # --- queries ----------------------------------------------------------------
 
+    @property
+    def can_save(self) -> bool:
+        """True when the registry has a backing file path (:meth:`save` writes there); an
+        in-memory registry (``path=None``) cannot be saved."""
+        return self.path is not None
+
     def get(self, echelon: Echelon | str, version: str) -> PolicyEntry:
         """The entry registered for ``echelon`` and ``version``.
 

@@ -44,6 +44,7 @@ from training.artifacts import (
     config_hash,
     parse_step_from_checkpoint_name,
 )
+from training.common.device import resolve_device
 from training.common.tracking import log_artifact, start_wandb
 from training.elo import EloRegistry
 from training.plots import plot_run
@@ -91,8 +92,9 @@ def train(config: TrainingConfig | None = None, *,
         are written under ``config.checkpoint_dir``.
 
     Raises:
-        ValueError: if a setting is invalid or an override is not a field (the
-            message lists the valid fields).
+        ValueError: if a setting is invalid, an override is not a field (the
+            message lists the valid fields), or ``device`` names a CUDA device this
+            machine lacks.
         FileNotFoundError: if ``resume`` does not exist.
     """
     config = _resolve_config(config, override_kwargs)
@@ -102,6 +104,7 @@ def train(config: TrainingConfig | None = None, *,
         if resume_path is None:
             raise FileNotFoundError(f"resume={str(resume)!r}: no such checkpoint (also tried "
                                     f"{resume}.zip)")
+    device = resolve_device(config.device, field="device")  # before any work: a clear error
     torch.set_num_threads(config.torch_threads)
     digest = config_hash(config)
     manifest = CheckpointManifest(config.manifest_path) if config.write_manifest else None
@@ -120,9 +123,10 @@ def train(config: TrainingConfig | None = None, *,
                 model, env, config.warm_start_doctrine,
                 min(config.warm_start_steps, config.total_timesteps),
                 map_width=config.map_width, map_height=config.map_height,
-                epochs=config.warm_start_epochs, seed=config.seed)
+                epochs=config.warm_start_epochs, learning_rate=config.warm_start_learning_rate,
+                seed=config.seed)
     else:
-        model = load_ppo(resume_path, env=env, device=config.device,
+        model = load_ppo(resume_path, env=env, device=device,
                          custom_objects=_resumed_settings(config))
         # Fresh but reproducible battles after a resume.
         model.set_random_seed(config.seed + model.num_timesteps)
@@ -221,7 +225,8 @@ def _new_model(config: TrainingConfig, env: VecMonitor) -> PPO:
         gamma=config.gamma,
         gae_lambda=config.gae_lambda, clip_range=config.clip_range, ent_coef=config.ent_coef,
         vf_coef=config.vf_coef, max_grad_norm=config.max_grad_norm, seed=config.seed,
-        device=config.device, verbose=config.verbose, tensorboard_log=config.log_dir,
+        device=resolve_device(config.device, field="device"), verbose=config.verbose,
+        tensorboard_log=config.log_dir,
         policy_kwargs={"net_arch": list(config.policy_hidden_sizes),
                        "log_std_init": config.policy_log_std_init})
 

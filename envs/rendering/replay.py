@@ -5,23 +5,32 @@ cover and going) and each unit's side and arm once and, for every step, each uni
 position, heading, strength, morale, readiness, status, fire and formation: a
 500-step 1v1 battle takes a few tens of kilobytes. Files of format 1 (before arms and
 formations) still load, as infantry in line on open going.
+
+A replay file may come from elsewhere, so :func:`load_replay` checks the sizes it
+declares before reading anything: the zip's expanded size (:data:`MAX_REPLAY_BYTES`),
+and each array's shape and type from its header (at most :data:`MAX_REPLAY_UNITS`
+units and :data:`MAX_REPLAY_STEPS` steps, arrays no larger than the zip entry that
+holds them, numbers only); nothing is unpickled.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.lib import format as npy_format
 from PIL import Image
 
 from envs.rendering.draw import Frame, draw_frame, palette_for, terrain_image
+from envs.sim import constants as C
 from envs.sim.engine import StepEvents
 from envs.sim.state import BattleState
-from storage.files import atomic_write_bytes
+from storage.files import atomic_write_bytes, check_archive, loads_json
 
 REPLAY_FORMAT_VERSION = 2
 _TRACKS = ("x", "y", "theta", "strength", "morale", "readiness", "routed", "destroyed",
@@ -29,6 +38,16 @@ _TRACKS = ("x", "y", "theta", "strength", "morale", "readiness", "routed", "dest
 _STATE_TRACKS = ("x", "y", "theta", "strength", "morale", "readiness", "routed",
                  "destroyed", "formation")
 """The tracks read from the state (the others come from the step's events)."""
+MAX_REPLAY_BYTES = 512 * 2**20
+"""Most bytes a replay file may expand to (the zip's declared sizes): a 500-step duel
+takes some 100 kB, a million-step one some 60 MB."""
+MAX_REPLAY_UNITS = 2048
+"""Most units a replay may hold (the viewer's melee inference is quadratic in them)."""
+MAX_REPLAY_STEPS = C.MAX_STEPS_LIMIT
+"""Most steps a replay may hold: the longest battle allowed."""
+_SCALARS = ("version", "width", "height")
+_GRIDS = ("elevation", "cover", "going")
+_UNIT_ARRAYS = ("team", "arm")
 
 
 @dataclass(frozen=True, eq=False)
@@ -217,25 +236,87 @@ def save_replay(replay: Replay, path: str | Path) -> Path:
     return path
 
 
+def _declared_arrays(path: Path, names: set[str]) -> None:
+    """Check the arrays ``names`` of the replay archive ``path`` from what their headers
+    and the zip declare, reading no array data (module docstring).
+
+    Raises:
+        ValueError: naming the file, the array, the value and the limit.
+    """
+    shapes: dict[str, tuple[int, ...]] = {}
+    with zipfile.ZipFile(path) as archive:
+        entries = {info.filename: info for info in archive.infolist()}
+        for name in sorted(names):
+            info = entries[f"{name}.npy"]
+            where = f"replay file {path}: array {name!r}"
+            try:
+                with archive.open(info) as member:
+                    version = npy_format.read_magic(member)
+                    if version not in ((1, 0), (2, 0)):
+                        raise ValueError(f"{where} has .npy format {version}: expected "
+                                         "(1, 0) or (2, 0)")
+                    read_header = (npy_format.read_array_header_1_0 if version == (1, 0)
+                                   else npy_format.read_array_header_2_0)
+                    shape, _, dtype = read_header(member)
+            except (OSError, EOFError, ValueError, SyntaxError, zipfile.BadZipFile) as error:
+                raise ValueError(f"{where} has no readable .npy header: {error}") from None
+            wanted = "U" if name == "metadata" else "biuf"
+            if dtype.hasobject or dtype.kind not in wanted:
+                raise ValueError(f"{where} has dtype {dtype}: expected "
+                                 + ("text" if name == "metadata" else "numbers"))
+            rank = 0 if name in (*_SCALARS, "metadata") else 1 if name in _UNIT_ARRAYS \
+                else 2
+            if len(shape) != rank:
+                raise ValueError(f"{where} has shape {shape}: expected {rank} dimensions")
+            nbytes = dtype.itemsize * int(np.prod(shape, dtype=object))
+            if nbytes > info.file_size:
+                raise ValueError(f"{where} declares {nbytes:,} bytes of data in an entry of "
+                                 f"{info.file_size:,}: the file is corrupt or forged")
+            shapes[name] = shape
+    units = shapes["team"][0]
+    if not 1 <= units <= MAX_REPLAY_UNITS:
+        raise ValueError(f"replay file {path}: array 'team' holds {units:,} units: expected "
+                         f"1 to {MAX_REPLAY_UNITS:,} (MAX_REPLAY_UNITS)")
+    steps = shapes["x"][0] - 1
+    if not 0 <= steps <= MAX_REPLAY_STEPS:
+        raise ValueError(f"replay file {path}: array 'x' holds {steps:,} steps: expected 0 "
+                         f"to {MAX_REPLAY_STEPS:,} (MAX_REPLAY_STEPS)")
+    for name in names & {*_TRACKS, *_UNIT_ARRAYS, *_GRIDS}:
+        expected = (shapes["x"] if name in _TRACKS else (units,) if name in _UNIT_ARRAYS
+                    else shapes["elevation"])
+        if shapes[name] != expected:
+            raise ValueError(f"replay file {path}: array {name!r} has shape {shapes[name]}: "
+                             f"expected {expected}")
+
+
 def load_replay(path: str | Path) -> Replay:
     """Read a replay written by :func:`save_replay`.
 
+    Sizes are checked before anything is read (module docstring) and nothing is
+    unpickled.
+
     Raises:
         FileNotFoundError: if ``path`` does not exist.
-        ValueError: if the file is not a replay of a supported version.
+        ValueError: if the file is not a replay of a supported version, or declares
+            more than :data:`MAX_REPLAY_BYTES`, :data:`MAX_REPLAY_UNITS` or
+            :data:`MAX_REPLAY_STEPS` (the message names the file, the array, the value
+            and the limit).
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"replay file {path} does not exist")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            contents = {name: data[name] for name in data.files}
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{path} is not a readable replay archive: {error}") from error
+    check_archive(path, "replay file", MAX_REPLAY_BYTES)
+    with zipfile.ZipFile(path) as archive:
+        stored = {name[:-4] for name in archive.namelist() if name.endswith(".npy")}
     missing = {"version", "width", "height", "team", "elevation", "cover", "metadata",
-               *_TRACKS[:-1]} - set(contents)
+               *_TRACKS[:-1]} - stored
     if missing:
         raise ValueError(f"{path} is not a replay: missing {sorted(missing)}")
+    names = stored & {*_SCALARS, *_GRIDS, *_UNIT_ARRAYS, *_TRACKS, "metadata"}
+    _declared_arrays(path, names)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            contents = {name: data[name] for name in sorted(names)}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+        raise ValueError(f"{path} is not a readable replay archive: {error}") from error
     version = int(contents["version"])
     if version not in (1, REPLAY_FORMAT_VERSION):
         raise ValueError(f"{path} has replay format {version}: expected 1 or "
@@ -250,9 +331,13 @@ def load_replay(path: str | Path) -> Replay:
                          f"{sorted(missing)}")
     tracks = {name: contents[name].astype(np.float32) if contents[name].dtype.kind == "f"
               else contents[name] for name in _TRACKS}
+    metadata = loads_json(str(contents["metadata"]), f"replay file {path}: metadata")
+    if not isinstance(metadata, dict):
+        raise ValueError(f"replay file {path}: metadata is {type(metadata).__name__}: "
+                         "expected a JSON object")
     return Replay(float(contents["width"]), float(contents["height"]), contents["team"],
-                  contents["elevation"], contents["cover"], tracks,
-                  json.loads(str(contents["metadata"])), contents["arm"], contents["going"])
+                  contents["elevation"], contents["cover"], tracks, metadata,
+                  contents["arm"], contents["going"])
 
 
 def render_gif(replay: Replay, path: str | Path, *, size: int = 480, fps: int = 25,

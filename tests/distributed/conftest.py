@@ -1,4 +1,4 @@
-"""One local Ray cluster per test module (on loopback: training.distributed.cluster)."""
+"""One local Ray cluster per test module (on loopback: envs.remote.cluster)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ def ray_cluster():
     """A local Ray cluster of 4 logical CPUs for the module's tests; the ``ray`` module."""
     import ray
 
-    from training.distributed.cluster import connect
+    from envs.remote.cluster import connect
 
     if ray.is_initialized():  # left over by a test that failed half-way
         ray.shutdown()

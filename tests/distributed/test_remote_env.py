@@ -247,6 +247,8 @@ def test_run_episodes_through_ray_is_bit_for_bit_the_same(ray_cluster) -> None:
     ray = ray_cluster
     from training.league.distributed_runner import make_remote_envs
 
+    with pytest.raises(ValueError, match="the Ray cluster has 4 CPUs"):
+        make_remote_envs(5, **FAST)  # they would wait forever for CPUs
     envs = make_remote_envs(2, num_cpus_per_env=1.0, **FAST)
     local = MultiBattalionBatchEnv(**FAST)
     blue, red = PolicyCommander(small_policy(2)), PolicyCommander(small_policy(3), True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from envs.remote.cluster import loopback_environment
 from envs.remote_multi_battalion_env import MultiBattalionBatchEnv
 from tests.distributed.helpers import FAST, small_policy
-from training.distributed.cluster import loopback_environment
 from training.league.distributed_runner import DistributedRolloutRunner, same_episode
 from training.mappo.battles import PolicyCommander
 

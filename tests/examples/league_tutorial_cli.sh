@@ -49,4 +49,8 @@ for exploiter in ("main_exploiter_001", "league_exploiter_001"):
     assert any(o.startswith("main_agent_001_v") for o in met), (exploiter, met)
 ratings = json.load(open("checkpoints/league/elo.json"))["ratings"]
 assert all(r.agent_id in ratings for records in pools.values() for r in records)
+# Steps 2 and 5 read the main agent's matches from its folder: they are there.
+own = MatchDatabase("checkpoints/league/main_agent/matches.jsonl")
+assert own.results and {r.agent_id for r in own.results} == {"main_agent_001"}
+assert len(own.results) == len(matches.results_for("main_agent_001"))
 EOF

@@ -150,8 +150,9 @@ def _counts(league: Path, role: str) -> dict:
                                          MatchDatabase(league / "matches.jsonl").results}),
             "ratings": sorted(json.loads((league / "elo.json").read_text())["ratings"]),
             "history": len(_json_lines(folder / "history.jsonl")),
-            "step": checkpoint["total_steps"], "role_state": checkpoint["extra"]["league_role"],
-            "numpy_rng": checkpoint["numpy_rng"]}
+            "step": checkpoint.counters["total_steps"],
+            "role_state": checkpoint.extras["driver"]["league_role"],
+            "numpy_rng": checkpoint.rng["numpy"]}
 
 
 def _json_lines(path: Path) -> list[dict]:
@@ -203,7 +204,7 @@ def test_a_role_killed_mid_run_resumes_and_loses_nothing(role, at, seeded_league
     # It continued from the checkpoint on disk at the kill, and finished.
     resumed = re.search(r"resuming \S+ at step (\d+)", resumed_log.read_text())
     assert resumed and int(resumed.group(1)) == before["step"], context
-    assert final["total_steps"] == 8 * ROLLOUT
+    assert final.counters["total_steps"] == 8 * ROLLOUT
     status = json.loads((league / role / "status.json").read_text())
     assert status["state"] == "done" and status["step"] == 8 * ROLLOUT
     # Nothing lost: every count at least what it was.
@@ -222,13 +223,13 @@ def test_a_role_killed_mid_run_resumes_and_loses_nothing(role, at, seeded_league
         load_policy(pool.resolve_snapshot(record))
         assert record.agent_id in ratings, f"{record.agent_id} unrated; {context}"
     # The role's counters and reset state went on from the checkpoint's.
-    state = final["extra"]["league_role"]
+    state = final.extras["driver"]["league_role"]
     assert state["version"] >= max(before["versions"]) >= before["role_state"]["version"]
     assert state["reset_count"] >= before["role_state"]["reset_count"]
     if role != "main_agent":
         assert set(state["reset_rule"]) == set(before["role_state"]["reset_rule"])
     assert before["numpy_rng"]["bit_generator"] == "PCG64"
-    assert final["numpy_rng"]["state"] != before["numpy_rng"]["state"]
+    assert final.rng["numpy"]["state"] != before["numpy_rng"]["state"]
     # No torn line, no temporary left (pool.tmp is the manifest's last good copy).
     for path in (league / "matches.jsonl", league / role / "history.jsonl"):
         _json_lines(path)

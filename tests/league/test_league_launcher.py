@@ -156,7 +156,7 @@ def test_ctrl_c_stops_every_role_with_a_checkpoint_within_the_grace_period(tmp_p
         assert status["state"] == "stopped" and status["pid"] == pids[role], status
         assert 0 < status["step"] < 64 * ROLLOUT
         checkpoint = load_checkpoint(league / role / "mappo_policy.pt")
-        assert checkpoint["total_steps"] == status["step"]
+        assert checkpoint.counters["total_steps"] == status["step"]
         assert f"[launcher] {role}: stopped (exited with code 130)" in output, output
         with pytest.raises(ProcessLookupError):
             os.kill(pids[role], 0)

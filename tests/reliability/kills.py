@@ -107,7 +107,7 @@ def train_once(algo: str, folder: Path, resume: bool) -> int:
 
     config = mappo_config(folder)
     path = resolve_resume({"auto": True}, config) if resume else None
-    start = 0 if path is None else int(load_checkpoint(path)["total_steps"])
+    start = 0 if path is None else int(load_checkpoint(path).counters["total_steps"])
     train_mappo(config, resume=path)
     return start
 
@@ -134,7 +134,7 @@ def newest_complete(algo: str, folder: Path) -> int:
     from training.train_mappo import CHECKPOINT_NAME, load_checkpoint
 
     path = ck / CHECKPOINT_NAME
-    return int(load_checkpoint(path)["total_steps"]) if path.exists() else 0
+    return int(load_checkpoint(path).counters["total_steps"]) if path.exists() else 0
 
 
 def temporaries(folder: Path) -> list[str]:

@@ -12,8 +12,8 @@ from omegaconf import OmegaConf
 
 from envs.reward import RewardWeights
 from training.common.settings import ConfigFile, ResumeOptions
-from training.echelon_config import CONFIG_FILES as ECHELON_FILES
-from training.echelon_config import BrigadeConfig, DivisionConfig
+from training.echelons.config import CONFIG_FILES as ECHELON_FILES
+from training.echelons.config import BrigadeConfig, DivisionConfig
 from training.league.config import CONFIG_FILES as LEAGUE_FILES
 from training.mappo.config import CONFIG_FILE as MAPPO_FILE
 from training.mappo.config import MAPPOConfig
@@ -190,3 +190,18 @@ def test_a_league_role_refuses_the_mappo_extras_it_would_ignore(setting):
     for config_class in (MainAgentConfig, MainExploiterConfig, LeagueExploiterConfig):
         with pytest.raises(ValueError, match=f"{setting}.enabled=True is invalid for a league"):
             config_class(**{setting: True})
+
+
+def test_league_roles_default_to_the_tutorials_entropy_bonus():
+    """The league tutorial (seed 002) tells a user to raise ``ent_coef`` in all league
+    configs "from 0.01": every role's default and YAML file say 0.01; MAPPO's stays 0."""
+    import yaml
+
+    from training.league.config import LEAGUE_ENT_COEF
+    from training.mappo.config import MAPPOConfig
+
+    assert LEAGUE_ENT_COEF == 0.01
+    for role, file in LEAGUE_FILES.items():
+        assert file.settings[0]().ent_coef == 0.01, role
+        assert yaml.safe_load(file.path.read_text())["training"]["ent_coef"] == 0.01, role
+    assert MAPPOConfig().ent_coef == 0.0

@@ -46,11 +46,11 @@ def test_promotion_needs_a_full_window_at_the_threshold():
 def test_promote_advances_clears_the_window_and_stops_at_the_final_stage():
     scheduler = CurriculumScheduler(promote_threshold=1.0, win_rate_window=2)
     assert scheduler.stage == CurriculumStage.STAGE_1V1 and scheduler.stage_label == "1v1"
-    assert scheduler.env_kwargs() == {"n_blue": 1, "n_red": 1}
+    assert scheduler.env_kwargs() == {**load_scenario("1v1"), "n_blue": 1, "n_red": 1}
     scheduler.record_episodes([True, True])
     assert scheduler.promote() == CurriculumStage.STAGE_2V1
     assert scheduler.win_rate() == 0.0 and not scheduler.should_promote()
-    assert scheduler.env_kwargs() == {"n_blue": 2, "n_red": 1}
+    assert scheduler.env_kwargs() == {**load_scenario("2v1"), "n_blue": 2, "n_red": 1}
     scheduler.record_episodes([True, True])
     scheduler.promote()
     assert scheduler.is_final_stage and scheduler.stage_label == "2v2"
@@ -166,6 +166,24 @@ def test_stages_take_their_team_sizes_from_the_scenario_files(tmp_path, monkeypa
         "blue": [{"type": "infantry"}]}}))
     with pytest.raises(ValueError, match=r"2v1.yaml.*units.*'red'"):
         cs._stage_team_sizes()
+
+
+def test_env_kwargs_are_the_stage_scenario_files_arguments():
+    """The seed's env_kwargs(): the current stage's environment arguments, agreeing with
+    its file under configs/scenarios/: the team sizes and the rest (map, steps, terrain,
+    visibility), so MultiBattalionEnv(**env_kwargs()) is the stage's battle."""
+    for stage, label in STAGE_LABELS.items():
+        kwargs = CurriculumScheduler(initial_stage=stage).env_kwargs()
+        assert kwargs == load_scenario(label)
+        assert {k: kwargs[k] for k in ("n_blue", "n_red")} == STAGE_ENV_KWARGS[stage]
+        env = MultiBattalionEnv(**kwargs)
+        file = yaml.safe_load((SCENARIO_DIR / f"{label}.yaml").read_text())
+        assert (env.n_blue, env.n_red) == (len(file["units"]["blue"]), len(file["units"]["red"]))
+        assert (env.config.map_width, env.config.map_height, env.config.max_steps) == (
+            file["field"]["width_m"], file["field"]["height_m"], file["field"]["max_steps"])
+        assert env.config.hill_speed_factor == file["model"]["hill_speed_factor"]
+        assert kwargs["visibility_radius"] == file["visibility_radius"]
+        assert kwargs["randomize_terrain"] is (file["terrain"] == "procedural")
 
 
 def team_file(n_blue, n_red, **changes):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from envs.brigade_batch import brigade_obs_dim
-from training.echelon_config import BrigadeConfig, DivisionConfig
+from training.echelons.config import BrigadeConfig, DivisionConfig
 from training.elo import TeamEloRegistry
 from training.league import AgentPool, MatchDatabase
 from training.league.echelon_learner import EchelonLearner

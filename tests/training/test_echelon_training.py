@@ -12,10 +12,10 @@ from envs.multi_observation import OBS_DIM, STATE_DIM
 from envs.orders import ORDER_DIM
 from models.mappo_files import save_policy
 from models.mappo_policy import MAPPOPolicy
-from training.echelon_config import BrigadeConfig, DivisionConfig
-from training.echelon_training import evaluate_commander
-from training.train_brigade import brigade_battles, train_brigade
-from training.train_division import load_frozen_brigade_policy, train_division
+from training.echelons.brigade import brigade_battles, train_brigade
+from training.echelons.config import BrigadeConfig, DivisionConfig
+from training.echelons.division import load_frozen_brigade_policy, train_division
+from training.echelons.trainer import evaluate_commander
 from training.utils.freeze_policy import assert_frozen
 
 TINY = dict(n_envs=4, n_steps=8, batch_size=16, n_epochs=1, total_timesteps=64,
@@ -57,7 +57,7 @@ def test_a_division_run_commands_frozen_brigadiers_within_their_commands(tmp_pat
     assert (tmp_path / "d" / "ppo_division_final.zip").is_file()
     assert "division/win_rate" in result.evaluations[-1][1]
     # The frozen brigadier's drills always lie within the command he was given.
-    from training.train_division import division_battles
+    from training.echelons.division import division_battles
 
     config = DivisionConfig(**TINY)
     battles = division_battles(config, 3, load_frozen_brigade_policy(brigade.final_checkpoint))

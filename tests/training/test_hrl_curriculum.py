@@ -9,15 +9,15 @@ import pytest
 import yaml
 
 import training
-import training.hrl_curriculum as hc
-from training.elo import BASELINE_RATINGS, DEFAULT_RATING, EloRegistry, expected_score, k_factor
-from training.hrl_curriculum import (
+import training.echelons.curriculum as hc
+from training.echelons.curriculum import (
     PHASE_CONFIG_FILES,
     PHASE_LABELS,
     HRLCurriculumScheduler,
     HRLPhase,
     load_phase_config,
 )
+from training.elo import BASELINE_RATINGS, DEFAULT_RATING, EloRegistry, expected_score, k_factor
 
 # ---------------------------------------------------------------------------- promotion
 
@@ -162,7 +162,7 @@ def test_metrics_and_promotion_event_logging(caplog):
         "hrl_curriculum/phase_episodes": 4, "hrl_curriculum/total_episodes": 4}
     scheduler.promote()
     run = FakeRun()
-    with caplog.at_level(logging.INFO, logger="training.hrl_curriculum"):
+    with caplog.at_level(logging.INFO, logger="training.echelons.curriculum"):
         scheduler.log_promotion_event(12_345, run)
     assert "brigade" in caplog.text and "12345" in caplog.text
     assert run.calls == [({
@@ -241,7 +241,7 @@ def test_load_state_dict_with_other_settings_keeps_its_own(caplog):
     scheduler = ready()
     scheduler.record_episode(False)  # T T T F
     resumed = HRLCurriculumScheduler(win_rate_window=2, elo_threshold=None)
-    with caplog.at_level(logging.WARNING, logger="training.hrl_curriculum"):
+    with caplog.at_level(logging.WARNING, logger="training.echelons.curriculum"):
         resumed.load_state_dict(scheduler.state_dict())
     assert "win_rate_window=4" in caplog.text and "elo_threshold=900.0" in caplog.text
     assert resumed.win_rate() == 0.5  # the newest 2 episodes: T F

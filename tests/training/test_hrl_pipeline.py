@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from training.echelons.pipeline import opponent_level, run_hrl
 from training.elo import performance_rating
-from training.hrl_pipeline import opponent_level, run_hrl
 from training.policy_registry import PolicyRegistry
 
 SMALL = {

@@ -8,16 +8,22 @@ import time
 
 import numpy as np
 import pytest
-from torch.utils.tensorboard import SummaryWriter
 
-from tests.training.conftest import tiny_config
-from training import plots
-from training.historical_benchmark import (
+from benchmarks.historical import (
     BenchmarkEntry,
     BenchmarkSummary,
     HistoricalBenchmark,
     OutcomeComparison,
 )
+from benchmarks.transfer import (
+    TransferBenchmark,
+    TransferEvalConfig,
+    TransferResult,
+    TransferSummary,
+)
+from tests.training.conftest import tiny_config
+from training import plots
+from training.common.run_log import RunLog
 from training.plots import (
     COORDINATION_FILE,
     ELO_FILE,
@@ -26,12 +32,6 @@ from training.plots import (
     RUN_FILES,
     read_scalars,
     write_run_plots,
-)
-from training.transfer_benchmark import (
-    TransferBenchmark,
-    TransferEvalConfig,
-    TransferResult,
-    TransferSummary,
 )
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -52,11 +52,12 @@ def assert_picture(path_or_bytes, min_width=300, min_height=200):
 
 
 def write_log(folder, scalars: dict[str, list[tuple[int, float]]]) -> None:
-    writer = SummaryWriter(str(folder))
+    """Write ``scalars`` through the trainers' run log, as a training run would."""
+    log = RunLog(folder)
     for tag, points in scalars.items():
         for step, value in points:
-            writer.add_scalar(tag, value, step)
-    writer.close()
+            log.log({tag: value}, step)
+    log.close()
 
 
 def curve(n=30, start=0.0, end=1.0, noise=0.05, seed=0):

@@ -82,6 +82,8 @@ def test_missing_entries_bad_arguments_and_in_memory_registries(tmp_path):
     registry = PolicyRegistry(None)
     registry.register("division", "v1", "d.zip")
     assert registry.get("division", "v1").path == "d.zip"
+    assert not registry.can_save  # the seed's can_save: False without a backing file
+    assert PolicyRegistry(tmp_path / "registry.json").can_save  # not yet written: still True
     with pytest.raises(ValueError, match="no file"):
         registry.save()
     with pytest.raises(KeyError, match="in-memory"):

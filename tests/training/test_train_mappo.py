@@ -65,8 +65,8 @@ def test_a_run_learns_logs_and_checkpoints(tmp_path):
         assert key in last, key
     assert (tmp_path / "logs" / "mappo").is_dir()  # TensorBoard events
     data = load_checkpoint(result.final_checkpoint)
-    assert data["total_steps"] == 2 * ROLLOUT
-    assert MAPPOPolicy(**data["kwargs"]).kwargs == result.policy.kwargs
+    assert data.counters["total_steps"] == 2 * ROLLOUT
+    assert MAPPOPolicy(**data.kwargs).kwargs == result.policy.kwargs
     restored = policy_from_checkpoint(result.final_checkpoint)
     obs = torch.rand(5, OBS_DIM)
     state = torch.rand(5, CRITIC_STATE_DIM)
@@ -84,8 +84,8 @@ def test_resume_restores_counters_optimiser_and_generators(tmp_path, monkeypatch
     first = train_mappo(**tiny(tmp_path, total_timesteps=2 * ROLLOUT, max_steps=16))
     periodic = tmp_path / "ck" / CHECKPOINT_NAME
     saved = load_checkpoint(periodic)
-    assert saved["total_steps"] == 2 * ROLLOUT
-    assert saved["episodes"] == first.episodes > 0
+    assert saved.counters["total_steps"] == 2 * ROLLOUT
+    assert saved.counters["episodes"] == first.episodes > 0
 
     import training.train_mappo as trainer
 
@@ -100,8 +100,8 @@ def test_resume_restores_counters_optimiser_and_generators(tmp_path, monkeypatch
     monkeypatch.setattr(trainer.TrainingBattles, "__init__", spy)
     second = train_mappo(**tiny(tmp_path, total_timesteps=4 * ROLLOUT, max_steps=16),
                          resume=periodic)
-    assert seen["rng"] == saved["numpy_rng"]
-    assert torch.equal(seen["torch"], saved["torch_rng"])
+    assert seen["rng"] == saved.rng["numpy"]
+    assert torch.equal(seen["torch"], saved.rng["torch"])
     assert second.total_steps == 4 * ROLLOUT
     assert len(second.history) == 2
     assert second.history[0]["time/total_steps"] == 3 * ROLLOUT
@@ -109,8 +109,8 @@ def test_resume_restores_counters_optimiser_and_generators(tmp_path, monkeypatch
                                                    for h in second.history)
     # The optimiser went on from its saved moments (Adam's step count grew).
     final = load_checkpoint(second.final_checkpoint)
-    steps_before = saved["optimizer_state_dict"]["state"][0]["step"]
-    assert final["optimizer_state_dict"]["state"][0]["step"] > steps_before
+    steps_before = saved.optimizer["state"][0]["step"]
+    assert final.optimizer["state"][0]["step"] > steps_before
 
 
 def test_curriculum_promotion_swaps_the_battles(tmp_path):
@@ -126,7 +126,7 @@ def test_curriculum_promotion_swaps_the_battles(tmp_path):
     promotions = [h["curriculum/promotion_step"] for h in result.history
                   if "curriculum/promotion_step" in h]
     assert len(promotions) == 2
-    assert load_checkpoint(result.final_checkpoint)["curriculum"]["stage"] == 2
+    assert load_checkpoint(result.final_checkpoint).extras["curriculum"]["stage"] == 2
 
 
 def test_team_self_play_from_the_config(tmp_path):
@@ -195,9 +195,9 @@ def test_command_line_trains_and_resumes(tmp_path):
                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "Resuming from" in again.stdout
-    assert load_checkpoint(tmp_path / "ck" / "mappo_policy_final.pt")["total_steps"] == \
+    assert load_checkpoint(tmp_path / "ck" / "mappo_policy_final.pt").counters["total_steps"] == \
         2 * ROLLOUT
-    assert load_checkpoint(tmp_path / "ck" / CHECKPOINT_NAME)["total_steps"] == 2 * ROLLOUT
+    assert load_checkpoint(tmp_path / "ck" / CHECKPOINT_NAME).counters["total_steps"] == 2 * ROLLOUT
 
 
 def test_wandb_offline_run_is_written(tmp_path):

@@ -7,15 +7,14 @@ import numpy as np
 import pytest
 from stable_baselines3 import PPO
 
-from envs.vec_env import BattalionVecEnv
-from training.transfer_benchmark import (
-    SITE_WINDOWS,
+from benchmarks.transfer import (
     TransferBenchmark,
     TransferEvalConfig,
     TransferResult,
     TransferSummary,
-    site_terrain,
 )
+from data.gis.sectors import SITE_WINDOWS, site_terrain
+from envs.vec_env import BattalionVecEnv
 
 
 def result(condition, win, draw, steps=0):
@@ -24,11 +23,22 @@ def result(condition, win, draw, steps=0):
 
 def test_every_site_has_a_sector_whose_ground_is_real():
     for site in SITE_WINDOWS:
-        terrain = site_terrain(TransferEvalConfig(site=site))
+        terrain = site_terrain(site)
         assert (terrain.width, terrain.height, terrain.shape) == (1000.0, 1000.0, (40, 40))
         assert terrain.elevation.max() > terrain.elevation.min()
-    borodino = site_terrain(TransferEvalConfig(site="borodino"))
+    borodino = site_terrain("borodino")
     assert ((borodino.going > 0) & (borodino.going < 1)).any()  # the Semyonovka ravine
+    smaller = site_terrain("borodino", rows=20, cols=30, window_m=600.0)
+    assert (smaller.width, smaller.height, smaller.shape) == (600.0, 600.0, (20, 30))
+
+
+def test_a_sector_of_an_unknown_site_or_a_bad_size_is_refused():
+    with pytest.raises(ValueError, match="site"):
+        site_terrain("jena")
+    with pytest.raises(ValueError, match="window_m"):
+        site_terrain("waterloo", window_m=0.0)
+    with pytest.raises(ValueError, match="rows"):
+        site_terrain("waterloo", rows=1)
 
 
 def test_settings_are_checked():
@@ -43,6 +53,7 @@ def test_criteria_follow_the_seed_and_fail_on_drawn_battles():
     good = TransferSummary(config, result("procedural_baseline", 0.8, 0.1),
                            result("zero_shot_gis", 0.7, 0.1),
                            result("finetuned_gis", 0.78, 0.1, 400_000))
+    assert good.site == "waterloo"  # the seed's TransferSummary.site: the site evaluated
     assert good.zero_shot_drop == pytest.approx(0.1) and good.finetuned_drop == pytest.approx(0.02)
     assert good.all_criteria_met
     too_long = TransferSummary(config, good.procedural, good.zero_shot,
@@ -59,6 +70,7 @@ def test_criteria_follow_the_seed_and_fail_on_drawn_battles():
 def test_the_scripted_doctrine_fights_decisive_battles_and_is_not_fine_tuned(tmp_path):
     benchmark = TransferBenchmark(TransferEvalConfig(site="waterloo", n_eval_episodes=8))
     summary = benchmark.run()
+    assert summary.site == "waterloo"
     assert summary.procedural.decisive and summary.zero_shot.decisive
     assert summary.finetuned.finetune_steps_used == 0 and not summary.meets_finetune_criterion
     assert summary.zero_shot.mean_steps > 0
@@ -77,7 +89,10 @@ def test_a_model_is_fine_tuned_on_a_copy_and_the_steps_are_counted(tmp_path):
     summary = TransferBenchmark(config).run(tmp_path / "model.zip")
     assert summary.finetuned.finetune_steps_used == 512  # one rollout: 32 steps x 16 battles
     assert summary.policy.endswith("model.zip")
-    tuned_again = TransferBenchmark(config).finetune(model, site_terrain(config))[1]
+    assert summary.site == "salamanca"
+    ground = site_terrain(config.site, rows=config.rows, cols=config.cols,
+                          window_m=config.window_m)
+    tuned_again = TransferBenchmark(config).finetune(model, ground)[1]
     assert tuned_again == 512
     assert all(np.array_equal(a, b.detach()) for a, b in zip(weights, model.policy.parameters(),
                                                             strict=True))

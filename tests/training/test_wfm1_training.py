@@ -7,6 +7,13 @@ import pytest
 import torch
 from PIL import Image
 
+from benchmarks.wfm1 import (
+    WFM1Benchmark,
+    WFM1BenchmarkConfig,
+    WFM1BenchmarkResult,
+    WFM1BenchmarkSummary,
+    play_scenario,
+)
 from envs.entity_tokens import ENTITY_TOKEN_DIM
 from envs.sim.constants import ARTILLERY, CAVALRY, INFANTRY
 from models.wfm1 import CARD_DIM, WFM1Policy
@@ -19,13 +26,6 @@ from training.wfm1.scenarios import (
     sample_training_scenario,
 )
 from training.wfm1.trainer import FINAL, LATEST, WFM1Trainer
-from training.wfm1_benchmark import (
-    WFM1Benchmark,
-    WFM1BenchmarkConfig,
-    WFM1BenchmarkResult,
-    WFM1BenchmarkSummary,
-    play_scenario,
-)
 
 SMALL_MODEL = dict(d_model=32, n_heads=4, n_echelon_layers=1, n_cross_layers=1)
 SMALL = WFMScenario("small", "procedural", "clear", 2, 2, 77)
@@ -130,6 +130,26 @@ def test_the_trainer_trains_checkpoints_and_resumes(tmp_path):
         WFM1Trainer(bigger, resume=tmp_path / "ck" / LATEST)
 
 
+def test_a_resumed_run_goes_on_bit_for_bit(tmp_path):
+    # A run killed after its checkpoint at 256 steps and resumed from it ends with the
+    # same weights, optimiser and numbers as the run that was never stopped.
+    config = tiny_config(tmp_path, total_timesteps=512, checkpoint_every_updates=2)
+    straight = WFM1Trainer(config).learn()
+    resumed = WFM1Trainer(config.replace(log_dir=str(tmp_path / "logs2")),
+                          resume=tmp_path / "ck" / "wfm1_256_steps.pt").learn()
+    assert (resumed.total_steps, resumed.updates, resumed.episodes) == (
+        straight.total_steps, straight.updates, straight.episodes)
+    for name, value in straight.policy.state_dict().items():
+        assert torch.equal(value, resumed.policy.state_dict()[name]), name
+    for a, b in zip(straight.optimizer.state_dict()["state"].values(),
+                    resumed.optimizer.state_dict()["state"].values(), strict=True):
+        assert all(torch.equal(a[key], b[key]) for key in a)
+    drop = ("time/fps",)  # wall-clock
+    assert [{k: v for k, v in h.items() if k not in drop} for h in straight.history[-2:]] == \
+        [{k: v for k, v in h.items() if k not in drop} for h in resumed.history]
+    assert straight.rng.bit_generator.state == resumed.rng.bit_generator.state
+
+
 def test_adapter_only_training_leaves_the_base_alone(tmp_path):
     config = tiny_config(tmp_path, scenarios_per_rollout=1, total_timesteps=128)
     start = WFM1Policy(**SMALL_MODEL)
@@ -196,7 +216,7 @@ def test_the_benchmark_runs_every_condition_and_writes_its_report(tmp_path):
 
 
 def test_trained_specialists_are_kept_and_reused(tmp_path, monkeypatch):
-    import training.wfm1_benchmark as benchmark_module
+    import benchmarks.wfm1 as benchmark_module
 
     config = WFM1BenchmarkConfig(n_eval_episodes=2, n_scenarios=1, finetune_steps=0,
                                  specialist_train_steps=256, max_steps_per_episode=30,

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from envs.doctrine import DisciplinedCommander
+from training.common.ppo_math import shuffled_minibatches
 
 DOCTRINES = ("disciplined",)
 
@@ -44,22 +45,29 @@ def discounted_returns(rewards: np.ndarray, dones: np.ndarray,
 
 def fit_minibatches(parameters: Iterable[torch.nn.Parameter], n_samples: int,
                     losses: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]], *,
-                    epochs: int, batch_size: int, learning_rate: float, seed: int,
+                    epochs: int, batch_size: int, learning_rate: float,
+                    seed: int | np.random.Generator,
                     device: torch.device | str = "cpu") -> dict[str, float]:
     """Adam on ``losses(index) -> (action loss, value loss)`` of shuffled minibatches of
-    ``n_samples`` samples (``index``: their positions), ``epochs`` passes.
+    ``n_samples`` samples (``index``: their positions, on ``device``), ``epochs`` passes:
+    the one behaviour-cloning loop of the warm starts.
+
+    Parameters:
+        seed: draws the minibatch orders: an int seeds a :class:`torch.Generator`
+            (``torch.randperm``, the MAPPO and WFM-1 warm starts); a NumPy generator
+            draws them with its ``permutation`` (the SB3 warm start's draws).
 
     Returns:
         The last pass's mean ``action`` and ``value`` losses.
     """
     optimizer = torch.optim.Adam(parameters, lr=learning_rate)
-    generator = torch.Generator().manual_seed(seed)
+    generator = seed if isinstance(seed, np.random.Generator) else \
+        torch.Generator().manual_seed(seed)
     result = {"action": math.nan, "value": math.nan}
     for _ in range(epochs):
-        order = torch.randperm(n_samples, generator=generator).to(device)
         totals, batches = np.zeros(2), 0
-        for start in range(0, n_samples, batch_size):
-            action_loss, value_loss = losses(order[start:start + batch_size])
+        for index in shuffled_minibatches(n_samples, batch_size, generator, device=device):
+            action_loss, value_loss = losses(index)
             optimizer.zero_grad(set_to_none=True)
             (action_loss + value_loss).backward()
             optimizer.step()

@@ -2,7 +2,7 @@
 and the log of its promotions.
 
 The team curriculum (:mod:`training.curriculum_scheduler`: stages 1v1, 2v1, 2v2) and
-the hierarchical one (:mod:`training.hrl_curriculum`: battalion, brigade, division)
+the hierarchical one (:mod:`training.echelons.curriculum`: battalion, brigade, division)
 both judge the current level on a window of its latest episodes, clear the window when
 they promote, and log each promotion with the episode and the step it came at; both
 save and restore that state to resume a run. This module is that part, once.

@@ -4,7 +4,7 @@
 :class:`~training.mappo.config.MAPPOConfig` inherit :class:`PPOSettings`,
 :class:`WarmStartSettings`, :class:`BattlefieldSettings`, :class:`RewardSettings` and
 :class:`TrackingSettings` (the brigade and division trainers' config
-:class:`~training.echelon_training.EchelonConfig` the first and last); the defaults are
+:class:`~training.echelons.config.EchelonConfig` the first and last); the defaults are
 the duel's, and MAPPO changes a few with
 :func:`~training.common.settings.override`. Fields are made with
 :func:`~training.common.settings.setting` (default, doc, check, YAML key).
@@ -39,6 +39,7 @@ from envs.sim.validation import (
     memory_bytes,
     short_repr,
 )
+from training.common.device import check_device_name
 from training.common.imitation import DOCTRINES
 from training.common.settings import (
     Settings,
@@ -55,12 +56,10 @@ from training.common.settings import (
 
 
 def torch_device(name: str, value: Any) -> str:
-    """A torch device name."""
-    if value not in ("auto", "cpu", "cuda") and not (isinstance(value, str)
-                                                     and value.startswith("cuda:")):
-        raise ValueError(f"{name}={value!r} is invalid: expected 'auto', 'cpu', 'cuda' or "
-                         "'cuda:<index>'")
-    return value
+    """A torch device name (:func:`training.common.device.check_device_name`; whether this
+    machine has it is checked when a trainer starts, by
+    :func:`~training.common.device.resolve_device`)."""
+    return check_device_name(name, value)
 
 
 def step_size(name: str, value: Any) -> float:
@@ -198,6 +197,9 @@ class WarmStartSettings(Settings):
         positive_int, "training.warm_start_steps")
     warm_start_epochs: int = setting(
         10, "Passes over the demonstrations.", positive_int, "training.warm_start_epochs")
+    warm_start_learning_rate: float = setting(
+        1e-3, "Adam's step size while imitating the doctrine (constant).", step_size,
+        "training.warm_start_learning_rate")
 
 
 @dataclass

@@ -1,4 +1,7 @@
-"""Experiment tracking shared by the trainers: Weights & Biases runs and TensorBoard."""
+"""Weights & Biases for the trainers: the mode (online or offline), starting a run, the
+final model as an artifact. The project's own trainers log through the run log
+(:class:`training.common.run_log.RunLog`), which starts its run here; the SB3 stack
+(:func:`training.train`) starts its run here and logs through SB3's logger."""
 
 from __future__ import annotations
 

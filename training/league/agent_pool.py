@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from envs.sim.validation import check_bool
-from training.league.pfsp import pfsp_probabilities
+from training.league.pfsp import pfsp_choice
 from training.league.pool_manifest import PoolManifest, PoolManifestError
 from training.league.records import AgentRecord, AgentType
 
@@ -268,12 +268,12 @@ class AgentPool(PoolManifest):
             return None
         rates = win_rates or {}
         unknown = 0.5
-        probs = pfsp_probabilities(
+        index = pfsp_choice(
             [unknown if rates.get(r.agent_id) is None else rates[r.agent_id] for r in candidates],
             pfsp_weight_fn,
+            rng,
             labels=[r.agent_id for r in candidates],
         )
-        index = int(np.random.default_rng(rng).choice(len(candidates), p=probs))
         return candidates[index]
 
     # ------------------------------------------------------------------ files

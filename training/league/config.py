@@ -45,6 +45,9 @@ LEAGUE_DIR = "checkpoints/league"
 """Where the roles' files live unless told otherwise."""
 LEAGUE_LOG_DIR = "logs/league"
 """Where the roles' TensorBoard logs live unless told otherwise (``<this>/<role>``)."""
+LEAGUE_ENT_COEF = 0.01
+"""Every role's entropy bonus (``training.ent_coef``) unless told otherwise: the league
+tutorial's value (seed 002), which a league whose diversity stays low raises."""
 
 
 def _role_dir(role: str) -> str:
@@ -147,6 +150,7 @@ def _role_base(role: str, bases: tuple[type, ...], *, total_timesteps: int, seed
              (LeagueSettings, "scripted_share"): scripted_share,
              # The league's evaluations, not MAPPO's scripted ones (which no role runs).
              (LeagueSettings, "eval_freq"): 50_000, (LeagueSettings, "n_eval_episodes"): 20,
+             (PPOSettings, "ent_coef"): LEAGUE_ENT_COEF,
              **{(group, name): default(role) for group, name, default in _PER_ROLE}}
     fields = [(name, typing.get_type_hints(group)[name], override(group, name, default=value))
               for (group, name), value in given.items()]

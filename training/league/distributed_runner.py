@@ -1,14 +1,16 @@
 """Whole episodes on Ray: the seed's distributed rollout runner (REFERENCE §I.7).
 
-:class:`DistributedRolloutRunner` keeps ``num_workers`` Ray actors, each a
-:class:`~envs.remote_multi_battalion_env.MultiBattalionBatchEnv`, spread over the
-cluster's nodes (:class:`~training.distributed.workers.WorkerGroup`). Episode ``i``
-of a collection has seed ``base_seed + i`` and belongs to worker ``i mod
-num_workers``, the seed's rule; each worker plays all its episodes as one batch in
-one call, so a call carries thousands of env-steps rather than one. Blue can be a
-MAPPO policy: its weights travel to the workers once per collection, through the
-object store. A worker that dies is replaced and its episodes are played again
-from their seeds, which give the same battles, so nothing is lost or counted twice.
+:class:`DistributedRolloutRunner` is a face over the project's one Ray stack
+(:mod:`envs.remote`): it keeps a :class:`~envs.remote.workers.WorkerGroup` of
+``num_workers`` battle workers (:class:`~envs.remote.battles.BattleWorker`, a
+:class:`~envs.remote_multi_battalion_env.MultiBattalionBatchEnv`), spread over the
+cluster's nodes. Episode ``i`` of a collection has seed ``base_seed + i`` and belongs to
+worker ``i mod num_workers``, the seed's rule (:func:`~envs.remote.workers.deal`); each
+worker plays all its episodes as one batch in one call, so a call carries thousands of
+env-steps rather than one. Blue can be a MAPPO policy: its weights travel to the
+workers once per collection, through the object store. A worker that dies is replaced
+and its episodes are played again from their seeds, which give the same battles, so
+nothing is lost or counted twice.
 
 :func:`benchmark` compares the runner with the same episodes played in one process;
 the command line runs it::
@@ -26,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import inspect
 import logging
 import numbers
 import os
@@ -43,9 +44,11 @@ from typing import Any
 import yaml
 
 from envs.multi_observation import MAX_TEAM_SIZE
+from envs.remote.battles import BattleWorker, check_env_kwargs, make_remote_envs
+from envs.remote.cluster import connect, import_ray
+from envs.remote.workers import Job, WorkerGroup, deal, gather, workers_for_cluster
 from envs.remote_multi_battalion_env import EPISODE_KEYS, MultiBattalionBatchEnv
 from envs.sim.constants import VISIBILITY_RADIUS
-from envs.sim.kernels import set_num_threads
 from envs.sim.validation import (
     check_bool,
     check_int,
@@ -64,19 +67,11 @@ from training.common.settings import (
     positive_int,
     setting,
 )
-from training.distributed.cluster import connect, import_ray
-from training.distributed.workers import Job, WorkerGroup
 
 logger = logging.getLogger(__name__)
 
 CONFIG_FILE = CONFIG_DIR / "distributed" / "ray_cluster.yaml"
 """The cluster, runner and benchmark settings (:class:`RayClusterSettings`)."""
-
-STARTUP_TIMEOUT_S = 120.0
-"""Seconds a new worker may take to start (at least; a longer ``timeout_s`` counts)."""
-
-_ENV_KEYS = tuple(name for name in inspect.signature(MultiBattalionBatchEnv).parameters
-                  if name != "n_battles")
 
 
 # --- results ---------------------------------------------------------------------------
@@ -110,27 +105,15 @@ class RolloutResult:
     seed: int | None = None
 
 
-class EpisodeWorker(MultiBattalionBatchEnv):
-    """The runner's Ray actor: a :class:`MultiBattalionBatchEnv` that hands back
-    :class:`RolloutResult` objects (``env_kwargs`` as for ``MultiBattalionEnv``)."""
+class EpisodeWorker(BattleWorker):
+    """The runner's Ray actor: a :class:`~envs.remote.battles.BattleWorker` that hands
+    back :class:`RolloutResult` objects (``env_kwargs`` as for ``MultiBattalionEnv``)."""
 
     def rollouts(self, worker_id: int, seeds: list[int], blue: Any, red: Any,
                  metadata: Mapping[str, Any], record_observations: bool) -> list[RolloutResult]:
-        """Play one battle per seed as one batch (:meth:`run_episodes`); their results."""
-        torch = sys.modules.get("torch")
-        if torch is not None and torch.get_num_threads() != 1:
-            # One thread, as in the sequential comparison: a battle's sampled orders are
-            # then the same bits on every worker and in the driver.
-            torch.set_num_threads(1)
-        set_num_threads(1)  # the simulator's threads: a worker reserves one CPU
-        start = time.perf_counter()
-        episodes = self.run_episodes(seeds, blue, red, None, record_observations)
-        elapsed = time.perf_counter() - start
+        """Play one battle per seed as one batch (:meth:`play`); their results."""
+        episodes, elapsed = self.play(seeds, blue, red, record_observations)
         return _results(worker_id, seeds, episodes, elapsed, metadata)
-
-    def node_id(self) -> str:
-        """The Ray node this worker runs on."""
-        return import_ray().get_runtime_context().get_node_id()
 
 
 def _results(worker_id: int, seeds: Sequence[int], episodes: list[dict[str, Any]],
@@ -145,61 +128,6 @@ def _results(worker_id: int, seeds: Sequence[int], episodes: list[dict[str, Any]
             blue_won=episode["blue_won"], observations=episode["observations"],
             elapsed_sec=elapsed * share, metadata=dict(metadata), seed=int(seed)))
     return results
-
-
-# --- remote envs -----------------------------------------------------------------------
-
-def _check_env_kwargs(env_kwargs: Any) -> dict[str, Any]:
-    """``env_kwargs`` as a dict of MultiBattalionEnv keywords, values checked by building
-    one battle here (so a mistake is reported in the driver, not by every worker)."""
-    if env_kwargs is None:
-        return {}
-    if not isinstance(env_kwargs, Mapping):
-        raise ValueError(f"env_kwargs={short_repr(env_kwargs)} is invalid: expected None or a "
-                         "dict of MultiBattalionEnv keyword arguments")
-    for key in env_kwargs:
-        if key not in _ENV_KEYS:
-            raise ValueError(f"env_kwargs key {short_repr(key)} is invalid: expected some of "
-                             f"{', '.join(_ENV_KEYS)}")
-    kwargs = dict(env_kwargs)
-    MultiBattalionBatchEnv(**kwargs)
-    return kwargs
-
-
-def make_remote_envs(num_envs: int, num_cpus_per_env: float = 1.0,
-                     **env_kwargs: Any) -> list[Any]:
-    """``num_envs`` :data:`RemoteMultiBattalionEnv` actors, each reserving
-    ``num_cpus_per_env`` CPUs.
-
-    Args:
-        num_envs: how many (>= 1).
-        num_cpus_per_env: logical CPUs each reserves (> 0).
-        **env_kwargs: MultiBattalionEnv keyword arguments (and ``n_battles``, the batch
-            of their ``reset``/``step``).
-
-    Raises:
-        RuntimeError: if Ray is not initialised (``ray.init()`` or
-            :func:`training.distributed.cluster.connect` first).
-        ValueError: for a bad count or keyword.
-    """
-    ray = import_ray()
-    if not ray.is_initialized():
-        raise RuntimeError("make_remote_envs needs Ray initialised: call ray.init() or "
-                           "training.distributed.cluster.connect() first")
-    num_envs = check_int("num_envs", num_envs, minimum=1)
-    num_cpus = check_positive("num_cpus_per_env", num_cpus_per_env)
-    n_battles = env_kwargs.pop("n_battles", 1)
-    kwargs = _check_env_kwargs(env_kwargs)
-    check_int("n_battles", n_battles, minimum=1)
-    remote = _remote_class()
-    return [remote.options(num_cpus=num_cpus).remote(n_battles=n_battles, **kwargs)
-            for _ in range(num_envs)]
-
-
-def _remote_class() -> Any:
-    from envs import remote_multi_battalion_env
-
-    return remote_multi_battalion_env.RemoteMultiBattalionEnv
 
 
 # --- the runner ------------------------------------------------------------------------
@@ -239,7 +167,7 @@ class DistributedRolloutRunner:
         timeout_s: seconds a worker may take to answer one collection (> 0).
 
     Attributes:
-        group: the workers (:class:`~training.distributed.workers.WorkerGroup`;
+        group: the workers (:class:`~envs.remote.workers.WorkerGroup`;
             ``group.replacements`` counts dead workers replaced).
         started_ray: whether this runner initialised Ray (:meth:`shutdown` leaves it
             running either way).
@@ -256,7 +184,7 @@ class DistributedRolloutRunner:
                  timeout_s: float = 600.0) -> None:
         self.num_workers = check_int("num_workers", num_workers, minimum=1)
         self.num_cpus_per_worker = check_positive("num_cpus_per_worker", num_cpus_per_worker)
-        self.env_kwargs = _check_env_kwargs(env_kwargs)
+        self.env_kwargs = check_env_kwargs(env_kwargs)
         if ray_init_kwargs is not None and not isinstance(ray_init_kwargs, Mapping):
             raise ValueError(f"ray_init_kwargs={short_repr(ray_init_kwargs)} is invalid: "
                              "expected None or a dict of ray.init arguments")
@@ -269,15 +197,8 @@ class DistributedRolloutRunner:
             EpisodeWorker, self.num_workers, kwargs=self.env_kwargs,
             num_cpus=self.num_cpus_per_worker, timeout_s=timeout_s, name="rollout worker")
         self._last_collect_elapsed_sec = 0.0
-        # Wait until every worker is up (a collection's time is then play only), allowing
-        # for the imports of a fresh process rather than a collection's deadline.
-        self.group.timeout_s = max(self.group.timeout_s, STARTUP_TIMEOUT_S)
-        try:
-            self.group.run([Job(w, "get_n_blue") for w in range(self.num_workers)])
-        except BaseException:
-            self.shutdown()
-            raise
-        self.group.timeout_s = timeout_s
+        # A collection's time is then play only, not a fresh process's imports.
+        self.group.wait_until_started()
         logger.info("%d rollout workers ready", self.num_workers)
 
     # --- collecting ----------------------------------------------------------------------
@@ -305,10 +226,9 @@ class DistributedRolloutRunner:
         blue = ray.put(blue) if callable(blue) else blue
         red = ray.put(red) if callable(red) else red
         refs = [side for side in (blue, red) if isinstance(side, ray.ObjectRef)]
-        W = self.num_workers
-        jobs = [Job(w, "rollouts", (w, [base_seed + i for i in range(w, n_episodes, W)], blue,
-                                    red, dict(metadata or {}), record))
-                for w in range(min(W, n_episodes))]
+        shares = deal([base_seed + i for i in range(n_episodes)], self.num_workers)
+        jobs = [Job(w, "rollouts", (w, share, blue, red, dict(metadata or {}), record))
+                for w, share in enumerate(shares)]
         return jobs, refs
 
     def collect_rollouts(self, n_episodes: int, base_seed: int = 0,
@@ -335,7 +255,7 @@ class DistributedRolloutRunner:
         Raises:
             ValueError, TypeError: for a bad argument (named).
             TimeoutError: a worker did not answer within ``timeout_s`` (it is named).
-            ~training.distributed.workers.WorkerFailedError: a worker raised, or workers
+            ~envs.remote.workers.WorkerFailedError: a worker raised, or workers
                 kept dying.
         """
         start = time.perf_counter()
@@ -371,9 +291,7 @@ class DistributedRolloutRunner:
     def gather(per_worker: Sequence[Sequence[RolloutResult]]) -> list[RolloutResult]:
         """Results of a collection in episode order from each worker's list (worker
         ``w`` played episodes ``w, w + W, ...``)."""
-        n = sum(len(results) for results in per_worker)
-        W = len(per_worker)
-        return [per_worker[i % W][i // W] for i in range(n)]
+        return gather(per_worker)
 
     def worker_nodes(self) -> list[str]:
         """The Ray node id of each worker, by worker index."""
@@ -479,7 +397,7 @@ def benchmark(num_workers: int = 4, n_episodes: int = 16,
         "results_match"}`` (``results_match``: every episode gave the same steps,
         rewards and winner both ways).
     """
-    kwargs = _check_env_kwargs({"n_blue": 2, "n_red": 2} if env_kwargs is None else env_kwargs)
+    kwargs = check_env_kwargs({"n_blue": 2, "n_red": 2} if env_kwargs is None else env_kwargs)
     num_workers = check_int("num_workers", num_workers, minimum=1)
     n_episodes = check_int("n_episodes", n_episodes, minimum=1)
     seed = check_seed("seed", seed, count=n_episodes)
@@ -487,14 +405,10 @@ def benchmark(num_workers: int = 4, n_episodes: int = 16,
         raise ValueError("seed=None is invalid: expected an integer seed >= 0")
     blue = _commander("policy", policy, False, level_allowed=False)
     env = MultiBattalionBatchEnv(**kwargs)
-    shares = [list(range(w, n_episodes, num_workers)) for w in range(num_workers)]
-    episodes: list[dict[str, Any]] = [{}] * n_episodes
+    shares = deal([seed + i for i in range(n_episodes)], num_workers)
     with _one_torch_thread():
         start = time.perf_counter()
-        for share in filter(None, shares):
-            for i, episode in zip(share, env.run_episodes([seed + i for i in share], blue),
-                                  strict=True):
-                episodes[i] = episode
+        episodes = gather([env.run_episodes(share, blue) for share in shares])
         single_elapsed = time.perf_counter() - start
     with DistributedRolloutRunner(num_workers, kwargs, num_cpus_per_worker,
                                   ray_address=ray_address,
@@ -716,8 +630,7 @@ def _workers(settings: RayClusterSettings) -> int:
     init_kwargs = settings.ray_init_kwargs()
     connect(settings.ray_address, num_cpus=init_kwargs.pop("num_cpus", None),
             init_kwargs=init_kwargs)
-    cpus = import_ray().cluster_resources().get("CPU", 1.0)
-    return max(1, int(cpus // settings.num_cpus_per_worker))
+    return workers_for_cluster(settings.num_cpus_per_worker)
 
 
 def _benchmark_command(settings: RayClusterSettings) -> int:
@@ -767,7 +680,9 @@ def _collect_command(settings: RayClusterSettings, opponent: int | None) -> int:
 def __getattr__(name: str) -> Any:
     # Re-exported from envs.remote_multi_battalion_env, made on first use (needs Ray).
     if name == "RemoteMultiBattalionEnv":
-        return _remote_class()
+        from envs import remote_multi_battalion_env
+
+        return remote_multi_battalion_env.RemoteMultiBattalionEnv
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -8,8 +8,8 @@ commanders. It has the learner's interface the role reads (:class:`MAPPOTrainer`
 into the battles, ``play_matches`` for the evaluations, snapshots and resumable
 checkpoints. Under it:
 
-- the battles are the echelon's (:func:`~training.train_brigade.brigade_battles`,
-  :func:`~training.train_division.division_battles`), Blue's lower echelon the config's
+- the battles are the echelon's (:func:`~training.echelons.brigade.brigade_battles`,
+  :func:`~training.echelons.division.division_battles`), Blue's lower echelon the config's
   frozen policies (``hierarchy.battalion_policy``, ``hierarchy.brigade_policy``) or the
   drills;
 - a dealt member (an SB3 commander of the same echelon: a snapshot, or the learner's
@@ -29,6 +29,7 @@ import copy
 import io
 import json
 import logging
+import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import HumanOutputFormat, KVWriter, Logger
 
 from envs.division_batch import DIVISION_COMMANDS
 from envs.echelon_env import EchelonVecEnv
@@ -44,15 +46,15 @@ from envs.multi_battalion_batch import BLUE
 from storage.files import atomic_write_bytes, check_archive, loads_json
 from training.common.dealing import deal_battles
 from training.common.imitation import make_doctrine
-from training.echelon_config import BrigadeConfig, DivisionConfig
-from training.echelon_training import (
+from training.echelons.brigade import brigade_battles
+from training.echelons.config import BrigadeConfig, DivisionConfig
+from training.echelons.division import division_battles, load_frozen_brigade_policy
+from training.echelons.trainer import (
     evaluate_commander,
     load_commander,
     load_frozen_battalion_policy,
     make_commander_ppo,
 )
-from training.train_brigade import brigade_battles
-from training.train_division import division_battles, load_frozen_brigade_policy
 
 logger = logging.getLogger(__name__)
 
@@ -108,12 +110,27 @@ class _RolloutRecorder(BaseCallback):
                               np.array(self.positions))
 
 
+class _MetricsWriter(KVWriter):
+    """Keeps what SB3's logger wrote at its last ``dump`` (the update's ``train/*``
+    values), so that the learner reads them through the logger's public interface."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]],
+              step: int = 0) -> None:
+        self.values = dict(key_values)  # the logger clears its own dict after the dump
+
+    def close(self) -> None:
+        self.values = {}
+
+
 class EchelonLearner:
     """A brigade or division commander learning in a league (module docstring).
 
     Args:
-        config: a :class:`~training.echelon_config.BrigadeConfig` or
-            :class:`~training.echelon_config.DivisionConfig` (the echelon, its battles,
+        config: a :class:`~training.echelons.config.BrigadeConfig` or
+            :class:`~training.echelons.config.DivisionConfig` (the echelon, its battles,
             PPO's settings, ``total_timesteps`` in commander steps, ``seed``).
         resume: a checkpoint :meth:`save` wrote, to continue from.
 
@@ -157,11 +174,17 @@ class EchelonLearner:
         if resume is not None:
             self._restore(Path(resume))
         self._recorder = _RolloutRecorder(self)
-        # SB3's own set-up of a run (its logger, the first observations), as ``learn``
-        # does; the rollouts and updates are then called one at a time.
-        _, self._callback = self.model._setup_learn(
-            config.total_timesteps, self._recorder, reset_num_timesteps=resume is None,
-            progress_bar=False)
+        # The update's values reach the learner through a writer of its own (and the
+        # terminal's table, as SB3's default logger prints it, when verbose).
+        self._metrics = _MetricsWriter()
+        outputs: list[KVWriter] = [self._metrics]
+        if config.verbose >= 1:
+            outputs.append(HumanOutputFormat(sys.stdout))
+        self.model.set_logger(Logger(folder=None, output_formats=outputs))
+        # SB3's set-up of a run without a rollout (a budget of 0 steps): the first
+        # observations, so that the environments are reset here, before any deal.
+        self.model.learn(total_timesteps=0, callback=self._recorder, log_interval=None,
+                         reset_num_timesteps=resume is None, progress_bar=False)
 
     # --- what the role reads ---------------------------------------------------------
 
@@ -226,21 +249,29 @@ class EchelonLearner:
     # --- a rollout and an update ---------------------------------------------------------
 
     def collect_rollout(self) -> EchelonRollout:
-        """``n_steps`` commands in every battle, the learner sampling from its policy."""
+        """``n_steps`` commands in every battle, the learner sampling from its policy,
+        then PPO's epochs on them: one call of SB3's ``learn`` for one rollout's steps
+        (SB3 collects and updates in one call; :meth:`learn_from` reads the update)."""
         self._recorder.clear()
         model = self.model
-        model.collect_rollouts(model.env, self._callback, model.rollout_buffer, model.n_steps)
+        # ``learn`` continues the counters and the environments, collects ``n_steps``
+        # in every battle (exactly the budget it is given) and trains once. The
+        # learning rate and clip range are constant, so the progress SB3 computes
+        # from this one-rollout budget changes no number of the update.
+        model.learn(total_timesteps=model.n_steps * model.n_envs, callback=self._recorder,
+                    log_interval=None, reset_num_timesteps=False, progress_bar=False)
+        model.logger.dump(model.num_timesteps)
         self.rollout = self._recorder.rollout()
         return self.rollout
 
     def learn_from(self, rollout: EchelonRollout) -> dict[str, Any]:
-        """PPO's epochs on the rollout just collected (SB3's ``train``); its metrics."""
-        model = self.model
-        model._update_current_progress_remaining(model.num_timesteps, self.config.total_timesteps)
-        model.train()
-        metrics: dict[str, Any] = {key: value for key, value in model.logger.name_to_value.items()
+        """The counters and metrics of the PPO update on ``rollout`` (SB3's ``train``,
+        run by :meth:`collect_rollout` within ``learn``)."""
+        if rollout is not self.rollout:
+            raise ValueError("rollout is not the one collect_rollout returned last: an "
+                             "EchelonLearner's update runs within its collection")
+        metrics: dict[str, Any] = {key: value for key, value in self._metrics.values.items()
                                    if key.startswith("train/")}
-        model.logger.dump(model.num_timesteps)
         self.total_steps += self.rollout_steps
         self.episodes += len(rollout.scores)
         metrics.update({"time/total_steps": self.total_steps, "time/episodes": self.episodes,
@@ -304,7 +335,13 @@ class EchelonLearner:
 
     def frozen_copy(self) -> Any:
         """The learner's current weights as a frozen commander (self-play)."""
-        return copy.deepcopy(self.model.policy).eval()
+        policy = self.model.policy
+        # The action distribution keeps the last forward pass's distribution; after an
+        # update its tensors belong to the update's graph, which deepcopy refuses. The
+        # copy starts without one (its first forward pass makes its own).
+        last = getattr(policy.action_dist, "distribution", None)
+        memo: dict[int, Any] = {} if last is None else {id(last): None}
+        return copy.deepcopy(policy, memo).eval()
 
     def save(self, path: Path, extra: dict[str, Any] | None = None) -> Path:
         """A resumable checkpoint, written atomically: the SB3 archive (weights and

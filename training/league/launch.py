@@ -1,6 +1,12 @@
-"""Starting league roles: one role from its Hydra command line (:func:`run_role_cli`).
+"""One league role's command line (:func:`run_role_cli`), and its run from Python
+(:func:`run_role`).
 
-(All three at once, watched and restarted: :mod:`training.league.launcher`.)
+This is the only home of the command line: the role modules the seeds document
+(``python -m training.league.train_main_agent``, ``train_exploiter``,
+``train_league_exploiter``) call :func:`run_role_cli` from their ``main``, and this
+module finds the role classes in :mod:`training.league.roles`, never in those modules,
+so the imports point one way. (All three roles at once, as processes watched and
+restarted: :mod:`training.league.launcher`, which runs those command lines.)
 """
 
 from __future__ import annotations
@@ -13,23 +19,23 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from training.league.layout import STOPPED_EXIT_CODE
+from training.league.role import LeagueRole
+from training.league.roles import ROLE_CLASSES
+
 logger = logging.getLogger(__name__)
 
 
-def role_class(role: str) -> type:
+def role_class(role: str) -> type[LeagueRole]:
     """The trainer class of ``role`` (``main_agent``, ``main_exploiter``,
-    ``league_exploiter``)."""
-    from training.league.train_exploiter import MainExploiterTrainer
-    from training.league.train_league_exploiter import LeagueExploiterTrainer
-    from training.league.train_main_agent import MainAgentTrainer
+    ``league_exploiter``).
 
-    return {"main_agent": MainAgentTrainer, "main_exploiter": MainExploiterTrainer,
-            "league_exploiter": LeagueExploiterTrainer}[role]
-
-
-STOPPED_EXIT_CODE = 130
-"""The exit status of a role's command line stopped by SIGINT or SIGTERM (checkpoint
-written, status ``stopped``): 128 + SIGINT, as a shell reports an interrupted command."""
+    Raises:
+        ValueError: for another role name.
+    """
+    if role not in ROLE_CLASSES:
+        raise ValueError(f"role={role!r} is invalid: expected one of {', '.join(ROLE_CLASSES)}")
+    return ROLE_CLASSES[role]
 
 
 def run_role(role: str, config: Any, resume: dict[str, Any], *,

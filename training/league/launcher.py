@@ -1,7 +1,8 @@
 """The league launcher: the three roles as processes on one league folder, watched,
 restarted when they crash, stopped together (``python -m training.league``).
 
-Each role runs its own command line (:mod:`training.league.launch`)::
+Each role runs its own command line (:func:`training.league.launch.run_role_cli`, through
+the role's module)::
 
     python -m training.league.<module> --config-path <repo>/configs/league \\
         --config-name <role> resume.auto=true hydra.run.dir=<league>/<role>/hydra \\
@@ -36,8 +37,7 @@ from training.league.config import (
     hydra_quoted,
     league_dir_overrides,
 )
-from training.league.launch import STOPPED_EXIT_CODE
-from training.league.layout import STATUS_FILE
+from training.league.layout import STATUS_FILE, STOPPED_EXIT_CODE
 
 ROOT = Path(__file__).resolve().parents[2]
 """The repository (put on the roles' ``PYTHONPATH``)."""

@@ -20,10 +20,14 @@ MATCHES_FILE = "matches.jsonl"
 """The match log every role appends to."""
 ELO_FILE = "elo.json"
 """The Elo ratings every role updates."""
+STOPPED_EXIT_CODE = 130
+"""The exit status of a role's command line stopped by SIGINT or SIGTERM (checkpoint
+written, status ``stopped``): 128 + SIGINT, as a shell reports an interrupted command
+(:func:`training.league.launch.run_role_cli`; the launcher reads it)."""
 ANCHORS = ("scripted_team_l5", "doctrine_team")
 """The fixed members of every league's Elo table: scripted L5 and the disciplined
 doctrine commanding every battalion of a team (their ratings:
 :data:`training.elo.TEAM_BASELINE_RATINGS`)."""
 
 __all__ = ["ANCHORS", "ELO_FILE", "HISTORY_FILE", "MATCHES_FILE", "POOL_FILE",
-           "SNAPSHOT_FOLDER", "STATUS_FILE"]
+           "SNAPSHOT_FOLDER", "STATUS_FILE", "STOPPED_EXIT_CODE"]

@@ -21,24 +21,31 @@ The focal agent itself is never eligible. Among the eligible opponents:
 
 Negative weights count as 0. If the weights of the eligible opponents sum to
 less than 1e-10, the choice is uniform among them.
+
+The league's roles ask the same object for the opponents of every rollout
+(:meth:`LeagueMatchmaker.league_opponents`): the rules of
+:mod:`training.league.matchmaking` (``pfsp``, ``nash``, ``alphastar``) over every
+role's members, with the matchmaker's PFSP weighting and Nash weights.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from training.league.agent_pool import AgentPool, AgentRecord, AgentType
 from training.league.match_database import MatchDatabase
+from training.league.matchmaking import MATCHMAKING, Matchup, choose
 from training.league.pfsp import (
     DEFAULT_PFSP_WEIGHTING,
     PFSP_WEIGHTINGS,
     UNIFORM_FALLBACK_THRESHOLD,
     WeightFn,
     get_pfsp_weighting,
+    pfsp_choice,
     pfsp_probabilities,
 )
 
@@ -214,26 +221,38 @@ class LeagueMatchmaker:
             if r.agent_id != focal.agent_id and r.agent_type in allowed
         ]
 
+    def _nash_probabilities(
+        self, focal_agent_id: str, candidates: list[AgentRecord]
+    ) -> np.ndarray:
+        """The Nash weights of ``candidates``, normalised (uniform when they sum to
+        almost nothing)."""
+        assert self._nash is not None
+        weights = np.array([self._nash.get(r.agent_id, 0.0) for r in candidates],
+                           dtype=np.float64)
+        total = float(weights.sum())
+        if total < UNIFORM_FALLBACK_THRESHOLD:
+            logger.debug(
+                "Nash weights of %s's opponents sum to %.3g; sampling uniformly",
+                focal_agent_id, total,
+            )
+            return np.full(len(candidates), 1.0 / len(candidates))
+        return weights / total
+
+    def _win_rates(self, focal_agent_id: str, candidates: list[AgentRecord]) -> list[float]:
+        """The focal agent's win rate against each candidate (``unknown_win_rate`` for
+        those never played)."""
+        rates = self.match_database.win_rates_for(focal_agent_id)
+        return [rates.get(r.agent_id, self.unknown_win_rate) for r in candidates]
+
     def _probabilities(
         self, focal_agent_id: str, candidates: list[AgentRecord]
     ) -> np.ndarray:
         if not candidates:
             return np.zeros(0)
-        ids = [r.agent_id for r in candidates]
         if self._nash is not None:
-            weights = np.array([self._nash.get(i, 0.0) for i in ids], dtype=np.float64)
-            total = float(weights.sum())
-            if total < UNIFORM_FALLBACK_THRESHOLD:
-                logger.debug(
-                    "Nash weights of %s's opponents sum to %.3g; sampling uniformly",
-                    focal_agent_id, total,
-                )
-                return np.full(len(ids), 1.0 / len(ids))
-            return weights / total
-        rates = self.match_database.win_rates_for(focal_agent_id)
-        return pfsp_probabilities(
-            [rates.get(i, self.unknown_win_rate) for i in ids], self._weight_fn, labels=ids
-        )
+            return self._nash_probabilities(focal_agent_id, candidates)
+        return pfsp_probabilities(self._win_rates(focal_agent_id, candidates),
+                                  self._weight_fn, labels=[r.agent_id for r in candidates])
 
     def opponent_probabilities(
         self,
@@ -283,6 +302,58 @@ class LeagueMatchmaker:
         candidates = self._eligible(focal_agent_id, candidate_types)
         if not candidates:
             return None
-        probs = self._probabilities(focal_agent_id, candidates)
-        index = int(np.random.default_rng(rng).choice(len(candidates), p=probs))
+        if self._nash is None:
+            index = pfsp_choice(self._win_rates(focal_agent_id, candidates), self._weight_fn,
+                                rng, labels=[r.agent_id for r in candidates])
+        else:
+            probs = self._nash_probabilities(focal_agent_id, candidates)
+            index = int(np.random.default_rng(rng).choice(len(candidates), p=probs))
         return candidates[index]
+
+    # ------------------------------------------------------------ the league's roles
+
+    def league_opponents(
+        self,
+        rule: str,
+        focal_type: AgentType,
+        focal_agent_id: str,
+        members: Sequence[AgentRecord],
+        win_rate: Callable[[str], float],
+        rng: np.random.Generator,
+        n: int,
+    ) -> list[AgentRecord | str]:
+        """The opponents of a league role's next rollout: ``n`` draws of the
+        matchmaking ``rule`` (:func:`training.league.matchmaking.choose`), the draws
+        that found nobody left out.
+
+        Unlike :meth:`select_opponent`, the candidates are every role's members (the
+        role reads every pool), the win rates the role's own (its decayed payoff), and
+        a draw may be :data:`~training.league.matchmaking.SELF`. The ``pfsp`` rule
+        weighs with :attr:`weight_function`, the ``nash`` rule with
+        :attr:`nash_weights` (falling back to ``pfsp`` while there are none).
+
+        Args:
+            rule: ``pfsp``, ``nash`` or ``alphastar``.
+            focal_type: the role's type (who it may meet).
+            focal_agent_id: the live learner's id.
+            members: the league's records, oldest first.
+            win_rate: the learner's win rate against a member id or ``SELF``.
+            rng: the role's generator (every draw comes from it).
+            n: draws, an int >= 0.
+
+        Returns:
+            Records and ``SELF``, in the order drawn (fewer than ``n`` while the
+            league holds nobody the role may meet).
+
+        Raises:
+            ValueError: for an unknown ``rule`` or a bad ``n``.
+        """
+        if rule not in MATCHMAKING:
+            raise ValueError(f"rule={rule!r} is invalid: expected one of "
+                             f"{', '.join(MATCHMAKING)}")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"n={n!r} is invalid: expected an int >= 0")
+        matchup = Matchup(AgentType.from_str(focal_type), focal_agent_id, members, win_rate,
+                          rng, self._weight_fn, self._nash)
+        drawn = [choose(rule, matchup) for _ in range(n)]
+        return [d for d in drawn if d is not None]

@@ -20,18 +20,22 @@ of every role's pool), given the role's win rate against each of them:
   main agent's snapshots; the league exploiter plays PFSP ``linear_capped`` over
   every past player.
 
-The draws are :data:`SELF` (the learner's own current weights) or records.
+The draws are :data:`SELF` (the learner's own current weights) or records. A role
+asks for them through its :class:`~training.league.matchmaker.LeagueMatchmaker`
+(:meth:`~training.league.matchmaker.LeagueMatchmaker.league_opponents`), whose PFSP
+weighting and Nash weights the rules use; every PFSP draw is
+:func:`~training.league.pfsp.pfsp_choice`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from training.league.nash import build_payoff_matrix, compute_nash_distribution
-from training.league.pfsp import pfsp_probabilities
+from training.league.pfsp import WeightFn, make_pfsp_weight_fn, pfsp_choice
 from training.league.records import AgentRecord, AgentType
 
 MATCHMAKING = ("pfsp", "nash", "alphastar")
@@ -52,27 +56,6 @@ MAIN_EXPLOITER_LINE = 0.1
 """The main exploiter plays the main agent while it wins more than this against it."""
 
 
-def make_pfsp_weight_fn(temperature: float = 1.0) -> Callable[[float], float]:
-    """PFSP with a temperature: ``f_T(w) = max((1 - w) ** (1 / T), 0)``.
-
-    Args:
-        temperature: ``T > 0``; 1 gives the linear ``1 - w`` (hard opponents first),
-            smaller values sharpen it towards the hardest.
-
-    Raises:
-        ValueError: if ``temperature`` is not a positive number.
-    """
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or \
-            not np.isfinite(temperature) or temperature <= 0:
-        raise ValueError(f"temperature={temperature!r} is invalid: expected a number > 0")
-    power = 1.0 / float(temperature)
-
-    def weight(win_rate: float) -> float:
-        return max((1.0 - win_rate) ** power, 0.0)
-
-    return weight
-
-
 @dataclass
 class Matchup:
     """What a rule needs to choose: the role, the members it can see, its win rates.
@@ -84,7 +67,8 @@ class Matchup:
         win_rate: the learner's win rate against a member id, or against
             :data:`SELF`; 0.5 when nothing is known.
         rng: the role's generator.
-        temperature: the PFSP temperature of the ``pfsp`` rule.
+        pfsp_weighting: the ``pfsp`` rule's weighting (the role's matchmaker's:
+            :func:`~training.league.pfsp.make_pfsp_weight_fn` of its temperature).
         nash: member id -> Nash weight, for the ``nash`` rule (None: not yet known).
     """
 
@@ -93,7 +77,7 @@ class Matchup:
     members: Sequence[AgentRecord]
     win_rate: Callable[[str], float]
     rng: np.random.Generator
-    temperature: float = 1.0
+    pfsp_weighting: WeightFn = field(default_factory=make_pfsp_weight_fn)
     nash: Mapping[str, float] | None = None
 
     def eligible(self) -> list[AgentRecord]:
@@ -111,9 +95,8 @@ class Matchup:
         """One of ``records`` drawn by PFSP with ``weighting`` (None if empty)."""
         if not records:
             return None
-        rates = [self.win_rate(r.agent_id) for r in records]
-        p = pfsp_probabilities(rates, weighting)
-        return records[int(self.rng.choice(len(records), p=p))]
+        index = pfsp_choice([self.win_rate(r.agent_id) for r in records], weighting, self.rng)
+        return records[index]
 
 
 def choose(rule: str, matchup: Matchup) -> AgentRecord | str | None:
@@ -136,7 +119,7 @@ def _pfsp(m: Matchup) -> AgentRecord | None:
     candidates = m.eligible()
     if m.role is AgentType.MAIN_EXPLOITER:
         return candidates[-1] if candidates else None
-    return m.pfsp(candidates, make_pfsp_weight_fn(m.temperature))
+    return m.pfsp(candidates, m.pfsp_weighting)
 
 
 def _nash(m: Matchup) -> AgentRecord | None:

@@ -15,6 +15,15 @@ name                f(x)                  effect
                                           the focal agent already beats
 ==================  ====================  =====================================
 
+The league's roles weigh with a temperature instead:
+:func:`make_pfsp_weight_fn` ``f_T(x) = max((1 - x) ** (1 / T), 0)``.
+
+Every PFSP draw of the league goes through :func:`pfsp_choice` (the weights of
+:func:`pfsp_probabilities`, then one draw of the generator):
+:meth:`~training.league.agent_pool.AgentPool.sample_pfsp`,
+:meth:`~training.league.matchmaker.LeagueMatchmaker.select_opponent` and the roles'
+matchmaking rules (:mod:`training.league.matchmaking`).
+
 A custom callable ``f(win_rate) -> weight`` may be used anywhere a name is
 accepted. Negative weights count as 0; a NaN or infinite weight is a bug in
 the callable and raises ``ValueError``. When all weights sum to less than
@@ -57,6 +66,30 @@ def pfsp_linear(win_rate: float) -> float:
 def pfsp_linear_capped(win_rate: float) -> float:
     """Capped linear weighting ``min(0.5, 1 - x)``."""
     return min(0.5, 1.0 - win_rate)
+
+
+def make_pfsp_weight_fn(temperature: float = 1.0) -> WeightFn:
+    """PFSP with a temperature: ``f_T(w) = max((1 - w) ** (1 / T), 0)``.
+
+    Args:
+        temperature: ``T > 0``; 1 gives the linear ``1 - w`` (hard opponents first),
+            smaller values sharpen it towards the hardest.
+
+    Returns:
+        The weighting ``f_T``.
+
+    Raises:
+        ValueError: if ``temperature`` is not a positive number.
+    """
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or \
+            not np.isfinite(temperature) or temperature <= 0:
+        raise ValueError(f"temperature={temperature!r} is invalid: expected a number > 0")
+    power = 1.0 / float(temperature)
+
+    def weight(win_rate: float) -> float:
+        return max((1.0 - win_rate) ** power, 0.0)
+
+    return weight
 
 
 #: Read-only registry of the named PFSP weightings.
@@ -160,3 +193,31 @@ def pfsp_probabilities(
     if total < UNIFORM_FALLBACK_THRESHOLD:
         return np.full(n, 1.0 / n)
     return weights / total
+
+
+def pfsp_choice(
+    win_rates: Sequence[float] | np.ndarray,
+    weighting: str | WeightFn | None = None,
+    rng: np.random.Generator | int | None = None,
+    *,
+    labels: Sequence[str] | None = None,
+) -> int | None:
+    """Draw one candidate by PFSP: the index of the candidate, or None when there is none.
+
+    The probabilities are :func:`pfsp_probabilities`'; the draw is one
+    ``choice`` of the generator (none when ``win_rates`` is empty), so that every PFSP
+    draw of the league takes the same numbers from a generator.
+
+    Args:
+        win_rates: The focal agent's win rate against each candidate, in [0, 1].
+        weighting: Weighting name, callable, or ``None`` for ``"squared"``.
+        rng: A generator (drawn from) or a seed (a fresh generator when None).
+        labels: Optional candidate names, used only in error messages.
+
+    Raises:
+        ValueError, TypeError: as :func:`pfsp_probabilities`.
+    """
+    probabilities = pfsp_probabilities(win_rates, weighting, labels=labels)
+    if probabilities.size == 0:
+        return None
+    return int(np.random.default_rng(rng).choice(probabilities.size, p=probabilities))

@@ -40,12 +40,13 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from storage.files import append_json_line, atomic_write_text, clean_stale_temporaries
+from storage.files import atomic_write_text, clean_stale_temporaries
+from training.common.learner import Learner, missing_members
+from training.common.run_log import RunLog
 from training.common.schedule import EveryNSteps
 from training.elo import TEAM_BASELINE_RATINGS, TeamEloRegistry
 from training.league.agent_pool import AgentPool
 from training.league.diversity import TrajectoryBatch, diversity_score, embed_trajectory
-from training.league.echelon_learner import EchelonLearner
 from training.league.layout import (
     ELO_FILE,
     HISTORY_FILE,
@@ -56,19 +57,12 @@ from training.league.layout import (
 )
 from training.league.match_database import MatchDatabase
 from training.league.matchmaker import LeagueMatchmaker
-from training.league.matchmaking import (
-    MATCHMAKING,
-    SELF,
-    Matchup,
-    choose,
-    make_pfsp_weight_fn,
-    nash_weights,
-)
+from training.league.matchmaking import MATCHMAKING, SELF, nash_weights
 from training.league.nash import nash_entropy
+from training.league.pfsp import make_pfsp_weight_fn
 from training.league.records import AgentRecord, AgentType
 from training.mappo.battles import WIN, score
 from training.mappo.trainer import MAPPOTrainer
-from training.plots import plot_run
 
 logger = logging.getLogger(__name__)
 
@@ -77,22 +71,23 @@ PAYOFF_DECAY = 0.99
 published league's payoff table decays its counts: old results fade."""
 
 
-LEARNERS = (MAPPOTrainer, EchelonLearner)
-"""What a role may train: battalion commanders (MAPPO) or an echelon's commanders."""
-
-
 class LeagueRole:
     """One role of the league, training a learner (module docstring).
 
     Args:
-        trainer: the learner, a :class:`MAPPOTrainer` or an
+        trainer: the learner, a :class:`~training.common.learner.Learner`: a
+            :class:`~training.mappo.trainer.MAPPOTrainer` or an
             :class:`~training.league.echelon_learner.EchelonLearner` (built from the
             role's config; resumed if a checkpoint exists). Its members are its
             snapshots: policy files, or the echelon commanders' SB3 archives.
         agent_pool: the role's own pool: its snapshots go here.
-        match_database: the league's match log (shared by the roles).
-        matchmaker: the seeds' matchmaker over the role's pool; the role keeps its
-            weight function and Nash weights up to date.
+        match_database: the league's match log (shared by the roles). The role also
+            appends its learner's matches to its own folder's :data:`MATCHES_FILE`
+            (:attr:`own_matches`) unless that is the same file.
+        matchmaker: the seeds' matchmaker over the role's pool: the role sets its
+            weight function (PFSP with ``pfsp_temperature``) and its Nash weights, and
+            asks it for the opponents of every rollout
+            (:meth:`~training.league.matchmaker.LeagueMatchmaker.league_opponents`).
         elo_registry: the league's team Elo registry (shared by the roles).
         agent_id: the live learner's id (snapshots are ``{agent_id}_v{version:06d}``).
         snapshot_dir: folder of the snapshot files.
@@ -112,13 +107,13 @@ class LeagueRole:
         run: a W&B run to log to, or None.
 
     Raises:
-        TypeError: if ``trainer`` is neither a MAPPOTrainer nor an EchelonLearner.
+        TypeError: if ``trainer`` is not a :class:`~training.common.learner.Learner`.
         ValueError: for an unknown ``matchmaking`` or a bad frequency.
     """
 
     agent_type: ClassVar[AgentType] = AgentType.MAIN_AGENT
 
-    def __init__(self, trainer: MAPPOTrainer, agent_pool: AgentPool,
+    def __init__(self, trainer: Learner, agent_pool: AgentPool,
                  match_database: MatchDatabase, matchmaker: LeagueMatchmaker,
                  elo_registry: TeamEloRegistry, agent_id: str, snapshot_dir: str | Path,
                  snapshot_freq: int = 100_000, eval_freq: int = 50_000,
@@ -127,13 +122,20 @@ class LeagueRole:
                  league_pools: Sequence[str | Path] = (), matchmaking: str = "pfsp",
                  pfsp_temperature: float = 1.0, opponents_per_rollout: int = 4,
                  scripted_share: float = 0.0, run: Any = None) -> None:
-        if not isinstance(trainer, LEARNERS):
-            raise TypeError(f"trainer={trainer!r} is invalid: expected a MAPPOTrainer or an "
-                            "EchelonLearner")
+        if not isinstance(trainer, Learner):
+            raise TypeError(f"trainer={trainer!r} is invalid: expected a Learner (a "
+                            "MAPPOTrainer or an EchelonLearner); it lacks "
+                            f"{', '.join(missing_members(trainer))}")
         if matchmaking not in MATCHMAKING:
             raise ValueError(f"matchmaking={matchmaking!r} is invalid: expected one of "
                              f"{', '.join(MATCHMAKING)}")
         self.trainer, self.pool, self.matches = trainer, agent_pool, match_database
+        own = agent_pool.manifest_path.parent / MATCHES_FILE
+        self.own_matches = None if own.resolve() == Path(match_database.db_path).resolve() \
+            else MatchDatabase(own)
+        """The learner's own matches, in its folder (where the league tutorial reads the
+        main agent's: ``checkpoints/league/main_agent/matches.jsonl``), or None when
+        the league's log is that file."""
         self.matchmaker, self.elo = matchmaker, elo_registry
         self.agent_id = agent_id
         self.snapshot_dir = Path(snapshot_dir)
@@ -142,7 +144,7 @@ class LeagueRole:
         self.checkpoint_freq, self.log_interval = checkpoint_freq, log_interval
         self.n_eval_episodes = n_eval_episodes
         self.league_pools = [AgentPool(path) for path in league_pools]
-        self.matchmaking, self.temperature = matchmaking, pfsp_temperature
+        self.matchmaking = matchmaking
         self.opponents_per_rollout, self.scripted_share = opponents_per_rollout, scripted_share
         self.run = run
         matchmaker.set_weight_function(make_pfsp_weight_fn(pfsp_temperature))
@@ -153,7 +155,8 @@ class LeagueRole:
         self.members: list[AgentRecord] = []
         self.dealt: dict[int, str] = {}  # id(policy) -> opponent id, for the last deal
         self.last_metrics: dict[str, Any] = {}
-        self.writer = None
+        self.run_log = RunLog(self.log_folder, run=run, history_file=self.role_dir / HISTORY_FILE)
+        """TensorBoard in :attr:`log_folder`, the W&B run, ``history.jsonl``, the pictures."""
         self._policies: dict[str, Any] = {}
         self._initial_state = copy.deepcopy(trainer.policy.state_dict())
         self._warm_started = trainer.total_steps > 0 or trainer.warm_started
@@ -176,7 +179,7 @@ class LeagueRole:
                    run=run, **cls.role_kwargs(config))
 
     @classmethod
-    def in_league(cls, trainer: Any, league_dir: str | Path, *, agent_id: str | None = None,
+    def in_league(cls, trainer: Learner, league_dir: str | Path, *, agent_id: str | None = None,
                   **kwargs: Any) -> LeagueRole:
         """This role training ``trainer`` (a learner built in Python: an
         :class:`~training.league.echelon_learner.EchelonLearner`, or a MAPPOTrainer) in
@@ -217,8 +220,7 @@ class LeagueRole:
         while not self.done:
             if stop is not None and stop():
                 self.save(self.checkpoint_dir / self.trainer.CHECKPOINT_NAME)
-                if self.writer is not None:
-                    self.writer.close()
+                self.run_log.close()
                 self.trainer.close()
                 self.write_pictures()
                 self.write_status("stopped")
@@ -243,8 +245,7 @@ class LeagueRole:
             self.snapshot()
         self.save(self.checkpoint_dir / trainer.CHECKPOINT_NAME)
         trainer.final_checkpoint = self.save(self.checkpoint_dir / trainer.FINAL_CHECKPOINT_NAME)
-        if self.writer is not None:
-            self.writer.close()
+        self.run_log.close()
         self.trainer.close()
         self.write_pictures()
         self.write_status("done")
@@ -288,13 +289,14 @@ class LeagueRole:
 
     def choose_opponents(self) -> list[AgentRecord | str]:
         """``opponents_per_rollout`` draws of the matchmaking rule (:data:`SELF` or
-        records); empty while the league has nobody this role may meet."""
+        records), asked of the role's matchmaker
+        (:meth:`~training.league.matchmaker.LeagueMatchmaker.league_opponents`) over
+        every pool's members; empty while the league has nobody this role may meet."""
         self.refresh()
         self.matches.refresh()
-        matchup = Matchup(self.agent_type, self.agent_id, self.members, self.win_rate,
-                          self.rng, self.temperature, self.nash)
-        drawn = [choose(self.matchmaking, matchup) for _ in range(self.opponents_per_rollout)]
-        return [d for d in drawn if d is not None]
+        return self.matchmaker.league_opponents(
+            self.matchmaking, self.agent_type, self.agent_id, self.members, self.win_rate,
+            self.rng, self.opponents_per_rollout)
 
     def deal(self, opponents: Sequence[AgentRecord | str]) -> None:
         """Let ``opponents`` command Red in equal shares of the battles that are not kept
@@ -352,8 +354,17 @@ class LeagueRole:
         scores = np.asarray(rollout.scores)
         for name in np.unique(names):
             mine = scores[names == name]
-            self.matches.record(self.agent_id, str(name), float(mine.mean()), metadata={
+            self.record_match(str(name), float(mine.mean()), {
                 "step": self.trainer.total_steps, "games": len(mine), "kind": "training"})
+
+    def record_match(self, opponent_id: str, outcome: float, metadata: dict[str, Any]) -> None:
+        """One match of the learner against ``opponent_id`` (its mean score, from the
+        learner's side): in the league's match log, then in the role's own
+        (:attr:`own_matches`). The league's log is the one the league reads (win
+        rates, Nash, the report); the role's is a copy for a reader of one role."""
+        self.matches.record(self.agent_id, opponent_id, outcome, metadata=metadata)
+        if self.own_matches is not None:
+            self.own_matches.record(self.agent_id, opponent_id, outcome, metadata=metadata)
 
     def behaviour(self) -> np.ndarray | None:
         """The learner's behaviour embedding, from battle 0 of the last rollout (its
@@ -417,7 +428,7 @@ class LeagueRole:
                                       opponent_deterministic=True)
         for name, outcomes in played.items():
             result = score(outcomes)
-            self.matches.record(self.agent_id, name, result, metadata={
+            self.record_match(name, result, {
                 "step": step, "games": len(outcomes), "kind": "evaluation"})
             self.elo.update_pair(self.agent_id, name, result, n_games=len(outcomes))
             metrics[f"matchup/win_rate/{name}"] = float((outcomes == WIN).mean())
@@ -427,8 +438,9 @@ class LeagueRole:
         metrics[f"elo/{self.agent_type.value}"] = rating
         metrics["elo/delta"] = rating - before
         self.nash = nash_weights(self.members, self.matches.win_rate)
-        self.matchmaker.set_nash_weights(
-            {k: v for k, v in self.nash.items() if k in self.pool} or None)
+        # The whole league's distribution: the ``nash`` rule draws from every pool, and
+        # select_opponent renormalises over its own pool's candidates anyway.
+        self.matchmaker.set_nash_weights(self.nash or None)
         metrics["league/nash_entropy"] = nash_entropy(list(self.nash.values())) \
             if self.nash else 0.0
         embeddings = [r.metadata["embedding"] for r in self.members if "embedding" in
@@ -468,8 +480,9 @@ class LeagueRole:
     def record_history(self, metrics: dict[str, Any]) -> None:
         """Append one evaluation to :data:`HISTORY_FILE`: the step, every Elo rating of
         the league (the anchors' are fixed), the Nash distribution and ``metrics``'
-        numbers (the report's source, :mod:`training.league.report`)."""
-        append_json_line(self.role_dir / HISTORY_FILE, {
+        numbers (the report's source, :mod:`training.league.report`), through the run
+        log (:meth:`~training.common.run_log.RunLog.append_history`)."""
+        self.run_log.append_history({
             "time": time.time(), "agent_id": self.agent_id, "role": self.agent_type.value,
             "step": self.trainer.total_steps, "elo": self.elo.all_ratings(),
             "nash": self.nash or {}, "metrics": _numbers(metrics)})
@@ -492,7 +505,7 @@ class LeagueRole:
         """
         anchors = {name: TEAM_BASELINE_RATINGS[name] for name in self.trainer.anchors()
                    if name in TEAM_BASELINE_RATINGS}
-        written = plot_run(self.log_folder, anchors=anchors)
+        written = self.run_log.draw_plots(anchors)
         league_dir = self.role_dir.parent
         if self.matches.db_path.parent.resolve() == league_dir.resolve():
             from training.league.report import write_league_report
@@ -571,14 +584,7 @@ class LeagueRole:
         self.write_status("training")
 
     def _log(self, metrics: dict[str, Any], step: int) -> None:
-        if self.writer is None:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self.writer = SummaryWriter(str(self.log_folder))
-        for key, value in _numbers(metrics).items():
-            self.writer.add_scalar(key, value, step)
-        if self.run is not None:
-            self.run.log(dict(metrics), step=step)
+        self.run_log.log(metrics, step)
         if self._log_due(step):
             logger.info("%s step %d: win rate %.2f, Elo %.0f, pool %d, resets %d", self.agent_id,
                         step, metrics.get("rollout/win_rate", float("nan")),

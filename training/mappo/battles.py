@@ -10,61 +10,67 @@ from typing import Any
 import numpy as np
 import torch
 
-from envs.battalion_env import battle_config_from_args
+from envs.battlefield import FIELDS as BATTLEFIELD_FIELDS
+from envs.battlefield import Battlefield
 from envs.doctrine import DisciplinedCommander
 from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
 from envs.orders import OrderedBattalionBatch, OrderRewards
-from envs.sim.constants import (
-    ACTION_DIM,
-    HILL_SPEED_FACTOR,
-    MAP_HEIGHT,
-    MAP_WIDTH,
-    MAX_STEPS,
-    VISIBILITY_RADIUS,
-)
+from envs.sim.constants import ACTION_DIM
 from envs.sim.validation import check_int, check_scripted_level
 from models.mappo_policy import MAPPOPolicy
 from training.common.play import DRAW, LOSS, WIN, play, score
 
-_ENV_DEFAULTS = dict(map_width=MAP_WIDTH, map_height=MAP_HEIGHT, max_steps=MAX_STEPS,
-                     randomize_terrain=True, hill_speed_factor=HILL_SPEED_FACTOR,
-                     visibility_radius=VISIBILITY_RADIUS, order_period=0, order_attack_share=0.0,
-                     reward_order_progress=OrderRewards.progress,
-                     reward_order_hold=OrderRewards.hold)
+_ORDER_DEFAULTS = dict(order_period=0, order_attack_share=0.0,
+                       reward_order_progress=OrderRewards.progress,
+                       reward_order_hold=OrderRewards.hold)
+"""The order-following settings ``env_kwargs`` may give beside the battlefield's
+(:class:`~envs.orders.OrderedBattalionBatch`; ``order_period`` 0: no orders)."""
 
 
 def make_team_battles(n_battles: int, n_blue: int, n_red: int,
                       env_kwargs: dict[str, Any] | None = None,
-                      reward_weights=None) -> MultiBattalionBatch | OrderedBattalionBatch:
+                      reward_weights=None, *, battlefield: Battlefield | None = None
+                      ) -> MultiBattalionBatch | OrderedBattalionBatch:
     """A :class:`MultiBattalionBatch` from MultiBattalionEnv-style keyword arguments,
     wrapped in an :class:`~envs.orders.OrderedBattalionBatch` when ``order_period`` is
     set (battalions that follow orders; ``reward_order_*`` weigh their order term).
 
+    Args:
+        n_battles: battles in the batch.
+        n_blue, n_red: battalions a side (``env_kwargs`` may repeat them, alike).
+        env_kwargs: the :class:`~envs.battlefield.Battlefield`'s settings (map size,
+            ``max_steps``, ...) and the order settings of :data:`_ORDER_DEFAULTS`.
+        reward_weights: the team reward's shaping; None means the defaults.
+        battlefield: the battlefield; a battlefield setting in ``env_kwargs`` must then
+            agree with it.
+
     Raises:
-        ValueError: for an unknown keyword (named) or a bad value.
+        ValueError: for an unknown keyword (named), a bad value, or a setting that
+            contradicts ``battlefield``.
     """
-    settings = dict(_ENV_DEFAULTS)
+    orders = dict(_ORDER_DEFAULTS)
+    field: dict[str, Any] = {}
     sizes = {"n_blue": n_blue, "n_red": n_red}
     for key, value in (env_kwargs or {}).items():
         if key in sizes:
             if value != sizes[key]:
                 raise ValueError(f"env_kwargs[{key!r}]={value!r} contradicts {key}={sizes[key]}")
-            continue
-        if key not in settings:
+        elif key in orders:
+            orders[key] = value
+        elif key in BATTLEFIELD_FIELDS:
+            field[key] = value
+        else:
             raise ValueError(f"env_kwargs key {key!r} is invalid: expected some of "
-                             f"{sorted(settings)}")
-        settings[key] = value
-    config = battle_config_from_args(settings["map_width"], settings["map_height"],
-                                     settings["max_steps"], settings["hill_speed_factor"])
-    battles = MultiBattalionBatch(n_battles, n_blue, n_red, config=config, terrain=None,
-                                  randomize_terrain=settings["randomize_terrain"],
-                                  visibility_radius=settings["visibility_radius"],
+                             f"{sorted([*BATTLEFIELD_FIELDS, *orders])}")
+    battlefield = Battlefield.from_kwargs(battlefield, **field)
+    battles = MultiBattalionBatch(n_battles, n_blue, n_red, battlefield=battlefield,
+                                  config=battlefield.battle_config(),
                                   reward_weights=reward_weights)
-    if not settings["order_period"]:
+    if not orders["order_period"]:
         return battles
-    return OrderedBattalionBatch(battles, settings["order_period"], OrderRewards(
-        settings["reward_order_progress"], settings["reward_order_hold"]),
-        attack_share=settings["order_attack_share"])
+    return OrderedBattalionBatch(battles, orders["order_period"], OrderRewards(
+        orders["reward_order_progress"], orders["reward_order_hold"]),
+        attack_share=orders["order_attack_share"])
 
 
 def team_actions(policy: Any, observations: np.ndarray, deterministic: bool,

@@ -1,15 +1,23 @@
 """MAPPO training checkpoints: everything a killed run needs to go on, and nothing that runs.
 
-A checkpoint holds the policy's constructor arguments and weights, the
-optimiser, the step and episode counters, the config, the curriculum, the
-self-play version and every random generator, as tensors and plain values, so
-it loads with ``weights_only=True``. It is written atomically: a kill leaves the
-previous checkpoint or the new one, never half of either.
+A checkpoint is the project's one training checkpoint (:class:`models.weights.TrainingCheckpoint`,
+``kind`` ``"mappo"``): the policy's constructor arguments and weights, the optimiser,
+the counters (``total_steps``, ``episodes``, ``self_play_version``), the random
+generators (``numpy``: the run's generator, ``torch``: the global one, ``minibatch``:
+the minibatch generator) and the extras (``config``, ``curriculum``, and ``driver``:
+what a driver of the trainer such as a league role keeps with it), as tensors and plain
+values, so it loads with ``weights_only=True``. It is written atomically: a kill leaves
+the previous checkpoint or the new one, never half of either.
+
+Checkpoints written before that layout (``numpy_rng``, ``torch_rng``,
+``minibatch_rng``, ``config``, ``curriculum``, ``self_play_version`` and ``extra`` as
+top-level keys beside the same ``kwargs``, ``policy_state_dict``,
+``optimizer_state_dict``, ``total_steps`` and ``episodes``) still load
+(:func:`read_legacy_checkpoint`).
 """
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +26,18 @@ import torch
 
 from models.mappo_files import policy_from_kwargs
 from models.mappo_policy import MAPPOPolicy
-from models.weights import load_weights
-from storage.files import atomic_write_bytes
+from models.weights import TrainingCheckpoint, read_checkpoint, write_checkpoint
 
 CHECKPOINT_NAME = "mappo_policy.pt"
 """The periodic checkpoint of a run, replaced every ``checkpoint_freq`` env-steps."""
 FINAL_CHECKPOINT_NAME = "mappo_policy_final.pt"
 """The checkpoint written when a run ends."""
+KIND = "mappo"
+"""The ``kind`` of MAPPO's training checkpoints."""
 
-_REQUIRED = frozenset({"kwargs", "policy_state_dict", "optimizer_state_dict", "total_steps",
-                       "episodes", "numpy_rng", "torch_rng", "minibatch_rng"})
+_LEGACY_REQUIRED = frozenset({"kwargs", "policy_state_dict", "optimizer_state_dict",
+                              "total_steps", "episodes", "numpy_rng", "torch_rng",
+                              "minibatch_rng"})
 
 
 def save_checkpoint(path: Path, policy: MAPPOPolicy, optimizer: torch.optim.Optimizer,
@@ -52,44 +62,55 @@ def save_checkpoint(path: Path, policy: MAPPOPolicy, optimizer: torch.optim.Opti
     Returns:
         ``path``.
     """
-    buffer = io.BytesIO()
-    torch.save({
-        "kwargs": policy.kwargs,
-        "policy_state_dict": policy.state_dict(),
-        "optimizer_state_dict": optimizer.state_dict(),
-        "total_steps": int(total_steps),
-        "episodes": int(episodes),
-        "config": config.to_dict(),
-        "curriculum": None if scheduler is None else scheduler.state_dict(),
-        "numpy_rng": rng.bit_generator.state,
-        "torch_rng": torch.get_rng_state(),
-        "minibatch_rng": generator.get_state(),
-        "self_play_version": int(self_play_version),
-        "extra": extra,
-    }, buffer)
-    atomic_write_bytes(path, buffer.getvalue())
-    return path
+    return write_checkpoint(path, TrainingCheckpoint(
+        kind=KIND, kwargs=policy.kwargs, weights=policy.state_dict(),
+        optimizer=optimizer.state_dict(),
+        counters={"total_steps": int(total_steps), "episodes": int(episodes),
+                  "self_play_version": int(self_play_version)},
+        rng={"numpy": rng.bit_generator.state, "torch": torch.get_rng_state(),
+             "minibatch": generator.get_state()},
+        extras={"config": config.to_dict(),
+                "curriculum": None if scheduler is None else scheduler.state_dict(),
+                "driver": extra}))
 
 
-def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Read a checkpoint written by :func:`save_checkpoint` (never unpickles code).
+def load_checkpoint(path: str | Path) -> TrainingCheckpoint:
+    """Read a checkpoint written by :func:`save_checkpoint`, or by an earlier version
+    (:func:`read_legacy_checkpoint`); never unpickles code.
 
     Raises:
         FileNotFoundError: if ``path`` does not exist.
         ValueError: if it is not a MAPPO training checkpoint.
     """
-    path = Path(path)
-    data = load_weights(path, "MAPPO checkpoint")
-    missing = _REQUIRED - set(data if isinstance(data, dict) else ())
+    return read_checkpoint(path, "MAPPO checkpoint", KIND, legacy=read_legacy_checkpoint)
+
+
+def read_legacy_checkpoint(data: Any, source: str) -> TrainingCheckpoint:
+    """A MAPPO checkpoint of the layout before :data:`models.weights.CHECKPOINT_FORMAT`
+    (module docstring), as a :class:`~models.weights.TrainingCheckpoint`.
+
+    Raises:
+        ValueError: naming ``source`` if ``data`` is not one.
+    """
+    missing = _LEGACY_REQUIRED - set(data if isinstance(data, dict) else ())
     if missing:
-        raise ValueError(f"{path} is not a MAPPO training checkpoint: missing {sorted(missing)}")
-    return data
+        raise ValueError(f"{source} is not a MAPPO training checkpoint: missing "
+                         f"{sorted(missing)}")
+    return TrainingCheckpoint(
+        kind=KIND, kwargs=data["kwargs"], weights=data["policy_state_dict"],
+        optimizer=data["optimizer_state_dict"],
+        counters={"total_steps": data["total_steps"], "episodes": data["episodes"],
+                  "self_play_version": data.get("self_play_version", 0)},
+        rng={"numpy": data["numpy_rng"], "torch": data["torch_rng"],
+             "minibatch": data["minibatch_rng"]},
+        extras={"config": data.get("config"), "curriculum": data.get("curriculum"),
+                "driver": data.get("extra")})
 
 
 def policy_from_checkpoint(path: str | Path) -> MAPPOPolicy:
     """The policy of a MAPPO training checkpoint, in eval mode."""
-    data = load_checkpoint(path)
-    return policy_from_kwargs(data["kwargs"], data["policy_state_dict"],
+    checkpoint = load_checkpoint(path)
+    return policy_from_kwargs(checkpoint.kwargs, checkpoint.weights,
                               f"MAPPO checkpoint {path}").eval()
 
 
@@ -113,5 +134,6 @@ def resolve_resume(resume: dict[str, Any], config: Any) -> Path | None:
     return None
 
 
-__all__ = ["CHECKPOINT_NAME", "FINAL_CHECKPOINT_NAME", "load_checkpoint",
-           "policy_from_checkpoint", "resolve_resume", "save_checkpoint"]
+__all__ = ["CHECKPOINT_NAME", "FINAL_CHECKPOINT_NAME", "KIND", "load_checkpoint",
+           "policy_from_checkpoint", "read_legacy_checkpoint", "resolve_resume",
+           "save_checkpoint"]

@@ -13,7 +13,7 @@ have (``tests/distributed/test_mappo_distributed.py``).
 
 A part is the whole state of its battles, and a job is a pure function of what the
 driver sent, so a worker that dies mid-rollout is replaced and its part played again
-(:class:`~training.distributed.workers.WorkerGroup`).
+(:class:`~envs.remote.workers.WorkerGroup`).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from envs.remote.cluster import connect, disconnect, import_ray
+from envs.remote.workers import Job, WorkerGroup, workers_for_cluster
 from envs.sim.kernels import set_num_threads
 from models.mappo_policy import MAPPOPolicy
-from training.distributed.cluster import connect, disconnect, import_ray
-from training.distributed.workers import Job, WorkerGroup
 from training.mappo.battles import PolicyCommander, play_team_battles
 from training.mappo.config import MAPPOConfig
 from training.mappo.rollout import Rollout, TrainingBattles, collect, join_rollouts
@@ -71,7 +71,7 @@ class RolloutWorkers:
     """The Ray workers of a MAPPO run (``config``'s ``distributed.*`` and ``ray.*``).
 
     Building it connects to ``ray.address`` or starts a local cluster on loopback
-    (:func:`~training.distributed.cluster.connect`) and starts the workers;
+    (:func:`~envs.remote.cluster.connect`) and starts the workers;
     :meth:`close` kills them (and stops the cluster if it started it).
 
     Raises:
@@ -85,8 +85,7 @@ class RolloutWorkers:
         self._started = connect(config.ray_address, num_cpus=config.ray_num_cpus,
                                 min_cpus=(wanted or 1) * per_worker)
         if wanted is None:
-            cpus = import_ray().cluster_resources().get("CPU", 1.0)
-            wanted = max(1, int(cpus // per_worker))
+            wanted = workers_for_cluster(per_worker)
         self.group = WorkerGroup(RolloutWorker, wanted, num_cpus=per_worker,
                                  timeout_s=config.distributed_timeout_s,
                                  name="rollout worker")

@@ -10,7 +10,8 @@
   the learner against the pool every ``self_play_eval_freq`` steps.
 * :class:`ScriptEvaluationHook`: deterministic battles against scripted Red every
   ``eval_freq`` steps, with the team Elo update.
-* :class:`MetricsLogHook`: TensorBoard and W&B; the run's pictures at the end.
+* :class:`MetricsLogHook`: the run log (TensorBoard and W&B); the run's pictures at
+  the end.
 * :class:`CheckpointHook`: ``mappo_policy.pt`` every ``checkpoint_freq`` steps and
   ``mappo_policy_final.pt`` at the end.
 * :class:`ProgressHook`: the progress bar, or a log line per update.
@@ -25,12 +26,12 @@ from typing import Any
 import numpy as np
 
 from models.mappo_policy import MAPPOPolicy
+from training.common.run_log import RunLog
 from training.common.schedule import EveryNSteps
 from training.elo import TEAM_BASELINE_RATINGS, TeamEloRegistry
 from training.mappo.battles import WIN, score
 from training.mappo.checkpoints import CHECKPOINT_NAME, FINAL_CHECKPOINT_NAME
 from training.mappo.trainer import MAPPOHook, MAPPOTrainer
-from training.plots import plot_run
 from training.self_play import TeamOpponentPool, nash_exploitability_proxy
 
 logger = logging.getLogger(__name__)
@@ -147,9 +148,9 @@ class ScriptEvaluationHook(MAPPOHook):
 
 
 class MetricsLogHook(MAPPOHook):
-    """Every update's numbers to TensorBoard (``log_dir/mappo``) and the W&B run; at the
-    end, the run's pictures drawn from those TensorBoard files, beside them
-    (:func:`training.plots.write_run_plots`).
+    """Every update's numbers to the run log (:class:`~training.common.run_log.RunLog`:
+    TensorBoard in ``log_dir/mappo`` and the W&B run); at the end, the run's pictures
+    drawn from those TensorBoard files, beside them (:func:`training.plots.write_run_plots`).
 
     Args:
         run: the W&B run, or None.
@@ -157,7 +158,7 @@ class MetricsLogHook(MAPPOHook):
 
     def __init__(self, run: Any = None) -> None:
         self.run = run
-        self.writer = None
+        self.run_log: RunLog | None = None
 
     @staticmethod
     def log_folder(config: Any) -> Path:
@@ -165,29 +166,19 @@ class MetricsLogHook(MAPPOHook):
         return Path(config.log_dir) / "mappo"
 
     def on_training_start(self, trainer: MAPPOTrainer) -> None:
-        from torch.utils.tensorboard import SummaryWriter
-
-        self.writer = SummaryWriter(str(self.log_folder(trainer.config)))
+        self.run_log = RunLog(self.log_folder(trainer.config), run=self.run).open()
         counts = trainer.policy.parameter_count()
-        self._log({"model/actor_params": counts["actor"],
-                   "model/critic_params": counts["critic"],
-                   "model/total_params": counts["total"]}, trainer.total_steps)
+        self.run_log.log({"model/actor_params": counts["actor"],
+                          "model/critic_params": counts["critic"],
+                          "model/total_params": counts["total"]}, trainer.total_steps)
 
     def on_update_end(self, trainer: MAPPOTrainer, metrics: dict[str, Any]) -> None:
-        self._log(metrics, trainer.total_steps)
+        self.run_log.log(metrics, trainer.total_steps)
 
     def on_training_end(self, trainer: MAPPOTrainer) -> None:
-        self.writer.close()
+        self.run_log.close()
         opponent = trainer.scripted_opponent_id  # the evaluations' opponent
-        plot_run(self.log_folder(trainer.config),
-                 anchors={opponent: TEAM_BASELINE_RATINGS[opponent]})
-
-    def _log(self, metrics: dict[str, Any], step: int) -> None:
-        for key, value in metrics.items():
-            if isinstance(value, (int, float, np.number)):
-                self.writer.add_scalar(key, value, step)
-        if self.run is not None:
-            self.run.log(dict(metrics), step=step)
+        self.run_log.draw_plots(anchors={opponent: TEAM_BASELINE_RATINGS[opponent]})
 
 
 class CheckpointHook(MAPPOHook):

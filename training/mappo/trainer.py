@@ -32,6 +32,7 @@ from models.mappo_files import load_policy, save_policy
 from models.mappo_policy import MAPPOPolicy
 from models.v1_transfer import load_v1_weights_into_mappo
 from storage.files import clean_stale_temporaries
+from training.common.device import resolve_device
 from training.curriculum_scheduler import STAGE_ENV_KWARGS, STAGE_LABELS, CurriculumScheduler
 from training.mappo.battles import DOCTRINE_TEAM, play_team_battles
 from training.mappo.checkpoints import (
@@ -86,6 +87,8 @@ class MAPPOTrainer:
         total_steps, episodes: env-steps trained (imitation included) and battles finished.
         self_play_version: the last snapshot version a self-play hook added.
         rng, generator: the run's NumPy generator and the minibatch generator.
+        device: the torch device of ``config.device``, where the policy and its updates
+            live (rollouts are gathered on the CPU).
         rollout: the last rollout collected.
         history: the metrics of every update of :meth:`learn`.
         transfer: the ``{"loaded", "skipped"}`` report of a v1 warm start, or None.
@@ -94,8 +97,9 @@ class MAPPOTrainer:
 
     Raises:
         TypeError: if ``config`` is not a MAPPOConfig.
-        ValueError: if the budget is smaller than one rollout, or ``resume`` holds
-            a policy of another shape.
+        ValueError: if the budget is smaller than one rollout, ``resume`` holds
+            a policy of another shape, or ``config.device`` is a CUDA device this
+            machine lacks.
         FileNotFoundError: if ``resume``, ``init_policy`` or ``v1_checkpoint`` does not
             exist.
     """
@@ -104,6 +108,7 @@ class MAPPOTrainer:
         if not isinstance(config, MAPPOConfig):
             raise TypeError(f"config={config!r} is invalid: expected a MAPPOConfig")
         self.config = config
+        self.device = resolve_device(config.device, field="device")
         self.n_steps, self.rollout_steps = config.rollout_size()
         torch.set_num_threads(config.torch_threads)
         self.rng = np.random.default_rng(config.seed)
@@ -125,7 +130,7 @@ class MAPPOTrainer:
             share_parameters=config.share_parameters,
             actor_hidden_sizes=tuple(config.actor_hidden_sizes),
             critic_hidden_sizes=tuple(config.critic_hidden_sizes),
-            log_std_init=config.log_std_init).to(_device(config.device))
+            log_std_init=config.log_std_init).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.learning_rate,
                                           eps=1e-5)
         self.total_steps = self.episodes = self.self_play_version = 0
@@ -155,7 +160,8 @@ class MAPPOTrainer:
             if steps >= config.n_envs:
                 self.total_steps = warm_start_team(
                     self.policy, self.battles, config.warm_start_doctrine, steps,
-                    gamma=config.gamma, epochs=config.warm_start_epochs, seed=config.seed)
+                    gamma=config.gamma, epochs=config.warm_start_epochs,
+                    learning_rate=config.warm_start_learning_rate, seed=config.seed)
 
     # --- the loop ------------------------------------------------------------------------
 
@@ -334,28 +340,22 @@ class MAPPOTrainer:
         logger.info("starting from the policy in %s", policy_file)
 
     def _restore(self, resume: str | Path) -> None:
-        data = load_checkpoint(resume)
-        if data["kwargs"] != self.policy.kwargs:
-            raise ValueError(f"resume={str(resume)!r} holds a policy built with {data['kwargs']}, "
+        saved = load_checkpoint(resume)
+        if saved.kwargs != self.policy.kwargs:
+            raise ValueError(f"resume={str(resume)!r} holds a policy built with {saved.kwargs}, "
                              f"but this config builds {self.policy.kwargs}")
-        self.policy.load_state_dict(data["policy_state_dict"])
-        self.optimizer.load_state_dict(data["optimizer_state_dict"])
-        self.total_steps, self.episodes = data["total_steps"], data["episodes"]
-        self.self_play_version = data.get("self_play_version", 0)
-        self.resumed_extra = data.get("extra")
-        if self.scheduler is not None and data.get("curriculum") is not None:
-            self.scheduler.load_state_dict(data["curriculum"])
-        self.rng.bit_generator.state = data["numpy_rng"]
-        torch.set_rng_state(data["torch_rng"])
-        self.generator.set_state(data["minibatch_rng"])
+        self.policy.load_state_dict(saved.weights)
+        self.optimizer.load_state_dict(saved.optimizer)
+        counters = saved.counters
+        self.total_steps, self.episodes = counters["total_steps"], counters["episodes"]
+        self.self_play_version = counters.get("self_play_version", 0)
+        self.resumed_extra = saved.extras.get("driver")
+        if self.scheduler is not None and saved.extras.get("curriculum") is not None:
+            self.scheduler.load_state_dict(saved.extras["curriculum"])
+        self.rng.bit_generator.state = saved.rng["numpy"]
+        torch.set_rng_state(saved.rng["torch"])
+        self.generator.set_state(saved.rng["minibatch"])
         logger.info("resuming %s at step %d", resume, self.total_steps)
-
-
-def _device(name: str) -> torch.device:
-    """The torch device of a config's ``device`` ("auto": CUDA when available)."""
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(name)
 
 
 __all__ = ["MAPPOHook", "MAPPOTrainer"]

@@ -8,36 +8,38 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from torch import nn
 
 from models.mappo_policy import MAPPOPolicy
+from training.common.ppo_math import (
+    gae,
+    gradient_step,
+    normalize_advantages,
+    ppo_loss,
+    shuffled_minibatches,
+)
 from training.mappo.config import MAPPOConfig
 from training.mappo.rollout import Rollout
 
 
 def advantages_and_returns(rollout: Rollout, gamma: float,
                            gae_lambda: float) -> tuple[np.ndarray, np.ndarray]:
-    """GAE per battalion with its own value and its own episode ends.
+    """GAE per battalion with its own value and its own episode ends
+    (:func:`training.common.ppo_math.gae`).
 
     A battalion's episode ends when it leaves the fight or the battle ends; the
     steps after it left (until the battle restarts) are not samples.
     """
-    values = rollout.values.numpy()
-    advantages = np.zeros_like(values)
-    running = np.zeros(values.shape[1:], np.float32)
-    for t in reversed(range(len(values))):
-        next_values = rollout.last_values if t == len(values) - 1 else values[t + 1]
-        carry = 1.0 - rollout.dones[t]
-        delta = rollout.rewards[t] + gamma * next_values * carry - values[t]
-        running = delta + gamma * gae_lambda * carry * running
-        advantages[t] = running
-    return advantages, advantages + values
+    advantages, returns = gae(torch.from_numpy(rollout.rewards), rollout.values,
+                              torch.from_numpy(rollout.dones),
+                              torch.from_numpy(rollout.last_values), gamma, gae_lambda)
+    return advantages.numpy(), returns.numpy()
 
 
 def update(policy: MAPPOPolicy, optimizer: torch.optim.Optimizer, rollout: Rollout,
            advantages: np.ndarray, returns: np.ndarray, config: MAPPOConfig,
            generator: torch.Generator) -> dict[str, float]:
-    """Clipped-PPO epochs over the rollout's valid samples; mean losses."""
+    """Clipped-PPO epochs over the rollout's valid samples
+    (:func:`training.common.ppo_math.ppo_loss`); mean losses and statistics."""
     device = policy.device
     valid = torch.from_numpy(rollout.valid)
     nb = rollout.valid.shape[2]
@@ -45,8 +47,8 @@ def update(policy: MAPPOPolicy, optimizer: torch.optim.Optimizer, rollout: Rollo
     obs, state = rollout.obs[valid].to(device), rollout.critic_state[valid].to(device)
     actions = rollout.actions[valid].to(device)
     old_log_probs = rollout.log_probs[valid].to(device)
-    adv = torch.from_numpy(advantages)[valid].to(device)
-    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    # MAPPO normalises over the whole rollout, once (WFM-1 per minibatch).
+    adv = normalize_advantages(torch.from_numpy(advantages)[valid].to(device))
     ret = torch.from_numpy(returns)[valid].to(device)
     n = len(adv)
     sums = dict(policy_loss=0.0, value_loss=0.0, entropy=0.0, total_loss=0.0, approx_kl=0.0,
@@ -55,30 +57,15 @@ def update(policy: MAPPOPolicy, optimizer: torch.optim.Optimizer, rollout: Rollo
     batch_size = config.minibatch_size(n)
     policy.train()
     for _ in range(config.n_epochs):
-        order = torch.randperm(n, generator=generator).to(device)
-        for start in range(0, n, batch_size):
-            mb = order[start:start + batch_size]
+        for mb in shuffled_minibatches(n, batch_size, generator, device=device):
             log_prob, entropy, value = policy.evaluate_actions(obs[mb], actions[mb], state[mb],
                                                                agent_idx=agent_of[mb])
-            log_ratio = log_prob - old_log_probs[mb]
-            ratio = log_ratio.exp()
-            clipped = ratio.clamp(1 - config.clip_range, 1 + config.clip_range)
-            policy_loss = -torch.min(ratio * adv[mb], clipped * adv[mb]).mean()
-            value_loss = (value - ret[mb]).pow(2).mean()
-            entropy_mean = entropy.mean()
-            loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy_mean
-            optimizer.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
-            optimizer.step()
-            with torch.no_grad():
-                sums["approx_kl"] += float(((ratio - 1) - log_ratio).mean())
-                sums["clip_fraction"] += float(((ratio - 1).abs() > config.clip_range)
-                                               .float().mean())
-            sums["policy_loss"] += policy_loss.item()
-            sums["value_loss"] += value_loss.item()
-            sums["entropy"] += entropy_mean.item()
-            sums["total_loss"] += loss.item()
+            terms = ppo_loss(log_prob, old_log_probs[mb], adv[mb], value, ret[mb], entropy,
+                             clip_range=config.clip_range, vf_coef=config.vf_coef,
+                             ent_coef=config.ent_coef)
+            gradient_step(optimizer, terms.total, policy.parameters(), config.max_grad_norm)
+            for name, number in terms.statistics().items():
+                sums[name] += number
             n_batches += 1
     policy.eval()
     return {f"train/{name}": value / max(n_batches, 1) for name, value in sums.items()}

@@ -147,14 +147,16 @@ def _mean_orders(policy: MAPPOPolicy, observations: torch.Tensor,
 
 
 def warm_start_team(policy: MAPPOPolicy, battles, doctrine: str, n_steps: int, *,
-                    gamma: float, epochs: int = 10, seed: int = 0) -> int:
-    """Imitate ``doctrine`` in ``battles`` for ``n_steps`` env-steps; returns the steps used."""
+                    gamma: float, epochs: int = 10, learning_rate: float = 1e-3,
+                    seed: int = 0) -> int:
+    """Imitate ``doctrine`` in ``battles`` for ``n_steps`` env-steps (:func:`clone_team`
+    with ``epochs`` and ``learning_rate``); returns the steps used."""
     config = battles.config
     # Battalions that follow orders learn from one that does, not from the doctrine.
     teacher = OrderFollower(map_diagonal=math.hypot(config.map_width, config.map_height)) \
         if config.order_period else make_doctrine(doctrine, config.map_width, config.map_height)
     demonstrations, used = collect_team_demonstrations(battles, teacher, n_steps, gamma)
-    clone_team(policy, demonstrations, epochs=epochs, seed=seed)
+    clone_team(policy, demonstrations, epochs=epochs, learning_rate=learning_rate, seed=seed)
     return used
 
 

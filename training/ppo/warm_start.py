@@ -17,7 +17,6 @@ training battles, then improve on it with PPO.
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +24,7 @@ import torch
 from stable_baselines3 import PPO
 
 from envs.sim.validation import check_int, check_positive
-from training.common.imitation import discounted_returns, make_doctrine
+from training.common.imitation import discounted_returns, fit_minibatches, make_doctrine
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +61,9 @@ def collect_demonstrations(env, teacher, n_steps: int, gamma: float) -> Demonstr
 def behaviour_clone(model: PPO, demonstrations: Demonstrations, *, epochs: int = 10,
                     batch_size: int = 1024, learning_rate: float = 1e-3,
                     seed: int = 0) -> dict[str, float]:
-    """Fit ``model``'s mean action to the demonstrated orders and its value to their returns.
+    """Fit ``model``'s mean action to the demonstrated orders and its value to their returns
+    (:func:`training.common.imitation.fit_minibatches`, the minibatch orders drawn by a
+    NumPy generator seeded with ``seed``).
 
     Returns:
         The final epoch's mean action and value losses.
@@ -77,34 +78,29 @@ def behaviour_clone(model: PPO, demonstrations: Demonstrations, *, epochs: int =
     returns = torch.as_tensor(demonstrations.returns, device=device)
     # Scale the value loss so that both terms weigh alike whatever the reward scale.
     value_scale = max(1.0, float(returns.var()))
-    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
-    rng = np.random.default_rng(seed)
-    losses = {"action": math.nan, "value": math.nan}
-    for _ in range(epochs):
-        order = torch.as_tensor(rng.permutation(len(observations)), device=device)
-        totals, batches = np.zeros(2), 0
-        for start in range(0, len(order), batch_size):
-            index = order[start:start + batch_size]
-            latent_pi, latent_vf = policy.mlp_extractor(policy.extract_features(
-                observations[index]))
-            action_loss = ((policy.action_net(latent_pi) - actions[index]) ** 2).mean()
-            value_loss = ((policy.value_net(latent_vf).squeeze(-1) - returns[index]) ** 2
-                          ).mean() / value_scale
-            optimizer.zero_grad()
-            (action_loss + value_loss).backward()
-            optimizer.step()
-            totals += (action_loss.item(), value_loss.item())
-            batches += 1
-        losses = {"action": totals[0] / batches, "value": totals[1] / batches}
+
+    def batch_losses(index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        latent_pi, latent_vf = policy.mlp_extractor(policy.extract_features(observations[index]))
+        action_loss = ((policy.action_net(latent_pi) - actions[index]) ** 2).mean()
+        value_loss = ((policy.value_net(latent_vf).squeeze(-1) - returns[index]) ** 2
+                      ).mean() / value_scale
+        return action_loss, value_loss
+
+    losses = fit_minibatches(policy.parameters(), len(observations), batch_losses,
+                             epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
+                             seed=np.random.default_rng(seed), device=device)
     logger.info("behaviour cloning on %d samples: action loss %.4f, value loss %.4f",
                 len(observations), losses["action"], losses["value"])
     return losses
 
 
 def warm_start(model: PPO, env, doctrine: str, n_steps: int, *, map_width: float,
-               map_height: float, epochs: int = 10, seed: int = 0) -> int:
-    """Imitate ``doctrine`` in ``env`` for ``n_steps`` steps; returns the steps used."""
+               map_height: float, epochs: int = 10, learning_rate: float = 1e-3,
+               seed: int = 0) -> int:
+    """Imitate ``doctrine`` in ``env`` for ``n_steps`` steps (:func:`behaviour_clone` with
+    ``epochs`` and ``learning_rate``); returns the steps used."""
     teacher = make_doctrine(doctrine, map_width, map_height)
     demonstrations = collect_demonstrations(env, teacher, n_steps, model.gamma)
-    behaviour_clone(model, demonstrations, epochs=epochs, seed=seed)
+    behaviour_clone(model, demonstrations, epochs=epochs, learning_rate=learning_rate,
+                    seed=seed)
     return max(1, n_steps // env.num_envs) * env.num_envs

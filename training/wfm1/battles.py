@@ -165,7 +165,7 @@ def play_out(battles: ScenarioBattles, policy: WFM1Policy | None) -> np.ndarray:
                 actions = policy.act(
                     torch.from_numpy(view.tokens), torch.from_numpy(view.pad_mask),
                     card_vec=cards, own_mask=torch.from_numpy(view.own_mask),
-                    deterministic=True)[0].numpy()
+                    deterministic=True)[0].cpu().numpy()
             result = battles.step(actions)
             ended = result.done & ~over
             outcome[ended] = battle_outcomes(result.winner[ended])

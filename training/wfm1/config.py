@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from envs.sim.validation import check_int, check_non_negative, check_positive
-from training.common.setting_groups import PPOSettings, TrackingSettings
+from training.common.setting_groups import PPOSettings, TrackingSettings, WarmStartSettings
 from training.common.settings import (
     ConfigFile,
     ResumeOptions,
@@ -67,6 +67,7 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
     warm_start_epochs: int = setting(
         5, "Passes over the warm start's demonstrations.", positive_int,
         "training.warm_start_epochs")
+    warm_start_learning_rate: float = override(WarmStartSettings, "warm_start_learning_rate")
     warm_start_std: float = setting(
         0.2, "Standard deviation of every action after the warm start (the imitation fits the "
         "means only; a narrow start keeps PPO's rollouts close to the imitated play).",

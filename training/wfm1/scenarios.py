@@ -10,7 +10,7 @@ sector of one of the four battle sites (``data/gis/sites``), in some weather:
   battalion), qualities 0.75 to 1.25;
 - **field**: a square of :func:`map_side` metres, growing with the forces; procedural
   ground (40 x 40 cells, 4 hills, 3 woods, drawn from the seed) or the site's sector
-  (:data:`training.transfer_benchmark.SITE_WINDOWS`);
+  (:data:`data.gis.sectors.SITE_WINDOWS`);
 - **weather**: the core has none, so weather is how far a battalion sees
   (:data:`WEATHER_VISIBILITY`: fog hides an enemy beyond 180 m);
 - **Red**: the combined-arms doctrine (:class:`~envs.arms_doctrine.CombinedArmsDoctrine`).
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from data.gis.sectors import site_terrain
 from envs.multi_battalion_batch import MultiBattalionBatch
 from envs.scenario import OrderOfBattle
 from envs.sim.config import BattleConfig
@@ -46,7 +47,6 @@ from models.wfm1 import (
     WEATHER_SNOW,
     ScenarioCard,
 )
-from training.transfer_benchmark import TransferEvalConfig, site_terrain
 
 TERRAINS = {"procedural": TERRAIN_PROCEDURAL, "waterloo": GIS_WATERLOO,
             "austerlitz": GIS_AUSTERLITZ, "borodino": GIS_BORODINO, "salamanca": GIS_SALAMANCA}
@@ -165,8 +165,7 @@ class WFMScenario:
 def _ground(terrain: str, side: float, seed: int) -> TerrainMap:
     if terrain == "procedural":
         return TerrainMap.generate_random(seed, side, side, TERRAIN_CELLS, TERRAIN_CELLS, 4, 3)
-    return site_terrain(TransferEvalConfig(site=terrain, rows=TERRAIN_CELLS,
-                                           cols=TERRAIN_CELLS, window_m=side))
+    return site_terrain(terrain, rows=TERRAIN_CELLS, cols=TERRAIN_CELLS, window_m=side)
 
 
 def _held_out() -> tuple[WFMScenario, ...]:

@@ -23,15 +23,16 @@ validation battles (training scenarios drawn once from the run's seed, never hel
 ones) on the policy's means and keeps the best policy so far as ``wfm1_best.pt``.
 
 Checkpoints (``wfm1_warm_start.pt`` after the imitation, ``wfm1_<steps>_steps.pt``,
-``wfm1_latest.pt``, ``wfm1_best.pt`` and ``wfm1_final.pt``, written
-atomically, read with ``torch.load(weights_only=True)``) hold the weights, the
-optimiser, the counters and the generators, so a run resumes where it stopped.
+``wfm1_latest.pt``, ``wfm1_best.pt`` and ``wfm1_final.pt``: the project's one training
+checkpoint, :mod:`training.wfm1.checkpoints`, written atomically, read with
+``torch.load(weights_only=True)``) hold the weights, the optimiser, the counters and
+the generators, so a run resumes where it stopped. Metrics go through the run log
+(:class:`~training.common.run_log.RunLog`).
 """
 
 from __future__ import annotations
 
 import copy
-import io
 import logging
 import math
 import time
@@ -43,10 +44,19 @@ import numpy as np
 import torch
 
 from models.wfm1 import WFM1Policy, own_action_error
-from storage.files import atomic_write_bytes, clean_stale_temporaries
-from training.common.tracking import start_wandb
-from training.plots import plot_run
+from storage.files import clean_stale_temporaries
+from training.common.device import resolve_device
+from training.common.ppo_math import (
+    AuxiliaryLoss,
+    gae,
+    gradient_step,
+    normalize_advantages,
+    ppo_loss,
+    shuffled_minibatches,
+)
+from training.common.run_log import RunLog
 from training.wfm1.battles import ScenarioBattles, battle_outcomes, play_out
+from training.wfm1.checkpoints import load_checkpoint, save_checkpoint
 from training.wfm1.config import WFM1TrainConfig
 from training.wfm1.scenarios import sample_training_scenario
 from training.wfm1.warm_start import clone, collect_demonstrations
@@ -100,7 +110,8 @@ class WFM1Trainer:
     Raises:
         TypeError: if ``config`` is not a WFM1TrainConfig.
         ValueError: if the budget is smaller than one rollout, ``resume`` holds a
-            policy of another size, or ``scenarios`` does not match the config.
+            policy of another size, ``scenarios`` does not match the config, or
+            ``config.device`` is a CUDA device this machine lacks.
     """
 
     def __init__(self, config: WFM1TrainConfig, *, resume: str | Path | None = None,
@@ -110,6 +121,8 @@ class WFM1Trainer:
             raise TypeError(f"config={config!r} is invalid: expected a WFM1TrainConfig")
         torch.set_num_threads(config.torch_threads)
         self.config = config
+        self.device = resolve_device(config.device, field="device")
+        """Where the policy, every rollout tensor and every update live."""
         self.n_steps, self.rollout_steps = config.rollout_size()
         torch.manual_seed(config.seed)
         self.rng = np.random.default_rng(config.seed)
@@ -123,6 +136,7 @@ class WFM1Trainer:
             self.policy = copy.deepcopy(init_policy)
         else:
             self.policy = WFM1Policy.load_checkpoint(init_policy)
+        self.policy.to(self.device)
         if adapter_only:
             self.policy.freeze_base()
         trained = self.policy.adapter_parameters() if adapter_only else self.policy.parameters()
@@ -150,6 +164,7 @@ class WFM1Trainer:
         demonstrations, used = collect_demonstrations(
             self.draw_battles, steps, config.gamma, self.n_steps * config.resample_every)
         clone(self.policy, demonstrations, epochs=config.warm_start_epochs,
+              learning_rate=config.warm_start_learning_rate,
               seed=int(self.rng.integers(0, 2**31)))
         with torch.no_grad():
             self.policy.log_std.fill_(math.log(config.warm_start_std))
@@ -176,8 +191,8 @@ class WFM1Trainer:
         """``n_steps`` of every battle, each Blue unit sampling its order."""
         if self.battles is None or self.updates % self.config.resample_every == 0:
             self.draw_battles()
-        battles, policy = self.battles, self.policy
-        cards = torch.from_numpy(battles.cards)
+        battles, policy, device = self.battles, self.policy, self.device
+        cards = torch.from_numpy(battles.cards).to(device)
         steps: dict[str, list[torch.Tensor]] = {k: [] for k in (
             "tokens", "pad_mask", "own_mask", "actions", "log_probs", "values", "teacher",
             "rewards", "dones")}
@@ -186,44 +201,37 @@ class WFM1Trainer:
         with torch.no_grad():
             for _ in range(self.n_steps):
                 view = battles.observe()
-                tokens, pad = torch.from_numpy(view.tokens), torch.from_numpy(view.pad_mask)
-                own = torch.from_numpy(view.own_mask)
+                tokens, pad, own = (torch.from_numpy(a).to(device) for a in (
+                    view.tokens, view.pad_mask, view.own_mask))
                 actions, log_probs, values = policy.act_and_value(
                     tokens, pad, card_vec=cards, own_mask=own)
-                result = battles.step(actions.numpy())
+                result = battles.step(actions.cpu().numpy())
                 for key, value in (("tokens", tokens), ("pad_mask", pad), ("own_mask", own),
                                    ("actions", actions), ("log_probs", log_probs),
                                    ("values", values),
                                    ("teacher", torch.from_numpy(result.doctrine_actions)),
                                    ("rewards", torch.from_numpy(result.reward)),
                                    ("dones", torch.from_numpy(result.done))):
-                    steps[key].append(value)
+                    steps[key].append(value.to(device))
                 ended.extend(battle_outcomes(result.winner[result.done]).tolist())
             view = battles.observe()
-            last = policy.get_value(torch.from_numpy(view.tokens),
-                                    torch.from_numpy(view.pad_mask), card_vec=cards)
+            last = policy.get_value(torch.from_numpy(view.tokens).to(device),
+                                    torch.from_numpy(view.pad_mask).to(device), card_vec=cards)
         stacked = {key: torch.stack(value) for key, value in steps.items()}
         return WFMRollout(**stacked, cards=cards, last_values=last, outcomes=ended)
 
     # --- advantages and the update ----------------------------------------------------------
 
     def advantages(self, rollout: WFMRollout) -> tuple[torch.Tensor, torch.Tensor]:
-        """GAE per battle: (T, B) advantages and returns."""
-        config = self.config
-        rewards, values, dones = rollout.rewards, rollout.values, rollout.dones.float()
-        advantages = torch.zeros_like(rewards)
-        running = torch.zeros_like(rollout.last_values)
-        next_value = rollout.last_values
-        for t in reversed(range(len(rewards))):
-            alive = 1.0 - dones[t]
-            delta = rewards[t] + config.gamma * next_value * alive - values[t]
-            running = delta + config.gamma * config.gae_lambda * alive * running
-            advantages[t] = running
-            next_value = values[t]
-        return advantages, advantages + values
+        """GAE per battle (:func:`training.common.ppo_math.gae`, a battle's series ending
+        where it ends): (T, B) advantages and returns."""
+        return gae(rollout.rewards, rollout.values, rollout.dones, rollout.last_values,
+                   self.config.gamma, self.config.gae_lambda)
 
     def learn_from(self, rollout: WFMRollout) -> dict[str, Any]:
-        """PPO's epochs on ``rollout``; its metrics."""
+        """PPO's epochs on ``rollout`` (:func:`training.common.ppo_math.ppo_loss`, each
+        battle's advantage shared by its own units' ratios, the teacher's loss as the
+        auxiliary); its metrics."""
         config, policy = self.config, self.policy
         advantages, returns = self.advantages(rollout)
         flat = {key: getattr(rollout, key).flatten(0, 1) for key in (
@@ -238,42 +246,26 @@ class WFM1Trainer:
         n_batches = 0
         policy.train()
         for _ in range(config.n_epochs):
-            order = torch.randperm(n, generator=generator)
-            for start in range(0, n - batch_size + 1, batch_size):
-                index = order[start:start + batch_size]
+            for index in shuffled_minibatches(n, batch_size, generator, drop_last=True,
+                                              device=self.device):
                 b = {key: value[index] for key, value in flat.items()}
                 own = b["own_mask"]
                 log_prob, entropy, value, mean = policy.evaluate_actions(
                     b["tokens"], b["actions"], b["pad_mask"], card_vec=b["cards"], own_mask=own,
                     return_means=True)
-                adv = b["advantages"]
-                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-                ratio = torch.exp(log_prob - b["log_probs"])
-                surrogate = torch.minimum(
-                    ratio * adv[:, None],
-                    torch.clamp(ratio, 1 - config.clip_range, 1 + config.clip_range)
-                    * adv[:, None])
-                weight = own.float()
-                n_own = weight.sum().clamp(min=1.0)
-                policy_loss = -(surrogate * weight).sum() / n_own
-                value_loss = torch.mean((value - b["returns"]) ** 2)
-                entropy_mean = (entropy * weight).sum() / n_own
-                teacher_loss = own_action_error(mean, b["teacher"], own)
-                loss = (policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy_mean
-                        + config.teacher_coef * teacher_loss)
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
-                self.optimizer.step()
-                with torch.no_grad():
-                    log_ratio = (log_prob - b["log_probs"]) * weight
-                    totals["approx_kl"] += float(((ratio - 1) * weight - log_ratio).sum() / n_own)
-                    totals["clip_fraction"] += float(
-                        (((ratio - 1).abs() > config.clip_range).float() * weight).sum() / n_own)
-                totals["policy_loss"] += float(policy_loss.detach())
-                totals["value_loss"] += float(value_loss.detach())
-                totals["entropy"] += float(entropy_mean.detach())
-                totals["teacher_loss"] += float(teacher_loss.detach())
+                teacher = AuxiliaryLoss("teacher_loss", own_action_error(mean, b["teacher"], own),
+                                        config.teacher_coef)
+                # Each battle's advantage, normalised over the minibatch, is shared by its
+                # own units' ratios (weight 1; the other tokens 0).
+                terms = ppo_loss(log_prob, b["log_probs"], normalize_advantages(b["advantages"]),
+                                 value, b["returns"], entropy, clip_range=config.clip_range,
+                                 vf_coef=config.vf_coef, ent_coef=config.ent_coef,
+                                 weights=own.float(), auxiliary=teacher)
+                gradient_step(self.optimizer, terms.total, policy.parameters(),
+                              config.max_grad_norm)
+                statistics = terms.statistics()
+                for name in totals:
+                    totals[name] += statistics[name]
                 n_batches += 1
         self.total_steps += self.rollout_steps
         self.updates += 1
@@ -318,28 +310,24 @@ class WFM1Trainer:
     # --- the run --------------------------------------------------------------------------------
 
     def learn(self) -> WFM1Trainer:
-        """Rollouts and updates until ``total_timesteps``; checkpoints, TensorBoard and W&B
-        as the config says; ``wfm1_final.pt`` at the end."""
-        from torch.utils.tensorboard import SummaryWriter
-
+        """Rollouts and updates until ``total_timesteps``; checkpoints, the run log
+        (TensorBoard in ``log_dir/wfm1``, W&B as the config says, :attr:`history`) and
+        ``wfm1_final.pt`` at the end."""
         config = self.config
         folder = Path(config.checkpoint_dir)
-        writer = SummaryWriter(str(Path(config.log_dir) / "wfm1"))
-        run, owns_run = (start_wandb(project=config.wandb_project, entity=config.wandb_entity,
-                                     tags=config.wandb_tags, config=config.to_dict(),
-                                     log_dir=config.log_dir) if config.enable_wandb
-                         else (None, False))
+        run_log = RunLog.for_config(Path(config.log_dir) / "wfm1", config,
+                                    history=self.history).open()
         every = config.validate_every_updates
         try:
             if every and self.best_validation < 0:  # the starting point is a candidate too
-                self._log(self.validate(), writer, run)
+                run_log.log(self.validate(), self.total_steps)
             while self.total_steps + self.rollout_steps <= config.total_timesteps:
                 started = time.perf_counter()
                 metrics = self.learn_from(self.collect_rollout())
                 metrics["time/fps"] = self.rollout_steps / (time.perf_counter() - started)
                 if every and self.updates % every == 0:
                     metrics.update(self.validate())
-                self._log(metrics, writer, run)
+                run_log.log(metrics, self.total_steps)
                 if config.verbose:
                     logger.info("step %d: win rate %.2f, %.0f steps/s", self.total_steps,
                                 metrics.get("rollout/win_rate", float("nan")),
@@ -350,51 +338,39 @@ class WFM1Trainer:
             self.save(folder / LATEST)
             self.final_checkpoint = self.save(folder / FINAL)
         finally:
-            writer.close()
-            if owns_run:
-                run.finish()
-        plot_run(Path(config.log_dir) / "wfm1")  # learning curves and losses beside the logs
+            run_log.close()
+        run_log.draw_plots()  # learning curves and losses beside the logs
         return self
-
-    def _log(self, metrics: dict[str, Any], writer, run) -> None:
-        self.history.append(metrics)
-        for key, value in metrics.items():
-            writer.add_scalar(key, value, self.total_steps)
-        if run is not None:
-            run.log(metrics, step=self.total_steps)
 
     # --- files ------------------------------------------------------------------------------------
 
     def save(self, path: Path) -> Path:
-        """A resumable checkpoint at ``path``, written atomically: the policy's config and
-        weights (the file :meth:`models.wfm1.WFM1Policy.load_checkpoint` reads), the
-        optimiser, the counters and the generators."""
-        buffer = io.BytesIO()
-        torch.save({"config": self.policy.kwargs, "state_dict": self.policy.state_dict(),
-                    "optimizer": self.optimizer.state_dict(),
-                    "counters": [self.total_steps, self.updates, self.episodes],
-                    "best_validation": self.best_validation,
-                    "numpy_rng": self.rng.bit_generator.state,
-                    "torch_rng": torch.get_rng_state()}, buffer)
-        atomic_write_bytes(path, buffer.getvalue())
-        return Path(path)
+        """A resumable checkpoint at ``path``, written atomically
+        (:func:`training.wfm1.checkpoints.save_checkpoint`): the policy's constructor
+        arguments and weights (which :meth:`models.wfm1.WFM1Policy.load_checkpoint` reads
+        too), the optimiser, the counters and the generators."""
+        return save_checkpoint(path, self.policy, self.optimizer, total_steps=self.total_steps,
+                               updates=self.updates, episodes=self.episodes,
+                               best_validation=self.best_validation, rng=self.rng,
+                               config=self.config)
 
     def _restore(self, path: Path) -> None:
-        data = torch.load(path, map_location="cpu", weights_only=True)
-        if not isinstance(data, dict) or data.get("config") != self.policy.kwargs:
+        saved = load_checkpoint(path)
+        if saved.kwargs != self.policy.kwargs:
             raise ValueError(f"resume={str(path)!r} holds a policy built with "
-                             f"{data.get('config')}, but this config builds {self.policy.kwargs}")
-        self.policy.load_state_dict(data["state_dict"])
-        self.optimizer.load_state_dict(data["optimizer"])
-        self.total_steps, self.updates, self.episodes = (int(v) for v in data["counters"])
-        self.best_validation = float(data.get("best_validation", -1.0))
+                             f"{saved.kwargs}, but this config builds {self.policy.kwargs}")
+        self.policy.load_state_dict(saved.weights)
+        self.optimizer.load_state_dict(saved.optimizer)
+        counters = saved.counters
+        self.total_steps, self.updates, self.episodes = (
+            int(counters[name]) for name in ("total_steps", "updates", "episodes"))
+        self.best_validation = float(counters["best_validation"])
         best = Path(self.config.checkpoint_dir) / BEST
         if best.is_file():  # written after the checkpoint resumed from, it may know better
-            kept = torch.load(best, map_location="cpu", weights_only=True)
-            self.best_validation = max(self.best_validation,
-                                       float(kept.get("best_validation", -1.0)))
-        self.rng.bit_generator.state = data["numpy_rng"]
-        torch.set_rng_state(data["torch_rng"])
+            kept = load_checkpoint(best).counters["best_validation"]
+            self.best_validation = max(self.best_validation, float(kept))
+        self.rng.bit_generator.state = saved.rng["numpy"]
+        torch.set_rng_state(saved.rng["torch"])
         logger.info("resuming %s at step %d", path, self.total_steps)
 
 

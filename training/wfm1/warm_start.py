@@ -84,12 +84,13 @@ def collect_demonstrations(draw_battles, n_steps: int, gamma: float,
 def clone(policy: WFM1Policy, demonstrations: Demonstrations, *, epochs: int,
           batch_size: int = 1024, learning_rate: float = 1e-3, seed: int = 0) -> dict[str, float]:
     """Fit the action means of own tokens to the doctrine's orders and the value to the
-    returns (module docstring); the final epoch's mean losses."""
+    returns (module docstring), on the policy's device; the final epoch's mean losses."""
     if len(demonstrations) == 0:
         logger.warning("WFM-1 warm start skipped: no battle ended within the imitation steps, "
                        "so no return is known; give more warm-start steps")
         return {"action": math.nan, "value": math.nan}
-    data = {key: torch.from_numpy(np.ascontiguousarray(getattr(demonstrations, key)))
+    device = policy.device
+    data = {key: torch.from_numpy(np.ascontiguousarray(getattr(demonstrations, key))).to(device)
             for key in ("tokens", "pad_mask", "own_mask", "cards", "actions", "returns")}
     value_scale = max(1.0, float(data["returns"].var()))
 
@@ -102,7 +103,7 @@ def clone(policy: WFM1Policy, demonstrations: Demonstrations, *, epochs: int,
     policy.train()
     losses = fit_minibatches(policy.parameters(), len(demonstrations), batch_losses,
                              epochs=epochs, batch_size=batch_size,
-                             learning_rate=learning_rate, seed=seed)
+                             learning_rate=learning_rate, seed=seed, device=device)
     policy.eval()
     logger.info("WFM-1 behaviour cloning on %d samples: action loss %.4f, value loss %.4f",
                 len(demonstrations), losses["action"], losses["value"])

@@ -2,20 +2,20 @@
 
 :func:`run_hrl` trains the three echelons of the HRL curriculum in order, each over
 the frozen policies of the ones below, with the settings of ``configs/hrl/``
-(:func:`~training.hrl_curriculum.load_phase_config`):
+(:func:`~training.echelons.curriculum.load_phase_config`):
 
 1. **Battalion** (MAPPO, :func:`~training.train_mappo.train_mappo` with
    ``order_period``): order-following battalions (:mod:`envs.orders`) against scripted
    Red. The final policy is frozen and registered as the ``battalion`` echelon.
-2. **Brigade** (:func:`~training.train_brigade.train_brigade`): a brigadier whose
+2. **Brigade** (:func:`~training.echelons.brigade.train_brigade`): a brigadier whose
    drills the frozen battalion policy carries out as orders. Registered as ``brigade``.
-3. **Division** (:func:`~training.train_division.train_division`): a division
+3. **Division** (:func:`~training.echelons.division.train_division`): a division
    commander whose commands the frozen brigadiers pass on, within their intent, to the
    frozen battalions. Registered as ``division``.
 
 After each phase the trained commander plays ``win_rate_window`` evaluation battles
 against the scripted level of the phase's Elo opponent; an
-:class:`~training.hrl_curriculum.HRLCurriculumScheduler` built from the phase file
+:class:`~training.echelons.curriculum.HRLCurriculumScheduler` built from the phase file
 records them, takes the commander's Elo (the performance rating of its score against
 the opponent's fixed rating, draws counting half, also entered in
 ``<root>/hrl_elo.json``), and says whether the phase met its promotion criteria. The
@@ -25,8 +25,8 @@ to win); the others are the echelon's own battles.
 
 Command line::
 
-    python -m training.hrl_pipeline --root checkpoints/hrl
-    python -m training.hrl_pipeline --phases 2 3    # over the phase-1 policy already there
+    python -m training.echelons.pipeline --root checkpoints/hrl
+    python -m training.echelons.pipeline --phases 2 3    # over the phase-1 policy already there
 """
 
 from __future__ import annotations
@@ -43,24 +43,24 @@ import numpy as np
 from envs.division_batch import DIVISION_COMMANDS
 from envs.options import MacroAction
 from storage.files import atomic_write_text
-from training.echelon_config import BrigadeConfig, DivisionConfig
-from training.echelon_training import (
-    evaluate_commander,
-    load_commander,
-    load_frozen_battalion_policy,
-)
-from training.elo import TeamEloRegistry, performance_rating
-from training.hrl_curriculum import (
+from training.echelons.brigade import brigade_battles, train_brigade
+from training.echelons.config import BrigadeConfig, DivisionConfig
+from training.echelons.curriculum import (
     PHASE_LABELS,
     HRLCurriculumScheduler,
     HRLPhase,
     load_phase_config,
 )
+from training.echelons.division import division_battles, load_frozen_brigade_policy, train_division
+from training.echelons.order_following import play_ordered_battles
+from training.echelons.trainer import (
+    evaluate_commander,
+    load_commander,
+    load_frozen_battalion_policy,
+)
+from training.elo import TeamEloRegistry, performance_rating
 from training.mappo.config import MAPPOConfig
-from training.order_following import play_ordered_battles
 from training.policy_registry import Echelon, PolicyRegistry
-from training.train_brigade import brigade_battles, train_brigade
-from training.train_division import division_battles, load_frozen_brigade_policy, train_division
 from training.train_mappo import train_mappo
 
 logger = logging.getLogger(__name__)
@@ -261,7 +261,7 @@ def run_hrl(root: str | Path = "checkpoints/hrl", *, phases: tuple[int, ...] = (
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m training.hrl_pipeline [--root DIR] [--phases 1 2 3] [--strict]``."""
+    """``python -m training.echelons.pipeline [--root DIR] [--phases 1 2 3] [--strict]``."""
     parser = argparse.ArgumentParser(description="Train the chain of command: battalion, "
                                      "brigade, division (configs/hrl/).")
     parser.add_argument("--root", default="checkpoints/hrl")

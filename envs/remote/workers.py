@@ -1,4 +1,5 @@
-"""A group of Ray actors that answer in time and are replaced when they die.
+"""Groups of Ray actors that answer in time and are replaced when they die, and the
+dealing of seeds to them.
 
 Every call a driver makes goes through :meth:`WorkerGroup.run`: jobs are submitted at
 once, each answer is awaited with a deadline, and a job whose worker died (killed,
@@ -7,6 +8,11 @@ arguments. Jobs must therefore be pure functions of their arguments, which is ho
 rollout and episode jobs of this project are written (a battle is a function of its
 seed and, mid-collection, of the state the driver sent). An exception raised by the
 job itself is a bug, not a fault: it is raised again, naming the worker.
+
+Whole battles are dealt to workers by :func:`deal` (item ``i`` to worker ``i mod W``,
+the seed's rule for episodes) and their answers put back in order by :func:`gather`.
+A class becomes an actor class once, through :func:`remote_class`, so that
+``RemoteMultiBattalionEnv`` and a group's workers of the same class are one class.
 """
 
 from __future__ import annotations
@@ -15,12 +21,52 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from envs.remote.cluster import import_ray
 from envs.sim.validation import check_int, check_positive
-from training.distributed.cluster import import_ray
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+STARTUP_TIMEOUT_S = 120.0
+"""Seconds a new worker may take to start (at least; a longer ``timeout_s`` counts): a
+fresh process imports NumPy, Numba and the simulator before it answers."""
+
+_REMOTE_CLASSES: dict[type, Any] = {}
+
+
+def remote_class(actor_class: type) -> Any:
+    """``ray.remote(actor_class)``, made once per class (the same object every call).
+
+    Raises:
+        ImportError: if Ray is not installed, saying how to install it.
+    """
+    remote = _REMOTE_CLASSES.get(actor_class)
+    if remote is None:
+        remote = _REMOTE_CLASSES[actor_class] = import_ray().remote(actor_class)
+    return remote
+
+
+def workers_for_cluster(num_cpus_per_worker: float) -> int:
+    """How many workers of ``num_cpus_per_worker`` CPUs the connected cluster holds (at
+    least one): the worker count a run asks for with ``num_workers`` null."""
+    cpus = import_ray().cluster_resources().get("CPU", 1.0)
+    return max(1, int(cpus // num_cpus_per_worker))
+
+
+def deal(items: Sequence[T], n_workers: int) -> list[list[T]]:
+    """``items`` dealt round the workers: worker ``w`` gets items ``w, w + W, w + 2W, ...``
+    (``W = n_workers``); workers left without any are dropped from the end."""
+    return [list(items[w::n_workers]) for w in range(min(n_workers, len(items)))]
+
+
+def gather(per_worker: Sequence[Sequence[T]]) -> list[T]:
+    """The inverse of :func:`deal`: every worker's answers back in the items' order."""
+    n = sum(len(answers) for answers in per_worker)
+    W = len(per_worker)
+    return [per_worker[i % W][i // W] for i in range(n)]
 
 
 @dataclass(frozen=True)
@@ -74,7 +120,7 @@ class WorkerGroup:
             raise ValueError(
                 f"num_workers={self.n_workers} x num_cpus_per_worker={self.num_cpus:g} is "
                 f"invalid: the Ray cluster has {total:g} CPUs; expected at most that many in all")
-        self._remote = ray.remote(actor_class)
+        self._remote = remote_class(actor_class)
         self._args, self._kwargs = tuple(args), dict(kwargs or {})
         self.actors = [self._start() for _ in range(self.n_workers)]
         self.replacements = 0
@@ -84,6 +130,24 @@ class WorkerGroup:
         # SPREAD places workers on different nodes while there are free ones.
         return self._remote.options(num_cpus=self.num_cpus, scheduling_strategy="SPREAD",
                                     max_restarts=0).remote(*self._args, **self._kwargs)
+
+    def wait_until_started(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+        """Wait until every worker is up, allowing ``timeout_s`` (or the group's longer
+        deadline) for a fresh process's imports, so that later calls time work only.
+        Kills the workers if one does not start.
+
+        Raises:
+            TimeoutError, WorkerFailedError: as :meth:`run`.
+        """
+        deadline = self.timeout_s
+        self.timeout_s = max(deadline, timeout_s)
+        try:
+            self.run([Job(w, "__ray_ready__") for w in range(self.n_workers)])
+        except BaseException:
+            self.shutdown()
+            raise
+        finally:
+            self.timeout_s = deadline
 
     def submit(self, job: Job) -> Any:
         """Submit ``job`` to its worker; the ObjectRef of its answer (no fault handling:
@@ -174,4 +238,5 @@ class WorkerGroup:
         self.actors = []
 
 
-__all__ = ["Job", "WorkerFailedError", "WorkerGroup"]
+__all__ = ["STARTUP_TIMEOUT_S", "Job", "WorkerFailedError", "WorkerGroup", "deal", "gather",
+           "remote_class", "workers_for_cluster"]

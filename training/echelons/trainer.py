@@ -1,9 +1,9 @@
 """Training a brigade or division commander with SB3 PPO over frozen lower echelons.
 
-What :mod:`training.train_brigade` and :mod:`training.train_division` share (their
-settings are in :mod:`training.echelon_config`): the evaluation (:func:`evaluate_commander`: a batch
-of battles, deterministic orders, won/drawn/lost counted with draws in the
-denominator), its callback (:class:`EchelonWinRateCallback`, logging
+What :mod:`training.echelons.brigade` and :mod:`training.echelons.division` share (their
+settings are in :mod:`training.echelons.config`): the evaluation
+(:func:`evaluate_commander`: a batch of battles, deterministic orders, won/drawn/lost
+counted with draws in the denominator), its callback (:class:`EchelonWinRateCallback`, logging
 ``<echelon>/win_rate``), and the run (:func:`train_commander`): PPO's ``MlpPolicy`` on
 an :class:`~envs.echelon_env.EchelonVecEnv` of the echelon's battles, periodic
 checkpoints ``<prefix>_<steps>_steps.zip`` and the final ``<prefix>_final.zip``, all
@@ -30,8 +30,9 @@ from envs.multi_observation import OBS_DIM, STATE_DIM
 from envs.orders import ORDER_DIM
 from envs.sim.constants import ACTION_DIM
 from storage.files import clean_stale_temporaries
+from training.common.device import resolve_device
 from training.common.tracking import start_wandb
-from training.echelon_config import EchelonConfig
+from training.echelons.config import EchelonConfig
 from training.ppo.callbacks import ManifestCheckpointCallback, WandbCallback, publish
 from training.ppo.checkpoints import load_ppo, save_ppo
 from training.utils.freeze_policy import freeze_sb3_policy, load_and_freeze_mappo
@@ -165,14 +166,19 @@ class EchelonResult:
 
 def make_commander_ppo(config: EchelonConfig, vec_env: Any, *, tensorboard: bool = True) -> PPO:
     """PPO's ``MlpPolicy`` commanding ``vec_env`` (monitored) with ``config``'s settings,
-    logging to TensorBoard under ``config.log_dir`` if ``tensorboard``."""
+    on ``config.device`` (:func:`~training.common.device.resolve_device`), logging to
+    TensorBoard under ``config.log_dir`` if ``tensorboard``.
+
+    Raises:
+        ValueError: if ``config.device`` is a CUDA device this machine lacks.
+    """
     n_steps = config.rollout_n_steps()
     return PPO(
         "MlpPolicy", VecMonitor(vec_env), learning_rate=config.learning_rate, n_steps=n_steps,
         batch_size=config.minibatch_size(n_steps * config.n_envs), n_epochs=config.n_epochs,
         gamma=config.gamma, gae_lambda=config.gae_lambda, clip_range=config.clip_range,
         ent_coef=config.ent_coef, vf_coef=config.vf_coef, max_grad_norm=config.max_grad_norm,
-        seed=config.seed, device=config.device,
+        seed=config.seed, device=resolve_device(config.device, field="device"),
         tensorboard_log=config.log_dir if tensorboard else None,
         verbose=config.verbose)
 

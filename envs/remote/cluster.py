@@ -31,9 +31,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from envs.remote_multi_battalion_env import INSTALL_HINT
-
 logger = logging.getLogger(__name__)
+
+INSTALL_HINT = 'pip install -e ".[distributed]"'
+"""How to install Ray for this project (the optional extra)."""
 
 LOOPBACK_ENVIRONMENT = {
     "RAY_USAGE_STATS_ENABLED": "0",

@@ -1,0 +1,208 @@
+"""The one home of PPO's maths: advantages, losses, statistics and minibatches.
+
+MAPPO (:mod:`training.mappo.update`) and WFM-1 (:class:`training.wfm1.trainer.WFM1Trainer`)
+take every formula of their learning step from here, and the warm starts' behaviour
+cloning (:func:`training.common.imitation.fit_minibatches`) its minibatches; the SB3
+trainers use SB3's own PPO. Each function is the operations a trainer used to write
+inline, in the same order and dtypes, so a run gives the same numbers bit for bit.
+
+- :func:`gae`: generalised advantage estimation over the first (time) axis, each sample
+  with its own episode ends (MAPPO: one series per battalion; WFM-1: one per battle).
+- :func:`normalize_advantages`: zero mean, unit spread.
+- :func:`ppo_loss`: the clipped surrogate, the value loss, the entropy bonus and an
+  optional :class:`AuxiliaryLoss`, with approx-KL and clip-fraction statistics; per-unit
+  ``weights`` average several ratios per sample (WFM-1: one per own unit).
+- :func:`gradient_step`: zero, backward, clip the global norm, step.
+- :func:`shuffled_minibatches`: one pass over ``n`` samples in shuffled minibatches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+
+def gae(rewards: torch.Tensor, values: torch.Tensor, ends: torch.Tensor,
+        last_values: torch.Tensor, gamma: float,
+        gae_lambda: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimation over ``T`` steps of independent series.
+
+    Parameters:
+        rewards, values: (T, ...) the reward after each step and the value before it.
+        ends: (T, ...) true (or 1.0) where a series' episode ended at that step: its
+            return stops there (no bootstrap, no advantage carried back across it).
+        last_values: (...) the values after the last step (the bootstrap).
+        gamma: the discount per step.
+        gae_lambda: GAE's lambda (0: one-step TD; 1: Monte Carlo returns).
+
+    Returns:
+        ``(advantages, returns)``, (T, ...) each; returns are advantages plus values.
+    """
+    ends = ends.to(values.dtype)
+    advantages = torch.zeros_like(rewards)
+    running = torch.zeros_like(last_values)
+    next_value = last_values
+    for t in reversed(range(len(rewards))):
+        alive = 1.0 - ends[t]
+        delta = rewards[t] + gamma * next_value * alive - values[t]
+        running = delta + gamma * gae_lambda * alive * running
+        advantages[t] = running
+        next_value = values[t]
+    return advantages, advantages + values
+
+
+def normalize_advantages(advantages: torch.Tensor) -> torch.Tensor:
+    """``advantages`` shifted to mean 0 and scaled to standard deviation 1 (a constant
+    batch stays at 0)."""
+    return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+
+
+@dataclass(frozen=True)
+class AuxiliaryLoss:
+    """A loss added to PPO's, toward a reference policy: the slot for a teacher.
+
+    :func:`ppo_loss` adds ``coef * loss`` last, and reports ``loss`` under ``name``.
+    WFM-1's ``teacher_loss`` (the squared error between each own unit's action mean and
+    the doctrine's order, :func:`models.wfm1.own_action_error`) fills it today; a KL
+    divergence or a behaviour-cloning error toward any frozen teacher's actions fits the
+    same slot, for any learner that calls :func:`ppo_loss`.
+
+    Attributes:
+        name: the statistic's name, e.g. ``"teacher_loss"``.
+        loss: the scalar loss, differentiable in the policy's parameters.
+        coef: its weight in the total (added even at 0, so the total keeps its form).
+    """
+
+    name: str
+    loss: torch.Tensor
+    coef: float
+
+
+@dataclass(frozen=True)
+class PPOLoss:
+    """The terms of one minibatch's PPO loss, and its statistics.
+
+    Attributes:
+        total: what to minimise: ``policy + vf_coef * value - ent_coef * entropy``
+            (``+ coef * auxiliary.loss`` with an auxiliary loss).
+        policy: the clipped surrogate, negated.
+        value: the mean squared error of the values to the returns.
+        entropy: the mean entropy of the action distributions.
+        approx_kl: the estimate ``E[(r - 1) - log r]`` of KL(old || new) (r: ratio).
+        clip_fraction: the share of ratios outside ``1 +- clip_range``.
+        auxiliary: the auxiliary loss given, if any.
+    """
+
+    total: torch.Tensor
+    policy: torch.Tensor
+    value: torch.Tensor
+    entropy: torch.Tensor
+    approx_kl: float
+    clip_fraction: float
+    auxiliary: AuxiliaryLoss | None = None
+
+    def statistics(self) -> dict[str, float]:
+        """``policy_loss``, ``value_loss``, ``entropy``, ``total_loss``, ``approx_kl``,
+        ``clip_fraction`` and the auxiliary loss under its name, as numbers."""
+        stats = {"policy_loss": self.policy.item(), "value_loss": self.value.item(),
+                 "entropy": self.entropy.item(), "total_loss": self.total.item(),
+                 "approx_kl": self.approx_kl, "clip_fraction": self.clip_fraction}
+        if self.auxiliary is not None:
+            stats[self.auxiliary.name] = self.auxiliary.loss.item()
+        return stats
+
+
+def ppo_loss(log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: torch.Tensor,
+             value: torch.Tensor, returns: torch.Tensor, entropy: torch.Tensor, *,
+             clip_range: float, vf_coef: float, ent_coef: float,
+             weights: torch.Tensor | None = None,
+             auxiliary: AuxiliaryLoss | None = None) -> PPOLoss:
+    """PPO's clipped loss on one minibatch.
+
+    Parameters:
+        log_prob, old_log_prob: log-probabilities of the actions taken under the policy
+            now and when they were sampled: (n,), or (n, U) for ``U`` ratios per sample.
+        advantages: (n,) one advantage per sample, shared by its ``U`` ratios.
+        value, returns: (n,) the critic's values now and their targets.
+        entropy: the action distributions' entropies, shaped like ``log_prob``.
+        clip_range: how far the ratio may move from 1.
+        vf_coef, ent_coef: the weights of the value loss and of the entropy bonus.
+        weights: shaped like ``log_prob``, the weight of each ratio (WFM-1: 1 for the
+            units a side commands, 0 for the rest); the policy loss, the entropy and the
+            statistics are then weighted means over them. None: plain means.
+        auxiliary: a loss toward a reference policy added last (:class:`AuxiliaryLoss`).
+
+    Returns:
+        The terms and statistics (:class:`PPOLoss`).
+    """
+    log_ratio = log_prob - old_log_prob
+    ratio = log_ratio.exp()
+    adv = advantages.reshape(advantages.shape + (1,) * (ratio.dim() - advantages.dim()))
+    clipped = ratio.clamp(1 - clip_range, 1 + clip_range)
+    surrogate = torch.min(ratio * adv, clipped * adv)
+    if weights is None:
+        policy_loss = -surrogate.mean()
+    else:
+        total_weight = weights.sum().clamp(min=1.0)
+        policy_loss = -(surrogate * weights).sum() / total_weight
+    value_loss = (value - returns).pow(2).mean()
+    entropy_mean = entropy.mean() if weights is None else (entropy * weights).sum() / total_weight
+    loss = policy_loss + vf_coef * value_loss - ent_coef * entropy_mean
+    if auxiliary is not None:
+        loss = loss + auxiliary.coef * auxiliary.loss
+    with torch.no_grad():
+        outside = ((ratio - 1).abs() > clip_range).float()
+        if weights is None:
+            approx_kl = float(((ratio - 1) - log_ratio).mean())
+            clip_fraction = float(outside.mean())
+        else:
+            approx_kl = float(((ratio - 1) * weights - log_ratio * weights).sum() / total_weight)
+            clip_fraction = float((outside * weights).sum() / total_weight)
+    return PPOLoss(loss, policy_loss, value_loss, entropy_mean, approx_kl, clip_fraction,
+                   auxiliary)
+
+
+def gradient_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor,
+                  parameters: Iterable[nn.Parameter], max_grad_norm: float) -> None:
+    """One optimiser step on ``loss``, the gradients of ``parameters`` clipped to the
+    global norm ``max_grad_norm``."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    nn.utils.clip_grad_norm_(parameters, max_grad_norm)
+    optimizer.step()
+
+
+def shuffled_minibatches(n: int, batch_size: int,
+                         generator: torch.Generator | np.random.Generator, *,
+                         drop_last: bool = False,
+                         device: torch.device | str | None = None) -> Iterator[torch.Tensor]:
+    """One pass over ``n`` samples: the positions of each minibatch, in a new order.
+
+    Parameters:
+        n: the number of samples.
+        batch_size: samples per minibatch.
+        generator: draws the order: a :class:`torch.Generator` (``torch.randperm``) or a
+            :class:`numpy.random.Generator` (its ``permutation``); one draw per pass.
+        drop_last: leave out a last minibatch smaller than ``batch_size``.
+        device: where the positions go (the samples' device); None: the CPU.
+
+    Yields:
+        (m,) int64 positions, ``m == batch_size`` but perhaps for the last.
+    """
+    if isinstance(generator, np.random.Generator):
+        order = torch.as_tensor(generator.permutation(n), device=device)
+    else:
+        order = torch.randperm(n, generator=generator)
+        if device is not None:
+            order = order.to(device)
+    stop = n - batch_size + 1 if drop_last else n
+    for start in range(0, stop, batch_size):
+        yield order[start:start + batch_size]
+
+
+__all__ = ["AuxiliaryLoss", "PPOLoss", "gae", "gradient_step", "normalize_advantages",
+           "ppo_loss", "shuffled_minibatches"]

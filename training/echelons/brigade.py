@@ -1,0 +1,91 @@
+"""A brigade commander trained with PPO over frozen battalion commanders.
+
+The brigadier (SB3 PPO, ``MlpPolicy``) gives each Blue battalion a drill every
+``temporal_ratio`` battalion steps (:class:`~envs.brigade_batch.BrigadeBatch`, ``n_envs``
+battles as one :class:`~envs.echelon_env.EchelonVecEnv`); the battalions carry the
+drills out themselves, or, with ``hierarchy.battalion_policy``, a frozen
+order-following battalion policy (phase 1 of the HRL curriculum) carries each out as
+an order. Red is scripted at ``env.red_level``. Shared machinery:
+:mod:`training.echelons.trainer`.
+
+Programmatic use::
+
+    from training.echelons.brigade import train_brigade
+    result = train_brigade(total_timesteps=100_000, enable_wandb=False,
+                           battalion_policy="checkpoints/hrl/phase1_battalion/mappo_policy_final.pt")
+
+Command line (Hydra; ``configs/experiment_brigade.yaml``, override any key)::
+
+    python -m training.train_brigade training.total_timesteps=200000 env.red_level=3
+
+A run writes ``ppo_brigade_<steps>_steps.zip`` every ``checkpoint_freq`` commander
+steps and ``ppo_brigade_final.zip`` at the end (atomically), evaluates every
+``eval_freq`` steps (``brigade/win_rate``, ``draw_rate``, ``loss_rate``), and logs to
+TensorBoard under ``log_dir`` and to W&B.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envs.brigade_env import make_brigade_batch, make_brigade_vec_env
+from training.echelons.config import CONFIG_FILES, BrigadeConfig
+from training.echelons.trainer import (
+    EchelonResult,
+    EchelonWinRateCallback,
+    load_frozen_battalion_policy,
+    train_commander,
+)
+
+CHECKPOINT_PREFIX = "ppo_brigade"
+
+
+class BrigadeWinRateCallback(EchelonWinRateCallback):
+    """Deterministic evaluation battles of the brigade commander; logs
+    ``brigade/win_rate`` (a win is ``winner == "blue"``), ``draw_rate``, ``loss_rate``."""
+
+    echelon = "brigade"
+
+
+def brigade_battles(config: BrigadeConfig, n_battles: int, battalion: Any = None):
+    """``n_battles`` brigade battles of ``config``'s settings, Blue's battalions under
+    ``battalion`` (a frozen order-following policy) or their drills."""
+    return make_brigade_batch(n_battles, config.n_blue, config.n_red,
+                              blue_policy=battalion, **config.battle_kwargs())
+
+
+def train_brigade(config: BrigadeConfig | None = None, **overrides: Any) -> EchelonResult:
+    """Train a brigade commander (module docstring).
+
+    Args:
+        config: the run's settings (defaults: :class:`BrigadeConfig`'s).
+        **overrides: settings to change, by field name.
+
+    Raises:
+        ValueError: for a bad setting (named), or a battalion policy file that does not
+            fit (named).
+    """
+    config = config or BrigadeConfig()
+    if overrides:
+        config = config.replace(**overrides)
+    battalion = None if config.battalion_policy is None else load_frozen_battalion_policy(
+        config.battalion_policy, n_agents=config.n_blue)
+    vec_env = make_brigade_vec_env(config.n_envs, n_blue=config.n_blue, n_red=config.n_red,
+                                   blue_policy=battalion, **config.battle_kwargs())
+    callback = BrigadeWinRateCallback(lambda n: brigade_battles(config, n, battalion),
+                                      config.eval_freq, config.n_eval_episodes,
+                                      verbose=config.verbose)
+    return train_commander(config, vec_env, callback, CHECKPOINT_PREFIX,
+                                   config.checkpoint_dir)
+
+
+def main() -> None:
+    """Hydra entry point: ``python -m training.train_brigade key=value ...``."""
+    CONFIG_FILES["brigade"].run(lambda config, _resume: print(train_brigade(config).report()))
+
+
+__all__ = ["BrigadeConfig", "BrigadeWinRateCallback", "CHECKPOINT_PREFIX",
+           "brigade_battles", "load_frozen_battalion_policy", "train_brigade"]
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""The settings of the brigade and division commanders' runs, each declared once.
+
+:class:`EchelonConfig` holds what both share; :class:`BrigadeConfig` and
+:class:`DivisionConfig` add their battles' sizes, their lower echelon and their folders.
+``configs/experiment_brigade.yaml`` and ``configs/experiment_division.yaml`` are made
+from these declarations (``python -m training.echelons.config`` rewrites both).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from training.common.setting_groups import (
+    BattlefieldSettings,
+    PPOSettings,
+    TeamBattleSettings,
+    TrackingSettings,
+)
+from training.common.settings import (
+    ConfigFile,
+    optional,
+    override,
+    path,
+    positive_int,
+    setting,
+)
+
+
+@dataclass
+class EchelonConfig(PPOSettings, BattlefieldSettings, TeamBattleSettings, TrackingSettings):
+    """A brigade or division commander's PPO run (``configs/experiment_brigade.yaml``,
+    ``configs/experiment_division.yaml``). Steps and frequencies count the commander's
+    steps (one command, ``temporal_ratio`` battalion steps)."""
+
+    total_timesteps: int = override(PPOSettings, "total_timesteps", default=500_000)
+    n_envs: int = override(PPOSettings, "n_envs", default=16)
+    n_steps: int | None = override(PPOSettings, "n_steps", default=512)
+    batch_size: int | None = override(PPOSettings, "batch_size", default=64)
+    gamma: float = override(PPOSettings, "gamma", default=0.99)
+    device: str = override(PPOSettings, "device", default="cpu")
+    temporal_ratio: int = setting(
+        10, "Battalion steps one command lasts (the commander's tempo).", positive_int,
+        "env.temporal_ratio")
+    battalion_policy: str | None = setting(
+        None, "A frozen order-following battalion policy (phase 1's mappo_policy_final.pt, "
+        "or a policy file) commanding Blue's battalions, each following its drill as an "
+        "order; null: the drills' own orders.", optional(path), "hierarchy.battalion_policy")
+    checkpoint_freq: int = setting(
+        50_000, "Commander steps between checkpoints (<prefix>_<steps>_steps.zip).",
+        positive_int, "eval.checkpoint_freq")
+    eval_freq: int = setting(
+        10_000, "Commander steps between evaluations against the scripted Red.", positive_int,
+        "eval.eval_freq")
+    n_eval_episodes: int = setting(
+        50, "Battles per evaluation, played as one batch.", positive_int,
+        "eval.n_eval_episodes")
+
+    def battle_kwargs(self) -> dict[str, Any]:
+        """The battles' settings every echelon shares (its sizes and policies apart)."""
+        return dict(map_width=self.map_width, map_height=self.map_height,
+                    max_steps=self.max_steps, randomize_terrain=self.randomize_terrain,
+                    hill_speed_factor=self.hill_speed_factor,
+                    visibility_radius=self.visibility_radius,
+                    temporal_ratio=self.temporal_ratio, red_level=self.red_level)
+
+
+
+
+@dataclass
+class BrigadeConfig(EchelonConfig):
+    """A brigade commander's run (``configs/experiment_brigade.yaml``)."""
+
+    wandb_tags: list[str] = override(TrackingSettings, "wandb_tags",
+                                     default=["v3", "hrl", "brigade"])
+    log_dir: str = override(TrackingSettings, "log_dir", default="logs/brigade")
+    total_timesteps: int = override(PPOSettings, "total_timesteps", default=500_000)
+    n_blue: int = setting(2, "Blue battalions in the brigade.", positive_int, "env.n_blue")
+    n_red: int = setting(2, "Red battalions.", positive_int, "env.n_red")
+    checkpoint_dir: str = setting(
+        "checkpoints/brigade", "Folder of ppo_brigade_<steps>_steps.zip and "
+        "ppo_brigade_final.zip.", path, "eval.checkpoint_dir")
+
+
+BRIGADE_FILE = ConfigFile("experiment_brigade", (BrigadeConfig,), header="""
+A brigade commander (SB3 PPO) over frozen battalion commanders against scripted Red: the
+configuration of `python -m training.train_brigade` (Hydra), generated from the
+declarations in training/echelons/config.py and checked
+against them: edit those, then run `python -m training.echelons.config`.
+Override any key on the command line, e.g.
+  python -m training.train_brigade training.total_timesteps=200000 env.red_level=3
+  python -m training.train_brigade hierarchy.battalion_policy=PATH/mappo_policy_final.pt
+""")
+
+
+@dataclass
+class DivisionConfig(EchelonConfig):
+    """A division commander's run (``configs/experiment_division.yaml``)."""
+
+    wandb_tags: list[str] = override(TrackingSettings, "wandb_tags",
+                                     default=["v3", "hrl", "division"])
+    log_dir: str = override(TrackingSettings, "log_dir", default="logs/division")
+    total_timesteps: int = override(PPOSettings, "total_timesteps", default=1_000_000)
+    eval_freq: int = override(EchelonConfig, "eval_freq", default=20_000)
+    checkpoint_freq: int = override(EchelonConfig, "checkpoint_freq", default=100_000)
+    n_brigades: int = setting(2, "Blue brigades.", positive_int, "env.n_brigades")
+    n_blue_per_brigade: int = setting(
+        2, "Battalions of each Blue brigade.", positive_int, "env.n_blue_per_brigade")
+    n_red_brigades: int = setting(2, "Red brigades.", positive_int, "env.n_red_brigades")
+    n_red_per_brigade: int = setting(
+        2, "Battalions of each Red brigade.", positive_int, "env.n_red_per_brigade")
+    brigade_policy: str | None = setting(
+        None, "A frozen brigade commander (phase 2's ppo_brigade_final.zip, trained on "
+        "brigades of n_blue_per_brigade) commanding each Blue brigade within its command; "
+        "null: every battalion runs the command's drill.", optional(path),
+        "hierarchy.brigade_policy")
+    checkpoint_dir: str = setting(
+        "checkpoints/division", "Folder of ppo_division_<steps>_steps.zip and "
+        "ppo_division_final.zip.", path, "eval.checkpoint_dir")
+
+
+DIVISION_FILE = ConfigFile("experiment_division", (DivisionConfig,), header="""
+A division commander (SB3 PPO) over frozen brigade and battalion commanders against
+scripted Red: the configuration of `python -m training.train_division` (Hydra), generated
+from the declarations in training/echelons/config.py and checked against them: edit
+those, then run `python -m training.echelons.config`. Override any key on the command
+line, e.g.
+  python -m training.train_division hierarchy.brigade_policy=PATH/ppo_brigade_final.zip
+""")
+
+CONFIG_FILES = {"brigade": BRIGADE_FILE, "division": DIVISION_FILE}
+"""The echelons' config files."""
+
+__all__ = ["BRIGADE_FILE", "BrigadeConfig", "CONFIG_FILES", "DIVISION_FILE", "DivisionConfig",
+           "EchelonConfig"]
+
+if __name__ == "__main__":
+    for file in CONFIG_FILES.values():
+        print(f"wrote {file.write()}")

@@ -1,0 +1,130 @@
+"""A division commander trained with PPO over frozen brigade and battalion commanders.
+
+The division commander (SB3 PPO, ``MlpPolicy``) gives each Blue brigade one of the
+:data:`~envs.division_batch.DIVISION_COMMANDS` every ``temporal_ratio`` battalion steps
+(:class:`~envs.division_batch.DivisionBatch`, ``n_envs`` battles as one
+:class:`~envs.echelon_env.EchelonVecEnv`). With ``hierarchy.brigade_policy`` a
+frozen brigade commander (phase 2 of the HRL curriculum) chooses each battalion's drill
+within the command, and with ``hierarchy.battalion_policy`` a frozen order-following
+battalion policy (phase 1) carries each drill out as an order; without them the
+command is every battalion's drill, run by the drill itself. Red is scripted at
+``env.red_level``. Shared machinery: :mod:`training.echelons.trainer`.
+
+Programmatic use::
+
+    from training.echelons.division import train_division
+    result = train_division(total_timesteps=100_000, enable_wandb=False,
+                            brigade_policy="checkpoints/hrl/phase2_brigade/ppo_brigade_final.zip")
+
+Command line (Hydra; ``configs/experiment_division.yaml``, override any key)::
+
+    python -m training.train_division training.total_timesteps=200000
+
+A run writes ``ppo_division_<steps>_steps.zip`` every ``checkpoint_freq`` commander
+steps and ``ppo_division_final.zip`` at the end (atomically), evaluates every
+``eval_freq`` steps (``division/win_rate``, ``draw_rate``, ``loss_rate``), and logs to
+TensorBoard under ``log_dir`` and to W&B.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from stable_baselines3 import PPO
+
+from envs.brigade_batch import brigade_obs_dim
+from envs.division_env import make_division_batch, make_division_vec_env
+from envs.options import MacroAction
+from models.weights import checkpoint_path as checkpoint_path_of
+from training.echelons.config import CONFIG_FILES, DivisionConfig
+from training.echelons.trainer import (
+    EchelonResult,
+    EchelonWinRateCallback,
+    load_commander,
+    load_frozen_battalion_policy,
+    train_commander,
+)
+from training.ppo.checkpoints import archive_data, stored_shape
+
+CHECKPOINT_PREFIX = "ppo_division"
+
+
+class DivisionWinRateCallback(EchelonWinRateCallback):
+    """Deterministic evaluation battles of the division commander; logs
+    ``division/win_rate`` (a win is ``winner == "blue"``), ``draw_rate``, ``loss_rate``."""
+
+    echelon = "division"
+
+
+def load_frozen_brigade_policy(checkpoint_path: str | Path, device: str = "cpu") -> PPO:
+    """A brigade commander's SB3 file (``ppo_brigade_final.zip``), loaded without running
+    code from it (:func:`~training.ppo.checkpoints.load_ppo`, its spaces checked to be a
+    brigade commander's) and frozen.
+
+    Raises:
+        FileNotFoundError: if nothing is at ``checkpoint_path``.
+        ValueError: if the file is not a PPO archive this project can read safely.
+    """
+    found = checkpoint_path_of(checkpoint_path)
+    if found is None:
+        raise FileNotFoundError(f"checkpoint {checkpoint_path} does not exist (also tried "
+                                f"{checkpoint_path}.zip)")
+    shape = stored_shape(archive_data(found).get("observation_space"))
+    n_blue = None if not shape or len(shape) != 1 else (shape[0] - brigade_obs_dim(0)) // 7
+    if n_blue is None or n_blue < 1 or brigade_obs_dim(n_blue) != shape[0]:
+        raise ValueError(f"{found} holds a policy for observations of shape {shape}: expected "
+                         "a brigade commander's (3 + 7 * battalions + 1 numbers)")
+    return load_commander(found, shape[0], n_blue, len(MacroAction), device)
+
+
+def division_battles(config: DivisionConfig, n_battles: int, brigade: Any = None,
+                     battalion: Any = None):
+    """``n_battles`` division battles of ``config``'s settings, Blue's brigades under
+    ``brigade`` and its battalions under ``battalion`` (frozen policies), or None."""
+    return make_division_batch(
+        n_battles, config.n_brigades, config.n_blue_per_brigade, config.n_red_brigades,
+        config.n_red_per_brigade, blue_brigade_policy=brigade, blue_policy=battalion,
+        **config.battle_kwargs())
+
+
+def train_division(config: DivisionConfig | None = None, **overrides: Any) -> EchelonResult:
+    """Train a division commander (module docstring).
+
+    Args:
+        config: the run's settings (defaults: :class:`DivisionConfig`'s).
+        **overrides: settings to change, by field name.
+
+    Raises:
+        ValueError: for a bad setting (named), or a frozen policy file that does not fit
+            (named).
+    """
+    config = config or DivisionConfig()
+    if overrides:
+        config = config.replace(**overrides)
+    brigade = None if config.brigade_policy is None else load_frozen_brigade_policy(
+        config.brigade_policy)
+    battalion = None if config.battalion_policy is None else load_frozen_battalion_policy(
+        config.battalion_policy, n_agents=config.n_blue_per_brigade)
+    vec_env = make_division_vec_env(
+        config.n_envs, n_brigades=config.n_brigades,
+        n_blue_per_brigade=config.n_blue_per_brigade, n_red_brigades=config.n_red_brigades,
+        n_red_per_brigade=config.n_red_per_brigade, blue_brigade_policy=brigade,
+        blue_policy=battalion, **config.battle_kwargs())
+    callback = DivisionWinRateCallback(lambda n: division_battles(config, n, brigade, battalion),
+                                       config.eval_freq, config.n_eval_episodes,
+                                       verbose=config.verbose)
+    return train_commander(config, vec_env, callback, CHECKPOINT_PREFIX,
+                                   config.checkpoint_dir)
+
+
+def main() -> None:
+    """Hydra entry point: ``python -m training.train_division key=value ...``."""
+    CONFIG_FILES["division"].run(lambda config, _resume: print(train_division(config).report()))
+
+
+__all__ = ["CHECKPOINT_PREFIX", "DivisionWinRateCallback",
+           "division_battles", "load_frozen_brigade_policy", "train_division"]
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""WFM-1 training checkpoints: the weights, the optimiser, the counters and the generators.
+
+A checkpoint is the project's one training checkpoint
+(:class:`models.weights.TrainingCheckpoint`, ``kind`` ``"wfm1"``): the policy's
+constructor arguments and weights, the optimiser, the counters (``total_steps``,
+``episodes``, ``updates`` and ``best_validation``, the best validation win rate so
+far, -1 before any), the random generators (``numpy``: the run's generator, ``torch``:
+the global one) and the run's config among the extras. It is written atomically and
+read with ``weights_only=True``; :meth:`models.wfm1.WFM1Policy.load_checkpoint` reads
+its policy, so every checkpoint of a run is also a policy file.
+
+Checkpoints written before that layout (``config``, ``state_dict``, ``optimizer``,
+``counters`` as ``[total_steps, updates, episodes]``, ``best_validation``,
+``numpy_rng`` and ``torch_rng``) still load (:func:`read_legacy_checkpoint`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from models.weights import TrainingCheckpoint, read_checkpoint, write_checkpoint
+from models.wfm1 import TRAINING_CHECKPOINT_KIND as KIND
+from models.wfm1 import WFM1Policy
+
+_LEGACY_REQUIRED = frozenset({"config", "state_dict", "optimizer", "counters", "numpy_rng",
+                              "torch_rng"})
+
+
+def save_checkpoint(path: str | Path, policy: WFM1Policy, optimizer: torch.optim.Optimizer, *,
+                    total_steps: int, updates: int, episodes: int, best_validation: float,
+                    rng: np.random.Generator, config: Any) -> Path:
+    """Write a resumable WFM-1 checkpoint to ``path`` atomically.
+
+    Args:
+        path: where to write it.
+        policy, optimizer: the learner and its Adam state.
+        total_steps, updates, episodes: the run's counters.
+        best_validation: the best validation win rate so far (-1: none measured).
+        rng: the run's NumPy generator (the global torch generator is saved too).
+        config: the run's :class:`~training.wfm1.config.WFM1TrainConfig` (kept as a dict).
+
+    Returns:
+        ``path`` as a Path.
+    """
+    return write_checkpoint(path, TrainingCheckpoint(
+        kind=KIND, kwargs=policy.kwargs, weights=policy.state_dict(),
+        optimizer=optimizer.state_dict(),
+        counters={"total_steps": int(total_steps), "episodes": int(episodes),
+                  "updates": int(updates), "best_validation": float(best_validation)},
+        rng={"numpy": rng.bit_generator.state, "torch": torch.get_rng_state()},
+        extras={"config": config.to_dict()}))
+
+
+def load_checkpoint(path: str | Path) -> TrainingCheckpoint:
+    """Read a checkpoint written by :func:`save_checkpoint`, or by an earlier version
+    (:func:`read_legacy_checkpoint`); never unpickles code.
+
+    Raises:
+        FileNotFoundError: if ``path`` does not exist.
+        ValueError: if it is not a WFM-1 training checkpoint.
+    """
+    return read_checkpoint(path, "WFM-1 checkpoint", KIND, legacy=read_legacy_checkpoint)
+
+
+def read_legacy_checkpoint(data: Any, source: str) -> TrainingCheckpoint:
+    """A WFM-1 checkpoint of the layout before :data:`models.weights.CHECKPOINT_FORMAT`
+    (module docstring), as a :class:`~models.weights.TrainingCheckpoint`.
+
+    Raises:
+        ValueError: naming ``source`` if ``data`` is not one.
+    """
+    missing = _LEGACY_REQUIRED - set(data if isinstance(data, dict) else ())
+    if missing:
+        raise ValueError(f"{source} is not a WFM-1 training checkpoint: missing "
+                         f"{sorted(missing)}")
+    counters = data["counters"]
+    if not isinstance(counters, (list, tuple)) or len(counters) != 3:
+        raise ValueError(f"{source} has counters={counters!r}: expected [total_steps, "
+                         "updates, episodes]")
+    total_steps, updates, episodes = (int(value) for value in counters)
+    return TrainingCheckpoint(
+        kind=KIND, kwargs=data["config"], weights=data["state_dict"],
+        optimizer=data["optimizer"],
+        counters={"total_steps": total_steps, "episodes": episodes, "updates": updates,
+                  "best_validation": float(data.get("best_validation", -1.0))},
+        rng={"numpy": data["numpy_rng"], "torch": data["torch_rng"]}, extras={})
+
+
+__all__ = ["KIND", "load_checkpoint", "read_legacy_checkpoint", "save_checkpoint"]
