@@ -81,3 +81,48 @@ def test_a_replay_of_format_1_loads_as_infantry_in_line_on_open_going(replay, tm
     assert loaded.tracks["formation"].shape == loaded.tracks["x"].shape
     assert (loaded.tracks["formation"] == 0).all()
     assert np.allclose(loaded.tracks["x"], replay.tracks["x"])
+
+
+def _forge(path, source, **members):
+    """A copy of the replay ``source`` whose named members are replaced by raw bytes."""
+    import zipfile
+
+    with zipfile.ZipFile(source) as old, zipfile.ZipFile(path, "w") as new:
+        for item in old.infolist():
+            name = item.filename[:-4]
+            new.writestr(item.filename, members.get(name, old.read(item)))
+    return path
+
+
+def _npy(shape, descr="<f4", data=b""):
+    import io
+
+    from numpy.lib import format as npy_format
+
+    buffer = io.BytesIO()
+    npy_format.write_array_header_1_0(buffer, {"descr": descr, "fortran_order": False,
+                                               "shape": shape})
+    return buffer.getvalue() + data
+
+
+def test_loading_checks_declared_sizes_before_reading(replay, tmp_path, monkeypatch):
+    import envs.rendering.replay as module
+
+    path = save_replay(replay, tmp_path / "battle.npz")
+    forged = _forge(tmp_path / "forged.npz", path, x=_npy((400_000, 2_000), data=bytes(64)))
+    with pytest.raises(ValueError, match=r"forged\.npz: array 'x' declares 3,200,000,000 "
+                                         "bytes"):
+        load_replay(forged)
+    pickled = _forge(tmp_path / "pickled.npz", path, team=_npy((2,), descr="|O"))
+    with pytest.raises(ValueError, match="array 'team' has dtype object"):
+        load_replay(pickled)
+    ragged = _forge(tmp_path / "ragged.npz", path, y=_npy((3, 2), data=bytes(24)))
+    with pytest.raises(ValueError, match=r"array 'y' has shape \(3, 2\)"):
+        load_replay(ragged)
+    crowd = _forge(tmp_path / "crowd.npz", path,
+                   team=_npy((5_000,), descr="|i1", data=bytes(5_000)))
+    with pytest.raises(ValueError, match="5,000 units.*MAX_REPLAY_UNITS"):
+        load_replay(crowd)
+    monkeypatch.setattr(module, "MAX_REPLAY_BYTES", 1_000)
+    with pytest.raises(ValueError, match="battle.npz would expand to .* more than the 1,000"):
+        load_replay(path)

@@ -143,6 +143,61 @@ def test_melee_is_shown_where_the_model_fights_it():
     assert melee_pairs(_duel(touching, team_red=0)).tolist() == []  # friends
 
 
+def _crowd(steps: int, units: int, seed: int = 0) -> Replay:
+    """``units`` units of interleaved teams and mixed arms milling about a 60 m square,
+    some routed or destroyed, for ``steps`` steps."""
+    rng = np.random.default_rng(seed)
+    shape = (steps + 1, units)
+    tracks = {name: np.zeros(shape, np.float32) for name in
+              ("theta", "strength", "morale", "readiness", "volley")}
+    tracks["x"] = rng.uniform(0, 60, shape).astype(np.float32)
+    tracks["y"] = rng.uniform(0, 60, shape).astype(np.float32)
+    tracks["routed"] = rng.random(shape) < 0.1
+    tracks["destroyed"] = rng.random(shape) < 0.05
+    tracks["target"] = np.full(shape, -1, np.int8)
+    tracks["formation"] = np.zeros(shape, np.int8)
+    return Replay(60.0, 60.0, rng.integers(0, 2, units).astype(np.int8), np.zeros((4, 4)),
+                  np.zeros((4, 4)), tracks, {}, rng.integers(0, 3, units).astype(np.int8),
+                  None)
+
+
+def test_melee_inferred_in_chunks_is_every_touching_pair_in_order(monkeypatch):
+    import envs.rendering.viewer as viewer
+    from envs.sim.config import BattleConfig
+
+    replay = _crowd(120, 11)
+    tracks = replay.tracks
+    reach = BattleConfig().melee_distance(replay.arm) + viewer.MELEE_TOLERANCE_M
+    expected = []  # one pair at a time, as the module docstring defines melee
+    for step in range(1, 121):
+        for i in range(11):
+            for j in range(i + 1, 11):
+                out = tracks["routed"][step - 1] | tracks["destroyed"][step - 1]
+                dist = np.hypot(tracks["x"][step, i] - tracks["x"][step, j],
+                                tracks["y"][step, i] - tracks["y"][step, j])
+                if replay.team[i] != replay.team[j] and not (out[i] or out[j]) \
+                        and dist <= reach[i, j]:
+                    expected.append([step, i, j])
+    assert len(expected) > 100
+    for chunk in (viewer.MELEE_CHUNK_PAIRS, 7, 1):  # many steps at once, a few, one
+        monkeypatch.setattr(viewer, "MELEE_CHUNK_PAIRS", chunk)
+        pairs = melee_pairs(replay)
+        assert pairs.dtype == np.int32 and pairs.tolist() == expected
+
+
+def test_melee_inference_is_bounded_before_any_work(monkeypatch):
+    import envs.rendering.viewer as viewer
+
+    replay = _crowd(50, 10)  # 5 x 5 = 25 enemy pairs at most, 50 steps
+    monkeypatch.setattr(viewer, "MAX_MELEE_PAIR_STEPS", 10)
+    with pytest.raises(ValueError, match="MAX_MELEE_PAIR_STEPS"):
+        melee_pairs(replay)
+    monkeypatch.setattr(viewer, "MAX_MELEE_PAIR_STEPS", 2**26)
+    monkeypatch.setattr(viewer, "MAX_MELEE_ROWS", 5)
+    with pytest.raises(ValueError, match="MAX_MELEE_ROWS"):
+        melee_pairs(replay)
+
+
 # --- the page in a browser ---------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,13 @@ Water: rivers, canals and lakes are impassable (going 0) but where a road crosse
 them (a bridge); streams, brooks and ditches slow a unit crossing them
 (:attr:`TerrainLayers.going`). A sector of a site can be mapped on its own at a finer
 scale (``window_m``).
+
+Files may come from elsewhere, so sizes are checked before anything is read: the grid
+has at most :data:`MAX_GRID_SIDE` rows and columns; a raster declares one band of
+plain numbers (:data:`RASTER_DTYPES`), sides of at most :data:`MAX_RASTER_SIDE` pixels
+and blocks of at most :data:`MAX_RASTER_READ_PIXELS`, and the part of it the site's box
+needs is at most :data:`MAX_RASTER_READ_PIXELS` too; an OSM file is a regular file of at
+most :data:`MAX_OSM_BYTES`.
 """
 
 from __future__ import annotations
@@ -83,6 +90,19 @@ STREAM_WAYS = frozenset({"stream", "brook", "ditch", "drain"})
 
 DEFAULT_ROWS = 40
 DEFAULT_COLS = 40
+MAX_GRID_SIDE = 1000
+"""Most rows or columns of a site's grid (the scenarios' limit too: 10 m cells on a
+10 km site)."""
+MAX_RASTER_SIDE = 65_536
+"""Most pixels a raster may declare along either side (a full SRTM tile has 3601)."""
+MAX_RASTER_READ_PIXELS = 4096 * 4096
+"""Most pixels read from a raster at once: the window the site's box needs, or one of
+the file's blocks (tiles or strips, which are decoded whole). Some 400 MB as heights
+with their mask, above a whole SRTM tile's 13 million."""
+RASTER_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "float32", "float64")
+"""Pixel types an elevation raster may hold."""
+MAX_OSM_BYTES = 256 * 2**20
+"""Largest OSM file read (it is parsed whole): a 10 km extract is a few tens of MB."""
 DEFAULT_FOREST_COVER_WEIGHT = 1.0
 DEFAULT_SETTLEMENT_COVER_WEIGHT = 0.5
 
@@ -347,6 +367,32 @@ def _require_file(path: Path, what: str) -> Path:
     return path
 
 
+def _grid_size(rows: Any, cols: Any, minimum: int = 1) -> tuple[int, int]:
+    """``rows`` and ``cols`` checked: integers in [``minimum``, :data:`MAX_GRID_SIDE`]."""
+    return (check_int("rows", rows, minimum=minimum, maximum=MAX_GRID_SIDE),
+            check_int("cols", cols, minimum=minimum, maximum=MAX_GRID_SIDE))
+
+
+def _check_declared_raster(src: Any, path: Path) -> None:
+    """Refuse a raster whose declared pixel type, sides or blocks exceed the limits
+    (module docstring), from its header alone."""
+    name = f"elevation raster {str(path)!r}"
+    dtype = src.dtypes[0]
+    if dtype not in RASTER_DTYPES:
+        raise ValueError(f"{name} holds {dtype} pixels: expected one of "
+                         + ", ".join(RASTER_DTYPES))
+    for key, value in (("width", src.width), ("height", src.height)):
+        if value > MAX_RASTER_SIDE:
+            raise ValueError(f"{name} declares {key} {value:,} pixels: more than the "
+                             f"{MAX_RASTER_SIDE:,} allowed (MAX_RASTER_SIDE)")
+    block_rows, block_cols = src.block_shapes[0]
+    if block_rows * block_cols > MAX_RASTER_READ_PIXELS:
+        raise ValueError(f"{name} declares blocks of {block_rows:,} x {block_cols:,} pixels: "
+                         f"more than the {MAX_RASTER_READ_PIXELS:,} decoded at once "
+                         "(MAX_RASTER_READ_PIXELS); retile it, e.g. gdal_translate -co "
+                         "TILED=YES")
+
+
 def read_elevation(path: str | Path, site: BattleSite, rows: int, cols: int) -> np.ndarray:
     """Sample a single-band EPSG:4326 GeoTIFF at the centres of the site's grid cells.
 
@@ -364,14 +410,19 @@ def read_elevation(path: str | Path, site: BattleSite, rows: int, cols: int) -> 
 
     Raises:
         FileNotFoundError: if ``path`` does not exist.
-        ValueError: if the file is not a readable raster, has more than one band, is not
-            in EPSG:4326, does not cover the site's box, or has no-data (or non-finite)
-            pixels among those the box is sampled from.
+        ValueError: if ``rows`` or ``cols`` is not an integer in [1,
+            :data:`MAX_GRID_SIDE`]; if the file is not a readable raster, has more than
+            one band, holds other pixels than :data:`RASTER_DTYPES`, declares more
+            pixels than :data:`MAX_RASTER_SIDE` or :data:`MAX_RASTER_READ_PIXELS` allow
+            (checked before anything is read), is not in EPSG:4326, does not cover the
+            site's box, or has no-data (or non-finite) pixels among those the box is
+            sampled from.
     """
     import rasterio  # a heavy import (GDAL): only paid by callers that read rasters
     from rasterio.errors import RasterioIOError
     from rasterio.windows import Window
 
+    rows, cols = _grid_size(rows, cols)
     path = _require_file(Path(path), "elevation raster")
     try:
         src = rasterio.open(path)
@@ -381,6 +432,7 @@ def read_elevation(path: str | Path, site: BattleSite, rows: int, cols: int) -> 
         if src.count != 1:
             raise ValueError(f"elevation raster {str(path)!r} has {src.count} bands: expected "
                              "a single band of heights")
+        _check_declared_raster(src, path)
         epsg = src.crs.to_epsg() if src.crs is not None else None
         if epsg != RASTER_EPSG:
             raise ValueError(f"elevation raster {str(path)!r} has CRS {src.crs}: expected "
@@ -413,6 +465,12 @@ def read_elevation(path: str | Path, site: BattleSite, rows: int, cols: int) -> 
         col_off, row_off = int(i0.min()), int(j0.min())
         window = Window(col_off, row_off, int(i1.max()) - col_off + 1,
                         int(j1.max()) - row_off + 1)
+        pixels = int(window.width) * int(window.height)
+        if pixels > MAX_RASTER_READ_PIXELS:
+            raise ValueError(f"elevation raster {str(path)!r}: site {site.name!r}'s box spans "
+                             f"{int(window.width):,} x {int(window.height):,} = {pixels:,} "
+                             f"pixels: more than the {MAX_RASTER_READ_PIXELS:,} read at once "
+                             "(MAX_RASTER_READ_PIXELS); resample the raster coarser")
         band = src.read(1, window=window, masked=True)
     values = np.ma.filled(band.astype(float), np.nan)
     if not np.isfinite(values).all():
@@ -491,11 +549,18 @@ def read_osm_masks(path: str | Path, site: BattleSite, rows: int, cols: int) -> 
 
     Raises:
         FileNotFoundError: if ``path`` does not exist.
-        ValueError: if the file is not well-formed OSM XML, a node lacks finite
+        ValueError: if ``rows`` or ``cols`` is not an integer in [1,
+            :data:`MAX_GRID_SIDE`], the file is larger than :data:`MAX_OSM_BYTES`, is
+            not well-formed OSM XML, a node lacks finite
             coordinates, or a way references a node the file does not hold (the
             message names the file and the way id).
     """
+    rows, cols = _grid_size(rows, cols)
     path = _require_file(Path(path), "OSM")
+    size = path.stat().st_size
+    if size > MAX_OSM_BYTES:
+        raise ValueError(f"OSM file {str(path)!r} holds {size:,} bytes: more than the "
+                         f"{MAX_OSM_BYTES:,} allowed (MAX_OSM_BYTES); cut a smaller extract")
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError as exc:
@@ -561,7 +626,8 @@ class GISTerrainBuilder:
 
     Args:
         site: a key of :data:`BATTLE_SITES`.
-        rows, cols: the grid size, integers >= 2 (row 0 south, column 0 west).
+        rows, cols: the grid size, integers in [2, :data:`MAX_GRID_SIDE`] (row 0 south,
+            column 0 west).
         srtm_path: single-band EPSG:4326 GeoTIFF of heights; None for the shipped
             ``data/gis/sites/<site>.tif``.
         osm_path: OSM XML extract; None for the shipped ``data/gis/sites/<site>.osm``.
@@ -596,8 +662,7 @@ class GISTerrainBuilder:
                 raise ValueError(f"window_m={self.window_m!r} is invalid: expected (x, y, "
                                  "width, height) in metres")
             self.battle_site = self.battle_site.window(*self.window_m)
-        self.rows = check_int("rows", self.rows, minimum=2)
-        self.cols = check_int("cols", self.cols, minimum=2)
+        self.rows, self.cols = _grid_size(self.rows, self.cols, minimum=2)
         self.forest_cover_weight = check_non_negative("forest_cover_weight",
                                                       self.forest_cover_weight)
         self.settlement_cover_weight = check_non_negative("settlement_cover_weight",

@@ -14,7 +14,12 @@ positions and headings as 32-bit floats, strength, morale, readiness and volleys
 shows it where the battle model fights it: between enemies, both in the fight at the
 start of the step, that stand within touching distance after it
 (:meth:`~envs.sim.config.BattleConfig.melee_distance` of the default battle model: a
-replay does not record its model).
+replay does not record its model). The inference looks at pairs of enemies only, a
+few steps at a time (:data:`MELEE_CHUNK_PAIRS` pairs at once), so its memory does not
+grow with the battle's length; it refuses, before any work, a replay of more than
+:data:`~envs.rendering.replay.MAX_REPLAY_UNITS` units or more than
+:data:`MAX_MELEE_PAIR_STEPS` steps times enemy pairs, and one whose melee would list
+more than :data:`MAX_MELEE_ROWS` rows.
 
 The script and the style sheet are package data next to this module (``viewer.js``,
 ``viewer.css``); the command line is :mod:`envs.rendering.view`.
@@ -32,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from envs.rendering import draw
-from envs.rendering.replay import Replay, load_replay
+from envs.rendering.replay import MAX_REPLAY_STEPS, MAX_REPLAY_UNITS, Replay, load_replay
 from envs.sim import constants as C
 from envs.sim.config import BattleConfig
 from storage.files import atomic_write_text
@@ -42,6 +47,16 @@ VIEWER_DATA_FORMAT = 1
 MELEE_TOLERANCE_M = 0.5
 """Slack in metres on the touching distance when melee is inferred: replay files keep
 positions as 32-bit floats and units pushed apart stand exactly touching."""
+MELEE_CHUNK_PAIRS = 2**22
+"""Enemy pairs times steps the melee inference holds at once: some 100 MB of
+temporaries whatever the battle's length."""
+MAX_MELEE_PAIR_STEPS = 2**26
+"""Most steps times enemy pairs the melee inference examines (each costs 10 to 80 ns, so
+a few seconds at most): a million-step duel is 10**6, an 18 against 18 battle of 50,000
+steps 1.6 x 10**7."""
+MAX_MELEE_ROWS = 2**20
+"""Most (step, unit, unit) melee rows a page may carry (each becomes three numbers of
+the page's JSON)."""
 _FRACTION_TRACKS = ("strength", "morale", "readiness", "volley")
 _FLOAT_TRACKS = ("x", "y", "theta")
 _BYTE_TRACKS = ("routed", "destroyed", "formation")
@@ -65,7 +80,9 @@ def check_replay(replay: Replay) -> None:
 
     Every track must be a (T, U) array with T >= 1 and U >= 1 the length of ``team``;
     ``arm`` (when given) has U arm codes; ``cover`` and ``going`` (when given) have
-    ``elevation``'s shape; the map's size is positive.
+    ``elevation``'s shape; the map's size is positive; at most
+    :data:`~envs.rendering.replay.MAX_REPLAY_UNITS` units and
+    :data:`~envs.rendering.replay.MAX_REPLAY_STEPS` steps.
     """
     if not isinstance(replay, Replay):
         raise ValueError(f"replay={type(replay).__name__} is invalid: expected a Replay or "
@@ -83,6 +100,10 @@ def check_replay(replay: Replay) -> None:
     if len(shape) != 2 or shape[0] < 1 or shape[1] != n_units or n_units < 1:
         raise ValueError(f"replay track x has shape {shape}: expected (steps + 1, "
                          f"{n_units}) for {n_units} units")
+    if n_units > MAX_REPLAY_UNITS or shape[0] - 1 > MAX_REPLAY_STEPS:
+        raise ValueError(f"replay track x has shape {shape}: expected at most "
+                         f"{MAX_REPLAY_UNITS:,} units (MAX_REPLAY_UNITS) and "
+                         f"{MAX_REPLAY_STEPS:,} steps (MAX_REPLAY_STEPS)")
     for name, track in replay.tracks.items():
         if np.shape(track) != shape:
             raise ValueError(f"replay track {name} has shape {np.shape(track)}: expected "
@@ -107,21 +128,63 @@ def melee_pairs(replay: Replay) -> np.ndarray:
 
     Returns:
         (N, 3) int32 rows ``(step, i, j)`` with ``i < j`` enemies fighting hand to hand
-        during ``step`` (steps from 1; step 0 is the deployment).
+        during ``step`` (steps from 1; step 0 is the deployment), by step, then ``i``,
+        then ``j``.
+
+    Raises:
+        ValueError: for a replay of more than
+            :data:`~envs.rendering.replay.MAX_REPLAY_UNITS` units or
+            :data:`MAX_MELEE_PAIR_STEPS` steps times enemy pairs, or whose melee would
+            list more than :data:`MAX_MELEE_ROWS` rows.
     """
     tracks = replay.tracks
-    arm = np.zeros(len(replay.team), np.int64) if replay.arm is None else replay.arm
+    n_units = len(replay.team)
+    if n_units > MAX_REPLAY_UNITS:
+        raise ValueError(f"replay holds {n_units:,} units: more than the "
+                         f"{MAX_REPLAY_UNITS:,} allowed (MAX_REPLAY_UNITS)")
+    arm = np.zeros(n_units, np.int64) if replay.arm is None else replay.arm
     reach = BattleConfig().melee_distance(arm) + MELEE_TOLERANCE_M
     team = np.asarray(replay.team)
-    enemies = np.triu(team[:, None] != team[None, :], k=1)
+    # Enemies are units of two different teams: one block of pairs per two teams.
+    codes = np.unique(team)
+    blocks = [(np.flatnonzero(team == a), np.flatnonzero(team == b))
+              for n, a in enumerate(codes) for b in codes[n + 1:]]
+    n_pairs = sum(len(a) * len(b) for a, b in blocks)
+    n_steps = len(tracks["x"]) - 1
+    if n_steps * n_pairs > MAX_MELEE_PAIR_STEPS:
+        raise ValueError(f"replay of {n_steps:,} steps and {n_pairs:,} enemy pairs needs "
+                         f"{n_steps * n_pairs:,} pair-steps of melee inference: more than "
+                         f"the {MAX_MELEE_PAIR_STEPS:,} allowed (MAX_MELEE_PAIR_STEPS)")
     x = np.asarray(tracks["x"], np.float32)
     y = np.asarray(tracks["y"], np.float32)
     out = np.asarray(tracks["routed"], bool) | np.asarray(tracks["destroyed"], bool)
     active = ~out[:-1]  # in the fight at the start of steps 1..T
-    dist = np.hypot(x[1:, :, None] - x[1:, None, :], y[1:, :, None] - y[1:, None, :])
-    touching = enemies & active[:, :, None] & active[:, None, :] & (dist <= reach)
-    step, i, j = np.nonzero(touching)
-    return np.stack([step + 1, i, j], axis=1).astype(np.int32)
+    steps, firsts, seconds, rows = [], [], [], 0
+    for a, b in blocks:
+        block_reach = reach[np.ix_(a, b)]
+        # A few steps at a time: (steps, units, units) arrays of a whole long battle
+        # of many units would take gigabytes.
+        chunk = max(1, MELEE_CHUNK_PAIRS // (len(a) * len(b)))
+        for start in range(0, n_steps, chunk):
+            stop = min(start + chunk, n_steps)
+            xs, ys, act = x[1 + start:1 + stop], y[1 + start:1 + stop], active[start:stop]
+            # The distance from a to b is the distance from b to a to the last bit
+            # (a float difference only changes sign), and the reach is symmetric.
+            dist = np.hypot(xs[:, a, None] - xs[:, None, b], ys[:, a, None] - ys[:, None, b])
+            step, p, q = np.nonzero(act[:, a, None] & act[:, None, b] & (dist <= block_reach))
+            rows += len(step)
+            if rows > MAX_MELEE_ROWS:
+                raise ValueError(f"replay's melee lists more than {MAX_MELEE_ROWS:,} (step, "
+                                 f"unit, unit) rows by step {start + int(step[-1]) + 1:,} of "
+                                 f"{n_steps:,}: more than allowed (MAX_MELEE_ROWS)")
+            steps.append(step + 1 + start)
+            firsts.append(np.minimum(a[p], b[q]))
+            seconds.append(np.maximum(a[p], b[q]))
+    if not steps:
+        return np.zeros((0, 3), np.int32)
+    step, i, j = np.concatenate(steps), np.concatenate(firsts), np.concatenate(seconds)
+    order = np.lexsort((j, i, step))
+    return np.stack([step[order], i[order], j[order]], axis=1).astype(np.int32)
 
 
 def _json_safe(value: Any) -> Any:
@@ -276,5 +339,6 @@ def write_replay_html(replay_or_path: Replay | str | Path, out_path: str | Path,
     return out
 
 
-__all__ = ["MELEE_TOLERANCE_M", "VIEWER_DATA_FORMAT", "check_replay", "melee_pairs",
-           "viewer_html", "viewer_payload", "write_replay_html"]
+__all__ = ["MAX_MELEE_PAIR_STEPS", "MAX_MELEE_ROWS", "MELEE_CHUNK_PAIRS", "MELEE_TOLERANCE_M",
+           "VIEWER_DATA_FORMAT", "check_replay", "melee_pairs", "viewer_html", "viewer_payload",
+           "write_replay_html"]
