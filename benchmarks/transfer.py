@@ -240,9 +240,9 @@ class TransferBenchmark:
         env = BattalionVecEnv(FINETUNE_N_ENVS, curriculum_level=level,
                               **self._env_kwargs(terrain))
         env.seed(c.procedural_seed)
-        with tempfile.TemporaryDirectory() as scratch:  # a copy: the model is not changed
-            model.save(Path(scratch) / "model.zip")
-            tuned = type(model).load(Path(scratch) / "model.zip", env=env, device="cpu")
+        from training.ppo.checkpoints import copy_model
+
+        tuned = copy_model(model, env=env, device="cpu")  # a copy: the model is not changed
         # PPO learns in whole rollouts: as many as fit in the budget (at least one), so
         # that the steps used never exceed it.
         rollout = tuned.n_steps * tuned.n_envs
@@ -313,11 +313,12 @@ def _load_policy(policy: Any) -> tuple[str, Any]:
         return "DisciplinedCommander (scripted)", DisciplinedCommander()
     if isinstance(policy, (str, Path)):
         path = Path(policy)
-        if not path.is_file():
+        if not path.exists():
             raise FileNotFoundError(f"policy file {path} does not exist")
-        from stable_baselines3 import PPO
+        # Through the safe loader: a shared archive's pickles are never unpickled.
+        from training.ppo.checkpoints import load_ppo
 
-        return str(path), PPO.load(path, device="cpu")
+        return str(path), load_ppo(path, device="cpu")
     if not callable(getattr(policy, "predict", None)):
         raise TypeError(f"policy={policy!r} is invalid: expected None, a path or a model with "
                         "predict")

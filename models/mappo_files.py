@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from models.limits import check_architecture
 from models.mappo_policy import POLICY_FILE_KEYS, MAPPOPolicy
 from models.weights import check_module_size, load_weights, save_weights
 
@@ -78,14 +79,17 @@ def load_policy(path: str | os.PathLike,
 
 def policy_from_kwargs(kwargs: Any, state_dict: Any, what: str) -> MAPPOPolicy:
     """A MAPPOPolicy built from a file's constructor arguments and weights, both checked
-    like user input (the network's size is checked before it is built).
+    like user input (the architecture's bounds, :mod:`models.limits`, and the network's
+    size are checked before it is built).
 
     Raises:
-        ValueError: naming ``what``, for arguments or weights that do not make a policy.
+        ValueError: naming ``what``, for arguments or weights that do not make a policy
+            (an architecture field past its bound names the field, value and limit).
     """
     if not isinstance(kwargs, dict) or not isinstance(state_dict, dict):
         raise ValueError(f"{what} is not a MAPPO policy: 'kwargs' and 'state_dict' must "
                          "be dicts")
+    check_architecture(kwargs, what)  # before anything is built, even on meta
     try:
         check_module_size(lambda: MAPPOPolicy(**kwargs), state_dict, what)
         policy = MAPPOPolicy(**kwargs)

@@ -38,6 +38,7 @@ from torch.distributions import Normal
 
 from envs.sim.validation import check_int, check_number, check_real_array
 from models.battalion_policy import ACTIVATIONS, FIRE_ACTION
+from models.limits import check_dimension, check_hidden_sizes
 
 __all__ = ["MAPPOActor", "MAPPOCritic", "MAPPOPolicy"]
 
@@ -70,13 +71,6 @@ POLICY_FILE_KEYS = ("kwargs", "state_dict")
 _HIDDEN_GAIN = math.sqrt(2.0)
 _ACTION_GAIN = 0.01
 _VALUE_GAIN = 1.0
-
-
-def _check_hidden_sizes(name: str, value: Any) -> tuple[int, ...]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) == 0:
-        raise ValueError(f"{name}={value!r} is invalid: expected a non-empty list of "
-                         "positive integers")
-    return tuple(check_int(f"{name}[{i}]", size, minimum=1) for i, size in enumerate(value))
 
 
 def _check_activation(value: Any) -> str:
@@ -146,13 +140,15 @@ class MAPPOActor(nn.Module):
     Args:
         obs_dim: size of an agent's local observation (>= 1).
         action_dim: size of its action (>= 1).
-        hidden_sizes: hidden layer widths (non-empty, each >= 1).
+        hidden_sizes: hidden layer widths (1 to :data:`models.limits.MAX_LAYERS` of them, each 1
+            to :data:`models.limits.MAX_WIDTH`).
         activation: ``"tanh"`` or ``"relu"``.
         layer_norm: put a LayerNorm after each hidden Linear layer.
         log_std_init: initial log standard deviation of every action dimension.
 
     Raises:
-        ValueError, TypeError: for an invalid argument (the message names it).
+        ValueError, TypeError: for an invalid argument (the message names it), such as
+            an architecture field past its bound in :mod:`models.limits`.
 
     Attributes:
         trunk: the hidden layers (``nn.Sequential``).
@@ -164,9 +160,9 @@ class MAPPOActor(nn.Module):
                  hidden_sizes: Sequence[int] = DEFAULT_HIDDEN, activation: str = "tanh",
                  layer_norm: bool = False, log_std_init: float = 0.0) -> None:
         super().__init__()
-        self.obs_dim = check_int("obs_dim", obs_dim, minimum=1)
-        self.action_dim = check_int("action_dim", action_dim, minimum=1)
-        hidden = _check_hidden_sizes("hidden_sizes", hidden_sizes)
+        self.obs_dim = check_dimension("obs_dim", obs_dim)
+        self.action_dim = check_dimension("action_dim", action_dim)
+        hidden = check_hidden_sizes("hidden_sizes", hidden_sizes)
         activation = _check_activation(activation)
         layer_norm = _check_bool("layer_norm", layer_norm)
         log_std_init = check_number("log_std_init", log_std_init)
@@ -211,12 +207,14 @@ class MAPPOCritic(nn.Module):
     Args:
         state_dim: size of the critic state (>= 1); ``CRITIC_STATE_DIM`` in the team
             battles.
-        hidden_sizes: hidden layer widths (non-empty, each >= 1).
+        hidden_sizes: hidden layer widths (1 to :data:`models.limits.MAX_LAYERS` of them, each 1
+            to :data:`models.limits.MAX_WIDTH`).
         activation: ``"tanh"`` or ``"relu"``.
         layer_norm: put a LayerNorm after each hidden Linear layer.
 
     Raises:
-        ValueError, TypeError: for an invalid argument (the message names it).
+        ValueError, TypeError: for an invalid argument (the message names it), such as
+            an architecture field past its bound in :mod:`models.limits`.
 
     Attributes:
         trunk: the hidden layers (``nn.Sequential``).
@@ -226,8 +224,8 @@ class MAPPOCritic(nn.Module):
     def __init__(self, state_dim: int, hidden_sizes: Sequence[int] = DEFAULT_HIDDEN,
                  activation: str = "tanh", layer_norm: bool = False) -> None:
         super().__init__()
-        self.state_dim = check_int("state_dim", state_dim, minimum=1)
-        hidden = _check_hidden_sizes("hidden_sizes", hidden_sizes)
+        self.state_dim = check_dimension("state_dim", state_dim)
+        hidden = check_hidden_sizes("hidden_sizes", hidden_sizes)
         activation = _check_activation(activation)
         layer_norm = _check_bool("layer_norm", layer_norm)
         self.trunk = _build_trunk(self.state_dim, hidden, activation, layer_norm)
@@ -262,7 +260,7 @@ class MAPPOPolicy(nn.Module):
             the team battles: an agent's observation, then its side's global state).
         n_agents: agents of the team (>= 1).
         share_parameters: one actor for all agents (True) or one each.
-        actor_hidden_sizes: hidden widths of each actor.
+        actor_hidden_sizes: hidden widths of each actor (bounded like ``hidden_sizes``).
         critic_hidden_sizes: hidden widths of the critic.
         activation: ``"tanh"`` or ``"relu"`` (actor and critic).
         layer_norm: LayerNorm after each hidden Linear layer (breaks exact v1
@@ -273,7 +271,8 @@ class MAPPOPolicy(nn.Module):
             action has no fire order (``action_dim <= 2``).
 
     Raises:
-        ValueError, TypeError: for an invalid argument (the message names it).
+        ValueError, TypeError: for an invalid argument (the message names it), such as
+            an architecture field past its bound in :mod:`models.limits`.
     """
 
     def __init__(self, obs_dim: int, action_dim: int, state_dim: int, n_agents: int = 1,
@@ -283,13 +282,13 @@ class MAPPOPolicy(nn.Module):
                  activation: str = "tanh", layer_norm: bool = False,
                  log_std_init: float = 0.0, initial_fire_bias: float = 0.0) -> None:
         super().__init__()
-        self.obs_dim = check_int("obs_dim", obs_dim, minimum=1)
-        self.action_dim = check_int("action_dim", action_dim, minimum=1)
-        self.state_dim = check_int("state_dim", state_dim, minimum=1)
-        self.n_agents = check_int("n_agents", n_agents, minimum=1)
+        self.obs_dim = check_dimension("obs_dim", obs_dim)
+        self.action_dim = check_dimension("action_dim", action_dim)
+        self.state_dim = check_dimension("state_dim", state_dim)
+        self.n_agents = check_dimension("n_agents", n_agents)
         self.share_parameters = _check_bool("share_parameters", share_parameters)
-        actor_hidden = _check_hidden_sizes("actor_hidden_sizes", actor_hidden_sizes)
-        critic_hidden = _check_hidden_sizes("critic_hidden_sizes", critic_hidden_sizes)
+        actor_hidden = check_hidden_sizes("actor_hidden_sizes", actor_hidden_sizes)
+        critic_hidden = check_hidden_sizes("critic_hidden_sizes", critic_hidden_sizes)
         self.activation = _check_activation(activation)
         self.layer_norm = _check_bool("layer_norm", layer_norm)
         log_std_init = check_number("log_std_init", log_std_init)

@@ -6,7 +6,8 @@ must be a regular file holding an archive of bounded size
 (:func:`storage.files.check_archive`), it is read with ``torch.load(weights_only=True)``,
 and a refusal is one of our named errors, never torch's advice to unpickle.
 :func:`check_module_size` bounds a network that a file's constructor arguments
-ask for before any memory is allocated for it.
+ask for before any memory is allocated for it, counting only the weights the file
+really stores; the architecture fields themselves are bounded by :mod:`models.limits`.
 
 Every trainer of the project that writes torch checkpoints (MAPPO, WFM-1, the league
 roles that drive MAPPO) writes one shape, :class:`TrainingCheckpoint`, with
@@ -102,20 +103,36 @@ def check_module_size(build: Callable[[], nn.Module], state_dict: Mapping[str, A
     """Refuse constructor arguments that ask for a network other than the weights given.
 
     ``build()`` runs on PyTorch's meta device, which allocates nothing, so a file
-    that asks for a 160 GB layer is refused before it costs any memory.
+    that asks for a 160 GB layer is refused before it costs any memory (the caller
+    bounds the architecture fields first, :func:`models.limits.check_architecture`, so
+    that even the meta build is small). Only weights the file really holds count: a
+    tensor without memory (on the meta device) is refused, and a tensor that repeats
+    its storage (an ``expand``-ed view) counts the numbers stored, not the numbers shown.
 
     Raises:
-        UnreadableFileError: if the network would have more parameters than
-            ``state_dict`` holds numbers (it could not load them anyway).
+        UnreadableFileError: naming ``what``, for a tensor without memory, or if the
+            network would have more parameters than ``state_dict`` holds numbers (it
+            could not load them anyway).
     """
+    stored: dict[int, int] = {}  # numbers held, by storage (views of one count once)
+    for name, tensor in state_dict.items():
+        if not isinstance(tensor, torch.Tensor):
+            continue
+        if tensor.is_meta or tensor.layout != torch.strided:
+            raise UnreadableFileError(
+                f"{what} holds {name!s:.80} as a {tensor.layout} tensor on the "
+                f"{tensor.device.type} device: expected weights stored in the file")
+        storage = tensor.untyped_storage()
+        numbers = min(tensor.numel(), storage.nbytes() // max(tensor.element_size(), 1))
+        key = storage.data_ptr()
+        stored[key] = max(stored.get(key, 0), numbers)
+    given = sum(stored.values())
     with torch.device("meta"):
         module = build()
     wanted = sum(p.numel() for p in module.parameters())
-    given = sum(t.numel() for t in state_dict.values() if isinstance(t, torch.Tensor))
     if wanted > given:
         raise UnreadableFileError(f"{what} asks for a network of {wanted:,} parameters but "
                                   f"holds {given:,} weights")
-
 
 
 def checkpoint_path(path: str | Path, name: str = "path") -> Path | None:

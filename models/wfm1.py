@@ -70,6 +70,7 @@ from envs.sim.validation import (
     check_non_negative,
     short_repr,
 )
+from models.limits import check_architecture, check_dimension, check_hidden_sizes
 from models.weights import (
     check_module_size,
     checkpoint_from_data,
@@ -192,8 +193,8 @@ class ScenarioCard:
 
 
 def _check_model_shape(d_model: Any, n_heads: Any) -> tuple[int, int]:
-    d_model = check_int("d_model", d_model, minimum=1)
-    n_heads = check_int("n_heads", n_heads, minimum=1)
+    d_model = check_dimension("d_model", d_model)
+    n_heads = check_dimension("n_heads", n_heads)
     if d_model % n_heads:
         raise ValueError(f"d_model={d_model} is invalid with n_heads={n_heads}: expected a "
                          "multiple of n_heads")
@@ -202,13 +203,6 @@ def _check_model_shape(d_model: Any, n_heads: Any) -> tuple[int, int]:
 
 def _check_dropout(value: Any) -> float:
     return check_in_range("dropout", value, 0.0, 1.0, high_open=True)
-
-
-def _check_hidden_sizes(name: str, value: Any) -> tuple[int, ...]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) == 0:
-        raise ValueError(f"{name}={short_repr(value)} is invalid: expected a non-empty list "
-                         "of positive integers")
-    return tuple(check_int(f"{name}[{i}]", size, minimum=1) for i, size in enumerate(value))
 
 
 def _check_echelon(value: Any, batch: int) -> int | torch.Tensor:
@@ -308,19 +302,20 @@ class EchelonEncoder(nn.Module):
         use_echelon_embedding: add the learned echelon embedding.
 
     Raises:
-        ValueError, TypeError: for an invalid argument (the message names it).
+        ValueError, TypeError: for an invalid argument (the message names it), such as
+            an architecture field past its bound in :mod:`models.limits`.
     """
 
     def __init__(self, token_dim: int = ENTITY_TOKEN_DIM, d_model: int = 128, n_heads: int = 8,
                  n_layers: int = 4, dropout: float = 0.0, use_spatial_pe: bool = True,
                  n_freq_bands: int = 8, use_echelon_embedding: bool = True) -> None:
         super().__init__()
-        self.token_dim = check_int("token_dim", token_dim, minimum=1)
+        self.token_dim = check_dimension("token_dim", token_dim)
         self.d_model, n_heads = _check_model_shape(d_model, n_heads)
-        n_layers = check_int("n_layers", n_layers, minimum=1)
+        n_layers = check_dimension("n_layers", n_layers)
         dropout = _check_dropout(dropout)
         self.use_spatial_pe = check_bool("use_spatial_pe", use_spatial_pe)
-        n_freq_bands = check_int("n_freq_bands", n_freq_bands, minimum=1)
+        n_freq_bands = check_dimension("n_freq_bands", n_freq_bands)
         self.use_echelon_embedding = check_bool("use_echelon_embedding", use_echelon_embedding)
         position = max(TOKEN["x"], TOKEN["y"])
         if self.use_spatial_pe and self.token_dim <= position:
@@ -423,14 +418,15 @@ class CrossEchelonTransformer(nn.Module):
         dropout: dropout of the transformer, in [0, 1).
 
     Raises:
-        ValueError, TypeError: for an invalid argument (the message names it).
+        ValueError, TypeError: for an invalid argument (the message names it), such as
+            an architecture field past its bound in :mod:`models.limits`.
     """
 
     def __init__(self, d_model: int = 128, n_heads: int = 8, n_layers: int = 2,
                  dropout: float = 0.0) -> None:
         super().__init__()
         self.d_model, n_heads = _check_model_shape(d_model, n_heads)
-        n_layers = check_int("n_layers", n_layers, minimum=1)
+        n_layers = check_dimension("n_layers", n_layers)
         dropout = _check_dropout(dropout)
         self.echelon_embedding = nn.Parameter(torch.empty(N_ECHELONS, self.d_model))
         nn.init.normal_(self.echelon_embedding, std=0.02)
@@ -541,7 +537,8 @@ class WFM1Policy(nn.Module):
         card_hidden_size: width of the card adapter's MLP.
 
     Raises:
-        ValueError, TypeError: for an invalid argument (the message names it).
+        ValueError, TypeError: for an invalid argument (the message names it), such as
+            an architecture field past its bound in :mod:`models.limits`.
     """
 
     def __init__(self, token_dim: int = ENTITY_TOKEN_DIM, action_dim: int = 3,
@@ -551,18 +548,18 @@ class WFM1Policy(nn.Module):
                  use_spatial_pe: bool = True, share_echelon_encoders: bool = True,
                  card_hidden_size: int = 64) -> None:
         super().__init__()
-        self.token_dim = check_int("token_dim", token_dim, minimum=1)
-        self.action_dim = check_int("action_dim", action_dim, minimum=1)
+        self.token_dim = check_dimension("token_dim", token_dim)
+        self.action_dim = check_dimension("action_dim", action_dim)
         self.d_model, n_heads = _check_model_shape(d_model, n_heads)
-        n_echelon_layers = check_int("n_echelon_layers", n_echelon_layers, minimum=1)
-        n_cross_layers = check_int("n_cross_layers", n_cross_layers, minimum=1)
-        actor_hidden = _check_hidden_sizes("actor_hidden_sizes", actor_hidden_sizes)
-        critic_hidden = _check_hidden_sizes("critic_hidden_sizes", critic_hidden_sizes)
+        n_echelon_layers = check_dimension("n_echelon_layers", n_echelon_layers)
+        n_cross_layers = check_dimension("n_cross_layers", n_cross_layers)
+        actor_hidden = check_hidden_sizes("actor_hidden_sizes", actor_hidden_sizes)
+        critic_hidden = check_hidden_sizes("critic_hidden_sizes", critic_hidden_sizes)
         dropout = _check_dropout(dropout)
         use_spatial_pe = check_bool("use_spatial_pe", use_spatial_pe)
         self.share_echelon_encoders = check_bool("share_echelon_encoders",
                                                  share_echelon_encoders)
-        card_hidden_size = check_int("card_hidden_size", card_hidden_size, minimum=1)
+        card_hidden_size = check_dimension("card_hidden_size", card_hidden_size)
         self._kwargs: dict[str, Any] = dict(
             token_dim=self.token_dim, action_dim=self.action_dim, d_model=self.d_model,
             n_heads=n_heads, n_echelon_layers=n_echelon_layers, n_cross_layers=n_cross_layers,
@@ -1019,6 +1016,7 @@ class WFM1Policy(nn.Module):
                 for k, v in state_dict.items()):
             raise ValueError(f"{what} has a state_dict that is not a dict of named tensors")
         config = {**config, **overrides}
+        check_architecture(config, what)  # before anything is built, even on meta
         try:
             with torch.device("meta"):  # checks the arguments, allocating nothing
                 cls(**config)

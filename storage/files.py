@@ -14,6 +14,7 @@ leftover ``.lock`` file is harmless and never a reason to delete anything.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import logging
 import os
@@ -229,8 +230,34 @@ def check_archive(path: str | os.PathLike, what: str, max_bytes: int | None = No
         raise UnreadableFileError(f"{source} cannot be read: {error.strerror}") from None
     if not stat.S_ISREG(info.st_mode):
         raise UnreadableFileError(f"{source} is not a regular file: refusing to read it")
+    _check_expansion(path, source, max_bytes)
+    return path
+
+
+def read_archive(path: str | os.PathLike, what: str, max_bytes: int | None = None) -> bytes:
+    """The bytes of the zip archive at ``path``, read once, checked like
+    :func:`check_archive` (a regular file, at most ``max_bytes`` on disk and expanded).
+
+    A reader that parses these bytes, rather than opening ``path`` again, reads the
+    very archive that was checked: a file swapped in between cannot slip past.
+
+    Raises:
+        UnreadableFileError: for a missing or special file, an unreadable archive or
+            one larger than ``max_bytes`` (default :data:`MAX_ARCHIVE_BYTES`).
+    """
+    path = Path(path)
+    source = f"{what} {path}"
+    max_bytes = MAX_ARCHIVE_BYTES if max_bytes is None else max_bytes
+    data = read_regular_file(path, max_bytes, source)
+    _check_expansion(io.BytesIO(data), source, max_bytes)
+    return data
+
+
+def _check_expansion(archive_file: Path | IO[bytes], source: str,
+                     max_bytes: int | None) -> None:
+    """Refuse an archive that is unreadable or whose members expand past ``max_bytes``."""
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(archive_file) as archive:
             expanded = sum(entry.file_size for entry in archive.infolist())
     except (zipfile.BadZipFile, OSError, ValueError) as error:
         raise UnreadableFileError(f"{source} is not a readable archive (corrupt or "
@@ -239,7 +266,6 @@ def check_archive(path: str | os.PathLike, what: str, max_bytes: int | None = No
     if expanded > max_bytes:
         raise UnreadableFileError(f"{source} would expand to {expanded:,} bytes: more than "
                                   f"the {max_bytes:,} allowed")
-    return path
 
 
 MAX_JSON_BYTES = 256 * 2**20
@@ -333,3 +359,66 @@ def read_json_lines(path: str | os.PathLike) -> tuple[list[dict], int]:
         logger.warning("%s: skipped %d malformed or torn line(s): %s", path, len(bad),
                        "; ".join(bad[:5]))
     return rows, len(bad)
+
+
+# --- finding the checkpoint to resume from -------------------------------------------------
+
+def numbered_files(folder: str | os.PathLike, prefix: str, suffix: str,
+                   what: str) -> list[tuple[Path, int]]:
+    """The complete numbered checkpoints ``{prefix}{N}{suffix}`` of ``folder``, by ``N``.
+
+    Checkpoints are renamed into place whole (:func:`atomic_writer`), so a file with
+    such a name is complete; one that is not a regular file holding a readable archive
+    of bounded size (:func:`check_archive`: damaged since, or something else put there)
+    is logged and left out. ``N`` must be written plainly (``12``, not ``012``).
+
+    Args:
+        folder: where to look (a missing folder has none).
+        prefix, suffix: the fixed parts of the names (matched literally).
+        what: what the files are, for the log (e.g. "WFM-1 checkpoint").
+
+    Returns:
+        ``(path, N)`` pairs, smallest ``N`` first.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in folder.iterdir():
+        name = path.name
+        if not (name.startswith(prefix) and name.endswith(suffix)) or \
+                len(name) <= len(prefix) + len(suffix):
+            continue
+        number = name[len(prefix):len(name) - len(suffix)]
+        if not number.isdecimal() or not number.isascii() or str(int(number)) != number:
+            continue
+        try:
+            check_archive(path, what)
+        except (OSError, UnreadableFileError) as error:
+            logger.warning("%s is not a readable checkpoint (%s); leaving it out", path, error)
+            continue
+        found.append((path, int(number)))
+    return sorted(found, key=lambda item: item[1])
+
+
+def existing_regular_file(path: str | os.PathLike, field: str) -> Path:
+    """``path`` if a regular file is there (checked without opening it), for a setting
+    such as ``resume.checkpoint`` that names a file to read.
+
+    Raises:
+        FileNotFoundError: naming ``field`` if nothing is there.
+        UnreadableFileError: naming ``field`` for a folder, a FIFO or a device, which
+            would fail, hang or never end if read.
+    """
+    path = Path(path)
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{field}={str(path)!r}: no such file") from None
+    except OSError as error:
+        raise UnreadableFileError(f"{field}={str(path)!r} cannot be read: "
+                                  f"{error.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise UnreadableFileError(f"{field}={str(path)!r} is not a regular file: refusing "
+                                  "to read it")
+    return path

@@ -23,7 +23,6 @@ counter goes on and the manifest gains rows.
 from __future__ import annotations
 
 import logging
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,7 @@ from stable_baselines3.common.vec_env import VecMonitor
 
 from models.battalion_policy import BattalionMlpPolicy
 from models.weights import checkpoint_path
-from storage.files import clean_stale_temporaries
+from storage.files import clean_stale_temporaries, numbered_files
 from training.artifacts import (
     CheckpointManifest,
     checkpoint_best_filename,
@@ -196,16 +195,8 @@ def periodic_checkpoints(checkpoint_dir: Path, prefix: str) -> list[tuple[Path, 
     Checkpoints are renamed into place whole, so a file with that name is complete;
     one that is not a zip archive (damaged since) is reported and left out.
     """
-    found = []
-    for path in checkpoint_dir.glob(f"{prefix}_*_steps.zip"):
-        step = parse_step_from_checkpoint_name(path)
-        if step is None or path.name != f"{prefix}_{step}_steps.zip":
-            continue
-        if not zipfile.is_zipfile(path):
-            logger.warning("%s is not a readable checkpoint; leaving it out", path)
-            continue
-        found.append((path, step))
-    return sorted(found, key=lambda item: item[1])
+    # One road with the other trainers' resume (storage.files.numbered_files).
+    return numbered_files(checkpoint_dir, f"{prefix}_", "_steps.zip", "PPO checkpoint")
 
 
 def _resolve_config(config: TrainingConfig | None, overrides: dict[str, Any]) -> TrainingConfig:

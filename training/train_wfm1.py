@@ -6,8 +6,9 @@ Run it as::
     python -m training.train_wfm1 training.total_timesteps=2000000 env.num_envs=32
 
 with the settings of ``configs/wfm1_train.yaml`` (:mod:`training.wfm1.config`);
-``resume.checkpoint=PATH`` continues a run, ``resume.auto=true`` continues from
-``checkpoint.dir/wfm1_latest.pt`` if it exists. The run writes checkpoints every
+``resume.checkpoint=PATH`` continues a run, ``resume.auto=true`` continues from the
+newest complete checkpoint in ``checkpoint.dir`` if there is one
+(:func:`training.wfm1.checkpoints.newest_checkpoint`). The run writes checkpoints every
 ``checkpoint.every_updates`` updates and ``wfm1_final.pt`` at the end
 (:class:`training.wfm1.trainer.WFM1Trainer`), and logs to TensorBoard under
 ``logging.log_dir`` and to W&B.
@@ -19,8 +20,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from training.wfm1.checkpoints import newest_checkpoint, resume_file
 from training.wfm1.config import CONFIG_FILE, WFM1TrainConfig
-from training.wfm1.trainer import LATEST, WFM1Trainer
+from training.wfm1.trainer import WFM1Trainer
 
 
 def train_wfm1(config: WFM1TrainConfig | None = None, *, resume: str | Path | None = None,
@@ -43,12 +45,8 @@ def train_wfm1(config: WFM1TrainConfig | None = None, *, resume: str | Path | No
 
 def _resume_path(resume: dict[str, Any], config: WFM1TrainConfig) -> Path | None:
     if resume.get("checkpoint"):
-        path = Path(resume["checkpoint"])
-        if not path.is_file():
-            raise FileNotFoundError(f"resume.checkpoint={str(path)!r}: no such checkpoint")
-        return path
-    latest = Path(config.checkpoint_dir) / LATEST
-    return latest if resume.get("auto") and latest.is_file() else None
+        return resume_file(resume["checkpoint"], "resume.checkpoint")
+    return newest_checkpoint(config.checkpoint_dir) if resume.get("auto") else None
 
 
 def main() -> None:

@@ -3,7 +3,8 @@ Red's echelon.
 
 :class:`EchelonLearner` is what a :class:`~training.league.role.LeagueRole` drives when
 the league's agents are brigadiers or division commanders instead of battalion
-commanders. It has the learner's interface the role reads (:class:`MAPPOTrainer`'s):
+commanders. It keeps the :class:`~training.common.learner.Learner` protocol, as
+:class:`MAPPOTrainer` does:
 ``collect_rollout`` then ``learn_from`` once a rollout, ``deal`` the league's members
 into the battles, ``play_matches`` for the evaluations, snapshots and resumable
 checkpoints. Under it:

@@ -1,11 +1,12 @@
 """A league role: a learner that meets the league's members, one rollout at a time.
 
-:class:`LeagueRole` drives a learner: a :class:`~training.mappo.trainer.MAPPOTrainer`
+:class:`LeagueRole` drives a learner (:class:`~training.common.learner.Learner`, the
+protocol of what it calls): a :class:`~training.mappo.trainer.MAPPOTrainer`
 (battalion commanders), or an :class:`~training.league.echelon_learner.EchelonLearner`
 (brigade or division commanders, whose members command Red's echelon). It reads top to
 bottom, once per rollout::
 
-    opponents = self.choose_opponents()        # the matchmaking rule, over every pool
+    opponents = self.choose_opponents()        # asked of the matchmaker, over every pool
     self.deal(opponents)                        # who commands Red in which battle
     rollout = trainer.collect_rollout()         # only the learner's side is recorded
     metrics = trainer.learn_from(rollout)       # GAE and the PPO epochs

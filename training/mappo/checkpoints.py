@@ -27,6 +27,7 @@ import torch
 from models.mappo_files import policy_from_kwargs
 from models.mappo_policy import MAPPOPolicy
 from models.weights import TrainingCheckpoint, read_checkpoint, write_checkpoint
+from storage.files import existing_regular_file
 
 CHECKPOINT_NAME = "mappo_policy.pt"
 """The periodic checkpoint of a run, replaced every ``checkpoint_freq`` env-steps."""
@@ -116,18 +117,17 @@ def policy_from_checkpoint(path: str | Path) -> MAPPOPolicy:
 
 def resolve_resume(resume: dict[str, Any], config: Any) -> Path | None:
     """The checkpoint a CLI run continues from: ``resume.checkpoint`` if set (it must
-    exist), else with ``resume.auto`` the ``mappo_policy.pt`` of ``config.checkpoint_dir``
-    if present.
+    be a regular file), else with ``resume.auto`` the ``mappo_policy.pt`` of
+    ``config.checkpoint_dir`` if present (the one checkpoint MAPPO rewrites, atomically,
+    so it is the newest complete one).
 
     Raises:
         FileNotFoundError: if ``resume.checkpoint`` names no file.
+        UnreadableFileError: (a ``ValueError``) if it names a folder, a FIFO or a device.
     """
     explicit = resume.get("checkpoint")
     if explicit:
-        path = Path(explicit)
-        if not path.is_file():
-            raise FileNotFoundError(f"resume.checkpoint={explicit!r}: no such checkpoint")
-        return path
+        return existing_regular_file(explicit, "resume.checkpoint")
     if resume.get("auto"):
         path = Path(config.checkpoint_dir) / CHECKPOINT_NAME
         return path if path.is_file() else None

@@ -9,6 +9,13 @@ the global one) and the run's config among the extras. It is written atomically 
 read with ``weights_only=True``; :meth:`models.wfm1.WFM1Policy.load_checkpoint` reads
 its policy, so every checkpoint of a run is also a policy file.
 
+A run's folder holds ``wfm1_<steps>_steps.pt`` every ``checkpoint.every_updates``
+updates, then ``wfm1_latest.pt`` (the same state), ``wfm1_warm_start.pt`` after the
+imitation, ``wfm1_best.pt`` and ``wfm1_final.pt``. :func:`newest_checkpoint` finds the
+one to resume from: the newest complete one of the step files, the latest and the warm
+start (a run killed between a step file and ``wfm1_latest.pt`` resumes from the step
+file), skipping, with a warning naming it, any that cannot be read.
+
 Checkpoints written before that layout (``config``, ``state_dict``, ``optimizer``,
 ``counters`` as ``[total_steps, updates, episodes]``, ``best_validation``,
 ``numpy_rng`` and ``torch_rng``) still load (:func:`read_legacy_checkpoint`).
@@ -16,6 +23,7 @@ Checkpoints written before that layout (``config``, ``state_dict``, ``optimizer`
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +33,20 @@ import torch
 from models.weights import TrainingCheckpoint, read_checkpoint, write_checkpoint
 from models.wfm1 import TRAINING_CHECKPOINT_KIND as KIND
 from models.wfm1 import WFM1Policy
+from storage.files import existing_regular_file, numbered_files
+
+logger = logging.getLogger(__name__)
+
+LATEST = "wfm1_latest.pt"
+"""The newest checkpoint, rewritten beside every step checkpoint and at the end."""
+FINAL = "wfm1_final.pt"
+"""The checkpoint written when the run ends."""
+WARM_START = "wfm1_warm_start.pt"
+"""The checkpoint written after the warm start (the imitation alone)."""
+BEST = "wfm1_best.pt"
+"""The policy that won most validation battles so far."""
+STEP_PREFIX, STEP_SUFFIX = "wfm1_", "_steps.pt"
+"""A step checkpoint is ``wfm1_<total_steps>_steps.pt``."""
 
 _LEGACY_REQUIRED = frozenset({"config", "state_dict", "optimizer", "counters", "numpy_rng",
                               "torch_rng"})
@@ -66,6 +88,49 @@ def load_checkpoint(path: str | Path) -> TrainingCheckpoint:
     return read_checkpoint(path, "WFM-1 checkpoint", KIND, legacy=read_legacy_checkpoint)
 
 
+def resume_file(path: str | Path, field: str = "resume") -> Path:
+    """``path`` if it can be a checkpoint to resume from: checked before the trainer
+    builds anything, so a FIFO or a folder is refused at once instead of hanging.
+
+    Raises:
+        FileNotFoundError: naming ``field`` if nothing is at ``path``.
+        UnreadableFileError: (a ``ValueError``) naming ``field`` for anything but a
+            regular file.
+    """
+    return existing_regular_file(path, field)
+
+
+def newest_checkpoint(folder: str | Path) -> Path | None:
+    """The newest complete checkpoint of the run in ``folder`` (module docstring), or
+    None if there is none; one that cannot be read is logged as a warning and skipped.
+
+    The step files' steps are in their names; ``wfm1_latest.pt`` and
+    ``wfm1_warm_start.pt`` are read for theirs. At equal steps ``wfm1_latest.pt`` wins.
+    """
+    folder = Path(folder)
+    candidates: list[tuple[Path, int]] = []
+    for name in (LATEST, WARM_START):
+        path = folder / name
+        if not (path.exists() or path.is_symlink()):
+            continue
+        try:
+            candidates.append((path, int(load_checkpoint(path).counters["total_steps"])))
+        except (OSError, ValueError) as error:
+            logger.warning("skipping WFM-1 checkpoint %s: %s", path, error)
+    candidates += numbered_files(folder, STEP_PREFIX, STEP_SUFFIX, "WFM-1 checkpoint")
+    # Newest first; sorting is stable, so at equal steps the file listed first wins.
+    for path, _ in sorted(candidates, key=lambda item: item[1], reverse=True):
+        if path.name in (LATEST, WARM_START):
+            return path  # already read above
+        try:
+            load_checkpoint(path)
+        except (OSError, ValueError) as error:
+            logger.warning("skipping WFM-1 checkpoint %s: %s", path, error)
+            continue
+        return path
+    return None
+
+
 def read_legacy_checkpoint(data: Any, source: str) -> TrainingCheckpoint:
     """A WFM-1 checkpoint of the layout before :data:`models.weights.CHECKPOINT_FORMAT`
     (module docstring), as a :class:`~models.weights.TrainingCheckpoint`.
@@ -90,4 +155,6 @@ def read_legacy_checkpoint(data: Any, source: str) -> TrainingCheckpoint:
         rng={"numpy": data["numpy_rng"], "torch": data["torch_rng"]}, extras={})
 
 
-__all__ = ["KIND", "load_checkpoint", "read_legacy_checkpoint", "save_checkpoint"]
+__all__ = ["BEST", "FINAL", "KIND", "LATEST", "STEP_PREFIX", "STEP_SUFFIX", "WARM_START",
+           "load_checkpoint", "newest_checkpoint", "read_legacy_checkpoint", "resume_file",
+           "save_checkpoint"]

@@ -56,19 +56,23 @@ from training.common.ppo_math import (
 )
 from training.common.run_log import RunLog
 from training.wfm1.battles import ScenarioBattles, battle_outcomes, play_out
-from training.wfm1.checkpoints import load_checkpoint, save_checkpoint
+from training.wfm1.checkpoints import (
+    BEST,
+    FINAL,
+    LATEST,
+    STEP_PREFIX,
+    STEP_SUFFIX,
+    WARM_START,
+    load_checkpoint,
+    resume_file,
+    save_checkpoint,
+)
 from training.wfm1.config import WFM1TrainConfig
 from training.wfm1.scenarios import sample_training_scenario
 from training.wfm1.warm_start import clone, collect_demonstrations
 
 logger = logging.getLogger(__name__)
 
-LATEST = "wfm1_latest.pt"
-FINAL = "wfm1_final.pt"
-WARM_START = "wfm1_warm_start.pt"
-"""The checkpoint written after the warm start (the imitation alone)."""
-BEST = "wfm1_best.pt"
-"""The policy that won most validation battles so far."""
 VALIDATION_SEED = 7_000_000
 """Offset of the validation battles' seeds from the run's seed."""
 
@@ -119,6 +123,8 @@ class WFM1Trainer:
                  adapter_only: bool = False) -> None:
         if not isinstance(config, WFM1TrainConfig):
             raise TypeError(f"config={config!r} is invalid: expected a WFM1TrainConfig")
+        if resume is not None:  # a FIFO or a folder is refused before anything is built
+            resume = resume_file(resume)
         torch.set_num_threads(config.torch_threads)
         self.config = config
         self.device = resolve_device(config.device, field="device")
@@ -333,7 +339,7 @@ class WFM1Trainer:
                                 metrics.get("rollout/win_rate", float("nan")),
                                 metrics["time/fps"])
                 if self.updates % config.checkpoint_every_updates == 0:
-                    self.save(folder / f"wfm1_{self.total_steps}_steps.pt")
+                    self.save(folder / f"{STEP_PREFIX}{self.total_steps}{STEP_SUFFIX}")
                     self.save(folder / LATEST)
             self.save(folder / LATEST)
             self.final_checkpoint = self.save(folder / FINAL)
@@ -366,9 +372,17 @@ class WFM1Trainer:
             int(counters[name]) for name in ("total_steps", "updates", "episodes"))
         self.best_validation = float(counters["best_validation"])
         best = Path(self.config.checkpoint_dir) / BEST
-        if best.is_file():  # written after the checkpoint resumed from, it may know better
-            kept = load_checkpoint(best).counters["best_validation"]
-            self.best_validation = max(self.best_validation, float(kept))
+        if best.exists() or best.is_symlink():
+            # Written after the checkpoint resumed from, it may know better; a damaged
+            # one is reported and left out rather than blocking every resume.
+            try:
+                kept = float(load_checkpoint(best).counters["best_validation"])
+            except (OSError, ValueError, KeyError, TypeError) as error:
+                logger.warning("ignoring the best-so-far checkpoint %s, which cannot be "
+                               "read (%s); the next better validation rewrites it", best,
+                               error)
+            else:
+                self.best_validation = max(self.best_validation, kept)
         self.rng.bit_generator.state = saved.rng["numpy"]
         torch.set_rng_state(saved.rng["torch"])
         logger.info("resuming %s at step %d", path, self.total_steps)
