@@ -262,12 +262,12 @@ class BattalionBatch:
         total = np.empty(n, F32)
         ends = np.empty((2, n), bool)
         duel_step_kernel(n)(
-            engine.step_inputs(before, self.config, geometry_before, orders), blocks.arrays(),
-            engine.arms_inputs(before, self.config, None, blocks.modes),
-            (pair_major(geometry_before.dist), pair_major(geometry_before.facing_cos),
-             pair_major(geometry_before.facing_sin), self.levels, self._scripted,
-             FIRE_BY_LEVEL, self._weight_vector, MIRROR_SIGN, self.config.max_steps),
-            (observation, values, total, ends))
+            *engine.step_inputs(before, self.config, geometry_before, orders),
+            pair_major(geometry_before.dist), pair_major(geometry_before.facing_cos),
+            pair_major(geometry_before.facing_sin), self.levels, self._scripted, FIRE_BY_LEVEL,
+            self._weight_vector, MIRROR_SIGN, self.config.max_steps, *blocks.arrays(),
+            observation, values, total, ends,
+            engine.arms_inputs(before, self.config, None, blocks.modes))
         state, events = blocks.views(before)
         self.state, self.geometry, self.last_events = state, events.geometry, events
         self._views = observation

@@ -11,12 +11,14 @@ per-battle kernel of its own module (:func:`envs.sim.scripted.scripted_orders`,
 from __future__ import annotations
 
 import numpy as np
+from numba import prange
 
 from envs.observation import duel_observe
 from envs.reward import side_reward
 from envs.sim import kernels
 from envs.sim.jit import kernel
 from envs.sim.kernels import (
+    CHUNK,
     F_DESTROYED,
     F_ROUTED,
     P_DIST,
@@ -36,7 +38,7 @@ from envs.sim.kernels import (
     U_VOLLEY,
     U_X,
     U_Y,
-    batch_kernels,
+    chunk_count,
     sense_battles,
     step_battles,
     step_scratch,
@@ -49,26 +51,23 @@ BLUE_ONLY = np.zeros(1, np.int8)
 
 
 @kernel()
-def duel_battles(lo, hi, state, blocks, arms, inputs, outputs, scratch):
+def duel_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
+                 step, key, team, patches, cover_map, orders, ground0, cover0, known, k,
+                 samples, low, high, dist0, facing_cos0, facing_sin0, levels, scripted,
+                 fire_by_level, weights, mirror, max_steps, units, flags, pairs, los, target,
+                 observation, values, total, ends, scratch, arms):
     """Duels ``lo`` to ``hi - 1``: where ``scripted``, Red's orders (written into
-    ``orders``) come from its level's script; then the step (``state``, ``blocks``,
-    ``arms`` and ``scratch`` as :func:`envs.sim.kernels.step_battles` takes them), both
-    observations into ``observation`` (2, B, OBS_DIM), Blue's reward into ``values`` (10,
-    B) and ``total`` (B,), and whether the duel terminated or was cut off into ``ends``
-    (2, B). ``inputs`` is ``(dist0, facing_cos0, facing_sin0, levels, scripted,
-    fire_by_level, weights, mirror, max_steps)``, ``outputs`` ``(observation, values,
-    total, ends)``."""
+    ``orders``) come from its level's script; then the step (into the output blocks of
+    :func:`envs.sim.kernels.step_battles`), both observations into ``observation`` (2, B,
+    OBS_DIM), Blue's reward into ``values`` (10, B) and ``total`` (B,), and whether the
+    duel terminated or was cut off into ``ends`` (2, B)."""
     assert lo >= 0  # battle indices lo + c load contiguously (see envs.sim.jit)
-    (_, _, _, _, _, _, routed0, destroyed0, step, _, team, _, _, orders, _, _, _, k, _, _,
-     _) = state
-    dist0, facing_cos0, facing_sin0, levels, scripted, fire_by_level, weights, mirror, \
-        max_steps = inputs
-    observation, values, total, ends = outputs
-    units, flags, pairs, los = blocks[0], blocks[1], blocks[2], blocks[3]
     scripted_orders(lo, hi, RED, levels, team, routed0, destroyed0, dist0, facing_cos0,
                     facing_sin0, k, fire_by_level, scripted, orders[0, RED], orders[1, RED],
                     orders[2, RED])
-    step_battles(lo, hi, state, blocks, arms, scratch)
+    step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
+                 step, key, team, patches, cover_map, orders, ground0, cover0, known, k, samples,
+                 low, high, units, flags, pairs, los, target, scratch, arms)
     x, y, cos_h, sin_h = units[U_X], units[U_Y], units[U_COS], units[U_SIN]
     strength, morale, readiness = units[U_STRENGTH], units[U_MORALE], units[U_READINESS]
     elevation, cover = units[U_ELEVATION], units[U_COVER]
@@ -87,10 +86,41 @@ def duel_battles(lo, hi, state, blocks, arms, inputs, outputs, scratch):
         ends[1, b] = not over and step[b] + 1 >= max_steps
 
 
-duel_step, duel_step_parallel = batch_kernels("duel_step", duel_battles, step_scratch)
-"""The duels' step over a whole batch, on one thread and on every Numba thread
-(:func:`envs.sim.kernels.batch_kernels` of :func:`duel_battles`): ``(state, blocks, arms,
-inputs, outputs)`` as :func:`duel_battles` takes them."""
+@kernel()
+def duel_step(x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0, step, key,
+              team, patches, cover_map, orders, ground0, cover0, known, k, samples, low, high,
+              dist0, facing_cos0, facing_sin0, levels, scripted, fire_by_level, weights, mirror,
+              max_steps, units, flags, pairs, los, target, observation, values, total, ends,
+              arms):
+    """:func:`duel_battles` over the whole batch, on one thread, chunk by chunk."""
+    batch = x0.shape[1]
+    scratch = step_scratch(x0.shape[0], min(batch, CHUNK))
+    for lo in range(0, batch, CHUNK):
+        duel_battles(lo, min(lo + CHUNK, batch), x0, y0, theta0, strength0, morale0,
+                     readiness0, routed0, destroyed0, step, key, team, patches, cover_map,
+                     orders, ground0, cover0, known, k, samples, low, high, dist0, facing_cos0,
+                     facing_sin0, levels, scripted, fire_by_level, weights, mirror, max_steps,
+                     units, flags, pairs, los, target, observation, values, total, ends,
+                     scratch, arms)
+
+
+@kernel(parallel=True)
+def duel_step_parallel(x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
+                       step, key, team, patches, cover_map, orders, ground0, cover0, known, k,
+                       samples, low, high, dist0, facing_cos0, facing_sin0, levels, scripted,
+                       fire_by_level, weights, mirror, max_steps, units, flags, pairs, los,
+                       target, observation, values, total, ends, arms):
+    """:func:`duel_step` with its chunks spread over Numba's threads."""
+    batch = x0.shape[1]
+    for c in prange(chunk_count(batch)):
+        lo = c * CHUNK
+        hi = min(lo + CHUNK, batch)
+        duel_battles(lo, hi, x0, y0, theta0, strength0,
+                     morale0, readiness0, routed0, destroyed0, step, key, team, patches,
+                     cover_map, orders, ground0, cover0, known, k, samples, low, high, dist0,
+                     facing_cos0, facing_sin0, levels, scripted, fire_by_level, weights, mirror,
+                     max_steps, units, flags, pairs, los, target, observation, values, total,
+                     ends, step_scratch(x0.shape[0], hi - lo), arms)
 
 
 @kernel()

@@ -438,14 +438,14 @@ class MultiBattalionBatch:
         battle_over = np.empty(n, bool)
         winner = np.empty(n, np.int8)
         team_step_kernel(n)(
-            engine.step_inputs(before, self.config, geometry_before,
-                               np.empty((ACTION_DIM, units, n), F32), self._constants),
-            blocks.arrays(), engine.arms_inputs(before, self.config, drill_orders, blocks.modes),
-            (actions, self._rotate_sign, pair_major(geometry_before.dist), new_step,
-             self.reports.values, self.reports.in_fight, self.reports.seen_step,
-             self._weight_vector, self.config.max_steps),
-            (observation, global_state, values, total, reward, acted, terminated, truncated,
-             battle_over, winner))
+            actions, self._rotate_sign,
+            *engine.step_inputs(before, self.config, geometry_before,
+                                np.empty((ACTION_DIM, units, n), F32), self._constants),
+            pair_major(geometry_before.dist), new_step, self.reports.values,
+            self.reports.in_fight, self.reports.seen_step, self._weight_vector,
+            self.config.max_steps, *blocks.arrays(), observation, global_state, values, total,
+            reward, acted, terminated, truncated, battle_over, winner,
+            engine.arms_inputs(before, self.config, drill_orders, blocks.modes))
         state, events = blocks.views(before)
         self.state, self.geometry, self.last_events = state, events.geometry, events
         self._observation, self._global_state = observation, global_state

@@ -12,12 +12,14 @@ episode's books.
 from __future__ import annotations
 
 import numpy as np
+from numba import prange
 
 from envs.multi_observation import observation_scratch, observe_battles
 from envs.reward import side_reward
 from envs.sim import kernels
 from envs.sim.jit import kernel
 from envs.sim.kernels import (
+    CHUNK,
     F_DESTROYED,
     F_ROUTED,
     P_DIST,
@@ -33,7 +35,7 @@ from envs.sim.kernels import (
     U_VOLLEY,
     U_X,
     U_Y,
-    batch_kernels,
+    chunk_count,
     sense_battles,
     step_battles,
     step_scratch,
@@ -45,37 +47,21 @@ NO_WINNER = -1
 
 
 @kernel()
-def team_scratch(n, width):
-    """One thread's working arrays for :func:`team_battles` over ``width`` battles of ``n``
-    battalions: the step's (:func:`envs.sim.kernels.step_scratch`) and the observations'
-    (:func:`envs.multi_observation.observation_scratch`)."""
-    return step_scratch(n, width), observation_scratch(n)
-
-
-@kernel()
-def team_battles(lo, hi, state, blocks, arms, inputs, outputs, scratch):
+def team_battles(lo, hi, actions, rotate_sign, x0, y0, theta0, strength0, morale0, readiness0,
+                 routed0, destroyed0, step, key, team, patches, cover_map, orders, ground0,
+                 cover0, known, k, samples, low, high, dist0, new_step, values_, in_fight_,
+                 seen_step_, weights, max_steps, units, flags, pairs, los, target, observation,
+                 global_state, reward_values, reward_total, reward, acted, terminated,
+                 truncated, battle_over, winner, scratch, seeing, arms):
     """Battles ``lo`` to ``hi - 1``: ``actions`` (B, U, 3), each in its side's frame, onto
-    the map (``rotate_sign`` per unit) into ``orders``; the step (``state``, ``blocks`` and
-    ``arms`` as :func:`envs.sim.kernels.step_battles` takes them); the fog reports
-    (``values_``, ``in_fight_``, ``seen_step_``) refreshed and the observations and global
-    states written (:func:`envs.multi_observation.observe_battles`); both sides' reward
-    components (:func:`envs.reward.side_reward`); and per battalion its reward (its
-    side's, if it acted), whether it acted, terminated or was cut off, per battle whether
-    it is over and who won.
-
-    ``inputs`` is ``(actions, rotate_sign, dist0, new_step, values_, in_fight_,
-    seen_step_, weights, max_steps)`` (the reports updated in place), ``outputs``
-    ``(observation, global_state, reward_values, reward_total, reward, acted, terminated,
-    truncated, battle_over, winner)`` and ``scratch`` :func:`team_scratch`."""
+    the map (``rotate_sign`` per unit) into ``orders``; the step into the output blocks of
+    :func:`envs.sim.kernels.step_battles`; the fog reports (``values_``, ``in_fight_``,
+    ``seen_step_``) refreshed and the observations and global states written
+    (:func:`envs.multi_observation.observe_battles`, ``seeing`` its scratch); both sides'
+    reward components (:func:`envs.reward.side_reward`); and per battalion its reward
+    (its side's, if it acted), whether it acted, terminated or was cut off, per battle
+    whether it is over and who won."""
     assert lo >= 0  # battle indices lo + c load contiguously (see envs.sim.jit)
-    (x0, _, _, _, _, _, routed0, destroyed0, _, _, team, _, _, orders, _, _, _, k, _, _,
-     _) = state
-    units, flags, pairs, los = blocks[0], blocks[1], blocks[2], blocks[3]
-    actions, rotate_sign, dist0, new_step, values_, in_fight_, seen_step_, weights, \
-        max_steps = inputs
-    (observation, global_state, reward_values, reward_total, reward, acted, terminated,
-     truncated, battle_over, winner) = outputs
-    step_work, seeing = scratch
     n = team.shape[0]
     for c in range(hi - lo):
         b = lo + c
@@ -83,7 +69,9 @@ def team_battles(lo, hi, state, blocks, arms, inputs, outputs, scratch):
             orders[0, i, b] = actions[b, i, 0]
             orders[1, i, b] = actions[b, i, 1] * rotate_sign[i]
             orders[2, i, b] = actions[b, i, 2]
-    step_battles(lo, hi, state, blocks, arms, step_work)
+    step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
+                 step, key, team, patches, cover_map, orders, ground0, cover0, known, k, samples,
+                 low, high, units, flags, pairs, los, target, scratch, arms)
     x, y, cos_h, sin_h = units[U_X], units[U_Y], units[U_COS], units[U_SIN]
     strength, morale, readiness = units[U_STRENGTH], units[U_MORALE], units[U_READINESS]
     elevation, cover = units[U_ELEVATION], units[U_COVER]
@@ -121,10 +109,45 @@ def team_battles(lo, hi, state, blocks, arms, inputs, outputs, scratch):
             reward[b, i] = reward_total[team[i] * batch + b] if was_in else np.float32(0)
 
 
-team_step, team_step_parallel = batch_kernels("team_step", team_battles, team_scratch)
-"""The team battles' step over a whole batch, on one thread and on every Numba thread
-(:func:`envs.sim.kernels.batch_kernels` of :func:`team_battles`): ``(state, blocks, arms,
-inputs, outputs)`` as :func:`team_battles` takes them."""
+@kernel()
+def team_step(actions, rotate_sign, x0, y0, theta0, strength0, morale0, readiness0, routed0,
+              destroyed0, step, key, team, patches, cover_map, orders, ground0, cover0, known, k,
+              samples, low, high, dist0, new_step, values_, in_fight_, seen_step_, weights,
+              max_steps, units, flags, pairs, los, target, observation, global_state,
+              reward_values, reward_total, reward, acted, terminated, truncated, battle_over,
+              winner, arms):
+    """:func:`team_battles` over the whole batch, on one thread, chunk by chunk."""
+    n, batch = x0.shape
+    scratch, seeing = step_scratch(n, min(batch, CHUNK)), observation_scratch(n)
+    for lo in range(0, batch, CHUNK):
+        team_battles(lo, min(lo + CHUNK, batch), actions, rotate_sign, x0, y0, theta0,
+                     strength0, morale0, readiness0, routed0, destroyed0, step, key, team,
+                     patches, cover_map, orders, ground0, cover0, known, k, samples, low, high,
+                     dist0, new_step, values_, in_fight_, seen_step_, weights, max_steps, units,
+                     flags, pairs, los, target, observation, global_state, reward_values,
+                     reward_total, reward, acted, terminated, truncated, battle_over, winner,
+                     scratch, seeing, arms)
+
+
+@kernel(parallel=True)
+def team_step_parallel(actions, rotate_sign, x0, y0, theta0, strength0, morale0, readiness0,
+                       routed0, destroyed0, step, key, team, patches, cover_map, orders, ground0,
+                       cover0, known, k, samples, low, high, dist0, new_step, values_,
+                       in_fight_, seen_step_, weights, max_steps, units, flags, pairs, los,
+                       target, observation, global_state, reward_values, reward_total, reward,
+                       acted, terminated, truncated, battle_over, winner, arms):
+    """:func:`team_step` with its chunks spread over Numba's threads."""
+    n, batch = x0.shape
+    for c in prange(chunk_count(batch)):
+        lo = c * CHUNK
+        hi = min(lo + CHUNK, batch)
+        team_battles(lo, hi, actions, rotate_sign, x0,
+                     y0, theta0, strength0, morale0, readiness0, routed0, destroyed0, step, key,
+                     team, patches, cover_map, orders, ground0, cover0, known, k, samples, low,
+                     high, dist0, new_step, values_, in_fight_, seen_step_, weights, max_steps,
+                     units, flags, pairs, los, target, observation, global_state, reward_values,
+                     reward_total, reward, acted, terminated, truncated, battle_over, winner,
+                     step_scratch(n, hi - lo), observation_scratch(n), arms)
 
 
 @kernel()

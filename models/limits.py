@@ -50,8 +50,9 @@ BOUNDS: dict[str, int] = {
 """The upper bound of each integer architecture field, by constructor argument name."""
 
 HIDDEN_SIZE_FIELDS = ("hidden_sizes", "actor_hidden_sizes", "critic_hidden_sizes",
-                      "net_arch")
-"""The list fields: at most :data:`MAX_LAYERS` entries of at most :data:`MAX_WIDTH`."""
+                      "net_arch", "policy_hidden_sizes")
+"""The list fields (constructor arguments, and the SB3 run's ``policy_hidden_sizes``, its
+``net_arch``): at most :data:`MAX_LAYERS` entries of at most :data:`MAX_WIDTH`."""
 
 
 def check_dimension(name: str, value: Any) -> int:

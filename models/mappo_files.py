@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from envs.sim.validation import short_repr
 from models.limits import check_architecture
 from models.mappo_policy import POLICY_FILE_KEYS, MAPPOPolicy
 from models.weights import check_module_size, load_weights, save_weights
@@ -94,13 +95,13 @@ def policy_from_kwargs(kwargs: Any, state_dict: Any, what: str) -> MAPPOPolicy:
         check_module_size(lambda: MAPPOPolicy(**kwargs), state_dict, what)
         policy = MAPPOPolicy(**kwargs)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"{what} holds invalid MAPPOPolicy arguments {kwargs}: {error}") \
-            from None
+        raise ValueError(f"{what} holds invalid MAPPOPolicy arguments {short_repr(kwargs)}: "
+                         f"{error}") from None
     try:
         policy.load_state_dict(state_dict)
     except RuntimeError as error:
         raise ValueError(f"{what} holds weights that do not fit its MAPPOPolicy arguments "
-                         f"{kwargs}: {error}") from None
+                         f"{short_repr(kwargs)}: {error}") from None
     return policy
 
 

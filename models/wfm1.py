@@ -1021,8 +1021,8 @@ class WFM1Policy(nn.Module):
             with torch.device("meta"):  # checks the arguments, allocating nothing
                 cls(**config)
         except (TypeError, ValueError) as error:
-            raise ValueError(f"{what} holds invalid WFM1Policy arguments {config}: {error}") \
-                from None
+            raise ValueError(f"{what} holds invalid WFM1Policy arguments {short_repr(config)}: "
+                             f"{error}") from None
         # A file must not make us allocate a network larger than the weights it holds.
         check_module_size(lambda: cls(**config), state_dict, what)
         policy = cls(**config)
@@ -1030,5 +1030,5 @@ class WFM1Policy(nn.Module):
             policy.load_state_dict(state_dict, strict=True)
         except RuntimeError as error:
             raise ValueError(f"{what} holds weights that do not fit its WFM1Policy arguments "
-                             f"{config}: {error}") from None
+                             f"{short_repr(config)}: {error}") from None
         return policy.eval()

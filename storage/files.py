@@ -9,17 +9,24 @@ A file shared by several processes (league pools, match databases, Elo
 registries) is guarded by an advisory lock on its sibling ``<name>.lock``. The
 lock is an OS-level ``flock``, released when the holding process dies; a
 leftover ``.lock`` file is harmless and never a reason to delete anything.
+
+A folder that one process alone may work in (a league role's) is claimed for
+that process's life with a :class:`FolderLock`, also an ``flock``; a second
+claimant is refused at once with :class:`FolderInUseError`, naming the holder.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import io
 import json
 import logging
 import os
 import stat
 import tempfile
+import time
+import weakref
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -156,6 +163,165 @@ def hold_lock(path: str | os.PathLike, timeout: float = LOCK_TIMEOUT_S) -> Itera
         yield
     finally:
         lock.release()
+
+
+class FolderInUseError(RuntimeError):
+    """A folder is claimed by another live process (:class:`FolderLock`): the message
+    names the folder, the holder's pid and what to do; :attr:`pid` is that pid (None
+    when the holder has not written it yet)."""
+
+    def __init__(self, message: str, pid: int | None) -> None:
+        super().__init__(message)
+        self.pid = pid
+
+
+class FolderLock:
+    """One process's exclusive claim on a folder, for as long as it works there.
+
+    The claim is an OS-level ``flock`` on the file ``<folder>/<name>``, held open: the
+    OS drops it when the process ends, however it ends (SIGKILL included), so a dead
+    owner never leaves a stale claim, and the lock file is never deleted. Once locked,
+    the owner writes its pid into the file, so that a refused process can name it. A
+    child forked by the owner closes its copy of the descriptor (a forked worker
+    outliving its parent must not keep the claim); POSIX only, as ``flock`` is.
+
+    Args:
+        folder: the folder claimed (created when claimed, if missing).
+        name: the lock file's name in it.
+        what: what the folder is, for messages (e.g. ``"league role folder"``).
+    """
+
+    def __init__(self, folder: str | os.PathLike, name: str, what: str) -> None:
+        if not name or Path(name).name != name:
+            raise ValueError(f"name={name!r} is invalid: expected a file name without a folder")
+        self.folder, self.name, self.what = Path(folder), name, what
+        self._fd: int | None = None
+
+    @property
+    def path(self) -> Path:
+        """The lock file."""
+        return self.folder / self.name
+
+    @property
+    def held(self) -> bool:
+        """Whether this object holds the claim now."""
+        return self._fd is not None
+
+    def acquire(self) -> FolderLock:
+        """Claim the folder now, or refuse at once (never waits); returns ``self``.
+
+        Raises:
+            FolderInUseError: if another process (or another :class:`FolderLock` of
+                this one) holds the claim, naming its pid.
+            OSError: if the lock file cannot be created or opened (the message names it).
+        """
+        if self._fd is not None:
+            return self
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = self._open(os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            error = self._in_use(fd)
+            os.close(fd)
+            raise error from None
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        except BaseException:
+            os.close(fd)  # the claim goes with the descriptor
+            raise
+        self._fd = fd
+        _HELD_FOLDER_LOCKS.add(self)
+        return self
+
+    def release(self) -> None:
+        """Give the claim up (nothing if not held); the lock file stays."""
+        fd, self._fd = self._fd, None
+        _HELD_FOLDER_LOCKS.discard(self)
+        if fd is not None:
+            os.close(fd)
+
+    def check_free(self) -> None:
+        """Refuse if another process holds the claim, changing nothing on disk (no
+        file is created or written; the claim is not kept).
+
+        Raises:
+            FolderInUseError: naming the holder's pid.
+        """
+        if self._fd is not None:
+            return
+        try:
+            fd = self._open(os.O_RDONLY)
+        except FileNotFoundError:
+            return  # never claimed
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise self._in_use(fd) from None
+        finally:
+            os.close(fd)  # drops the shared lock taken to look
+
+    def _open(self, flags: int) -> int:
+        """The lock file opened with ``flags``: never through a link, never blocking on a
+        FIFO, and only if it is a regular file (it is truncated and written)."""
+        fd = os.open(self.path, flags | os.O_NOFOLLOW | os.O_NONBLOCK, 0o666)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise UnreadableFileError(f"the lock file {self.path} of {self.what} {self.folder} "
+                                      "is not a regular file: remove it")
+        return fd
+
+    def _in_use(self, fd: int) -> FolderInUseError:
+        """The refusal, naming the pid the holder wrote (it writes it just after locking,
+        so a moment is allowed for it)."""
+        pid = None
+        for _ in range(20):
+            text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            if text.isdecimal():
+                pid = int(text)
+                break
+            time.sleep(0.01)
+        holder = f"process {pid}" if pid is not None else "another process (pid not yet written)"
+        return FolderInUseError(
+            f"{self.what} {self.folder} is in use by {holder}, which holds its lock "
+            f"{self.path}: another copy is running there. Stop it"
+            f"{f' (kill {pid})' if pid is not None else ''} or use another folder; the lock "
+            "is freed as soon as that process ends", pid)
+
+    def __enter__(self) -> FolderLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.release()
+
+    def __repr__(self) -> str:
+        return f"FolderLock({str(self.path)!r}, held={self.held})"
+
+
+_HELD_FOLDER_LOCKS: weakref.WeakSet[FolderLock] = weakref.WeakSet()
+
+
+def _close_held_folder_locks_in_child() -> None:
+    # A forked child shares the parent's open lock; closing its copy (never unlocking,
+    # which would free the parent's too) leaves the claim to the parent alone.
+    for lock in list(_HELD_FOLDER_LOCKS):
+        fd, lock._fd = lock._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    _HELD_FOLDER_LOCKS.clear()
+
+
+os.register_at_fork(after_in_child=_close_held_folder_locks_in_child)
 
 
 def append_line(path: str | os.PathLike, line: bytes, *, fsync: bool = False,

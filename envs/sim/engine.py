@@ -157,9 +157,9 @@ def step(state: BattleState, actions: np.ndarray, config: BattleConfig,
     orders = np.ascontiguousarray(np.asarray(actions, dtype=F32).transpose(2, 1, 0))
     drill_orders = formation_orders(formations, state.x.shape)
     blocks = StepBlocks.allocate(state.batch_size, state.n_units)
-    _step_kernel(state.batch_size)(step_inputs(state, config, geometry, orders),
-                                   blocks.arrays(),
-                                   arms_inputs(state, config, drill_orders, blocks.modes), (), ())
+    _step_kernel(state.batch_size)(*step_inputs(state, config, geometry, orders),
+                                   *blocks.arrays(),
+                                   arms_inputs(state, config, drill_orders, blocks.modes))
     return blocks.views(state)
 
 
@@ -233,8 +233,8 @@ class StepBlocks:
                    np.empty(unit, np.int32), np.empty((2, *unit), np.int16))
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        """The kernels' ``blocks`` tuple (see :func:`envs.sim.kernels.step_battles`;
-        ``modes`` rides in the ``arms`` tuple, :func:`arms_inputs`)."""
+        """The blocks in the kernels' argument order (``modes`` rides in the ``arms``
+        tuple, :func:`arms_inputs`)."""
         return self.units, self.flags, self.pairs, self.los, self.target
 
     def views(self, before: BattleState) -> tuple[BattleState, StepEvents]:
@@ -258,9 +258,9 @@ class StepBlocks:
 
 def step_inputs(state: BattleState, config: BattleConfig, geometry: Geometry | None,
                 orders: np.ndarray, constants: np.ndarray | None = None) -> tuple:
-    """The kernels' ``state`` tuple (see :func:`envs.sim.kernels.step_battles`) for
-    ``state`` and (3, U, B) C-contiguous ``orders``; ``constants`` replaces
-    :func:`envs.sim.kernels.constants` where a caller's kernels read more after them."""
+    """The kernels' arguments before the output blocks, for ``state`` and (3, U, B)
+    C-contiguous ``orders``; ``constants`` replaces :func:`envs.sim.kernels.constants`
+    where a caller's kernels read more after them."""
     rows, cols = state.grid_shape
     known = geometry is not None
     ground = unit_major(geometry.elevation) if known else _NO_GROUND

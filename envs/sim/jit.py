@@ -19,12 +19,6 @@ every index it cannot prove non-negative; LLVM then loads the lanes of a vector 
 one (a gather), about ten times slower than a contiguous load. ``range(lo, hi)`` or an
 unchecked ``lo`` leave the index's sign unknown; the assertion and a count from zero
 prove it.
-
-**Kernels made by a factory.** A closure (a kernel built inside a function, such as the
-serial and parallel twins of :func:`envs.sim.kernels.batch_kernels`) is keyed by what
-its closure holds: Numba would hash the pickled cells, and a pickled dispatcher carries a
-random identifier that differs in every process (no process would find another's
-entry), so :func:`kernel` keys such a kernel to the names of the kernels it closes over.
 """
 
 from __future__ import annotations
@@ -38,7 +32,6 @@ import os
 from pathlib import Path
 
 from numba import njit
-from numba.core.dispatcher import Dispatcher
 
 _ENVS = Path(__file__).resolve().parent.parent
 
@@ -88,27 +81,6 @@ def _locked(method, directory: str):
     return call
 
 
-def _closure_key(function) -> str:
-    """What the closure of ``function`` holds, described alike in every process: each
-    cell's kernel by module and name, or its ``repr`` (ints and strings).
-
-    Raises:
-        ValueError: for a cell holding anything else (its ``repr`` could change between
-            processes, or miss what the compiled code depends on).
-    """
-    cells = []
-    for name, cell in zip(function.__code__.co_freevars, function.__closure__, strict=True):
-        value = cell.cell_contents
-        if isinstance(value, Dispatcher):
-            cells.append(f"{name}={value.py_func.__module__}.{value.py_func.__qualname__}")
-        elif isinstance(value, int | str):
-            cells.append(f"{name}={value!r}")
-        else:
-            raise ValueError(f"kernel {function.__qualname__} closes over {name} = {value!r}: "
-                             "expected a kernel, an int or a str")
-    return hashlib.sha256(";".join(cells).encode()).hexdigest()
-
-
 def kernel(**options):
     """``numba.njit(cache=True, error_model="numpy", **options)`` with the cache keyed to
     :data:`SOURCES_DIGEST`. NumPy's error model divides by zero as NumPy does (inf or
@@ -116,8 +88,7 @@ def kernel(**options):
     their divisors where it matters.
 
     Raises:
-        ValueError: for a function defined outside :data:`KERNEL_SOURCES`, or a closure
-            over anything but kernels, ints and strings.
+        ValueError: for a function defined outside :data:`KERNEL_SOURCES`.
     """
     def compile_(function):
         source = Path(inspect.getfile(function)).resolve()
@@ -137,13 +108,6 @@ def kernel(**options):
         # other's machine code (numba/numba#4807).
         cache.load_overload = _locked(cache.load_overload, cache._cache_path)
         cache.save_overload = _locked(cache.save_overload, cache._cache_path)
-        if function.__closure__ is not None:
-            code = hashlib.sha256(function.__code__.co_code).hexdigest()
-            closure = _closure_key(function)
-            # Numba's own key hashes the pickled cells (see the module's docstring); this
-            # one is its key (numba==0.68.1) with the cells named instead.
-            cache._index_key = lambda sig, codegen: (sig, codegen.magic_tuple(),
-                                                     (code, closure))
         return dispatcher
 
     return compile_

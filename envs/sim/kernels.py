@@ -365,14 +365,12 @@ def _arm_row(arm, formation):
 
 
 @kernel()
-def step_battles(lo, hi, state, blocks, arms, scratch):
-    """Step battles ``lo`` to ``hi - 1``: unit-major ``state`` in, their rows of the output
-    ``blocks`` written (``scratch`` is :func:`step_scratch` of the caller's thread, at least
-    ``hi - lo`` wide). ``state`` is the tuple :func:`envs.sim.engine.step_inputs` builds
-    (``x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0, step, key,
-    team, patches, cover_map, orders, ground0, cover0, known, k, samples, low, high``),
-    ``blocks`` the output blocks ``units, flags, pairs, los, target`` (see
-    :data:`UNIT_FLOATS` and below). ``arms`` holds the order of battle: each unit's arm and quality
+def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
+                 step, key, team, patches, cover_map, orders, ground0, cover0, known, k,
+                 samples, low, high, units, flags, pairs, los, target, scratch, arms):
+    """Step battles ``lo`` to ``hi - 1``: unit-major state in, their rows of the output
+    blocks written (``scratch`` is :func:`step_scratch` of the caller's thread, at least
+    ``hi - lo`` wide). ``arms`` holds the order of battle: each unit's arm and quality
     (U,; quality multiplies its fire and melee and divides its morale losses), its
     formation and drill steps left before the step (U, B), the formation orders (U, B;
     :data:`~envs.sim.constants.KEEP_FORMATION` keeps), the going map (B, rows, cols), the
@@ -384,9 +382,6 @@ def step_battles(lo, hi, state, blocks, arms, scratch):
     the ground, stay battle by battle); the float32 operations and their order are
     those of one battle alone."""
     assert lo >= 0  # battle indices lo + c load contiguously (see envs.sim.jit)
-    (x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0, step, key, team,
-     patches, cover_map, orders, ground0, cover0, known, k, samples, low, high) = state
-    units, flags, pairs, los, target = blocks
     arm, quality, formation0, drill0, drill_orders, going_map, table, modes = arms
     x, y, theta = units[U_X], units[U_Y], units[U_THETA]
     strength, morale, readiness = units[U_STRENGTH], units[U_MORALE], units[U_READINESS]
@@ -741,52 +736,34 @@ def hit_chance_of(dist, inv_fire_range, exponent):
     return base * base if exponent == F32(2) else base ** exponent
 
 
-def batch_kernels(name, chunk, scratch):
-    """The kernels stepping a whole batch with ``chunk``, the compiled work on a run of
-    battles: ``name`` steps it on one thread, chunk by chunk of :data:`CHUNK` battles
-    with one scratch, and ``name + "_parallel"`` spreads the chunks over Numba's threads,
-    each chunk with its own scratch.
-
-    Both take ``(state, blocks, arms, inputs, outputs)`` (the tuples of
-    :func:`step_battles`, then the step kind's own inputs and outputs, each a tuple) and
-    call ``chunk(lo, hi, state, blocks, arms, inputs, outputs, work)`` where ``work`` is
-    the kernel ``scratch(n_units, width)`` of a chunk ``width`` battles wide. The battle
-    count is read from ``state`` (``x0``, (U, B)).
-
-    Returns:
-        The serial and the parallel kernel, in that order.
-    """
-    def serial(state, blocks, arms, inputs, outputs):
-        n, batch = state[0].shape
-        work = scratch(n, min(batch, CHUNK))
-        for lo in range(0, batch, CHUNK):
-            chunk(lo, min(lo + CHUNK, batch), state, blocks, arms, inputs, outputs, work)
-
-    def parallel(state, blocks, arms, inputs, outputs):
-        n, batch = state[0].shape
-        for c in prange(chunk_count(batch)):
-            lo = c * CHUNK
-            hi = min(lo + CHUNK, batch)
-            chunk(lo, hi, state, blocks, arms, inputs, outputs, scratch(n, hi - lo))
-
-    # Named as the kernels they are: Numba names each one's cache files after them.
-    for function, suffix in ((serial, ""), (parallel, "_parallel")):
-        function.__name__ = function.__qualname__ = name + suffix
-        function.__doc__ = (f":func:`{chunk.__name__}` over a whole batch, "
-                            + ("its chunks spread over Numba's threads." if suffix
-                               else "on one thread, chunk by chunk."))
-    return kernel()(serial), kernel(parallel=True)(parallel)
-
-
 @kernel()
-def engine_battles(lo, hi, state, blocks, arms, inputs, outputs, scratch):
-    """:func:`step_battles` as :func:`batch_kernels` calls a chunk: the bare engine's step
-    has no inputs or outputs (both ``()``) besides the state's and the blocks."""
-    step_battles(lo, hi, state, blocks, arms, scratch)
+def step_kernel(x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0, step,
+                key, team, patches, cover_map, orders, ground0, cover0, known, k, samples, low,
+                high, units, flags, pairs, los, target, arms):
+    """:func:`envs.sim.engine.step` over a batch, on one thread (see the engine's
+    docstring for the model). ``orders`` is (3, U, B); ``ground0``/``cover0`` the ground
+    under the units before the step when ``known`` (else looked up here). Writes the
+    output blocks (see :data:`UNIT_FLOATS` and below)."""
+    n, batch = x0.shape
+    scratch = step_scratch(n, min(batch, CHUNK))
+    for lo in range(0, batch, CHUNK):
+        step_battles(lo, min(lo + CHUNK, batch), x0, y0, theta0, strength0, morale0,
+                     readiness0, routed0, destroyed0, step, key, team, patches, cover_map,
+                     orders, ground0, cover0, known, k, samples, low, high, units, flags,
+                     pairs, los, target, scratch, arms)
 
 
-step_kernel, step_kernel_parallel = batch_kernels("step_kernel", engine_battles, step_scratch)
-"""The engine's step (:func:`envs.sim.engine.step`, see its docstring for the model) over a
-batch, on one thread and on every Numba thread: ``(state, blocks, arms, (), ())`` as
-:func:`step_battles` takes them (``orders`` (3, U, B) in ``state``; ``ground0``/``cover0``
-the ground under the units before the step when ``known``, else looked up here)."""
+@kernel(parallel=True)
+def step_kernel_parallel(x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
+                         step, key, team, patches, cover_map, orders, ground0, cover0, known, k,
+                         samples, low, high, units, flags, pairs, los, target, arms):
+    """:func:`step_kernel` with its chunks spread over Numba's threads (each chunk has its
+    own scratch rows)."""
+    n, batch = x0.shape
+    for c in prange(chunk_count(batch)):
+        lo = c * CHUNK
+        hi = min(lo + CHUNK, batch)
+        step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0,
+                     destroyed0, step, key, team, patches, cover_map, orders, ground0, cover0,
+                     known, k, samples, low, high, units, flags, pairs, los, target,
+                     step_scratch(n, hi - lo), arms)

@@ -234,3 +234,104 @@ def test_without_a_terminal_a_role_s_line_is_printed_when_it_changes(tmp_path):
     assert launcher.exit_code() == 0
     launcher.roles[0].state = "failed"
     assert launcher.exit_code() == 1
+
+
+# --- every exit processed, --refresh checked, a crash's own line shown -----------------------
+
+EXIT = "import sys; print('{line}', file=sys.stderr); sys.exit({code})"
+"""A fake role: prints a line to its log and exits at once with a status."""
+
+
+class _ExitsInTheWindow(Launcher):
+    """A launcher whose roles always end between two looks: after each look it waits for
+    every role it started to end (before the change, the loop then stopped with their
+    exits never processed). ``after_first_look`` runs once, after the first look."""
+
+    after_first_look = None
+
+    def _step(self) -> None:
+        super()._step()
+        for role in self.roles:
+            if role.process is not None:
+                role.process.wait()  # it ends now: after this look, before the next
+        if self.after_first_look is not None:
+            self.after_first_look, hook = None, self.after_first_look
+            hook(self)
+
+
+def _fake_launcher(tmp_path, monkeypatch, exits: dict[str, tuple[int, str]],
+                   **kwargs) -> tuple[_ExitsInTheWindow, io.StringIO]:
+    monkeypatch.setattr("training.league.launcher.RESTART_DELAY_S", 0.0)
+    out = io.StringIO()
+    launcher = _ExitsInTheWindow(list(exits), tmp_path, out=out, refresh=0.01, **kwargs)
+    for role in launcher.roles:
+        code, line = exits[role.role]
+        role.command = [sys.executable, "-c", EXIT.format(line=line, code=code)]
+    return launcher, out
+
+
+def test_a_role_that_ends_between_two_looks_is_processed(tmp_path, monkeypatch):
+    launcher, out = _fake_launcher(tmp_path, monkeypatch, {
+        "main_agent": (3, "ValueError: boom"), "main_exploiter": (0, "finished")},
+        max_restarts=1)
+    assert launcher.run() == 1  # before: 130, the crash neither restarted nor reported
+    output = out.getvalue()
+    agent, exploiter = launcher.roles
+    assert (agent.state, agent.restarts, exploiter.state) == ("failed", 1, "done"), output
+    assert "[launcher] main_agent: exited with code 3; restarting with resume.auto=true " \
+           "(1/1); its last line: ValueError: boom" in output
+    assert "[launcher] main_agent: exited with code 3; failed after 1 restart(s)" in output
+    assert "[launcher] main_exploiter: done" in output
+    assert (tmp_path / "main_agent" / "role.log").read_text().count("launcher: start") == 2
+    assert (tmp_path / "launcher.lock").read_text().strip().isdecimal()  # it claimed the league
+
+
+def test_a_crash_that_came_before_a_signal_is_processed_as_a_crash(tmp_path, monkeypatch):
+    launcher, out = _fake_launcher(tmp_path, monkeypatch, {"main_agent": (3, "ValueError: x")})
+    launcher.after_first_look = lambda it: it.signals.append(signal.SIGTERM)
+    assert launcher.run() == 143
+    output = out.getvalue()
+    assert "[launcher] main_agent: exited with code 3; restarting" in output, output
+    assert launcher.roles[0].state == "stopped"  # the shutdown cancels the restart
+    assert (tmp_path / "main_agent" / "role.log").read_text().count("launcher: start") == 1
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-1", "soon"])
+def test_refresh_must_be_a_finite_positive_number(value, capsys):
+    from training.league.launcher import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--refresh", value])
+    assert exited.value.code == 2
+    assert f"argument --refresh: {value!r} is invalid: expected a finite number of seconds " \
+           "> 0" in capsys.readouterr().err
+    if value != "soon":
+        with pytest.raises(ValueError, match=r"refresh=.* is invalid: expected a finite"):
+            Launcher(["main_agent"], refresh=float(value))
+
+
+def test_grace_and_max_restarts_are_checked(capsys):
+    from training.league.launcher import main
+
+    for flag, value in (("--grace", "nan"), ("--grace", "-1"), ("--max-restarts", "-1"),
+                        ("--max-restarts", "1.5")):
+        with pytest.raises(SystemExit):
+            main([flag, value])
+        assert f"argument {flag}: {value!r} is invalid" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="max_restarts=True is invalid"):
+        Launcher(["main_agent"], max_restarts=True)
+
+
+def test_a_crashed_role_s_own_error_line_is_shown_not_hydra_s_advice(tmp_path):
+    # A real role whose config Hydra accepts and the role refuses: Hydra reports the
+    # error and ends with its advice to set HYDRA_FULL_ERROR, the line shown before.
+    out = io.StringIO()
+    launcher = Launcher(["main_agent"], tmp_path / "league", ["training.n_epochs=0",
+                                                              "wandb.enabled=false"],
+                        max_restarts=0, refresh=0.2, out=out)
+    assert launcher.run() == 1
+    output = out.getvalue()
+    assert "[launcher] main_agent: exited with code 1; failed after 0 restart(s); its last " \
+           "line: ValueError: n_epochs=0 is invalid: expected an integer >= 1" in output, output
+    assert "HYDRA_FULL_ERROR" not in output
+    assert "HYDRA_FULL_ERROR" in (tmp_path / "league" / "main_agent" / "role.log").read_text()

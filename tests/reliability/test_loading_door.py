@@ -7,7 +7,8 @@ The first test walks the project's source (AST) and fails on any direct SB3 ``lo
 (:data:`SAFE_LAYER`). The others put a pickle payload in the ``data`` entry of a real
 SB3 archive (the way SB3 stores a pickled object, ``{":serialized:": base64(pickle)}``)
 and call every SB3 entry point on it: each must refuse the file by name, with the
-payload's marker file absent, in under 10 s and 1 GiB of extra memory.
+payload's marker file absent, in under 1 GiB of extra memory (the seconds are printed
+for the reliability report, never asserted).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import json
 import pickle
 import resource
 import time
-import tracemalloc
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -40,7 +40,6 @@ SAFE_LAYER = {
 SB3_ALGORITHMS = {"PPO", "A2C", "SAC", "TD3", "DQN", "DDPG", "BaseAlgorithm",
                   "OnPolicyAlgorithm", "OffPolicyAlgorithm", "RecurrentPPO", "MaskablePPO"}
 MiB = 2**20
-LIMIT_S = 10.0
 LIMIT_BYTES = 2**30
 
 
@@ -154,9 +153,11 @@ def _status_bytes(key: str) -> int | None:
 
 
 def measured(call: Callable[[], object]) -> tuple[BaseException | None, float, float]:
-    """Run ``call``: (what it raised, seconds, extra MiB: the larger of Python's traced
-    peak and the growth of the process's peak resident memory, which counts torch's
-    allocations too; the peak is reset first where Linux allows it)."""
+    """Run ``call``: (what it raised, seconds, extra MiB: the growth of the process's
+    peak resident memory, which counts torch's and NumPy's allocations too; the peak is
+    reset first where Linux allows it, else the process's lifetime peak is compared).
+
+    The seconds are for reports only: tests never assert wall-clock times."""
     try:
         Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
         before = _status_bytes("VmRSS")
@@ -164,7 +165,6 @@ def measured(call: Callable[[], object]) -> tuple[BaseException | None, float, f
         before = None
     if before is None:
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    tracemalloc.start()
     started = time.perf_counter()
     raised = None
     try:
@@ -172,10 +172,8 @@ def measured(call: Callable[[], object]) -> tuple[BaseException | None, float, f
     except Exception as error:  # noqa: BLE001 - returned to be checked by the caller
         raised = error
     seconds = time.perf_counter() - started
-    traced = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
     peak = _status_bytes("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return raised, seconds, max(traced, peak - before) / MiB
+    return raised, seconds, max(peak - before, 0) / MiB
 
 
 @pytest.fixture(scope="module")
@@ -337,7 +335,7 @@ def test_a_pickle_in_the_data_entry_is_refused_by_every_entry_point(tmp_path, va
         assert isinstance(raised, ValueError), (name, raised)
         # It names the file read (the entry point's own copy, for the pools).
         assert ".zip" in str(raised) and "weights_only=False" not in str(raised)
-        assert seconds < LIMIT_S and extra_mib * MiB < LIMIT_BYTES, (name, seconds, extra_mib)
+        assert extra_mib * MiB < LIMIT_BYTES, (name, seconds, extra_mib)
 
 
 @pytest.mark.parametrize("variant", REPLACED)
@@ -355,7 +353,7 @@ def test_a_pickle_in_an_entry_the_loader_replaces_is_never_read(tmp_path, valid_
         # refuse it for another reason, that must be a named error.
         if raised is not None:
             assert isinstance(raised, ValueError) and ".zip" in str(raised), (name, raised)
-        assert seconds < LIMIT_S and extra_mib * MiB < LIMIT_BYTES, (name, seconds, extra_mib)
+        assert extra_mib * MiB < LIMIT_BYTES, (name, seconds, extra_mib)
 
 
 def test_a_nested_serialized_value_is_never_unpickled_by_sb3(tmp_path, valid_archive):
@@ -389,7 +387,7 @@ def test_an_archive_declaring_a_huge_rollout_buffer_is_refused_before_sb3_alloca
     raised, seconds, extra_mib = measured(lambda: load_ppo(path))
     assert isinstance(raised, ValueError)
     assert "n_steps=1,000,000,000" in str(raised) and f"{MAX_ROLLOUT_BYTES:,}" in str(raised)
-    assert seconds < LIMIT_S and extra_mib * MiB < LIMIT_BYTES
+    assert extra_mib * MiB < LIMIT_BYTES, (seconds, extra_mib)
 
 
 def test_a_file_swapped_after_the_check_is_not_read(tmp_path, valid_archive, monkeypatch):

@@ -32,7 +32,13 @@ logger = logging.getLogger(__name__)
 
 # AgentRecord, AgentType and PoolManifestError are re-exported: the seeds name this module
 # as their home.
-__all__ = ["AgentType", "AgentRecord", "AgentPool", "PoolManifestError"]
+__all__ = ["AgentType", "AgentRecord", "AgentPool", "PoolManifestError", "SnapshotRewriteError"]
+
+
+class SnapshotRewriteError(ValueError):
+    """A snapshot file about to be written already has its pool record: writing it would
+    change the weights of a member others may have loaded, played and rated
+    (:meth:`AgentPool.check_new_snapshot`)."""
 
 
 class AgentPool(PoolManifest):
@@ -167,6 +173,38 @@ class AgentPool(PoolManifest):
                 self._records = mine
 
         self._mutate(change)
+
+    def check_new_snapshot(self, snapshot_path: str | os.PathLike, agent_id: str) -> None:
+        """Refuse to write the snapshot ``agent_id`` at ``snapshot_path`` if the newest
+        manifest already records it: a snapshot file never changes once it is a member.
+
+        Called before the file is written (re-reads the manifest). A file on disk with no
+        record (its writer was killed before adding it) may be written again.
+
+        Args:
+            snapshot_path: The file about to be written (relative paths are taken from
+                the manifest's folder, as the records' are).
+            agent_id: The id its record will have.
+
+        Raises:
+            SnapshotRewriteError: If a record has that id or that file, naming both.
+            PoolManifestError: If the manifest on disk is corrupt.
+        """
+        self.reload()
+        folder = self._path.parent.resolve()
+
+        def absolute(path: str | os.PathLike) -> str:
+            return os.path.normpath(os.path.join(folder, os.path.expanduser(path)))
+
+        target = absolute(snapshot_path)
+        for record in self._records.values():
+            if record.agent_id == agent_id or absolute(record.snapshot_path) == target:
+                raise SnapshotRewriteError(
+                    f"snapshot {target} of agent_id={agent_id!r} is refused: pool "
+                    f"{self._path} already records {record.agent_id!r} with "
+                    f"snapshot_path={record.snapshot_path!r}, and a member's file is never "
+                    "rewritten (is another copy of this role running on its folder?)"
+                )
 
     # ---------------------------------------------------------------- queries
 

@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from training.league.layout import STOPPED_EXIT_CODE
-from training.league.role import LeagueRole
+from storage.files import FolderInUseError
+from training.league.layout import IN_USE_EXIT_CODE, STOPPED_EXIT_CODE
+from training.league.role import LeagueRole, claim_role_folder
 from training.league.roles import ROLE_CLASSES
 
 logger = logging.getLogger(__name__)
@@ -48,16 +49,29 @@ def run_role(role: str, config: Any, resume: dict[str, Any], *,
     ``stopped`` (:meth:`~training.league.role.LeagueRole.learn`); the handlers are
     restored on return. Before that (building, warm start) they act as usual:
     nothing is saved yet. Returns the role; ``role.done`` is False when it was stopped.
+
+    The role's folder is claimed first of all (:func:`~training.league.role.claim_role_folder`):
+    while another process trains it, nothing is started or written.
+
+    Raises:
+        storage.files.FolderInUseError: if another process owns the role's folder,
+            naming its pid.
     """
     from training.common.tracking import start_wandb
     from training.mappo.checkpoints import resolve_resume
 
-    checkpoint = resolve_resume(resume, config)
-    run, owns_run = (start_wandb(project=config.wandb_project, entity=config.wandb_entity,
-                                 tags=config.wandb_tags, config=config.to_dict(),
-                                 log_dir=config.log_dir)
-                     if config.enable_wandb else (None, False))
-    trainer = role_class(role).from_config(config, resume=checkpoint, run=run)
+    folder_lock = claim_role_folder(Path(config.pool_manifest).parent)
+    try:
+        checkpoint = resolve_resume(resume, config)
+        run, owns_run = (start_wandb(project=config.wandb_project, entity=config.wandb_entity,
+                                     tags=config.wandb_tags, config=config.to_dict(),
+                                     log_dir=config.log_dir)
+                         if config.enable_wandb else (None, False))
+        trainer = role_class(role).from_config(config, resume=checkpoint, run=run,
+                                               folder_lock=folder_lock)
+    except BaseException:
+        folder_lock.release()
+        raise
     with _stop_requests() if stop_on_signals else contextlib.nullcontext() as stop:
         trainer.learn(stop=stop)
     if owns_run:
@@ -86,7 +100,9 @@ def _stop_requests() -> Iterator[Callable[[], bool]]:
 
 def run_role_cli(role: str, argv: list[str] | None = None) -> None:
     """The Hydra command line of ``configs/league/{role}.yaml``; exits with
-    :data:`STOPPED_EXIT_CODE` when SIGINT or SIGTERM stopped the role.
+    :data:`STOPPED_EXIT_CODE` when SIGINT or SIGTERM stopped the role, and with
+    :data:`IN_USE_EXIT_CODE` (the refusal on stderr, naming the owner's pid) when another
+    process owns the role's folder.
 
     A relative ``--config-path`` is taken from the current folder (Hydra would take it
     from the folder of the module that declares the app).
@@ -102,10 +118,20 @@ def run_role_cli(role: str, argv: list[str] | None = None) -> None:
     sys.argv = [sys.argv[0], *args]
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     trained: list[Any] = []
-    CONFIG_FILES[role].run(lambda config, resume: trained.append(
-        run_role(role, config, resume, stop_on_signals=True)))
+    refused: list[FolderInUseError] = []
+
+    def app(config: Any, resume: dict[str, Any]) -> None:
+        try:
+            trained.append(run_role(role, config, resume, stop_on_signals=True))
+        except FolderInUseError as error:  # not a crash: reported plainly, not by Hydra
+            refused.append(error)
+
+    CONFIG_FILES[role].run(app)
+    if refused:
+        print(f"{type(refused[0]).__name__}: {refused[0]}", file=sys.stderr, flush=True)
+        sys.exit(IN_USE_EXIT_CODE)
     if trained and not trained[0].done:  # stopped by a signal
         sys.exit(STOPPED_EXIT_CODE)
 
 
-__all__ = ["STOPPED_EXIT_CODE", "role_class", "run_role", "run_role_cli"]
+__all__ = ["IN_USE_EXIT_CODE", "STOPPED_EXIT_CODE", "role_class", "run_role", "run_role_cli"]

@@ -14,11 +14,18 @@ per role, read from the role's ``status.json`` (:meth:`LeagueRole.write_status
 error or is killed, up to ``max_restarts`` times; and on SIGINT or SIGTERM passes SIGINT
 on to every role (each stops after its rollout with a checkpoint), waits ``grace``
 seconds, then kills those still running.
+
+One launcher per league: it claims the league folder
+(:data:`~training.league.layout.LAUNCHER_LOCK_FILE`) and refuses to start while another
+launcher holds it, or while another process owns a role's folder (an earlier launch's
+role still running), naming that process; nothing is written then.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import math
 import os
 import signal
 import subprocess
@@ -29,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from storage.files import clean_stale_temporaries, read_json_file
+from storage.files import FolderInUseError, FolderLock, clean_stale_temporaries, read_json_file
 from training.league.config import (
     CONFIG_FILES,
     LEAGUE_DIR,
@@ -37,7 +44,13 @@ from training.league.config import (
     hydra_quoted,
     league_dir_overrides,
 )
-from training.league.layout import STATUS_FILE, STOPPED_EXIT_CODE
+from training.league.layout import (
+    IN_USE_EXIT_CODE,
+    LAUNCHER_LOCK_FILE,
+    ROLE_LOCK_FILE,
+    STATUS_FILE,
+    STOPPED_EXIT_CODE,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 """The repository (put on the roles' ``PYTHONPATH``)."""
@@ -52,6 +65,9 @@ FINAL_STATES = ("done", "stopped", "killed", "failed")
 PLAIN_INTERVAL_S = 10.0
 """Without a terminal: the least seconds between two lines of one role (a change of
 state is printed at once)."""
+HYDRA_BOILERPLATE = "Set the environment variable HYDRA_FULL_ERROR=1"
+"""The start of the line Hydra prints after a crashed app's error: never the crash's
+own last line."""
 
 
 @dataclass
@@ -63,7 +79,8 @@ class RoleProcess:
     status from the new process yet), ``stopping`` (SIGINT sent), or once it has ended
     for good (:data:`FINAL_STATES`) ``done`` (exited 0), ``stopped`` (exited after a
     SIGINT or SIGTERM), ``killed`` (still running after the grace period) or ``failed``
-    (crashed again after ``max_restarts`` restarts).
+    (crashed again after ``max_restarts`` restarts, or refused because another process
+    owns its folder).
     """
 
     role: str
@@ -141,6 +158,10 @@ class Launcher:
         grace: seconds the roles get to stop after SIGINT before they are killed.
         refresh: seconds between two looks at the roles.
         out: where the lines go (a terminal gets a live table).
+
+    Raises:
+        ValueError: for an unknown role, ``max_restarts`` not an int >= 0, ``grace``
+            not a number >= 0, or ``refresh`` not a finite number > 0.
     """
 
     def __init__(self, roles: Sequence[str] = ROLES, league_dir: str | Path | None = None,
@@ -150,6 +171,14 @@ class Launcher:
         if unknown or not roles:
             raise ValueError(f"roles={list(roles)!r} is invalid: expected some of "
                              f"{', '.join(ROLES)}")
+        if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) or \
+                max_restarts < 0:
+            raise ValueError(f"max_restarts={max_restarts!r} is invalid: expected an int >= 0")
+        if not _is_number(grace) or math.isnan(grace) or grace < 0:
+            raise ValueError(f"grace={grace!r} is invalid: expected a number of seconds >= 0")
+        if not _is_number(refresh) or not math.isfinite(refresh) or refresh <= 0:
+            raise ValueError(f"refresh={refresh!r} is invalid: expected a finite number of "
+                             "seconds > 0")
         self.league_dir = Path(league_dir).resolve() if league_dir is not None else None
         per_role = split_overrides(overrides, roles)
         self.roles = [RoleProcess(role, role_command(role, self.league_dir, per_role[role]),
@@ -164,8 +193,34 @@ class Launcher:
 
     # --- the loop ----------------------------------------------------------------------------
 
+    @property
+    def folder(self) -> Path:
+        """The league folder (the configs' :data:`~training.league.config.LEAGUE_DIR`
+        without ``league_dir``)."""
+        return self.league_dir if self.league_dir is not None else Path(LEAGUE_DIR)
+
     def run(self) -> int:
-        """Start the roles and watch them until none runs; returns :meth:`exit_code`."""
+        """Start the roles and watch them until each has ended for good (every exit
+        processed, whenever it came); returns :meth:`exit_code`.
+
+        Raises:
+            storage.files.FolderInUseError: before anything is started or written, if
+                another launcher runs on the league folder or another process owns a
+                role's folder, naming its pid.
+        """
+        claim = FolderLock(self.folder, LAUNCHER_LOCK_FILE, "league folder")
+        # Looked at before claiming, so that a refused launcher leaves no trace (the
+        # claim itself writes the lock file); each role claims its own folder too.
+        claim.check_free()
+        for role in self.roles:
+            FolderLock(role.folder, ROLE_LOCK_FILE, "league role folder").check_free()
+        claim.acquire()
+        try:
+            return self._watch()
+        finally:
+            claim.release()
+
+    def _watch(self) -> int:
         previous = {sig: signal.signal(sig, self._on_signal)
                     for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
@@ -175,7 +230,9 @@ class Launcher:
                 while True:
                     self._step()
                     show()
-                    if not any(r.running or r.restart_at is not None for r in self.roles):
+                    # Decided by the states, not by which processes run: a role that
+                    # ended since _step looked is processed by the next _step.
+                    if all(r.state in FINAL_STATES for r in self.roles):
                         break
                     self._sleep(self.refresh)
         finally:
@@ -205,7 +262,9 @@ class Launcher:
             time.sleep(min(0.1, max(end - time.monotonic(), 0)))
 
     def _step(self) -> None:
-        """One look at every role: shutdown, exits, restarts."""
+        """One look at every role: exits, shutdown, restarts. Every exit since the last
+        look is processed first, once, so a crash is one even if a signal came since."""
+        self._collect_exits()
         now = time.monotonic()
         if self.signals and self.kill_at is None:
             self.kill_at = now + self.grace
@@ -219,13 +278,15 @@ class Launcher:
                     role.state = "stopping"
         if self.kill_at is not None and (now >= self.kill_at or len(self.signals) > 1):
             why = "a second signal" if len(self.signals) > 1 else "the grace period"
-            for role in self.roles:
-                if role.running:
-                    role.process.kill()
-                    role.process.wait()
-                    role.state = "killed"
-                    self._event(role, f"still running after {why}: killed (SIGKILL)")
-                    self._clean(role)
+            for role in self._unprocessed():
+                role.process.kill()
+                code = role.process.wait()
+                if code != -signal.SIGKILL:  # it ended by itself before the SIGKILL came
+                    self._exited(role, code)
+                    continue
+                role.state = "killed"
+                self._event(role, f"still running after {why}: killed (SIGKILL)")
+                self._clean(role)
         for role in self.roles:
             if role.restart_at is not None:
                 if now >= role.restart_at:
@@ -233,16 +294,27 @@ class Launcher:
                 continue
             if role.process is None or role.state in FINAL_STATES:
                 continue
-            code = role.process.poll()
-            if code is not None:
-                self._exited(role, code)
-                continue
             status = role.status()
             if role.state in ("starting", "restarting") and status and \
                     status.get("pid") == role.process.pid:
                 role.state = "training"  # its first status: it is built and training
 
+    def _unprocessed(self) -> list[RoleProcess]:
+        """The roles whose current process has not had its exit processed (running, or
+        ended since the last look)."""
+        return [role for role in self.roles if role.process is not None and
+                role.restart_at is None and role.state not in FINAL_STATES]
+
+    def _collect_exits(self) -> None:
+        """Process the exit of every role whose process has ended since the last look."""
+        for role in self._unprocessed():
+            code = role.process.poll()
+            if code is not None:
+                self._exited(role, code)
+
     def _exited(self, role: RoleProcess, code: int) -> None:
+        """What a role's exit with ``code`` means: done, stopped, refused, or a crash
+        (restarted, or failed after ``max_restarts``); called once per process."""
         self._clean(role)
         if code == 0:
             role.state = "done"
@@ -250,6 +322,11 @@ class Launcher:
         elif code in (STOPPED_EXIT_CODE, -signal.SIGINT) or self.kill_at is not None:
             role.state = "stopped"
             self._event(role, f"stopped ({_describe(code)})")
+        elif code == IN_USE_EXIT_CODE:  # another process trains its folder: not restarted
+            role.state = "failed"
+            last = _last_line(role.log_path)
+            self._event(role, "refused: another process owns its folder" +
+                        (f"; its last line: {last}" if last else ""))
         else:
             reason = _describe(code)
             last = _last_line(role.log_path) if code > 0 else ""  # a crash's message
@@ -382,21 +459,56 @@ def _describe(code: int) -> str:
 
 
 def _last_line(path: Path, max_bytes: int = 4096) -> str:
-    """The last line of ``path`` that is not the launcher's (a crash's message)."""
+    """The last line of ``path`` that is neither the launcher's nor Hydra's advice after
+    an error (:data:`HYDRA_BOILERPLATE`): a crash's own message, the exception's line."""
     try:
         with open(path, "rb") as handle:
             handle.seek(max(handle.seek(0, os.SEEK_END) - max_bytes, 0))
             lines = handle.read().decode("utf-8", "replace").splitlines()
     except OSError:
         return ""
-    lines = [line.strip() for line in lines if line.strip() and not line.startswith("====")]
+    lines = [line.strip() for line in lines if line.strip() and not line.startswith("====")
+             and not line.startswith(HYDRA_BOILERPLATE)]
     return lines[-1][:300] if lines else ""
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command line (``python -m training.league``); returns the exit status."""
-    import argparse
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
+
+def _seconds(*, finite: bool, positive: bool) -> Callable[[str], float]:
+    """An argparse ``type`` for a number of seconds: the error (after argparse's
+    ``argument --flag:``) names the value and what is allowed."""
+    allowed = f"{'a finite' if finite else 'a'} number of seconds {'> 0' if positive else '>= 0'}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if math.isnan(value) or (finite and math.isinf(value)) or value < 0 or \
+                (positive and value == 0):
+            raise argparse.ArgumentTypeError(f"{text!r} is invalid: expected {allowed}")
+        return value
+
+    return parse
+
+
+def _count(text: str) -> int:
+    """An argparse ``type`` for an int >= 0 (the error names the value)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: expected an int >= 0")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line (``python -m training.league``); returns the exit status
+    (:meth:`Launcher.exit_code`, or :data:`~training.league.layout.IN_USE_EXIT_CODE` when
+    another process owns the league folder or a role's folder: nothing is started)."""
     parser = argparse.ArgumentParser(
         prog="python -m training.league",
         description="Run the league's roles on one league folder: a line per role, "
@@ -409,24 +521,29 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"the league folder (default: the configs' {LEAGUE_DIR}, logs "
                              "in logs/league); every role's files go under it, its "
                              "TensorBoard logs in DIR/logs/<role>")
-    parser.add_argument("--max-restarts", type=int, default=3, metavar="N",
-                        help="restarts of a crashed role (default 3)")
-    parser.add_argument("--grace", type=float, default=30.0, metavar="S",
+    parser.add_argument("--max-restarts", type=_count, default=3,
+                        metavar="N", help="restarts of a crashed role (default 3)")
+    parser.add_argument("--grace", type=_seconds(finite=False, positive=False),
+                        default=30.0, metavar="S",
                         help="seconds the roles get to stop after Ctrl-C (default 30)")
-    parser.add_argument("--refresh", type=float, default=1.0, metavar="S",
-                        help="seconds between two looks at the roles (default 1)")
+    parser.add_argument("--refresh", type=_seconds(finite=True, positive=True),
+                        default=1.0, metavar="S",
+                        help="seconds between two looks at the roles, finite and > 0 "
+                             "(default 1)")
     parser.add_argument("overrides", nargs="*",
                         help="Hydra overrides (after --): key=value or <role>:key=value")
     args = parser.parse_args(argv)
-    if args.max_restarts < 0 or args.grace < 0 or args.refresh <= 0:
-        parser.error("--max-restarts and --grace must be >= 0, --refresh > 0")
     try:
         launcher = Launcher(args.roles, args.league_dir, args.overrides,
                             max_restarts=args.max_restarts, grace=args.grace,
                             refresh=args.refresh)
     except ValueError as error:
         parser.error(str(error))
-    return launcher.run()
+    try:
+        return launcher.run()
+    except FolderInUseError as error:
+        print(f"{parser.prog}: refused: {error}", file=sys.stderr, flush=True)
+        return IN_USE_EXIT_CODE
 
 
 __all__ = ["Launcher", "ROLES", "RoleProcess", "main", "role_command", "split_overrides"]

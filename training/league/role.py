@@ -24,6 +24,13 @@ anchors ``scripted_team_l5`` and ``doctrine_team`` at fixed ratings. Every file
 is shared safely between processes (:mod:`storage.files`), and a role killed at
 any moment resumes from its checkpoint with its counters, reset state and
 generators (:meth:`LeagueRole.state_dict`).
+
+A role folder has one owner: a role claims its folder (:func:`claim_role_folder`,
+an OS-level lock on :data:`~training.league.layout.ROLE_LOCK_FILE` that dies with its
+process) before it writes anything there, and keeps the claim until it finishes or
+stops; a second copy of the role is refused at once, naming the owner's pid. And a
+snapshot file is never rewritten once the pool records it
+(:meth:`~training.league.agent_pool.AgentPool.check_new_snapshot`).
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from storage.files import atomic_write_text, clean_stale_temporaries
+from storage.files import FolderLock, atomic_write_text, clean_stale_temporaries
 from training.common.learner import Learner, missing_members
 from training.common.run_log import RunLog
 from training.common.schedule import EveryNSteps
@@ -53,6 +60,7 @@ from training.league.layout import (
     HISTORY_FILE,
     MATCHES_FILE,
     POOL_FILE,
+    ROLE_LOCK_FILE,
     SNAPSHOT_FOLDER,
     STATUS_FILE,
 )
@@ -106,10 +114,16 @@ class LeagueRole:
             equal share of the battles not kept scripted.
         scripted_share: share of the training battles against scripted Red.
         run: a W&B run to log to, or None.
+        folder_lock: the claim on the role's folder (its pool manifest's), already
+            held (:func:`claim_role_folder`, taken by :meth:`from_config` before the
+            learner is built); None: the role claims it first thing.
 
     Raises:
         TypeError: if ``trainer`` is not a :class:`~training.common.learner.Learner`.
-        ValueError: for an unknown ``matchmaking`` or a bad frequency.
+        ValueError: for an unknown ``matchmaking`` or a bad frequency, or a
+            ``folder_lock`` of another folder or not held.
+        storage.files.FolderInUseError: if another process (or another role of this
+            one) owns the role's folder, naming its pid; nothing was written.
     """
 
     agent_type: ClassVar[AgentType] = AgentType.MAIN_AGENT
@@ -122,7 +136,8 @@ class LeagueRole:
                  checkpoint_dir: str | Path | None = None, checkpoint_freq: int = 100_000, *,
                  league_pools: Sequence[str | Path] = (), matchmaking: str = "pfsp",
                  pfsp_temperature: float = 1.0, opponents_per_rollout: int = 4,
-                 scripted_share: float = 0.0, run: Any = None) -> None:
+                 scripted_share: float = 0.0, run: Any = None,
+                 folder_lock: FolderLock | None = None) -> None:
         if not isinstance(trainer, Learner):
             raise TypeError(f"trainer={trainer!r} is invalid: expected a Learner (a "
                             "MAPPOTrainer or an EchelonLearner); it lacks "
@@ -130,54 +145,89 @@ class LeagueRole:
         if matchmaking not in MATCHMAKING:
             raise ValueError(f"matchmaking={matchmaking!r} is invalid: expected one of "
                              f"{', '.join(MATCHMAKING)}")
-        self.trainer, self.pool, self.matches = trainer, agent_pool, match_database
-        own = agent_pool.manifest_path.parent / MATCHES_FILE
-        self.own_matches = None if own.resolve() == Path(match_database.db_path).resolve() \
-            else MatchDatabase(own)
-        """The learner's own matches, in its folder (where the league tutorial reads the
-        main agent's: ``checkpoints/league/main_agent/matches.jsonl``), or None when
-        the league's log is that file."""
-        self.matchmaker, self.elo = matchmaker, elo_registry
-        self.agent_id = agent_id
-        self.snapshot_dir = Path(snapshot_dir)
-        self.checkpoint_dir = Path(checkpoint_dir or trainer.config.checkpoint_dir)
-        self.snapshot_freq, self.eval_freq = snapshot_freq, eval_freq
-        self.checkpoint_freq, self.log_interval = checkpoint_freq, log_interval
-        self.n_eval_episodes = n_eval_episodes
-        self.league_pools = [AgentPool(path) for path in league_pools]
-        self.matchmaking = matchmaking
-        self.opponents_per_rollout, self.scripted_share = opponents_per_rollout, scripted_share
-        self.run = run
-        matchmaker.set_weight_function(make_pfsp_weight_fn(pfsp_temperature))
-        self.rng = trainer.rng
-        self.version = 0
-        self.reset_count = 0
-        self.nash: dict[str, float] | None = None
-        self.members: list[AgentRecord] = []
-        self.dealt: dict[int, str] = {}  # id(policy) -> opponent id, for the last deal
-        self.last_metrics: dict[str, Any] = {}
-        self.run_log = RunLog(self.log_folder, run=run, history_file=self.role_dir / HISTORY_FILE)
-        """TensorBoard in :attr:`log_folder`, the W&B run, ``history.jsonl``, the pictures."""
-        self._policies: dict[str, Any] = {}
-        self._initial_state = copy.deepcopy(trainer.policy.state_dict())
-        self._warm_started = trainer.total_steps > 0 or trainer.warm_started
-        self._start()
+        folder = agent_pool.manifest_path.parent
+        if folder_lock is None:
+            folder_lock = claim_role_folder(folder)
+        elif not isinstance(folder_lock, FolderLock) or not folder_lock.held or \
+                folder_lock.folder.resolve() != folder.resolve():
+            raise ValueError(f"folder_lock={folder_lock!r} is invalid: expected the held "
+                             f"claim on the role's folder {folder} (claim_role_folder)")
+        self.folder_lock = folder_lock
+        """The claim on :attr:`role_dir`, held until the role finishes or stops
+        (:meth:`close`)."""
+        try:
+            self.trainer, self.pool, self.matches = trainer, agent_pool, match_database
+            own = agent_pool.manifest_path.parent / MATCHES_FILE
+            self.own_matches = None if own.resolve() == \
+                Path(match_database.db_path).resolve() else MatchDatabase(own)
+            """The learner's own matches, in its folder (where the league tutorial reads the
+            main agent's: ``checkpoints/league/main_agent/matches.jsonl``), or None when
+            the league's log is that file."""
+            self.matchmaker, self.elo = matchmaker, elo_registry
+            self.agent_id = agent_id
+            self.snapshot_dir = Path(snapshot_dir)
+            self.checkpoint_dir = Path(checkpoint_dir or trainer.config.checkpoint_dir)
+            self.snapshot_freq, self.eval_freq = snapshot_freq, eval_freq
+            self.checkpoint_freq, self.log_interval = checkpoint_freq, log_interval
+            self.n_eval_episodes = n_eval_episodes
+            self.league_pools = [AgentPool(path) for path in league_pools]
+            self.matchmaking = matchmaking
+            self.opponents_per_rollout = opponents_per_rollout
+            self.scripted_share = scripted_share
+            self.run = run
+            matchmaker.set_weight_function(make_pfsp_weight_fn(pfsp_temperature))
+            self.rng = trainer.rng
+            self.version = 0
+            self.reset_count = 0
+            self.nash: dict[str, float] | None = None
+            self.members: list[AgentRecord] = []
+            self.dealt: dict[int, str] = {}  # id(policy) -> opponent id, for the last deal
+            self.last_metrics: dict[str, Any] = {}
+            self.run_log = RunLog(self.log_folder, run=run,
+                                  history_file=self.role_dir / HISTORY_FILE)
+            """TensorBoard in :attr:`log_folder`, the W&B run, ``history.jsonl``, the
+            pictures."""
+            self._policies: dict[str, Any] = {}
+            self._initial_state = copy.deepcopy(trainer.policy.state_dict())
+            self._warm_started = trainer.total_steps > 0 or trainer.warm_started
+            self._start()
+        except BaseException:
+            folder_lock.release()  # nothing of the role is left to own it
+            raise
 
     @classmethod
     def from_config(cls, config: Any, *, resume: str | Path | None = None,
-                    run: Any = None) -> LeagueRole:
+                    run: Any = None, folder_lock: FolderLock | None = None) -> LeagueRole:
         """The role a config describes, its files opened; ``resume`` is a checkpoint to
-        continue (:func:`~training.mappo.checkpoints.resolve_resume` finds it)."""
-        trainer = MAPPOTrainer(config, resume=resume)
-        pool = AgentPool(config.pool_manifest, config.pool_max_size)
-        matches = MatchDatabase(config.match_db_path)
-        matchmaker = LeagueMatchmaker(pool, matches, unknown_win_rate=config.unknown_win_rate)
-        return cls(trainer, pool, matches, matchmaker, TeamEloRegistry(config.elo_registry_path),
-                   agent_id=config.agent_id, snapshot_dir=config.snapshot_dir,
-                   snapshot_freq=config.snapshot_freq, eval_freq=config.eval_freq,
-                   n_eval_episodes=config.n_eval_episodes, log_interval=config.log_interval,
-                   checkpoint_dir=config.checkpoint_dir, checkpoint_freq=config.checkpoint_freq,
-                   run=run, **cls.role_kwargs(config))
+        continue (:func:`~training.mappo.checkpoints.resolve_resume` finds it).
+
+        The role's folder (``config.pool_manifest``'s) is claimed before the learner is
+        built (``folder_lock``, if given, is that claim, held), so a second copy is
+        refused before it writes anything.
+
+        Raises:
+            storage.files.FolderInUseError: if another process owns the folder, naming
+                its pid.
+        """
+        if folder_lock is None:
+            folder_lock = claim_role_folder(Path(config.pool_manifest).parent)
+        try:
+            trainer = MAPPOTrainer(config, resume=resume)
+            pool = AgentPool(config.pool_manifest, config.pool_max_size)
+            matches = MatchDatabase(config.match_db_path)
+            matchmaker = LeagueMatchmaker(pool, matches,
+                                          unknown_win_rate=config.unknown_win_rate)
+            return cls(trainer, pool, matches, matchmaker,
+                       TeamEloRegistry(config.elo_registry_path),
+                       agent_id=config.agent_id, snapshot_dir=config.snapshot_dir,
+                       snapshot_freq=config.snapshot_freq, eval_freq=config.eval_freq,
+                       n_eval_episodes=config.n_eval_episodes, log_interval=config.log_interval,
+                       checkpoint_dir=config.checkpoint_dir,
+                       checkpoint_freq=config.checkpoint_freq, run=run,
+                       folder_lock=folder_lock, **cls.role_kwargs(config))
+        except BaseException:
+            folder_lock.release()
+            raise
 
     @classmethod
     def in_league(cls, trainer: Learner, league_dir: str | Path, *, agent_id: str | None = None,
@@ -188,7 +238,9 @@ class LeagueRole:
         snapshots and checkpoints in ``<league_dir>/<role>/``, the match log and the Elo
         file shared at the top. ``agent_id`` defaults to ``<role>_001``; ``kwargs`` are
         the role's other arguments (``league_pools``: the other roles' pool manifests,
-        ``matchmaking``, the frequencies...)."""
+        ``matchmaking``, the frequencies...). The role claims ``<league_dir>/<role>/``
+        before it writes there (:func:`claim_role_folder`); another process training
+        that folder is refused (:class:`storage.files.FolderInUseError`)."""
         role, league_dir = cls.agent_type.value, Path(league_dir)
         pool = AgentPool(league_dir / role / POOL_FILE)
         matches = MatchDatabase(league_dir / MATCHES_FILE)
@@ -218,6 +270,7 @@ class LeagueRole:
         ``stopped``, and returns unfinished (:attr:`done` False); ``resume.auto=true``
         continues it.
         """
+        self.own_folder()
         while not self.done:
             if stop is not None and stop():
                 self.save(self.checkpoint_dir / self.trainer.CHECKPOINT_NAME)
@@ -225,6 +278,7 @@ class LeagueRole:
                 self.trainer.close()
                 self.write_pictures()
                 self.write_status("stopped")
+                self.close()
                 logger.info("%s stopped at step %d (checkpoint written)", self.agent_id,
                             self.trainer.total_steps)
                 return self
@@ -241,6 +295,7 @@ class LeagueRole:
         """The final snapshot (unless one was taken at this step), the checkpoints
         (the resumable one too, so that ``resume.auto`` finds the role finished), the
         pictures (:meth:`write_pictures`) and the status file saying so."""
+        self.own_folder()
         trainer = self.trainer
         if self._last_snapshot_step != trainer.total_steps:
             self.snapshot()
@@ -250,10 +305,28 @@ class LeagueRole:
         self.trainer.close()
         self.write_pictures()
         self.write_status("done")
+        self.close()
         return self
+
+    def own_folder(self) -> None:
+        """Claim :attr:`role_dir` again if the role gave it up (:meth:`close`) and is
+        used again; nothing while it holds the claim.
+
+        Raises:
+            storage.files.FolderInUseError: if another process owns it meanwhile.
+        """
+        self.folder_lock.acquire()
+
+    def close(self) -> None:
+        """Give up the claim on :attr:`role_dir` (:meth:`finish` and a stop do): another
+        process may train this role's folder from now on. The claim dies with the
+        process anyway; a later :meth:`learn`, :meth:`train_step`, :meth:`snapshot` or
+        :meth:`finish` claims it again."""
+        self.folder_lock.release()
 
     def train_step(self) -> dict[str, Any]:
         """One rollout against the league and one update; returns its metrics."""
+        self.own_folder()
         trainer = self.trainer
         self.deal(self.choose_opponents())
         rollout = trainer.collect_rollout()
@@ -385,12 +458,16 @@ class LeagueRole:
 
     def snapshot(self, extra_metadata: dict[str, Any] | None = None) -> AgentRecord:
         """Add the learner's current weights to the role's pool as the next version."""
+        self.own_folder()
         self.version += 1
         return self._add_snapshot(self.version, extra_metadata)
 
     def _add_snapshot(self, version: int, extra: dict[str, Any] | None) -> AgentRecord:
         name = f"{self.agent_type.value}_{self.agent_id}_v{version:06d}" \
             f"{self.trainer.SNAPSHOT_SUFFIX}"
+        # A member's file never changes: refused before a byte is written.
+        self.pool.check_new_snapshot((self.snapshot_dir / name).resolve(),
+                                     f"{self.agent_id}_v{version:06d}")
         path = self.trainer.save_snapshot(self.snapshot_dir / name, version)
         metadata = {"parent_agent_id": self.agent_id, "step": self.trainer.total_steps,
                     **self.snapshot_metadata(), **(extra or {})}
@@ -592,6 +669,17 @@ class LeagueRole:
                         self.elo.get_rating(self.agent_id), len(self.members), self.reset_count)
 
 
+def claim_role_folder(folder: str | Path) -> FolderLock:
+    """The claim on the role folder ``folder`` (:data:`~training.league.layout.ROLE_LOCK_FILE`
+    in it, created with the folder if missing), held: one process trains a role folder at
+    a time. The OS frees it when the process ends, however it ends.
+
+    Raises:
+        storage.files.FolderInUseError: if another process holds it, naming its pid.
+    """
+    return FolderLock(folder, ROLE_LOCK_FILE, "league role folder").acquire()
+
+
 def train_in_turns(roles: Sequence[LeagueRole]) -> list[LeagueRole]:
     """Train league roles in one process: each rollout goes to the role furthest behind
     its budget (the smallest share of its ``total_timesteps`` done), until none has a
@@ -599,7 +687,7 @@ def train_in_turns(roles: Sequence[LeagueRole]) -> list[LeagueRole]:
 
     Args:
         roles: the roles, on one league directory (they share its files as separate
-            processes would).
+            processes would), each holding the claim on its own folder until it finishes.
 
     Returns:
         ``roles``, trained, as a list.
@@ -638,4 +726,4 @@ def _common_folder(paths: Sequence[Path]) -> Path:
     return Path(os.path.commonpath([str(Path(p).resolve().parent) for p in paths]))
 
 
-__all__ = ["LeagueRole", "PAYOFF_DECAY", "train_in_turns"]
+__all__ = ["LeagueRole", "PAYOFF_DECAY", "claim_role_folder", "train_in_turns"]

@@ -248,8 +248,8 @@ def _replacements(path: Path, data: dict[str, Any],
 
 def _check_policy_kwargs(path: Path, kwargs: Any) -> None:
     """The archive's network settings, checked like user input before SB3 builds the net."""
-    if kwargs is None:
-        return
+    if kwargs is None or isinstance(kwargs, dict) and ":serialized:" in kwargs:
+        return  # a pickled entry: refused as such by the caller unless trusted
     if not isinstance(kwargs, dict):
         raise ValueError(f"{path}: policy_kwargs={short_repr(kwargs)} is invalid: expected "
                          "an object")
