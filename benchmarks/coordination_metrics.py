@@ -21,8 +21,8 @@ import time
 import numpy as np
 
 from benchmarks import argument_parser
+from envs.battles.multi_battalion_batch import BLUE, MultiBattalionBatch
 from envs.metrics.coordination import compute_all
-from envs.multi_battalion_batch import BLUE, MultiBattalionBatch
 from envs.sim.config import BattleConfig
 
 SIZES = ((128, 2), (128, 6), (512, 2), (512, 6))

@@ -74,7 +74,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
+    from envs.battles.multi_observation import CRITIC_STATE_DIM, OBS_DIM
     from envs.sim.constants import ACTION_DIM
     from models.mappo_policy import MAPPOPolicy
     from training.league.distributed_runner import benchmark

@@ -268,8 +268,8 @@ def wfm1(folder: Path) -> dict[str, str]:
 def _battalion_policy_file(folder: Path) -> Path:
     """A seeded, untrained order-following battalion policy (2 battalions), written as a
     team snapshot: the frozen lower echelon of the brigade runs."""
-    from envs.multi_observation import OBS_DIM, STATE_DIM
-    from envs.orders import ORDER_DIM
+    from envs.battles.multi_observation import OBS_DIM, STATE_DIM
+    from envs.commanders.orders import ORDER_DIM
     from models.mappo_policy import MAPPOPolicy
     from training.self_play import TeamOpponentPool
 
@@ -500,11 +500,11 @@ def env_traces(folder: Path) -> dict[str, str]:
     pseudo-random actions, and a historical battle fought out (its replay too)."""
     from data.historical import BATTLES_JSON
     from envs import BattalionEnv, BattalionVecEnv, MultiBattalionEnv
-    from envs.brigade_env import BrigadeEnv
-    from envs.division_env import DivisionEnv
-    from envs.scenario import load_scenarios
-    from envs.scenario_battle import play_scenario
-    from envs.smdp_wrapper import SMDPWrapper
+    from envs.echelons.brigade_env import BrigadeEnv
+    from envs.echelons.division_env import DivisionEnv
+    from envs.echelons.smdp_wrapper import SMDPWrapper
+    from envs.scenarios.scenario import load_scenarios
+    from envs.scenarios.scenario_battle import play_scenario
 
     parts = {
         "battalion_env": _gym_trace(BattalionEnv(max_steps=150, curriculum_level=4), SEED),
@@ -531,8 +531,8 @@ def evaluations(folder: Path) -> dict[str, str]:
     and random Red (``run_episodes_with_model``, ``evaluate_detailed`` from its file,
     ``evaluate_vs_pool``), the doctrines against the scripted levels, and a seeded MAPPO
     team against a pool (``evaluate_team_vs_pool``, ``nash_exploitability_proxy``)."""
-    from envs.doctrine import DisciplinedCommander, ScriptedCommander
-    from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
+    from envs.battles.multi_observation import CRITIC_STATE_DIM, OBS_DIM
+    from envs.commanders.doctrine import DisciplinedCommander, ScriptedCommander
     from models.mappo_policy import MAPPOPolicy
     from training import train
     from training.evaluate import evaluate_detailed, run_episodes_with_model

@@ -5,7 +5,7 @@
    (MAPPO), a brigadier over them frozen, a division commander over both.
 2. Phase 1: how often the battalions meet random orders (all six postures), and how
    they fight on attack orders against scripted L5 and L3, beside the scripted
-   :class:`~envs.orders.OrderFollower`.
+   :class:`~envs.commanders.orders.OrderFollower`.
 3. Phase 2: the brigadier over frozen battalions against a scripted Red brigade (L5),
    beside scripted brigadiers (every battalion advances; random drills) over the same
    battalions. Phase 3: the same for the division.
@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks import argument_parser
+from envs.commanders.orders import OrderFollower
 from envs.options import MacroAction
-from envs.orders import OrderFollower
 from training.echelons.brigade import brigade_battles
 from training.echelons.config import BrigadeConfig, DivisionConfig
 from training.echelons.curriculum import HRLPhase, load_phase_config

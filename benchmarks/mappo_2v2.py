@@ -30,7 +30,7 @@ import torch
 
 from benchmarks import argument_parser
 from benchmarks.sim_throughput import RED_LEVEL, team_batch_stepper, team_single_stepper
-from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
+from envs.battles.multi_observation import CRITIC_STATE_DIM, OBS_DIM
 from models.mappo_policy import MAPPOPolicy
 from training.curriculum_scheduler import load_v1_weights_into_mappo
 from training.mappo.battles import WIN, play_team_battles

@@ -2,7 +2,7 @@
 
 Rows: ``BattalionEnv`` (one Gymnasium duel), ``BattalionVecEnv`` (batches of duels),
 ``MultiBattalionEnv`` (one 2v2 PettingZoo battle) and the batched multi env
-(:class:`~envs.multi_battalion_batch.MultiBattalionBatch`) at 2v2, 4v4, 6v6 and 8v8.
+(:class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch`) at 2v2, 4v4, 6v6 and 8v8.
 Then the start-up cost of the compiled kernels: a fresh process importing the envs
 and stepping each once, with an empty Numba cache (cold: everything compiles) and
 with the cache the first run left (warm).
@@ -32,7 +32,7 @@ import numpy as np
 
 from benchmarks import argument_parser
 from envs.battalion_env import BattalionEnv
-from envs.multi_battalion_batch import MultiBattalionBatch
+from envs.battles.multi_battalion_batch import MultiBattalionBatch
 from envs.multi_battalion_env import MultiBattalionEnv
 from envs.sim.config import BattleConfig
 from envs.sim.constants import VISIBILITY_RADIUS

@@ -256,7 +256,8 @@ class TransferBenchmark:
 
         Args:
             policy: an SB3 model, or the path of one saved with ``save`` (a ``.zip``);
-                None plays the disciplined doctrine (:class:`envs.doctrine.DisciplinedCommander`),
+                None plays the disciplined doctrine
+                (:class:`envs.commanders.doctrine.DisciplinedCommander`),
                 which cannot be fine-tuned (its fine-tuned condition is its zero-shot one,
                 with no steps used, so the fine-tuning criterion fails).
             gis_data_dir: where ``<site>.tif`` and ``<site>.osm`` are (default
@@ -308,7 +309,7 @@ class TransferBenchmark:
 
 def _load_policy(policy: Any) -> tuple[str, Any]:
     if policy is None:
-        from envs.doctrine import DisciplinedCommander
+        from envs.commanders.doctrine import DisciplinedCommander
 
         return "DisciplinedCommander (scripted)", DisciplinedCommander()
     if isinstance(policy, (str, Path)):

@@ -13,9 +13,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from envs.battalion_batch import INFO_STEP_KEYS, BattalionBatch, RedPolicy, check_red_policy
 from envs.battlefield import Battlefield
-from envs.observation import OBS_DIM, OBS_HIGH, OBS_LOW, OBSERVATION_FEATURES
+from envs.battles.battalion_batch import INFO_STEP_KEYS, BattalionBatch, RedPolicy, check_red_policy
+from envs.battles.observation import OBS_DIM, OBS_HIGH, OBS_LOW, OBSERVATION_FEATURES
 from envs.reward import RewardWeights
 from envs.sim.constants import (
     ACTION_DIM,
@@ -89,7 +89,7 @@ class BattalionEnv(gym.Env):
             has no fog of war.
 
     Observations (float32, shape ``(OBS_DIM,)``) are described by
-    :data:`~envs.observation.OBSERVATION_FEATURES`. Actions outside the action
+    :data:`~envs.battles.observation.OBSERVATION_FEATURES`. Actions outside the action
     box but finite are clipped; NaN or infinite actions raise ``ValueError``.
 
     Every step's ``info`` holds ``blue_damage_dealt``, ``red_damage_dealt``

@@ -59,7 +59,7 @@ class Battlefield:
             reset, ``False`` for open, level ground.
         visibility_radius: how far a battalion sees in the N-vs-M battles, in metres
             (> 0): enemies beyond it, or behind a crest, are known only from their last
-            report (:mod:`envs.multi_observation`). The 1v1 duel has no fog of war and
+            report (:mod:`envs.battles.multi_observation`). The 1v1 duel has no fog of war and
             takes only the default.
 
     Values are kept as given (as :class:`~envs.sim.config.BattleConfig` keeps them),

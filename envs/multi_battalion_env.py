@@ -2,7 +2,7 @@
 
 Every battalion of both sides is an agent (``blue_0``, ``blue_1``, ..., ``red_0``,
 ...). The env is a batch of one battle of
-:class:`~envs.multi_battalion_batch.MultiBattalionBatch`, the batched form that
+:class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch`, the batched form that
 MAPPO training steps many of at once; for the same seeds both produce the same
 trajectories.
 """
@@ -18,9 +18,8 @@ from pettingzoo import ParallelEnv
 
 from envs.battalion_env import make_action_space
 from envs.battlefield import Battlefield
-from envs.metrics.coordination import SUPPORT_RADIUS, compute_all
-from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
-from envs.multi_observation import (
+from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
+from envs.battles.multi_observation import (
     CRITIC_STATE_DIM,
     MAX_TEAM_SIZE,
     OBS_DIM,
@@ -31,6 +30,7 @@ from envs.multi_observation import (
     STATE_HIGH,
     STATE_LOW,
 )
+from envs.metrics.coordination import SUPPORT_RADIUS, compute_all
 from envs.reward import RewardWeights
 from envs.sim import engine
 from envs.sim.constants import (
@@ -87,23 +87,23 @@ class MultiBattalionEnv(ParallelEnv):
         hill_speed_factor: speed on the highest ground over speed on the lowest, in (0, 1].
         visibility_radius: how far a battalion sees, in metres (> 0); enemies
             beyond it, or behind a crest, are known only from their last report
-            (see :mod:`envs.multi_observation`).
+            (see :mod:`envs.battles.multi_observation`).
             These seven are the :class:`~envs.battlefield.Battlefield`'s settings (the
             defaults are its defaults); None leaves a setting to ``battlefield``.
         render_mode: None or ``"rgb_array"``.
         reward_weights: the team reward's shaping; None means the defaults.
         order_of_battle: each battalion's arm, starting formation and quality, Blue's
-            first: an :class:`envs.scenario.OrderOfBattle`, a scenario, or a mapping such
+            first: an :class:`envs.scenarios.scenario.OrderOfBattle`, a scenario, or a mapping such
             as ``{"blue": ["infantry", "cavalry"], "red": ["infantry", "artillery"]}``
             with ``n_blue`` and ``n_red`` units (``docs/scenarios.md``); None fields
             infantry of quality 1 in line. Units keep their formations: the agents'
             orders have no formation channel (the scripted doctrine and the engine
-            have, :mod:`envs.arms_doctrine`).
+            have, :mod:`envs.commanders.arms_doctrine`).
         battlefield: the map, clock, ground and sight as one value; a setting given
             beside it must agree with it.
 
     Observations are :data:`OBS_DIM` float32 numbers per agent
-    (:data:`~envs.multi_observation.OBSERVATION_FEATURES`), actions are
+    (:data:`~envs.battles.multi_observation.OBSERVATION_FEATURES`), actions are
     ``[move, rotate, fire]`` as in the duel. Each side's observations and orders are
     in its own frame: Red's are mirrored across the north-south centre line, so
     both sides see themselves deploying in the west (one policy can play either

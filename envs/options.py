@@ -4,7 +4,7 @@ An :class:`Option` is a small closed-loop drill: whether it may start in a situa
 (its initiation set), the orders it gives while it runs, and when it is done. The six
 default ones (:func:`make_default_options`, named by :class:`MacroAction`) read only
 the duel's observation features that every env's observation starts with
-(:data:`envs.observation.OBSERVATION_FEATURES`: own strength and morale, the focus
+(:data:`envs.battles.observation.OBSERVATION_FEATURES`: own strength and morale, the focus
 enemy's relative bearing, the hit chances), so they work on a
 :class:`~envs.battalion_env.BattalionEnv` observation and on a
 :class:`~envs.multi_battalion_env.MultiBattalionEnv` agent's alike, and on a batch of
@@ -25,7 +25,7 @@ from enum import IntEnum
 
 import numpy as np
 
-from envs.observation import OBSERVATION_FEATURES
+from envs.battles.observation import OBSERVATION_FEATURES
 from envs.sim.constants import ACTION_DIM
 
 LOW_MORALE = 0.35

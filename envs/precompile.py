@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from envs.battalion_env import BattalionEnv
-from envs.multi_battalion_batch import MultiBattalionBatch
+from envs.battles.multi_battalion_batch import MultiBattalionBatch
 from envs.multi_battalion_env import MultiBattalionEnv
 from envs.sim import engine
 from envs.sim import random as rnd

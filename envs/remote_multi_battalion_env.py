@@ -1,7 +1,7 @@
 """Batches of N-vs-M battles behind a small API: the body of a Ray rollout worker.
 
 :class:`MultiBattalionBatchEnv` holds ``n_battles`` battles of
-:class:`~envs.multi_battalion_batch.MultiBattalionBatch` and offers the methods of
+:class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch` and offers the methods of
 the seed's ``RemoteMultiBattalionEnv`` (REFERENCE §I.7) on the whole batch:
 :meth:`~MultiBattalionBatchEnv.reset` and :meth:`~MultiBattalionBatchEnv.step`
 take and give per-agent arrays with one row per battle. Its workhorse,
@@ -31,9 +31,9 @@ import numpy as np
 from gymnasium import spaces
 
 from envs.battlefield import Battlefield
-from envs.multi_battalion_batch import BLUE, MultiBattalionBatch, check_team_batch_size
+from envs.battles.multi_battalion_batch import BLUE, MultiBattalionBatch, check_team_batch_size
+from envs.battles.multi_observation import MAX_TEAM_SIZE
 from envs.multi_battalion_env import agent_names, team_spaces
-from envs.multi_observation import MAX_TEAM_SIZE
 from envs.remote.cluster import INSTALL_HINT
 from envs.remote.workers import remote_class
 from envs.reward import RewardWeights

@@ -17,9 +17,9 @@ a battle; a side's reward is shared by its battalions in the fight:
   nearest enemy in the fight, of the map diagonal (potential-based shaping);
 * fire cost: the mean volley of the side's battalions that acted.
 
-The 1v1 duel (:class:`~envs.battalion_batch.BattalionBatch`) is the case of one
+The 1v1 duel (:class:`~envs.battles.battalion_batch.BattalionBatch`) is the case of one
 battalion a side, and its reward is Blue's; the team battles
-(:class:`~envs.multi_battalion_batch.MultiBattalionBatch`) reward both sides. With
+(:class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch`) reward both sides. With
 one battalion a side the team reward is therefore the duel's.
 """
 

@@ -15,15 +15,15 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
-from envs.battalion_batch import (
+from envs.battalion_env import RESET_OPTIONS, make_spaces
+from envs.battlefield import Battlefield
+from envs.battles.battalion_batch import (
     BattalionBatch,
     DuelStep,
     RedPolicy,
     check_duel_batch_size,
     check_red_policy,
 )
-from envs.battalion_env import RESET_OPTIONS, make_spaces
-from envs.battlefield import Battlefield
 from envs.reward import RewardWeights
 from envs.sim.constants import (
     ACTION_DIM,
@@ -90,7 +90,7 @@ class BattalionVecEnv(VecEnv):
 
     Args:
         n_envs: number of battles (>= 1, and few enough to fit in memory:
-            :data:`~envs.battalion_batch.BYTES_PER_BATTLE` each).
+            :data:`~envs.battles.battalion_batch.BYTES_PER_BATTLE` each).
         map_width: as for :class:`~envs.battalion_env.BattalionEnv`, in every battle.
         map_height: as for :class:`~envs.battalion_env.BattalionEnv`, in every battle.
         max_steps: as for :class:`~envs.battalion_env.BattalionEnv`, in every battle.

@@ -4,7 +4,7 @@ Each battalion acts from its own local observation through an actor (decentralis
 execution). One critic, shared by the team, values each battalion's situation from
 its *critic state*: whatever fog-free picture training gives it. In this project
 that is the battalion's own observation followed by its side's global state
-(:func:`envs.multi_observation.critic_states`, ``CRITIC_STATE_DIM`` numbers), the
+(:func:`envs.battles.multi_observation.critic_states`, ``CRITIC_STATE_DIM`` numbers), the
 agent-specific global state MAPPO works best with, so there is one value per
 battalion, not one per battle (centralised training). Actors are shared by all
 agents of a team (``share_parameters=True``) or one per agent.
@@ -201,7 +201,7 @@ class MAPPOCritic(nn.Module):
 
     The critic state is fog-free and may cover the whole battle; in the team battles
     it is the battalion's observation followed by its side's global state
-    (:func:`envs.multi_observation.critic_states`), so agents of one battle get
+    (:func:`envs.battles.multi_observation.critic_states`), so agents of one battle get
     values of their own.
 
     Args:
@@ -422,7 +422,8 @@ class MAPPOPolicy(nn.Module):
             deterministic: return the mean instead of a sample.
             noise: standard normal draws ``(B, action_dim)`` to sample with
                 (``mean + std * noise``) instead of torch's generator: the battles'
-                keyed draws (:meth:`~envs.multi_battalion_batch.MultiBattalionBatch.action_noise`),
+                keyed draws
+                (:meth:`~envs.battles.multi_battalion_batch.MultiBattalionBatch.action_noise`),
                 which make a battle's orders independent of its batch.
 
         Returns:

@@ -1,6 +1,6 @@
 """WFM-1: one generalist commander for any number of units, any echelon and any scenario.
 
-A battle reaches WFM-1 as a row of entity tokens (:mod:`envs.entity_tokens`: one token
+A battle reaches WFM-1 as a row of entity tokens (:mod:`envs.scenarios.entity_tokens`: one token
 per battalion a side knows of, its own and the enemy's, the rest of the row padding),
 and optionally as a :class:`ScenarioCard` that says what kind of battle it is (scale,
 echelon, weather, terrain, order of battle). The network:
@@ -31,7 +31,7 @@ Differences from the seed's WFM-1, all deliberate:
   then ``cavalry_fraction``, ``artillery_fraction``, ``supply_pressure`` and
   ``time_of_day``, which the seed's card held but did not encode; a card that
   describes the order of battle should carry its mix of arms.
-- **A token has** :data:`~envs.entity_tokens.ENTITY_TOKEN_DIM` **= 19 features**: the
+- **A token has** :data:`~envs.scenarios.entity_tokens.ENTITY_TOKEN_DIM` **= 19 features**: the
   seed's 16 then quality, disorder and report age.
 - The encoder's transformer stack ends with a LayerNorm (pre-norm stacks leave the
   residual stream unnormalised, and the per-token vectors feed the actor directly).
@@ -62,7 +62,7 @@ import torch
 from torch import nn
 from torch.distributions import Normal
 
-from envs.entity_tokens import ENTITY_TOKEN_DIM, TOKEN
+from envs.scenarios.entity_tokens import ENTITY_TOKEN_DIM, TOKEN
 from envs.sim.validation import (
     check_bool,
     check_in_range,
@@ -522,7 +522,7 @@ class WFM1Policy(nn.Module):
     policy's device.
 
     Args:
-        token_dim: numbers per token (:data:`~envs.entity_tokens.ENTITY_TOKEN_DIM`).
+        token_dim: numbers per token (:data:`~envs.scenarios.entity_tokens.ENTITY_TOKEN_DIM`).
         action_dim: numbers per unit's action (>= 1).
         d_model: width of the vectors (a multiple of ``n_heads``).
         n_heads: attention heads of every transformer.

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from envs.battalion_batch import BattalionBatch
 from envs.battalion_env import BattalionEnv  # also registers wargames/Battalion-v0
-from envs.observation import OBS_DIM, OBSERVATION_FEATURES, duel_observations
+from envs.battles.battalion_batch import BattalionBatch
+from envs.battles.observation import OBS_DIM, OBSERVATION_FEATURES, duel_observations
 from envs.reward import INFO_KEYS, RewardWeights
 from envs.sim import engine
 from envs.sim.config import BattleConfig

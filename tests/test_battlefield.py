@@ -111,8 +111,8 @@ def test_for_batch_keeps_a_full_battle_model_and_checks_it_against_the_battlefie
 
 def test_every_env_takes_a_battlefield_and_refuses_a_contradicting_keyword():
     from envs.battalion_env import BattalionEnv
-    from envs.brigade_env import BrigadeEnv, make_brigade_batch
-    from envs.division_env import DivisionEnv, make_division_batch
+    from envs.echelons.brigade_env import BrigadeEnv, make_brigade_batch
+    from envs.echelons.division_env import DivisionEnv, make_division_batch
     from envs.multi_battalion_env import MultiBattalionEnv
     from envs.vec_env import BattalionVecEnv
     from training.mappo.battles import make_team_battles

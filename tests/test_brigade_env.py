@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from envs.brigade_env import BrigadeEnv, brigade_obs_dim
+from envs.echelons.brigade_env import BrigadeEnv, brigade_obs_dim
 from envs.options import MacroAction, Option, make_default_options
 
 
@@ -107,7 +107,7 @@ def test_stepping_a_finished_battle_is_refused():
 
 
 def test_a_battle_is_the_same_alone_and_in_a_batch():
-    from envs.brigade_env import make_brigade_batch
+    from envs.echelons.brigade_env import make_brigade_batch
 
     batch = make_brigade_batch(3, max_steps=120, red_random=True)
     batch.reset(np.arange(3), [5, 6, 7], np.zeros(3, np.int64))
@@ -130,8 +130,8 @@ def test_a_battle_is_the_same_alone_and_in_a_batch():
 def test_blue_battalions_can_follow_a_frozen_order_policy():
     import torch
 
-    from envs.multi_observation import OBS_DIM, STATE_DIM
-    from envs.orders import ORDER_DIM
+    from envs.battles.multi_observation import OBS_DIM, STATE_DIM
+    from envs.commanders.orders import ORDER_DIM
     from models.mappo_policy import MAPPOPolicy
 
     torch.manual_seed(0)

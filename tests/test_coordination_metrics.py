@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
 from envs.metrics import coordination
 from envs.metrics.coordination import (
     METRICS,
@@ -18,7 +19,6 @@ from envs.metrics.coordination import (
     flanking_ratio,
     mutual_support_score,
 )
-from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
 from envs.sim import engine
 from envs.sim.constants import CAVALRY, INFANTRY, SQUARE
 from tests.sim.scenario import DEFAULT, FIRE_ONLY, actions, place

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from envs.division_env import DIVISION_COMMANDS, DivisionEnv, division_obs_dim
+from envs.echelons.division_env import DIVISION_COMMANDS, DivisionEnv, division_obs_dim
 from envs.options import MacroAction
 
 

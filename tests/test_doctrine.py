@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from envs.battalion_env import BattalionEnv
-from envs.doctrine import DisciplinedCommander, ScriptedCommander
-from envs.observation import ROTATE_SIGN
+from envs.battles.observation import ROTATE_SIGN
+from envs.commanders.doctrine import DisciplinedCommander, ScriptedCommander
 from envs.sim.scripted import scripted_actions
 
 

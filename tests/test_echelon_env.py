@@ -8,8 +8,8 @@ import pytest
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_checker import check_env
 
-from envs.brigade_env import BrigadeEnv, make_brigade_vec_env
-from envs.division_env import DivisionEnv, make_division_vec_env
+from envs.echelons.brigade_env import BrigadeEnv, make_brigade_vec_env
+from envs.echelons.division_env import DivisionEnv, make_division_vec_env
 
 
 @pytest.mark.parametrize("make_vec, make_one, width", [

@@ -1,11 +1,13 @@
-"""Entity tokens (envs.entity_tokens): one per battalion a side knows of, fog respected."""
+"""Entity tokens (envs.scenarios.entity_tokens): one per battalion a side knows of,
+fog respected."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from envs.entity_tokens import (
+from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
+from envs.scenarios.entity_tokens import (
     ENTITY_FEATURES,
     ENTITY_TOKEN_DIM,
     QUALITY_SCALE,
@@ -13,8 +15,7 @@ from envs.entity_tokens import (
     TOKEN,
     entity_tokens,
 )
-from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
-from envs.scenario import OrderOfBattle
+from envs.scenarios.scenario import OrderOfBattle
 from envs.sim.config import BattleConfig
 from envs.sim.constants import ACTION_DIM
 

@@ -6,18 +6,18 @@ import numpy as np
 import pytest
 from pettingzoo.test import parallel_api_test
 
-from envs.battalion_batch import BattalionBatch
 from envs.battalion_env import make_spaces
-from envs.multi_battalion_batch import MultiBattalionBatch
-from envs.multi_battalion_env import MultiBattalionEnv
-from envs.multi_observation import (
+from envs.battles.battalion_batch import BattalionBatch
+from envs.battles.multi_battalion_batch import MultiBattalionBatch
+from envs.battles.multi_observation import (
     CRITIC_STATE_DIM,
     OBS_DIM,
     OBSERVATION_FEATURES,
     STATE_DIM,
     STATE_FEATURES,
 )
-from envs.observation import OBSERVATION_FEATURES as DUEL_FEATURES
+from envs.battles.observation import OBSERVATION_FEATURES as DUEL_FEATURES
+from envs.multi_battalion_env import MultiBattalionEnv
 from envs.reward import COMPONENTS, RewardWeights
 from envs.sim import engine
 from envs.sim.config import BattleConfig

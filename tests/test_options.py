@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from envs.battalion_env import BattalionEnv
-from envs.observation import OBSERVATION_FEATURES
+from envs.battles.observation import OBSERVATION_FEATURES
 from envs.options import LOW_MORALE, MacroAction, Option, make_default_options
 
 OPTIONS = make_default_options()

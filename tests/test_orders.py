@@ -1,14 +1,13 @@
-"""Orders a battalion follows (envs.orders) and MAPPO training on them."""
+"""Orders a battalion follows (envs.commanders.orders) and MAPPO training on them."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from envs.multi_battalion_batch import MultiBattalionBatch
-from envs.multi_observation import OBS_DIM, STATE_DIM
-from envs.options import MacroAction
-from envs.orders import (
+from envs.battles.multi_battalion_batch import MultiBattalionBatch
+from envs.battles.multi_observation import OBS_DIM, STATE_DIM
+from envs.commanders.orders import (
     ENGAGE_DISTANCE,
     FLANK_OFFSET,
     HOLD_RADIUS,
@@ -20,6 +19,7 @@ from envs.orders import (
     objectives,
     order_features,
 )
+from envs.options import MacroAction
 from envs.sim.config import BattleConfig
 
 TEAM = np.array([0, 1], np.int8)
@@ -184,7 +184,7 @@ def test_an_attack_share_weighs_the_orders():
 
 
 def test_the_scripted_follower_meets_its_orders():
-    from envs.orders import OrderFollower
+    from envs.commanders.orders import OrderFollower
     from training.echelons.order_following import play_ordered_battles
 
     field = dict(map_width=500.0, map_height=500.0, max_steps=200, visibility_radius=400.0)

@@ -1,4 +1,4 @@
-"""Red's echelon under frozen commanders (envs.brigade_batch.RedCommanders): each in its
+"""Red's echelon under frozen commanders (envs.echelons.brigade_batch.RedCommanders): each in its
 own battles, in Red's own frame, over the same lower echelon as Blue's."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from envs.brigade_batch import RedCommanders, brigade_obs_dim
-from envs.brigade_env import make_brigade_batch
-from envs.division_batch import DIVISION_COMMANDS, division_obs_dim
-from envs.division_env import make_division_batch
-from envs.multi_battalion_batch import BLUE, RED
+from envs.battles.multi_battalion_batch import BLUE, RED
+from envs.echelons.brigade_batch import RedCommanders, brigade_obs_dim
+from envs.echelons.brigade_env import make_brigade_batch
+from envs.echelons.division_batch import DIVISION_COMMANDS, division_obs_dim
+from envs.echelons.division_env import make_division_batch
 from envs.options import MacroAction
 
 FIELD = dict(map_width=600.0, map_height=600.0, max_steps=120, temporal_ratio=5,
@@ -130,7 +130,7 @@ def test_dealing_checks_the_commanders_spaces():
 def test_no_red_division_commander_over_brigades_a_brigadier_cannot_command():
     from stable_baselines3 import PPO
 
-    from envs.brigade_env import BrigadeEnv
+    from envs.echelons.brigade_env import BrigadeEnv
 
     brigadier = PPO("MlpPolicy", BrigadeEnv(n_blue=2, n_red=2), n_steps=8, batch_size=8)
     batch = make_division_batch(2, 2, 2, 2, 3, blue_brigade_policy=brigadier, **FIELD)

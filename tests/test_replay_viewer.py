@@ -25,8 +25,8 @@ from envs.rendering import Replay, record_episode, save_replay, write_replay_htm
 from envs.rendering.draw import FIRE_COLOUR, ROUTED_COLOURS, TEAM_COLOURS
 from envs.rendering.view import main as view_main
 from envs.rendering.viewer import check_replay, melee_pairs, viewer_payload
-from envs.scenario import load_scenarios
-from envs.scenario_battle import play_scenario
+from envs.scenarios.scenario import load_scenarios
+from envs.scenarios.scenario_battle import play_scenario
 from envs.sim import constants as C
 
 CHROMIUM = Path(os.environ.get("WARGAMES_CHROMIUM", "/usr/bin/chromium"))
@@ -405,7 +405,7 @@ def test_battle_of_many_units_and_all_arms(browser, tmp_path):
 
 
 def test_a_division_battle_is_recorded_step_by_step_and_played(browser, tmp_path):
-    from envs.division_env import DivisionEnv
+    from envs.echelons.division_env import DivisionEnv
     from envs.rendering import record_echelon_episode
 
     env = DivisionEnv(n_brigades=3, n_blue_per_brigade=3, max_steps=120, temporal_ratio=10)

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import yaml
 
-from envs.arms_doctrine import SQUARE_WITHIN, CombinedArmsDoctrine
+from envs.commanders.arms_doctrine import SQUARE_WITHIN, CombinedArmsDoctrine
 from envs.rendering.replay import load_replay, render_gif, save_replay
-from envs.scenario import (
+from envs.scenarios.scenario import (
     FORD_GOING,
     ROAD_GOING,
     VILLAGE_COVER,
@@ -22,7 +22,7 @@ from envs.scenario import (
     rasterise_features,
     scenario_from_dict,
 )
-from envs.scenario_battle import NO_WINNER, deploy_scenario, play_scenario
+from envs.scenarios.scenario_battle import NO_WINNER, deploy_scenario, play_scenario
 from envs.sim import constants as C
 from envs.sim import engine
 
@@ -207,7 +207,7 @@ def test_the_multi_unit_envs_take_an_order_of_battle():
 
 
 def test_the_batch_takes_formation_orders():
-    from envs.multi_battalion_batch import MultiBattalionBatch
+    from envs.battles.multi_battalion_batch import MultiBattalionBatch
     from envs.sim.config import BattleConfig
 
     batch = MultiBattalionBatch(2, 1, 1, config=BattleConfig(), terrain=None,

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from pettingzoo.test import parallel_api_test
 
+from envs.echelons.smdp_wrapper import SMDPWrapper
 from envs.multi_battalion_env import MultiBattalionEnv
 from envs.options import MacroAction, Option, make_default_options
-from envs.smdp_wrapper import SMDPWrapper
 
 
 def test_pettingzoo_api():

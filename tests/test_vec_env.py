@@ -8,7 +8,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import VecMonitor
 
 from envs.battalion_env import BattalionEnv
-from envs.observation import OBS_DIM
+from envs.battles.observation import OBS_DIM
 from envs.sim.constants import ACTION_DIM, ACTION_HIGH, ACTION_LOW
 from envs.vec_env import BattalionVecEnv
 

@@ -30,8 +30,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from envs.battalion_batch import check_duel_batch_size
 from envs.battalion_env import BattalionEnv
+from envs.battles.battalion_batch import check_duel_batch_size
 from envs.sim.validation import (
     check_bool,
     check_path,

@@ -77,7 +77,7 @@ def evaluate_team_vs_pool(policy: MAPPOPolicy, opponent: MAPPOPolicy, n_blue: in
     """Blue's win rate when ``policy`` commands Blue and ``opponent`` Red.
 
     The battles are played as one batch of
-    :class:`~envs.multi_battalion_batch.MultiBattalionBatch` (the batched
+    :class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch` (the batched
     :class:`~envs.multi_battalion_env.MultiBattalionEnv`); battle ``i`` is the
     first battle of seed ``seed + i``. Blue battalion ``i`` acts with actor
     ``i mod policy.n_agents``, Red's likewise with the opponent's; the opponent

@@ -25,7 +25,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from envs.multi_battalion_batch import BLUE, RED
+from envs.battles.multi_battalion_batch import BLUE, RED
 from envs.sim.config import BattleConfig
 from envs.sim.engine import StepEvents
 from envs.sim.kernels import A_ALL_ROUND, A_COS_ARC, A_RANGE, N_FORMATIONS, arms_table

@@ -170,8 +170,8 @@ def record_episode(env, policy=None, *, seed: int | None = None,
 def record_echelon_episode(env, policy=None, *, seed: int | None = None,
                            deterministic: bool = True,
                            metadata: dict[str, Any] | None = None) -> Replay:
-    """Play one battle of a :class:`~envs.brigade_env.BrigadeEnv` or
-    :class:`~envs.division_env.DivisionEnv` and record every battle step of it (each
+    """Play one battle of a :class:`~envs.echelons.brigade_env.BrigadeEnv` or
+    :class:`~envs.echelons.division_env.DivisionEnv` and record every battle step of it (each
     command step lasts ``temporal_ratio`` of them).
 
     Args:

@@ -89,7 +89,7 @@ class Geometry:
 RESTART_GEOMETRY = ("heading_cos", "heading_sin", "elevation", "cover", "dx", "dy", "dist",
                     "facing_cos", "facing_sin", "los")
 """The :class:`Geometry` fields in the order the restart kernels take them
-(:func:`envs.duel_step.restart_duels`, :func:`envs.team_step.restart_teams`)."""
+(:func:`envs.battles.duel_step.restart_duels`, :func:`envs.battles.team_step.restart_teams`)."""
 
 
 @dataclass(frozen=True, eq=False)

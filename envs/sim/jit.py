@@ -36,8 +36,9 @@ from numba import njit
 _ENVS = Path(__file__).resolve().parent.parent
 
 KERNEL_SOURCES = ("sim/random.py", "sim/vector_math.py", "sim/terrain.py", "sim/deploy.py",
-                  "sim/kernels.py", "sim/scripted.py", "observation.py", "reward.py",
-                  "multi_observation.py", "duel_step.py", "team_step.py")
+                  "sim/kernels.py", "sim/scripted.py", "battles/observation.py", "reward.py",
+                  "battles/multi_observation.py", "battles/duel_step.py",
+                  "battles/team_step.py")
 """The files (relative to the ``envs`` package) that define kernels; :func:`kernel`
 refuses a function from any other file, so none can be left out of the digest."""
 

@@ -13,7 +13,7 @@ FAST = dict(n_blue=2, n_red=2, map_width=200.0, map_height=200.0, max_steps=150)
 
 def small_policy(seed: int = 0, n_agents: int = 2):
     """A small MAPPO policy with seeded weights (a few thousand parameters)."""
-    from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
+    from envs.battles.multi_observation import CRITIC_STATE_DIM, OBS_DIM
     from models.mappo_policy import MAPPOPolicy
 
     with torch.random.fork_rng(devices=[]):

@@ -15,7 +15,7 @@ import torch
 
 pytest.importorskip("ray")
 
-from envs.multi_battalion_batch import RED  # noqa: E402
+from envs.battles.multi_battalion_batch import RED  # noqa: E402
 from envs.remote.cluster import import_ray  # noqa: E402
 from tests.training.test_batch_invariance import assert_same_rollout  # noqa: E402
 from training.mappo.battles import DOCTRINE_TEAM  # noqa: E402

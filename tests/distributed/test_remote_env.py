@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from envs.battles.multi_observation import OBS_DIM, STATE_DIM
 from envs.multi_battalion_env import MultiBattalionEnv
-from envs.multi_observation import OBS_DIM, STATE_DIM
 from envs.remote_multi_battalion_env import (
     EPISODE_KEYS,
     MultiBattalionBatchEnv,

@@ -1,4 +1,4 @@
-"""The retired NumPy implementation of :mod:`envs.multi_observation`'s fog of war,
+"""The retired NumPy implementation of :mod:`envs.battles.multi_observation`'s fog of war,
 observations and global states, kept as the reference the compiled kernels are tested
 against (``tests/envs_kernels/test_team_observation_kernel.py``).
 
@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from envs.multi_observation import (
+from envs.battles.multi_observation import (
     _OBS_MIRROR_OFFSET,
     _OBS_MIRROR_SIGN,
     _STATE_MIRROR_SIGN,

@@ -1,4 +1,4 @@
-"""The compiled fog of war, observations and global states of :mod:`envs.multi_observation`
+"""The compiled fog of war, observations and global states of :mod:`envs.battles.multi_observation`
 compute what the retired NumPy implementation computed
 (``tests/envs_kernels/reference_team_observation.py``), battle by battle, through whole
 stretches of battle under fog, with battalions out of the fight, distance ties, teams
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from envs import multi_observation as mo
-from envs.multi_observation import (
+from envs.battles.multi_observation import (
     ENEMY_SLOTS,
     OBSERVATION_FEATURES,
     FogReports,

@@ -301,7 +301,7 @@ def test_refresh_must_be_a_finite_positive_number(value, capsys):
     from training.league.launcher import main
 
     with pytest.raises(SystemExit) as exited:
-        main(["--refresh", value])
+        main([f"--refresh={value}"])
     assert exited.value.code == 2
     assert f"argument --refresh: {value!r} is invalid: expected a finite number of seconds " \
            "> 0" in capsys.readouterr().err
@@ -316,7 +316,7 @@ def test_grace_and_max_restarts_are_checked(capsys):
     for flag, value in (("--grace", "nan"), ("--grace", "-1"), ("--max-restarts", "-1"),
                         ("--max-restarts", "1.5")):
         with pytest.raises(SystemExit):
-            main([flag, value])
+            main([f"{flag}={value}"])
         assert f"argument {flag}: {value!r} is invalid" in capsys.readouterr().err
     with pytest.raises(ValueError, match="max_restarts=True is invalid"):
         Launcher(["main_agent"], max_restarts=True)

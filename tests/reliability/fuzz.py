@@ -267,9 +267,9 @@ class _ZeroPolicy:
 
 def _boundaries(workdir: Path) -> list[Boundary]:
     from envs import BattalionEnv, BattalionVecEnv, BattleConfig, MultiBattalionEnv, TerrainMap
-    from envs.battalion_batch import BattalionBatch
-    from envs.multi_battalion_batch import MultiBattalionBatch
-    from envs.multi_observation import MAX_TEAM_SIZE
+    from envs.battles.battalion_batch import BattalionBatch
+    from envs.battles.multi_battalion_batch import MultiBattalionBatch
+    from envs.battles.multi_observation import MAX_TEAM_SIZE
     from envs.sim.constants import MAP_SIZE_RANGE, MAX_STEPS_LIMIT
     from training.evaluate import evaluate as evaluate_win_rate
     from training.evaluate import evaluate_detailed as evaluate_details

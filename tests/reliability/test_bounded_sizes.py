@@ -44,7 +44,7 @@ def test_every_oversize_input_is_refused_by_name_in_bounded_memory(tmp_path):
 
 
 def test_error_messages_never_expand_a_value_whole():
-    from envs.scenario import MAX_REPR_CHARS, short_repr
+    from envs.scenarios.scenario import MAX_REPR_CHARS, short_repr
 
     bomb: list = ["x"] * 9
     for _ in range(9):

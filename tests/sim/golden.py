@@ -1,9 +1,9 @@
 """A golden set of battles recorded from the NumPy engine, for the engine that replaces it.
 
 1,400 whole battles, each played to its end through the batch envs the upper layers
-use: 700 duels (:class:`~envs.battalion_batch.BattalionBatch`: Blue a scripted level,
+use: 700 duels (:class:`~envs.battles.battalion_batch.BattalionBatch`: Blue a scripted level,
 the doctrine or random orders, Red a scripted level) and 700 team battles
-(:class:`~envs.multi_battalion_batch.MultiBattalionBatch`, 1v1 to 4v4: each side a
+(:class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch`, 1v1 to 4v4: each side a
 scripted level, the doctrine or random orders). Random orders come from the
 counter-based generator keyed by battle and step, so the commanders depend on the
 battle alone.
@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from envs.battalion_batch import BattalionBatch
-from envs.doctrine import DisciplinedCommander, ScriptedCommander
-from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
+from envs.battles.battalion_batch import BattalionBatch
+from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
+from envs.commanders.doctrine import DisciplinedCommander, ScriptedCommander
 from envs.remote_multi_battalion_env import random_orders
 from envs.sim.config import BattleConfig
 from envs.sim.constants import ACTION_DIM, NUM_CURRICULUM_LEVELS

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
+from envs.battles.multi_battalion_batch import RED
+from envs.battles.multi_observation import CRITIC_STATE_DIM, OBS_DIM
 from envs.metrics.coordination import CoordinationTally
-from envs.multi_battalion_batch import RED
-from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
 from envs.sim import random as rnd
 from envs.sim.constants import ACTION_DIM
 from models.mappo_policy import MAPPOPolicy

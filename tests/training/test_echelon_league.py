@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from envs.brigade_batch import brigade_obs_dim
+from envs.echelons.brigade_batch import brigade_obs_dim
 from training.echelons.config import BrigadeConfig, DivisionConfig
 from training.elo import TeamEloRegistry
 from training.league import AgentPool, MatchDatabase

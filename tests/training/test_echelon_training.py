@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from envs.division_batch import ALLOWED
-from envs.multi_observation import OBS_DIM, STATE_DIM
-from envs.orders import ORDER_DIM
+from envs.battles.multi_observation import OBS_DIM, STATE_DIM
+from envs.commanders.orders import ORDER_DIM
+from envs.echelons.division_batch import ALLOWED
 from models.mappo_files import save_policy
 from models.mappo_policy import MAPPOPolicy
 from training.echelons.brigade import brigade_battles, train_brigade

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from envs.battalion_env import BattalionEnv
-from envs.doctrine import DisciplinedCommander, ScriptedCommander
+from envs.commanders.doctrine import DisciplinedCommander, ScriptedCommander
 from training.evaluate import EvaluationResult, main, run_episodes_with_model
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from envs.multi_battalion_batch import BLUE, RED
-from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
+from envs.battles.multi_battalion_batch import BLUE, RED
+from envs.battles.multi_observation import CRITIC_STATE_DIM, OBS_DIM
 from envs.sim.constants import ACTION_DIM
 from models.mappo_policy import MAPPOPolicy
 from training.mappo.config import MAPPOConfig

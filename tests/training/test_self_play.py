@@ -9,7 +9,7 @@ import pytest
 from stable_baselines3 import PPO
 from stable_baselines3.common.logger import configure
 
-from envs.doctrine import DisciplinedCommander, ScriptedCommander
+from envs.commanders.doctrine import DisciplinedCommander, ScriptedCommander
 from envs.vec_env import BattalionVecEnv
 from tests.training.conftest import tiny_config
 from training import TrainingConfig, train

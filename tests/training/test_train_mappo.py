@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
+from envs.battles.multi_observation import CRITIC_STATE_DIM, OBS_DIM
 from models.mappo_policy import MAPPOPolicy
 from training.mappo.battles import play_team_battles
 from training.mappo.config import MAPPOConfig
@@ -211,7 +211,7 @@ def test_wandb_offline_run_is_written(tmp_path):
 def test_doctrine_warm_start_teaches_the_actor_and_counts_in_the_budget(tmp_path):
     import math
 
-    from envs.doctrine import DisciplinedCommander
+    from envs.commanders.doctrine import DisciplinedCommander
     from training.mappo.battles import make_team_battles
 
     warm = train_mappo(**tiny(tmp_path / "warm", warm_start_doctrine="disciplined",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs.doctrine import DisciplinedCommander
+from envs.commanders.doctrine import DisciplinedCommander
 from tests.training.conftest import tiny_config
 from training import train
 from training.common.imitation import make_doctrine
@@ -57,7 +57,7 @@ def test_unknown_doctrine_is_rejected():
 def test_team_cloning_without_a_finished_battle_warns_and_leaves_the_policy(caplog):
     import torch
 
-    from envs.multi_observation import CRITIC_STATE_DIM, OBS_DIM
+    from envs.battles.multi_observation import CRITIC_STATE_DIM, OBS_DIM
     from models.mappo_policy import MAPPOPolicy
     from training.mappo.warm_start import TeamDemonstrations, clone_team
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import torch
 
-from envs.doctrine import DisciplinedCommander
+from envs.commanders.doctrine import DisciplinedCommander
 from training.common.ppo_math import shuffled_minibatches
 
 DOCTRINES = ("disciplined",)

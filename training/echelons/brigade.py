@@ -1,8 +1,8 @@
 """A brigade commander trained with PPO over frozen battalion commanders.
 
 The brigadier (SB3 PPO, ``MlpPolicy``) gives each Blue battalion a drill every
-``temporal_ratio`` battalion steps (:class:`~envs.brigade_batch.BrigadeBatch`, ``n_envs``
-battles as one :class:`~envs.echelon_env.EchelonVecEnv`); the battalions carry the
+``temporal_ratio`` battalion steps (:class:`~envs.echelons.brigade_batch.BrigadeBatch`, ``n_envs``
+battles as one :class:`~envs.echelons.echelon_env.EchelonVecEnv`); the battalions carry the
 drills out themselves, or, with ``hierarchy.battalion_policy``, a frozen
 order-following battalion policy (phase 1 of the HRL curriculum) carries each out as
 an order. Red is scripted at ``env.red_level``. Shared machinery:
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envs.brigade_env import make_brigade_batch, make_brigade_vec_env
+from envs.echelons.brigade_env import make_brigade_batch, make_brigade_vec_env
 from training.echelons.config import CONFIG_FILES, BrigadeConfig
 from training.echelons.trainer import (
     EchelonResult,

@@ -1,9 +1,9 @@
 """A division commander trained with PPO over frozen brigade and battalion commanders.
 
 The division commander (SB3 PPO, ``MlpPolicy``) gives each Blue brigade one of the
-:data:`~envs.division_batch.DIVISION_COMMANDS` every ``temporal_ratio`` battalion steps
-(:class:`~envs.division_batch.DivisionBatch`, ``n_envs`` battles as one
-:class:`~envs.echelon_env.EchelonVecEnv`). With ``hierarchy.brigade_policy`` a
+:data:`~envs.echelons.division_batch.DIVISION_COMMANDS` every ``temporal_ratio`` battalion steps
+(:class:`~envs.echelons.division_batch.DivisionBatch`, ``n_envs`` battles as one
+:class:`~envs.echelons.echelon_env.EchelonVecEnv`). With ``hierarchy.brigade_policy`` a
 frozen brigade commander (phase 2 of the HRL curriculum) chooses each battalion's drill
 within the command, and with ``hierarchy.battalion_policy`` a frozen order-following
 battalion policy (phase 1) carries each drill out as an order; without them the
@@ -33,8 +33,8 @@ from typing import Any
 
 from stable_baselines3 import PPO
 
-from envs.brigade_batch import brigade_obs_dim
-from envs.division_env import make_division_batch, make_division_vec_env
+from envs.echelons.brigade_batch import brigade_obs_dim
+from envs.echelons.division_env import make_division_batch, make_division_vec_env
 from envs.options import MacroAction
 from models.weights import checkpoint_path as checkpoint_path_of
 from training.echelons.config import CONFIG_FILES, DivisionConfig

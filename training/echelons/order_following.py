@@ -2,10 +2,10 @@
 curriculum).
 
 :func:`play_ordered_battles` plays battles once each in which Blue's battalions get
-orders (:class:`~envs.orders.OrderedBattalionBatch`: drawn from ``postures`` every
+orders (:class:`~envs.commanders.orders.OrderedBattalionBatch`: drawn from ``postures`` every
 ``period`` steps) and are commanded by an order-conditioned MAPPO policy (acting on its
-mean) or a scripted :class:`~envs.orders.OrderFollower`, against scripted Red. It
-reports the orders met (the battalion within :data:`~envs.orders.HOLD_RADIUS` of its
+mean) or a scripted :class:`~envs.commanders.orders.OrderFollower`, against scripted Red. It
+reports the orders met (the battalion within :data:`~envs.commanders.orders.HOLD_RADIUS` of its
 objective when the order's period ends) and the battles' outcomes.
 """
 
@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from envs.multi_battalion_batch import BLUE, RED
+from envs.battles.multi_battalion_batch import BLUE, RED
+from envs.commanders.orders import OrderedBattalionBatch
 from envs.options import MacroAction
-from envs.orders import OrderedBattalionBatch
 from envs.sim.constants import ACTION_DIM
 from envs.sim.validation import check_int, check_scripted_level
 from training.mappo.battles import make_team_battles, team_actions
@@ -52,7 +52,7 @@ def play_ordered_battles(commander: Any, *, n_battles: int, seed: int, red_level
     Args:
         commander: Blue's battalions' commander: an order-conditioned MAPPO policy
             (deterministic) or anything with ``predict`` on the observations with their
-            orders (:class:`~envs.orders.OrderFollower`).
+            orders (:class:`~envs.commanders.orders.OrderFollower`).
         n_battles, seed: how many battles, and the first one's seed.
         red_level: Red's scripted level (1 to 5).
         n_blue, n_red: battalions a side.

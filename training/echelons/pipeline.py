@@ -5,7 +5,7 @@ the frozen policies of the ones below, with the settings of ``configs/hrl/``
 (:func:`~training.echelons.curriculum.load_phase_config`):
 
 1. **Battalion** (MAPPO, :func:`~training.train_mappo.train_mappo` with
-   ``order_period``): order-following battalions (:mod:`envs.orders`) against scripted
+   ``order_period``): order-following battalions (:mod:`envs.commanders.orders`) against scripted
    Red. The final policy is frozen and registered as the ``battalion`` echelon.
 2. **Brigade** (:func:`~training.echelons.brigade.train_brigade`): a brigadier whose
    drills the frozen battalion policy carries out as orders. Registered as ``brigade``.
@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.division_batch import DIVISION_COMMANDS
+from envs.echelons.division_batch import DIVISION_COMMANDS
 from envs.options import MacroAction
 from storage.files import atomic_write_text
 from training.echelons.brigade import brigade_battles, train_brigade

@@ -5,7 +5,7 @@ settings are in :mod:`training.echelons.config`): the evaluation
 (:func:`evaluate_commander`: a batch of battles, deterministic orders, won/drawn/lost
 counted with draws in the denominator), its callback (:class:`EchelonWinRateCallback`, logging
 ``<echelon>/win_rate``), and the run (:func:`train_commander`): PPO's ``MlpPolicy`` on
-an :class:`~envs.echelon_env.EchelonVecEnv` of the echelon's battles, periodic
+an :class:`~envs.echelons.echelon_env.EchelonVecEnv` of the echelon's battles, periodic
 checkpoints ``<prefix>_<steps>_steps.zip`` and the final ``<prefix>_final.zip``, all
 written atomically, TensorBoard and W&B. Steps are the commander's (macro) steps.
 """
@@ -25,9 +25,9 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.vec_env import VecMonitor
 
-from envs.multi_battalion_batch import BLUE, RED
-from envs.multi_observation import OBS_DIM, STATE_DIM
-from envs.orders import ORDER_DIM
+from envs.battles.multi_battalion_batch import BLUE, RED
+from envs.battles.multi_observation import OBS_DIM, STATE_DIM
+from envs.commanders.orders import ORDER_DIM
 from envs.sim.constants import ACTION_DIM
 from storage.files import clean_stale_temporaries
 from training.common.device import resolve_device

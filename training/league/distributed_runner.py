@@ -43,7 +43,7 @@ from typing import Any
 
 import yaml
 
-from envs.multi_observation import MAX_TEAM_SIZE
+from envs.battles.multi_observation import MAX_TEAM_SIZE
 from envs.remote.battles import BattleWorker, check_env_kwargs, make_remote_envs
 from envs.remote.cluster import connect, import_ray
 from envs.remote.workers import Job, WorkerGroup, deal, gather, workers_for_cluster

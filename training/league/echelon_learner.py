@@ -15,7 +15,7 @@ checkpoints. Under it:
   drills;
 - a dealt member (an SB3 commander of the same echelon: a snapshot, or the learner's
   current weights) commands Red in its share of the battles, in Red's own frame, over the
-  same lower echelon as Blue's (:class:`~envs.brigade_batch.RedCommanders`); the other
+  same lower echelon as Blue's (:class:`~envs.echelons.brigade_batch.RedCommanders`); the other
   battles keep Red's scripted battalions (``env.red_level``);
 - an anchor is Red's battalions under a battalion commander: ``scripted_team_l5`` the
   scripted level 5, ``doctrine_team`` the disciplined doctrine.
@@ -41,9 +41,9 @@ import torch
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import HumanOutputFormat, KVWriter, Logger
 
-from envs.division_batch import DIVISION_COMMANDS
-from envs.echelon_env import EchelonVecEnv
-from envs.multi_battalion_batch import BLUE
+from envs.battles.multi_battalion_batch import BLUE
+from envs.echelons.division_batch import DIVISION_COMMANDS
+from envs.echelons.echelon_env import EchelonVecEnv
 from storage.files import atomic_write_bytes, check_archive, loads_json
 from training.common.dealing import deal_battles
 from training.common.imitation import make_doctrine

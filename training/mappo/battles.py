@@ -12,9 +12,9 @@ import torch
 
 from envs.battlefield import FIELDS as BATTLEFIELD_FIELDS
 from envs.battlefield import Battlefield
-from envs.doctrine import DisciplinedCommander
-from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
-from envs.orders import OrderedBattalionBatch, OrderRewards
+from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
+from envs.commanders.doctrine import DisciplinedCommander
+from envs.commanders.orders import OrderedBattalionBatch, OrderRewards
 from envs.sim.constants import ACTION_DIM
 from envs.sim.validation import check_int, check_scripted_level
 from models.mappo_policy import MAPPOPolicy
@@ -24,7 +24,7 @@ _ORDER_DEFAULTS = dict(order_period=0, order_attack_share=0.0,
                        reward_order_progress=OrderRewards.progress,
                        reward_order_hold=OrderRewards.hold)
 """The order-following settings ``env_kwargs`` may give beside the battlefield's
-(:class:`~envs.orders.OrderedBattalionBatch`; ``order_period`` 0: no orders)."""
+(:class:`~envs.commanders.orders.OrderedBattalionBatch`; ``order_period`` 0: no orders)."""
 
 
 def make_team_battles(n_battles: int, n_blue: int, n_red: int,
@@ -32,7 +32,7 @@ def make_team_battles(n_battles: int, n_blue: int, n_red: int,
                       reward_weights=None, *, battlefield: Battlefield | None = None
                       ) -> MultiBattalionBatch | OrderedBattalionBatch:
     """A :class:`MultiBattalionBatch` from MultiBattalionEnv-style keyword arguments,
-    wrapped in an :class:`~envs.orders.OrderedBattalionBatch` when ``order_period`` is
+    wrapped in an :class:`~envs.commanders.orders.OrderedBattalionBatch` when ``order_period`` is
     set (battalions that follow orders; ``reward_order_*`` weigh their order term).
 
     Args:
@@ -82,7 +82,7 @@ def team_actions(policy: Any, observations: np.ndarray, deterministic: bool,
     features, which lead every team observation (the disciplined doctrine
     commanding each battalion: :data:`DOCTRINE_TEAM`). A MAPPO policy that samples
     uses ``noise`` ((b, n, 3) standard normal draws, the battles'
-    :meth:`~envs.multi_battalion_batch.MultiBattalionBatch.action_noise`) when given,
+    :meth:`~envs.battles.multi_battalion_batch.MultiBattalionBatch.action_noise`) when given,
     else torch's generator.
     """
     b, n, dim = observations.shape
@@ -100,7 +100,7 @@ def team_actions(policy: Any, observations: np.ndarray, deterministic: bool,
 
 class PolicyCommander:
     """A MAPPO policy (or any :func:`team_actions` policy) commanding some battalions of
-    a :class:`~envs.multi_battalion_batch.MultiBattalionBatch`: the batched commander
+    a :class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch`: the batched commander
     of :class:`~envs.remote_multi_battalion_env.MultiBattalionBatchEnv`.
 
     Sampled orders use the battles' keyed draws, so a battle is played the same in
@@ -200,7 +200,7 @@ class TeamSettings:
 
     Battalion ``i`` of a side acts with its policy's actor ``i mod n_agents``.
     Sampled orders use the battles' keyed draws
-    (:meth:`~envs.multi_battalion_batch.MultiBattalionBatch.action_noise`), so a
+    (:meth:`~envs.battles.multi_battalion_batch.MultiBattalionBatch.action_noise`), so a
     battle's outcome depends on its seed only.
 
     Attributes:

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from envs.multi_battalion_batch import bytes_per_battle, check_team_batch_size
-from envs.multi_observation import CRITIC_STATE_DIM, MAX_TEAM_SIZE, OBS_DIM
-from envs.orders import ORDER_DIM, OrderRewards
+from envs.battles.multi_battalion_batch import bytes_per_battle, check_team_batch_size
+from envs.battles.multi_observation import CRITIC_STATE_DIM, MAX_TEAM_SIZE, OBS_DIM
+from envs.commanders.orders import ORDER_DIM, OrderRewards
 from envs.sim.validation import (
     check_bool,
     check_count_fits,
@@ -96,10 +96,10 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
     n_red: int = setting(
         2, f"Red battalions per battle (1-{MAX_TEAM_SIZE}).", _team_size, "env.n_red")
     order_period: int = setting(
-        0, "Steps each random order lasts (envs.orders: a posture and an objective, seen "
-        "after the observation, rewarded by the order terms below; the warm start then "
-        "imitates envs.orders.OrderFollower); 0: no orders. Phase 1 of the HRL curriculum "
-        "trains order-following battalions so.",
+        0, "Steps each random order lasts (envs.commanders.orders: a posture and an objective, "
+        "seen after the observation, rewarded by the order terms below; the warm start then "
+        "imitates envs.commanders.orders.OrderFollower); 0: no orders. Phase 1 of the HRL "
+        "curriculum trains order-following battalions so.",
         partial(check_int, minimum=0), "env.order_period")
     order_attack_share: float = setting(
         0.0, "With orders: the share of them that are attacks (advance_sector); the rest are "

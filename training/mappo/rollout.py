@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
+from envs.battles.multi_observation import STATE_DIM
 from envs.metrics.coordination import CoordinationTally, compute_all
-from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
-from envs.multi_observation import STATE_DIM
 from envs.sim.constants import ACTION_DIM
 from models.mappo_policy import MAPPOPolicy
 from training.common.dealing import deal_battles
@@ -242,7 +242,7 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int,
     batch, nb = battles.batch, battles.n_slots
     n_envs = battles.n_battles
     shape = (n_steps, n_envs, nb)
-    # Battalions that follow orders (envs.orders) see them after their observation.
+    # Battalions that follow orders (envs.commanders.orders) see them after their observation.
     obs_dim = batch.observation.shape[-1]
     critic_dim = obs_dim + STATE_DIM
     # Every entry is written below, so the buffers need no zeroing.

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from envs.multi_battalion_batch import RED
-from envs.multi_observation import STATE_DIM
+from envs.battles.multi_battalion_batch import RED
+from envs.battles.multi_observation import STATE_DIM
 from envs.sim.constants import ACTION_DIM
 from models.mappo_files import load_policy, save_policy
 from models.mappo_policy import MAPPOPolicy
@@ -244,7 +244,7 @@ class MAPPOTrainer:
             "curriculum/n_blue": self.battles.n_blue, "curriculum/n_red": self.battles.n_red,
         })
         take_order_counts = getattr(self.battles.batch, "take_order_counts", None)
-        if take_order_counts is not None:  # battalions following orders (envs.orders)
+        if take_order_counts is not None:  # battalions following orders (envs.commanders.orders)
             issued, met = take_order_counts()
             metrics["orders/issued"] = issued
             if issued:

@@ -4,7 +4,7 @@ As in the duel (:mod:`training.ppo.warm_start`), a side that must hold its fire
 until close range against a scripted enemy that shoots from afar practically
 never discovers that plan by random exploration: MAPPO from scratch wins no 2v2
 battle against scripted L5 in 2M env-steps (``docs/performance.md``). The
-doctrine (:class:`~envs.doctrine.DisciplinedCommander`) commands each battalion
+doctrine (:class:`~envs.commanders.doctrine.DisciplinedCommander`) commands each battalion
 from the first 25 features of its observation, which are the duel's view of its
 focus enemy; the policy's actor learns its orders and the critic the returns
 they earned, then MAPPO improves on it. (A trained v1 commander, given as
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from envs.multi_observation import STATE_DIM
-from envs.observation import OBS_DIM as DUEL_OBS_DIM
-from envs.orders import OrderFollower
+from envs.battles.multi_observation import STATE_DIM
+from envs.battles.observation import OBS_DIM as DUEL_OBS_DIM
+from envs.commanders.orders import OrderFollower
 from envs.sim.constants import ACTION_DIM
 from envs.sim.validation import check_int, check_positive
 from models.mappo_policy import MAPPOPolicy
@@ -61,7 +61,7 @@ def collect_team_demonstrations(battles, teacher, n_steps: int,
     batch, nb, n_envs = battles.batch, battles.n_blue, battles.config.n_envs
     rounds = max(1, n_steps // n_envs)
     shape = (rounds, n_envs, nb)
-    # Battalions that follow orders (envs.orders) see them after their observation.
+    # Battalions that follow orders (envs.commanders.orders) see them after their observation.
     obs_dim = batch.observation.shape[-1]
     observations = np.zeros(shape + (obs_dim,), np.float32)
     critic_states = np.zeros(shape + (obs_dim + STATE_DIM,), np.float32)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnvWrapper, VecMonitor
 
-from envs.battalion_batch import check_red_policy
+from envs.battles.battalion_batch import check_red_policy
 from envs.sim.validation import check_in_range
 from envs.vec_env import BattalionVecEnv
 from training.ppo.config import TrainingConfig

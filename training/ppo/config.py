@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from envs.battalion_batch import BYTES_PER_BATTLE, check_duel_batch_size
-from envs.observation import OBS_DIM
+from envs.battles.battalion_batch import BYTES_PER_BATTLE, check_duel_batch_size
+from envs.battles.observation import OBS_DIM
 from envs.sim.validation import (
     check_bool,
     check_count_fits,

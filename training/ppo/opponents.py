@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from envs.battalion_batch import RedPolicy
+from envs.battles.battalion_batch import RedPolicy
 from envs.sim.constants import (
     ACTION_DIM,
     ACTION_HIGH,

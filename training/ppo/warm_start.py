@@ -4,7 +4,7 @@ Against an enemy that shoots back, the winning plan (march in silence, halt,
 then volley) pays only after a long run of held fire, which random exploration
 practically never produces: PPO from scratch settles for trading shots at long
 range. Like AlphaStar starting from supervised play, a run can instead begin by
-imitating a doctrine (:class:`~envs.doctrine.DisciplinedCommander`) in its own
+imitating a doctrine (:class:`~envs.commanders.doctrine.DisciplinedCommander`) in its own
 training battles, then improve on it with PPO.
 
 1. :func:`collect_demonstrations` plays the doctrine in the training env and

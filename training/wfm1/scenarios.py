@@ -13,7 +13,8 @@ sector of one of the four battle sites (``data/gis/sites``), in some weather:
   (:data:`data.gis.sectors.SITE_WINDOWS`);
 - **weather**: the core has none, so weather is how far a battalion sees
   (:data:`WEATHER_VISIBILITY`: fog hides an enemy beyond 180 m);
-- **Red**: the combined-arms doctrine (:class:`~envs.arms_doctrine.CombinedArmsDoctrine`).
+- **Red**: the combined-arms doctrine
+  (:class:`~envs.commanders.arms_doctrine.CombinedArmsDoctrine`).
 
 The held-out set (:data:`HELD_OUT_SCENARIOS`) is the seed's twenty; training draws
 (:func:`sample_training_scenario`) take their seeds from :data:`TRAINING_SEEDS`, which
@@ -29,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from data.gis.sectors import site_terrain
-from envs.multi_battalion_batch import MultiBattalionBatch
-from envs.scenario import OrderOfBattle
+from envs.battles.multi_battalion_batch import MultiBattalionBatch
+from envs.scenarios.scenario import OrderOfBattle
 from envs.sim.config import BattleConfig
 from envs.sim.constants import ARM_NAMES, ARTILLERY, CAVALRY, VISIBILITY_RADIUS
 from envs.sim.terrain import TerrainMap

@@ -1,11 +1,11 @@
 """A brigadier's battle: one decision gives every Blue battalion a drill (an option).
 
 :class:`BrigadeEnv` (Gymnasium, ``brigade_v0``) is one battle of a
-:class:`~envs.brigade_batch.BrigadeBatch` (which says what a macro step is, what the
+:class:`~envs.echelons.brigade_batch.BrigadeBatch` (which says what a macro step is, what the
 brigadier sees and earns, and who commands the battalions): its action picks one
 option of :func:`envs.options.make_default_options` for each Blue battalion, and a
 step plays ``temporal_ratio`` battalion steps of them. For many battles at once, for
-SB3, use :class:`~envs.echelon_env.EchelonVecEnv` over a brigade batch
+SB3, use :class:`~envs.echelons.echelon_env.EchelonVecEnv` over a brigade batch
 (:func:`make_brigade_vec_env`).
 
 Where the reference design's brigade env went wrong, this one does not: an option
@@ -23,14 +23,14 @@ from typing import Any
 import numpy as np
 
 from envs.battlefield import Battlefield
-from envs.brigade_batch import (
+from envs.echelons.brigade_batch import (
     FALLBACK_OPTION,
     N_SECTORS,
     BrigadeBatch,
     brigade_obs_dim,
     brigade_observations,
 )
-from envs.echelon_env import EchelonEnv, EchelonVecEnv
+from envs.echelons.echelon_env import EchelonEnv, EchelonVecEnv
 from envs.options import Option, make_default_options
 from envs.sim.constants import NUM_CURRICULUM_LEVELS
 from envs.sim.validation import check_bool, check_int
@@ -48,7 +48,7 @@ def make_brigade_batch(n_battles: int = 1, n_blue: int = 2, n_red: int = 2,
                        blue_policy: Any = None,
                        hill_speed_factor: float | None = None, *,
                        battlefield: Battlefield | None = None) -> BrigadeBatch:
-    """A :class:`~envs.brigade_batch.BrigadeBatch` from :class:`BrigadeEnv`'s settings
+    """A :class:`~envs.echelons.brigade_batch.BrigadeBatch` from :class:`BrigadeEnv`'s settings
     (the default drills capped at ``temporal_ratio``).
 
     ``map_width``, ``map_height``, ``max_steps``, ``randomize_terrain``,
@@ -78,7 +78,7 @@ def make_brigade_batch(n_battles: int = 1, n_blue: int = 2, n_red: int = 2,
 
 def make_brigade_vec_env(n_envs: int = 8, **settings: Any) -> EchelonVecEnv:
     """``n_envs`` brigade battles as one SB3 ``VecEnv``
-    (:class:`~envs.echelon_env.EchelonVecEnv`); ``settings`` are
+    (:class:`~envs.echelons.echelon_env.EchelonVecEnv`); ``settings`` are
     :func:`make_brigade_batch`'s.
 
     Raises:
@@ -115,7 +115,7 @@ class BrigadeEnv(EchelonEnv):
         render_mode: None (no rendering).
         red_level: the scripted Red commanders' level (1 to 5).
         blue_policy: a frozen order-conditioned MAPPO policy commanding Blue's
-            battalions, each following its drill as an order (:mod:`envs.orders`); None:
+            battalions, each following its drill as an order (:mod:`envs.commanders.orders`); None:
             the drills' own orders.
         battlefield: the map, clock, ground and sight as one value; a setting given
             beside it must agree with it.

@@ -8,7 +8,7 @@ sixteen and three the core adds:
 0-2   ``arm_*``                   the arm, one-hot: infantry, cavalry, artillery
 3-4   ``x``, ``y``                position over the map's width and height, in the
                                   side's own frame (Red's mirrored east-west, as every
-                                  observation of Red is: :mod:`envs.multi_observation`)
+                                  observation of Red is: :mod:`envs.battles.multi_observation`)
 5-6   ``heading_cos``, ``_sin``   facing, in the same frame
 7     ``strength``                share of its men still standing
 8-11  ``formation_*``             the formation, one-hot: line, column, square, limbered
@@ -25,7 +25,7 @@ sixteen and three the core adds:
 
 A side's tokens are its own battalions in the fight (in unit order), then the enemy
 battalions it believes in the fight, nearest to its own first. An enemy is where the
-side's report of it puts it (:class:`~envs.multi_observation.FogReports`: the armies
+side's report of it puts it (:class:`~envs.battles.multi_observation.FogReports`: the armies
 know each other's deployment, then a report is refreshed only while the enemy is in
 sight), with the report's strength, morale and readiness and its age; its arm and
 quality are known, its formation and disorder only while it is in sight (all zeros
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from envs.multi_battalion_batch import BLUE, MultiBattalionBatch
+from envs.battles.multi_battalion_batch import BLUE, MultiBattalionBatch
 from envs.sim.constants import ARM_NAMES, FORMATION_NAMES
 
 F32 = np.float32

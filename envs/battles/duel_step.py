@@ -1,10 +1,10 @@
 """One step of a batch of 1v1 duels, compiled whole: Red's scripted orders, the battle
 step, both sides' observations, Blue's reward and the episode's end, battle by battle.
 
-:class:`~envs.battalion_batch.BattalionBatch` calls :func:`duel_step` once a step, so
+:class:`~envs.battles.battalion_batch.BattalionBatch` calls :func:`duel_step` once a step, so
 a single env's step is this kernel plus a thin Python shell. Each part is the
 per-battle kernel of its own module (:func:`envs.sim.scripted.scripted_orders`,
-:func:`envs.sim.kernels.step_battles`, :func:`envs.observation.duel_observe`,
+:func:`envs.sim.kernels.step_battles`, :func:`envs.battles.observation.duel_observe`,
 :func:`envs.reward.side_reward`); this module only strings them together.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from envs.observation import duel_observe
+from envs.battles.observation import duel_observe
 from envs.reward import side_reward
 from envs.sim import kernels
 from envs.sim.jit import kernel

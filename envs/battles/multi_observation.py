@@ -12,7 +12,7 @@ crest is remembered where it vanished. Allies are always known.
 **One layout for every team size.** A battalion's observation is
 :data:`OBS_DIM` numbers whatever the scenario, so one network serves 1v1 to 6v6:
 
-1. The 25 features of the 1v1 duel (:data:`envs.observation.OBSERVATION_FEATURES`,
+1. The 25 features of the 1v1 duel (:data:`envs.battles.observation.OBSERVATION_FEATURES`,
    same order and scaling), taken against the *focus* enemy: the nearest enemy
    believed still in the fight, at its reported position. In a 1v1 battle with
    the enemy in sight they equal the duel's observation, which is what lets a v1
@@ -57,10 +57,10 @@ from functools import lru_cache
 import numpy as np
 from numba import prange
 
-from envs.observation import MIRROR_NEGATED as DUEL_MIRROR_NEGATED
-from envs.observation import OBS_DIM as DUEL_OBS_DIM
-from envs.observation import OBSERVATION_FEATURES as DUEL_FEATURES
-from envs.observation import ROTATE_SIGN
+from envs.battles.observation import MIRROR_NEGATED as DUEL_MIRROR_NEGATED
+from envs.battles.observation import OBS_DIM as DUEL_OBS_DIM
+from envs.battles.observation import OBSERVATION_FEATURES as DUEL_FEATURES
+from envs.battles.observation import ROTATE_SIGN
 from envs.sim import kernels
 from envs.sim.config import BattleConfig
 from envs.sim.engine import Geometry, pair_major, team_codes, unit_major

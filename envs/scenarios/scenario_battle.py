@@ -1,10 +1,10 @@
 """Play a scenario to its end: many battles of one order of battle at once.
 
-:func:`play_scenario` deploys a :class:`~envs.scenario.Scenario` into a batch of
+:func:`play_scenario` deploys a :class:`~envs.scenarios.scenario.Scenario` into a batch of
 battles (each battle a seed: the units stand where the scenario puts them, give or take
 :data:`DEPLOYMENT_JITTER`, and the routs are drawn from the battle's own key), lets a
 commander for each side give orders every step (by default the scripted combined-arms
-doctrine, :class:`~envs.arms_doctrine.CombinedArmsDoctrine`) and stops each battle
+doctrine, :class:`~envs.commanders.arms_doctrine.CombinedArmsDoctrine`) and stops each battle
 when a side is beaten:
 
 * a side whose **losses** (strength lost, plus the whole remaining strength of its
@@ -24,9 +24,9 @@ from typing import Protocol
 
 import numpy as np
 
-from envs.arms_doctrine import CombinedArmsDoctrine
+from envs.commanders.arms_doctrine import CombinedArmsDoctrine
 from envs.rendering.replay import Replay, ReplayRecorder
-from envs.scenario import Scenario
+from envs.scenarios.scenario import Scenario
 from envs.sim import engine
 from envs.sim import random as rnd
 from envs.sim.config import BattleConfig

@@ -1,7 +1,7 @@
 """Brigade battles in a batch: one decision gives every Blue battalion a drill.
 
 :class:`BrigadeBatch` plays ``n_battles`` N-vs-M battles
-(:class:`~envs.multi_battalion_batch.MultiBattalionBatch`) at a brigadier's tempo.
+(:class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch`) at a brigadier's tempo.
 Each :meth:`~BrigadeBatch.step` is a *macro step* of ``temporal_ratio`` battalion
 steps (fewer when the battle ends): each Blue battalion is given one option of
 :func:`envs.options.make_default_options` (a drill), and its lower echelon carries it
@@ -10,7 +10,7 @@ out, either
 - the drill itself (scripted): its orders until it ends, then the battalion holds
   its ground (``defend_position``'s orders) for the rest of the macro step; or
 - a frozen order-conditioned battalion policy (``blue_policy``): the drill becomes an
-  order (:mod:`envs.orders`: the drill's posture, and its objective worked out from
+  order (:mod:`envs.commanders.orders`: the drill's posture, and its objective worked out from
   where the battalion and its nearest enemy stand when the order is given), which the
   policy follows for the whole macro step.
 
@@ -23,10 +23,10 @@ is dealt (:attr:`~BrigadeBatch.red_commanders`), by his drills, carried out as B
 league's match stand on the same lower echelon.
 
 Every battle's macro step lasts the same number of battalion steps, so battles step
-in lock-step and a battle is played the same in any batch (:class:`~envs.brigade_env.BrigadeEnv`
-is a batch of one). Where the reference design ran each macro step until every drill
-ended, with a finished battalion standing idle, this one keeps the brigadier's tempo
-fixed: that is what lets the battles share a batch.
+in lock-step and a battle is played the same in any batch
+(:class:`~envs.echelons.brigade_env.BrigadeEnv` is a batch of one). Where the reference
+design ran each macro step until every drill ended, with a finished battalion standing
+idle, this one keeps the brigadier's tempo fixed: that is what lets the battles share a batch.
 
 Observation (``3 + 7 * n + 1`` numbers, :func:`brigade_observations`): the share of
 the strength in each of three north-south strips of the field that is the side's (0.5
@@ -47,9 +47,9 @@ import numpy as np
 import torch
 
 from envs.battlefield import Battlefield
-from envs.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
+from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
+from envs.commanders.orders import objectives, order_features
 from envs.options import MacroAction, Option
-from envs.orders import objectives, order_features
 from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
 from envs.sim.constants import ACTION_DIM
@@ -112,7 +112,7 @@ def threats(x: np.ndarray, y: np.ndarray, strength: np.ndarray, morale: np.ndarr
 def own_frame_x(x: np.ndarray, side: int, map_width: float) -> np.ndarray:
     """East-west positions as ``side`` sees the field: Red's mirrored across the map's
     north-south centre line, as its battalions' observations are
-    (:mod:`envs.multi_observation`), so every commander sees his side deployed in the
+    (:mod:`envs.battles.multi_observation`), so every commander sees his side deployed in the
     west and one policy can command either side."""
     return x if side == BLUE else map_width - x
 

@@ -2,9 +2,9 @@
 battle step, fog of war and every battalion's observation, both sides' rewards and
 who is still playing, chunk by chunk of battles.
 
-:class:`~envs.multi_battalion_batch.MultiBattalionBatch` calls :func:`team_step` once a
+:class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch` calls :func:`team_step` once a
 step. Each part is the kernel of its own module, over a run of battles
-(:func:`envs.sim.kernels.step_battles`, :func:`envs.multi_observation.observe_battles`,
+(:func:`envs.sim.kernels.step_battles`, :func:`envs.battles.multi_observation.observe_battles`,
 :func:`envs.reward.side_reward`); this module strings them together and keeps the
 episode's books.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from envs.multi_observation import observation_scratch, observe_battles
+from envs.battles.multi_observation import observation_scratch, observe_battles
 from envs.reward import side_reward
 from envs.sim import kernels
 from envs.sim.jit import kernel
@@ -57,7 +57,7 @@ def team_battles(lo, hi, actions, rotate_sign, x0, y0, theta0, strength0, morale
     the map (``rotate_sign`` per unit) into ``orders``; the step into the output blocks of
     :func:`envs.sim.kernels.step_battles`; the fog reports (``values_``, ``in_fight_``,
     ``seen_step_``) refreshed and the observations and global states written
-    (:func:`envs.multi_observation.observe_battles`, ``seeing`` its scratch); both sides'
+    (:func:`envs.battles.multi_observation.observe_battles`, ``seeing`` its scratch); both sides'
     reward components (:func:`envs.reward.side_reward`); and per battalion its reward
     (its side's, if it acted), whether it acted, terminated or was cut off, per battle
     whether it is over and who won."""

@@ -1,7 +1,7 @@
 """A division commander's battle: one operational command per brigade.
 
 :class:`DivisionEnv` (Gymnasium, ``division_v0``) is one battle of a
-:class:`~envs.division_batch.DivisionBatch`, which says what a command does, what the
+:class:`~envs.echelons.division_batch.DivisionBatch`, which says what a command does, what the
 division commander sees and earns, and how brigadiers (the commands' drills, or a
 frozen brigade policy choosing within them) and Red are commanded. For many battles at
 once, for SB3, use :func:`make_division_vec_env`.
@@ -14,15 +14,15 @@ from typing import Any
 import numpy as np
 
 from envs.battlefield import Battlefield
-from envs.brigade_env import make_brigade_batch
-from envs.division_batch import (
+from envs.echelons.brigade_env import make_brigade_batch
+from envs.echelons.division_batch import (
     COMMAND_DRILLS,
     DIVISION_COMMANDS,
     N_THEATRE_SECTORS,
     DivisionBatch,
     division_obs_dim,
 )
-from envs.echelon_env import EchelonEnv, EchelonVecEnv
+from envs.echelons.echelon_env import EchelonEnv, EchelonVecEnv
 from envs.sim.constants import NUM_CURRICULUM_LEVELS
 from envs.sim.validation import check_int
 
@@ -39,12 +39,12 @@ def make_division_batch(n_battles: int = 1, n_brigades: int = 2, n_blue_per_brig
                         blue_policy: Any = None,
                         hill_speed_factor: float | None = None, *,
                         battlefield: Battlefield | None = None) -> DivisionBatch:
-    """A :class:`~envs.division_batch.DivisionBatch` from :class:`DivisionEnv`'s settings.
+    """A :class:`~envs.echelons.division_batch.DivisionBatch` from :class:`DivisionEnv`'s settings.
 
     ``map_width``, ``map_height``, ``max_steps``, ``randomize_terrain``,
     ``visibility_radius`` and ``hill_speed_factor`` are the
     :class:`~envs.battlefield.Battlefield`'s settings, as for
-    :func:`~envs.brigade_env.make_brigade_batch`.
+    :func:`~envs.echelons.brigade_env.make_brigade_batch`.
 
     Raises:
         ValueError: for a setting out of range or contradicting ``battlefield`` (the
@@ -66,7 +66,7 @@ def make_division_batch(n_battles: int = 1, n_brigades: int = 2, n_blue_per_brig
 
 def make_division_vec_env(n_envs: int = 8, **settings: Any) -> EchelonVecEnv:
     """``n_envs`` division battles as one SB3 ``VecEnv``
-    (:class:`~envs.echelon_env.EchelonVecEnv`); ``settings`` are
+    (:class:`~envs.echelons.echelon_env.EchelonVecEnv`); ``settings`` are
     :func:`make_division_batch`'s.
 
     Raises:
@@ -95,7 +95,7 @@ class DivisionEnv(EchelonEnv):
         temporal_ratio: battalion steps a division step lasts.
         red_level: the scripted Red battalion commanders' level (1 to 5).
         blue_brigade_policy: a frozen SB3 brigade commander choosing each Blue brigade's
-            drills within its command (:data:`~envs.division_batch.COMMAND_DRILLS`); None:
+            drills within its command (:data:`~envs.echelons.division_batch.COMMAND_DRILLS`); None:
             every battalion runs the command's drill.
         blue_policy: a frozen order-conditioned battalion policy commanding Blue's
             battalions (as the brigade env's).

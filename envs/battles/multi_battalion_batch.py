@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from envs.battalion_batch import check_battle_setup
 from envs.battlefield import Battlefield
-from envs.episodes import EpisodeChains
-from envs.multi_observation import (
+from envs.battles.battalion_batch import check_battle_setup
+from envs.battles.episodes import EpisodeChains
+from envs.battles.multi_observation import (
     OBS_DIM,
     ROTATE_SIGN,
     STATE_DIM,
@@ -37,8 +37,9 @@ from envs.multi_observation import (
     observation_constants,
     sightings,
 )
+from envs.battles.team_step import restart_teams, team_step_kernel
 from envs.reward import COMPONENTS, RewardComponents, RewardWeights
-from envs.scenario import OrderOfBattle
+from envs.scenarios.scenario import OrderOfBattle
 from envs.sim import engine
 from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
@@ -55,7 +56,6 @@ from envs.sim.validation import (
     check_positive,
     check_scripted_levels,
 )
-from envs.team_step import restart_teams, team_step_kernel
 
 F32 = np.float32
 BLUE, RED = 0, 1
@@ -171,7 +171,7 @@ class MultiBattalionBatch:
             battlefield's.
         reward_weights: reward shaping; None means the defaults.
         order_of_battle: each unit's arm, starting formation and quality
-            (:class:`envs.scenario.OrderOfBattle`, or anything its ``of`` reads); None
+            (:class:`envs.scenarios.scenario.OrderOfBattle`, or anything its ``of`` reads); None
             fields infantry of quality 1 in line.
         battlefield: the map, clock, ground and sight as one value (None: built from
             ``config``, ``terrain``, ``randomize_terrain`` and ``visibility_radius``,
@@ -411,9 +411,9 @@ class MultiBattalionBatch:
 
     def step(self, actions: np.ndarray, formations: np.ndarray | None = None) -> TeamStep:
         """Step every battle with (B, U, ACTION_DIM) ``[move, rotate, fire]`` orders, each
-        in its side's own frame (Red's rotate is mirrored, see :mod:`envs.multi_observation`),
-        and optionally (B, U) formation orders (as :func:`envs.sim.engine.step` takes
-        them; None keeps every formation).
+        in its side's own frame (Red's rotate is mirrored, see
+        :mod:`envs.battles.multi_observation`), and optionally (B, U) formation orders (as
+        :func:`envs.sim.engine.step` takes them; None keeps every formation).
 
         Orders are clipped into the action box; those of battalions out of the
         fight are ignored.

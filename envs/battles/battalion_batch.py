@@ -12,9 +12,9 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from envs.battlefield import Battlefield
-from envs.duel_step import duel_step_kernel, restart_duels
-from envs.episodes import EpisodeChains
-from envs.observation import MIRROR_SIGN, OBS_DIM, ROTATE_SIGN, duel_observations
+from envs.battles.duel_step import duel_step_kernel, restart_duels
+from envs.battles.episodes import EpisodeChains
+from envs.battles.observation import MIRROR_SIGN, OBS_DIM, ROTATE_SIGN, duel_observations
 from envs.reward import COMPONENTS, INFO_KEYS, RewardComponents, RewardWeights
 from envs.sim import engine, kernels
 from envs.sim.config import BattleConfig
@@ -239,14 +239,14 @@ class BattalionBatch:
 
     def red_observation(self) -> np.ndarray:
         """(B, OBS_DIM) Red's current observations (same layout, from Red's side, mirrored
-        into Red's own frame; see :mod:`envs.observation`)."""
+        into Red's own frame; see :mod:`envs.battles.observation`)."""
         return self._views[RED]
 
     # --- stepping -----------------------------------------------------------------
 
     def step(self, blue_actions: np.ndarray) -> DuelStep:
         """Step every battle with Blue's (B, ACTION_DIM) actions; Red acts from the same
-        state (compiled whole: :func:`envs.duel_step.duel_step`)."""
+        state (compiled whole: :func:`envs.battles.duel_step.duel_step`)."""
         if self.geometry is None:
             raise RuntimeError("step() called before reset(): call reset() first")
         before, geometry_before = self.state, self.geometry

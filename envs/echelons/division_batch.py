@@ -1,7 +1,7 @@
 """Division battles in a batch: one operational command per brigade.
 
 :class:`DivisionBatch` plays ``n_battles`` battles of a
-:class:`~envs.brigade_batch.BrigadeBatch` whose Blue battalions are grouped in
+:class:`~envs.echelons.brigade_batch.BrigadeBatch` whose Blue battalions are grouped in
 brigades of ``n_blue_per_brigade``. Its action gives each Blue brigade one of the
 :data:`DIVISION_COMMANDS`; one division step is one brigade macro step. Each brigade's
 brigadier passes the command on to its battalions:
@@ -39,7 +39,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from envs.brigade_batch import (
+from envs.battles.multi_battalion_batch import BLUE, RED
+from envs.echelons.brigade_batch import (
     NO_THREAT,
     BrigadeBatch,
     MacroStep,
@@ -48,7 +49,6 @@ from envs.brigade_batch import (
     own_frame_x,
     sector_shares,
 )
-from envs.multi_battalion_batch import BLUE, RED
 from envs.options import MacroAction
 
 F32 = np.float32
@@ -92,8 +92,8 @@ def _brigade_means(values: np.ndarray, active: np.ndarray) -> np.ndarray:
 def division_observations(battles: Any, own: np.ndarray, enemy: np.ndarray,
                           side: int = BLUE) -> np.ndarray:
     """(B, division_obs_dim) ``side``'s division observations (module docstring) of a
-    :class:`~envs.multi_battalion_batch.MultiBattalionBatch`, in the side's own frame
-    (:func:`~envs.brigade_batch.own_frame_x`); ``own`` and ``enemy`` are the two sides'
+    :class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch`, in the side's own frame
+    (:func:`~envs.echelons.brigade_batch.own_frame_x`); ``own`` and ``enemy`` are the two sides'
     brigades as (brigades, battalions) unit indices."""
     state, config = battles.state, battles.config
     x, y, active = own_frame_x(state.x, side, config.map_width), state.y, state.active
@@ -143,7 +143,7 @@ class DivisionBatch:
     """``n_battles`` division battles (module docstring).
 
     Args:
-        brigades: the :class:`~envs.brigade_batch.BrigadeBatch` whose Blue side is
+        brigades: the :class:`~envs.echelons.brigade_batch.BrigadeBatch` whose Blue side is
             ``n_brigades * n_blue_per_brigade`` battalions and Red side
             ``n_red_brigades * n_red_per_brigade``.
         n_brigades, n_blue_per_brigade, n_red_brigades, n_red_per_brigade: the brigades.
@@ -184,7 +184,7 @@ class DivisionBatch:
             unavailable=f"Red's brigades of {n_red_per_brigade} cannot be commanded by the "
             f"frozen brigadier of {n_blue_per_brigade} battalions" if mismatch else None)
         """Frozen division commanders commanding Red in some battles
-        (:meth:`~envs.brigade_batch.RedCommanders.deal`), in Red's own frame; their
+        (:meth:`~envs.echelons.brigade_batch.RedCommanders.deal`), in Red's own frame; their
         commands pass down Red's brigades as Blue's do."""
         self.commands = np.zeros((self.n_battles, n_brigades), np.intp)
         """(B, n_brigades) the last step's commands."""

@@ -1,15 +1,16 @@
 """Brigade or division battles as a Gymnasium env (one battle) and an SB3 ``VecEnv``.
 
 :class:`EchelonEnv` is one battle of an echelon batch (the base of
-:class:`~envs.brigade_env.BrigadeEnv` and :class:`~envs.division_env.DivisionEnv`).
-:class:`EchelonVecEnv` steps a :class:`~envs.brigade_batch.BrigadeBatch` or a
-:class:`~envs.division_batch.DivisionBatch` (anything with their ``reset``,
+:class:`~envs.echelons.brigade_env.BrigadeEnv` and
+:class:`~envs.echelons.division_env.DivisionEnv`).
+:class:`EchelonVecEnv` steps a :class:`~envs.echelons.brigade_batch.BrigadeBatch` or a
+:class:`~envs.echelons.division_batch.DivisionBatch` (anything with their ``reset``,
 ``next_episode``, ``observe``, ``check_action``, ``step`` and ``infos``) under
 Stable-Baselines3's vectorised-env contract: finished battles restart on their own,
 the last observation of a finished battle is in ``infos[i]["terminal_observation"]``,
 and ``infos[i]["TimeLimit.truncated"]`` marks battles cut off undecided. Battle ``i``
-seeded ``s + i`` plays what :class:`~envs.brigade_env.BrigadeEnv` (or
-:class:`~envs.division_env.DivisionEnv`) reset with that seed plays.
+seeded ``s + i`` plays what :class:`~envs.echelons.brigade_env.BrigadeEnv` (or
+:class:`~envs.echelons.division_env.DivisionEnv`) reset with that seed plays.
 """
 
 from __future__ import annotations

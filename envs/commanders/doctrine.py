@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.observation import OBSERVATION_FEATURES
+from envs.battles.observation import OBSERVATION_FEATURES
 from envs.sim import constants as C
 from envs.sim.config import BattleConfig
 from envs.sim.validation import check_positive, check_scripted_level

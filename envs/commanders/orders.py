@@ -23,7 +23,7 @@ objective's distance over :data:`ORDER_DISTANCE_SCALE` and its bearing from the
 battalion's facing, cosine and sine, in the side's own frame).
 
 :class:`OrderedBattalionBatch` is the battles phase 1 of the HRL curriculum trains in:
-a :class:`~envs.multi_battalion_batch.MultiBattalionBatch` whose battalions get random
+a :class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch` whose battalions get random
 orders at the start of each episode and every ``period`` steps, whose observations
 carry them, and whose reward adds an order term per battalion (:class:`OrderRewards`:
 progress towards the objective, and a bonus for each step within
@@ -40,11 +40,11 @@ from typing import Any
 
 import numpy as np
 
-from envs.doctrine import DisciplinedCommander
-from envs.multi_battalion_batch import BLUE, MultiBattalionBatch, TeamStep
-from envs.multi_observation import ROTATE_SIGN
-from envs.observation import OBS_DIM as DUEL_OBS_DIM
-from envs.observation import OBSERVATION_FEATURES
+from envs.battles.multi_battalion_batch import BLUE, MultiBattalionBatch, TeamStep
+from envs.battles.multi_observation import ROTATE_SIGN
+from envs.battles.observation import OBS_DIM as DUEL_OBS_DIM
+from envs.battles.observation import OBSERVATION_FEATURES
+from envs.commanders.doctrine import DisciplinedCommander
 from envs.options import FIRE_AT_HIT_CHANCE, MacroAction
 from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
@@ -59,7 +59,7 @@ ORDER_FEATURES = tuple(f"order_{p.name.lower()}" for p in MacroAction) + (
     "objective_distance", "objective_bearing_cos", "objective_bearing_sin")
 ENGAGE_DISTANCE = 60.0
 """An advance aims this many metres short of the enemy: the disciplined doctrine's volley
-range (:class:`~envs.doctrine.DisciplinedCommander`), where it beats the scripted
+range (:class:`~envs.commanders.doctrine.DisciplinedCommander`), where it beats the scripted
 commanders."""
 FLANK_OFFSET = 150.0
 """A flank march aims this many metres to the side of the enemy."""
@@ -152,7 +152,7 @@ def order_features(posture: np.ndarray, objective: np.ndarray, x: np.ndarray, y:
 
 class OrderFollower:
     """A scripted battalion commander that follows its order. On an attack it fights as
-    the disciplined doctrine does (:class:`~envs.doctrine.DisciplinedCommander`: it
+    the disciplined doctrine does (:class:`~envs.commanders.doctrine.DisciplinedCommander`: it
     closes on the nearest enemy in silence to 60 m, the attack's objective, and
     volleys there); on any other order it turns to its objective and marches on it
     without firing, and within :data:`ARRIVED` of it halts, faces the nearest enemy and
@@ -201,7 +201,7 @@ class OrderFollower:
 
 
 class OrderedStep:
-    """A :class:`~envs.multi_battalion_batch.TeamStep` whose battalions follow orders:
+    """A :class:`~envs.battles.multi_battalion_batch.TeamStep` whose battalions follow orders:
     the reward has the order term, the observation and critic inputs carry the orders;
     every other field is the team step's."""
 
@@ -223,7 +223,7 @@ class OrderedBattalionBatch:
     ``scripted_actions``, ``action_noise``, ...).
 
     Args:
-        battles: the :class:`~envs.multi_battalion_batch.MultiBattalionBatch`.
+        battles: the :class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch`.
         period: steps an order lasts (>= 1); new orders come at every multiple of it.
         rewards: the order term's weights.
         postures: the postures orders are drawn from (all six by default; evaluations
