@@ -52,11 +52,10 @@ from typing import Any
 
 import numpy as np
 import torch
-import yaml
 
 from envs.sim.validation import check_in_range, check_int
 from models.wfm1 import WFM1Policy
-from storage.files import atomic_write_text
+from storage.files import MAX_JSON_BYTES, atomic_write_text, loads_yaml, read_regular_file
 from training.plots import draw_wfm1_benchmark, write_png
 from training.wfm1.battles import ScenarioBattles, play_out
 from training.wfm1.checkpoints import load_checkpoint
@@ -441,7 +440,9 @@ def main(argv: list[str] | None = None) -> None:
                                  specialist_dir=args.specialist_dir)
     train_config = None
     if args.train_config:
-        nested = yaml.safe_load(Path(args.train_config).read_text())
+        source = f"--train-config {args.train_config}"  # bounded, depth-limited, named
+        nested = loads_yaml(read_regular_file(Path(args.train_config), MAX_JSON_BYTES, source),
+                            source)
         if not isinstance(nested, dict):
             raise ValueError(f"--train-config {args.train_config}: expected a YAML mapping "
                              "laid out as configs/wfm1_train.yaml, got "

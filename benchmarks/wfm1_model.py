@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from benchmarks import argument_parser
-from envs.scenarios.entity_tokens import ENTITY_TOKEN_DIM, TOKEN
+from envs.battles.entity_tokens import ENTITY_TOKEN_DIM, TOKEN
 from envs.sim.constants import ARM_NAMES, FORMATION_NAMES
 from models.wfm1 import WFM1Policy
 

@@ -1,6 +1,6 @@
 """WFM-1: one generalist commander for any number of units, any echelon and any scenario.
 
-A battle reaches WFM-1 as a row of entity tokens (:mod:`envs.scenarios.entity_tokens`: one token
+A battle reaches WFM-1 as a row of entity tokens (:mod:`envs.battles.entity_tokens`: one token
 per battalion a side knows of, its own and the enemy's, the rest of the row padding),
 and optionally as a :class:`ScenarioCard` that says what kind of battle it is (scale,
 echelon, weather, terrain, order of battle). The network:
@@ -31,7 +31,7 @@ Differences from the seed's WFM-1, all deliberate:
   then ``cavalry_fraction``, ``artillery_fraction``, ``supply_pressure`` and
   ``time_of_day``, which the seed's card held but did not encode; a card that
   describes the order of battle should carry its mix of arms.
-- **A token has** :data:`~envs.scenarios.entity_tokens.ENTITY_TOKEN_DIM` **= 19 features**: the
+- **A token has** :data:`~envs.battles.entity_tokens.ENTITY_TOKEN_DIM` **= 19 features**: the
   seed's 16 then quality, disorder and report age.
 - The encoder's transformer stack ends with a LayerNorm (pre-norm stacks leave the
   residual stream unnormalised, and the per-token vectors feed the actor directly).
@@ -62,7 +62,7 @@ import torch
 from torch import nn
 from torch.distributions import Normal
 
-from envs.scenarios.entity_tokens import ENTITY_TOKEN_DIM, TOKEN
+from envs.battles.entity_tokens import ENTITY_TOKEN_DIM, MAX_TOKENS, TOKEN
 from envs.sim.validation import (
     check_bool,
     check_in_range,
@@ -240,6 +240,16 @@ def _as_float(name: str, value: Any, device: torch.device) -> torch.Tensor:
     return tensor
 
 
+def _check_token_count(name: str, shape: tuple[int, ...]) -> None:
+    """Refuse rows longer than :data:`~envs.battles.entity_tokens.MAX_TOKENS` tokens
+    before any work: attention costs the square of a row's length and a forward pass
+    cannot be interrupted (a row of 100,000 tokens ran for a minute), while the work
+    per token of a row within the bound stays bounded."""
+    if len(shape) == 3 and int(shape[1]) > MAX_TOKENS:
+        raise ValueError(f"{name} has {int(shape[1]):,} tokens per row: expected at most "
+                         f"{MAX_TOKENS:,} (MAX_TOKENS)")
+
+
 def _as_mask(name: str, value: Any, shape: tuple[int, ...], device: torch.device
              ) -> torch.Tensor:
     """``value`` as a bool tensor of ``shape`` on ``device``."""
@@ -360,6 +370,7 @@ class EchelonEncoder(nn.Module):
         if tokens.ndim != 3 or tokens.shape[1] < 1 or tokens.shape[2] != self.token_dim:
             raise ValueError(f"tokens has shape {tuple(tokens.shape)}: expected (batch, "
                              f"n_tokens >= 1, {self.token_dim})")
+        _check_token_count("tokens", tuple(tokens.shape))
         batch, n_tokens = tokens.shape[:2]
         echelon = _check_echelon(echelon, batch)
         if pad_mask is None:
@@ -522,7 +533,7 @@ class WFM1Policy(nn.Module):
     policy's device.
 
     Args:
-        token_dim: numbers per token (:data:`~envs.scenarios.entity_tokens.ENTITY_TOKEN_DIM`).
+        token_dim: numbers per token (:data:`~envs.battles.entity_tokens.ENTITY_TOKEN_DIM`).
         action_dim: numbers per unit's action (>= 1).
         d_model: width of the vectors (a multiple of ``n_heads``).
         n_heads: attention heads of every transformer.
@@ -639,7 +650,11 @@ class WFM1Policy(nn.Module):
         return _Inputs(tokens_t, pad, echelon, others, self._card(card, card_vec, batch))
 
     def _tokens(self, name: str, value: Any) -> torch.Tensor:
+        shape = getattr(value, "shape", None)
+        if isinstance(shape, tuple | torch.Size) and all(isinstance(d, int) for d in shape):
+            _check_token_count(name, tuple(shape))  # bounded before it is converted
         tokens = _as_float(name, value, self.device)
+        _check_token_count(name, tuple(tokens.shape))
         if tokens.ndim != 3 or tokens.shape[0] < 1 or tokens.shape[1] < 1 or \
                 tokens.shape[2] != self.token_dim:
             raise ValueError(f"{name} has shape {tuple(tokens.shape)}: expected (batch >= 1, "
@@ -815,8 +830,9 @@ class WFM1Policy(nn.Module):
             over action dimensions; both zero where the token is not own.
 
         Raises:
-            ValueError, TypeError: for a wrong shape, dtype or value, or an invalid
-                echelon or card.
+            ValueError, TypeError: for a wrong shape, dtype or value, an invalid echelon
+                or card, or rows longer than :data:`~envs.battles.entity_tokens.MAX_TOKENS`
+                tokens (checked before any work).
         """
         deterministic = check_bool("deterministic", deterministic)
         with torch.no_grad():

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import filelock
+import yaml
 
 logger = logging.getLogger(__name__)
 
@@ -438,15 +439,81 @@ MAX_JSON_BYTES = 256 * 2**20
 """Largest JSON file read whole: far above any registry, pool or manifest we write."""
 
 
+MAX_NESTING = 100
+"""Deepest nesting of lists and mappings in a JSON or YAML file we read (ours nest a few
+levels). Deeper input is refused with :class:`UnreadableFileError`: parsers and every
+reader after them recurse, and a deep enough file would end in ``RecursionError``."""
+
+
+def _too_deep(source: str, kind: str) -> UnreadableFileError:
+    return UnreadableFileError(f"{source}: {kind} nested more than {MAX_NESTING} levels "
+                               f"deep: expected at most {MAX_NESTING} (MAX_NESTING)")
+
+
+def check_nesting(value: Any, source: str, kind: str = "JSON") -> Any:
+    """``value`` (parsed from ``source``) if no list or mapping in it is nested deeper
+    than :data:`MAX_NESTING`; walked without recursion, a container reached twice
+    walked once.
+
+    Raises:
+        UnreadableFileError: naming ``source`` and the limit.
+    """
+    stack, seen = [(value, 1)], set()
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, (dict, list)) or id(item) in seen:
+            continue
+        if depth > MAX_NESTING:
+            raise _too_deep(source, kind)
+        seen.add(id(item))
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children)
+    return value
+
+
 def loads_json(text: str | bytes, source: str) -> Any:
-    """``json.loads`` that reports nesting too deep to parse as :class:`UnreadableFileError`
-    (Python's parser recurses, so such input would raise ``RecursionError``)."""
+    """``json.loads`` that refuses nesting deeper than :data:`MAX_NESTING` and reports
+    invalid JSON, both as :class:`UnreadableFileError` naming ``source``."""
     try:
-        return json.loads(text)
-    except RecursionError:
-        raise UnreadableFileError(f"{source}: JSON nested too deeply to parse") from None
+        value = json.loads(text)
+    except RecursionError:  # deeper than the parser's own guard
+        raise _too_deep(source, "JSON") from None
     except (ValueError, UnicodeDecodeError) as error:
         raise UnreadableFileError(f"{source}: not valid JSON ({error})") from None
+    return check_nesting(value, source, "JSON")
+
+
+class _TooDeep(Exception):
+    """Raised inside the YAML composer at a node deeper than :data:`MAX_NESTING`."""
+
+
+class _DepthLimitedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a node deeper than :data:`MAX_NESTING` as it is
+    composed (before anything below it is read)."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_NESTING and not self.check_event(yaml.ScalarEvent,
+                                                                  yaml.AliasEvent):
+                raise _TooDeep
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def loads_yaml(text: str | bytes, source: str) -> Any:
+    """``yaml.safe_load`` that refuses nesting deeper than :data:`MAX_NESTING` while it
+    parses and reports invalid YAML, both as :class:`UnreadableFileError` naming
+    ``source``. Aliases are kept as shared objects, never expanded."""
+    try:
+        return yaml.load(text, Loader=_DepthLimitedLoader)  # noqa: S506 - a SafeLoader
+    except (_TooDeep, RecursionError):
+        raise _too_deep(source, "YAML") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise UnreadableFileError(f"{source}: not valid YAML ({error})") from None
 
 
 def read_json_file(path: str | os.PathLike, what: str) -> Any:

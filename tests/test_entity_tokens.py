@@ -1,4 +1,4 @@
-"""Entity tokens (envs.scenarios.entity_tokens): one per battalion a side knows of,
+"""Entity tokens (envs.battles.entity_tokens): one per battalion a side knows of,
 fog respected."""
 
 from __future__ import annotations
@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
-from envs.scenarios.entity_tokens import (
+from envs.battles.entity_tokens import (
     ENTITY_FEATURES,
     ENTITY_TOKEN_DIM,
     QUALITY_SCALE,
@@ -15,6 +14,7 @@ from envs.scenarios.entity_tokens import (
     TOKEN,
     entity_tokens,
 )
+from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
 from envs.scenarios.scenario import OrderOfBattle
 from envs.sim.config import BattleConfig
 from envs.sim.constants import ACTION_DIM

@@ -53,7 +53,7 @@ from envs.options import MacroAction, Option
 from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
 from envs.sim.constants import ACTION_DIM
-from envs.sim.validation import check_int, check_scripted_level
+from envs.sim.validation import check_int, check_scripted_level, short_repr
 
 F32 = np.float32
 N_SECTORS = 3
@@ -339,8 +339,8 @@ class BrigadeBatch:
         if chosen.shape != (self.n_battles, self.n_blue) \
                 or not np.issubdtype(chosen.dtype, np.integer) \
                 or chosen.min() < 0 or chosen.max() >= len(self.options):
-            raise ValueError(f"action={action!r} is invalid: expected {self.n_blue} drill "
-                             f"indices in [0, {len(self.options)}) per battle")
+            raise ValueError(f"action={short_repr(action)} is invalid: expected {self.n_blue} "
+                             f"drill indices in [0, {len(self.options)}) per battle")
         return chosen.astype(np.intp)
 
     def drill_orders(self, given: np.ndarray, running: np.ndarray,

@@ -33,7 +33,7 @@ from envs.echelons.brigade_batch import (
 from envs.echelons.echelon_env import EchelonEnv, EchelonVecEnv
 from envs.options import Option, make_default_options
 from envs.sim.constants import NUM_CURRICULUM_LEVELS
-from envs.sim.validation import check_bool, check_int
+from envs.sim.validation import check_bool, check_int, short_repr
 
 F32 = np.float32
 
@@ -136,7 +136,7 @@ class BrigadeEnv(EchelonEnv):
                  battlefield: Battlefield | None = None) -> None:
         super().__init__()
         if render_mode is not None:
-            raise ValueError(f"render_mode={render_mode!r} is invalid: expected None")
+            raise ValueError(f"render_mode={short_repr(render_mode)} is invalid: expected None")
         self.batch = make_brigade_batch(
             1, n_blue, n_red, map_width=map_width, map_height=map_height,
             max_steps=max_steps, options=options, temporal_ratio=temporal_ratio,

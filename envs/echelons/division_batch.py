@@ -50,6 +50,7 @@ from envs.echelons.brigade_batch import (
     sector_shares,
 )
 from envs.options import MacroAction
+from envs.sim.validation import short_repr
 
 F32 = np.float32
 N_THEATRE_SECTORS = 5
@@ -216,7 +217,7 @@ class DivisionBatch:
         if commands.shape != (self.n_battles, self.n_brigades) \
                 or not np.issubdtype(commands.dtype, np.integer) \
                 or commands.min() < 0 or commands.max() >= len(DIVISION_COMMANDS):
-            raise ValueError(f"action={action!r} is invalid: expected {self.n_brigades} "
+            raise ValueError(f"action={short_repr(action)} is invalid: expected {self.n_brigades} "
                              f"command indices in [0, {len(DIVISION_COMMANDS)}) per battle")
         return commands.astype(np.intp)
 

@@ -24,7 +24,7 @@ from envs.echelons.division_batch import (
 )
 from envs.echelons.echelon_env import EchelonEnv, EchelonVecEnv
 from envs.sim.constants import NUM_CURRICULUM_LEVELS
-from envs.sim.validation import check_int
+from envs.sim.validation import check_int, short_repr
 
 F32 = np.float32
 
@@ -120,7 +120,7 @@ class DivisionEnv(EchelonEnv):
                  blue_policy: Any = None, *, battlefield: Battlefield | None = None) -> None:
         super().__init__()
         if render_mode is not None:
-            raise ValueError(f"render_mode={render_mode!r} is invalid: expected None")
+            raise ValueError(f"render_mode={short_repr(render_mode)} is invalid: expected None")
         self.batch = make_division_batch(
             1, n_brigades, n_blue_per_brigade, n_red_brigades, n_red_per_brigade,
             map_width=map_width, map_height=map_height, max_steps=max_steps,

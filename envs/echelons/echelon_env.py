@@ -24,9 +24,12 @@ from gymnasium import spaces
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
 from envs.sim.constants import SEED_BOUND
-from envs.sim.validation import check_seed
+from envs.sim.validation import check_options, check_seed, short_repr
 
 F32 = np.float32
+RESET_OPTIONS: tuple[str, ...] = ()
+"""Keys ``reset(options=...)`` accepts: the echelon envs define none, and any key raises
+``ValueError`` (as :class:`~envs.battalion_env.BattalionEnv`'s ``reset`` does)."""
 
 
 class EchelonEnv(gym.Env):
@@ -48,7 +51,17 @@ class EchelonEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        """Start a new battle.
+
+        Args:
+            seed: None (a fresh seed) or an integer in [0, 2**63).
+            options: None or an empty dict (no reset options are defined).
+
+        Raises:
+            ValueError: for a seed out of range or any options key (named).
+        """
         seed = check_seed("seed", seed)
+        check_options("options", options, RESET_OPTIONS)
         super().reset(seed=seed)
         if seed is not None:
             self._rng = np.random.default_rng(seed)
@@ -70,8 +83,8 @@ class EchelonEnv(gym.Env):
                                "reset()")
         chosen = np.asarray(action)
         if chosen.shape != (self.n_commanded,):
-            raise ValueError(f"action={action!r} is invalid: expected {self.n_commanded} "
-                             f"indices in [0, {self.n_choices})")
+            raise ValueError(f"action={short_repr(action)} is invalid: expected "
+                             f"{self.n_commanded} indices in [0, {self.n_choices})")
         result = self.batch.step(chosen[None])
         self._steps += 1
         info = self.batch.infos(result, np.array([self._steps]))[0]
@@ -168,4 +181,4 @@ class EchelonVecEnv(VecEnv):
         return [False] * len(list(self._get_indices(indices)))
 
 
-__all__ = ["EchelonEnv", "EchelonVecEnv"]
+__all__ = ["EchelonEnv", "EchelonVecEnv", "RESET_OPTIONS"]

@@ -11,6 +11,7 @@ info says so. Observations, ``state()`` and the agents are the wrapped env's.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from pettingzoo import ParallelEnv
 from envs.multi_battalion_env import MultiBattalionEnv
 from envs.options import Option, make_default_options
 from envs.sim.constants import ACTION_DIM
+from envs.sim.validation import short_repr
 
 FALLBACK_OPTION = "defend_position"
 """The drill run instead of one whose initiation set fails (it may always start)."""
@@ -40,12 +42,12 @@ class SMDPWrapper(ParallelEnv):
 
     def __init__(self, env: MultiBattalionEnv, options: list[Option] | None = None) -> None:
         if not isinstance(env, MultiBattalionEnv):
-            raise ValueError(f"env={env!r} is invalid: expected a MultiBattalionEnv")
+            raise ValueError(f"env={short_repr(env)} is invalid: expected a MultiBattalionEnv")
         self.env = env
         self.options = list(options) if options is not None else make_default_options()
         if not self.options or not all(isinstance(o, Option) for o in self.options):
-            raise ValueError(f"options={options!r} is invalid: expected a non-empty list of "
-                             "envs.options.Option")
+            raise ValueError(f"options={short_repr(options)} is invalid: expected a non-empty "
+                             "list of envs.options.Option")
         names = [o.name for o in self.options]
         self._fallback = names.index(FALLBACK_OPTION) if FALLBACK_OPTION in names else None
         # Standing still in place of a refused drill lasts as long as the longest drill.
@@ -85,8 +87,12 @@ class SMDPWrapper(ParallelEnv):
         """One macro step; an agent missing from ``actions`` runs option 0.
 
         Raises:
+            TypeError: for ``actions`` that is not a dict.
             ValueError: for an unknown agent or an option index out of range.
         """
+        if not isinstance(actions, Mapping):
+            raise TypeError(f"actions={short_repr(actions)} is invalid: expected a dict of "
+                            "agent name -> option index")
         if not self.agents:
             return {}, {}, {}, {}, {}
         chosen: dict[str, int] = {}
@@ -94,13 +100,13 @@ class SMDPWrapper(ParallelEnv):
             index = actions.get(agent, 0)
             if isinstance(index, (bool, np.bool_)) or not isinstance(
                     index, (int, np.integer)) or not 0 <= int(index) < len(self.options):
-                raise ValueError(f"actions[{agent!r}]={index!r} is invalid: expected an option "
-                                 f"index in [0, {len(self.options)})")
+                raise ValueError(f"actions[{agent!r}]={short_repr(index)} is invalid: expected "
+                                 f"an option index in [0, {len(self.options)})")
             chosen[agent] = int(index)
         for agent in actions:
             if agent not in self.agents:
-                raise ValueError(f"actions[{agent!r}] is invalid: no such agent in the battle; "
-                                 f"agents: {self.agents}")
+                raise ValueError(f"actions[{short_repr(agent)}] is invalid: no such agent in "
+                                 f"the battle; agents: {self.agents}")
         refused = set()
         for agent, index in chosen.items():
             if not self.options[index].can_initiate(self._observations[agent]):

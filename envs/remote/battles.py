@@ -1,7 +1,7 @@
 """Batches of N-vs-M battles on Ray workers: the worker that owns them, and the actors of
 the seed's ``make_remote_envs``.
 
-:class:`BattleWorker` is a :class:`~envs.remote_multi_battalion_env.MultiBattalionBatchEnv`
+:class:`BattleWorker` is a :class:`~envs.remote.batch_env.MultiBattalionBatchEnv`
 that plays the seeds it is dealt as one batch, on one thread, and says how long that
 took; a :class:`~envs.remote.workers.WorkerGroup` of them is what the seed's
 ``DistributedRolloutRunner`` drives (its workers add only the shape of their answer).
@@ -17,9 +17,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from envs.remote.batch_env import Commander, MultiBattalionBatchEnv
 from envs.remote.cluster import import_ray
 from envs.remote.workers import WorkerGroup
-from envs.remote_multi_battalion_env import Commander, MultiBattalionBatchEnv
 from envs.sim.kernels import set_num_threads
 from envs.sim.validation import check_int, check_positive, short_repr
 

@@ -15,7 +15,7 @@ the field: a scenario that loads runs.
 from __future__ import annotations
 
 import dataclasses
-import json
+import difflib
 import math
 import reprlib
 from collections import Counter
@@ -24,12 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from envs.sim import constants as C
 from envs.sim.config import BattleConfig
 from envs.sim.terrain import TerrainMap
-from storage.files import UnreadableFileError, read_regular_file
+from storage.files import UnreadableFileError, loads_json, loads_yaml, read_regular_file
 
 F32 = np.float32
 
@@ -179,11 +178,9 @@ def load_scenario_file(path: str | Path) -> Scenario:
     path = Path(path)
     text = _read_text(path, "scenario file")
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as error:
-        raise ScenarioError(f"{path} is not valid {path.suffix[1:].upper()}: {error}") from error
-    except RecursionError:
-        raise ScenarioError(f"{path}: nested too deeply to parse") from None
+        data = (loads_json if path.suffix == ".json" else loads_yaml)(text, str(path))
+    except UnreadableFileError as error:  # invalid, or nested deeper than MAX_NESTING
+        raise ScenarioError(str(error)) from None
     return scenario_from_dict(data, str(path))
 
 
@@ -210,11 +207,9 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
     path = Path(path)
     text = _read_text(path, "scenario list")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ScenarioError(f"{path} is not valid JSON: {error}") from error
-    except RecursionError:
-        raise ScenarioError(f"{path}: nested too deeply to parse") from None
+        data = loads_json(text, str(path))
+    except UnreadableFileError as error:  # invalid, or nested deeper than MAX_NESTING
+        raise ScenarioError(str(error)) from None
     if not isinstance(data, list) or not data:
         raise ScenarioError(f"{path} holds {type(data).__name__}: expected a non-empty JSON "
                             "array of scenarios")
@@ -238,6 +233,16 @@ class _Reader:
     def fail(self, key: str, value: Any, allowed: str) -> ScenarioError:
         return ScenarioError(f"{self.where}.{key}={short_repr(value)} is invalid: expected "
                              f"{allowed}")
+
+    def only(self, allowed: tuple[str, ...]) -> None:
+        """Refuse any key but ``allowed``, naming the nearest allowed key (a misspelt
+        key would otherwise be ignored and its default used without a word)."""
+        for key in self.data:
+            if key not in allowed:
+                close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.5)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise ScenarioError(f"{self.where} has an unknown key {short_repr(key)}: "
+                                    f"{hint}expected some of {', '.join(allowed)}")
 
     def get(self, key: str, default: Any = None, required: bool = False) -> Any:
         if key not in self.data:
@@ -294,6 +299,22 @@ class _Reader:
 SCENARIO_KEYS = ("id", "name", "description", "field", "terrain", "units", "deployment",
                  "victory", "visibility_radius", "model")
 """The keys :func:`scenario_from_dict` reads; any other key is kept in ``extra``."""
+FIELD_KEYS = ("width_m", "height_m", "rows", "cols", "max_steps")
+VICTORY_KEYS = ("break_fraction",)
+UNIT_KEYS = ("id", "name", "type", "formation", "x", "y", "facing_deg", "strength", "quality")
+FEATURE_KEYS = {
+    **dict.fromkeys(("village", "marsh", "lake"), ("kind", "x", "y", "radius_m")),
+    "hill": ("kind", "x", "y", "radius_m", "height"),
+    "woods": ("kind", "x", "y", "radius_m", "density"),
+    "ridge": ("kind", "points", "width_m", "height"),
+    "river": ("kind", "points", "width_m", "fords"),
+    "stream": ("kind", "points", "width_m"),
+    "road": ("kind", "points"),
+}
+"""The keys of the nested mappings (``field``, ``victory``, ``units``' entries and each
+kind of terrain feature). Unlike the top level, which keeps other keys in ``extra``,
+these refuse any other key, naming the nearest valid one: ``field: {width: 5000}``
+must not quietly give the default field."""
 
 
 def scenario_from_dict(data: Any, where: str = "scenario") -> Scenario:
@@ -308,6 +329,7 @@ def scenario_from_dict(data: Any, where: str = "scenario") -> Scenario:
     if not scenario_id.replace("_", "").replace("-", "").isalnum():
         raise top.fail("id", scenario_id, "letters, digits, '_' and '-'")
     field_ = _Reader(top.get("field", {}), f"{where}.field")
+    field_.only(FIELD_KEYS)
     width = field_.number("width_m", C.MAP_WIDTH, low=FIELD_SIZE_RANGE[0],
                           high=FIELD_SIZE_RANGE[1])
     height = field_.number("height_m", C.MAP_HEIGHT, low=FIELD_SIZE_RANGE[0],
@@ -322,6 +344,7 @@ def scenario_from_dict(data: Any, where: str = "scenario") -> Scenario:
     units = _read_units(_Reader(top.get("units", required=True), f"{where}.units"),
                         deployment == "random", width, height)
     victory = _Reader(top.get("victory", {}), f"{where}.victory")
+    victory.only(VICTORY_KEYS)
     scenario = Scenario(
         id=scenario_id, name=top.text("name", scenario_id),
         description=top.text("description", ""), width=width, height=height, rows=rows,
@@ -349,8 +372,10 @@ def _read_model(value: Any, where: str) -> dict[str, Any]:
     known = {f.name for f in dataclasses.fields(BattleConfig)} - set(FIELD_SETTINGS)
     unknown = [k for k in value if k not in known]
     if unknown:
-        raise ScenarioError(f"{where} has unknown settings {short_repr(unknown)}: expected "
-                            f"some of {sorted(known)} (the field sets "
+        close = difflib.get_close_matches(str(unknown[0]), sorted(known), n=1, cutoff=0.5)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ScenarioError(f"{where} has unknown settings {short_repr(unknown)}: {hint}"
+                            f"expected some of {sorted(known)} (the field sets "
                             f"{', '.join(FIELD_SETTINGS)})")
     for key, setting in value.items():
         # BattleConfig's own errors show the value whole: only scalars reach it.
@@ -379,6 +404,7 @@ def _read_terrain(value: Any, where: str, width: float,
     for n, entry in enumerate(value):
         r = _Reader(entry, f"{where}[{n}]")
         kind = r.choice("kind", TERRAIN_KINDS)
+        r.only(FEATURE_KEYS[kind])
         feature: dict[str, Any] = {"kind": kind}
         if kind in ("hill", "village", "woods", "marsh", "lake"):
             feature["x"], feature["y"] = r.point([r.get("x", required=True),
@@ -404,6 +430,7 @@ def _read_terrain(value: Any, where: str, width: float,
 
 def _read_units(r: _Reader, random: bool, width: float, height: float) -> list[UnitSpec]:
     units: list[UnitSpec] = []
+    r.only(SIDES)
     for side, name in enumerate(SIDES):
         entries = r.get(name, required=True)
         if not isinstance(entries, list) or not entries:
@@ -413,6 +440,7 @@ def _read_units(r: _Reader, random: bool, width: float, height: float) -> list[U
                                 f"{MAX_SIDE_UNITS:,} allowed (MAX_SIDE_UNITS)")
         for n, entry in enumerate(entries):
             u = _Reader(entry, f"{r.where}.{name}[{n}]")
+            u.only(UNIT_KEYS)
             arm_name = u.choice("type", C.ARM_NAMES, "infantry")
             arm = C.ARM_NAMES.index(arm_name)
             allowed = tuple(C.FORMATION_NAMES[f] for f in C.ARM_FORMATIONS[arm]) + tuple(

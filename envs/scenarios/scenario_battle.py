@@ -20,10 +20,11 @@ Casualties are reported as historians count them: strength lost, plus
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
+from envs.battles.multi_battalion_batch import bytes_per_battle
 from envs.commanders.arms_doctrine import CombinedArmsDoctrine
 from envs.rendering.replay import Replay, ReplayRecorder
 from envs.scenarios.scenario import Scenario
@@ -33,6 +34,13 @@ from envs.sim.config import BattleConfig
 from envs.sim.deploy import place
 from envs.sim.engine import Geometry
 from envs.sim.state import BattleState
+from envs.sim.validation import (
+    check_bool,
+    check_count_fits,
+    check_int,
+    check_seed,
+    short_repr,
+)
 
 F32 = np.float32
 
@@ -118,6 +126,31 @@ def deploy_scenario(scenario: Scenario, n_battles: int, seed: int) -> BattleStat
     return state
 
 
+def _check_play_arguments(scenario: Any, n_battles: Any, seed: Any, blue: Any, red: Any,
+                          config: Any, record: Any) -> None:
+    """:func:`play_scenario`'s arguments, each checked before any battle is built."""
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario={short_repr(scenario)} is invalid: expected a Scenario "
+                        "(envs.scenarios.scenario.load_scenario_file reads one)")
+    n_battles = check_int("n_battles", n_battles, minimum=1)
+    # Each battle holds its own ground: elevation, cover, going and four elevation
+    # patches, seven float32 a cell (BattleState.empty).
+    cells = 28 * scenario.rows * scenario.cols
+    check_count_fits("n_battles", n_battles, bytes_per_battle(len(scenario.units)) + cells,
+                     f"battles of {len(scenario.units)} units")
+    if seed is None:
+        raise ValueError("seed=None is invalid: expected an integer in [0, 2**63 - n_battles]")
+    check_seed("seed", seed, count=n_battles)
+    for name, commander in (("blue", blue), ("red", red)):
+        if commander is not None and not callable(getattr(commander, "orders", None)):
+            raise TypeError(f"{name}={short_repr(commander)} is invalid: expected None or a "
+                            "commander with orders(state, geometry)")
+    if config is not None and not isinstance(config, BattleConfig):
+        raise TypeError(f"config={short_repr(config)} is invalid: expected None or a "
+                        "BattleConfig")
+    check_bool("record", record)
+
+
 def play_scenario(scenario: Scenario, n_battles: int = 16, seed: int = 0, *,
                   blue: Commander | None = None, red: Commander | None = None,
                   config: BattleConfig | None = None,
@@ -134,13 +167,16 @@ def play_scenario(scenario: Scenario, n_battles: int = 16, seed: int = 0, *,
         record: keep a replay of battle 0 (:mod:`envs.rendering.replay`) to its end.
 
     Raises:
-        ValueError: for a scenario that deploys at random, or ``n_battles`` < 1.
+        TypeError: for a ``scenario``, ``blue``, ``red`` or ``config`` of the wrong kind.
+        ValueError: for a scenario that deploys at random, ``n_battles`` < 1 or more
+            than fit in memory, a seed outside [0, 2**63 - n_battles] or a ``record``
+            other than True or False (each named).
     """
-    if not isinstance(n_battles, int) or n_battles < 1:
-        raise ValueError(f"n_battles={n_battles!r} is invalid: expected an integer >= 1")
+    _check_play_arguments(scenario, n_battles, seed, blue, red, config, record)
     config = scenario.config() if config is None else config
     doctrine = CombinedArmsDoctrine(config)
-    blue, red = blue or doctrine, red or doctrine
+    blue = doctrine if blue is None else blue
+    red = doctrine if red is None else red
     state = deploy_scenario(scenario, n_battles, seed)
     initial = scenario.array("strength")
     geometry = engine.sense(state, config)

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 import torch
 
-from envs.scenarios.entity_tokens import ENTITY_TOKEN_DIM, TOKEN
+from envs.battles.entity_tokens import ENTITY_TOKEN_DIM, TOKEN
 from models.wfm1 import (
     CARD_DIM,
     ECHELON_BRIGADE,

@@ -30,7 +30,7 @@ import numpy as np
 from envs.battles.battalion_batch import BattalionBatch
 from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
 from envs.commanders.doctrine import DisciplinedCommander, ScriptedCommander
-from envs.remote_multi_battalion_env import random_orders
+from envs.remote.batch_env import random_orders
 from envs.sim.config import BattleConfig
 from envs.sim.constants import ACTION_DIM, NUM_CURRICULUM_LEVELS
 

@@ -14,7 +14,7 @@ from benchmarks.wfm1 import (
     WFM1BenchmarkSummary,
     play_scenario,
 )
-from envs.scenarios.entity_tokens import ENTITY_TOKEN_DIM
+from envs.battles.entity_tokens import ENTITY_TOKEN_DIM
 from envs.sim.constants import ARTILLERY, CAVALRY, INFANTRY
 from models.wfm1 import CARD_DIM, WFM1Policy
 from training.wfm1.battles import ScenarioBattles, play_out

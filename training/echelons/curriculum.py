@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from envs.sim.validation import (
     check_in_range,
@@ -46,6 +45,7 @@ from envs.sim.validation import (
     check_scripted_level,
     short_repr,
 )
+from storage.files import MAX_JSON_BYTES, loads_yaml, read_regular_file
 from training.common.promotion import EpisodeWindow, PromotionLog, WindowedPromotion
 from training.elo import EloRegistry, TeamEloRegistry
 
@@ -176,10 +176,9 @@ def load_phase_config(phase: HRLPhase | int) -> dict[str, Any]:
     if not path.is_file():
         raise FileNotFoundError(f"HRL phase config {path} for phase {int(phase)} "
                                 f"({PHASE_LABELS[phase]}) does not exist")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ValueError(f"HRL phase config {path} is not valid YAML: {exc}") from None
+    # Bounded and depth-limited like every YAML file we read (a ValueError naming it).
+    data = loads_yaml(read_regular_file(path, MAX_JSON_BYTES, f"HRL phase config {path}"),
+                      f"HRL phase config {path}")
     if not isinstance(data, dict):
         raise ValueError(f"HRL phase config {path} is invalid: expected a mapping with the "
                          f"sections {list(_PHASE_SCHEMA)}, got {short_repr(data)}")

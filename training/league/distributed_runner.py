@@ -3,7 +3,7 @@
 :class:`DistributedRolloutRunner` is a face over the project's one Ray stack
 (:mod:`envs.remote`): it keeps a :class:`~envs.remote.workers.WorkerGroup` of
 ``num_workers`` battle workers (:class:`~envs.remote.battles.BattleWorker`, a
-:class:`~envs.remote_multi_battalion_env.MultiBattalionBatchEnv`), spread over the
+:class:`~envs.remote.batch_env.MultiBattalionBatchEnv`), spread over the
 cluster's nodes. Episode ``i`` of a collection has seed ``base_seed + i`` and belongs to
 worker ``i mod num_workers``, the seed's rule (:func:`~envs.remote.workers.deal`); each
 worker plays all its episodes as one batch in one call, so a call carries thousands of
@@ -44,10 +44,10 @@ from typing import Any
 import yaml
 
 from envs.battles.multi_observation import MAX_TEAM_SIZE
+from envs.remote.batch_env import EPISODE_KEYS, MultiBattalionBatchEnv
 from envs.remote.battles import BattleWorker, check_env_kwargs, make_remote_envs
 from envs.remote.cluster import connect, import_ray
 from envs.remote.workers import Job, WorkerGroup, deal, gather, workers_for_cluster
-from envs.remote_multi_battalion_env import EPISODE_KEYS, MultiBattalionBatchEnv
 from envs.sim.constants import VISIBILITY_RADIUS
 from envs.sim.validation import (
     check_bool,
@@ -58,6 +58,7 @@ from envs.sim.validation import (
     check_seed,
     short_repr,
 )
+from storage.files import MAX_JSON_BYTES, loads_yaml, read_regular_file
 from training.common.setting_groups import BattlefieldSettings, DistributedSettings
 from training.common.settings import (
     CONFIG_DIR,
@@ -547,10 +548,10 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> RayClusterSetti
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"config file {path} does not exist")
-    try:
-        nested = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as error:
-        raise ValueError(f"config file {path} is not valid YAML: {error}") from error
+    # A regular file of bounded size, nested at most MAX_NESTING deep (else a ValueError
+    # naming the file).
+    nested = loads_yaml(read_regular_file(path, MAX_JSON_BYTES, f"config file {path}"),
+                        f"config file {path}")
     if not isinstance(nested, Mapping):
         raise ValueError(f"config file {path} is invalid: expected a mapping of sections")
     known = {key.split(".")[0] for key in RayClusterSettings.yaml_keys().values()}

@@ -42,7 +42,13 @@ from typing import Any, Self
 import numpy as np
 
 from envs.sim.validation import check_bool
-from storage.files import MAX_JSON_BYTES, atomic_write_text, hold_lock, read_regular_file
+from storage.files import (
+    MAX_JSON_BYTES,
+    atomic_write_text,
+    check_nesting,
+    hold_lock,
+    read_regular_file,
+)
 from training.league.records import AgentRecord
 from training.league.shared_file import SharedFile
 
@@ -83,7 +89,7 @@ def _parse(text: str) -> tuple[int | None, dict[str, AgentRecord]]:
     if not text.strip():
         raise ValueError("the file is empty")
     try:
-        data = json.loads(text)
+        data = check_nesting(json.loads(text), "the manifest")
     except RecursionError:
         raise ValueError("its JSON is nested too deeply to parse") from None
     except json.JSONDecodeError as exc:

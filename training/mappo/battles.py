@@ -101,7 +101,7 @@ def team_actions(policy: Any, observations: np.ndarray, deterministic: bool,
 class PolicyCommander:
     """A MAPPO policy (or any :func:`team_actions` policy) commanding some battalions of
     a :class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch`: the batched commander
-    of :class:`~envs.remote_multi_battalion_env.MultiBattalionBatchEnv`.
+    of :class:`~envs.remote.batch_env.MultiBattalionBatchEnv`.
 
     Sampled orders use the battles' keyed draws, so a battle is played the same in
     any batch and on any worker. Pickling keeps a MAPPO policy's constructor

@@ -31,8 +31,9 @@ from training.common.schedule import EveryNSteps
 from training.elo import TEAM_BASELINE_RATINGS, TeamEloRegistry
 from training.mappo.battles import WIN, score
 from training.mappo.checkpoints import CHECKPOINT_NAME, FINAL_CHECKPOINT_NAME
+from training.mappo.evaluation import nash_exploitability_proxy
+from training.mappo.pool import TeamOpponentPool
 from training.mappo.trainer import MAPPOHook, MAPPOTrainer
-from training.self_play import TeamOpponentPool, nash_exploitability_proxy
 
 logger = logging.getLogger(__name__)
 

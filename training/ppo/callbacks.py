@@ -21,8 +21,8 @@ from storage.files import atomic_write_bytes
 from training.artifacts import CheckpointManifest
 from training.common.schedule import EveryNSteps
 from training.elo import EloRegistry
-from training.evaluate import run_episodes_with_model
 from training.ppo.checkpoints import save_ppo
+from training.ppo.evaluation import run_episodes_with_model
 
 logger = logging.getLogger(__name__)
 

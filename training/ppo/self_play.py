@@ -19,9 +19,9 @@ from envs.sim.validation import check_in_range, check_int
 from training.artifacts import CheckpointManifest
 from training.common.schedule import EveryNSteps
 from training.elo import EloRegistry
-from training.evaluate import EvaluationResult, play_duels
 from training.ppo.battles import env_kwargs_for, find_rotation
 from training.ppo.callbacks import publish
+from training.ppo.evaluation import EvaluationResult, play_duels
 from training.ppo.pool import OpponentPool
 
 logger = logging.getLogger(__name__)

@@ -4,7 +4,7 @@
 (:class:`~training.wfm1.scenarios.WFMScenario`, each a
 :class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch` of its own size and ground) and
 presents them as one: Blue's entity tokens of every battle padded to one token count
-(:func:`envs.scenarios.entity_tokens.entity_tokens`), each battle's scenario card, and a
+(:func:`envs.battles.entity_tokens.entity_tokens`), each battle's scenario card, and a
 :meth:`~ScenarioBattles.step` that takes one order per token. Blue's units move and fire
 as the generalist orders; their formations follow the combined-arms drill (the
 doctrine's formation orders: column to march, line to fight, square against horse),
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from envs.battles.entity_tokens import EntityView, entity_tokens
 from envs.battles.multi_battalion_batch import BLUE, RED
 from envs.battles.observation import ROTATE_SIGN
 from envs.commanders.arms_doctrine import CombinedArmsDoctrine
-from envs.scenarios.entity_tokens import EntityView, entity_tokens
 from envs.sim.constants import ACTION_DIM
 from models.wfm1 import WFM1Policy
 from training.wfm1.scenarios import WFMScenario

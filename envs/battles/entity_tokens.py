@@ -41,6 +41,7 @@ import numpy as np
 
 from envs.battles.multi_battalion_batch import BLUE, MultiBattalionBatch
 from envs.sim.constants import ARM_NAMES, FORMATION_NAMES
+from envs.sim.validation import check_int, short_repr
 
 F32 = np.float32
 
@@ -55,6 +56,11 @@ SEED_TOKEN_DIM = 16
 """The seed's token: the first sixteen features, in the seed's order."""
 TOKEN = {name: i for i, name in enumerate(ENTITY_FEATURES)}
 """Index of each feature."""
+MAX_TOKENS = 4096
+"""Most tokens a row may hold (``max_tokens``, and WFM-1's ``n_tokens``): twice the
+units of the largest scenario (:data:`~envs.scenarios.scenario.MAX_SIDE_UNITS` a
+side) with room to spare. Attention costs the square of a row's length, so a row of
+100,000 tokens would run for a minute."""
 QUALITY_SCALE = 2.0
 """Quality read as 1 (a line battalion is 1, so reads 0.5)."""
 _ARM = TOKEN["arm_infantry"]
@@ -89,19 +95,25 @@ def entity_tokens(battles: MultiBattalionBatch, side: int,
             farthest away are left out when there are more.
 
     Raises:
-        ValueError: for a side other than 0 or 1, or a budget smaller than the side's
-            battalions.
+        TypeError: for ``battles`` that is not a :class:`MultiBattalionBatch`.
+        ValueError: for a side other than 0 or 1, or a budget that is not an integer
+            from the side's battalions to :data:`MAX_TOKENS`.
     """
-    if side not in (0, 1):
-        raise ValueError(f"side={side!r} is invalid: expected 0 (Blue) or 1 (Red)")
+    if not isinstance(battles, MultiBattalionBatch):
+        raise TypeError(f"battles={short_repr(battles)} is invalid: expected a "
+                        "MultiBattalionBatch")
+    side = check_int("side", side, minimum=0, maximum=1)
     state, config, reports = battles.state, battles.config, battles.reports
     team = battles.team
     n_units = len(team)
     n_own = int((team == side).sum())
-    n = n_units if max_tokens is None else int(max_tokens)
-    if n < n_own:
-        raise ValueError(f"max_tokens={max_tokens!r} is invalid: expected at least the "
-                         f"side's {n_own} battalions")
+    if max_tokens is None:
+        n = n_units
+    else:
+        n = check_int("max_tokens", max_tokens, minimum=1, maximum=MAX_TOKENS)
+        if n < n_own:
+            raise ValueError(f"max_tokens={n} is invalid: expected at least the side's "
+                             f"{n_own} battalions")
     batch = state.x.shape[0]
     own = (team == side)[None, :]
     active = state.active
@@ -154,5 +166,5 @@ def entity_tokens(battles: MultiBattalionBatch, side: int,
     return EntityView(tokens, pad, own_mask, unit)
 
 
-__all__ = ["ENTITY_FEATURES", "ENTITY_TOKEN_DIM", "EntityView", "QUALITY_SCALE",
+__all__ = ["ENTITY_FEATURES", "ENTITY_TOKEN_DIM", "EntityView", "MAX_TOKENS", "QUALITY_SCALE",
            "SEED_TOKEN_DIM", "TOKEN", "entity_tokens"]
