@@ -1,15 +1,18 @@
 """Fuzz of the public API at the issue's size: at least 10,000 invalid calls.
 
 Every call passes one invalid argument (wrong type, non-finite or huge number,
-out-of-range value, array of strings, objects, complex numbers or booleans,
-wrong shape, id with a control character, path with a NUL) to one public entry
-point, and must raise a ``ValueError``, ``TypeError`` or ``KeyError`` from our
-code that names the argument. See ``tests/reliability/fuzz.py`` for the
-boundaries, the values and how a call is judged; a call running over 5 s is a hang.
+out-of-range value, seed that would wrap, array of strings, objects, complex
+numbers or booleans, wrong shape, id with a control character, path with a NUL,
+misspelt nested key, file nested too deep) to one public entry point (the envs,
+echelon envs and SMDP wrapper, batches, configs, trainers' overrides,
+``evaluate``, the league, ``entity_tokens``, ``play_scenario``, WFM-1's ``act``,
+the scenario, replay and config loaders), and must raise a ``ValueError``,
+``TypeError`` or ``KeyError`` from our code that names the argument. See
+``tests/reliability/fuzz.py`` for the boundaries, the values and how a call is
+judged; a call running over 5 s is a hang.
 
-Prints a Markdown table (boundary, calls, raised named error, silent
-acceptances, raw errors, hangs, known gaps) and the failures outside the known
-gaps. Exits 1 if there are any.
+Prints a Markdown table (boundary, calls, named, unclear, raw, silent, hang) and
+every call that was not refused by a named error. Exits 1 if there is any.
 
 Usage::
 

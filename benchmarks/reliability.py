@@ -9,17 +9,21 @@ Runs, at the issue's sizes, what ``tests/reliability/`` runs small:
 - the hostile files through every loader, with the real archive limit and a
   3 GiB zip bomb.
 
-The fuzz of the public API is ``benchmarks/fuzz.py``. Prints Markdown tables.
+- the fuzz of the public API (``benchmarks/fuzz.py``, which runs it alone).
+
+Prints Markdown tables.
 
 Usage::
 
-    python -m benchmarks.reliability [--kills 20] [--updates 200] [--out DIR]
+    python -m benchmarks.reliability [--kills 20] [--updates 200] [--fuzz-calls 10000]
+        [--out DIR]
 """
 
 from __future__ import annotations
 
 import collections
 import json
+import logging
 import subprocess
 import sys
 import tempfile
@@ -28,6 +32,7 @@ from pathlib import Path
 
 from benchmarks import argument_parser
 from tests.reliability import concurrency, kills
+from tests.reliability.fuzz import run_fuzz
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,6 +42,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--updates", type=int, default=200)
     parser.add_argument("--bomb-mib", type=int, default=3 * 1024)
+    parser.add_argument("--fuzz-calls", type=int, default=10_000)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     out = (args.out or Path(tempfile.mkdtemp(prefix="reliability_"))).resolve()
@@ -92,6 +98,13 @@ def main(argv: list[str] | None = None) -> None:
         print(f"| {loader} | {total} | {c['refused']} | {c['skipped']} | {c['loaded']} | "
               f"{c['raw']} | {c['hung']} | {c['payload']} |")
     print(f"\nkinds: {', '.join(sorted({c['kind'] for c in cases}))}; files: {out}")
+
+    (out / "fuzz").mkdir(exist_ok=True)
+    logging.disable(logging.WARNING)  # pools and solvers log what they refuse
+    report = run_fuzz(args.fuzz_calls, 0, out / "fuzz")
+    print(f"\n## Fuzz of the public API ({report.n_calls:,} invalid calls, "
+          f"{report.seconds:.0f} s)\n")
+    print(report.markdown())
 
 
 if __name__ == "__main__":

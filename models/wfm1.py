@@ -226,7 +226,12 @@ def _check_echelon(value: Any, batch: int) -> int | torch.Tensor:
 
 
 def _as_float(name: str, value: Any, device: torch.device) -> torch.Tensor:
-    """``value`` as a finite float32 tensor on ``device``."""
+    """``value`` as a finite float32 tensor on ``device`` (integer or floating data only:
+    booleans, complex numbers, strings and objects are refused, not converted)."""
+    dtype = getattr(value, "dtype", None)
+    if (isinstance(dtype, np.dtype) and dtype.kind not in "iuf") or (
+            isinstance(dtype, torch.dtype) and (dtype == torch.bool or dtype.is_complex)):
+        raise TypeError(f"{name} has dtype {dtype}: expected a tensor of real numbers")
     try:
         tensor = torch.as_tensor(value, dtype=torch.float32, device=device)
     except (TypeError, ValueError, RuntimeError) as error:
@@ -253,7 +258,11 @@ def _check_token_count(name: str, shape: tuple[int, ...]) -> None:
 def _as_mask(name: str, value: Any, shape: tuple[int, ...], device: torch.device
              ) -> torch.Tensor:
     """``value`` as a bool tensor of ``shape`` on ``device``."""
-    mask = torch.as_tensor(value, device=device)
+    try:
+        mask = torch.as_tensor(value, device=device)
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise TypeError(f"{name}={short_repr(value)} is invalid: expected a bool mask "
+                        f"({error})") from None
     if mask.dtype != torch.bool:
         raise TypeError(f"{name} has dtype {mask.dtype}: expected a bool mask")
     if tuple(mask.shape) != shape:

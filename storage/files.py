@@ -487,7 +487,7 @@ class _TooDeep(Exception):
     """Raised inside the YAML composer at a node deeper than :data:`MAX_NESTING`."""
 
 
-class _DepthLimitedLoader(yaml.SafeLoader):
+class _DepthLimitedSafeLoader(yaml.SafeLoader):
     """PyYAML's safe loader, refusing a node deeper than :data:`MAX_NESTING` as it is
     composed (before anything below it is read)."""
 
@@ -509,7 +509,7 @@ def loads_yaml(text: str | bytes, source: str) -> Any:
     parses and reports invalid YAML, both as :class:`UnreadableFileError` naming
     ``source``. Aliases are kept as shared objects, never expanded."""
     try:
-        return yaml.load(text, Loader=_DepthLimitedLoader)  # noqa: S506 - a SafeLoader
+        return yaml.load(text, Loader=_DepthLimitedSafeLoader)  # a SafeLoader subclass
     except (_TooDeep, RecursionError):
         raise _too_deep(source, "YAML") from None
     except (yaml.YAMLError, UnicodeDecodeError) as error:

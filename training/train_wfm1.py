@@ -20,6 +20,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from envs.sim.validation import short_repr
 from training.wfm1.checkpoints import newest_checkpoint, resume_file
 from training.wfm1.config import CONFIG_FILE, WFM1TrainConfig
 from training.wfm1.trainer import WFM1Trainer
@@ -37,7 +38,11 @@ def train_wfm1(config: WFM1TrainConfig | None = None, *, resume: str | Path | No
     Raises:
         ValueError: for a bad setting (named), or a checkpoint of another policy size.
     """
-    config = config or WFM1TrainConfig()
+    if config is None:
+        config = WFM1TrainConfig()
+    elif not isinstance(config, WFM1TrainConfig):  # never by truthiness: {} is not None
+        raise TypeError(f"config={short_repr(config)} is invalid: expected None or a "
+                        "WFM1TrainConfig")
     if overrides:
         config = config.replace(**overrides)
     return WFM1Trainer(config, resume=resume).learn()

@@ -38,6 +38,15 @@ from envs.sim.validation import check_bool, check_int, short_repr
 F32 = np.float32
 
 
+def check_policy(name: str, policy: Any, method: str) -> None:
+    """None, or a frozen policy with a callable ``method`` (``predict`` for an SB3-style
+    model, ``act`` for a MAPPO policy); ``TypeError`` naming ``name`` otherwise, before a
+    battle is built rather than at the first step."""
+    if policy is not None and not callable(getattr(policy, method, None)):
+        raise TypeError(f"{name}={short_repr(policy)} is invalid: expected None or a policy "
+                        f"with {method}()")
+
+
 def make_brigade_batch(n_battles: int = 1, n_blue: int = 2, n_red: int = 2,
                        map_width: float | None = None, map_height: float | None = None,
                        max_steps: int | None = None, options: list[Option] | None = None,
@@ -62,6 +71,11 @@ def make_brigade_batch(n_battles: int = 1, n_blue: int = 2, n_red: int = 2,
             message names it).
     """
     temporal_ratio = check_int("temporal_ratio", temporal_ratio, minimum=1)
+    check_policy("battalion_policy", battalion_policy, "predict")
+    check_policy("blue_policy", blue_policy, "act")
+    if options is not None and not isinstance(options, (list, tuple)):
+        raise TypeError(f"options={short_repr(options)} is invalid: expected None or a list "
+                        "of envs.options.Option")
     options = list(options) if options is not None else make_default_options(
         max_steps=temporal_ratio)
     battlefield = Battlefield.from_kwargs(
@@ -149,5 +163,5 @@ class BrigadeEnv(EchelonEnv):
         self._set_spaces(len(self.options), self.n_blue)
 
 
-__all__ = ["BrigadeEnv", "FALLBACK_OPTION", "N_SECTORS", "brigade_obs_dim",
+__all__ = ["BrigadeEnv", "FALLBACK_OPTION", "N_SECTORS", "brigade_obs_dim", "check_policy",
            "brigade_observations", "make_brigade_batch", "make_brigade_vec_env"]

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from envs.battlefield import Battlefield
-from envs.echelons.brigade_env import make_brigade_batch
+from envs.battles.multi_battalion_batch import bytes_per_battle
+from envs.echelons.brigade_env import check_policy, make_brigade_batch
 from envs.echelons.division_batch import (
     COMMAND_DRILLS,
     DIVISION_COMMANDS,
@@ -24,7 +25,7 @@ from envs.echelons.division_batch import (
 )
 from envs.echelons.echelon_env import EchelonEnv, EchelonVecEnv
 from envs.sim.constants import NUM_CURRICULUM_LEVELS
-from envs.sim.validation import check_int, short_repr
+from envs.sim.validation import check_count_fits, check_int, short_repr
 
 F32 = np.float32
 
@@ -52,8 +53,18 @@ def make_division_batch(n_battles: int = 1, n_brigades: int = 2, n_blue_per_brig
     """
     n_brigades = check_int("n_brigades", n_brigades, minimum=1)
     n_per = check_int("n_blue_per_brigade", n_blue_per_brigade, minimum=1)
-    n_red_brigades = check_int("n_red_brigades", n_red_brigades or n_brigades, minimum=1)
-    n_red_per = check_int("n_red_per_brigade", n_red_per_brigade or n_per, minimum=1)
+    # None (never 0 by truthiness) means "as many as Blue".
+    n_red_brigades = check_int("n_red_brigades", n_brigades if n_red_brigades is None
+                               else n_red_brigades, minimum=1)
+    n_red_per = check_int("n_red_per_brigade", n_per if n_red_per_brigade is None
+                          else n_red_per_brigade, minimum=1)
+    check_policy("brigade_policy", brigade_policy, "predict")
+    # The battalions of both sides, named by the four counts that make them, must fit.
+    n_units = n_brigades * n_per + n_red_brigades * n_red_per
+    check_count_fits("n_battles (with n_brigades x n_blue_per_brigade + n_red_brigades x "
+                     f"n_red_per_brigade = {n_units:,} battalions)",
+                     check_int("n_battles", n_battles, minimum=1), bytes_per_battle(n_units),
+                     f"battles of {n_units:,} battalions")
     brigades = make_brigade_batch(
         n_battles, n_brigades * n_per, n_red_brigades * n_red_per, map_width=map_width,
         map_height=map_height, max_steps=max_steps, temporal_ratio=temporal_ratio,

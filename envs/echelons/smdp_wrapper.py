@@ -44,6 +44,9 @@ class SMDPWrapper(ParallelEnv):
         if not isinstance(env, MultiBattalionEnv):
             raise ValueError(f"env={short_repr(env)} is invalid: expected a MultiBattalionEnv")
         self.env = env
+        if options is not None and not isinstance(options, (list, tuple)):
+            raise TypeError(f"options={short_repr(options)} is invalid: expected None or a "
+                            "non-empty list of envs.options.Option")
         self.options = list(options) if options is not None else make_default_options()
         if not self.options or not all(isinstance(o, Option) for o in self.options):
             raise ValueError(f"options={short_repr(options)} is invalid: expected a non-empty "

@@ -99,8 +99,11 @@ def deploy_scenario(scenario: Scenario, n_battles: int, seed: int) -> BattleStat
     by ``seed + b``.
 
     Raises:
-        ValueError: for a scenario that deploys at random (it has no positions).
+        TypeError: for a ``scenario`` that is not a :class:`Scenario`.
+        ValueError: for a scenario that deploys at random (it has no positions), or an
+            ``n_battles`` or ``seed`` out of range (named).
     """
+    _check_batch(scenario, n_battles, seed)
     if scenario.random_deployment:
         raise ValueError(f"scenario {scenario.id!r} deploys at random: play_scenario needs "
                          "placed units")
@@ -126,9 +129,9 @@ def deploy_scenario(scenario: Scenario, n_battles: int, seed: int) -> BattleStat
     return state
 
 
-def _check_play_arguments(scenario: Any, n_battles: Any, seed: Any, blue: Any, red: Any,
-                          config: Any, record: Any) -> None:
-    """:func:`play_scenario`'s arguments, each checked before any battle is built."""
+def _check_batch(scenario: Any, n_battles: Any, seed: Any) -> None:
+    """A scenario, a batch size that fits in memory and a first seed whose batch of seeds
+    stays in [0, 2**63), checked before any battle is built."""
     if not isinstance(scenario, Scenario):
         raise TypeError(f"scenario={short_repr(scenario)} is invalid: expected a Scenario "
                         "(envs.scenarios.scenario.load_scenario_file reads one)")
@@ -141,6 +144,12 @@ def _check_play_arguments(scenario: Any, n_battles: Any, seed: Any, blue: Any, r
     if seed is None:
         raise ValueError("seed=None is invalid: expected an integer in [0, 2**63 - n_battles]")
     check_seed("seed", seed, count=n_battles)
+
+
+def _check_play_arguments(scenario: Any, n_battles: Any, seed: Any, blue: Any, red: Any,
+                          config: Any, record: Any) -> None:
+    """:func:`play_scenario`'s arguments, each checked before any battle is built."""
+    _check_batch(scenario, n_battles, seed)
     for name, commander in (("blue", blue), ("red", red)):
         if commander is not None and not callable(getattr(commander, "orders", None)):
             raise TypeError(f"{name}={short_repr(commander)} is invalid: expected None or a "

@@ -12,11 +12,12 @@ judged:
 - ``named``: it raised ``ValueError``, ``TypeError`` or ``KeyError`` (or a
   subclass) from a file of ours (``storage/``, ``envs/``, ``models/``, ``training/``), and the
   message names the argument: what should happen;
+- ``unclear``: such an error from our code, but its message does not name the
+  argument;
 - ``silent``: it returned, or failed later in the way the valid baseline fails
   (the invalid value got past the boundary);
 - ``raw``: any other error, or one raised inside NumPy, torch, pathlib,
-  Gymnasium, SB3 or the standard library, or a message that does not name the
-  argument;
+  Gymnasium, SB3 or the standard library;
 - ``hang``: it ran longer than :data:`HANG_S` seconds (a ``SIGALRM`` timer stops it).
 
 :func:`run_fuzz` is used by ``tests/reliability/test_fuzz.py`` (about 1,500
@@ -26,6 +27,7 @@ seeded generator, so a run is reproducible.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import reprlib
@@ -48,13 +50,15 @@ ROOT = Path(__file__).resolve().parents[2]
 OUR_CODE = tuple(ROOT / folder for folder in ("storage", "envs", "models", "training"))
 HANG_S = 5.0
 ALLOWED = (ValueError, TypeError, KeyError)
-KINDS = ("named", "silent", "raw", "hang")
+KINDS = ("named", "unclear", "silent", "raw", "hang")
 
 
 NAN, INF = float("nan"), float("inf")
 _STILL = {shape: np.zeros(shape, np.float32) for shape in ((3,), (2, 3), (1, 2, 3), (2, 4))}
 """Valid baseline arrays (never written to)."""
 _UNSET = object()
+_HOLD_TWO = np.zeros(2, np.int64)
+"""A valid echelon action: choice 0 for each of two commanded units (never written to)."""
 
 
 # --- invalid values ------------------------------------------------------------------------
@@ -344,9 +348,13 @@ def _boundaries(workdir: Path) -> list[Boundary]:
         kwargs.update(changes)
         return evaluate_win_rate(**kwargs)
 
+    # None leaves a battlefield setting to the Battlefield (its default): valid.
+    opt_maps = floats(lo, hi, optional=True)
     env_settings = {
-        "map_width": maps, "map_height": maps, "max_steps": ints(1, MAX_STEPS_LIMIT),
-        "randomize_terrain": bools(), "hill_speed_factor": floats(0, 1, low_open=True),
+        "map_width": opt_maps, "map_height": opt_maps,
+        "max_steps": ints(1, MAX_STEPS_LIMIT, optional=True),
+        "randomize_terrain": [v for v in bools() if v is not None],
+        "hill_speed_factor": floats(0, 1, low_open=True, optional=True),
         "terrain": [v for v in _junk(True)] + [np.zeros((2, 2)), TerrainMap.flat(500, 500)],
         "reward_weights": [v for v in _junk(True)] + [{"win_bonus": 1.0}],
         "render_mode": [v for v in _junk(True)] + ["human", "RGB_ARRAY", 1, True],
@@ -422,7 +430,7 @@ def _boundaries(workdir: Path) -> list[Boundary]:
                  lambda ctx, **c: MultiBattalionEnv(**{"n_blue": 1, "n_red": 1, **small, **c}),
                  {**env_settings, "n_blue": ints(1, MAX_TEAM_SIZE),
                   "n_red": ints(1, MAX_TEAM_SIZE),
-                  "visibility_radius": floats(0, None, low_open=True)}),
+                  "visibility_radius": floats(0, None, low_open=True, optional=True)}),
         Boundary("MultiBattalionEnv.reset", lambda ctx, **c: team.reset(**c),
                  {"seed": seeds(), "options": options(("options",))}),
         Boundary("MultiBattalionEnv.step", team_step,
@@ -442,18 +450,19 @@ def _boundaries(workdir: Path) -> list[Boundary]:
                  names={"team_name": ("team",), "agents": ("agents", "agent")}),
         Boundary("BattalionBatch()", lambda ctx, n_battles=1, **c: BattalionBatch(
                      n_battles, **batch_kwargs(**{"curriculum_level": 5, **c})),
-                 {"n_battles": ints(1, too_big=huge), "randomize_terrain": bools(),
+                 {"n_battles": ints(1, too_big=huge),
+                  "randomize_terrain": [v for v in bools() if v is not None],
                   "curriculum_level": ints(1, 5),
-                  "config": [v for v in _junk(False)] + [{"max_steps": 5}],
+                  "config": [v for v in _junk(True)] + [{"max_steps": 5}],
                   "reward_weights": [v for v in _junk(True)]}),
         Boundary("MultiBattalionBatch()",
                  lambda ctx, n_battles=1, n_blue=1, n_red=1, **c: MultiBattalionBatch(
                      n_battles, n_blue, n_red,
                      **batch_kwargs(**{"visibility_radius": 600.0, **c})),
                  {"n_battles": ints(1, too_big=huge), "n_blue": ints(1, too_big=(10**9,)),
-                  "n_red": ints(1), "randomize_terrain": bools(),
-                  "visibility_radius": floats(0, None, low_open=True),
-                  "config": [v for v in _junk(False)]},
+                  "n_red": ints(1), "randomize_terrain": [v for v in bools() if v is not None],
+                  "visibility_radius": floats(0, None, low_open=True, optional=True),
+                  "config": [v for v in _junk(True)]},
                  names={"n_blue": ("n_blue", "n_battles")}),
         Boundary("MultiBattalionBatch.step",
                  lambda ctx, actions=_STILL[(1, 2, 3)]: team_batch.step(actions),
@@ -523,6 +532,257 @@ def _boundaries(workdir: Path) -> list[Boundary]:
                  policy.act(obs, **c),
                  {"obs": arrays((2, 4), any_batch=True),
                   "agent_idx": ints(0, 1) + [np.array([0.5, 1.0])], "deterministic": bools()}),
+        *_echelon_and_scenario_boundaries(workdir),
+    ]
+
+
+# --- the echelon, scenario and WFM-1 boundaries (issue 33) ---------------------------------
+
+_SCENARIO = {"id": "fuzz", "field": {"width_m": 400.0, "height_m": 400.0, "rows": 4,
+                                     "cols": 4, "max_steps": 3},
+             "terrain": "flat",
+             "units": {"blue": [{"x": 100.0, "y": 200.0}], "red": [{"x": 300.0, "y": 200.0}]}}
+"""A valid scenario of one unit a side on a small flat field, three steps long."""
+
+
+def _scenario_changes() -> dict[str, list[Any]]:
+    """Invalid values for each key of :data:`_SCENARIO` (nested keys misspelt included)."""
+    units = _SCENARIO["units"]
+    return {
+        "field": ["x", 1, [], {"width": 5000}, {"width_m": "400"}, {"rows": 10**9},
+                  {"max_steps": 0}, {"hieght_m": 400}, {"width_m": NAN}, {1: 2}],
+        "units": ["x", [], {"blue": []}, {**units, "green": []}, {"blue": units["blue"]},
+                  {**units, "blue": [{"x": 100.0, "y": 200.0, "stregth": 0.5}]},
+                  {**units, "blue": [{"x": 1e9, "y": 200.0}]},
+                  {**units, "blue": [{"x": 100.0, "y": 200.0, "type": "dragoon"}]},
+                  {**units, "blue": "x"}, {**units, "blue": [1]}],
+        "victory": ["x", [], {"break": 0.5}, {"break_fraction": 2.0},
+                    {"break_fraction": "half"}],
+        "terrain": ["x", 1, {}, [{"kind": "volcano"}],
+                    [{"kind": "hill", "x": 1, "y": 1, "radius_m": 5, "height": 1, "hieght": 2}],
+                    [{"kind": "road", "points": [[0, 0]]}], [{"kind": "road", "points": "x"}],
+                    [1]],
+        "model": ["x", {"hill_speed": 0.5}, {"dt": "1"}, {"dt": [1]}, {"dt": -1.0}],
+        "id": [None, "", "a b", 1, ["a"], "a\nb"],
+        "visibility_radius": [None, "x", -1.0, NAN, INF, True],
+    }
+
+
+def _nested(depth: int, kind: str) -> str:
+    """A JSON or YAML text of lists nested ``depth`` deep."""
+    return ("[" * depth + "]" * depth) if kind == "json" else "- " * depth + "x"
+
+
+def _bad_files(workdir: Path) -> dict[str, list[Any]]:
+    """Hostile scenario, replay and config files (written once), by kind."""
+    folder = workdir / "bad_files"
+    folder.mkdir(exist_ok=True)
+    files: dict[str, Path] = {
+        "deep.json": None, "deep.yaml": None, "deepish.json": None, "bomb.yaml": None,
+        "list.yaml": None, "text.json": None, "binary.yaml": None, "empty.yaml": None}
+    texts = {
+        "deep.json": _nested(100_000, "json"), "deep.yaml": _nested(5_000, "yaml"),
+        "deepish.json": _nested(150, "json"),
+        "bomb.yaml": "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+            f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi",
+                                                                  strict=True))
+        + "field: *i\n",
+        "list.yaml": "- 1\n- 2\n", "text.json": "not json", "empty.yaml": ""}
+    for name in files:
+        files[name] = folder / name
+        if name == "binary.yaml":
+            files[name].write_bytes(b"\xff\xfe\x00id: x")
+        else:
+            files[name].write_text(texts[name])
+    scenario_files = [str(p) for p in files.values()] + [str(folder)]
+    valid = folder / "valid.json"
+    valid.write_text(json.dumps(_SCENARIO))
+    replay = folder / "deep_meta.npz"
+    np.savez(replay, metadata=np.array(_nested(10_000, "json")))
+    return {"valid scenario": [str(valid)], "scenario": scenario_files,
+            "replay": [str(replay), str(files["text.json"]), str(folder)],
+            "config": [str(files[n]) for n in ("deep.yaml", "bomb.yaml", "list.yaml",
+                                               "binary.yaml")]}
+
+
+def _echelon_and_scenario_boundaries(workdir: Path) -> list[Boundary]:
+    from envs import MultiBattalionEnv
+    from envs.battlefield import Battlefield
+    from envs.battles.entity_tokens import ENTITY_TOKEN_DIM, MAX_TOKENS, entity_tokens
+    from envs.battles.multi_battalion_batch import MultiBattalionBatch
+    from envs.echelons.brigade_env import BrigadeEnv
+    from envs.echelons.division_env import DivisionEnv
+    from envs.echelons.smdp_wrapper import SMDPWrapper
+    from envs.rendering.replay import load_replay
+    from envs.scenarios.scenario import load_scenario_file, scenario_from_dict
+    from envs.scenarios.scenario_battle import play_scenario
+    from envs.sim.config import BattleConfig
+    from envs.sim.constants import MAP_SIZE_RANGE, MAX_STEPS_LIMIT
+    from models.wfm1 import WFM1Policy
+    from training.league.config import LeagueSettings
+    from training.league.distributed_runner import load_settings
+    from training.train import train
+    from training.train_mappo import train_mappo
+    from training.train_wfm1 import train_wfm1
+    from training.wfm1.config import WFM1TrainConfig
+
+    small = dict(max_steps=5, randomize_terrain=False)
+    huge = (10**12, 10**15)
+    lo, hi = MAP_SIZE_RANGE
+    files = _bad_files(workdir)
+    missing = str(workdir / "missing_checkpoint.pt")
+
+    brigade = BrigadeEnv(**small)
+    brigade.reset(seed=0)
+    division = DivisionEnv(**small)
+    division.reset(seed=0)
+    smdp = SMDPWrapper(MultiBattalionEnv(1, 1, **small))
+    smdp.reset(seed=0)
+    battles = MultiBattalionBatch(1, 1, 1, config=BattleConfig(max_steps=5), terrain=None,
+                                  randomize_terrain=False, visibility_radius=600.0,
+                                  reward_weights=None)
+    battles.reset(np.array([0]), [0], np.array([0], np.int64))
+    scenario = scenario_from_dict(_SCENARIO)
+    wfm = WFM1Policy(d_model=16, n_heads=2, n_echelon_layers=1, n_cross_layers=1)
+    tokens = np.zeros((1, 2, ENTITY_TOKEN_DIM), np.float32)
+
+    def echelon_step(env, action):
+        result = env.step(action)
+        if result[2] or result[3]:
+            env.reset(seed=0)
+        return result
+
+    def smdp_step(ctx, actions=_UNSET):
+        if not smdp.agents:
+            smdp.reset(seed=0)
+        return smdp.step({"blue_0": 0} if actions is _UNSET else actions)
+
+    def play(ctx, **changes):
+        kwargs = dict(scenario=scenario, n_battles=1, seed=0)
+        kwargs.update(changes)
+        return play_scenario(**kwargs)
+
+    def scenario_dict(ctx, **changes):
+        return scenario_from_dict({**_SCENARIO, **changes})
+
+    def trainer(function, ctx, **changes):
+        # The valid baseline stops at the missing checkpoint to resume, after every
+        # setting has been checked: an invalid setting must be refused before that.
+        return function(resume=missing, **changes)
+
+    seed_values = seeds()
+    wfm_fields = {"seed": seed_values, "n_envs": ints(1, too_big=huge),
+                  "n_steps": ints(1, optional=True, too_big=(10**15,)),
+                  "scenarios_per_rollout": ints(1), "d_model": ints(1, 8192),
+                  "n_heads": ints(1, 256), "learning_rate": floats(0, 1, low_open=True,
+                                                                    high_open=True),
+                  "device": [None, 1, "gpu", "", b"cpu"]}
+    echelon_fields = {"n_red": ints(1, too_big=(10**9,)), "temporal_ratio": ints(1),
+                      "red_random": bools(), "red_level": ints(1, 5),
+                      "randomize_terrain": [v for v in bools() if v is not None],
+                      "max_steps": ints(1, MAX_STEPS_LIMIT, optional=True),
+                      "map_width": floats(lo, hi, optional=True),
+                      "visibility_radius": floats(0, None, low_open=True, optional=True),
+                      "render_mode": [v for v in _junk(True)] + ["human"]}
+    steps_of = {"action": [None, "x", b"x", 1.5, _Opaque(), {}, [[0, 0]], np.zeros(3, int),
+                           np.array([0, 99]), np.array([-1, 0]), np.array([0.5, 1.0]),
+                           np.array(["a", "b"]), np.array([True, False]),
+                           np.zeros((2,), object), [None, None]]}
+    return [
+        Boundary("BrigadeEnv()", lambda ctx, **c: BrigadeEnv(**{**small, **c}),
+                 {**echelon_fields, "n_blue": ints(1, too_big=(10**9,)),
+                  "options": [v for v in _junk(True)] + [[1], ["advance"]],
+                  "battalion_policy": ["x", 1, _Opaque()],
+                  "blue_policy": ["x", 1, _Opaque()]},
+                 names={"n_blue": ("n_blue", "n_battles")}),
+        Boundary("BrigadeEnv.reset", lambda ctx, **c: brigade.reset(**c),
+                 {"seed": seeds(), "options": options()}),
+        Boundary("BrigadeEnv.step", lambda ctx, action=_HOLD_TWO:
+                 echelon_step(brigade, action), steps_of),
+        Boundary("DivisionEnv()", lambda ctx, **c: DivisionEnv(**{**small, **c}),
+                 {**{k: v for k, v in echelon_fields.items() if k != "n_red"},
+                  "n_red_brigades": ints(1, optional=True, too_big=(10**9,)),
+                  "n_brigades": ints(1, too_big=(10**9,)),
+                  "n_blue_per_brigade": ints(1, too_big=(10**9,)),
+                  "brigade_policy": ["x", 1, _Opaque()]},
+                 names={"n_brigades": ("n_brigades", "n_blue"),
+                        "n_blue_per_brigade": ("n_blue_per_brigade", "n_blue"),
+                        "n_red_brigades": ("n_red",)}),
+        Boundary("DivisionEnv.reset", lambda ctx, **c: division.reset(**c),
+                 {"seed": seeds(), "options": options()}),
+        Boundary("DivisionEnv.step", lambda ctx, action=_HOLD_TWO:
+                 echelon_step(division, action), steps_of),
+        Boundary("SMDPWrapper()", lambda ctx, env=_UNSET, options=None: SMDPWrapper(
+                     MultiBattalionEnv(1, 1, **small) if env is _UNSET else env, options),
+                 {"env": [None, "x", 1, _Opaque(), brigade],
+                  "options": ["x", 1, [], [1], [None], _Opaque(), {"a": 1}]}),
+        Boundary("SMDPWrapper.reset", lambda ctx, **c: smdp.reset(**c),
+                 {"seed": seeds(), "options": options(("options",))}),
+        Boundary("SMDPWrapper.step", smdp_step,
+                 {"actions": ["x", None, 1, [], ["blue_0"], b"x", _Opaque(), np.zeros(3),
+                              {"blue_0": "x"}, {"blue_0": 99}, {"blue_0": -1},
+                              {"blue_0": 1.5}, {"blue_0": True}, {"blue_0": None},
+                              {"blue_0": np.zeros(3)}, {"nobody": 0}, {1: 0}]}),
+        Boundary("entity_tokens", lambda ctx, **c: entity_tokens(
+                     **{"battles": battles, "side": 0, **c}),
+                 {"battles": [None, "x", 1, _Opaque(), np.zeros(3), brigade, {}],
+                  "side": ints(0, 1),
+                  "max_tokens": ints(1, MAX_TOKENS, optional=True, too_big=(10**9,))}),
+        Boundary("play_scenario", play, {
+            "scenario": [None, "x", 1, _Opaque(), _SCENARIO, {}],
+            "n_battles": ints(1, too_big=huge), "seed": [None, *seeds(1)],
+            "blue": ["x", 1, _Opaque(), [], {}], "red": ["x", 1, _Opaque()],
+            "config": ["x", 1, _Opaque(), {"max_steps": 3}], "record": bools()}),
+        Boundary("scenario_from_dict", scenario_dict, _scenario_changes(),
+                 names={k: (k, "scenario") for k in _SCENARIO}),
+        Boundary("load_scenario_file", lambda ctx, path=files["valid scenario"][0]:
+                 load_scenario_file(path),
+                 {"path": files["scenario"]}, names={"path": ("bad_files",)}),
+        Boundary("load_replay", lambda ctx, path=missing: load_replay(path),
+                 {"path": files["replay"]}, names={"path": ("bad_files", "replay")},
+                 baseline_error=FileNotFoundError),
+        Boundary("load_settings (Ray config file)", lambda ctx, path=None: load_settings(path),
+                 {"path": files["config"] + [str(workdir)]},
+                 names={"path": ("bad_files", "config file")}),
+        Boundary("WFM1Policy.act", lambda ctx, tokens=tokens, **c: wfm.act(tokens, **c), {
+            "tokens": arrays((1, 2, ENTITY_TOKEN_DIM), any_batch=True) + [
+                np.zeros((1, 100_000, ENTITY_TOKEN_DIM), np.float32),
+                np.zeros((1, MAX_TOKENS + 1, ENTITY_TOKEN_DIM), np.float32)],
+            "pad_mask": [np.zeros((1, 3), bool), np.zeros((1, 2)), "x", [[1, 2]]],
+            "echelon": [-1, 4, 1.5, "x", None, np.array([0, 1])],
+            "deterministic": bools(),
+            "own_mask": [np.zeros((1, 3), bool), np.zeros((1, 2)), "x"]},
+            names={"tokens": ("tokens",)}),
+        Boundary("WFM1TrainConfig()", lambda ctx, **c: WFM1TrainConfig(**c), wfm_fields,
+                 names={"n_envs": ("n_envs",), "n_heads": ("n_heads", "d_model"),
+                        "d_model": ("d_model",)}),
+        Boundary("Battlefield()", lambda ctx, **c: Battlefield(**c), {
+            "map_width": floats(lo, hi), "map_height": floats(lo, hi),
+            "max_steps": ints(1, MAX_STEPS_LIMIT),
+            "hill_speed_factor": floats(0, 1, low_open=True),
+            "terrain": ["x", 1, _Opaque(), np.zeros((2, 2))],
+            "randomize_terrain": bools(),
+            "visibility_radius": floats(0, None, low_open=True)},
+            names={"terrain": ("terrain",)}),
+        Boundary("LeagueSettings()", lambda ctx, **c: LeagueSettings(**c), {
+            "agent_id": identifiers(), "snapshot_freq": ints(1),
+            "n_eval_episodes": ints(1, too_big=huge),
+            "pfsp_temperature": floats(0, None, low_open=True),
+            "unknown_win_rate": floats(0, 1), "pool_max_size": ints(1),
+            "pool_manifest": paths(), "match_db_path": paths()}),
+        Boundary("train(**overrides)", lambda ctx, **c: trainer(train, ctx, **c), {
+            "seed": [s for s in seed_values] + [2**32], "n_envs": ints(1, too_big=huge),
+            "total_timesteps": ints(1), "bogus_setting": [1, None],
+            "config": ["x", 1, _Opaque(), {}]},
+            baseline_error=FileNotFoundError),
+        Boundary("train_mappo(**overrides)", lambda ctx, **c: trainer(train_mappo, ctx, **c), {
+            "seed": seed_values, "n_envs": ints(1, too_big=huge), "n_blue": ints(1, 6),
+            "bogus_setting": [1, None], "config": ["x", 1, _Opaque(), {}]},
+            baseline_error=FileNotFoundError),
+        Boundary("train_wfm1(**overrides)", lambda ctx, **c: trainer(train_wfm1, ctx, **c), {
+            "seed": seed_values, "n_envs": ints(1, too_big=huge), "d_model": ints(1, 8192),
+            "bogus_setting": [1, None], "config": ["x", 1, _Opaque(), {}]},
+            names={"n_envs": ("n_envs",)}, baseline_error=FileNotFoundError),
     ]
 
 
@@ -534,6 +794,7 @@ class BoundaryCounts:
 
     calls: int = 0
     named: int = 0
+    unclear: int = 0
     silent: int = 0
     raw: int = 0
     hang: int = 0
@@ -565,14 +826,14 @@ class FuzzReport:
 
     def markdown(self) -> str:
         """A Markdown table: one row per boundary and a total."""
-        lines = ["| boundary | calls | raised named error | silent acceptances | raw errors "
-                 "| hangs |", "|---|---:|---:|---:|---:|---:|"]
+        lines = ["| boundary | calls | named | unclear | raw | silent | hang |",
+                 "|---|---:|---:|---:|---:|---:|---:|"]
         rows = [(name, c) for name, c in self.counts.items()]
         total = BoundaryCounts(*(sum(getattr(c, k) for _, c in rows) for k in (
-            "calls", "named", "silent", "raw", "hang")))
+            "calls", "named", "unclear", "silent", "raw", "hang")))
         for name, c in [*rows, ("**total**", total)]:
-            lines.append(f"| {name} | {c.calls} | {c.named} | {c.silent} | {c.raw} "
-                         f"| {c.hang} |")
+            lines.append(f"| {name} | {c.calls} | {c.named} | {c.unclear} | {c.raw} "
+                         f"| {c.silent} | {c.hang} |")
         return "\n".join(lines)
 
 
@@ -606,7 +867,7 @@ def _judge(boundary: Boundary, argument: str, error: BaseException | None,
     message = str(error)
     names = boundary.names.get(argument, (argument,))
     if not any(name in message for name in names):
-        return "raw", f"{type(error).__name__} does not name {argument}: {error}"
+        return "unclear", f"{type(error).__name__} does not name {argument}: {error}"
     return "named", ""
 
 

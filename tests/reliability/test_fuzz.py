@@ -35,7 +35,7 @@ def test_every_invalid_call_raises_a_named_error(tmp_path):
     assert report.total("named") == N_CALLS
 
 
-def test_the_judge_sees_silence_raw_errors_unnamed_errors_and_hangs(monkeypatch):
+def test_the_judge_sees_silence_raw_errors_unclear_errors_and_hangs(monkeypatch):
     def accepts(ctx, x=0):
         return x
 
@@ -44,6 +44,9 @@ def test_the_judge_sees_silence_raw_errors_unnamed_errors_and_hangs(monkeypatch)
 
     def unnamed(ctx, x=0):
         raise ValueError("something is wrong")
+
+    def unclear(ctx, count=0):
+        check_int("other", count, maximum=1)  # from our code, but naming another argument
 
     def named(ctx, x=0):
         check_int("x", x, maximum=1)  # raised from our code, naming x
@@ -59,7 +62,8 @@ def test_the_judge_sees_silence_raw_errors_unnamed_errors_and_hangs(monkeypatch)
     monkeypatch.setattr(fuzz, "HANG_S", 0.2)
     assert check(accepts) == "silent"
     assert check(numpy_fails) == "raw"
-    assert check(unnamed) == "raw"
+    assert check(unnamed) == "raw"  # raised outside our code
+    assert judge_call(Boundary("b", unclear, {"count": [5]}), "count", 5)[0] == "unclear"
     assert check(named) == "named"
     assert check(slow) == "hang"
     missing = Boundary("b", lambda ctx, x=0: open("/nonexistent/x"), {"x": [5]},

@@ -48,6 +48,7 @@ from training.common.settings import (
     optional,
     path,
     positive_int,
+    seed,
     setting,
     text,
     text_list,
@@ -126,7 +127,7 @@ class PPOSettings(Settings):
         "training.max_grad_norm")
     seed: int = setting(
         42, "Seed of the battles, the network's initial weights and the dealing of opponents.",
-        non_negative_int, "training.seed")
+        seed, "training.seed")
     device: str = setting(
         "auto", "Torch device: auto, cpu, cuda or cuda:<index>.", torch_device, "training.device")
     torch_threads: int = setting(

@@ -23,6 +23,7 @@ the declarations come:
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import textwrap
 import typing
 from collections.abc import Callable, Mapping
@@ -33,7 +34,14 @@ from typing import Any
 
 import yaml as pyyaml
 
-from envs.sim.validation import check_bool, check_in_range, check_int, check_path
+from envs.sim.validation import (
+    check_bool,
+    check_in_range,
+    check_int,
+    check_path,
+    check_seed,
+    short_repr,
+)
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 """The folder of the trainers' Hydra config files."""
@@ -101,10 +109,19 @@ unit_interval = partial(check_in_range, low=0.0, high=1.0)
 open_unit_interval = partial(check_in_range, low=0.0, high=1.0, low_open=True)
 
 
+def seed(name: str, value: Any) -> int:
+    """A run's seed: an integer in [0, 2**63) (:data:`~envs.sim.constants.SEED_BOUND`,
+    the range of the battles' counter-based keys), never None and never wrapped."""
+    if value is None or check_seed(name, value) is None:
+        raise ValueError(f"{name}={short_repr(value)} is invalid: expected an integer in "
+                         "[0, 2**63)")
+    return int(value)
+
+
 def text(name: str, value: Any) -> str:
     """A non-empty string."""
     if not isinstance(value, str) or not value:
-        raise ValueError(f"{name}={value!r} is invalid: expected a non-empty string")
+        raise ValueError(f"{name}={short_repr(value)} is invalid: expected a non-empty string")
     return value
 
 
@@ -118,14 +135,15 @@ def path(name: str, value: Any) -> str:
 def text_list(name: str, value: Any) -> list[str]:
     """A list of non-empty strings."""
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
-        raise ValueError(f"{name}={value!r} is invalid: expected a list of strings")
+        raise ValueError(f"{name}={short_repr(value)} is invalid: expected a list of strings")
     return [text(f"{name}[{i}]", item) for i, item in enumerate(value)]
 
 
 def hidden_sizes(name: str, value: Any) -> list[int]:
     """The widths of an MLP's hidden layers: a non-empty list of ints >= 1."""
     if isinstance(value, (str, int)) or not isinstance(value, (list, tuple)) or not value:
-        raise ValueError(f"{name}={value!r} is invalid: expected a non-empty list of ints")
+        raise ValueError(f"{name}={short_repr(value)} is invalid: expected a non-empty list "
+                         "of ints")
     return [check_int(f"{name}[{i}]", v, minimum=1) for i, v in enumerate(value)]
 
 
@@ -182,6 +200,9 @@ class Settings:
         naming it and listing the section's keys. (Hydra's schema refuses such a
         key first, except one added on the command line with ``+``.)
         """
+        if not isinstance(nested, Mapping):
+            raise TypeError(f"nested={short_repr(nested)} is invalid: expected a mapping of "
+                            "sections, laid out like the config's YAML file")
         by_key = {key: name for name, key in cls.yaml_keys().items()}
         sections = {key.split(".")[0] for key in by_key}
         values: dict[str, Any] = {}
@@ -189,13 +210,19 @@ class Settings:
             if section not in sections:
                 continue
             if not isinstance(content, Mapping):
-                raise ValueError(f"config section {section!r} is invalid: expected a mapping")
+                raise ValueError(f"config section {section!r}={short_repr(content)} is "
+                                 "invalid: expected a mapping")
             for key, value in content.items():
                 name = by_key.get(f"{section}.{key}")
                 if name is None:
-                    known = [k.split(".", 1)[1] for k in by_key if k.startswith(section + ".")]
-                    raise ValueError(f"unknown config key {section}.{key}: valid keys in "
-                                     f"{section!r} are {', '.join(sorted(known))}")
+                    known = sorted(k.split(".", 1)[1] for k in by_key
+                                   if k.startswith(section + "."))
+                    close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.5)
+                    hint = f" (did you mean {close[0]!r}?)" if close else ""
+                    plain = isinstance(key, str) and key.isprintable() and len(key) <= 80
+                    shown = key if plain else short_repr(key)  # never expanded unbounded
+                    raise ValueError(f"unknown config key {section}.{shown}{hint}: valid keys "
+                                     f"in {section!r} are {', '.join(known)}")
                 values[name] = list(value) if isinstance(value, (list, tuple)) else value
         return cls(**values)
 

@@ -19,7 +19,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from envs.sim.validation import check_choice, check_positive
+from envs.battles.multi_battalion_batch import check_team_batch_size
+from envs.battles.multi_observation import MAX_TEAM_SIZE
+from envs.sim.validation import check_choice, check_identifier, check_positive
 from training.common.setting_groups import PPOSettings, TrackingSettings
 from training.common.settings import (
     ConfigFile,
@@ -32,7 +34,6 @@ from training.common.settings import (
     path,
     positive_int,
     setting,
-    text,
     text_list,
     unit_interval,
 )
@@ -50,6 +51,12 @@ LEAGUE_ENT_COEF = 0.01
 tutorial's value (seed 002), which a league whose diversity stays low raises."""
 
 
+def _eval_batch_size(name: str, value: Any) -> int:
+    """An evaluation batch: at least one battle, and no more than fit in memory at the
+    largest team size."""
+    return check_team_batch_size(name, value, 2 * MAX_TEAM_SIZE)
+
+
 def _role_dir(role: str) -> str:
     return f"{LEAGUE_DIR}/{role}"
 
@@ -59,7 +66,8 @@ class LeagueSettings(Settings):
     """The ``league`` section every role has."""
 
     agent_id: str = setting("main_agent_001", "The live learner's id (snapshots are "
-                            "{agent_id}_v{version:06d}).", text, "league.agent_id")
+                            "{agent_id}_v{version:06d}).", check_identifier,
+                            "league.agent_id")
     matchmaking: str = setting(
         "pfsp", f"Who the role meets: {', '.join(MATCHMAKING)} (training/league/matchmaking.py).",
         partial(check_choice, choices=MATCHMAKING), "league.matchmaking")
@@ -68,7 +76,7 @@ class LeagueSettings(Settings):
     eval_freq: int = setting(50_000, "Env-steps between evaluation matches (Elo, Nash, "
                              "diversity, resets).", positive_int, "league.eval_freq")
     n_eval_episodes: int = setting(20, "Battles per evaluation match, played as one batch.",
-                                   positive_int, "league.n_eval_episodes")
+                                   _eval_batch_size, "league.n_eval_episodes")
     pfsp_temperature: float = setting(1.0, "PFSP temperature T of f_T(w) = (1 - w)^(1/T) "
                                       "(1: hard opponents first).", check_positive,
                                       "league.pfsp_temperature")

@@ -546,10 +546,10 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> RayClusterSetti
     if path is None:
         return RayClusterSettings()
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"config file {path} does not exist")
-    # A regular file of bounded size, nested at most MAX_NESTING deep (else a ValueError
-    # naming the file).
+    # A regular file (a folder or a FIFO is refused, never read) of bounded size, nested
+    # at most MAX_NESTING deep; else a ValueError naming the file.
     nested = loads_yaml(read_regular_file(path, MAX_JSON_BYTES, f"config file {path}"),
                         f"config file {path}")
     if not isinstance(nested, Mapping):

@@ -36,6 +36,7 @@ snapshot file is never rewritten once the pool records it
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import logging
 import math
@@ -48,7 +49,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from storage.files import FolderLock, atomic_write_text, clean_stale_temporaries
+from storage.files import FolderInUseError, FolderLock, atomic_write_text, clean_stale_temporaries
 from training.common.learner import Learner, missing_members
 from training.common.run_log import RunLog
 from training.common.schedule import EveryNSteps
@@ -674,10 +675,22 @@ def claim_role_folder(folder: str | Path) -> FolderLock:
     in it, created with the folder if missing), held: one process trains a role folder at
     a time. The OS frees it when the process ends, however it ends.
 
+    A role this process dropped holds its claim until Python's cycle collector frees it
+    (a role's objects refer to each other), so when this process is the holder it
+    collects once and tries again: a role still in use keeps its claim.
+
     Raises:
-        storage.files.FolderInUseError: if another process holds it, naming its pid.
+        storage.files.FolderInUseError: if another process, or a role of this one still
+            in use, holds it, naming the pid.
     """
-    return FolderLock(folder, ROLE_LOCK_FILE, "league role folder").acquire()
+    lock = FolderLock(folder, ROLE_LOCK_FILE, "league role folder")
+    try:
+        return lock.acquire()
+    except FolderInUseError as error:
+        if error.pid != os.getpid():
+            raise
+    gc.collect()
+    return lock.acquire()
 
 
 def train_in_turns(roles: Sequence[LeagueRole]) -> list[LeagueRole]:

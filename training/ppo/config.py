@@ -36,6 +36,7 @@ from training.common.settings import (
     override,
     path,
     positive_int,
+    seed,
     setting,
     text_list,
     unit_interval,
@@ -62,6 +63,20 @@ def _opponent_list(name: str, value: Any) -> list[str]:
             raise ValueError(f"{name}[{i}]={opponent!r} is invalid: expected one of "
                              f"{', '.join(NAMED_OPPONENTS)}")
     return opponents
+
+
+SB3_SEED_BOUND = 2**32
+"""PPO's seeds are below this: Stable-Baselines3 seeds NumPy's legacy generator with the
+run's seed, and that generator takes 32 bits (a larger seed would fail inside NumPy)."""
+
+
+def _sb3_seed(name: str, value: Any) -> int:
+    """A run's seed (:func:`training.common.settings.seed`) that SB3 can take."""
+    value = seed(name, value)
+    if value >= SB3_SEED_BOUND:
+        raise ValueError(f"{name}={value} is invalid: expected an integer in [0, 2**32) "
+                         "(Stable-Baselines3 seeds NumPy's 32-bit legacy generator)")
+    return value
 
 
 # Every scripted level and random play, weighted towards the fighting levels.
@@ -94,6 +109,7 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
     """
 
     batch_size: int | None = override(PPOSettings, "batch_size", check=optional(_minibatch))
+    seed: int = override(PPOSettings, "seed", check=_sb3_seed)
     policy_hidden_sizes: list[int] = setting(
         [128, 128], "Hidden layer widths of the actor and of the critic (separate Tanh MLPs; "
         "the actor's shapes match the MAPPO actor's for the v1-to-MAPPO transfer).",

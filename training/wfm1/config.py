@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from envs.battles.entity_tokens import ENTITY_TOKEN_DIM
+from envs.battles.multi_battalion_batch import bytes_per_battle
 from envs.sim.validation import check_int, check_non_negative, check_positive
+from models.limits import check_dimension
 from training.common.setting_groups import PPOSettings, TrackingSettings, WarmStartSettings
 from training.common.settings import (
     ConfigFile,
@@ -24,6 +27,10 @@ from training.common.settings import (
     unit_interval,
 )
 from training.wfm1.scenarios import MAX_SIDE
+
+TOKEN_SAMPLE_BYTES = 4 * (ENTITY_TOKEN_DIM + 7) + 2
+"""Memory of one token-step of a WFM-1 rollout: its float32 features, action, teacher's
+action and log-probability, and its two masks (a battle-step holds ``2 * max_side``)."""
 
 
 @dataclass
@@ -87,12 +94,15 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
     validation_battles: int = setting(
         8, "Validation battles of each of those scenarios.", positive_int,
         "validation.battles_per_scenario")
-    d_model: int = setting(128, "Width of the token embeddings.", positive_int, "model.d_model")
-    n_heads: int = setting(8, "Attention heads.", positive_int, "model.n_heads")
-    n_echelon_layers: int = setting(4, "Layers of the echelon encoder.", positive_int,
+    # The architecture fields are bounded as WFM1Policy bounds them (models/limits.py),
+    # so a config that checks builds.
+    d_model: int = setting(128, "Width of the token embeddings.", check_dimension,
+                           "model.d_model")
+    n_heads: int = setting(8, "Attention heads.", check_dimension, "model.n_heads")
+    n_echelon_layers: int = setting(4, "Layers of the echelon encoder.", check_dimension,
                                     "model.n_echelon_layers")
-    n_cross_layers: int = setting(2, "Layers of the cross-echelon transformer.", positive_int,
-                                  "model.n_cross_layers")
+    n_cross_layers: int = setting(2, "Layers of the cross-echelon transformer.",
+                                  check_dimension, "model.n_cross_layers")
     checkpoint_every_updates: int = setting(
         200, "Updates between checkpoints (wfm1_<steps>_steps.pt and wfm1_latest.pt).",
         positive_int, "checkpoint.every_updates")
@@ -109,6 +119,9 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
         if self.d_model % self.n_heads:
             raise ValueError(f"model.d_model={self.d_model} is invalid: expected a multiple "
                              f"of model.n_heads={self.n_heads}")
+        # Refused here rather than by a MemoryError an hour into the run.
+        n_tokens = 2 * self.max_side
+        self.check_rollout_memory(bytes_per_battle(n_tokens), n_tokens * TOKEN_SAMPLE_BYTES)
 
     @property
     def battles_per_scenario(self) -> int:
