@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from envs.battlefield import Battlefield
+from envs.battles.multi_battalion_batch import bytes_per_battle
 from envs.echelons.brigade_batch import (
     FALLBACK_OPTION,
     N_SECTORS,
@@ -33,7 +34,7 @@ from envs.echelons.brigade_batch import (
 from envs.echelons.echelon_env import EchelonEnv, EchelonVecEnv
 from envs.options import Option, make_default_options
 from envs.sim.constants import NUM_CURRICULUM_LEVELS
-from envs.sim.validation import check_bool, check_int, short_repr
+from envs.sim.validation import check_bool, check_count_fits, check_int, short_repr
 
 F32 = np.float32
 
@@ -82,9 +83,15 @@ def make_brigade_batch(n_battles: int = 1, n_blue: int = 2, n_red: int = 2,
         battlefield, map_width=map_width, map_height=map_height, max_steps=max_steps,
         randomize_terrain=randomize_terrain, visibility_radius=visibility_radius,
         hill_speed_factor=hill_speed_factor)
+    n_battles = check_int("n_battles", n_battles, minimum=1)
+    n_blue = check_int("n_blue", n_blue, minimum=1)
+    n_red = check_int("n_red", n_red, minimum=1)
+    # Both sides' battalions, named by the counts that make them, must fit.
+    check_count_fits(f"n_battles (with n_blue + n_red = {n_blue + n_red:,} battalions)",
+                     n_battles, bytes_per_battle(n_blue + n_red),
+                     f"battles of {n_blue + n_red:,} battalions")
     return BrigadeBatch(
-        check_int("n_battles", n_battles, minimum=1), check_int("n_blue", n_blue, minimum=1),
-        check_int("n_red", n_red, minimum=1), battlefield=battlefield,
+        n_battles, n_blue, n_red, battlefield=battlefield,
         config=battlefield.battle_config(), options=options, temporal_ratio=temporal_ratio,
         red_level=red_level, red_random=check_bool("red_random", red_random),
         battalion_policy=battalion_policy, blue_policy=blue_policy)

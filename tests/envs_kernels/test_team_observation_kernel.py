@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from envs import multi_observation as mo
+from envs.battles import multi_observation as mo
 from envs.battles.multi_observation import (
     ENEMY_SLOTS,
     OBSERVATION_FEATURES,

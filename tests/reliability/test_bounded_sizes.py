@@ -56,8 +56,8 @@ def test_error_messages_never_expand_a_value_whole():
 
 def test_the_declared_limits_are_the_documented_ones():
     from data.gis import terrain_importer as gis
-    from envs import scenario
     from envs.rendering import replay, viewer
+    from envs.scenarios import scenario
     from envs.sim import constants as C
 
     text = (ROOT / "docs" / "reliability.md").read_text()
