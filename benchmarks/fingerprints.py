@@ -503,8 +503,8 @@ def env_traces(folder: Path) -> dict[str, str]:
     from envs.echelons.brigade_env import BrigadeEnv
     from envs.echelons.division_env import DivisionEnv
     from envs.echelons.smdp_wrapper import SMDPWrapper
-    from envs.scenarios.scenario import load_scenarios
-    from envs.scenarios.scenario_battle import play_scenario
+    from envs.scenario import load_scenarios
+    from envs.scenario_battle import play_scenario
 
     parts = {
         "battalion_env": _gym_trace(BattalionEnv(max_steps=150, curriculum_level=4), SEED),

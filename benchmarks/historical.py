@@ -1,10 +1,10 @@
 """How faithfully the simulator replays history: every battle of
 ``data/historical/battles.json`` fought out and compared with what happened.
 
-Each battle is an order of battle on its field (:mod:`envs.scenarios.scenario`): every unit of
+Each battle is an order of battle on its field (:mod:`envs.scenario`): every unit of
 both sides, with its arm, formation, strength and quality, on ground drawn from the
 features that mattered. :class:`HistoricalBenchmark` plays it ``n_seeds`` times
-(:func:`envs.scenarios.scenario_battle.play_scenario`; by default both sides commanded by the
+(:func:`envs.scenario_battle.play_scenario`; by default both sides commanded by the
 scripted combined-arms doctrine, or Blue by a given commander) and compares the
 outcome with history (:class:`OutcomeComparator`):
 
@@ -14,7 +14,7 @@ outcome with history (:class:`OutcomeComparator`):
 * ``casualty_score = clip(1 - 0.5 (|sim_blue - hist_blue| + |sim_red - hist_red|), 0, 1)``
   on casualties as shares of each side's strength;
 * ``duration_score = clip(1 - |sim_hours - hist_hours| / hist_hours, 0, 1)``, a step
-  standing for :data:`~envs.scenarios.scenario_battle.STEP_SECONDS` of real time;
+  standing for :data:`~envs.scenario_battle.STEP_SECONDS` of real time;
 * **fidelity** = 0.5 winner_score + 0.3 casualty_score + 0.2 duration_score (the
   reference design's weights);
 * the **casualty-ratio error** ``|log10(sim_blue / sim_red) - log10(hist_blue /
@@ -48,8 +48,8 @@ import numpy as np
 
 from data.historical import BATTLES_JSON, check_historical_outcome, load_battles
 from envs.rendering.replay import render_gif
-from envs.scenarios.scenario import Scenario
-from envs.scenarios.scenario_battle import NO_WINNER, STEP_SECONDS, Commander, play_scenario
+from envs.scenario import Scenario
+from envs.scenario_battle import NO_WINNER, STEP_SECONDS, Commander, play_scenario
 from storage.files import atomic_write_text
 from training.plots import draw_historical_benchmark, write_png
 
@@ -72,7 +72,7 @@ def historical_winner(scenario: Scenario) -> int:
     """History's winner of a battle entry: 0 Blue, 1 Red, -1 indecisive.
 
     Raises:
-        envs.scenarios.scenario.ScenarioError: if the entry's ``historical_outcome`` is invalid
+        envs.scenario.ScenarioError: if the entry's ``historical_outcome`` is invalid
             (:func:`data.historical.check_historical_outcome`).
     """
     winner = check_historical_outcome(scenario)["winner"]
@@ -112,7 +112,7 @@ class OutcomeComparator:
         lengths in steps with its historical outcome.
 
         Raises:
-            envs.scenarios.scenario.ScenarioError: if the historical outcome is invalid.
+            envs.scenario.ScenarioError: if the historical outcome is invalid.
             ValueError: if the simulated casualties or lengths are not finite (a
                 comparison that would be NaN is never scored).
         """
@@ -227,7 +227,7 @@ class HistoricalBenchmark:
 
         Raises:
             FileNotFoundError: if the battle database is missing.
-            envs.scenarios.scenario.ScenarioError: if it is malformed, a historical outcome
+            envs.scenario.ScenarioError: if it is malformed, a historical outcome
                 included (nothing runs then).
         """
         scenarios = load_battles(self.battles_path)
@@ -384,7 +384,7 @@ def replay_gif(battles_path: str | Path, battle_id: str, seed: int = 42,
 
     Raises:
         KeyError: if the database has no such battle (the message lists the ids).
-        envs.scenarios.scenario.ScenarioError: if the database is invalid.
+        envs.scenario.ScenarioError: if the database is invalid.
     """
     scenarios = {s.id: s for s in load_battles(battles_path)}
     if battle_id not in scenarios:

@@ -7,7 +7,7 @@ one where command, not luck, decides battles.
 
 With ``--arms``, the combined-arms table instead: one unit against one (and small
 mixed forces against each other) on open ground, each played out
-(:func:`envs.scenarios.scenario_battle.play_scenario`) by a fixed drill or the combined-arms
+(:func:`envs.scenario_battle.play_scenario`) by a fixed drill or the combined-arms
 doctrine, so that what each arm does to each other shows: cavalry charging foot in
 line, in column and in square, guns against a standing line and against a charge.
 
@@ -23,8 +23,8 @@ import numpy as np
 from benchmarks import argument_parser
 from envs.commanders.arms_doctrine import CombinedArmsDoctrine
 from envs.commanders.doctrine import DisciplinedCommander, ScriptedCommander
-from envs.scenarios.scenario import scenario_from_dict
-from envs.scenarios.scenario_battle import NO_WINNER, play_scenario
+from envs.scenario import scenario_from_dict
+from envs.scenario_battle import NO_WINNER, play_scenario
 from envs.sim import constants as C
 from training.evaluate import run_episodes_with_model
 from training.ppo.opponents import NAMED_OPPONENTS, RandomPolicy

@@ -93,7 +93,7 @@ class MultiBattalionEnv(ParallelEnv):
         render_mode: None or ``"rgb_array"``.
         reward_weights: the team reward's shaping; None means the defaults.
         order_of_battle: each battalion's arm, starting formation and quality, Blue's
-            first: an :class:`envs.scenarios.scenario.OrderOfBattle`, a scenario, or a mapping such
+            first: an :class:`envs.scenario.OrderOfBattle`, a scenario, or a mapping such
             as ``{"blue": ["infantry", "cavalry"], "red": ["infantry", "artillery"]}``
             with ``n_blue`` and ``n_red`` units (``docs/scenarios.md``); None fields
             infantry of quality 1 in line. Units keep their formations: the agents'

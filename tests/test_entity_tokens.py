@@ -15,7 +15,7 @@ from envs.battles.entity_tokens import (
     entity_tokens,
 )
 from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
-from envs.scenarios.scenario import OrderOfBattle
+from envs.scenario import OrderOfBattle
 from envs.sim.config import BattleConfig
 from envs.sim.constants import ACTION_DIM
 

@@ -25,8 +25,8 @@ from envs.rendering import Replay, record_episode, save_replay, write_replay_htm
 from envs.rendering.draw import FIRE_COLOUR, ROUTED_COLOURS, TEAM_COLOURS
 from envs.rendering.view import main as view_main
 from envs.rendering.viewer import check_replay, melee_pairs, viewer_payload
-from envs.scenarios.scenario import load_scenarios
-from envs.scenarios.scenario_battle import play_scenario
+from envs.scenario import load_scenarios
+from envs.scenario_battle import play_scenario
 from envs.sim import constants as C
 
 CHROMIUM = Path(os.environ.get("WARGAMES_CHROMIUM", "/usr/bin/chromium"))

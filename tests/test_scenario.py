@@ -12,7 +12,7 @@ import yaml
 
 from envs.commanders.arms_doctrine import SQUARE_WITHIN, CombinedArmsDoctrine
 from envs.rendering.replay import load_replay, render_gif, save_replay
-from envs.scenarios.scenario import (
+from envs.scenario import (
     FORD_GOING,
     ROAD_GOING,
     VILLAGE_COVER,
@@ -22,7 +22,7 @@ from envs.scenarios.scenario import (
     rasterise_features,
     scenario_from_dict,
 )
-from envs.scenarios.scenario_battle import NO_WINNER, deploy_scenario, play_scenario
+from envs.scenario_battle import NO_WINNER, deploy_scenario, play_scenario
 from envs.sim import constants as C
 from envs.sim import engine
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.scenarios.scenario import SCENARIO_KEYS, OrderOfBattle, ScenarioError, load_scenario_file
+from envs.scenario import SCENARIO_KEYS, OrderOfBattle, ScenarioError, load_scenario_file
 from envs.sim.validation import (
     check_in_range,
 )
@@ -86,7 +86,7 @@ def load_scenario(name: str) -> dict[str, Any]:
     """The MultiBattalionEnv arguments of scenario ``name`` (e.g. ``"2v2"``), checked.
 
     A scenario file is in the scenario format (``docs/scenarios.md``,
-    :mod:`envs.scenarios.scenario`) and deploys at random (the envs place the battalions in their
+    :mod:`envs.scenario`) and deploys at random (the envs place the battalions in their
     bands); its ground is ``procedural`` or ``flat``.
 
     Args:

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.scenarios.scenario import FORD_GOING, ROAD_GOING, STREAM_GOING
+from envs.scenario import FORD_GOING, ROAD_GOING, STREAM_GOING
 from envs.sim.terrain import TerrainMap
 from envs.sim.validation import (
     check_int,
@@ -244,9 +244,9 @@ class TerrainLayers:
     @property
     def going(self) -> np.ndarray:
         """Speed multiplier per cell: water impassable (0) but where a road crosses it
-        (a bridge, :data:`~envs.scenarios.scenario.FORD_GOING`), streams slow
-        (:data:`~envs.scenarios.scenario.STREAM_GOING`), roads quicker
-        (:data:`~envs.scenarios.scenario.ROAD_GOING`, a bridge over a stream too), elsewhere 1."""
+        (a bridge, :data:`~envs.scenario.FORD_GOING`), streams slow
+        (:data:`~envs.scenario.STREAM_GOING`), roads quicker
+        (:data:`~envs.scenario.ROAD_GOING`, a bridge over a stream too), elsewhere 1."""
         return np.where(self.water, np.where(self.road, FORD_GOING, 0.0),
                         np.where(self.road, ROAD_GOING,
                                  np.where(self.stream, STREAM_GOING, 1.0))).astype(np.float32)

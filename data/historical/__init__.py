@@ -1,6 +1,6 @@
 """Historical battles: 61 engagements of 1796-1815 as scenarios (``battles.json``, in the
 scenario format of ``docs/scenarios.md`` with each battle's history beside it), read by
-:func:`load_battles` (:func:`envs.scenarios.scenario.load_scenarios` and a check of each battle's
+:func:`load_battles` (:func:`envs.scenario.load_scenarios` and a check of each battle's
 ``historical_outcome``) and fought by :mod:`benchmarks.historical`."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from envs.scenarios.scenario import Scenario, ScenarioError, load_scenarios, short_repr
+from envs.scenario import Scenario, ScenarioError, load_scenarios, short_repr
 
 BATTLES_JSON = Path(__file__).resolve().parent / "battles.json"
 """The battle database."""
@@ -64,7 +64,7 @@ def check_historical_outcome(scenario: Scenario, where: str | None = None) -> di
 
 def load_battles(path: str | Path = BATTLES_JSON) -> list[Scenario]:
     """Every battle of a database such as :data:`BATTLES_JSON`, each scenario checked
-    (:func:`envs.scenarios.scenario.load_scenarios`) and its history too
+    (:func:`envs.scenario.load_scenarios`) and its history too
     (:func:`check_historical_outcome`).
 
     Raises:

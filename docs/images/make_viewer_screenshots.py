@@ -26,8 +26,8 @@ from envs.commanders.doctrine import DisciplinedCommander
 from envs.rendering import Replay, record_episode, write_replay_html
 from envs.rendering.draw import palette_for
 from envs.rendering.viewer import melee_pairs
-from envs.scenarios.scenario import load_scenarios
-from envs.scenarios.scenario_battle import play_scenario
+from envs.scenario import load_scenarios
+from envs.scenario_battle import play_scenario
 from storage.files import atomic_write_bytes
 
 CHROMIUM = "/usr/bin/chromium"

@@ -58,7 +58,7 @@ TOKEN = {name: i for i, name in enumerate(ENTITY_FEATURES)}
 """Index of each feature."""
 MAX_TOKENS = 4096
 """Most tokens a row may hold (``max_tokens``, and WFM-1's ``n_tokens``): twice the
-units of the largest scenario (:data:`~envs.scenarios.scenario.MAX_SIDE_UNITS` a
+units of the largest scenario (:data:`~envs.scenario.MAX_SIDE_UNITS` a
 side) with room to spare. Attention costs the square of a row's length, so a row of
 100,000 tokens would run for a minute."""
 QUALITY_SCALE = 2.0

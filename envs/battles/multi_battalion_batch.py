@@ -39,7 +39,7 @@ from envs.battles.multi_observation import (
 )
 from envs.battles.team_step import restart_teams, team_step_kernel
 from envs.reward import COMPONENTS, RewardComponents, RewardWeights
-from envs.scenarios.scenario import OrderOfBattle
+from envs.scenario import OrderOfBattle
 from envs.sim import engine
 from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
@@ -171,7 +171,7 @@ class MultiBattalionBatch:
             battlefield's.
         reward_weights: reward shaping; None means the defaults.
         order_of_battle: each unit's arm, starting formation and quality
-            (:class:`envs.scenarios.scenario.OrderOfBattle`, or anything its ``of`` reads); None
+            (:class:`envs.scenario.OrderOfBattle`, or anything its ``of`` reads); None
             fields infantry of quality 1 in line.
         battlefield: the map, clock, ground and sight as one value (None: built from
             ``config``, ``terrain``, ``randomize_terrain`` and ``visibility_radius``,

@@ -127,7 +127,7 @@ def place(
     positions in metres, headings in radians, strengths in (0, 1] and formation codes,
     at full morale with muskets loaded, on ``terrain`` (open level ground if None);
     episode keys ``keys``. Nothing is drawn: the caller checked the values (an order of
-    battle is validated where it is read, :mod:`envs.scenarios.scenario`).
+    battle is validated where it is read, :mod:`envs.scenario`).
     """
     battles = np.asarray(battles, dtype=np.intp)
     rows, cols = state.grid_shape

@@ -16,7 +16,7 @@ from data.gis.terrain_importer import (
     TerrainLayers,
     build_all_battle_terrains,
 )
-from envs.scenarios.scenario import FORD_GOING, ROAD_GOING, STREAM_GOING
+from envs.scenario import FORD_GOING, ROAD_GOING, STREAM_GOING
 from envs.sim.terrain import TerrainMap
 
 WATERLOO = BATTLE_SITES["waterloo"]

@@ -614,8 +614,8 @@ def _echelon_and_scenario_boundaries(workdir: Path) -> list[Boundary]:
     from envs.echelons.division_env import DivisionEnv
     from envs.echelons.smdp_wrapper import SMDPWrapper
     from envs.rendering.replay import load_replay
-    from envs.scenarios.scenario import load_scenario_file, scenario_from_dict
-    from envs.scenarios.scenario_battle import play_scenario
+    from envs.scenario import load_scenario_file, scenario_from_dict
+    from envs.scenario_battle import play_scenario
     from envs.sim.config import BattleConfig
     from envs.sim.constants import MAP_SIZE_RANGE, MAX_STEPS_LIMIT
     from models.wfm1 import WFM1Policy

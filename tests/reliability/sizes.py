@@ -194,7 +194,7 @@ def cases(bomb_mib: int) -> list[Case]:
     from data.gis.terrain_importer import BATTLE_SITES, GISTerrainBuilder, read_elevation
     from envs.rendering.replay import load_replay
     from envs.rendering.viewer import write_replay_html
-    from envs.scenarios.scenario import load_scenario_file, rasterise_features, scenario_from_dict
+    from envs.scenario import load_scenario_file, rasterise_features, scenario_from_dict
     from training.historical_benchmark import HistoricalBenchmark
 
     waterloo = BATTLE_SITES["waterloo"]

@@ -44,7 +44,7 @@ def test_every_oversize_input_is_refused_by_name_in_bounded_memory(tmp_path):
 
 
 def test_error_messages_never_expand_a_value_whole():
-    from envs.scenarios.scenario import MAX_REPR_CHARS, short_repr
+    from envs.scenario import MAX_REPR_CHARS, short_repr
 
     bomb: list = ["x"] * 9
     for _ in range(9):
@@ -56,8 +56,8 @@ def test_error_messages_never_expand_a_value_whole():
 
 def test_the_declared_limits_are_the_documented_ones():
     from data.gis import terrain_importer as gis
+    from envs import scenario
     from envs.rendering import replay, viewer
-    from envs.scenarios import scenario
     from envs.sim import constants as C
 
     text = (ROOT / "docs" / "reliability.md").read_text()

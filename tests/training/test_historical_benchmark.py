@@ -15,8 +15,8 @@ from benchmarks.historical import (
     OutcomeComparator,
     historical_winner,
 )
-from envs.scenarios.scenario import load_scenarios
-from envs.scenarios.scenario_battle import NO_WINNER, STEP_SECONDS
+from envs.scenario import load_scenarios
+from envs.scenario_battle import NO_WINNER, STEP_SECONDS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -117,7 +117,7 @@ def _one_battle(tmp_path, **outcome):
 def test_an_invalid_historical_outcome_is_refused_by_name_before_any_battle(
         tmp_path, field, value, allowed):
     from data.historical import load_battles
-    from envs.scenarios.scenario import ScenarioError
+    from envs.scenario import ScenarioError
 
     path = _one_battle(tmp_path, **{field: value})
     pattern = rf"one\.json\[0\] \(montenotte_1796\)\.historical_outcome\.{field}=.*{allowed}"

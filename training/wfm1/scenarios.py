@@ -31,7 +31,7 @@ import numpy as np
 
 from data.gis.sectors import site_terrain
 from envs.battles.multi_battalion_batch import MultiBattalionBatch
-from envs.scenarios.scenario import OrderOfBattle
+from envs.scenario import OrderOfBattle
 from envs.sim.config import BattleConfig
 from envs.sim.constants import ARM_NAMES, ARTILLERY, CAVALRY, VISIBILITY_RADIUS
 from envs.sim.terrain import TerrainMap

@@ -1,6 +1,6 @@
 """Play a scenario to its end: many battles of one order of battle at once.
 
-:func:`play_scenario` deploys a :class:`~envs.scenarios.scenario.Scenario` into a batch of
+:func:`play_scenario` deploys a :class:`~envs.scenario.Scenario` into a batch of
 battles (each battle a seed: the units stand where the scenario puts them, give or take
 :data:`DEPLOYMENT_JITTER`, and the routs are drawn from the battle's own key), lets a
 commander for each side give orders every step (by default the scripted combined-arms
@@ -27,7 +27,7 @@ import numpy as np
 from envs.battles.multi_battalion_batch import bytes_per_battle
 from envs.commanders.arms_doctrine import CombinedArmsDoctrine
 from envs.rendering.replay import Replay, ReplayRecorder
-from envs.scenarios.scenario import Scenario
+from envs.scenario import Scenario
 from envs.sim import engine
 from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
@@ -134,7 +134,7 @@ def _check_batch(scenario: Any, n_battles: Any, seed: Any) -> None:
     stays in [0, 2**63), checked before any battle is built."""
     if not isinstance(scenario, Scenario):
         raise TypeError(f"scenario={short_repr(scenario)} is invalid: expected a Scenario "
-                        "(envs.scenarios.scenario.load_scenario_file reads one)")
+                        "(envs.scenario.load_scenario_file reads one)")
     n_battles = check_int("n_battles", n_battles, minimum=1)
     # Each battle holds its own ground: elevation, cover, going and four elevation
     # patches, seven float32 a cell (BattleState.empty).
