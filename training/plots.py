@@ -188,6 +188,9 @@ def _win_rate_lines(scalars: Scalars, anchors: Mapping[str, float]
                        ("self_play/win_rate_vs_pool", "vs self-play pool")):
         if tag in scalars:
             lines.append((label, scalars[tag], {"linewidth": 2}))
+    if "rollout/draw_rate" in scalars:  # a learner settling for draws shows here first
+        lines.append(("drawn, training battles", scalars["rollout/draw_rate"],
+                      {"linewidth": 1.2, "linestyle": "--"}))
     opponents = sorted(((_opponent(tag), tag) for tag in scalars
                         if tag.startswith(("elo/win_rate_vs_", "matchup/win_rate/"))),
                        key=lambda item: (item[0] not in anchors, item[0]))

@@ -44,6 +44,7 @@ from training.artifacts import (
     parse_step_from_checkpoint_name,
 )
 from training.common.device import resolve_device
+from training.common.imitation import make_doctrine
 from training.common.tracking import log_artifact, start_wandb
 from training.elo import EloRegistry
 from training.plots import plot_run
@@ -52,6 +53,7 @@ from training.ppo.callbacks import (
     EloEvalCallback,
     ManifestCheckpointCallback,
     ManifestEvalCallback,
+    OutcomeCallback,
     RewardBreakdownCallback,
     WandbCallback,
 )
@@ -61,6 +63,7 @@ from training.ppo.config import (
     TrainingConfig,
     check_field_names,
 )
+from training.ppo.guided import GuidedPPO
 from training.ppo.warm_start import warm_start
 
 logger = logging.getLogger(__name__)
@@ -120,13 +123,14 @@ def train(config: TrainingConfig | None = None, *,
             # Demonstration steps count towards the budget.
             model.num_timesteps = warm_start(
                 model, env, config.warm_start_doctrine,
-                min(config.warm_start_steps, config.total_timesteps),
+                config.warm_start_budget(config.total_timesteps),
                 map_width=config.map_width, map_height=config.map_height,
                 epochs=config.warm_start_epochs, learning_rate=config.warm_start_learning_rate,
                 seed=config.seed)
     else:
         model = load_ppo(resume_path, env=env, device=device,
-                         custom_objects=_resumed_settings(config))
+                         custom_objects=_resumed_settings(config), algorithm=GuidedPPO)
+        model.teacher = _teacher(config)
         # Fresh but reproducible battles after a resume.
         model.set_random_seed(config.seed + model.num_timesteps)
         logger.info("resuming %s at step %d", resume_path, model.num_timesteps)
@@ -162,6 +166,7 @@ def _resumed_settings(config: TrainingConfig) -> dict[str, Any]:
     PPO settings, the rollout and minibatch sizes (so the budget holds) and where logs go."""
     n_steps = config.rollout_n_steps()
     return {
+        "teacher_coef": config.teacher_coef, "teacher_decay_steps": config.teacher_decay_steps,
         "lr_schedule": FloatSchedule(ConstantSchedule(config.learning_rate)),
         "learning_rate": config.learning_rate,
         "clip_range": FloatSchedule(ConstantSchedule(config.clip_range)),
@@ -208,10 +213,19 @@ def _resolve_config(config: TrainingConfig | None, overrides: dict[str, Any]) ->
     return config.replace(**overrides) if overrides else config
 
 
-def _new_model(config: TrainingConfig, env: VecMonitor) -> PPO:
+def _teacher(config: TrainingConfig):
+    """The doctrine the run imitated, which :class:`GuidedPPO` pulls toward (or None)."""
+    if config.warm_start_doctrine is None:
+        return None
+    return make_doctrine(config.warm_start_doctrine, config.map_width, config.map_height)
+
+
+def _new_model(config: TrainingConfig, env: VecMonitor) -> GuidedPPO:
     n_steps = config.rollout_n_steps()
-    return PPO(
-        BattalionMlpPolicy, env, learning_rate=config.learning_rate, n_steps=n_steps,
+    return GuidedPPO(
+        BattalionMlpPolicy, env, teacher=_teacher(config), teacher_coef=config.teacher_coef,
+        teacher_decay_steps=config.teacher_decay_steps,
+        learning_rate=config.learning_rate, n_steps=n_steps,
         batch_size=config.minibatch_size(n_steps * config.n_envs), n_epochs=config.n_epochs,
         gamma=config.gamma,
         gae_lambda=config.gae_lambda, clip_range=config.clip_range, ent_coef=config.ent_coef,
@@ -236,6 +250,7 @@ def _callbacks(config: TrainingConfig, manifest: CheckpointManifest | None,
             else None, manifest=manifest, log_path=str(Path(config.log_dir) / "eval"),
             **rows),
         RewardBreakdownCallback(config.wandb_log_freq),
+        OutcomeCallback(),
     ]
     if run is not None:
         callbacks.append(WandbCallback(config.wandb_log_freq))

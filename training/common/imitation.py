@@ -43,6 +43,36 @@ def discounted_returns(rewards: np.ndarray, dones: np.ndarray,
     return returns, known
 
 
+ORDER_MARGIN = 0.25
+"""How far past a bound of the order space an imitated order at that bound is aimed
+(:func:`imitation_targets`)."""
+
+
+def imitation_targets(orders: np.ndarray | torch.Tensor, low, high,
+                      margin: float = ORDER_MARGIN):
+    """The means a policy is fitted to so that its clipped mean gives exactly ``orders``.
+
+    An order at a bound of the order space (``fire`` 0: hold fire) is aimed ``margin``
+    past it: a Gaussian policy's mean is clipped to the bounds when it acts, so a mean
+    fitted to the bound itself ends up a little inside on many states (a trickle of
+    fire while the teacher holds it, which spends the first volley), and half of the
+    samples around it during PPO cross the bound. Orders inside the bounds are kept.
+
+    Parameters:
+        orders: (..., D) the teacher's orders.
+        low, high: (D,) the bounds of the order space.
+        margin: how far past a bound to aim (>= 0).
+    """
+    if isinstance(orders, torch.Tensor):
+        low_t = torch.as_tensor(low, dtype=orders.dtype, device=orders.device)
+        high_t = torch.as_tensor(high, dtype=orders.dtype, device=orders.device)
+        return torch.where(orders <= low_t, low_t - margin,
+                           torch.where(orders >= high_t, high_t + margin, orders))
+    low, high = np.asarray(low, np.float32), np.asarray(high, np.float32)
+    return np.where(orders <= low, low - margin,
+                    np.where(orders >= high, high + margin, orders)).astype(np.float32)
+
+
 def fit_minibatches(parameters: Iterable[torch.nn.Parameter], n_samples: int,
                     losses: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]], *,
                     epochs: int, batch_size: int, learning_rate: float,

@@ -12,6 +12,7 @@ the duel's, and MAPPO changes a few with
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from functools import partial
@@ -54,6 +55,8 @@ from training.common.settings import (
     text_list,
     unit_interval,
 )
+
+logger = logging.getLogger(__name__)
 
 
 def torch_device(name: str, value: Any) -> str:
@@ -201,6 +204,21 @@ class WarmStartSettings(Settings):
     warm_start_learning_rate: float = setting(
         1e-3, "Adam's step size while imitating the doctrine (constant).", step_size,
         "training.warm_start_learning_rate")
+    warm_start_max_share: float = setting(
+        0.3, "Largest share of total_timesteps the imitation may take, so that a short run "
+        "still trains with RL; a longer warm_start_steps is cut to it (the log says so).",
+        unit_interval, "training.warm_start_max_share")
+
+    def warm_start_budget(self, total_timesteps: int) -> int:
+        """Env-steps of imitation for a run of ``total_timesteps``: ``warm_start_steps``,
+        cut to ``warm_start_max_share`` of the budget (logged when it is cut)."""
+        cap = int(self.warm_start_max_share * total_timesteps)
+        if self.warm_start_steps > cap:
+            logger.warning("warm start cut from %d to %d env-steps: warm_start_max_share=%s of "
+                           "total_timesteps=%d", self.warm_start_steps, cap,
+                           self.warm_start_max_share, total_timesteps)
+            return cap
+        return self.warm_start_steps
 
 
 @dataclass

@@ -156,7 +156,8 @@ class MAPPOTrainer:
         self.battles = TrainingBattles(config, sizes["n_blue"], sizes["n_red"], self.rng)
         if resume is None and config.v1_checkpoint is None and config.init_policy is None \
                 and config.warm_start_doctrine:
-            steps = min(config.warm_start_steps, config.total_timesteps - self.rollout_steps)
+            steps = min(config.warm_start_budget(config.total_timesteps),
+                        config.total_timesteps - self.rollout_steps)
             if steps >= config.n_envs:
                 self.total_steps = warm_start_team(
                     self.policy, self.battles, config.warm_start_doctrine, steps,

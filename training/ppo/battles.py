@@ -70,7 +70,10 @@ class OpponentRotation(VecEnvWrapper):
     def __init__(self, venv: BattalionVecEnv, opponents: Sequence[str], seed: int = 0) -> None:
         super().__init__(venv)
         self.random = RandomPolicy(seed)
-        self.opponents = [resolve_opponent(name) for name in opponents]
+        # The doctrine reads its distances in metres of these battles' map.
+        diagonal = float(np.hypot(venv.get_attr("map_width", [0])[0],
+                                  venv.get_attr("map_height", [0])[0]))
+        self.opponents = [resolve_opponent(name, map_diagonal=diagonal) for name in opponents]
         self.rotating = np.ones(self.num_envs, bool)
         self._next = 0  # the entry the next episode meets
         self.members: list[Any] = []
@@ -111,7 +114,7 @@ class OpponentRotation(VecEnvWrapper):
         for k in np.unique(picks):
             chosen = battles[picks == k]
             opponent = self.opponents[k]
-            policy = self.random if opponent.name == "random" else None
+            policy = self.random if opponent.name == "random" else opponent.policy
             self.venv.env_method("set_red_policy", policy, indices=chosen)
             self.venv.env_method("set_curriculum_level", opponent.curriculum_level,
                                  indices=chosen)

@@ -138,6 +138,38 @@ class RewardBreakdownCallback(BaseCallback):
                        for key, v in zip(self.KEYS, means, strict=True)})
 
 
+class OutcomeCallback(BaseCallback):
+    """Logs how the training battles ended, once per rollout.
+
+    At the end of each rollout it records the shares of the battles finished during
+    it that Blue won, drew (the step limit) and lost, as ``rollout/win_rate``,
+    ``rollout/draw_rate`` and ``rollout/loss_rate``: a learner that settles for
+    draws shows here long before its evaluations. A rollout in which no battle ended
+    records nothing.
+    """
+
+    def __init__(self, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        self._counts = np.zeros(3, np.int64)  # won, drawn, lost
+
+    def _on_step(self) -> bool:
+        infos = self.locals["infos"]
+        for i in np.flatnonzero(self.locals["dones"]):
+            info = infos[i]
+            blue_out = info.get("blue_routed", False) or info.get("blue_destroyed", False)
+            red_out = info.get("red_routed", False) or info.get("red_destroyed", False)
+            self._counts[1 + int(bool(blue_out)) - int(bool(red_out))] += 1
+        return True
+
+    def _on_rollout_end(self) -> None:
+        total = int(self._counts.sum())
+        if total:
+            won, drawn, lost = self._counts / total
+            publish(self, {"rollout/win_rate": float(won), "rollout/draw_rate": float(drawn),
+                           "rollout/loss_rate": float(lost)})
+        self._counts[:] = 0
+
+
 class EloEvalCallback(BaseCallback):
     """Evaluate the current policy against fixed opponents and track its Elo.
 

@@ -113,7 +113,8 @@ def preserved_global_rngs() -> Iterator[None]:
 
 def load_ppo(path: str | Path, *, env=None, device: str = "cpu",
              custom_objects: dict[str, Any] | None = None, trusted: bool = False,
-             spaces: tuple[Space, Space] | None = None) -> PPO:
+             spaces: tuple[Space, Space] | None = None,
+             algorithm: type[PPO] = PPO) -> PPO:
     """Load a PPO checkpoint without unpickling anything from it, leaving the global
     random generators as they were (SB3's own ``load`` re-seeds them).
 
@@ -127,6 +128,8 @@ def load_ppo(path: str | Path, *, env=None, device: str = "cpu",
             Only for files from a source you trust.
         spaces: the (observation, action) spaces the archive must have been trained on
             (a ``Box`` and a ``Box`` or ``MultiDiscrete``); None: the duel's.
+        algorithm: the class to load as (``PPO`` or a subclass, such as
+            :class:`~training.ppo.guided.GuidedPPO` for a run to resume).
 
     Raises:
         FileNotFoundError: if the checkpoint does not exist.
@@ -149,7 +152,7 @@ def load_ppo(path: str | Path, *, env=None, device: str = "cpu",
         # PPO.load re-seeds Python's, NumPy's and torch's global generators with the
         # saved run's seed; loading an opponent must not restart the caller's noise.
         with preserved_global_rngs():
-            return PPO.load(io.BytesIO(raw), env=env, device=device,
+            return algorithm.load(io.BytesIO(raw), env=env, device=device,
                             custom_objects=replacements)
     except pickle.UnpicklingError:  # torch refused a pickled object in the weights
         raise UntrustedCheckpointError(

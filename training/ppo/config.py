@@ -17,6 +17,7 @@ from envs.sim.validation import (
     check_bool,
     check_count_fits,
     check_int,
+    check_non_negative,
     check_number,
     check_scripted_level,
 )
@@ -117,6 +118,14 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
     policy_log_std_init: float = setting(
         -1.0, "Initial log standard deviation of the orders' Gaussian (-1: std 0.37, noise "
         "that keeps what the warm start taught).", check_number, "training.policy_log_std_init")
+    teacher_coef: float = setting(
+        0.0, "Weight of the pull toward the imitated doctrine on the learner's own states "
+        "(behaviour cloning added to PPO's loss) at the first update; it falls linearly to 0 "
+        "over teacher_decay_steps. 0, or no warm_start_doctrine: plain PPO.",
+        check_non_negative, "training.teacher_coef")
+    teacher_decay_steps: int = setting(
+        300_000, "Env-steps from the first PPO update over which teacher_coef falls to 0.",
+        positive_int, "training.teacher_decay_steps")
     # Battles
     curriculum_level: int = setting(
         5, "Scripted level (1-5) of Red in the evaluation battles, and in the training "

@@ -181,12 +181,15 @@ class _Duels:
     """The :class:`~training.common.play.Battles` of :class:`DuelSettings`."""
 
     def __init__(self, blue: Any, red: Any, n: int, seed: int, settings: DuelSettings) -> None:
-        opponent = resolve_opponent(red, seed=seed)
+        self.vec = BattalionVecEnv(n, **settings.env_kwargs)
+        field = self.vec.battlefield
+        opponent = resolve_opponent(red, seed=seed, map_diagonal=float(np.hypot(
+            field.map_width, field.map_height)))
         policy = opponent.policy
         if policy is not None and settings.red_deterministic:
             policy = _ActingAs(policy, True)
-        self.vec = BattalionVecEnv(n, curriculum_level=opponent.curriculum_level,
-                                   red_policy=policy, **settings.env_kwargs)
+        self.vec.set_attr("curriculum_level", opponent.curriculum_level)
+        self.vec.set_attr("red_policy", policy)
         self.vec.seed(seed)
         self.observations = self.vec.reset()
         self.blue, self.deterministic, self.n = blue, settings.deterministic, n

@@ -1,4 +1,5 @@
-"""Opponents by name: ``scripted_l1`` .. ``scripted_l5``, ``random``, or a checkpoint path."""
+"""Opponents by name: ``scripted_l1`` .. ``scripted_l5``, ``random``, ``doctrine`` (the
+disciplined doctrine the default run imitates), or a checkpoint path."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from envs.battles.battalion_batch import RedPolicy
+from envs.commanders.doctrine import DisciplinedCommander
 from envs.sim.constants import (
     ACTION_DIM,
     ACTION_HIGH,
@@ -19,7 +21,7 @@ from envs.sim.validation import check_path, short_repr
 from models.weights import checkpoint_path
 
 SCRIPTED_OPPONENTS = tuple(f"scripted_l{level}" for level in SCRIPTED_LEVELS)
-NAMED_OPPONENTS = (*SCRIPTED_OPPONENTS, "random")
+NAMED_OPPONENTS = (*SCRIPTED_OPPONENTS, "random", "doctrine")
 
 
 class RandomPolicy:
@@ -46,7 +48,7 @@ class Opponent:
 
 
 def resolve_opponent(opponent: str | RedPolicy, *, seed: int | None = None,
-                     device: str = "cpu") -> Opponent:
+                     device: str = "cpu", map_diagonal: float | None = None) -> Opponent:
     """Turn an opponent name (or policy) into Red's commander.
 
     Args:
@@ -55,6 +57,8 @@ def resolve_opponent(opponent: str | RedPolicy, *, seed: int | None = None,
             with ``predict(obs, deterministic)`` (a loaded model, a snapshot).
         seed: seed of the ``random`` opponent.
         device: torch device for a checkpoint opponent.
+        map_diagonal: the battles' map diagonal in metres, which the ``doctrine``
+            reads its distances by; None: the default map's.
 
     Raises:
         ValueError: for a name that is neither a known opponent nor an existing file.
@@ -66,6 +70,10 @@ def resolve_opponent(opponent: str | RedPolicy, *, seed: int | None = None,
         return Opponent(opponent, int(opponent.removeprefix("scripted_l")), None)
     if opponent == "random":
         return Opponent(opponent, NUM_CURRICULUM_LEVELS, RandomPolicy(seed))
+    if opponent == "doctrine":
+        doctrine = DisciplinedCommander() if map_diagonal is None else \
+            DisciplinedCommander(map_diagonal=map_diagonal)
+        return Opponent(opponent, NUM_CURRICULUM_LEVELS, doctrine)
     path = checkpoint_path(opponent)
     if path is None:
         raise ValueError(f"opponent={opponent!r} is invalid: expected one of "

@@ -17,6 +17,7 @@ training battles, then improve on it with PPO.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,7 +25,12 @@ import torch
 from stable_baselines3 import PPO
 
 from envs.sim.validation import check_int, check_positive
-from training.common.imitation import discounted_returns, fit_minibatches, make_doctrine
+from training.common.imitation import (
+    discounted_returns,
+    fit_minibatches,
+    imitation_targets,
+    make_doctrine,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -71,10 +77,17 @@ def behaviour_clone(model: PPO, demonstrations: Demonstrations, *, epochs: int =
     epochs = check_int("epochs", epochs, minimum=1)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     check_positive("learning_rate", learning_rate)
+    if len(demonstrations.observations) == 0:
+        # Only steps whose return is known are kept: no battle ended within the steps.
+        logger.warning("behaviour cloning skipped: no battle ended within the imitation "
+                       "steps, so no return is known; give more warm-start steps")
+        return {"action": math.nan, "value": math.nan}
     policy = model.policy
     device = policy.device
     observations = torch.as_tensor(demonstrations.observations, device=device)
-    actions = torch.as_tensor(demonstrations.actions, device=device)
+    space = model.action_space
+    actions = torch.as_tensor(imitation_targets(demonstrations.actions, space.low, space.high),
+                              device=device)
     returns = torch.as_tensor(demonstrations.returns, device=device)
     # Scale the value loss so that both terms weigh alike whatever the reward scale.
     value_scale = max(1.0, float(returns.var()))

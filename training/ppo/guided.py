@@ -1,0 +1,167 @@
+"""GuidedPPO: Stable-Baselines3's PPO, updated by the project's PPO core, with a teacher.
+
+:func:`training.train.train` returns one (it is a ``PPO``: everything SB3 offers,
+``predict``, ``save``, ``learn``, callbacks, works as for ``PPO``). Two things differ
+from SB3's own ``PPO.train``:
+
+1. **One PPO core.** The update takes its loss, advantage normalisation and
+   gradient step from :mod:`training.common.ppo_math`, the module MAPPO and WFM-1
+   use, so a change to how PPO learns is made once.
+2. **A pull toward the teacher on the learner's own states.** With a ``teacher``
+   (any object with ``predict(obs, deterministic)``, such as the doctrine the run
+   imitated) and ``teacher_coef > 0``, each minibatch adds
+   ``coef * mean((mean action - teacher's action)^2)`` to the loss: behaviour cloning
+   on the states the learner itself visits (as DAgger does), so the imitation's
+   mistakes on states the doctrine never led to are corrected, and PPO's first
+   updates cannot undo what the imitation taught. ``coef`` falls linearly from
+   ``teacher_coef`` to 0 over ``teacher_decay_steps`` env-steps from the first
+   update, after which the learner is free to leave its teacher behind.
+
+Every update also records the diagnostics a run is read by (``train/`` in the SB3
+logger, TensorBoard and W&B): explained variance, approx-KL, clip fraction, entropy,
+the action std, value loss, the spread of the advantages and the scale of the
+returns, and the teacher term with its weight (``docs/training.md`` reads them).
+
+The teacher is not saved in the archive (it is code, not weights); a resumed run
+attaches it again (:func:`training.train.train` does).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from stable_baselines3 import PPO
+from stable_baselines3.common.utils import explained_variance
+
+from envs.sim.validation import check_int, check_non_negative
+from training.common.imitation import imitation_targets
+from training.common.ppo_math import (
+    AuxiliaryLoss,
+    gradient_step,
+    normalize_advantages,
+    ppo_loss,
+)
+
+
+class GuidedPPO(PPO):
+    """PPO (Stable-Baselines3) whose update is :mod:`training.common.ppo_math`'s, with an
+    optional decaying behaviour-cloning pull toward a teacher.
+
+    Args:
+        *args, **kwargs: as for :class:`stable_baselines3.PPO` (``clip_range_vf`` must
+            stay None: the core clips the policy's ratio, not the values).
+        teacher: an object with ``predict(obs, deterministic) -> (actions, state)`` that
+            takes an (n, obs_dim) batch; None: plain PPO.
+        teacher_coef: the pull's weight at the first update (>= 0; 0: none).
+        teacher_decay_steps: env-steps, from the first update, over which the weight
+            falls linearly to 0 (>= 1).
+
+    Raises:
+        ValueError: if ``teacher_coef`` or ``teacher_decay_steps`` is out of range, or
+            ``clip_range_vf`` is set.
+    """
+
+    teacher: Any = None
+    teacher_coef: float = 0.0
+    teacher_decay_steps: int = 1
+    teacher_start: int | None = None
+
+    def __init__(self, *args: Any, teacher: Any = None, teacher_coef: float = 0.0,
+                 teacher_decay_steps: int = 1, **kwargs: Any) -> None:
+        if kwargs.get("clip_range_vf") is not None:
+            raise ValueError(f"clip_range_vf={kwargs['clip_range_vf']!r} is invalid: "
+                             "GuidedPPO does not clip values (expected None)")
+        self.teacher_coef = check_non_negative("teacher_coef", teacher_coef)
+        self.teacher_decay_steps = check_int("teacher_decay_steps", teacher_decay_steps,
+                                             minimum=1)
+        if teacher is not None and not callable(getattr(teacher, "predict", None)):
+            raise ValueError("teacher is invalid: expected None or an object with "
+                             "predict(obs, deterministic)")
+        self.teacher = teacher
+        self.teacher_start = None
+        super().__init__(*args, **kwargs)
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "teacher"]
+
+    def current_teacher_coef(self) -> float:
+        """The teacher term's weight now: ``teacher_coef`` at the first update, falling
+        linearly to 0 over ``teacher_decay_steps`` env-steps (0 without a teacher)."""
+        if self.teacher is None or self.teacher_coef == 0.0:
+            return 0.0
+        if self.teacher_start is None:
+            self.teacher_start = self.num_timesteps
+        done = (self.num_timesteps - self.teacher_start) / self.teacher_decay_steps
+        return self.teacher_coef * max(0.0, 1.0 - done)
+
+    def _teacher_loss(self, observations: torch.Tensor) -> torch.Tensor:
+        orders = self.teacher.predict(observations.cpu().numpy(), deterministic=True)[0]
+        target = torch.as_tensor(imitation_targets(np.asarray(orders, np.float32),
+                                                   self.action_space.low,
+                                                   self.action_space.high),
+                                 device=observations.device)
+        mean = self.policy.get_distribution(observations).distribution.mean
+        return (mean - target).pow(2).mean()
+
+    def train(self) -> None:
+        """One PPO update on the rollout buffer (the SB3 hook ``learn`` calls)."""
+        self.policy.set_training_mode(True)
+        self._update_learning_rate(self.policy.optimizer)
+        clip_range = float(self.clip_range(self._current_progress_remaining))
+        coef = self.current_teacher_coef()
+        stats: dict[str, list[float]] = {}
+        continue_training = True
+        for _ in range(self.n_epochs):
+            for batch in self.rollout_buffer.get(self.batch_size):
+                values, log_prob, entropy = self.policy.evaluate_actions(batch.observations,
+                                                                          batch.actions)
+                advantages = batch.advantages
+                if self.normalize_advantage and len(advantages) > 1:
+                    advantages = normalize_advantages(advantages)
+                auxiliary = None
+                if coef > 0.0:
+                    auxiliary = AuxiliaryLoss("teacher_loss",
+                                              self._teacher_loss(batch.observations), coef)
+                loss = ppo_loss(log_prob, batch.old_log_prob, advantages, values.flatten(),
+                                batch.returns, entropy, clip_range=clip_range,
+                                vf_coef=self.vf_coef, ent_coef=self.ent_coef,
+                                auxiliary=auxiliary)
+                for key, value in loss.statistics().items():
+                    stats.setdefault(key, []).append(value)
+                if self.target_kl is not None and loss.approx_kl > 1.5 * self.target_kl:
+                    continue_training = False
+                    break
+                gradient_step(self.policy.optimizer, loss.total, self.policy.parameters(),
+                              self.max_grad_norm)
+            self._n_updates += 1
+            if not continue_training:
+                break
+        self._record(stats, clip_range, coef)
+
+    def _record(self, stats: dict[str, list[float]], clip_range: float, coef: float) -> None:
+        buffer = self.rollout_buffer
+        mean = {key: float(np.mean(values)) for key, values in stats.items()}
+        record = self.logger.record
+        # SB3's names, so its console table, TensorBoard and the plots read the same.
+        record("train/entropy_loss", -mean["entropy"])
+        record("train/policy_gradient_loss", mean["policy_loss"])
+        record("train/value_loss", mean["value_loss"])
+        record("train/approx_kl", mean["approx_kl"])
+        record("train/clip_fraction", mean["clip_fraction"])
+        record("train/loss", stats["total_loss"][-1])
+        record("train/explained_variance",
+               float(explained_variance(buffer.values.flatten(), buffer.returns.flatten())))
+        record("train/std", torch.exp(self.policy.log_std).mean().item())
+        record("train/advantage_std", float(np.std(buffer.advantages)))
+        record("train/return_mean", float(np.mean(buffer.returns)))
+        record("train/return_std", float(np.std(buffer.returns)))
+        if "teacher_loss" in mean:
+            record("train/teacher_loss", mean["teacher_loss"])
+        record("train/teacher_coef", coef)
+        record("train/n_updates", self._n_updates, exclude="tensorboard")
+        record("train/clip_range", clip_range)
+
+
+__all__ = ["GuidedPPO"]
