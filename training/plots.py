@@ -144,7 +144,8 @@ def _line(ax: Any, series: Series, **style: Any) -> None:
     """``series`` as a line (a dot when it is one point); when it is long, its trend
     (:func:`smoothed`) over the raw values drawn faint in the same colour."""
     if len(series.steps) == 1:
-        ax.plot(series.steps, series.values, marker="o", markersize=4, linestyle="", **style)
+        ax.plot(series.steps, series.values, **{**style, "marker": "o", "markersize": 4,
+                                                "linestyle": ""})
         return
     trend = smoothed(series.values)
     few = len(series.steps) < 40

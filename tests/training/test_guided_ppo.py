@@ -144,3 +144,24 @@ def test_the_doctrine_is_a_named_opponent_in_training_and_evaluation(tmp_path):
     red = env.get_attr("red_policy")
     assert isinstance(red[0], DisciplinedCommander) and red[1] is None
     assert red[0].map_diagonal == pytest.approx(np.hypot(1000.0, 1000.0))
+
+
+def test_without_a_teacher_the_update_is_sb3s_own(tmp_path):
+    """The core's loss, normalisation and gradient step reproduce ``PPO.train`` (to float
+    rounding: the loss's terms are summed in another order)."""
+    from stable_baselines3 import PPO
+
+    config = TrainingConfig(**tiny_config(tmp_path, n_epochs=3, ent_coef=0.01))
+    models = []
+    for algorithm in (GuidedPPO, PPO):
+        model = _new_model(config, make_training_env(config))
+        if algorithm is PPO:  # the same model and rollout, updated by SB3's PPO.train
+            model.__class__ = PPO
+        models.append(model)
+    models[1].policy.load_state_dict(models[0].policy.state_dict())
+    for model in models:
+        model.set_random_seed(7)  # the same battles and samples for both
+        model.learn(256)
+    for (name, a), b in zip(models[0].policy.state_dict().items(),
+                            models[1].policy.state_dict().values(), strict=True):
+        assert torch.allclose(a, b, atol=1e-5), name

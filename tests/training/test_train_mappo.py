@@ -216,7 +216,7 @@ def test_doctrine_warm_start_teaches_the_actor_and_counts_in_the_budget(tmp_path
 
     warm = train_mappo(**tiny(tmp_path / "warm", warm_start_doctrine="disciplined",
                               warm_start_steps=8 * 400, total_timesteps=8 * 400 + ROLLOUT,
-                              n_epochs=1, eval_freq=10**6))
+                              warm_start_max_share=1.0, n_epochs=1, eval_freq=10**6))
     assert warm.total_steps == 8 * 400 + ROLLOUT
     assert len(warm.history) == 1  # the demonstrations used the rest of the budget
     torch.manual_seed(0)

@@ -43,7 +43,8 @@ def test_returns_are_discounted_within_episodes():
 
 def test_train_counts_demonstration_steps_in_the_budget(tmp_path):
     model = train(total_timesteps=1024, **tiny_config(
-        tmp_path, warm_start_doctrine="disciplined", warm_start_steps=512))
+        tmp_path, warm_start_doctrine="disciplined", warm_start_steps=512,
+        warm_start_max_share=0.5))
     assert model.num_timesteps == 1024
 
 

@@ -178,14 +178,59 @@ def play_team_battles(policy: Any, opponent: Any, *, n_blue: int = 2, n_red: int
         (n_episodes,) int8 outcomes from Blue's side: 1 won, 0 drawn, -1 lost.
     """
     n_episodes = check_int("n_episodes", n_episodes, minimum=1)
-    if _is_level(opponent):
-        check_scripted_level("opponent", opponent)
-    elif not is_team_policy(opponent) and not callable(getattr(opponent, "predict", None)):
-        raise TypeError(f"opponent={opponent!r} is invalid: expected a scripted level 1..5, "
-                        "a MAPPOPolicy or a battalion commander with predict (DOCTRINE_TEAM)")
+    _check_opponent("opponent", opponent)
     base = 0 if seed is None else check_int("seed", seed, minimum=0)
     return play(policy, opponent, n_episodes, base,
                 TeamSettings(n_blue, n_red, env_kwargs, deterministic, opponent_deterministic))
+
+
+def play_team_matches(policy: Any, opponents: Mapping[str, Any], *, n_blue: int = 2,
+                      n_red: int = 2, n_episodes: int = 20, deterministic: bool = True,
+                      opponent_deterministic: bool = False, seed: int | None = None,
+                      env_kwargs: dict[str, Any] | None = None) -> dict[str, np.ndarray]:
+    """Each opponent's outcomes of :func:`play_team_battles` with the same arguments,
+    every match played in one batch of ``len(opponents) * n_episodes`` battles.
+
+    A battle's outcome depends on its seed alone (keyed draws, inference in whole row
+    blocks), so the outcomes are those of playing each match on its own; one batch
+    steps the field, and runs Blue's policy, once a step for all the matches instead
+    of once a step for each.
+
+    Args:
+        policy: a :class:`~models.mappo_policy.MAPPOPolicy` for Blue.
+        opponents: name -> Red's commander, as :func:`play_team_battles` takes it.
+        n_blue, n_red, n_episodes, deterministic, opponent_deterministic, seed,
+            env_kwargs: as :func:`play_team_battles`; battle ``i`` of every match is
+            episode 0 of seed ``seed + i``.
+
+    Returns:
+        name -> (n_episodes,) int8 outcomes from Blue's side, in ``opponents``' order
+        (empty when ``opponents`` is).
+
+    Raises:
+        TypeError, ValueError: for an invalid opponent (named by its key) or count.
+    """
+    n_episodes = check_int("n_episodes", n_episodes, minimum=1)
+    for name, opponent in opponents.items():
+        _check_opponent(f"opponents[{name!r}]", opponent)
+    base = 0 if seed is None else check_int("seed", seed, minimum=0)
+    if not opponents:
+        return {}
+    names = list(opponents)
+    outcomes = play(policy, [opponents[name] for name in names], len(names) * n_episodes,
+                    base, _Matches(TeamSettings(n_blue, n_red, env_kwargs, deterministic,
+                                                opponent_deterministic), n_episodes))
+    return {name: outcomes[k * n_episodes:(k + 1) * n_episodes]
+            for k, name in enumerate(names)}
+
+
+def _check_opponent(field: str, opponent: Any) -> None:
+    """Raise unless ``opponent`` is a Red commander :func:`play_team_battles` takes."""
+    if _is_level(opponent):
+        check_scripted_level(field, opponent)
+    elif not is_team_policy(opponent) and not callable(getattr(opponent, "predict", None)):
+        raise TypeError(f"{field}={opponent!r} is invalid: expected a scripted level 1..5, "
+                        "a MAPPOPolicy or a battalion commander with predict (DOCTRINE_TEAM)")
 
 
 def _is_level(opponent: Any) -> bool:
@@ -219,20 +264,47 @@ class TeamSettings:
     @contextmanager
     def battles(self, blue: Any, red: Any, n: int, seed: int) -> Iterator[_TeamBattles]:
         """``n`` battles of ``blue`` against ``red``, battle ``i`` seeded ``seed + i``."""
-        yield _TeamBattles(blue, red, n, seed, self)
+        yield _TeamBattles(blue, [red], n, seed, self)
+
+
+@dataclass(frozen=True)
+class _Matches:
+    """How :func:`play_team_matches` plays: the matches of several Red commanders (the
+    list :func:`~training.common.play.play` passes as ``red``) as one batch, battle
+    ``k * n_episodes + i`` being battle ``i`` of match ``k``, seeded ``seed + i``."""
+
+    team: TeamSettings
+    n_episodes: int
+
+    @contextmanager
+    def battles(self, blue: Any, reds: list[Any], n: int, seed: int) -> Iterator[_TeamBattles]:
+        yield _TeamBattles(blue, reds, self.n_episodes, seed, self.team)
 
 
 class _TeamBattles:
-    """The :class:`~training.common.play.Battles` of :class:`TeamSettings`."""
+    """The :class:`~training.common.play.Battles` of :class:`TeamSettings`: ``n_each``
+    battles against each of ``reds`` (one batch, match after match), battle ``i`` of
+    each seeded ``seed + i``."""
 
-    def __init__(self, blue: Any, red: Any, n: int, seed: int, settings: TeamSettings) -> None:
+    def __init__(self, blue: Any, reds: list[Any], n_each: int, seed: int,
+                 settings: TeamSettings) -> None:
         n_blue, n_red = settings.n_blue, settings.n_red
+        n = n_each * len(reds)
         self.battles = make_team_battles(n, n_blue, n_red, settings.env_kwargs)
-        self.battles.reset(np.arange(n), [seed + i for i in range(n)], np.zeros(n, np.int64))
-        self.blue, self.red, self.settings = blue, red, settings
+        self.battles.reset(np.arange(n), [seed + i % n_each for i in range(n)],
+                           np.zeros(n, np.int64))
+        self.blue, self.settings = blue, settings
         self.blue_side, self.red_side = slice(0, n_blue), slice(n_blue, n_blue + n_red)
         self.red_units = np.arange(n_blue, n_blue + n_red)
-        self.scripted = _is_level(red)
+        matches = [slice(k * n_each, (k + 1) * n_each) for k in range(len(reds))]
+        levels = {int(red) for red in reds if _is_level(red)}
+        # One call gives every scripted Red its orders: one level, or one a battle (the
+        # battles of policy Reds get level 1's, overwritten by their policy's below).
+        self.levels: int | np.ndarray | None = levels.pop() if len(levels) == 1 and all(
+            _is_level(red) for red in reds) else np.repeat(
+            [int(red) if _is_level(red) else 1 for red in reds], n_each) if levels else None
+        self.policy_reds = [(red, rows) for red, rows in zip(reds, matches, strict=True)
+                            if not _is_level(red)]
         self.actions = np.zeros((n, n_blue + n_red, ACTION_DIM), np.float32)
         self.winner: np.ndarray | None = None
 
@@ -242,13 +314,13 @@ class _TeamBattles:
         self.actions[:, self.blue_side] = team_actions(
             self.blue, observation[:, self.blue_side], self.settings.deterministic,
             noise[:, self.blue_side])
-        if self.scripted:
+        if self.levels is not None:
             self.actions[:, self.red_side] = self.battles.scripted_actions(self.red_units,
-                                                                           int(self.red))
-        else:
-            self.actions[:, self.red_side] = team_actions(
-                self.red, observation[:, self.red_side], self.settings.red_deterministic,
-                noise[:, self.red_side])
+                                                                           self.levels)
+        for red, rows in self.policy_reds:
+            self.actions[rows, self.red_side] = team_actions(
+                red, observation[rows, self.red_side], self.settings.red_deterministic,
+                noise[rows, self.red_side])
         result = self.battles.step(self.actions)
         self.winner = result.winner
         return result.battle_over
@@ -259,4 +331,5 @@ class _TeamBattles:
 
 
 __all__ = ["DOCTRINE_TEAM", "DRAW", "LOSS", "WIN", "PolicyCommander", "TeamSettings",
-           "is_team_policy", "make_team_battles", "play_team_battles", "score", "team_actions"]
+           "is_team_policy", "make_team_battles", "play_team_battles", "play_team_matches",
+           "score", "team_actions"]
