@@ -1,0 +1,59 @@
+"""benchmarks.learning: one command trains a stack on N seeds and prints won/drawn/lost per
+opponent with mean and min over seeds, the learning curve and the wall time."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import learning
+from benchmarks.learning import FINAL_OPPONENTS, RunResult, summarize
+
+
+def _run(seed: int, l5: list[float]) -> RunResult:
+    curve = [{"env_steps": 1000 * (i + 1), "kind": "curve", "scripted_l5": x, "doctrine": 0.5}
+             for i, x in enumerate(l5)]
+    final = {name: [8, 1, 1] for name in FINAL_OPPONENTS}
+    final["scripted_l5"] = [seed, 0, 10 - seed]
+    return RunResult(seed, 5000, 1.5, curve, final)
+
+
+def test_the_tables_give_mean_and_min_over_seeds_the_curve_and_the_worst_fall():
+    text = summarize("train", [_run(6, [0.8, 0.8, 0.9, 0.7]), _run(9, [0.8, 0.8, 0.8, 0.8])], 10)
+    lines = text.splitlines()
+    mean = next(line for line in lines if line.startswith("| mean won"))
+    minimum = next(line for line in lines if line.startswith("| min won"))
+    position = 1 + FINAL_OPPONENTS.index("scripted_l5")
+    assert mean.split("|")[position + 1].strip() == "75%"
+    assert minimum.split("|")[position + 1].strip() == "60%"
+    assert "| 6 | " in text and "6/0/4" in text and "9/0/1" in text
+    assert "| 3,000 | curve | 85% / 80% | 50% / 50% |" in text
+    # The fall is counted after the first tenth only: 0.7 is 10 points below 0.8.
+    assert "(points, scripted_l5): -10, +0" in text
+    assert "3.0 training-minutes" in text
+
+
+def test_one_command_trains_evaluates_and_writes_its_results(tmp_path, capsys):
+    results = learning.main([
+        "--seeds", "1", "--total-timesteps", "2048", "--episodes", "2",
+        "--curve-episodes", "2", "--set", "n_envs=4", "--set", "rollout_steps=512",
+        "--set", "warm_start_steps=512", "--set", "max_steps=60", "--split", "validation",
+        "--json", str(tmp_path / "r.json"), "--out", str(tmp_path / "runs")])
+    printed = capsys.readouterr().out
+    assert "# train: 1 seeds" in printed and "battles: the validation split" in printed
+    (run,) = results
+    assert run.env_steps <= 2048 and run.curve[0]["kind"] == "warm start"
+    assert set(run.final) == set(FINAL_OPPONENTS)
+    assert all(sum(wdl) == 2 for wdl in run.final.values())
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert saved["split"] == "validation" and saved["runs"][0]["seed"] == 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--set", "bogus=1"], "bogus"), (["--set", "n_envs"], "key=value"),
+    (["--seeds", "0"], "--seeds=0")])
+def test_bad_arguments_are_named(argv, message, capsys):
+    with pytest.raises(SystemExit) as info:
+        learning.main(argv)
+    assert message in str(info.value)
