@@ -11,11 +11,12 @@ import torch
 
 from envs.battles.multi_battalion_batch import RED
 from envs.battles.multi_observation import CRITIC_STATE_DIM, OBS_DIM
+from envs.commanders.orders import ORDER_DIM
 from envs.metrics.coordination import CoordinationTally
 from envs.sim import random as rnd
 from envs.sim.constants import ACTION_DIM
 from models.mappo_policy import MAPPOPolicy
-from training.mappo.battles import DOCTRINE_TEAM, play_team_battles
+from training.mappo.battles import DOCTRINE_TEAM, play_team_battles, play_team_matches
 from training.mappo.config import MAPPOConfig
 from training.mappo.rollout import Rollout, TrainingBattles, collect, join_rollouts
 
@@ -117,3 +118,31 @@ def test_match_outcomes_do_not_depend_on_how_the_episodes_are_split():
             deterministic=False) for start, n in [(0, 4), (4, 1), (5, 4)]])
         assert np.array_equal(whole, pieces)
     assert len(set(whole.tolist())) > 1  # the battles are decided, not all drawn
+
+
+@pytest.mark.parametrize("orders", [0, 10])
+def test_matches_played_in_one_batch_have_the_outcomes_of_matches_played_alone(orders):
+    torch.manual_seed(3)
+    blue = MAPPOPolicy(OBS_DIM, ACTION_DIM, CRITIC_STATE_DIM, log_std_init=0.0)
+    reds = [MAPPOPolicy(OBS_DIM, ACTION_DIM, CRITIC_STATE_DIM, log_std_init=0.0)
+            for _ in range(2)]
+    small = {"map_width": 200.0, "map_height": 200.0, "max_steps": 150}
+    if orders:  # battalions following orders: the observations carry them
+        small["order_period"] = orders
+        blue, *reds = [MAPPOPolicy(OBS_DIM + ORDER_DIM, ACTION_DIM, CRITIC_STATE_DIM,
+                                   log_std_init=0.0) for _ in range(3)]
+    opponents = {"a": reds[0], "l4": 4, "doctrine": DOCTRINE_TEAM, "b": reds[1], "l2": 2}
+    for deterministic, opponent_deterministic in [(False, False), (True, True)]:
+        kwargs = dict(n_episodes=7, seed=5, env_kwargs=small, deterministic=deterministic,
+                      opponent_deterministic=opponent_deterministic)
+        together = play_team_matches(blue, opponents, **kwargs)
+        assert list(together) == list(opponents)
+        for name, opponent in opponents.items():
+            assert np.array_equal(together[name], play_team_battles(blue, opponent, **kwargs)), \
+                (name, deterministic)
+        assert len(set(np.concatenate(list(together.values())).tolist())) > 1
+    assert play_team_matches(blue, {}, n_episodes=3) == {}
+    with pytest.raises(TypeError, match=r"opponents\['x'\]=.* expected a scripted level"):
+        play_team_matches(blue, {"a": 3, "x": "L3"}, n_episodes=3)
+    with pytest.raises(ValueError, match=r"opponents\['y'\]"):
+        play_team_matches(blue, {"y": 9}, n_episodes=3)

@@ -76,7 +76,8 @@ def test_the_weight_falls_linearly_to_zero_from_the_first_update(tmp_path):
                                           warm_start_doctrine="disciplined"))
     model = _new_model(config, make_training_env(config))
     model.num_timesteps = 5000
-    assert model.current_teacher_coef() == 2.0  # the first call starts the clock
+    assert model.current_teacher_coef() == 2.0  # before the first update: the full weight
+    model.teacher_start = 5000  # what the first update at step 5000 records
     model.num_timesteps = 5250
     assert model.current_teacher_coef() == pytest.approx(1.5)
     model.num_timesteps = 7000

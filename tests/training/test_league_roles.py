@@ -17,9 +17,10 @@ from training.league.config import (
 from training.league.launch import role_class
 from training.league.matchmaking import make_pfsp_weight_fn, monotonic_prefix_length
 
-TINY = dict(n_envs=16, rollout_steps=512, total_timesteps=4096, warm_start_doctrine=None,
-            snapshot_freq=1024, eval_freq=1024, n_eval_episodes=4, checkpoint_freq=1024,
-            enable_wandb=False, progress_bar=False)
+# Battles of 100 steps (max_steps): long ones would only lengthen the evaluation matches.
+TINY = dict(n_envs=16, rollout_steps=512, total_timesteps=4096, max_steps=100,
+            warm_start_doctrine=None, snapshot_freq=1024, eval_freq=1024, n_eval_episodes=4,
+            checkpoint_freq=1024, enable_wandb=False, progress_bar=False)
 
 
 @pytest.fixture(scope="module")

@@ -297,12 +297,12 @@ class _TeamBattles:
         self.blue_side, self.red_side = slice(0, n_blue), slice(n_blue, n_blue + n_red)
         self.red_units = np.arange(n_blue, n_blue + n_red)
         matches = [slice(k * n_each, (k + 1) * n_each) for k in range(len(reds))]
-        levels = {int(red) for red in reds if _is_level(red)}
-        # One call gives every scripted Red its orders: one level, or one a battle (the
-        # battles of policy Reds get level 1's, overwritten by their policy's below).
-        self.levels: int | np.ndarray | None = levels.pop() if len(levels) == 1 and all(
-            _is_level(red) for red in reds) else np.repeat(
-            [int(red) if _is_level(red) else 1 for red in reds], n_each) if levels else None
+        # One call gives every scripted Red its orders, a level a battle (the battles of
+        # policy Reds get level 1's, which their policy's orders replace in step).
+        scripted = [_is_level(red) for red in reds]
+        self.levels = np.repeat([int(red) if is_level else 1
+                                 for red, is_level in zip(reds, scripted, strict=True)],
+                                n_each) if any(scripted) else None
         self.policy_reds = [(red, rows) for red, rows in zip(reds, matches, strict=True)
                             if not _is_level(red)]
         self.actions = np.zeros((n, n_blue + n_red, ACTION_DIM), np.float32)

@@ -34,7 +34,7 @@ from models.v1_transfer import load_v1_weights_into_mappo
 from storage.files import clean_stale_temporaries
 from training.common.device import resolve_device
 from training.curriculum_scheduler import STAGE_ENV_KWARGS, STAGE_LABELS, CurriculumScheduler
-from training.mappo.battles import DOCTRINE_TEAM, play_team_battles
+from training.mappo.battles import DOCTRINE_TEAM, play_team_matches
 from training.mappo.checkpoints import (
     CHECKPOINT_NAME,
     FINAL_CHECKPOINT_NAME,
@@ -201,8 +201,9 @@ class MAPPOTrainer:
                      opponent_deterministic: bool = False) -> dict[str, np.ndarray]:
         """Each opponent's outcomes (Blue's side: 1 won, 0 drawn, -1 lost) of
         ``n_episodes`` battles against the learner acting on its policy's mean, at the
-        current team sizes and field, battle ``i`` seeded ``seed + i``: played here, or
-        split across the Ray workers with ``distributed.enabled`` (same outcomes).
+        current team sizes and field, battle ``i`` seeded ``seed + i``: played here, every
+        match in one batch, or split across the Ray workers with ``distributed.enabled``
+        (same outcomes).
 
         Args:
             opponents: name -> a scripted level, a MAPPOPolicy or a battalion commander.
@@ -212,9 +213,8 @@ class MAPPOTrainer:
                         opponent_deterministic=opponent_deterministic)
         if self.config.distributed:
             return self.workers.play(self.policy, opponents, n_episodes, seed, **settings)
-        return {name: play_team_battles(self.policy, opponent, n_episodes=n_episodes,
-                                        seed=seed, **settings)
-                for name, opponent in opponents.items()}
+        return play_team_matches(self.policy, opponents, n_episodes=n_episodes, seed=seed,
+                                 **settings)
 
     @property
     def workers(self) -> Any:

@@ -87,13 +87,13 @@ class GuidedPPO(PPO):
         return [*super()._excluded_save_params(), "teacher"]
 
     def current_teacher_coef(self) -> float:
-        """The teacher term's weight now: ``teacher_coef`` at the first update, falling
-        linearly to 0 over ``teacher_decay_steps`` env-steps (0 without a teacher)."""
+        """The teacher term's weight now: ``teacher_coef`` at the first update (step
+        ``teacher_start``), falling linearly to 0 over ``teacher_decay_steps`` env-steps
+        (0 without a teacher)."""
         if self.teacher is None or self.teacher_coef == 0.0:
             return 0.0
-        if self.teacher_start is None:
-            self.teacher_start = self.num_timesteps
-        done = (self.num_timesteps - self.teacher_start) / self.teacher_decay_steps
+        start = self.num_timesteps if self.teacher_start is None else self.teacher_start
+        done = (self.num_timesteps - start) / self.teacher_decay_steps
         return self.teacher_coef * max(0.0, 1.0 - done)
 
     def _teacher_loss(self, observations: torch.Tensor) -> torch.Tensor:
@@ -110,6 +110,8 @@ class GuidedPPO(PPO):
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         clip_range = float(self.clip_range(self._current_progress_remaining))
+        if self.teacher_start is None:  # the teacher's decay counts from the first update
+            self.teacher_start = self.num_timesteps
         coef = self.current_teacher_coef()
         stats: dict[str, list[float]] = {}
         continue_training = True
