@@ -36,7 +36,6 @@ import multiprocessing
 import os
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -216,8 +215,8 @@ def _overrides(pairs: list[str]) -> dict[str, Any]:
     return values
 
 
-def main(argv: list[str] | None = None,
-         run: Callable[[tuple], RunResult] = _run_star) -> list[RunResult]:
+def main(argv: list[str] | None = None) -> list[RunResult]:
+    """Run the benchmark (arguments as ``--help`` lists them); returns the runs' results."""
     parser = argument_parser(__doc__, __spec__.name if __spec__ else "benchmarks.learning")
     parser.add_argument("--stack", choices=sorted(STACKS), default="train")
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
@@ -254,9 +253,9 @@ def main(argv: list[str] | None = None,
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     if args.jobs > 1:
         with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-            results = pool.map(run, tasks, chunksize=1)
+            results = pool.map(_run_star, tasks, chunksize=1)
     else:
-        results = [run(task) for task in tasks]
+        results = [_run_star(task) for task in tasks]
     print(summarize(args.stack, results, episodes))
     if overrides:
         print(f"settings: {overrides}")
