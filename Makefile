@@ -37,7 +37,7 @@ browser:
 
 test: lint docs-check browser
 	$(PY) -m envs.precompile
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q -n 2 --dist worksteal
 
 # The documentation site (mkdocs.yml): docs/*.md and the API reference generated from
 # the docstrings, built into site/ (open site/index.html). docs-check is the same strict
