@@ -50,8 +50,9 @@ class GuidedPPO(PPO):
     optional decaying behaviour-cloning pull toward a teacher.
 
     Args:
-        *args, **kwargs: as for :class:`stable_baselines3.PPO` (``clip_range_vf`` must
-            stay None: the core clips the policy's ratio, not the values).
+        *args: as for :class:`stable_baselines3.PPO`.
+        **kwargs: as for :class:`stable_baselines3.PPO` (``clip_range_vf`` must stay
+            None: the core clips the policy's ratio, not the values).
         teacher: an object with ``predict(obs, deterministic) -> (actions, state)`` that
             takes an (n, obs_dim) batch; None: plain PPO.
         teacher_coef: the pull's weight at the first update (>= 0; 0: none).
