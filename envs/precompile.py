@@ -4,8 +4,9 @@ A process that finds the Numba cache empty compiles the kernels it reaches (abou
 minutes for all of them on two cores). Several processes started together on a cold
 cache (a league's roles, a test suite's workers) would each compile the same kernels at
 once. ``make test`` runs this module first: it steps every env kind and the bare
-engine once, with the serial kernels and with the parallel ones, which fills the cache
-for every later process.
+engine once, with the serial kernels and with the parallel ones (the two halves in two
+processes at once where there are two cores), which fills the cache for every later
+process.
 
 Usage::
 
@@ -14,6 +15,8 @@ Usage::
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import time
 
 import numpy as np
@@ -63,29 +66,58 @@ def _engine(n_battles: int) -> None:
                 formations=np.full((n_battles, 2), KEEP_FORMATION))
 
 
-def precompile() -> float:
+PARTS = ("serial", "parallel")
+"""The halves the compilation is split into: the serial kernels (one env, batches of 8)
+and the parallel ones (batches of :data:`~envs.sim.kernels.PARALLEL_MIN_BATTLES`)."""
+
+
+def precompile(parts: tuple[str, ...] = PARTS) -> float:
     """Step every env kind once at a serial and a parallel batch size.
+
+    Parameters:
+        parts: which of :data:`PARTS` to compile (both by default).
 
     Returns:
         The seconds it took (loading from a warm cache takes a few).
+
+    Raises:
+        ValueError: for a part not in :data:`PARTS`.
     """
+    for part in parts:
+        if part not in PARTS:
+            raise ValueError(f"parts: {part!r} is invalid: expected one of {', '.join(PARTS)}")
     start = time.perf_counter()
-    env = BattalionEnv(curriculum_level=SCRIPTED_LEVEL)
-    env.reset(seed=0)
-    env.step(np.zeros(3, np.float32))
-    team = MultiBattalionEnv(2, 2)
-    team.reset(seed=0)
-    team.step(team.scripted_actions(SCRIPTED_LEVEL))
-    for n_battles in (8, PARALLEL_MIN_BATTLES):
-        _duels(n_battles)
-        _teams(n_battles)
-        _engine(n_battles)
+    if "serial" in parts:
+        env = BattalionEnv(curriculum_level=SCRIPTED_LEVEL)
+        env.reset(seed=0)
+        env.step(np.zeros(3, np.float32))
+        team = MultiBattalionEnv(2, 2)
+        team.reset(seed=0)
+        team.step(team.scripted_actions(SCRIPTED_LEVEL))
+    for part, n_battles in (("serial", 8), ("parallel", PARALLEL_MIN_BATTLES)):
+        if part in parts:
+            _duels(n_battles)
+            _teams(n_battles)
+            _engine(n_battles)
     return time.perf_counter() - start
 
 
+def _compile_part(part: str) -> float:
+    return precompile((part,))
+
+
 def main() -> None:
+    """Compile both halves at once, one process each where there are two cores (Numba
+    compiles in one thread), and fill the cache every later process loads from."""
     print("compiling the simulator's kernels (about two minutes on a cold cache) ...", flush=True)
-    print(f"kernels ready in {precompile():.1f} s")
+    start = time.perf_counter()
+    if len(os.sched_getaffinity(0)) >= 2:
+        context = multiprocessing.get_context("spawn")
+        with context.Pool(len(PARTS)) as pool:
+            pool.map(_compile_part, PARTS, chunksize=1)
+    else:
+        precompile()
+    print(f"kernels ready in {time.perf_counter() - start:.1f} s")
 
 
 if __name__ == "__main__":
