@@ -166,3 +166,11 @@ def test_without_a_teacher_the_update_is_sb3s_own(tmp_path):
     for (name, a), b in zip(models[0].policy.state_dict().items(),
                             models[1].policy.state_dict().values(), strict=True):
         assert torch.allclose(a, b, atol=1e-5), name
+
+
+def test_one_rule_decides_a_duel_in_training_and_in_evaluation():
+    from training.ppo.evaluation import duel_outcomes
+
+    info = {"blue_routed": np.array([0, 1, 1, 0], bool), "blue_destroyed": np.zeros(4, bool),
+            "red_routed": np.array([1, 0, 1, 0], bool), "red_destroyed": np.zeros(4, bool)}
+    assert duel_outcomes(info).tolist() == [1, -1, 0, 0]

@@ -48,8 +48,8 @@ ORDER_MARGIN = 0.25
 (:func:`imitation_targets`)."""
 
 
-def imitation_targets(orders: np.ndarray | torch.Tensor, low, high,
-                      margin: float = ORDER_MARGIN):
+def imitation_targets(orders: np.ndarray, low, high,
+                      margin: float = ORDER_MARGIN) -> np.ndarray:
     """The means a policy is fitted to so that its clipped mean gives exactly ``orders``.
 
     An order at a bound of the order space (``fire`` 0: hold fire) is aimed ``margin``
@@ -63,11 +63,6 @@ def imitation_targets(orders: np.ndarray | torch.Tensor, low, high,
         low, high: (D,) the bounds of the order space.
         margin: how far past a bound to aim (>= 0).
     """
-    if isinstance(orders, torch.Tensor):
-        low_t = torch.as_tensor(low, dtype=orders.dtype, device=orders.device)
-        high_t = torch.as_tensor(high, dtype=orders.dtype, device=orders.device)
-        return torch.where(orders <= low_t, low_t - margin,
-                           torch.where(orders >= high_t, high_t + margin, orders))
     low, high = np.asarray(low, np.float32), np.asarray(high, np.float32)
     return np.where(orders <= low, low - margin,
                     np.where(orders >= high, high + margin, orders)).astype(np.float32)

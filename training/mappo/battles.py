@@ -303,8 +303,8 @@ class _TeamBattles:
         self.levels = np.repeat([int(red) if is_level else 1
                                  for red, is_level in zip(reds, scripted, strict=True)],
                                 n_each) if any(scripted) else None
-        self.policy_reds = [(red, rows) for red, rows in zip(reds, matches, strict=True)
-                            if not _is_level(red)]
+        self.policy_reds = [(red, rows) for red, rows, is_level
+                            in zip(reds, matches, scripted, strict=True) if not is_level]
         self.actions = np.zeros((n, n_blue + n_red, ACTION_DIM), np.float32)
         self.winner: np.ndarray | None = None
 

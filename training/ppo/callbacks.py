@@ -22,7 +22,7 @@ from training.artifacts import CheckpointManifest
 from training.common.schedule import EveryNSteps
 from training.elo import EloRegistry
 from training.ppo.checkpoints import save_ppo
-from training.ppo.evaluation import run_episodes_with_model
+from training.ppo.evaluation import duel_outcomes, run_episodes_with_model
 
 logger = logging.getLogger(__name__)
 
@@ -138,6 +138,9 @@ class RewardBreakdownCallback(BaseCallback):
                        for key, v in zip(self.KEYS, means, strict=True)})
 
 
+_OUT_KEYS = ("blue_routed", "blue_destroyed", "red_routed", "red_destroyed")
+
+
 class OutcomeCallback(BaseCallback):
     """Logs how the training battles ended, once per rollout.
 
@@ -153,12 +156,11 @@ class OutcomeCallback(BaseCallback):
         self._counts = np.zeros(3, np.int64)  # won, drawn, lost
 
     def _on_step(self) -> bool:
-        infos = self.locals["infos"]
-        for i in np.flatnonzero(self.locals["dones"]):
-            info = infos[i]
-            blue_out = info.get("blue_routed", False) or info.get("blue_destroyed", False)
-            red_out = info.get("red_routed", False) or info.get("red_destroyed", False)
-            self._counts[1 + int(bool(blue_out)) - int(bool(red_out))] += 1
+        ended = np.flatnonzero(self.locals["dones"])
+        if len(ended):
+            infos = self.locals["infos"]
+            last = {key: np.array([infos[i][key] for i in ended], bool) for key in _OUT_KEYS}
+            self._counts += np.bincount(1 - duel_outcomes(last), minlength=3)
         return True
 
     def _on_rollout_end(self) -> None:

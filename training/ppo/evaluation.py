@@ -206,10 +206,17 @@ class _Duels:
         return done
 
     def outcomes(self) -> np.ndarray:
-        info = self.infos.arrays
-        blue_out = info["blue_routed"] | info["blue_destroyed"]
-        red_out = info["red_routed"] | info["red_destroyed"]
-        return (red_out & ~blue_out).astype(np.int8) - (blue_out & ~red_out).astype(np.int8)
+        return duel_outcomes(self.infos.arrays)
+
+
+def duel_outcomes(info: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Outcomes of ended duels from Blue's side (+1 won, 0 drawn, -1 lost) from their
+    last step's ``blue_routed``, ``blue_destroyed``, ``red_routed`` and ``red_destroyed``
+    (one bool array each): a side that broke while the other held lost; both or neither
+    is a draw."""
+    blue_out = np.asarray(info["blue_routed"]) | np.asarray(info["blue_destroyed"])
+    red_out = np.asarray(info["red_routed"]) | np.asarray(info["red_destroyed"])
+    return (red_out & ~blue_out).astype(np.int8) - (blue_out & ~red_out).astype(np.int8)
 
 
 class _ActingAs:

@@ -64,11 +64,6 @@ class GuidedPPO(PPO):
             ``clip_range_vf`` is set.
     """
 
-    teacher: Any = None
-    teacher_coef: float = 0.0
-    teacher_decay_steps: int = 1
-    teacher_start: int | None = None
-
     def __init__(self, *args: Any, teacher: Any = None, teacher_coef: float = 0.0,
                  teacher_decay_steps: int = 1, **kwargs: Any) -> None:
         if kwargs.get("clip_range_vf") is not None:
@@ -81,7 +76,7 @@ class GuidedPPO(PPO):
             raise ValueError("teacher is invalid: expected None or an object with "
                              "predict(obs, deterministic)")
         self.teacher = teacher
-        self.teacher_start = None
+        self.teacher_start: int | None = None  # the step of the first update
         super().__init__(*args, **kwargs)
 
     def _excluded_save_params(self) -> list[str]:
@@ -99,8 +94,7 @@ class GuidedPPO(PPO):
 
     def _teacher_loss(self, observations: torch.Tensor) -> torch.Tensor:
         orders = self.teacher.predict(observations.cpu().numpy(), deterministic=True)[0]
-        target = torch.as_tensor(imitation_targets(np.asarray(orders, np.float32),
-                                                   self.action_space.low,
+        target = torch.as_tensor(imitation_targets(np.asarray(orders), self.action_space.low,
                                                    self.action_space.high),
                                  device=observations.device)
         mean = self.policy.get_distribution(observations).distribution.mean
