@@ -126,7 +126,7 @@ def train(config: TrainingConfig | None = None, *,
                 config.warm_start_budget(config.total_timesteps),
                 map_width=config.map_width, map_height=config.map_height,
                 epochs=config.warm_start_epochs, learning_rate=config.warm_start_learning_rate,
-                seed=config.seed)
+                margin=config.warm_start_order_margin, seed=config.seed)
     else:
         model = load_ppo(resume_path, env=env, device=device,
                          custom_objects=_resumed_settings(config), algorithm=GuidedPPO)

@@ -21,6 +21,7 @@ from envs.sim.validation import (
     check_number,
     check_scripted_level,
 )
+from training.common.imitation import ORDER_MARGIN
 from training.common.setting_groups import (
     BattlefieldSettings,
     PPOSettings,
@@ -116,6 +117,11 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
     warm_start_epochs: int = override(WarmStartSettings, "warm_start_epochs", default=40)
     warm_start_learning_rate: float = override(WarmStartSettings, "warm_start_learning_rate",
                                                default=3e-3)
+    warm_start_order_margin: float = setting(
+        ORDER_MARGIN, "How far past a bound of the order space the imitation aims an order the "
+        "doctrine gives at that bound (hold fire, full march), so that the clipped mean gives it "
+        "exactly; 0 aims at the bound itself, where PPO's samples cross it half the time.",
+        check_non_negative, "training.warm_start_order_margin")
     policy_hidden_sizes: list[int] = setting(
         [128, 128], "Hidden layer widths of the actor and of the critic (separate Tanh MLPs; "
         "the actor's shapes match the MAPPO actor's for the v1-to-MAPPO transfer).",

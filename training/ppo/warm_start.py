@@ -26,6 +26,7 @@ from stable_baselines3 import PPO
 
 from envs.sim.validation import check_int, check_positive
 from training.common.imitation import (
+    ORDER_MARGIN,
     discounted_returns,
     fit_minibatches,
     imitation_targets,
@@ -66,10 +67,11 @@ def collect_demonstrations(env, teacher, n_steps: int, gamma: float) -> Demonstr
 
 def behaviour_clone(model: PPO, demonstrations: Demonstrations, *, epochs: int = 10,
                     batch_size: int = 1024, learning_rate: float = 1e-3,
-                    seed: int = 0) -> dict[str, float]:
+                    margin: float = ORDER_MARGIN, seed: int = 0) -> dict[str, float]:
     """Fit ``model``'s mean action to the demonstrated orders and its value to their returns
     (:func:`training.common.imitation.fit_minibatches`, the minibatch orders drawn by a
-    NumPy generator seeded with ``seed``).
+    NumPy generator seeded with ``seed``; orders at a bound aimed ``margin`` past it, see
+    :func:`~training.common.imitation.imitation_targets`).
 
     Returns:
         The final epoch's mean action and value losses.
@@ -86,7 +88,8 @@ def behaviour_clone(model: PPO, demonstrations: Demonstrations, *, epochs: int =
     device = policy.device
     observations = torch.as_tensor(demonstrations.observations, device=device)
     space = model.action_space
-    actions = torch.as_tensor(imitation_targets(demonstrations.actions, space.low, space.high),
+    actions = torch.as_tensor(imitation_targets(demonstrations.actions, space.low, space.high,
+                                                margin),
                               device=device)
     returns = torch.as_tensor(demonstrations.returns, device=device)
     # Scale the value loss so that both terms weigh alike whatever the reward scale.
@@ -109,11 +112,11 @@ def behaviour_clone(model: PPO, demonstrations: Demonstrations, *, epochs: int =
 
 def warm_start(model: PPO, env, doctrine: str, n_steps: int, *, map_width: float,
                map_height: float, epochs: int = 10, learning_rate: float = 1e-3,
-               seed: int = 0) -> int:
+               margin: float = ORDER_MARGIN, seed: int = 0) -> int:
     """Imitate ``doctrine`` in ``env`` for ``n_steps`` steps (:func:`behaviour_clone` with
-    ``epochs`` and ``learning_rate``); returns the steps used."""
+    ``epochs``, ``learning_rate`` and ``margin``); returns the steps used."""
     teacher = make_doctrine(doctrine, map_width, map_height)
     demonstrations = collect_demonstrations(env, teacher, n_steps, model.gamma)
     behaviour_clone(model, demonstrations, epochs=epochs, learning_rate=learning_rate,
-                    seed=seed)
+                    margin=margin, seed=seed)
     return max(1, n_steps // env.num_envs) * env.num_envs
