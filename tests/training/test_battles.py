@@ -33,7 +33,8 @@ def play(env: OpponentRotation, steps: int) -> Counter:
 
 
 def test_fewer_battles_than_entries_still_meet_every_entry_in_turn():
-    names = TrainingConfig().training_opponents  # 9 entries, L4 x2, L5 x3
+    names = ["scripted_l1", "scripted_l2", "scripted_l3", "scripted_l4", "scripted_l5",
+             "scripted_l4", "scripted_l5", "scripted_l5", "random"]  # 9 entries, L4 x2, L5 x3
     env = OpponentRotation(BattalionVecEnv(4, max_steps=20), names, seed=0)
     met = play(env, 20 * 36)  # 4 battles x 36 episodes of 20 steps: 4 turns of the list
     assert set(met) == set(names)  # L5 and random too, with only 4 battles

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from envs.commanders.doctrine import DisciplinedCommander
 from tests.training.conftest import tiny_config
@@ -11,7 +12,12 @@ from training import train
 from training.common.imitation import make_doctrine
 from training.ppo.battles import make_training_env
 from training.ppo.config import TrainingConfig
-from training.ppo.warm_start import collect_demonstrations, warm_start
+from training.ppo.warm_start import (
+    Demonstrations,
+    behaviour_clone,
+    collect_demonstrations,
+    warm_start,
+)
 from training.train import _new_model
 
 
@@ -30,6 +36,22 @@ def test_cloned_policy_gives_the_doctrines_orders():
                    - held_out.actions).mean()
     assert used == 30_000 - 30_000 % 16
     assert after < 0.5 * before
+
+
+@pytest.mark.parametrize("margin", [0.0, 0.25])
+def test_orders_at_a_bound_are_fitted_margin_past_it(margin):
+    # Full march and hold fire sit at bounds of the order space, the wheel inside them.
+    config = TrainingConfig(n_envs=2, enable_wandb=False, warm_start_doctrine=None, seed=0)
+    model = _new_model(config, make_training_env(config))
+    rng = np.random.default_rng(0)
+    observations = rng.uniform(0, 1, (2048, model.observation_space.shape[0]))
+    orders = np.tile(np.float32([1.0, 0.3, 0.0]), (2048, 1))
+    behaviour_clone(model, Demonstrations(observations.astype(np.float32), orders,
+                                          np.zeros(2048, np.float32)),
+                    epochs=30, learning_rate=3e-3, margin=margin)
+    obs = torch.as_tensor(observations[:256], dtype=torch.float32)
+    mean = model.policy.get_distribution(obs).distribution.mean.detach().numpy()
+    np.testing.assert_allclose(mean.mean(axis=0), [1 + margin, 0.3, -margin], atol=0.03)
 
 
 def test_returns_are_discounted_within_episodes():

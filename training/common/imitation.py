@@ -43,9 +43,11 @@ def discounted_returns(rewards: np.ndarray, dones: np.ndarray,
     return returns, known
 
 
-ORDER_MARGIN = 0.25
+ORDER_MARGIN = 0.0
 """How far past a bound of the order space an imitated order at that bound is aimed
-(:func:`imitation_targets`)."""
+(:func:`imitation_targets`) unless told otherwise: at the bound itself, so that PPO's
+samples around the fitted mean cross it and learn what an earlier volley or halt is
+worth (measured in ``docs/training.md``, "Fine-tuning after imitation")."""
 
 
 def imitation_targets(orders: np.ndarray, low, high,
@@ -54,9 +56,10 @@ def imitation_targets(orders: np.ndarray, low, high,
 
     An order at a bound of the order space (``fire`` 0: hold fire) is aimed ``margin``
     past it: a Gaussian policy's mean is clipped to the bounds when it acts, so a mean
-    fitted to the bound itself ends up a little inside on many states (a trickle of
-    fire while the teacher holds it, which spends the first volley), and half of the
-    samples around it during PPO cross the bound. Orders inside the bounds are kept.
+    fitted to the bound itself ends up a little inside on some states (a trickle of
+    fire while the teacher holds it), and half of the samples around it during PPO
+    cross the bound. That crossing is what lets PPO find a better halt or volley, so
+    the default margin is 0. Orders inside the bounds are kept.
 
     Parameters:
         orders: (..., D) the teacher's orders.

@@ -81,9 +81,11 @@ def _sb3_seed(name: str, value: Any) -> int:
     return value
 
 
-# Every scripted level and random play, weighted towards the fighting levels.
-_TRAINING_OPPONENTS = ["scripted_l1", "scripted_l2", "scripted_l3", "scripted_l4",
-                       "scripted_l5", "scripted_l4", "scripted_l5", "scripted_l5", "random"]
+# Scripted L5 and the imitated doctrine itself, in turn: measured on the validation
+# battles (docs/training.md, "Fine-tuning after imitation"), PPO improves on the clone
+# only when it meets the teacher; the old ladder of every level and random play held it
+# level.
+_TRAINING_OPPONENTS = ["scripted_l5", "doctrine"]
 
 
 @dataclass
@@ -118,9 +120,10 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
     warm_start_learning_rate: float = override(WarmStartSettings, "warm_start_learning_rate",
                                                default=3e-3)
     warm_start_order_margin: float = setting(
-        ORDER_MARGIN, "How far past a bound of the order space the imitation aims an order the "
-        "doctrine gives at that bound (hold fire, full march), so that the clipped mean gives it "
-        "exactly; 0 aims at the bound itself, where PPO's samples cross it half the time.",
+        ORDER_MARGIN, "How far past a bound of the order space the imitation aims an order the doctrine "
+        "gives at that bound (hold fire, full march). 0 aims at the bound itself, where PPO's "
+        "samples cross it half the time and so find what firing or halting earlier is worth; "
+        "with 0.25 they never do, and PPO cannot move the clone.",
         check_non_negative, "training.warm_start_order_margin")
     policy_hidden_sizes: list[int] = setting(
         [128, 128], "Hidden layer widths of the actor and of the critic (separate Tanh MLPs; "
@@ -145,8 +148,8 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
         check_scripted_level, "env.curriculum_level")
     training_opponents: list[str] = setting(
         _TRAINING_OPPONENTS, "Red's commanders, met in turn across the training battles "
-        "(scripted_l1..scripted_l5, random; a repeat weights an entry); empty: scripted "
-        "env.curriculum_level everywhere.", _opponent_list, "env.opponents")
+        "(scripted_l1..scripted_l5, random, doctrine; a repeat weights an entry); empty: "
+        "scripted env.curriculum_level everywhere.", _opponent_list, "env.opponents")
     # Checkpoints and evaluation
     checkpoint_dir: str = setting(
         "checkpoints", "Folder of the periodic, best and final checkpoints.", path,
