@@ -1,0 +1,97 @@
+"""How many battles can any simple plan win? A ceiling for the learners' targets.
+
+The disciplined doctrine (:class:`~envs.commanders.doctrine.DisciplinedCommander`) is
+one plan: face the enemy, march to ``hold_range``, halt and fire. This benchmark plays a
+family of such plans against an opponent on the same battles: every halt range, and
+four ways to behave while a crest hides the enemy within musket range (march on as the
+doctrine does, halt there, or wheel half a radian to either side to find a sight line at
+longer range). For each opponent it prints how each plan did and the **per-battle best
+of the family**: a battle counts as won if any plan won it. That oracle knows the
+outcome before it chooses, so it is an optimistic ceiling for a commander that reads
+the battle from its observation and picks one of these plans.
+
+Usage::
+
+    python -m benchmarks.plan_ceiling [--battles 400] [--split test]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import time
+
+import numpy as np
+
+from envs.commanders.doctrine import _F, DisciplinedCommander
+from envs.sim.constants import FIRE_RANGE
+from training.ppo.evaluation import play_duels
+
+HOLD_RANGES = (50, 60, 70, 80, 90, 110, 130)
+"""Halt ranges of the family, metres."""
+WHEN_HIDDEN = ("march on", "halt", "wheel left", "wheel right")
+"""What a plan does while a crest hides the enemy within musket range."""
+WHEEL = 0.5
+"""Radians off the enemy that a wheeling plan marches at while the enemy is hidden."""
+SPLIT_SEEDS = {"test": 100_000, "validation": 300_000}
+"""First battle seed of each split (as in :mod:`benchmarks.learning`)."""
+
+
+class Plan(DisciplinedCommander):
+    """The doctrine with a halt range and a way to behave while the enemy is hidden."""
+
+    def __init__(self, hold_range: float, when_hidden: str) -> None:
+        super().__init__(hold_range=hold_range)
+        self.when_hidden = when_hidden
+
+    def predict(self, observation: np.ndarray, deterministic: bool = True):
+        orders = np.atleast_2d(super().predict(observation)[0]).copy()
+        obs = np.atleast_2d(observation)
+        distance = obs[:, _F["enemy_distance"]] * self.map_diagonal
+        hidden = (obs[:, _F["line_of_sight"]] < 0.5) & (distance < FIRE_RANGE)
+        if self.when_hidden == "halt":
+            orders[hidden, 0] = 0.0
+        elif self.when_hidden.startswith("wheel"):
+            off_front = np.arctan2(obs[:, _F["enemy_relative_bearing_sin"]],
+                                   obs[:, _F["enemy_relative_bearing_cos"]])
+            error = off_front - (WHEEL if self.when_hidden == "wheel left" else -WHEEL)
+            orders[hidden, 1] = np.clip(error / self.max_turn_rate, -1, 1)[hidden]
+            orders[hidden, 0] = (np.abs(error) < 0.3)[hidden]
+        return orders, None
+
+
+def share(outcomes: np.ndarray) -> str:
+    """``won/drawn/lost`` in percent."""
+    return "/".join(f"{100 * np.mean(outcomes == k):.1f}" for k in (1, 0, -1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.plan_ceiling",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--battles", type=int, default=400)
+    parser.add_argument("--split", choices=sorted(SPLIT_SEEDS), default="test")
+    parser.add_argument("--opponents", nargs="+", default=["scripted_l5", "doctrine"])
+    args = parser.parse_args()
+    start = time.perf_counter()
+    seed = SPLIT_SEEDS[args.split]
+    for opponent in args.opponents:
+        print(f"\n## against {opponent}: won/drawn/lost %, {args.battles} battles "
+              f"({args.split} split)\n")
+        print("| halt at | " + " | ".join(WHEN_HIDDEN) + " |")
+        print("|---:|" + "---|" * len(WHEN_HIDDEN))
+        best = np.full(args.battles, -1, np.int8)
+        for hold_range in HOLD_RANGES:
+            cells = []
+            for when_hidden in WHEN_HIDDEN:
+                outcomes = play_duels(Plan(hold_range, when_hidden), opponent, args.battles,
+                                      True, seed)
+                best = np.maximum(best, outcomes)
+                cells.append(share(outcomes))
+            print(f"| {hold_range} m | " + " | ".join(cells) + " |")
+        print(f"\nper-battle best of the {len(HOLD_RANGES) * len(WHEN_HIDDEN)} plans: "
+              f"{share(best)}")
+    print(f"\nwall time: {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
