@@ -18,7 +18,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import itertools
 import time
 
 import numpy as np

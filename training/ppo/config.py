@@ -120,10 +120,10 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
     warm_start_learning_rate: float = override(WarmStartSettings, "warm_start_learning_rate",
                                                default=3e-3)
     warm_start_order_margin: float = setting(
-        ORDER_MARGIN, "How far past a bound of the order space the imitation aims an order the doctrine "
-        "gives at that bound (hold fire, full march). 0 aims at the bound itself, where PPO's "
-        "samples cross it half the time and so find what firing or halting earlier is worth; "
-        "with 0.25 they never do, and PPO cannot move the clone.",
+        ORDER_MARGIN, "How far past a bound of the order space the imitation aims an order "
+        "the doctrine gives at that bound (hold fire, full march). 0 aims at the bound itself, "
+        "where PPO's samples cross it half the time and so find what firing or halting earlier "
+        "is worth; with 0.25 they never do, and PPO cannot move the clone.",
         check_non_negative, "training.warm_start_order_margin")
     policy_hidden_sizes: list[int] = setting(
         [128, 128], "Hidden layer widths of the actor and of the critic (separate Tanh MLPs; "
