@@ -1,9 +1,9 @@
 """Do the learners beat their teachers? Train a stack on N seeds, fight unseen battles.
 
 Each run trains one stack (below) with one seed, evaluates the commander right
-after its warm start and at every tenth of the budget against scripted L5 and the
-disciplined doctrine (the teacher), and at the end fights ``--episodes`` battles
-against every scripted level, random orders and the doctrine. Prints won/drawn/lost
+after its warm start and at every tenth of the budget against its curve opponents
+(scripted L5 and the disciplined doctrine, the teacher), and at the end fights
+``--episodes`` battles against each of its final opponents. Prints won/drawn/lost
 per opponent for each seed, the mean and the minimum over seeds, the learning curve
 (mean and minimum win rate at each evaluation) and the wall time.
 
@@ -15,17 +15,28 @@ Stacks:
 - ``quick_start_config``: the seed's second form, ``TrainingConfig(total_timesteps=1_000_000,
   n_envs=8, curriculum_level=3, enable_self_play=True)``.
 - ``scratch``: the default config without imitation (``warm_start_doctrine=None``).
+- ``mappo_2v2``: the default ``train_mappo()`` (imitation of the doctrine by every
+  battalion, then MAPPO; 2v2 battles, 2M env-steps).
+
+The duel stacks fight duels (:func:`training.ppo.evaluation.play_duels`): every
+scripted level, random orders and the doctrine at the end. The team stack fights
+2v2 battles as one batch (:func:`training.mappo.battles.play_team_matches`):
+scripted L1-L5 and the doctrine commanding each of Red's battalions
+(``doctrine_team``) at the end, L5 and ``doctrine_team`` on the curve.
 
 The battles are split by seed: ``--split test`` (the default, what the docs report)
 uses seeds 100000 onwards, ``--split validation`` seeds 300000 onwards, for choosing
 settings without looking at the test battles; training battles use neither range.
-``--set key=value`` overrides a :class:`~training.ppo.config.TrainingConfig` field
-(repeatable; values are parsed as YAML), ``--jobs`` trains that many seeds at once
-(one process each, one torch thread each).
+``--set key=value`` overrides a field of the stack's config, a
+:class:`~training.ppo.config.TrainingConfig` (duel stacks) or a
+:class:`~training.mappo.config.MAPPOConfig` (``mappo_2v2``) (repeatable; values are
+parsed as YAML), ``--jobs`` trains that many seeds at once (one process each, one
+torch thread each).
 
 Usage::
 
     python -m benchmarks.learning --stack train --seeds 5 [--jobs 2] [--out DIR]
+    python -m benchmarks.learning --stack mappo_2v2 --seeds 5 --set n_envs=64
     python -m benchmarks.learning --quick        # a smoke run: 2 seeds, 60k env-steps
 """
 
@@ -36,6 +47,7 @@ import multiprocessing
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,25 +61,14 @@ from training.ppo.opponents import NAMED_OPPONENTS
 SPLIT_SEEDS = {"test": 100_000, "validation": 300_000}
 """First battle seed of each evaluation split (the docs report ``test``)."""
 CURVE_OPPONENTS = ("scripted_l5", "doctrine")
+"""The duel stacks' curve opponents."""
 FINAL_OPPONENTS = NAMED_OPPONENTS
+"""The duel stacks' final opponents."""
+TEAM_CURVE_OPPONENTS = ("scripted_l5", "doctrine_team")
+"""The team stack's curve opponents: scripted L5, the doctrine commanding Red's battalions."""
+TEAM_FINAL_OPPONENTS = (*(f"scripted_l{level}" for level in range(1, 6)), "doctrine_team")
+"""The team stack's final opponents."""
 CURVE_POINTS = 10
-
-
-@dataclass(frozen=True)
-class Stack:
-    """A training call to benchmark: its settings, and the budget it asks for."""
-
-    settings: dict[str, Any]
-    total_timesteps: int
-
-
-STACKS = {
-    "train": Stack({}, 1_000_000),
-    "quick_start_minimal": Stack({"n_envs": 4}, 500_000),
-    "quick_start_config": Stack({"n_envs": 8, "curriculum_level": 3, "enable_self_play": True},
-                                1_000_000),
-    "scratch": Stack({"warm_start_doctrine": None}, 1_000_000),
-}
 
 
 @dataclass
@@ -81,78 +82,223 @@ class RunResult:
     final: dict[str, list[int]] = field(default_factory=dict)
 
 
-def _fight(model: Any, opponents: tuple[str, ...], episodes: int, first_seed: int,
-           env_kwargs: dict[str, Any]) -> dict[str, list[int]]:
-    """Won/drawn/lost of ``model`` against each opponent, deterministic orders."""
-    from training.ppo.evaluation import play_duels
+class Curve:
+    """A run's learning curve: an evaluation right after the warm start (or at the
+    start, without one) and at every tenth of the budget, the first tenth evaluated
+    at least one rollout after the warm start's evaluation.
 
-    results = {}
-    for k, name in enumerate(opponents):
-        outcomes = play_duels(model, name, episodes, True, first_seed + 1000 * k,
-                              env_kwargs=env_kwargs)
-        results[name] = [int((outcomes > 0).sum()), int((outcomes == 0).sum()),
-                         int((outcomes < 0).sum())]
-    return results
+    Args:
+        total_timesteps: the run's budget.
+        evaluate: the win rate against each curve opponent of a model.
+        points: the list the points are appended to
+            (``{"env_steps", "kind", <opponent>: win rate}``).
+    """
+
+    def __init__(self, total_timesteps: int, evaluate: Callable[[Any], dict[str, float]],
+                 points: list[dict[str, Any]]) -> None:
+        self.marks = [round(total_timesteps * k / CURVE_POINTS)
+                      for k in range(1, CURVE_POINTS + 1)]
+        self.evaluate, self.points = evaluate, points
+        self.next = 0
+
+    def start(self, model: Any, steps: int, rollout: int) -> None:
+        """Before the first rollout, ``steps`` env-steps in (the warm start's)."""
+        while self.next < len(self.marks) and self.marks[self.next] < steps + rollout:
+            self.next += 1
+        self._point(model, steps, "warm start" if steps else "start")
+
+    def update(self, model: Any, steps: int) -> None:
+        """After ``steps`` env-steps: a point if a tenth of the budget was passed."""
+        if self.next < len(self.marks) and steps >= self.marks[self.next]:
+            while self.next < len(self.marks) and self.marks[self.next] <= steps:
+                self.next += 1
+            self._point(model, steps, "curve")
+
+    def end(self, model: Any, steps: int) -> None:
+        """After training: a last point unless the last one was at ``steps``."""
+        if not self.points or self.points[-1]["env_steps"] != steps:
+            self._point(model, steps, "end")
+
+    def _point(self, model: Any, steps: int, kind: str) -> None:
+        self.points.append({"env_steps": int(steps), "kind": kind, **self.evaluate(model)})
+
+
+def _run_files(folder: Path) -> dict[str, Any]:
+    """The settings that keep a run's files in ``folder`` and its output quiet."""
+    return {"enable_wandb": False, "progress_bar": False, "verbose": 0,
+            "checkpoint_dir": str(folder / "checkpoints"),
+            "self_play_pool_dir": str(folder / "checkpoints" / "pool"),
+            "elo_registry_path": str(folder / "checkpoints" / "elo.json"),
+            "log_dir": str(folder / "logs")}
+
+
+class DuelRunner:
+    """Duel stacks: :func:`training.train.train` on a
+    :class:`~training.ppo.config.TrainingConfig`, battles of
+    :func:`training.ppo.evaluation.play_duels`."""
+
+    curve_opponents = CURVE_OPPONENTS
+    final_opponents = FINAL_OPPONENTS
+
+    def check_settings(self, values: dict[str, Any]) -> None:
+        """Raise ``ValueError`` naming any key that is not a TrainingConfig field."""
+        from training.ppo.config import check_field_names
+
+        check_field_names(values)
+
+    def config(self, settings: dict[str, Any], folder: Path,
+               overrides: dict[str, Any]) -> Any:
+        """The run's TrainingConfig: ``settings``, its files in ``folder``, ``overrides``."""
+        from training.ppo.config import TrainingConfig
+
+        return TrainingConfig(**{
+            **settings, **_run_files(folder),
+            "manifest_path": str(folder / "checkpoints" / "manifest.jsonl"), **overrides})
+
+    def train(self, config: Any, curve: Curve) -> tuple[Any, int]:
+        """Train, feeding ``curve``; the model and the env-steps trained."""
+        from stable_baselines3.common.callbacks import BaseCallback
+
+        from training.train import train
+
+        class Points(BaseCallback):
+            """The curve's points, at the callback's training start and steps."""
+
+            def _on_training_start(self) -> None:
+                curve.start(self.model, self.model.num_timesteps,
+                            self.model.n_steps * self.model.n_envs)
+
+            def _on_step(self) -> bool:
+                curve.update(self.model, self.model.num_timesteps)
+                return True
+
+        model = train(config, extra_callbacks=[Points()])
+        return model, int(model.num_timesteps)
+
+    def fight(self, config: Any, model: Any, opponents: tuple[str, ...], episodes: int,
+              first_seed: int) -> dict[str, list[int]]:
+        """Won/drawn/lost of ``model`` against each opponent, deterministic orders, the
+        battles of opponent ``k`` seeded from ``first_seed + 1000 * k``."""
+        from training.ppo.battles import env_kwargs_for
+        from training.ppo.evaluation import play_duels
+
+        env_kwargs = {k: v for k, v in env_kwargs_for(config).items()
+                      if k in ("map_width", "map_height", "max_steps", "randomize_terrain",
+                               "hill_speed_factor")}
+        results = {}
+        for k, name in enumerate(opponents):
+            outcomes = play_duels(model, name, episodes, True, first_seed + 1000 * k,
+                                  env_kwargs=env_kwargs)
+            results[name] = _won_drawn_lost(outcomes)
+        return results
+
+
+class TeamRunner:
+    """The team stack: :func:`training.train_mappo.train_mappo` on a
+    :class:`~training.mappo.config.MAPPOConfig`, the config's team battles (2v2 by
+    default) of :func:`training.mappo.battles.play_team_matches`."""
+
+    curve_opponents = TEAM_CURVE_OPPONENTS
+    final_opponents = TEAM_FINAL_OPPONENTS
+
+    def check_settings(self, values: dict[str, Any]) -> None:
+        """Raise ``ValueError`` naming any key that is not a MAPPOConfig field."""
+        from training.mappo.config import check_mappo_field_names
+
+        check_mappo_field_names(values)
+
+    def config(self, settings: dict[str, Any], folder: Path,
+               overrides: dict[str, Any]) -> Any:
+        """The run's MAPPOConfig: ``settings``, its files in ``folder``, ``overrides``."""
+        from training.mappo.config import MAPPOConfig
+
+        return MAPPOConfig(**{**settings, **_run_files(folder), **overrides})
+
+    def train(self, config: Any, curve: Curve) -> tuple[Any, int]:
+        """Train, feeding ``curve`` through a MAPPO hook; the policy and the env-steps
+        trained (imitation included)."""
+        from training.mappo.trainer import MAPPOHook
+        from training.train_mappo import train_mappo
+
+        class Points(MAPPOHook):
+            """The curve's points: after the warm start, then after each update."""
+
+            def on_training_start(self, trainer: Any) -> None:
+                curve.start(trainer.policy, trainer.total_steps, trainer.rollout_steps)
+
+            def on_update_end(self, trainer: Any, metrics: dict[str, Any]) -> None:
+                curve.update(trainer.policy, trainer.total_steps)
+
+        result = train_mappo(config, extra_hooks=[Points()])
+        return result.policy, int(result.total_steps)
+
+    def fight(self, config: Any, policy: Any, opponents: tuple[str, ...], episodes: int,
+              first_seed: int) -> dict[str, list[int]]:
+        """Won/drawn/lost of ``policy`` (Blue, deterministic orders) against each
+        opponent, every match in one batch, battle ``i`` of each seeded ``first_seed + i``."""
+        from training.mappo.battles import DOCTRINE_TEAM, play_team_matches
+
+        commanders = {**{f"scripted_l{level}": level for level in range(1, 6)},
+                      "doctrine_team": DOCTRINE_TEAM}
+        outcomes = play_team_matches(
+            policy, {name: commanders[name] for name in opponents}, n_blue=config.n_blue,
+            n_red=config.n_red, n_episodes=episodes, deterministic=True, seed=first_seed,
+            env_kwargs=config.field_kwargs())
+        return {name: _won_drawn_lost(outcomes[name]) for name in opponents}
+
+
+def _won_drawn_lost(outcomes: np.ndarray) -> list[int]:
+    return [int((outcomes > 0).sum()), int((outcomes == 0).sum()), int((outcomes < 0).sum())]
+
+
+DUEL = DuelRunner()
+TEAM = TeamRunner()
+
+
+@dataclass(frozen=True)
+class Stack:
+    """A training call to benchmark: its settings, the budget it asks for, and the
+    runner that trains it and chooses whom it fights (duel or team)."""
+
+    settings: dict[str, Any]
+    total_timesteps: int
+    runner: DuelRunner | TeamRunner = DUEL
+
+
+STACKS = {
+    "train": Stack({}, 1_000_000),
+    "quick_start_minimal": Stack({"n_envs": 4}, 500_000),
+    "quick_start_config": Stack({"n_envs": 8, "curriculum_level": 3, "enable_self_play": True},
+                                1_000_000),
+    "scratch": Stack({"warm_start_doctrine": None}, 1_000_000),
+    "mappo_2v2": Stack({}, 2_000_000, TEAM),
+}
 
 
 def run_one(stack: str, seed: int, total_timesteps: int, overrides: dict[str, Any],
             episodes: int, curve_episodes: int, split: str, out: str) -> RunResult:
     """Train ``stack`` with ``seed`` and evaluate it along the way and at the end."""
     import torch
-    from stable_baselines3.common.callbacks import BaseCallback
-
-    from training.ppo.battles import env_kwargs_for
-    from training.ppo.config import TrainingConfig
-    from training.train import train
 
     torch.set_num_threads(1)
+    runner = STACKS[stack].runner
     folder = Path(out) / f"{stack}_seed{seed}"
-    config = TrainingConfig(**{
-        **STACKS[stack].settings, "total_timesteps": total_timesteps, "seed": seed,
-        "enable_wandb": False, "progress_bar": False, "verbose": 0,
-        "checkpoint_dir": str(folder / "checkpoints"),
-        "manifest_path": str(folder / "checkpoints" / "manifest.jsonl"),
-        "self_play_pool_dir": str(folder / "checkpoints" / "pool"),
-        "elo_registry_path": str(folder / "checkpoints" / "elo.json"),
-        "log_dir": str(folder / "logs"), **overrides})
-    env_kwargs = {k: v for k, v in env_kwargs_for(config).items()
-                  if k in ("map_width", "map_height", "max_steps", "randomize_terrain",
-                           "hill_speed_factor")}
+    config = runner.config({**STACKS[stack].settings, "total_timesteps": total_timesteps,
+                            "seed": seed}, folder, overrides)
     first_seed = SPLIT_SEEDS[split]
     result = RunResult(seed, 0, 0.0)
-    marks = [round(total_timesteps * k / CURVE_POINTS) for k in range(1, CURVE_POINTS + 1)]
 
-    def point(model, kind: str) -> None:
-        fought = _fight(model, CURVE_OPPONENTS, curve_episodes, first_seed, env_kwargs)
-        result.curve.append({"env_steps": int(model.num_timesteps), "kind": kind,
-                             **{name: wdl[0] / curve_episodes for name, wdl in fought.items()}})
+    def evaluate(model: Any) -> dict[str, float]:
+        fought = runner.fight(config, model, runner.curve_opponents, curve_episodes, first_seed)
+        return {name: wdl[0] / curve_episodes for name, wdl in fought.items()}
 
-    class Curve(BaseCallback):
-        """Evaluate after the warm start and at every tenth of the budget."""
-
-        def _on_training_start(self) -> None:
-            # The first mark evaluated is at least one rollout after this evaluation.
-            rollout = self.model.n_steps * self.model.n_envs
-            self._next = 0
-            while self._next < len(marks) and \
-                    marks[self._next] < self.model.num_timesteps + rollout:
-                self._next += 1
-            point(self.model, "warm start" if self.model.num_timesteps else "start")
-
-        def _on_step(self) -> bool:
-            if self._next < len(marks) and self.model.num_timesteps >= marks[self._next]:
-                while self._next < len(marks) and marks[self._next] <= self.model.num_timesteps:
-                    self._next += 1
-                point(self.model, "curve")
-            return True
-
+    curve = Curve(total_timesteps, evaluate, result.curve)
     start = time.perf_counter()
-    model = train(config, extra_callbacks=[Curve()])
+    model, result.env_steps = runner.train(config, curve)
     result.minutes = (time.perf_counter() - start) / 60
-    result.env_steps = int(model.num_timesteps)
-    if not result.curve or result.curve[-1]["env_steps"] != model.num_timesteps:
-        point(model, "end")
-    result.final = _fight(model, FINAL_OPPONENTS, episodes, first_seed + 500, env_kwargs)
+    curve.end(model, result.env_steps)
+    result.final = runner.fight(config, model, runner.final_opponents, episodes,
+                                first_seed + 500)
     return result
 
 
@@ -161,47 +307,50 @@ def _run_star(args: tuple) -> RunResult:
 
 
 def summarize(stack: str, results: list[RunResult], episodes: int) -> str:
-    """The benchmark's tables (markdown) for one stack's runs."""
+    """The benchmark's tables (markdown) for one stack's runs, with the columns of the
+    stack's final and curve opponents."""
+    runner = STACKS[stack].runner
+    final, curve = runner.final_opponents, runner.curve_opponents
     lines = [f"# {stack}: {len(results)} seeds, {results[0].env_steps:,} env-steps each", ""]
-    header = "| seed | " + " | ".join(FINAL_OPPONENTS) + " | minutes |"
-    lines += [header, "|---" * (len(FINAL_OPPONENTS) + 2) + "|"]
+    header = "| seed | " + " | ".join(final) + " | minutes |"
+    lines += [header, "|---" * (len(final) + 2) + "|"]
     for r in results:
-        cells = ["/".join(map(str, r.final[name])) for name in FINAL_OPPONENTS]
+        cells = ["/".join(map(str, r.final[name])) for name in final]
         lines.append(f"| {r.seed} | " + " | ".join(cells) + f" | {r.minutes:.1f} |")
     for label, reduce in (("mean won", np.mean), ("min won", np.min)):
         cells = [f"{reduce([r.final[name][0] for r in results]) / episodes:.0%}"
-                 for name in FINAL_OPPONENTS]
+                 for name in final]
         lines.append(f"| {label} | " + " | ".join(cells) + " | |")
     lines += ["", f"won/drawn/lost of {episodes} deterministic battles per opponent", ""]
     lines += ["learning curve: won (mean / min over seeds)", "",
-              "| env-steps (mean) | point | " + " | ".join(CURVE_OPPONENTS) + " |",
-              "|---:|---|" + "---:|" * len(CURVE_OPPONENTS)]
+              "| env-steps (mean) | point | " + " | ".join(curve) + " |",
+              "|---:|---|" + "---:|" * len(curve)]
     for i in range(min(len(r.curve) for r in results)):
         rows = [r.curve[i] for r in results]
         cells = [f"{np.mean([x[n] for x in rows]):.0%} / {np.min([x[n] for x in rows]):.0%}"
-                 for n in CURVE_OPPONENTS]
+                 for n in curve]
         lines.append(f"| {np.mean([x['env_steps'] for x in rows]):,.0f} | {rows[0]['kind']} | "
                      + " | ".join(cells) + " |")
-    drops = [_worst_drop(r) for r in results]
+    drops = [_worst_drop(r, curve[0]) for r in results]
     lines += ["", "largest fall below the warm start's evaluation after the first tenth "
-              "(points, scripted_l5): " + ", ".join(f"{d:+.0f}" for d in drops),
+              f"(points, {curve[0]}): " + ", ".join(f"{d:+.0f}" for d in drops),
               f"wall time: {sum(r.minutes for r in results):.1f} training-minutes in all"]
     return "\n".join(lines)
 
 
-def _worst_drop(result: RunResult) -> float:
-    """How far (in points) L5's win rate falls below the first evaluation, counting only
-    evaluations after the first tenth of the budget (0 if it never falls)."""
+def _worst_drop(result: RunResult, opponent: str) -> float:
+    """How far (in points) the win rate against ``opponent`` falls below the first
+    evaluation, counting only evaluations after the first tenth of the budget (0 if it
+    never falls)."""
     if not result.curve:
         return 0.0
-    first = result.curve[0]["scripted_l5"]
-    later = [p["scripted_l5"] for p in result.curve[2:]]
+    first = result.curve[0][opponent]
+    later = [p[opponent] for p in result.curve[2:]]
     return min([0.0] + [100 * (x - first) for x in later])
 
 
-def _overrides(pairs: list[str]) -> dict[str, Any]:
-    from training.ppo.config import check_field_names
-
+def _overrides(pairs: list[str], runner: DuelRunner | TeamRunner) -> dict[str, Any]:
+    """``--set`` pairs as config fields of ``runner``'s stacks (unknown keys named)."""
     values = {}
     for pair in pairs:
         key, sep, text = pair.partition("=")
@@ -209,12 +358,10 @@ def _overrides(pairs: list[str]) -> dict[str, Any]:
             raise SystemExit(f"--set {pair!r} is invalid: expected key=value")
         values[key] = yaml.safe_load(text)
     try:
-        check_field_names(values)
+        runner.check_settings(values)
     except ValueError as error:
         raise SystemExit(f"--set: {error}") from None
     return values
-
-
 def main(argv: list[str] | None = None) -> list[RunResult]:
     """Run the benchmark (arguments as ``--help`` lists them); returns the runs' results."""
     parser = argument_parser(__doc__, __spec__.name if __spec__ else "benchmarks.learning")
@@ -235,7 +382,7 @@ def main(argv: list[str] | None = None) -> list[RunResult]:
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument("--out", type=Path, default=None, help="keep the runs' files here")
     args = parser.parse_args(argv)
-    overrides = _overrides(args.set)
+    overrides = _overrides(args.set, STACKS[args.stack].runner)
     total = args.total_timesteps or STACKS[args.stack].total_timesteps
     seeds, episodes, curve_episodes = args.seeds, args.episodes, args.curve_episodes
     if args.quick:

@@ -8,7 +8,13 @@ import json
 import pytest
 
 from benchmarks import learning
-from benchmarks.learning import FINAL_OPPONENTS, RunResult, summarize
+from benchmarks.learning import (
+    FINAL_OPPONENTS,
+    TEAM_CURVE_OPPONENTS,
+    TEAM_FINAL_OPPONENTS,
+    RunResult,
+    summarize,
+)
 
 
 def _run(seed: int, l5: list[float]) -> RunResult:
@@ -57,3 +63,43 @@ def test_bad_arguments_are_named(argv, message, capsys):
     with pytest.raises(SystemExit) as info:
         learning.main(argv)
     assert message in str(info.value)
+
+
+def test_the_mappo_stack_trains_and_fights_team_battles(tmp_path, capsys):
+    results = learning.main([
+        "--stack", "mappo_2v2", "--seeds", "1", "--total-timesteps", "1024",
+        "--episodes", "2", "--curve-episodes", "2", "--set", "n_envs=8",
+        "--set", "rollout_steps=256", "--set", "warm_start_steps=256", "--set", "max_steps=60",
+        "--split", "validation", "--out", str(tmp_path / "runs")])
+    printed = capsys.readouterr().out
+    (run,) = results
+    assert run.env_steps == 1024
+    # Imitation of 256 env-steps, then a point at each tenth passed at least one rollout
+    # later: 512, 768 and 1024 env-steps.
+    assert [(p["kind"], p["env_steps"]) for p in run.curve] == [
+        ("warm start", 256), ("curve", 512), ("curve", 768), ("curve", 1024)]
+    assert all(set(p) == {"env_steps", "kind", *TEAM_CURVE_OPPONENTS} for p in run.curve)
+    assert tuple(run.final) == TEAM_FINAL_OPPONENTS
+    assert all(sum(wdl) == 2 for wdl in run.final.values())
+    assert "# mappo_2v2: 1 seeds, 1,024 env-steps each" in printed
+    assert "| seed | " + " | ".join(TEAM_FINAL_OPPONENTS) + " | minutes |" in printed
+    assert "| env-steps (mean) | point | scripted_l5 | doctrine_team |" in printed
+    assert "(points, scripted_l5): " in printed
+    assert (tmp_path / "runs" / "mappo_2v2_seed0" / "checkpoints").is_dir()
+
+
+def test_the_team_tables_have_the_team_columns():
+    final = {name: [1, 0, 1] for name in TEAM_FINAL_OPPONENTS}
+    curve = [{"env_steps": 100 * (i + 1), "kind": "curve", "scripted_l5": x,
+              "doctrine_team": 0.25} for i, x in enumerate([0.5, 0.5, 0.25])]
+    text = summarize("mappo_2v2", [RunResult(0, 300, 1.0, curve, final)], 2)
+    assert "| 0 | " + " | ".join(["1/0/1"] * len(TEAM_FINAL_OPPONENTS)) + " | 1.0 |" in text
+    assert "| 300 | curve | 25% / 25% | 25% / 25% |" in text
+    assert "(points, scripted_l5): -25" in text
+    assert "random" not in text and "| doctrine |" not in text
+
+
+def test_an_unknown_mappo_setting_is_named():
+    with pytest.raises(SystemExit) as info:
+        learning.main(["--stack", "mappo_2v2", "--set", "curriculum_level=3"])
+    assert "curriculum_level" in str(info.value) and "MAPPOConfig" in str(info.value)
