@@ -157,3 +157,25 @@ def test_dealt_opponents_sample_or_act_on_their_mean_as_dealt():
     assert not np.allclose(sampled, mean)
     std = opponent.get_actor(0).log_std.exp().detach().numpy()
     assert np.allclose(sampled, mean + std * noise[:, battles.red_units], atol=1e-6)
+
+
+def test_the_doctrine_commands_red_in_its_share_of_the_battles_and_is_never_dealt_over():
+    from training.mappo.battles import team_actions
+
+    _, battles, _ = battles_and_policy(doctrine_share=0.25)
+    assert battles.doctrine_battles.tolist() == [6, 7]
+    red = battles.batch.observation[:, battles.red_units]
+    noise = battles.batch.action_noise()
+    orders = battles.red_actions(noise)
+    scripted = battles.batch.scripted_actions(battles.red_units, battles.config.red_level)
+    doctrine = team_actions(battles.doctrine, red, deterministic=True)
+    assert np.array_equal(orders[6:], doctrine[6:])
+    assert np.array_equal(orders[:6], scripted[:6])
+    assert not np.array_equal(doctrine[6:], scripted[6:])  # the test can tell them apart
+    opponent = MAPPOPolicy(OBS_DIM, ACTION_DIM, CRITIC_STATE_DIM, n_agents=2)
+    battles.deal([opponent], 0.0)  # every battle the doctrine leaves
+    assert [b.tolist() for _, b in battles.opponents] == [list(range(6))]
+    # A part (a worker's share of the battles) keeps the doctrine's battles, renumbered.
+    parts = battles.split(3)
+    assert [p.doctrine_battles.tolist() for p in parts] == [[], [], [0, 1]]
+    assert [len(p.opponents) for p in parts] == [1, 1, 0]

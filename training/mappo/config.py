@@ -95,6 +95,11 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
         _team_size, "env.n_blue")
     n_red: int = setting(
         2, f"Red battalions per battle (1-{MAX_TEAM_SIZE}).", _team_size, "env.n_red")
+    doctrine_share: float = setting(
+        0.0, "Share of the training battles whose other side is the disciplined doctrine "
+        "commanding each of its battalions (the teacher of the warm start) instead of scripted "
+        "env.red_level; self-play deals its members among the rest.", unit_interval,
+        "env.doctrine_share")
     order_period: int = setting(
         0, "Steps each random order lasts (envs.commanders.orders: a posture and an objective, "
         "seen after the observation, rewarded by the order terms below; the warm start then "

@@ -2,8 +2,9 @@
 
 :class:`TrainingBattles` holds ``n_envs`` battles of the current team sizes and,
 per battle, which side learns (Blue unless told otherwise) and who commands the
-other side (scripted at ``red_level``, or a frozen snapshot dealt by
-:meth:`TrainingBattles.deal`). :func:`collect` plays every battle for
+other side (scripted at ``red_level``; the disciplined doctrine in the last
+``doctrine_share`` of the battles; or a frozen snapshot dealt by
+:meth:`TrainingBattles.deal` among the others). :func:`collect` plays every battle for
 ``n_steps`` with the learner sampling from its policy and records the learner's
 battalions only: the other side's play never reaches the update.
 
@@ -21,6 +22,7 @@ import numpy as np
 import torch
 
 from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
+from envs.commanders.doctrine import DisciplinedCommander
 from envs.battles.multi_observation import STATE_DIM
 from envs.metrics.coordination import CoordinationTally, compute_all
 from envs.sim.constants import ACTION_DIM
@@ -42,6 +44,9 @@ class TrainingBattles:
         learner_side: (B,) the side that learns in each battle (BLUE or RED).
         opponents: ``(policy, battles)`` pairs: frozen policies commanding the
             non-learning side of those battles; the rest are scripted.
+        doctrine_battles: the battles (the last ``doctrine_share`` of them) whose
+            non-learning side the disciplined doctrine commands; no snapshot is dealt
+            to them.
         episode_return, agent_return: the learner's running return per battle and
             per battalion slot in the current episodes.
     """
@@ -61,6 +66,10 @@ class TrainingBattles:
         self.learner_side = np.full(config.n_envs, BLUE, np.int8)
         self.opponents: list[tuple[MAPPOPolicy, np.ndarray]] = []
         self.opponents_deterministic = False
+        n_doctrine = int(round(config.doctrine_share * config.n_envs))
+        self.doctrine_battles = np.arange(config.n_envs - n_doctrine, config.n_envs)
+        self.doctrine = DisciplinedCommander(map_diagonal=float(np.hypot(
+            config.map_width, config.map_height)))
         self.orders = np.zeros((config.n_envs, n_blue + n_red, ACTION_DIM), np.float32)
         """(B, U, 3) order buffer reused every step."""
         self.episode_return = np.zeros(config.n_envs, np.float32)
@@ -91,6 +100,9 @@ class TrainingBattles:
             inside = [(policy, battles[(battles >= start) & (battles < start + size)] - start)
                       for policy, battles in self.opponents]
             part.opponents = [(policy, battles) for policy, battles in inside if len(battles)]
+            doctrine = self.doctrine_battles
+            part.doctrine_battles = doctrine[(doctrine >= start)
+                                             & (doctrine < start + size)] - start
             part._layout(all_blue=self.all_blue)
             parts.append(part)
             start += size
@@ -119,11 +131,12 @@ class TrainingBattles:
 
     def deal(self, opponents: list[MAPPOPolicy], scripted_share: float, *,
              deterministic: bool = False) -> None:
-        """Give ``1 - scripted_share`` of the battles to ``opponents``, in equal parts;
-        they sample their orders, or act on their policy's mean when ``deterministic``
-        (a frozen policy probed as it is deployed)."""
+        """Give ``1 - scripted_share`` of the battles the doctrine does not command to
+        ``opponents``, in equal parts; they sample their orders, or act on their policy's
+        mean when ``deterministic`` (a frozen policy probed as it is deployed)."""
         self.opponents_deterministic = deterministic
-        self.opponents = deal_battles(self.rng, self.config.n_envs, opponents, scripted_share)
+        n_dealt = self.config.n_envs - len(self.doctrine_battles)  # the first n_dealt
+        self.opponents = deal_battles(self.rng, n_dealt, opponents, scripted_share)
 
     def _layout(self, all_blue: bool | None = None) -> None:
         """Index the learner's battalions: slot ``k`` of battle ``b`` is unit
@@ -178,7 +191,7 @@ class TrainingBattles:
         opponent_unit = self.batch.team[None, :] != self.learner_side[:, None]  # (B, U)
         self.orders[opponent_unit] = scripted[opponent_unit]
         observation = self.batch.observation
-        for policy, battles in self.opponents:
+        for policy, battles in self._commanders():
             for side, units in ((RED, self.red_units), (BLUE, np.arange(self.n_blue))):
                 chosen = battles[self.learner_side[battles] != side]
                 if len(chosen):
@@ -190,13 +203,20 @@ class TrainingBattles:
         """(B, n_red, 3) Red's orders when Blue learns in every battle (``noise``: the
         battles' keyed draws of this step)."""
         red = self.batch.scripted_actions(self.red_units, self.config.red_level)
-        if self.opponents:
+        commanders = self._commanders()
+        if commanders:
             observation = self.batch.observation
-            for policy, battles in self.opponents:
+            for policy, battles in commanders:
                 red[battles] = team_actions(policy, observation[battles][:, self.red_units],
                                             self.opponents_deterministic,
                                             noise[battles][:, self.red_units])
         return red
+
+    def _commanders(self) -> list[tuple[Any, np.ndarray]]:
+        """``(commander, battles)`` of every battle whose other side is not scripted."""
+        if len(self.doctrine_battles):
+            return [(self.doctrine, self.doctrine_battles), *self.opponents]
+        return self.opponents
 
 
 @dataclass
