@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
-from envs.commanders.doctrine import DisciplinedCommander
 from envs.battles.multi_observation import STATE_DIM
+from envs.commanders.doctrine import DisciplinedCommander
 from envs.metrics.coordination import CoordinationTally, compute_all
 from envs.sim.constants import ACTION_DIM
 from models.mappo_policy import MAPPOPolicy
