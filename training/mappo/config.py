@@ -86,6 +86,11 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
     n_envs: int = override(PPOSettings, "n_envs", default=128)
     n_epochs: int = override(PPOSettings, "n_epochs", default=5)
     device: str = override(PPOSettings, "device", default="cpu")
+    # As the duel's (docs/training.md, "Fine-tuning after imitation"): a clone fitted
+    # closely and sampled with a small std keeps its held volley under PPO.
+    warm_start_epochs: int = override(WarmStartSettings, "warm_start_epochs", default=40)
+    warm_start_learning_rate: float = override(WarmStartSettings, "warm_start_learning_rate",
+                                               default=3e-3)
     wandb_tags: list[str] = override(TrackingSettings, "wandb_tags",
                                      default=["v2", "mappo", "2v2", "cooperative"])
     log_dir: str = override(TrackingSettings, "log_dir", default="logs/mappo")
@@ -129,8 +134,9 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
         [128, 128], "Hidden layer widths of the centralised critic (Tanh MLP).", hidden_sizes,
         "training.critic_hidden_sizes")
     log_std_init: float = setting(
-        -1.0, "Initial log standard deviation of the orders' Gaussian.", check_number,
-        "training.log_std_init")
+        -3.0, "Initial log standard deviation of the orders' Gaussian (-3: std 0.05; at std "
+        "0.37 the imitated doctrine's sampled orders spend its volley, and MAPPO unlearns it).",
+        check_number, "training.log_std_init")
     v1_checkpoint: str | None = setting(
         None, "A trained v1 (duel) commander to start from, layer for layer; it replaces the "
         "warm start.", optional(path), "training.v1_checkpoint")
