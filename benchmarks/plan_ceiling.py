@@ -22,7 +22,9 @@ import time
 
 import numpy as np
 
-from envs.commanders.doctrine import _F, DisciplinedCommander
+from benchmarks.learning import SPLIT_SEEDS
+from envs.battles.observation import OBSERVATION_FEATURES
+from envs.commanders.doctrine import DisciplinedCommander
 from envs.sim.constants import FIRE_RANGE
 from training.ppo.evaluation import play_duels
 
@@ -32,8 +34,9 @@ WHEN_HIDDEN = ("march on", "halt", "wheel left", "wheel right")
 """What a plan does while a crest hides the enemy within musket range."""
 WHEEL = 0.5
 """Radians off the enemy that a wheeling plan marches at while the enemy is hidden."""
-SPLIT_SEEDS = {"test": 100_000, "validation": 300_000}
-"""First battle seed of each split (as in :mod:`benchmarks.learning`)."""
+_DISTANCE, _SIGHT, _SIN, _COS = (OBSERVATION_FEATURES.index(name) for name in (
+    "enemy_distance", "line_of_sight", "enemy_relative_bearing_sin",
+    "enemy_relative_bearing_cos"))
 
 
 class Plan(DisciplinedCommander):
@@ -46,13 +49,13 @@ class Plan(DisciplinedCommander):
     def predict(self, observation: np.ndarray, deterministic: bool = True):
         orders = np.atleast_2d(super().predict(observation)[0]).copy()
         obs = np.atleast_2d(observation)
-        distance = obs[:, _F["enemy_distance"]] * self.map_diagonal
-        hidden = (obs[:, _F["line_of_sight"]] < 0.5) & (distance < FIRE_RANGE)
+        distance = obs[:, _DISTANCE] * self.map_diagonal
+        hidden = (obs[:, _SIGHT] < 0.5) & (distance < FIRE_RANGE)
         if self.when_hidden == "halt":
             orders[hidden, 0] = 0.0
         elif self.when_hidden.startswith("wheel"):
-            off_front = np.arctan2(obs[:, _F["enemy_relative_bearing_sin"]],
-                                   obs[:, _F["enemy_relative_bearing_cos"]])
+            off_front = np.arctan2(obs[:, _SIN],
+                                   obs[:, _COS])
             error = off_front - (WHEEL if self.when_hidden == "wheel left" else -WHEEL)
             orders[hidden, 1] = np.clip(error / self.max_turn_rate, -1, 1)[hidden]
             orders[hidden, 0] = (np.abs(error) < 0.3)[hidden]

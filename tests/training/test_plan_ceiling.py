@@ -1,0 +1,32 @@
+"""benchmarks.plan_ceiling: the doctrine's plan family and its per-battle best."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from benchmarks.plan_ceiling import _COS, _DISTANCE, _SIGHT, Plan, share
+from envs.battles.observation import OBSERVATION_FEATURES
+from envs.commanders.doctrine import DisciplinedCommander
+
+
+def test_a_plan_changes_only_what_it_does_while_the_enemy_is_hidden():
+    doctrine = DisciplinedCommander(hold_range=70)
+    obs = np.zeros((2, len(OBSERVATION_FEATURES)), np.float32)
+    obs[:, _DISTANCE] = 60 / doctrine.map_diagonal  # 60 m, dead ahead
+    obs[:, _COS] = 1.0
+    obs[0, _SIGHT] = 1.0  # row 0 sees the enemy, a crest hides it from row 1
+    expected = doctrine.predict(obs)[0]
+    assert expected[1, 0] == 1.0  # the doctrine marches on a hidden enemy
+    for when_hidden in ("march on", "halt", "wheel left", "wheel right"):
+        orders = Plan(70, when_hidden).predict(obs)[0]
+        assert np.array_equal(orders[0], expected[0]), when_hidden
+    assert np.array_equal(Plan(70, "march on").predict(obs)[0], expected)
+    assert Plan(70, "halt").predict(obs)[0][1, 0] == 0.0
+    left = Plan(70, "wheel left").predict(obs)[0][1]
+    right = Plan(70, "wheel right").predict(obs)[0][1]
+    # It wheels until the enemy lies WHEEL off its front, and halts while it wheels.
+    assert left[1] < 0 < right[1] and left[0] == right[0] == 0.0
+
+
+def test_share_is_won_drawn_lost_in_percent():
+    assert share(np.array([1, 1, 0, -1], np.int8)) == "50.0/25.0/25.0"
