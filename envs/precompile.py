@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from envs.battalion_env import BattalionEnv
+from envs.battles.battalion_batch import BattalionBatch
 from envs.battles.multi_battalion_batch import MultiBattalionBatch
 from envs.multi_battalion_env import MultiBattalionEnv
 from envs.sim import engine
@@ -41,6 +42,11 @@ def _duels(n_envs: int) -> None:
     env.seed(0)
     env.reset()
     env.step(np.zeros((n_envs, 3), np.float32))
+    # One battle restarting while the others go on (an auto-reset) is its own kernel.
+    battles = BattalionBatch(n_envs, curriculum_level=SCRIPTED_LEVEL, reward_weights=None)
+    battles.reset(np.arange(n_envs), list(range(n_envs)), np.zeros(n_envs, np.int64))
+    battles.step(np.zeros((n_envs, 3), np.float32))
+    battles.next_episode(np.arange(1))
 
 
 def _teams(n_battles: int) -> None:
@@ -54,6 +60,7 @@ def _teams(n_battles: int) -> None:
     result = battles.step(orders)
     _ = result.observation, result.critic_state  # built when first read
     battles.next_episode(np.arange(n_battles))
+    battles.next_episode(np.arange(1))  # one battle restarting alone: its own kernel
 
 
 def _engine(n_battles: int) -> None:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import ast
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +21,7 @@ from tests.doc_examples import (
     markdown_blocks,
     sources,
 )
+from tests.forked import run_module
 
 SOURCES = sources()
 RUNNABLE = [name for name, blocks in SOURCES.items() if any(b.skip is None for b in blocks)]
@@ -36,10 +35,11 @@ def test_examples_run_as_written(name: str, tmp_path: Path) -> None:
            "WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DIR": str(tmp_path),
            "WANDB_CONFIG_DIR": str(tmp_path / "wandb_config"),
            "WANDB_CACHE_DIR": str(tmp_path / "wandb_cache")}
-    result = subprocess.run(
-        [sys.executable, "-m", "tests.doc_examples", "run", name, "--dir", str(tmp_path / "w")],
-        cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=600)
-    assert result.returncode == 0, f"{name} failed:\n{result.stderr[-4000:]}"
+    # A new process, forked from a server that has the imports (tests/forked.py).
+    log = tmp_path / "output.txt"
+    code = run_module("tests.doc_examples", ["run", name, "--dir", str(tmp_path / "w")],
+                      cwd=ROOT, env=env, log=log, timeout=600)
+    assert code == 0, f"{name} failed:\n{log.read_text(encoding='utf-8')[-4000:]}"
 
 
 @pytest.mark.parametrize("block", [pytest.param(b, id=b.where) for b in SKIPPED] or [

@@ -46,6 +46,7 @@ from envs.sim.config import BattleConfig
 from envs.sim.constants import ACTION_DIM
 from envs.sim.deploy import deploy, terrain_grid_shape
 from envs.sim.engine import pair_major, team_codes, unit_major, writable_major
+from envs.sim.jit import read_only
 from envs.sim.scripted import scripted_actions
 from envs.sim.state import ORDER_OF_BATTLE_FIELDS, UNIT_FIELDS, BattleState
 from envs.sim.terrain import TerrainMap
@@ -277,8 +278,8 @@ class MultiBattalionBatch:
         restart_teams(
             np.asarray(battles, dtype=np.intp),
             *(unit_major(getattr(state, name)) for name in UNIT_FIELDS), state.step,
-            team_codes(state), state.elevation_patches, state.cover, self._constants,
-            self.config.los_samples,
+            team_codes(state), state.elevation_patches, state.cover,
+            read_only(self._constants), self.config.los_samples,
             *(writable_major(getattr(geometry, name)) for name in engine.RESTART_GEOMETRY),
             self.reports.values, self.reports.in_fight, self.reports.seen_step,
             self._observation, self._global_state)

@@ -42,6 +42,7 @@ from envs.sim.constants import (
     MAP_WIDTH,
     MAX_STEPS,
 )
+from envs.sim.jit import read_only
 from envs.sim.state import BattleState
 from envs.sim.validation import check_real_array
 
@@ -188,7 +189,8 @@ def arms_inputs(state: BattleState, config: BattleConfig, drill_orders: np.ndarr
         drill_orders = keep_formations(state.n_units, state.batch_size)
     return (np.ascontiguousarray(state.arm, dtype=np.int8),
             np.ascontiguousarray(state.quality, dtype=F32), unit_major(state.formation),
-            unit_major(state.drill), drill_orders, state.going, kernels.arms_table(config),
+            unit_major(state.drill), read_only(drill_orders), state.going,
+            kernels.arms_table(config),
             modes)
 
 
@@ -270,7 +272,7 @@ def step_inputs(state: BattleState, config: BattleConfig, geometry: Geometry | N
             unit_major(state.readiness), unit_major(state.routed),
             unit_major(state.destroyed), state.step, state.key, team_codes(state),
             state.elevation_patches, state.cover, orders, ground, cover, known,
-            kernels.constants(config, rows, cols) if constants is None else constants,
+            kernels.constants(config, rows, cols) if constants is None else read_only(constants),
             config.los_samples, _ACTION_LOW, _ACTION_HIGH)
 
 

@@ -31,6 +31,7 @@ import inspect
 import os
 from pathlib import Path
 
+import numpy as np
 from numba import njit
 
 _ENVS = Path(__file__).resolve().parent.parent
@@ -114,4 +115,20 @@ def kernel(**options):
     return compile_
 
 
-__all__ = ["CACHE_LOCK", "KERNEL_SOURCES", "SOURCES_DIGEST", "cache_lock", "kernel"]
+def read_only(array: np.ndarray) -> np.ndarray:
+    """``array`` if it is read-only, else a read-only view of it (no copy).
+
+    Numba types a read-only array apart from a writable one, and compiles (and caches)
+    a kernel once per signature: an input that reaches a kernel writable from one caller
+    and read-only from another (a shared read-only constant, and the same built by a
+    user or unpickled on a Ray worker) would compile the whole step a second time. The
+    inputs that kernels only read and that can come either way pass through here.
+    """
+    if array.flags.writeable:
+        array = array.view()
+        array.flags.writeable = False
+    return array
+
+
+__all__ = ["CACHE_LOCK", "KERNEL_SOURCES", "SOURCES_DIGEST", "cache_lock", "kernel",
+           "read_only"]

@@ -19,7 +19,7 @@ from envs.sim import constants as C
 from envs.sim import kernels
 from envs.sim.config import BattleConfig
 from envs.sim.engine import Geometry, pair_major, unit_major
-from envs.sim.jit import kernel
+from envs.sim.jit import kernel, read_only
 from envs.sim.kernels import K_INV_TURN_RATE, K_SCRIPTED_HALT
 from envs.sim.state import BattleState
 from envs.sim.vector_math import atan2
@@ -127,7 +127,7 @@ def scripted_actions(state: BattleState, geometry: Geometry, units: np.ndarray,
     rows, cols = state.grid_shape
     units = np.asarray(units, dtype=np.intp)
     out = np.empty((state.batch_size, len(units), C.ACTION_DIM), F32)
-    scripted_kernel(units, np.asarray(levels, dtype=np.int8),
+    scripted_kernel(units, read_only(np.asarray(levels, dtype=np.int8)),
                     np.ascontiguousarray(state.team, dtype=np.int8),
                     unit_major(state.routed), unit_major(state.destroyed),
                     pair_major(geometry.dist), pair_major(geometry.facing_cos),

@@ -17,12 +17,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-CHILD = """
-from training.league.distributed_runner import DistributedRolloutRunner
-with DistributedRolloutRunner(2, {"n_blue": 1, "n_red": 1, "max_steps": 30}) as runner:
-    results = runner.collect_rollouts(4, 0)
-print("episodes", len(results))
-"""
+BENCHMARK = ["-m", "training.league.distributed_runner", "benchmark", "--workers", "2",
+             "--episodes", "4", "--n-blue", "2", "--n-red", "2", "--seed", "0",
+             "--max-steps", "60"]
+"""The documented benchmark command with fewer workers and episodes: it starts its own
+Ray cluster and collects on it."""
 
 FAMILY = re.compile(r"sa_family=(AF_[A-Z0-9]+)")
 INET = re.compile(r'inet_addr\("([^"]+)"\)')
@@ -66,24 +65,30 @@ def test_outside_loopback_reads_strace_lines() -> None:
         "address 169.254.169.254", "address 2001:db8::1", "family AF_PACKET"]
 
 
-def test_a_collection_connects_and_listens_only_on_loopback(tmp_path) -> None:
+def test_the_benchmark_command_runs_and_talks_only_to_loopback(tmp_path) -> None:
+    """The benchmark command, in a fresh process under strace (when installed): its report,
+    then every connect() and bind() its driver, Ray head and workers made."""
     strace = shutil.which("strace")
-    if strace is None:
-        pytest.skip("strace is not installed: the connect() calls cannot be traced")
     home = tmp_path / "home"
     home.mkdir()
     trace = tmp_path / "trace.txt"
     env = dict(os.environ, HOME=str(home), PYTHONPATH=str(ROOT))
-    command = [strace, "-f", "-qq", "-e", "trace=connect,bind", "-e", "signal=none",
-               "-o", str(trace), sys.executable, "-c", CHILD]
-    # --seccomp-bpf stops the traced processes at connect() and bind() only (much faster).
-    if "--seccomp-bpf" in subprocess.run([strace, "-h"], capture_output=True,
-                                         text=True).stdout:
-        command.insert(1, "--seccomp-bpf")
+    command = [sys.executable, *BENCHMARK]
+    if strace is not None:
+        command = [strace, "-f", "-qq", "-e", "trace=connect,bind", "-e", "signal=none",
+                   "-o", str(trace), *command]
+        # --seccomp-bpf stops the traced processes at connect() and bind() only (faster).
+        if "--seccomp-bpf" in subprocess.run([strace, "-h"], capture_output=True,
+                                             text=True).stdout:
+            command.insert(1, "--seccomp-bpf")
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT,
-                          timeout=240, check=False)
+                          timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "episodes 4" in done.stdout
+    assert "4 episodes of 2v2 (seeds 0..3)" in done.stdout
+    assert "Ray, 2 workers" in done.stdout and "speedup" in done.stdout
+    assert "the same episodes both ways: yes" in done.stdout
+    if strace is None:
+        pytest.skip("strace is not installed: the connect() calls cannot be traced")
     text = trace.read_text()
     calls = [line for line in text.splitlines() if "connect(" in line]
     assert any("AF_INET" in line for line in calls), "no TCP connection was traced"

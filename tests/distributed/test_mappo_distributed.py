@@ -3,8 +3,6 @@ Ray cluster equal the local ones bit for bit, and survive a killed worker."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -17,6 +15,7 @@ pytest.importorskip("ray")
 
 from envs.battles.multi_battalion_batch import RED  # noqa: E402
 from envs.remote.cluster import import_ray  # noqa: E402
+from tests.forked import run_module  # noqa: E402
 from tests.training.test_batch_invariance import assert_same_rollout  # noqa: E402
 from training.mappo.battles import DOCTRINE_TEAM  # noqa: E402
 from training.mappo.config import MAPPOConfig  # noqa: E402
@@ -127,17 +126,20 @@ def test_timeouts_name_the_worker(ray_cluster, tmp_path):
 
 def test_the_command_line_trains_on_workers(tmp_path):
     rollout = 8 * 16
-    done = subprocess.run(
-        [sys.executable, "-m", "training.train_mappo", f"eval.checkpoint_dir={tmp_path / 'ck'}",
-         f"logging.log_dir={tmp_path / 'logs'}", f"elo.registry_path={tmp_path / 'elo.json'}",
-         "env.num_envs=8", "training.n_steps=16", "training.batch_size=128",
-         "training.n_epochs=1", f"training.total_timesteps={2 * rollout}",
-         f"eval.eval_freq={rollout}", "eval.n_eval_episodes=4", "env.max_steps=40",
-         "wandb.enabled=false", "training.warm_start_doctrine=null",
-         "logging.progress_bar=false", "distributed.enabled=true", "distributed.num_workers=2",
-         "ray.num_cpus=2", f"hydra.run.dir={tmp_path / 'hydra'}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
+    # A new process (forked from a server that has the imports) that starts its own cluster.
+    log = tmp_path / "output.txt"
+    code = run_module(
+        "training.train_mappo",
+        [f"eval.checkpoint_dir={tmp_path / 'ck'}", f"logging.log_dir={tmp_path / 'logs'}",
+         f"elo.registry_path={tmp_path / 'elo.json'}", "env.num_envs=8", "training.n_steps=16",
+         "training.batch_size=128", "training.n_epochs=1",
+         f"training.total_timesteps={2 * rollout}", f"eval.eval_freq={rollout}",
+         "eval.n_eval_episodes=4", "env.max_steps=40", "wandb.enabled=false",
+         "training.warm_start_doctrine=null", "logging.progress_bar=false",
+         "distributed.enabled=true", "distributed.num_workers=2", "ray.num_cpus=2",
+         f"hydra.run.dir={tmp_path / 'hydra'}"],
+        cwd=ROOT, log=log, timeout=300)
+    assert code == 0, log.read_text()[-3000:]
     assert (tmp_path / "ck" / "mappo_policy_final.pt").is_file()
 
 

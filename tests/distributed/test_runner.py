@@ -44,12 +44,19 @@ def test_make_remote_envs_needs_ray_initialised() -> None:
     assert "Ray initialised" in done.stdout
 
 
-def test_episode_i_is_seed_base_plus_i_on_worker_i_mod_w(ray_cluster) -> None:
-    with DistributedRolloutRunner(3, FAST) as runner:
-        results = runner.collect_rollouts(7, base_seed=11, metadata={"run": "a"})
-        elapsed = runner._last_collect_elapsed_sec
-        assert runner.group.replacements == 0
-    assert [r.worker_id for r in results] == [i % 3 for i in range(7)]
+@pytest.fixture(scope="module")
+def runner(ray_cluster):
+    """Two workers on short battles, shared by the tests that only collect (each worker
+    started is a process importing torch and the simulator)."""
+    with DistributedRolloutRunner(2, FAST) as shared:
+        yield shared
+
+
+def test_episode_i_is_seed_base_plus_i_on_worker_i_mod_w(runner) -> None:
+    results = runner.collect_rollouts(7, base_seed=11, metadata={"run": "a"})
+    elapsed = runner._last_collect_elapsed_sec
+    assert runner.group.replacements == 0
+    assert [r.worker_id for r in results] == [i % 2 for i in range(7)]
     assert [r.seed for r in results] == list(range(11, 18))
     assert all(r.metadata == {"run": "a"} for r in results)
     assert results[0].metadata is not results[1].metadata
@@ -61,19 +68,18 @@ def test_episode_i_is_seed_base_plus_i_on_worker_i_mod_w(ray_cluster) -> None:
         sum(e["steps"] for e in expected) / 7)
 
 
-def test_policies_play_as_they_do_in_one_process(ray_cluster, monkeypatch) -> None:
+def test_policies_play_as_they_do_in_one_process(ray_cluster, runner, monkeypatch) -> None:
     ray = ray_cluster
     blue, red = small_policy(4), small_policy(5)
     puts = []
     real_put = ray.put
     monkeypatch.setattr(ray, "put", lambda value, **kw: puts.append(value) or real_put(value,
                                                                                         **kw))
-    with DistributedRolloutRunner(2, FAST) as runner:
-        against_level = runner.collect_rollouts(6, 100, policy=blue, opponent=5)
-        assert len(puts) == 1 and isinstance(puts[0], PolicyCommander)  # weights sent once
-        both = runner.collect_rollouts(6, 100, policy=blue, opponent=red, deterministic=True,
-                                       record_observations=True)
-        assert len(puts) == 3
+    against_level = runner.collect_rollouts(6, 100, policy=blue, opponent=5)
+    assert len(puts) == 1 and isinstance(puts[0], PolicyCommander)  # weights sent once
+    both = runner.collect_rollouts(6, 100, policy=blue, opponent=red, deterministic=True,
+                                   record_observations=True)
+    assert len(puts) == 3
     expected = sequential(6, 100, PolicyCommander(blue), 5)
     assert all(same_episode(r, e) for r, e in zip(against_level, expected, strict=True))
     expected = sequential(6, 100, PolicyCommander(blue, True), PolicyCommander(red, True))
@@ -120,20 +126,17 @@ def test_a_late_worker_is_named(ray_cluster) -> None:
             runner.collect_rollouts(40, 0)
 
 
-def test_async_collection_gives_the_same_results(ray_cluster) -> None:
+def test_async_collection_gives_the_same_results(ray_cluster, runner) -> None:
     ray = ray_cluster
-    with DistributedRolloutRunner(2, FAST) as runner:
-        refs = runner.collect_rollouts_async(5, 3, {"k": 1}, opponent=2)
-        assert len(refs) == 2 and all(isinstance(ref, ray.ObjectRef) for ref in refs)
-        results = runner.gather(ray.get(refs))
-        again = runner.collect_rollouts(5, 3, {"k": 1}, opponent=2)
-        assert [played(r) for r in results] == [played(r) for r in again]
-        # Fewer episodes than workers: the idle worker gets no job.
-        assert len(runner.collect_rollouts_async(1, 0)) == 1
-        runner.shutdown()
-        runner.shutdown()  # twice is fine
-        with pytest.raises(RuntimeError, match="shut down"):
-            runner.collect_rollouts(1)
+    refs = runner.collect_rollouts_async(5, 3, {"k": 1}, opponent=2)
+    assert len(refs) == 2 and all(isinstance(ref, ray.ObjectRef) for ref in refs)
+    results = runner.gather(ray.get(refs))
+    again = runner.collect_rollouts(5, 3, {"k": 1}, opponent=2)
+    assert [played(r) for r in results] == [played(r) for r in again]
+    # Fewer episodes than workers: the idle worker gets no job.
+    refs = runner.collect_rollouts_async(1, 0)
+    assert len(refs) == 1
+    runner.gather(ray.get(refs))
 
 
 def test_bad_arguments_are_named(ray_cluster) -> None:
@@ -159,6 +162,10 @@ def test_bad_arguments_are_named(ray_cluster) -> None:
                 (dict(n_episodes=2, deterministic="yes"), ValueError, "deterministic")):
             with pytest.raises(error, match=pattern):
                 runner.collect_rollouts(**kwargs)
+        runner.shutdown()
+        runner.shutdown()  # twice is fine
+        with pytest.raises(RuntimeError, match="shut down"):
+            runner.collect_rollouts(1)
 
 
 def test_summaries() -> None:

@@ -1,7 +1,8 @@
 # The league tutorial (seed 002): steps 3 and 4, its command lines, as written, from a
 # checkout's top folder. Step 4 names no command; it runs the exploiters' CLIs (the
-# seed's configs) in parallel with the main agent, as it says. Under the docs harness
-# (tests/doc_examples.py) every training command runs with small budgets.
+# seed's configs) in parallel with the main agent, as it says: here beside Step 3's
+# second main-agent command. Under the docs harness (tests/doc_examples.py) every
+# training command runs with small budgets.
 set -euo pipefail
 
 # --- seed 002, Step 3: Run the Main Agent Loop (CLI) ---
@@ -17,22 +18,20 @@ versions = [r.version for r in AgentPool("checkpoints/league/main_agent/pool.jso
 assert versions == list(range(len(versions))) and len(versions) >= 2, versions
 EOF
 
-# --- seed 002, Step 3: Run the Main Agent Loop (Hydra entry point) ---
-python -m training.league.train_main_agent \
---config-path configs/league \
---config-name main_agent
-
-# --- setup (not in the seed): Step 4's processes, in parallel with the main agent ---
-python -m training.league.train_main_agent --config-path configs/league \
-    --config-name main_agent &
-main=$!
+# --- setup (not in the seed): Step 4's exploiters, in parallel with the main agent ---
 python -m training.league.train_exploiter --config-path configs/league \
     --config-name main_exploiter &
 exploiter=$!
 python -m training.league.train_league_exploiter --config-path configs/league \
     --config-name league_exploiter &
 league_exploiter=$!
-wait "$main"
+
+# --- seed 002, Step 3: Run the Main Agent Loop (Hydra entry point) ---
+python -m training.league.train_main_agent \
+--config-path configs/league \
+--config-name main_agent
+
+# --- setup (not in the seed): the exploiters end with the main agent ---
 wait "$exploiter"
 wait "$league_exploiter"
 

@@ -22,12 +22,12 @@ import random
 import re
 import shutil
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.forked import run_module
 from tests.reliability.kills import _KillingOs
 from training.league.config import ROLE_MODULES
 
@@ -106,11 +106,11 @@ def _cli(role: str, league: Path) -> list[str]:
             *league_dir_overrides(role, league), *TINY, *(RESETS if role != "main_agent" else [])]
 
 
-def _run(args: list[str], log: Path, timeout: float = 120) -> int:
+def _run(module: str, args: list[str], log: Path, timeout: float = 120) -> int:
+    """``python -m module *args`` as a new process (forked from a server that has the
+    imports: :mod:`tests.forked`), its output appended to ``log``; its exit code."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "offline"}
-    with open(log, "a", encoding="utf-8") as out:
-        return subprocess.run([sys.executable, *args], cwd=log.parent, env=env, stdout=out,
-                              stderr=subprocess.STDOUT, timeout=timeout).returncode
+    return run_module(module, args, cwd=log.parent, log=log, env=env, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -163,12 +163,13 @@ def _json_lines(path: Path) -> list[dict]:
 
 KILLS = [
     *(pytest.param(role, str(random.Random(f"kill {role}").randint(1, MAX_OFFSET)), id=role)
-      for role in ROLES),
+      for role in ("main_agent", "league_exploiter")),
     pytest.param("main_exploiter", "after_rename:pool.json", id="main_exploiter-snapshot-unrated"),
 ]
-"""(role, kill moment): each role at a seeded draw among the events after its second
-checkpoint; and the moment between a snapshot's pool entry and its Elo rating (the
-resumed role rates it)."""
+"""(role, kill moment): the main agent and the league exploiter at a seeded draw among
+the events after their second checkpoint; the main exploiter (the league exploiter's
+class, ExploiterRole, with another matchmaking) at the moment between a snapshot's pool
+entry and its Elo rating (the resumed role rates it)."""
 
 
 @pytest.mark.parametrize("role, at", KILLS)
@@ -184,8 +185,8 @@ def test_a_role_killed_mid_run_resumes_and_loses_nothing(role, at, seeded_league
         shutil.copytree(seeded_league, league)
     log = tmp_path / "role.log"
     report = tmp_path / "kill.json"
-    code = _run(["-m", "tests.league.test_league_kills", str(AFTER_CHECKPOINTS), at,
-                 str(report), role, *_cli(role, league)], log)
+    code = _run("tests.league.test_league_kills", [str(AFTER_CHECKPOINTS), at, str(report),
+                                                   role, *_cli(role, league)], log)
     assert code == -signal.SIGKILL, log.read_text()[-3000:]
     killed_at = json.loads(report.read_text())
     before = _counts(league, role)
@@ -195,7 +196,7 @@ def test_a_role_killed_mid_run_resumes_and_loses_nothing(role, at, seeded_league
         assert before["role_state"]["reset_count"] > 0, "no reset before the kill"
 
     resumed_log = tmp_path / "resumed.log"
-    code = _run(["-m", f"training.league.{ROLE_MODULES[role]}", *_cli(role, league)], resumed_log)
+    code = _run(f"training.league.{ROLE_MODULES[role]}", _cli(role, league), resumed_log)
     assert code == 0, resumed_log.read_text()[-3000:]
     after = _counts(league, role)
     final = load_checkpoint(league / role / "mappo_policy_final.pt")

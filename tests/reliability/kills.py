@@ -29,10 +29,10 @@ import argparse
 import json
 import os
 import signal
-import subprocess
-import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from tests.forked import run_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -151,18 +151,25 @@ def unrated_snapshots(algo: str, folder: Path) -> list[str]:
                   if p.stem not in rated)
 
 
-def _python(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def _python(log: Path, *args: str, timeout: float = 600) -> int:
+    """``python -m tests.reliability.kills *args`` as a new process (forked from a server
+    that has the imports: :mod:`tests.forked`), its output appended to ``log``; its exit
+    code."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "offline"}
-    return subprocess.run([sys.executable, "-m", "tests.reliability.kills", *args], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=timeout)
+    return run_module("tests.reliability.kills", list(args), cwd=ROOT, log=log, env=env,
+                      timeout=timeout)
+
+
+def _tail(log: Path) -> str:
+    return log.read_text(encoding="utf-8", errors="replace")[-3000:]
 
 
 def count_events(algo: str, folder: Path) -> list[tuple[str, str]]:
     """The file events of one whole run, in order."""
-    events = folder / "events.json"
-    result = _python("child", algo, str(folder / "run"), "--events-out", str(events))
-    if result.returncode != 0:
-        raise RuntimeError(result.stderr[-3000:])
+    events, log = folder / "events.json", folder / "count.log"
+    folder.mkdir(parents=True, exist_ok=True)
+    if _python(log, "child", algo, str(folder / "run"), "--events-out", str(events)) != 0:
+        raise RuntimeError(_tail(log))
     return [tuple(e) for e in json.loads(events.read_text())]
 
 
@@ -187,27 +194,38 @@ class Trial:
 
 def trial(algo: str, folder: Path, kill_at: int, event: str) -> Trial:
     run = folder / "run"
-    killed = _python("child", algo, str(run), "--kill-at", str(kill_at))
-    was_killed = killed.returncode == -signal.SIGKILL
+    folder.mkdir(parents=True, exist_ok=True)
+    was_killed = _python(folder / "killed.log", "child", algo, str(run), "--kill-at",
+                         str(kill_at)) == -signal.SIGKILL
     newest = newest_complete(algo, run)
-    resumed = _python("resume", algo, str(run))
-    if resumed.returncode != 0:
+    start_file, log = folder / "resumed_from.txt", folder / "resumed.log"
+    if _python(log, "resume", algo, str(run), "--start-out", str(start_file)) != 0:
         raise RuntimeError(f"resume after a kill at event {kill_at} ({event}) failed:\n"
-                           f"{resumed.stderr[-3000:]}")
-    start = int(resumed.stdout.strip().splitlines()[-1])
+                           f"{_tail(log)}")
+    start = int(start_file.read_text())
     return Trial(algo, kill_at, event, was_killed, newest, start, temporaries(run),
                  unrated_snapshots(algo, run))
 
 
 def spread(events: list, n: int) -> list[int]:
-    """``n`` event numbers (1-based) covering the run, every kind of event included."""
+    """``n`` event numbers (1-based) spread evenly over the run, from its start to its
+    end, the i-th the nearest event of the i-th kind (kinds ordered by when they happen
+    on average, and cycled), so that ``n`` at least the number of kinds covers them all
+    without trading the late kill for one."""
     if n >= len(events):
         return list(range(1, len(events) + 1))
-    chosen = {1 + round(i * (len(events) - 1) / max(n - 1, 1)) for i in range(n)}
-    for kind in {k for k, _ in events}:  # at least one of each kind
-        if not any(events[i - 1][0] == kind for i in chosen):
-            chosen.add(1 + next(i for i, (k, _) in enumerate(events) if k == kind))
-    return sorted(chosen)[:max(n, 1)] if len(chosen) > n else sorted(chosen)
+    where: dict = {}
+    for j, (kind, _) in enumerate(events):
+        where.setdefault(kind, []).append(j)
+    kinds = sorted(where, key=lambda kind: sum(where[kind]) / len(where[kind]))
+    chosen: set[int] = set()
+    for i in range(n):
+        target = i * (len(events) - 1) / max(n - 1, 1)
+        kind = kinds[i % len(kinds)]
+        free = [j for j in range(len(events)) if j + 1 not in chosen]
+        candidates = [j for j in free if events[j][0] == kind] or free
+        chosen.add(1 + min(candidates, key=lambda j: abs(j - target)))
+    return sorted(chosen)
 
 
 def trials(algo: str, folder: Path, n: int) -> list[Trial]:
@@ -231,6 +249,8 @@ def main(argv: list[str] | None = None) -> None:
     r = sub.add_parser("resume")
     r.add_argument("algo", choices=["ppo", "mappo"])
     r.add_argument("folder", type=Path)
+    r.add_argument("--start-out", type=Path, default=None,
+                   help="also write the step it resumed from here")
     t = sub.add_parser("trials")
     t.add_argument("algo", choices=["ppo", "mappo"])
     t.add_argument("folder", type=Path)
@@ -239,7 +259,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "child":
         child(args.algo, args.folder, args.kill_at, args.events_out)
     elif args.command == "resume":
-        print(train_once(args.algo, args.folder, resume=True))
+        start = train_once(args.algo, args.folder, resume=True)
+        print(start)
+        if args.start_out is not None:
+            args.start_out.write_text(str(start))
     else:
         for result in trials(args.algo, args.folder, args.n):
             print(json.dumps({**asdict(result), "passed": result.passed}), flush=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.forked import run_module
 from tests.training.conftest import tiny_config
 from training import TrainingConfig, train
 from training.artifacts import CheckpointManifest, parse_step_from_checkpoint_name
@@ -131,13 +132,15 @@ def test_hydra_cli_trains_then_auto_resumes(tmp_path):
         capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
     assert first.returncode == 0, first.stderr[-2000:]
     assert (tmp_path / "ck" / f"{PREFIX}_final.zip").is_file()
-    second = subprocess.run(
-        [sys.executable, "-m", "training.train", "training.total_timesteps=1024",
-         "resume.auto=true", *_cli_overrides(tmp_path)],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
-    assert second.returncode == 0, second.stderr[-2000:]
-    assert "Resuming from" in second.stdout and "Trained for 1024 steps" in second.stdout
-    bad = subprocess.run(
-        [sys.executable, "-m", "training.train", "training.lr=1", *_cli_overrides(tmp_path)],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
-    assert bad.returncode != 0 and "training.lr" in bad.stderr
+    # The module form, in processes forked from a server that has the imports.
+    log = tmp_path / "second.txt"
+    code = run_module("training.train", ["training.total_timesteps=1024", "resume.auto=true",
+                                         *_cli_overrides(tmp_path)],
+                      cwd=tmp_path, env=env, log=log, timeout=300)
+    output = log.read_text()
+    assert code == 0, output[-2000:]
+    assert "Resuming from" in output and "Trained for 1024 steps" in output
+    log = tmp_path / "bad.txt"
+    code = run_module("training.train", ["training.lr=1", *_cli_overrides(tmp_path)],
+                      cwd=tmp_path, env=env, log=log, timeout=300)
+    assert code != 0 and "training.lr" in log.read_text()

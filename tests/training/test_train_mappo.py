@@ -12,6 +12,7 @@ import torch
 
 from envs.battles.multi_observation import CRITIC_STATE_DIM, OBS_DIM
 from models.mappo_policy import MAPPOPolicy
+from tests.forked import run_module
 from training.mappo.battles import play_team_battles
 from training.mappo.config import MAPPOConfig
 from training.self_play import (
@@ -189,12 +190,14 @@ def test_command_line_trains_and_resumes(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "ck" / "mappo_policy_final.pt").is_file()
     budget = f"training.total_timesteps={ROLLOUT}"
-    again = subprocess.run([sys.executable, str(script),
-                            *[o for o in overrides if o != budget],
-                            f"training.total_timesteps={2 * ROLLOUT}", "resume.auto=true"],
-                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0, again.stderr[-2000:]
-    assert "Resuming from" in again.stdout
+    # The module form, in a process forked from a server that has the imports.
+    log = tmp_path / "again.txt"
+    code = run_module("training.train_mappo", [*[o for o in overrides if o != budget],
+                                               f"training.total_timesteps={2 * ROLLOUT}",
+                                               "resume.auto=true"],
+                      cwd=tmp_path, log=log, timeout=300)
+    assert code == 0, log.read_text()[-2000:]
+    assert "Resuming from" in log.read_text()
     assert load_checkpoint(tmp_path / "ck" / "mappo_policy_final.pt").counters["total_steps"] == \
         2 * ROLLOUT
     assert load_checkpoint(tmp_path / "ck" / CHECKPOINT_NAME).counters["total_steps"] == 2 * ROLLOUT
