@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from storage.files import atomic_write_bytes
+from storage.files import atomic_write_bytes, clean_stale_temporaries
 from training.elo import BASELINE_RATINGS, TEAM_BASELINE_RATINGS
 
 logger = logging.getLogger(__name__)
@@ -331,6 +331,7 @@ def write_run_plots(log_dir: str | Path, *, anchors: Mapping[str, float] | None 
     target = Path(out_dir) if out_dir is not None else folder
     title = folder.name if title is None else title
     every_anchor = {**anchors_in(scalars), **(anchors or {})}
+    clean_stale_temporaries(target)  # a picture's writer killed mid-write (a run resumed)
     pictures = {LEARNING_CURVES_FILE: draw_learning_curves(scalars, title, every_anchor),
                 ELO_FILE: draw_elo(scalars, title, every_anchor),
                 COORDINATION_FILE: draw_coordination(scalars, title),

@@ -185,6 +185,10 @@ def _tidy_after_a_crash(config: TrainingConfig, manifest: CheckpointManifest | N
     for folder in {checkpoint_dir, checkpoint_dir / "best", Path(config.self_play_pool_dir),
                    Path(config.manifest_path).parent, Path(config.elo_registry_path).parent}:
         clean_stale_temporaries(folder)
+    log_dir = Path(config.log_dir)  # each earlier run's pictures lie in a folder of their own
+    for folder in (log_dir.iterdir() if log_dir.is_dir() else ()):
+        if folder.is_dir():
+            clean_stale_temporaries(folder)
     if manifest is not None:
         prefix = checkpoint_name_prefix(seed=config.seed, curriculum_level=config.curriculum_level,
                                         enable_v2=config.enable_naming_v2)
