@@ -4,9 +4,8 @@ A process that finds the Numba cache empty compiles the kernels it reaches (abou
 minutes for all of them on two cores). Several processes started together on a cold
 cache (a league's roles, a test suite's workers) would each compile the same kernels at
 once. ``make test`` runs this module first: it steps every env kind and the bare
-engine once, with the serial kernels and with the parallel ones (the two halves in two
-processes at once where there are two cores), which fills the cache for every later
-process.
+engine once, below and above the parallel batch size (in two halves, two processes at
+once where there are two cores), which fills the cache for every later process.
 
 Usage::
 
@@ -24,6 +23,7 @@ import numpy as np
 from envs.battalion_env import BattalionEnv
 from envs.battles.battalion_batch import BattalionBatch
 from envs.battles.multi_battalion_batch import MultiBattalionBatch
+from envs.battles.multi_observation import FogReports, observe
 from envs.multi_battalion_env import MultiBattalionEnv
 from envs.sim import engine
 from envs.sim import random as rnd
@@ -49,18 +49,37 @@ def _duels(n_envs: int) -> None:
     battles.next_episode(np.arange(1))
 
 
-def _teams(n_battles: int) -> None:
+def _team_batch(n_battles: int) -> MultiBattalionBatch:
+    """A deployed batch of 2v2 battles (the first deployment observes through the public
+    functions' kernels: :func:`~envs.battles.multi_observation.sightings` and the rest)."""
     battles = MultiBattalionBatch(n_battles, 2, 2, config=BattleConfig(), terrain=None,
                                   randomize_terrain=True, visibility_radius=VISIBILITY_RADIUS,
                                   reward_weights=None)
     battles.reset(np.arange(n_battles), list(range(n_battles)), np.zeros(n_battles, np.int64))
+    return battles
+
+
+def _teams(n_battles: int, restarts: bool = True) -> None:
+    battles = _team_batch(n_battles)
     orders = np.zeros((n_battles, 4, 3), np.float32)
     orders[:, 2:] = battles.scripted_actions(np.arange(2, 4), SCRIPTED_LEVEL)
     battles.action_noise()
     result = battles.step(orders)
     _ = result.observation, result.critic_state  # built when first read
-    battles.next_episode(np.arange(n_battles))
-    battles.next_episode(np.arange(1))  # one battle restarting alone: its own kernel
+    if restarts:
+        battles.next_episode(np.arange(n_battles))
+        battles.next_episode(np.arange(1))  # one battle restarting alone: its own kernel
+
+
+def _fog(n_battles: int) -> None:
+    """The fog of war's kernel alone (:func:`~envs.battles.multi_observation.observe`):
+    the longest compilation of the team step, started first."""
+    config = BattleConfig()
+    state = BattleState.empty(n_battles, np.array([0, 0, 1, 1]), 1, 1)
+    deploy(state, np.arange(n_battles), rnd.seed_keys(np.arange(n_battles, dtype=np.uint64)),
+           config, randomize_terrain=False)
+    observe(state, engine.sense(state, config), FogReports.empty(4, n_battles),
+            VISIBILITY_RADIUS, config, reveal_all=True)
 
 
 def _engine(n_battles: int) -> None:
@@ -73,13 +92,28 @@ def _engine(n_battles: int) -> None:
                 formations=np.full((n_battles, 2), KEEP_FORMATION))
 
 
-PARTS = ("serial", "parallel")
-"""The halves the compilation is split into: the serial kernels (one env, batches of 8)
-and the parallel ones (batches of :data:`~envs.sim.kernels.PARALLEL_MIN_BATTLES`)."""
+def _single_envs() -> None:
+    env = BattalionEnv(curriculum_level=SCRIPTED_LEVEL)
+    env.reset(seed=0)
+    env.step(np.zeros(3, np.float32))
+    team = MultiBattalionEnv(2, 2)
+    team.reset(seed=0)
+    team.step(team.scripted_actions(SCRIPTED_LEVEL))
+
+
+SERIAL = 8
+"""A batch size below :data:`~envs.sim.kernels.PARALLEL_MIN_BATTLES`."""
+
+PARTS = ("duels", "teams")
+"""The halves the compilation is split into, about equal in time: ``"teams"`` the team
+step's fog of war and its step on one thread and on many; ``"duels"`` the bare engine's
+steps, every duel kernel, the team batches' deployment and restarts, and the single envs.
+Each starts with what the other part's later kernels are built from, so that they load
+it from the cache instead of compiling it twice."""
 
 
 def precompile(parts: tuple[str, ...] = PARTS) -> float:
-    """Step every env kind once at a serial and a parallel batch size.
+    """Step every env kind once, below and above the parallel batch size.
 
     Parameters:
         parts: which of :data:`PARTS` to compile (both by default).
@@ -94,18 +128,18 @@ def precompile(parts: tuple[str, ...] = PARTS) -> float:
         if part not in PARTS:
             raise ValueError(f"parts: {part!r} is invalid: expected one of {', '.join(PARTS)}")
     start = time.perf_counter()
-    if "serial" in parts:
-        env = BattalionEnv(curriculum_level=SCRIPTED_LEVEL)
-        env.reset(seed=0)
-        env.step(np.zeros(3, np.float32))
-        team = MultiBattalionEnv(2, 2)
-        team.reset(seed=0)
-        team.step(team.scripted_actions(SCRIPTED_LEVEL))
-    for part, n_battles in (("serial", 8), ("parallel", PARALLEL_MIN_BATTLES)):
-        if part in parts:
-            _duels(n_battles)
-            _teams(n_battles)
-            _engine(n_battles)
+    if "duels" in parts:
+        _engine(SERIAL)  # the battle step itself: every other step calls it
+        _team_batch(SERIAL)
+        _engine(PARALLEL_MIN_BATTLES)
+        _duels(SERIAL)
+        _duels(PARALLEL_MIN_BATTLES)
+    if "teams" in parts:
+        _fog(SERIAL)
+        _teams(PARALLEL_MIN_BATTLES, restarts=False)
+    if "duels" in parts:  # by now the other part has compiled the team step's pieces
+        _teams(SERIAL)
+        _single_envs()
     return time.perf_counter() - start
 
 
@@ -116,15 +150,18 @@ def _compile_part(part: str) -> float:
 def main() -> None:
     """Compile both halves at once, one process each where there are two cores (Numba
     compiles in one thread), and fill the cache every later process loads from."""
-    print("compiling the simulator's kernels (about two minutes on a cold cache) ...", flush=True)
+    print("compiling the simulator's kernels (a minute or two on a cold cache) ...", flush=True)
     start = time.perf_counter()
     if len(os.sched_getaffinity(0)) >= 2:
         context = multiprocessing.get_context("spawn")
         with context.Pool(len(PARTS)) as pool:
-            pool.map(_compile_part, PARTS, chunksize=1)
+            seconds = pool.map(_compile_part, PARTS, chunksize=1)
+        parts = ", ".join(f"{part} {took:.1f} s" for part, took in
+                          zip(PARTS, seconds, strict=True))
+        print(f"kernels ready in {time.perf_counter() - start:.1f} s ({parts} at once)")
     else:
         precompile()
-    print(f"kernels ready in {time.perf_counter() - start:.1f} s")
+        print(f"kernels ready in {time.perf_counter() - start:.1f} s")
 
 
 if __name__ == "__main__":

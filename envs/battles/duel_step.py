@@ -46,6 +46,9 @@ from envs.sim.kernels import (
 from envs.sim.scripted import scripted_orders
 
 RED = 1
+AT_START, AFTER_STEP = np.intp(0), np.intp(1)
+"""Steps to add to a duel's clock in its observation: none at a restart, one after a
+step (not literals: see "Literal arguments" in :mod:`envs.sim.jit`)."""
 BLUE_ONLY = np.zeros(1, np.int8)
 """The sides whose reward the duel computes: Blue's."""
 
@@ -75,8 +78,9 @@ def duel_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
     dx, dy, dist = pairs[P_DX], pairs[P_DY], pairs[P_DIST]
     facing_cos, facing_sin = pairs[P_FACING_COS], pairs[P_FACING_SIN]
     routed, destroyed = flags[F_ROUTED], flags[F_DESTROYED]
-    duel_observe(lo, hi, x, y, cos_h, sin_h, strength, morale, readiness, step, 1, elevation,
-                 cover, dx, dy, dist, facing_cos, facing_sin, los, k, mirror, observation)
+    duel_observe(lo, hi, x, y, cos_h, sin_h, strength, morale, readiness, step, AFTER_STEP,
+                 elevation, cover, dx, dy, dist, facing_cos, facing_sin, los, k, mirror,
+                 observation)
     side_reward(lo, hi, team, BLUE_ONLY, weights, k, routed0, destroyed0, routed, destroyed,
                 strength, dist0, dist, dealt, taken, volley, values, total)
     for c in range(hi - lo):
@@ -132,7 +136,7 @@ def restart_duels(battles, x, y, theta, strength, morale, readiness, step, team,
     for b in battles:
         sense_battles(b, b + 1, x, y, theta, team, patches, cover_map, k, samples, cos_h,
                       sin_h, elevation, cover, dx, dy, dist, facing_cos, facing_sin, los)
-        duel_observe(b, b + 1, x, y, cos_h, sin_h, strength, morale, readiness, step, 0,
+        duel_observe(b, b + 1, x, y, cos_h, sin_h, strength, morale, readiness, step, AT_START,
                      elevation, cover, dx, dy, dist, facing_cos, facing_sin, los, k, mirror,
                      observation)
 

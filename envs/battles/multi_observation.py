@@ -55,7 +55,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from numba import prange
 
 from envs.battles.observation import MIRROR_NEGATED as DUEL_MIRROR_NEGATED
 from envs.battles.observation import OBS_DIM as DUEL_OBS_DIM
@@ -74,8 +73,6 @@ from envs.sim.kernels import (
     K_INV_HEIGHT,
     K_INV_MAX_STEPS,
     K_INV_WIDTH,
-    PARALLEL_MIN_BATTLES,
-    chunk_count,
     hit_chance_of,
     unit_interval,
 )
@@ -228,8 +225,9 @@ def observe(state: BattleState, geometry: Geometry, reports: FogReports,
             visibility_radius: float, config: BattleConfig, *,
             reveal_all: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """:func:`sightings`, :meth:`FogReports.refresh`, :func:`battalion_observations` and
-    :func:`global_states` in one compiled pass over the batch (on every Numba thread for
-    :data:`envs.sim.kernels.PARALLEL_MIN_BATTLES` battles or more).
+    :func:`global_states` in one compiled pass over the batch, on this thread
+    (:func:`observe_battles` chunk by chunk: the kernel the team step runs after the
+    battle step, on every Numba thread for a large batch).
 
     Args:
         state: the batch, after the step.
@@ -247,10 +245,13 @@ def observe(state: BattleState, geometry: Geometry, reports: FogReports,
     batch = state.batch_size
     obs = np.empty((batch, state.n_units, OBS_DIM), F32)
     states = np.empty((2, batch, STATE_DIM), F32)
-    chosen = observe_kernel_parallel if batch >= PARALLEL_MIN_BATTLES else observe_kernel
-    chosen(*_unit_arrays(state, geometry), pair_major(geometry.dist), pair_major(geometry.los),
-           reports.values, reports.in_fight, reports.seen_step, bool(reveal_all),
-           observation_constants(config, visibility_radius, *state.grid_shape), obs, states)
+    arguments = (*_unit_arrays(state, geometry), pair_major(geometry.dist),
+                 pair_major(geometry.los), reports.values, reports.in_fight, reports.seen_step,
+                 np.bool_(reveal_all),
+                 observation_constants(config, visibility_radius, *state.grid_shape), obs,
+                 states, observation_scratch(state.n_units))
+    for lo in range(0, batch, CHUNK):
+        observe_battles(lo, min(lo + CHUNK, batch), *arguments)
     return obs, states
 
 
@@ -751,39 +752,6 @@ def observe_battles(lo, hi, x, y, heading_cos, heading_sin, strength, morale, re
                                 readiness, routed, destroyed, step, team, k, state)
 
 
-@kernel()
-def observe_kernel(x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
-                   destroyed, step, team, elevation, cover, dist, los, values, in_fight,
-                   seen_step, reveal_all, k, obs, state, battles=None):
-    """:func:`observe_battles` for every battle, or for the battles ``battles`` (an int
-    array: the restarted ones) only, on one thread; the other battles' reports and rows
-    of ``obs`` and ``state`` are left as they are."""
-    scratch = observation_scratch(x.shape[0])
-    if battles is None:
-        observe_battles(0, x.shape[1], x, y, heading_cos, heading_sin, strength, morale,
-                        readiness, routed, destroyed, step, team, elevation, cover, dist, los,
-                        values, in_fight, seen_step, reveal_all, k, obs, state, scratch)
-    else:
-        for b in battles:
-            observe_battles(b, b + 1, x, y, heading_cos, heading_sin, strength, morale,
-                            readiness, routed, destroyed, step, team, elevation, cover, dist,
-                            los, values, in_fight, seen_step, reveal_all, k, obs, state, scratch)
-
-
-@kernel(parallel=True)
-def observe_kernel_parallel(x, y, heading_cos, heading_sin, strength, morale, readiness,
-                            routed, destroyed, step, team, elevation, cover, dist, los, values,
-                            in_fight, seen_step, reveal_all, k, obs, state):
-    """:func:`observe_kernel` over every battle, in chunks of :data:`CHUNK` battles spread
-    over Numba's threads (each chunk with its own scratch)."""
-    batch = x.shape[1]
-    for c in prange(chunk_count(batch)):
-        observe_battles(c * CHUNK, min((c + 1) * CHUNK, batch), x, y, heading_cos, heading_sin,
-                        strength, morale, readiness, routed, destroyed, step, team, elevation,
-                        cover, dist, los, values, in_fight, seen_step, reveal_all, k, obs, state,
-                        observation_scratch(x.shape[0]))
-
-
 # The public functions' own kernels: one stage of observe_battles each, over the batch.
 
 @kernel()
@@ -847,5 +815,5 @@ __all__ = ["ALLY_FEATURES", "ALLY_SLOTS", "CRITIC_STATE_DIM", "ENEMY_FEATURES", 
            "STATE_HIGH", "STATE_LOW", "TEAM_FEATURES", "UNIT_STATE_FEATURES",
            "battalion_observations", "critic_states", "global_states", "observation_constants",
            "observation_scratch", "observation_width", "observe", "observe_battles",
-           "observe_kernel", "observe_kernel_parallel", "sightings"]
+           "sightings"]
 

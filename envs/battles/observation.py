@@ -124,9 +124,11 @@ def duel_observe_kernel(x, y, heading_cos, heading_sin, strength, morale, readin
                         elevation, cover, dx, dy, dist, facing_cos, facing_sin, los, k, mirror,
                         out):
     """:func:`duel_observe` for every battle."""
-    duel_observe(0, x.shape[1], x, y, heading_cos, heading_sin, strength, morale, readiness,
-                 step, 0, elevation, cover, dx, dy, dist, facing_cos, facing_sin, los, k, mirror,
-                 out)
+    # np.intp(0), not 0: see "Literal arguments" in envs.sim.jit.
+    zero = np.intp(0)
+    duel_observe(zero, x.shape[1], x, y, heading_cos, heading_sin, strength, morale,
+                 readiness, step, zero, elevation, cover, dx, dy, dist, facing_cos, facing_sin,
+                 los, k, mirror, out)
 
 
 def duel_observations(state: BattleState, geometry: Geometry,

@@ -44,6 +44,10 @@ from envs.sim.kernels import (
 BOTH_SIDES = np.array([0, 1], np.int8)
 """The sides whose rewards a team battle computes: both, Blue's first."""
 NO_WINNER = -1
+FOGGED, SCOUTED = np.bool_(False), np.bool_(True)
+"""``reveal_all`` of :func:`~envs.battles.multi_observation.observe_battles`: after a step
+each side reports what it sees; at deployment everything (not literals: see "Literal
+arguments" in :mod:`envs.sim.jit`)."""
 
 
 @kernel()
@@ -83,7 +87,7 @@ def team_battles(lo, hi, actions, rotate_sign, x0, y0, theta0, strength0, morale
                 strength, dist0, dist, dealt, taken, volley, reward_values, reward_total)
     observe_battles(lo, hi, x, y, cos_h, sin_h, strength, morale, readiness, routed, destroyed,
                     new_step, team, elevation, cover, dist, los, values_, in_fight_, seen_step_,
-                    False, k, observation, global_state, seeing)
+                    FOGGED, k, observation, global_state, seeing)
     for c in range(hi - lo):
         b = lo + c
         # A side is out when none of its battalions is left in the fight; the battle is
@@ -164,7 +168,7 @@ def restart_teams(battles, x, y, theta, strength, morale, readiness, routed, des
                       sin_h, elevation, cover, dx, dy, dist, facing_cos, facing_sin, los)
         observe_battles(b, b + 1, x, y, cos_h, sin_h, strength, morale, readiness, routed,
                         destroyed, step, team, elevation, cover, dist, los, values, in_fight,
-                        seen_step, True, k, observation, global_state, seeing)
+                        seen_step, SCOUTED, k, observation, global_state, seeing)
 
 
 def team_step_kernel(batch: int):

@@ -19,6 +19,12 @@ every index it cannot prove non-negative; LLVM then loads the lanes of a vector 
 one (a gather), about ten times slower than a contiguous load. ``range(lo, hi)`` or an
 unchecked ``lo`` leave the index's sign unknown; the assertion and a count from zero
 prove it.
+
+**Literal arguments.** A kernel calling another with a constant (``0``, ``True``, a
+module's integer) compiles the callee once more for that value: Numba types a literal
+apart from a variable, and a callee of the whole step is the whole step's compile time
+again. Kernels pass such constants as NumPy scalars (``np.intp(0)``,
+``np.bool_(True)``), which Numba types as plain ``int64`` and ``bool``.
 """
 
 from __future__ import annotations

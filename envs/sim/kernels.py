@@ -307,8 +307,9 @@ def sense_kernel(x, y, theta, team, patches, cover_map, k, samples):
     facing_cos = np.empty((n, n, batch), F32)
     facing_sin = np.empty((n, n, batch), F32)
     los = np.empty((n, n, batch), np.bool_)
-    sense_battles(0, batch, x, y, theta, team, patches, cover_map, k, samples, cos_h, sin_h,
-                  elevation, cover, dx, dy, dist, facing_cos, facing_sin, los)
+    # np.intp(0), not 0: see "Literal arguments" in envs.sim.jit.
+    sense_battles(np.intp(0), batch, x, y, theta, team, patches, cover_map, k, samples, cos_h,
+                  sin_h, elevation, cover, dx, dy, dist, facing_cos, facing_sin, los)
     return cos_h, sin_h, dx, dy, dist, facing_cos, facing_sin, elevation, cover, los
 
 

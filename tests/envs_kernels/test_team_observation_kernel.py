@@ -3,7 +3,7 @@ compute what the retired NumPy implementation computed
 (``tests/envs_kernels/reference_team_observation.py``), battle by battle, through whole
 stretches of battle under fog, with battalions out of the fight, distance ties, teams
 bigger than the slots, deployments (every report revealed) and restarts of a few
-battles; and one thread or many give the same bits."""
+battles. (One thread or many give the same bits: ``tests/sim/test_kernels.py``.)"""
 
 from __future__ import annotations
 
@@ -211,7 +211,7 @@ def test_deployment_reveals_every_report_but_not_what_is_in_sight():
 
 
 def _kernel_arguments(state, geometry, reports):
-    """observe_kernel's arguments up to ``reveal_all``."""
+    """observe_battles' arguments from ``x`` up to ``reveal_all``."""
     return (*mo._unit_arrays(state, geometry), engine.pair_major(geometry.dist),
             engine.pair_major(geometry.los), reports.values, reports.in_fight,
             reports.seen_step)
@@ -262,30 +262,13 @@ def test_a_restart_observes_only_the_restarted_battles():
     public.refresh(restarted, restarted_geometry, everything, battles)
     assert_reports_match(public, expected_reports)
 
-    mo.observe_kernel(*_kernel_arguments(state, geometry, reports), True, k, obs,
-                      states, battles)
+    seeing = mo.observation_scratch(state.n_units)
+    for b in battles:  # as envs.battles.team_step.restart_teams observes them
+        mo.observe_battles(b, b + 1, *_kernel_arguments(state, geometry, reports),
+                           np.bool_(True), k, obs, states, seeing)
     assert_reports_match(reports, expected_reports)  # the others' reports untouched too
     assert_observations_match(obs, expected_obs)  # the others' rows untouched too
     np.testing.assert_array_equal(states, expected_state)
-
-
-def test_one_thread_and_many_give_the_same_bits():
-    state, geometry, reports = _played(3, 4, 300, seed=5, steps=25)
-    k = mo.observation_constants(CONFIG, RADIUS, *state.grid_shape)
-    results = []
-    for chosen in (mo.observe_kernel, mo.observe_kernel_parallel):
-        copied = copy_reports(reports)
-        obs = np.full((state.batch_size, state.n_units, mo.OBS_DIM), np.nan, F32)
-        states = np.full((2, state.batch_size, mo.STATE_DIM), np.nan, F32)
-        chosen(*_kernel_arguments(state, geometry, copied), False, k, obs,
-               states)
-        results.append((copied, obs, states))
-    (serial_reports, serial_obs, serial_states), (reports, obs, states) = results
-    assert not np.isnan(obs).any() and not np.isnan(states).any()
-    assert serial_obs.tobytes() == obs.tobytes()
-    assert serial_states.tobytes() == states.tobytes()
-    for name in REPORT_FIELDS:
-        assert getattr(serial_reports, name).tobytes() == getattr(reports, name).tobytes()
 
 
 def test_a_perturbed_input_is_caught():

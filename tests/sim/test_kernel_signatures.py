@@ -4,7 +4,9 @@ Numba compiles (and caches) a kernel once per signature, and types a read-only a
 apart from a writable one. The constants vector, formation orders and scripted levels
 reach the kernels read-only (:func:`envs.sim.jit.read_only`) whether they are the
 shared read-only ones or a caller's own (given by a user, unpickled on a Ray worker),
-so a process never compiles the whole step a second time for them.
+so a process never compiles the whole step a second time for them. Constants pass
+from kernel to kernel as NumPy scalars, not literals ("Literal arguments" in
+:mod:`envs.sim.jit`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import pickle
 import numpy as np
 
 from envs.battles.multi_battalion_batch import MultiBattalionBatch
+from envs.battles.multi_observation import FogReports, observe, observe_battles
 from envs.battles.team_step import restart_teams, team_step_kernel
 from envs.sim import engine, kernels, scripted
 from envs.sim import random as rnd
@@ -62,3 +65,18 @@ def test_the_engine_and_the_scripted_levels_take_any_caller_s_arrays():
     scripted.scripted_actions(state, events.geometry, units, read_only(np.full(N, 5, np.int8)),
                               config)
     assert len(scripted.scripted_kernel.signatures) == 1
+
+
+def test_the_fog_is_observed_by_one_kernel_whether_revealed_or_not():
+    """``observe()`` calls the team step's own observation kernel, with ``reveal_all`` a
+    plain bool: a literal ``True`` or ``False`` would compile it (half a minute) per value."""
+    config = BattleConfig()
+    state = BattleState.empty(N, np.array([0, 0, 1, 1]), 1, 1)
+    deploy(state, np.arange(N), rnd.seed_keys(np.arange(N, dtype=np.uint64)), config,
+           randomize_terrain=False)
+    geometry = engine.sense(state, config)
+    reports = FogReports.empty(4, N)
+    observe(state, geometry, reports, VISIBILITY_RADIUS, config, reveal_all=True)
+    observe(state, geometry, reports, VISIBILITY_RADIUS, config)
+    (signature,) = observe_battles.signatures
+    assert str(signature[20]) == "bool"  # reveal_all
