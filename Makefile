@@ -35,13 +35,14 @@ browser:
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium) \
 		|| echo "chromium could not be installed: the browser tests will skip (and fail under CI=true)"
 
-test: lint docs-check browser
+test: lint browser
 	$(PY) -m envs.precompile
 	$(PY) -m pytest -q -n 2 --dist worksteal
 
 # The documentation site (mkdocs.yml): docs/*.md and the API reference generated from
 # the docstrings, built into site/ (open site/index.html). docs-check is the same strict
-# build into a scratch folder, so a broken link or reference fails `make test`. Never add
+# build into a scratch folder; `make test` runs it as a test (tests/test_docs_site.py),
+# so a broken link or reference fails the suite. Never add
 # --quiet: it hides the warnings from --strict, which then passes anything (mkdocs 1.6).
 # NO_MKDOCS_2_WARNING silences the theme's end-of-life banner.
 docs: $(STAMP)

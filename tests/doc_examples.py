@@ -23,9 +23,10 @@ keyword argument named in :data:`BUDGET_KEYWORDS` is divided by
 that runs is the documentation's while a 1M-step example trains for 10k steps.
 ``--full`` runs the budgets as written (``benchmarks/quick_start.py`` does).
 In a shell script the same rule applies to Hydra overrides (``key=value``
-whose last dotted part is a budget keyword), and a training CLI of
-:data:`CLI_CONFIGS` also gets, for each budget key of its config file that
-the command does not set, the file's default divided likewise.
+whose last dotted part is a budget keyword), divided by
+:data:`SHELL_BUDGET_DIVISOR`, and a training CLI of :data:`CLI_CONFIGS` also
+gets, for each budget key of its config file that the command does not set,
+the file's default divided likewise.
 
 Command line::
 
@@ -55,6 +56,13 @@ BUDGET_KEYWORDS = frozenset({"total_timesteps", "warm_start_steps", "snapshot_fr
 within one (scaled alike, so a snapshot still comes before the end)."""
 
 BUDGET_DIVISOR = 100
+SHELL_BUDGET_DIVISOR = 1000
+"""The shell examples' divisor: each of their commands is a whole training run in a
+process of its own (the league tutorial starts four, of 3M-5M env-steps as written),
+and a thousandth still takes every snapshot and evaluation its checks look for. A
+Python example keeps :data:`BUDGET_DIVISOR`: a smaller budget would not shrink
+Stable-Baselines3's first rollout (2,048 steps per env), only multiply the
+evaluations and snapshots within it."""
 
 CLI_CONFIGS = {
     "training.league.train_main_agent": "configs/league/main_agent.yaml",
@@ -138,7 +146,7 @@ def _budget_args(args: list[str]) -> list[str]:
     """A command line's words with its budget overrides divided and, for a training CLI
     of :data:`CLI_CONFIGS`, the missing budget keys of its config added."""
     def scaled(value: int) -> str:
-        return str(max(1, value // BUDGET_DIVISOR))
+        return str(max(1, value // SHELL_BUDGET_DIVISOR))
 
     given, out = set(), []
     for arg in args:

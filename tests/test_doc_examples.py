@@ -16,9 +16,11 @@ import pytest
 from tests.doc_examples import (
     BUDGET_DIVISOR,
     ROOT,
+    SHELL_BUDGET_DIVISOR,
     Block,
     compile_block,
     markdown_blocks,
+    shell_script,
     sources,
 )
 from tests.forked import run_module
@@ -74,6 +76,19 @@ def test_only_budget_keywords_are_scaled_and_errors_point_at_the_doc_line(tmp_pa
     with pytest.raises(RuntimeError):
         exec(compile_block(block, full=True), namespace)  # noqa: S102
     assert namespace["got"]["total_timesteps"] == 1_000_000
+
+
+def test_a_shell_command_s_budgets_are_scaled_and_its_config_s_added() -> None:
+    text = ("python training/league/train_main_agent.py \\\n"
+            "  training.total_timesteps=5_000_000 league.pfsp_temperature=1.0\n"
+            "echo done\n")
+    script = shell_script(text)
+    words = script.splitlines()[0].split()
+    assert f"training.total_timesteps={5_000_000 // SHELL_BUDGET_DIVISOR}" in words
+    assert "league.pfsp_temperature=1.0" in words
+    assert f"league.snapshot_freq={100_000 // SHELL_BUDGET_DIVISOR}" in words  # the file's
+    assert script.splitlines()[1] == "echo done"
+    assert "training.total_timesteps=5_000_000" in shell_script(text, full=True)
 
 
 def _seed_lines() -> list[str]:
