@@ -3,9 +3,14 @@
 A process that finds the Numba cache empty compiles the kernels it reaches (about two
 minutes for all of them on two cores). Several processes started together on a cold
 cache (a league's roles, a test suite's workers) would each compile the same kernels at
-once. ``make test`` runs this module first: it steps every env kind and the bare
-engine once, below and above the parallel batch size (in two halves, two processes at
-once where there are two cores), which fills the cache for every later process.
+once. ``make test`` runs this module first: it steps every kind of battle batch and the
+bare engine once, below and above the parallel batch size (in two halves, two processes
+at once where there are two cores), which fills the cache for every later process.
+
+The envs (``BattalionEnv``, ``MultiBattalionEnv``, ``BattalionVecEnv``) step these same
+batches, so the kernels they reach are these. This module imports only the battles'
+own modules (NumPy, Numba, filelock and PyYAML; no Gymnasium, Stable-Baselines3 or
+torch), which lets ``make test`` compile the kernels while the rest installs.
 
 Usage::
 
@@ -20,11 +25,9 @@ import time
 
 import numpy as np
 
-from envs.battalion_env import BattalionEnv
 from envs.battles.battalion_batch import BattalionBatch
 from envs.battles.multi_battalion_batch import MultiBattalionBatch
 from envs.battles.multi_observation import FogReports, observe
-from envs.multi_battalion_env import MultiBattalionEnv
 from envs.sim import engine
 from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
@@ -32,20 +35,17 @@ from envs.sim.constants import KEEP_FORMATION, VISIBILITY_RADIUS
 from envs.sim.deploy import deploy
 from envs.sim.kernels import PARALLEL_MIN_BATTLES
 from envs.sim.state import BattleState
-from envs.vec_env import BattalionVecEnv
 
 SCRIPTED_LEVEL = 5
 
 
-def _duels(n_envs: int) -> None:
-    env = BattalionVecEnv(n_envs, curriculum_level=SCRIPTED_LEVEL)
-    env.seed(0)
-    env.reset()
-    env.step(np.zeros((n_envs, 3), np.float32))
-    # One battle restarting while the others go on (an auto-reset) is its own kernel.
-    battles = BattalionBatch(n_envs, curriculum_level=SCRIPTED_LEVEL, reward_weights=None)
-    battles.reset(np.arange(n_envs), list(range(n_envs)), np.zeros(n_envs, np.int64))
-    battles.step(np.zeros((n_envs, 3), np.float32))
+def _duels(n_battles: int) -> None:
+    """A batch of duels with the envs' defaults: deployed, stepped, one battle restarted
+    while the others go on (an auto-reset, its own kernel)."""
+    battles = BattalionBatch(n_battles, curriculum_level=SCRIPTED_LEVEL, reward_weights=None)
+    battles.reset(np.arange(n_battles), list(range(n_battles)),
+                  np.zeros(n_battles, np.int64))
+    battles.step(np.zeros((n_battles, 3), np.float32))
     battles.next_episode(np.arange(1))
 
 
@@ -92,13 +92,16 @@ def _engine(n_battles: int) -> None:
                 formations=np.full((n_battles, 2), KEEP_FORMATION))
 
 
-def _single_envs() -> None:
-    env = BattalionEnv(curriculum_level=SCRIPTED_LEVEL)
-    env.reset(seed=0)
-    env.step(np.zeros(3, np.float32))
-    team = MultiBattalionEnv(2, 2)
-    team.reset(seed=0)
-    team.step(team.scripted_actions(SCRIPTED_LEVEL))
+def _single_battles() -> None:
+    """Batches of one battle, as ``BattalionEnv`` and ``MultiBattalionEnv`` step them."""
+    duel = BattalionBatch(1, curriculum_level=SCRIPTED_LEVEL, reward_weights=None)
+    duel.reset(np.arange(1), [0], np.zeros(1, np.int64))
+    duel.step(np.zeros((1, 3), np.float32))
+    team = _team_batch(1)
+    orders = np.zeros((1, 4, 3), np.float32)
+    orders[:, 2:] = team.scripted_actions(np.arange(2, 4), SCRIPTED_LEVEL)
+    result = team.step(orders)
+    _ = result.observation, result.critic_state
 
 
 SERIAL = 8
@@ -107,13 +110,13 @@ SERIAL = 8
 PARTS = ("duels", "teams")
 """The halves the compilation is split into, about equal in time: ``"teams"`` the team
 step's fog of war and its step on one thread and on many; ``"duels"`` the bare engine's
-steps, every duel kernel, the team batches' deployment and restarts, and the single envs.
+steps, every duel kernel, the team batches' deployment and restarts, and single battles.
 Each starts with what the other part's later kernels are built from, so that they load
 it from the cache instead of compiling it twice."""
 
 
 def precompile(parts: tuple[str, ...] = PARTS) -> float:
-    """Step every env kind once, below and above the parallel batch size.
+    """Step every kind of battle batch once, below and above the parallel batch size.
 
     Parameters:
         parts: which of :data:`PARTS` to compile (both by default).
@@ -139,7 +142,7 @@ def precompile(parts: tuple[str, ...] = PARTS) -> float:
         _teams(PARALLEL_MIN_BATTLES, restarts=False)
     if "duels" in parts:  # by now the other part has compiled the team step's pieces
         _teams(SERIAL)
-        _single_envs()
+        _single_battles()
     return time.perf_counter() - start
 
 

@@ -1,0 +1,21 @@
+"""``python -m envs.precompile`` runs on what the kernels need alone.
+
+``make test`` compiles the kernels while the rest of the environment installs (its
+``kernels`` target needs only NumPy, Numba, SciPy, filelock and PyYAML), so the module must not
+import Gymnasium, Stable-Baselines3 or torch.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_the_precompile_module_imports_no_env_library() -> None:
+    code = ("import sys\n"
+            "import envs.precompile\n"
+            "print(sorted(m for m in ('gymnasium', 'pettingzoo', 'stable_baselines3', 'torch')"
+            " if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.strip() == "[]"
