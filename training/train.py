@@ -173,7 +173,8 @@ def _resumed_settings(config: TrainingConfig) -> dict[str, Any]:
         "n_steps": n_steps, "batch_size": config.minibatch_size(n_steps * config.n_envs),
         "n_epochs": config.n_epochs, "gamma": config.gamma, "gae_lambda": config.gae_lambda,
         "ent_coef": config.ent_coef, "vf_coef": config.vf_coef,
-        "max_grad_norm": config.max_grad_norm, "tensorboard_log": config.log_dir,
+        "max_grad_norm": config.max_grad_norm, "target_kl": config.target_kl,
+        "tensorboard_log": config.log_dir,
         "verbose": config.verbose,
     }
 
@@ -233,7 +234,8 @@ def _new_model(config: TrainingConfig, env: VecMonitor) -> GuidedPPO:
         batch_size=config.minibatch_size(n_steps * config.n_envs), n_epochs=config.n_epochs,
         gamma=config.gamma,
         gae_lambda=config.gae_lambda, clip_range=config.clip_range, ent_coef=config.ent_coef,
-        vf_coef=config.vf_coef, max_grad_norm=config.max_grad_norm, seed=config.seed,
+        vf_coef=config.vf_coef, max_grad_norm=config.max_grad_norm,
+        target_kl=config.target_kl, seed=config.seed,
         device=resolve_device(config.device, field="device"), verbose=config.verbose,
         tensorboard_log=config.log_dir,
         policy_kwargs={"net_arch": list(config.policy_hidden_sizes),

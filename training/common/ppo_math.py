@@ -13,6 +13,7 @@ inline, in the same order and dtypes, so a run gives the same numbers bit for bi
   optional :class:`AuxiliaryLoss`, with approx-KL and clip-fraction statistics; per-unit
   ``weights`` average several ratios per sample (WFM-1: one per own unit).
 - :func:`gradient_step`: zero, backward, clip the global norm, step.
+- :func:`kl_exceeded`: the early stop of an update's passes (``target_kl``).
 - :func:`shuffled_minibatches`: one pass over ``n`` samples in shuffled minibatches.
 """
 
@@ -176,6 +177,13 @@ def gradient_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor,
     optimizer.step()
 
 
+def kl_exceeded(approx_kl: float, target_kl: float | None) -> bool:
+    """Whether an update stops before this minibatch's gradient step: its approx-KL from
+    the rollout's policy is above ``1.5 * target_kl`` (Stable-Baselines3's rule; never
+    when ``target_kl`` is None)."""
+    return target_kl is not None and approx_kl > 1.5 * target_kl
+
+
 def shuffled_minibatches(n: int, batch_size: int,
                          generator: torch.Generator | np.random.Generator, *,
                          drop_last: bool = False,
@@ -204,5 +212,5 @@ def shuffled_minibatches(n: int, batch_size: int,
         yield order[start:start + batch_size]
 
 
-__all__ = ["AuxiliaryLoss", "PPOLoss", "gae", "gradient_step", "normalize_advantages",
-           "ppo_loss", "shuffled_minibatches"]
+__all__ = ["AuxiliaryLoss", "PPOLoss", "gae", "gradient_step", "kl_exceeded",
+           "normalize_advantages", "ppo_loss", "shuffled_minibatches"]

@@ -128,6 +128,10 @@ class PPOSettings(Settings):
     max_grad_norm: float = setting(
         0.5, "Gradients are clipped to this global norm.", check_positive,
         "training.max_grad_norm")
+    target_kl: float | None = setting(
+        None, "Stop an update's passes at the first minibatch whose approx-KL from the "
+        "rollout's policy exceeds 1.5 times this (Stable-Baselines3's rule); null: every "
+        "pass runs.", optional(check_positive), "training.target_kl")
     seed: int = setting(
         42, "Seed of the battles, the network's initial weights and the dealing of opponents.",
         seed, "training.seed")

@@ -178,6 +178,7 @@ def make_commander_ppo(config: EchelonConfig, vec_env: Any, *, tensorboard: bool
         batch_size=config.minibatch_size(n_steps * config.n_envs), n_epochs=config.n_epochs,
         gamma=config.gamma, gae_lambda=config.gae_lambda, clip_range=config.clip_range,
         ent_coef=config.ent_coef, vf_coef=config.vf_coef, max_grad_norm=config.max_grad_norm,
+        target_kl=config.target_kl,
         seed=config.seed, device=resolve_device(config.device, field="device"),
         tensorboard_log=config.log_dir if tensorboard else None,
         verbose=config.verbose)

@@ -13,6 +13,7 @@ from models.mappo_policy import MAPPOPolicy
 from training.common.ppo_math import (
     gae,
     gradient_step,
+    kl_exceeded,
     normalize_advantages,
     ppo_loss,
     shuffled_minibatches,
@@ -56,6 +57,7 @@ def update(policy: MAPPOPolicy, optimizer: torch.optim.Optimizer, rollout: Rollo
     n_batches = 0
     batch_size = config.minibatch_size(n)
     policy.train()
+    stopped = False
     for _ in range(config.n_epochs):
         for mb in shuffled_minibatches(n, batch_size, generator, device=device):
             log_prob, entropy, value = policy.evaluate_actions(obs[mb], actions[mb], state[mb],
@@ -63,10 +65,15 @@ def update(policy: MAPPOPolicy, optimizer: torch.optim.Optimizer, rollout: Rollo
             terms = ppo_loss(log_prob, old_log_probs[mb], adv[mb], value, ret[mb], entropy,
                              clip_range=config.clip_range, vf_coef=config.vf_coef,
                              ent_coef=config.ent_coef)
-            gradient_step(optimizer, terms.total, policy.parameters(), config.max_grad_norm)
             for name, number in terms.statistics().items():
                 sums[name] += number
             n_batches += 1
+            stopped = kl_exceeded(terms.approx_kl, config.target_kl)
+            if stopped:
+                break
+            gradient_step(optimizer, terms.total, policy.parameters(), config.max_grad_norm)
+        if stopped:
+            break
     policy.eval()
     return {f"train/{name}": value / max(n_batches, 1) for name, value in sums.items()}
 

@@ -40,6 +40,7 @@ from training.common.imitation import imitation_targets
 from training.common.ppo_math import (
     AuxiliaryLoss,
     gradient_step,
+    kl_exceeded,
     normalize_advantages,
     ppo_loss,
 )
@@ -127,7 +128,7 @@ class GuidedPPO(PPO):
                                 auxiliary=auxiliary)
                 for key, value in loss.statistics().items():
                     stats.setdefault(key, []).append(value)
-                if self.target_kl is not None and loss.approx_kl > 1.5 * self.target_kl:
+                if kl_exceeded(loss.approx_kl, self.target_kl):
                     continue_training = False
                     break
                 gradient_step(self.policy.optimizer, loss.total, self.policy.parameters(),

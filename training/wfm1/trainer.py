@@ -50,6 +50,7 @@ from training.common.ppo_math import (
     AuxiliaryLoss,
     gae,
     gradient_step,
+    kl_exceeded,
     normalize_advantages,
     ppo_loss,
     shuffled_minibatches,
@@ -250,6 +251,7 @@ class WFM1Trainer:
         totals = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0,
                   "clip_fraction": 0.0, "teacher_loss": 0.0}
         n_batches = 0
+        stopped = False
         policy.train()
         for _ in range(config.n_epochs):
             for index in shuffled_minibatches(n, batch_size, generator, drop_last=True,
@@ -267,12 +269,17 @@ class WFM1Trainer:
                                  value, b["returns"], entropy, clip_range=config.clip_range,
                                  vf_coef=config.vf_coef, ent_coef=config.ent_coef,
                                  weights=own.float(), auxiliary=teacher)
-                gradient_step(self.optimizer, terms.total, policy.parameters(),
-                              config.max_grad_norm)
                 statistics = terms.statistics()
                 for name in totals:
                     totals[name] += statistics[name]
                 n_batches += 1
+                stopped = kl_exceeded(terms.approx_kl, config.target_kl)
+                if stopped:
+                    break
+                gradient_step(self.optimizer, terms.total, policy.parameters(),
+                              config.max_grad_norm)
+            if stopped:
+                break
         self.total_steps += self.rollout_steps
         self.updates += 1
         self.episodes += len(rollout.outcomes)
