@@ -19,7 +19,8 @@ not run and the test suite reports it as skipped with ``REASON``.
 
 Budgets, the one thing the harness changes: every integer literal given as a
 keyword argument named in :data:`BUDGET_KEYWORDS` is divided by
-:data:`BUDGET_DIVISOR` (and kept at least 1) in the parsed source, so the text
+:data:`BUDGET_DIVISOR` (a frequency of :data:`FREQUENCY_KEYWORDS` by
+:data:`FREQUENCY_DIVISOR`; each kept at least 1) in the parsed source, so the text
 that runs is the documentation's while a 1M-step example trains for 10k steps.
 ``--full`` runs the budgets as written (``benchmarks/quick_start.py`` does).
 In a shell script the same rule applies to Hydra overrides (``key=value``
@@ -53,9 +54,19 @@ ROOT = Path(__file__).resolve().parents[1]
 BUDGET_KEYWORDS = frozenset({"total_timesteps", "warm_start_steps", "snapshot_freq",
                              "eval_freq", "checkpoint_freq"})
 """Keyword arguments that hold a training budget (env-steps), or a frequency
-within one (scaled alike, so a snapshot still comes before the end)."""
+within one (scaled too, so a snapshot still comes before the end)."""
+
+FREQUENCY_KEYWORDS = frozenset({"snapshot_freq", "eval_freq", "checkpoint_freq"})
+"""The budget keywords that are a frequency within a run, not its length."""
 
 BUDGET_DIVISOR = 100
+FREQUENCY_DIVISOR = 25
+"""A Python example's frequencies are divided by a quarter of :data:`BUDGET_DIVISOR`. The
+scaled run overshoots its scaled budget (Stable-Baselines3's first rollout keeps its 2,048
+steps per env: the seed's self-play example asks for 10k steps and trains 16,384), and
+frequencies divided as much as the budget would multiply the snapshots and evaluations
+within it (32 of each there, 8 with this divisor). A run that ends before its first
+scaled frequency still takes what it takes at its end (a final evaluation, a checkpoint)."""
 SHELL_BUDGET_DIVISOR = 1000
 """The shell examples' divisor: each of their commands is a whole training run in a
 process of its own (the league tutorial starts four, of 3M-5M env-steps as written),
@@ -128,7 +139,8 @@ class _ScaleBudgets(ast.NodeTransformer):
         value = node.value
         if (node.arg in BUDGET_KEYWORDS and isinstance(value, ast.Constant)
                 and type(value.value) is int):
-            scaled = ast.Constant(max(1, value.value // BUDGET_DIVISOR))
+            divisor = FREQUENCY_DIVISOR if node.arg in FREQUENCY_KEYWORDS else BUDGET_DIVISOR
+            scaled = ast.Constant(max(1, value.value // divisor))
             node.value = ast.copy_location(scaled, value)
         return node
 

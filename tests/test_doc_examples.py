@@ -15,6 +15,7 @@ import pytest
 
 from tests.doc_examples import (
     BUDGET_DIVISOR,
+    FREQUENCY_DIVISOR,
     ROOT,
     SHELL_BUDGET_DIVISOR,
     Block,
@@ -69,7 +70,8 @@ def test_only_budget_keywords_are_scaled_and_errors_point_at_the_doc_line(tmp_pa
     with pytest.raises(RuntimeError) as info:
         exec(compile_block(block), namespace)  # noqa: S102
     assert namespace["got"] == dict(total_timesteps=1_000_000 // BUDGET_DIVISOR,
-                                    snapshot_freq=50_000 // BUDGET_DIVISOR, n_envs=4, seed=300,
+                                    snapshot_freq=50_000 // FREQUENCY_DIVISOR, n_envs=4,
+                                    seed=300,
                                     eval_freq=1, n_episodes=100)
     assert info.traceback[-1].lineno + 1 == 44  # the raise is the block's fifth line
     namespace = {}
