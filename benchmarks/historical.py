@@ -1,5 +1,6 @@
-"""How faithfully the simulator replays history: every battle of
-``data/historical/battles.json`` fought out and compared with what happened.
+"""How faithfully the simulator replays history, out of sample: every battle of
+``data/historical/battles.json`` fought out, compared with what happened and with
+trivial rules that simulate nothing.
 
 Each battle is an order of battle on its field (:mod:`envs.scenario`): every unit of
 both sides, with its arm, formation, strength and quality, on ground drawn from the
@@ -11,6 +12,9 @@ outcome with history (:class:`OutcomeComparator`):
 * the simulated winner is the outcome most of its battles had (Blue, Red or a draw);
   it **matches** when it is the historical one;
 * ``winner_score`` is the share of its battles that had the historical outcome;
+* the simulated **probabilities** of Blue winning, Red winning and a draw are the
+  shares of its battles with each outcome, smoothed: ``(k + 0.5) / (n + 1.5)``
+  (:func:`benchmarks.historical_scoring.smoothed_probabilities`);
 * ``casualty_score = clip(1 - 0.5 (|sim_blue - hist_blue| + |sim_red - hist_red|), 0, 1)``
   on casualties as shares of each side's strength;
 * ``duration_score = clip(1 - |sim_hours - hist_hours| / hist_hours, 0, 1)``, a step
@@ -21,17 +25,35 @@ outcome with history (:class:`OutcomeComparator`):
   hist_red)|`` says how far the exchange of losses is from history's, in orders of
   magnitude.
 
+**Out of sample.** The battles are split by a hash of their ids into a training split
+(about two thirds) and a held-out one (:func:`benchmarks.historical_scoring.in_training_split`).
+The one choice of the simulation that was made by looking at its results on these
+battles, the doctrine's rule for who attacks
+(:data:`~envs.commanders.arms_doctrine.ATTACK_RULES`), is a declared parameter: every
+candidate rule plays the training battles, the one with the highest winner match there
+is kept (ties: the lower Brier score, then the candidates' order, the doctrine's default
+first), and only that rule plays the held-out battles. The baselines
+(:mod:`benchmarks.historical_baselines`: the French win, more men, more strength x
+quality, more guns, and a fitted logistic reference) are fitted on the training
+battles too. The headline is the held-out winner match; beside it the training split's
+(in sample: where the rule was chosen) and all battles'. Brier score and log-loss
+(:mod:`benchmarks.historical_scoring`) are reported for the simulation and every
+baseline on the same battles, and the battles the simulation gets wrong are grouped by
+categories of their data (:data:`benchmarks.historical_baselines.CATEGORIES`).
+
 Usage (``training.historical_benchmark``, the path the seeds document, hands this module's names on;
 ``python -m benchmarks.historical`` runs the same command line)::
 
     python -m training.historical_benchmark [--battles data/historical/battles.json]
         [--seeds 16] [--seed 42] [--output docs/historical_benchmark.md]
+        [--attack-rules high_ground_forced power high_ground]
     python -m training.historical_benchmark --replay austerlitz_1805 [--seed 42]
         [--gif docs/images/historical_austerlitz_1805.gif]
 
 The first writes the report and, beside it, its picture (``historical_benchmark.png``:
 fidelity per battle, simulated against historical casualties). ``--replay`` plays one
-battle once and animates it instead of running the benchmark.
+battle once (with the first of ``--attack-rules``) and animates it instead of running
+the benchmark.
 """
 
 from __future__ import annotations
@@ -41,12 +63,32 @@ import html
 import logging
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.historical_baselines import (
+    BASELINES,
+    CATEGORIES,
+    ArmyFigures,
+    Prediction,
+    army_figures,
+    battle_categories,
+)
+from benchmarks.historical_scoring import (
+    SPLIT_KEY,
+    TRAIN_SHARE,
+    Scores,
+    brier_score,
+    historical_winner,
+    in_training_split,
+    log_loss,
+    smoothed_probabilities,
+)
 from data.historical import BATTLES_JSON, check_historical_outcome, load_battles
+from envs.commanders.arms_doctrine import ATTACK_RULES, DEFAULT_ATTACK_RULE, CombinedArmsDoctrine
 from envs.rendering.replay import render_gif
 from envs.scenario import Scenario
 from envs.scenario_battle import NO_WINNER, STEP_SECONDS, Commander, play_scenario
@@ -60,23 +102,25 @@ _BATTLES_JSON = BATTLES_JSON
 _BENCHMARK_MD = _ROOT / "docs" / "historical_benchmark.md"
 _BENCHMARK_PNG = _BENCHMARK_MD.with_suffix(".png")
 WINNER_MATCH_TARGET = 0.60
-"""The acceptance criterion: the simulated winner is history's in this share of battles."""
+"""The seeds' acceptance criterion: the simulated winner is history's in this share of
+all battles."""
+HELD_OUT_MATCH_TARGET = 0.80
+"""Issue 36's target: the held-out winner match."""
+BASELINE_MARGIN_TARGET = 0.10
+"""Issue 36's target: the held-out winner match above every baseline's by this much."""
+CASUALTY_RATIO_ERROR_TARGET = 0.25
+"""Issue 36's target: the held-out mean casualty-ratio error, in orders of magnitude."""
 DEFAULT_SEEDS = 16
 """Battles played per historical battle (each its own deployment jitter and routs)."""
+CANDIDATE_ATTACK_RULES = (DEFAULT_ATTACK_RULE,
+                          *(rule for rule in ATTACK_RULES if rule != DEFAULT_ATTACK_RULE))
+"""The attack rules the benchmark chooses among by default, the doctrine's default first
+(it wins ties)."""
 WEIGHTS = {"winner": 0.5, "casualties": 0.3, "duration": 0.2}
 """The fidelity's weights (the reference design's)."""
 WINNER_NAMES = {0: "Blue", 1: "Red", NO_WINNER: "draw"}
-
-
-def historical_winner(scenario: Scenario) -> int:
-    """History's winner of a battle entry: 0 Blue, 1 Red, -1 indecisive.
-
-    Raises:
-        envs.scenario.ScenarioError: if the entry's ``historical_outcome`` is invalid
-            (:func:`data.historical.check_historical_outcome`).
-    """
-    winner = check_historical_outcome(scenario)["winner"]
-    return {"blue": 0, "red": 1, None: NO_WINNER}[winner]
+SPLITS = ("held-out", "train", "all")
+"""The sets of battles scores are given for."""
 
 
 @dataclass(frozen=True)
@@ -95,11 +139,20 @@ class OutcomeComparison:
     historical_casualties: tuple[float, float]
     simulated_hours: float
     historical_hours: float
+    n_battles: int = 0
+    """Simulated battles the shares are of (0: not known, and the probabilities are
+    uniform)."""
 
     @property
     def fidelity(self) -> float:
         return (WEIGHTS["winner"] * self.winner_score + WEIGHTS["casualties"]
                 * self.casualty_score + WEIGHTS["duration"] * self.duration_score)
+
+    @property
+    def probabilities(self) -> np.ndarray:
+        """Blue winning, Red winning, a draw: the winner shares smoothed
+        (:func:`~benchmarks.historical_scoring.smoothed_probabilities`)."""
+        return smoothed_probabilities(np.asarray(self.winner_share) * self.n_battles)
 
 
 class OutcomeComparator:
@@ -142,7 +195,11 @@ class OutcomeComparator:
             casualty_score=casualty_score, duration_score=duration_score,
             casualty_ratio_error=abs(ratio(*sim_cas) - ratio(*hist_cas)),
             simulated_casualties=(float(sim_cas[0]), float(sim_cas[1])),
-            historical_casualties=hist_cas, simulated_hours=hours, historical_hours=hist_hours)
+            historical_casualties=hist_cas, simulated_hours=hours, historical_hours=hist_hours,
+            n_battles=len(winners))
+
+
+_UNIFORM = np.full(3, 1 / 3)
 
 
 @dataclass(frozen=True)
@@ -156,6 +213,12 @@ class BenchmarkEntry:
     comparison: OutcomeComparison | None
     elapsed_seconds: float
     error: str | None = None
+    held_out: bool = False
+    """The battle is in the held-out split (else the training one)."""
+    historical_winner: int | None = None
+    """History's winner (0 Blue, 1 Red, -1 indecisive); None: the comparison's."""
+    categories: tuple[str, ...] = ()
+    """The :data:`~benchmarks.historical_baselines.CATEGORIES` the battle falls in."""
 
     @property
     def passed(self) -> bool:
@@ -171,34 +234,189 @@ class BenchmarkEntry:
     def fidelity_score(self) -> float:
         return 0.0 if self.comparison is None else self.comparison.fidelity
 
+    @property
+    def outcome(self) -> int | None:
+        """History's winner, from the entry or its comparison (None if neither says)."""
+        if self.historical_winner is not None:
+            return self.historical_winner
+        return None if self.comparison is None else self.comparison.historical_winner
+
+    @property
+    def prediction(self) -> Prediction:
+        """The simulation's call: its winner and smoothed probabilities; a battle that
+        failed calls no winner and gives each outcome a third."""
+        if self.comparison is None:
+            return Prediction(None, _UNIFORM)
+        return Prediction(self.comparison.simulated_winner, self.comparison.probabilities)
+
+
+@dataclass(frozen=True)
+class RuleTrial:
+    """One candidate attack rule's scores on the training battles."""
+
+    rule: str
+    scores: Scores
+    chosen: bool
+
+
+@dataclass(frozen=True)
+class BaselineResult:
+    """One baseline fitted on the training battles, and its call on every battle (in
+    the order of the summary's entries)."""
+
+    key: str
+    name: str
+    parameters: str
+    """Its fitted parameters, as text."""
+    predictions: tuple[Prediction, ...]
+
+
+def score_entries(entries: Sequence[BenchmarkEntry]) -> Scores:
+    """The simulation's scores over ``entries`` (each with its historical outcome)."""
+    return Scores.of([e.prediction.winner for e in entries],
+                     np.array([e.prediction.probabilities for e in entries]).reshape(-1, 3),
+                     [e.outcome for e in entries])
+
+
+def choose_attack_rule(trials: dict[str, Scores]) -> str:
+    """The rule with the highest winner match, then the lowest Brier score, then the
+    first in ``trials``' order (module docstring); scores of no battles (NaN) rank
+    last, so with no training battles the first rule is kept.
+
+    Raises:
+        ValueError: for no rules.
+    """
+    if not trials:
+        raise ValueError("trials is empty: expected the scores of at least one attack rule")
+
+    def rank(item: tuple[int, tuple[str, Scores]]) -> tuple[float, float, int]:
+        order, (_, scores) = item
+        match = scores.winner_match if np.isfinite(scores.winner_match) else -1.0
+        brier = scores.brier if np.isfinite(scores.brier) else math.inf
+        return (-match, brier, order)
+
+    return min(enumerate(trials.items()), key=rank)[1][0]
+
 
 @dataclass(frozen=True)
 class BenchmarkSummary:
-    """Every battle's entry and the totals."""
+    """Every battle's entry (under the attack rule chosen on the training split), the
+    candidate rules' training scores, the baselines' calls and the totals."""
 
     total: int
     passed: int
     winner_match_rate: float
+    """Over all battles."""
     mean_fidelity: float
     std_fidelity: float
     total_elapsed_seconds: float
     entries: list[BenchmarkEntry] = field(default_factory=list)
     n_seeds: int = DEFAULT_SEEDS
     seed: int = 42
+    attack_rule: str = DEFAULT_ATTACK_RULE
+    """The attack rule chosen on the training split, which played every battle here."""
+    rule_trials: tuple[RuleTrial, ...] = ()
+    baselines: tuple[BaselineResult, ...] = ()
+
+    def indices(self, split: str) -> list[int]:
+        """Positions in :attr:`entries` of the battles of ``split`` (one of
+        :data:`SPLITS`) whose historical outcome is known.
+
+        Raises:
+            ValueError: for another split.
+        """
+        if split not in SPLITS:
+            raise ValueError(f"split={split!r} is invalid: expected one of {', '.join(SPLITS)}")
+        return [n for n, e in enumerate(self.entries) if e.outcome is not None and (
+            split == "all" or e.held_out == (split == "held-out"))]
+
+    def _scores(self, predictions: Sequence[Prediction], split: str) -> Scores:
+        chosen = self.indices(split)
+        return Scores.of([predictions[n].winner for n in chosen],
+                         np.array([predictions[n].probabilities for n in chosen]).reshape(-1, 3),
+                         [self.entries[n].outcome for n in chosen])
+
+    def simulation_scores(self, split: str = "held-out") -> Scores:
+        """The simulation's winner match, Brier score and log-loss on ``split``."""
+        return self._scores([e.prediction for e in self.entries], split)
+
+    def baseline_scores(self, baseline: BaselineResult, split: str = "held-out") -> Scores:
+        """A baseline's scores on ``split``."""
+        return self._scores(baseline.predictions, split)
+
+    def casualty_ratio_error(self, split: str = "all") -> float:
+        """Mean casualty-ratio error of the battles of ``split`` that ran (NaN: none)."""
+        errors = [self.entries[n].comparison.casualty_ratio_error for n in self.indices(split)
+                  if self.entries[n].comparison is not None]
+        return float(np.mean(errors)) if errors else float("nan")
+
+    def fidelity(self, split: str = "all") -> float:
+        """Mean fidelity of the battles of ``split`` (a failed battle scores 0)."""
+        chosen = self.indices(split)
+        return float(np.mean([self.entries[n].fidelity_score for n in chosen])) \
+            if chosen else float("nan")
 
     @property
     def mean_casualty_ratio_error(self) -> float:
-        errors = [e.comparison.casualty_ratio_error for e in self.entries if e.comparison]
-        return float(np.mean(errors)) if errors else float("nan")
+        return self.casualty_ratio_error("all")
+
+    @property
+    def held_out_winner_match(self) -> float:
+        """The headline: the simulation's winner match on the held-out battles."""
+        return self.simulation_scores("held-out").winner_match
+
+    def best_baseline(self, split: str = "held-out") -> BaselineResult | None:
+        """The baseline with the highest winner match on ``split`` (ties: the lower
+        Brier score, then the first); None without baselines."""
+        if not self.baselines:
+            return None
+
+        def rank(b: BaselineResult) -> tuple[float, float]:
+            s = self.baseline_scores(b, split)
+            return (-np.nan_to_num(s.winner_match, nan=-1.0),
+                    np.nan_to_num(s.brier, nan=math.inf))
+
+        return min(self.baselines, key=rank)
+
+    def out_of_sample_targets(self) -> list[tuple[str, str, bool]]:
+        """Issue 36's targets on the held-out battles: (criterion, what was measured,
+        met). A target that cannot be measured (no held-out battle) is not met."""
+        sim = self.simulation_scores("held-out")
+        best = self.best_baseline("held-out")
+        best_match = self.baseline_scores(best).winner_match if best else float("nan")
+        best_brier = min((self.baseline_scores(b).brier for b in self.baselines),
+                         default=float("nan"))
+        error = self.casualty_ratio_error("held-out")
+        return [
+            (f"held-out winner match at least {_pct(HELD_OUT_MATCH_TARGET)}",
+             _pct(sim.winner_match), bool(sim.winner_match >= HELD_OUT_MATCH_TARGET)),
+            (f"held-out winner match at least {100 * BASELINE_MARGIN_TARGET:.0f} points "
+             "above every baseline's",
+             f"{_pct(sim.winner_match)} vs {_pct(best_match)}"
+             + (f" ({best.name})" if best else ""),
+             bool(sim.winner_match >= best_match + BASELINE_MARGIN_TARGET)),
+            ("held-out Brier score below every baseline's",
+             f"{sim.brier:.3f} vs best {best_brier:.3f}", bool(sim.brier < best_brier)),
+            (f"held-out casualty-ratio error at most {CASUALTY_RATIO_ERROR_TARGET:.2f}",
+             f"{error:.2f}", bool(error <= CASUALTY_RATIO_ERROR_TARGET)),
+        ]
+
+    @property
+    def meets_out_of_sample_targets(self) -> bool:
+        """Every one of :meth:`out_of_sample_targets` is met."""
+        return all(met for _, _, met in self.out_of_sample_targets())
 
     @property
     def meets_target(self) -> bool:
+        """The seeds' acceptance: 50 battles or more, all run, and the winner match
+        over all of them at least :data:`WINNER_MATCH_TARGET`."""
         return self.total >= 50 and self.passed == self.total and \
             self.winner_match_rate >= WINNER_MATCH_TARGET
 
 
 class HistoricalBenchmark:
-    """Run all 50+ historical battles and compare each with history.
+    """Run all 50+ historical battles, choose the attack rule on the training split and
+    compare each battle with history and with the baselines (module docstring).
 
     Args:
         battles_path: the JSON battle database (``data/historical/battles.json``).
@@ -206,33 +424,64 @@ class HistoricalBenchmark:
         n_seeds: battles played per historical battle.
         blue: Blue's commander (the combined-arms doctrine if None); Red always follows
             the doctrine.
+        attack_rules: the doctrine's attack rules to choose among on the training split
+            (:data:`~envs.commanders.arms_doctrine.ATTACK_RULES`), in tie-breaking order.
 
     Raises:
-        ValueError: for ``n_seeds`` below 1.
+        ValueError: for ``n_seeds`` below 1, a negative seed, or attack rules that are
+            empty, repeated or unknown.
     """
 
     def __init__(self, battles_path: str | Path = _BATTLES_JSON, seed: int = 42,
-                 n_seeds: int = DEFAULT_SEEDS, blue: Commander | None = None) -> None:
+                 n_seeds: int = DEFAULT_SEEDS, blue: Commander | None = None,
+                 attack_rules: Sequence[str] = CANDIDATE_ATTACK_RULES) -> None:
         if not isinstance(n_seeds, int) or n_seeds < 1:
             raise ValueError(f"n_seeds={n_seeds!r} is invalid: expected an integer >= 1")
         if not isinstance(seed, int) or seed < 0:
             raise ValueError(f"seed={seed!r} is invalid: expected an integer >= 0")
+        rules = tuple(attack_rules) if not isinstance(attack_rules, str) else (attack_rules,)
+        if not rules or len(set(rules)) < len(rules) or not set(rules) <= set(ATTACK_RULES):
+            raise ValueError(f"attack_rules={list(rules)!r} is invalid: expected distinct "
+                             f"rules among {', '.join(ATTACK_RULES)}")
         self.battles_path = Path(battles_path)
         self.seed, self.n_seeds, self.blue = seed, n_seeds, blue
+        self.attack_rules = rules
 
     def run(self) -> BenchmarkSummary:
         """Run the full benchmark and return a :class:`BenchmarkSummary`.
 
-        Every unit of both sides is simulated, ``n_seeds`` battles per historical one.
+        Every candidate attack rule plays the training battles, the chosen one also
+        the held-out battles; every unit of both sides is simulated, ``n_seeds``
+        battles per historical one.
 
         Raises:
             FileNotFoundError: if the battle database is missing.
-            envs.scenario.ScenarioError: if it is malformed, a historical outcome
-                included (nothing runs then).
+            envs.scenario.ScenarioError: if it is malformed, a historical outcome or a
+                battle's ``scale`` included (nothing runs then).
         """
         scenarios = load_battles(self.battles_path)
+        figures = [army_figures(s) for s in scenarios]
+        outcomes = [historical_winner(s) for s in scenarios]
+        held_out = [not in_training_split(s.id) for s in scenarios]
+        train = [n for n, out in enumerate(held_out) if not out]
         start = time.perf_counter()
-        entries = [self._run_one(scenario) for scenario in scenarios]
+        played: dict[str, dict[int, BenchmarkEntry]] = {}
+        trials: dict[str, Scores] = {}
+        for rule in self.attack_rules:
+            played[rule] = {n: self._run_one(scenarios[n], rule, False, figures[n],
+                                             outcomes[n]) for n in train}
+            trials[rule] = score_entries([played[rule][n] for n in train])
+            logger.info("attack rule %s: training winner match %.3f over %d battles", rule,
+                        trials[rule].winner_match, len(train))
+        chosen = choose_attack_rule(trials)
+        entries = [played[chosen][n] if not out else self._run_one(
+            scenario, chosen, True, figures[n], outcomes[n])
+            for n, (scenario, out) in enumerate(zip(scenarios, held_out, strict=True))]
+        baselines = []
+        for baseline in BASELINES:
+            fitted = baseline.fit([figures[n] for n in train], [outcomes[n] for n in train])
+            baselines.append(BaselineResult(fitted.key, fitted.name, fitted.describe(),
+                                            tuple(fitted.predict(f) for f in figures)))
         elapsed = time.perf_counter() - start
         fidelity = np.array([e.fidelity_score for e in entries])
         return BenchmarkSummary(
@@ -240,23 +489,33 @@ class HistoricalBenchmark:
             winner_match_rate=float(np.mean([e.winner_matches for e in entries])),
             mean_fidelity=float(fidelity.mean()), std_fidelity=float(fidelity.std()),
             total_elapsed_seconds=elapsed, entries=entries, n_seeds=self.n_seeds,
-            seed=self.seed)
+            seed=self.seed, attack_rule=chosen,
+            rule_trials=tuple(RuleTrial(rule, trials[rule], rule == chosen)
+                              for rule in self.attack_rules),
+            baselines=tuple(baselines))
 
-    def _run_one(self, scenario: Scenario) -> BenchmarkEntry:
+    def _run_one(self, scenario: Scenario, rule: str, held_out: bool, figures: ArmyFigures,
+                 outcome: int) -> BenchmarkEntry:
         start = time.perf_counter()
         sizes = (scenario.n_blue, scenario.n_red)
         date = str(scenario.extra.get("date", ""))
+        details = {"held_out": held_out, "historical_winner": outcome,
+                   "categories": tuple(battle_categories(figures, outcome))}
         try:
-            outcome = play_scenario(scenario, self.n_seeds, self.seed, blue=self.blue)
-            comparison = OutcomeComparator.compare(scenario, outcome.winner,
-                                                   outcome.casualties, outcome.steps)
+            doctrine = CombinedArmsDoctrine(scenario.config(), attack_rule=rule)
+            result = play_scenario(scenario, self.n_seeds, self.seed,
+                                     blue=doctrine if self.blue is None else self.blue,
+                                     red=doctrine)
+            comparison = OutcomeComparator.compare(scenario, result.winner,
+                                                   result.casualties, result.steps)
         except Exception as error:  # one battle's failure is reported, the others run
             logger.exception("historical battle %s failed", scenario.id)
             return BenchmarkEntry(scenario.id, scenario.name, date, sizes, None,
-                                  time.perf_counter() - start, f"{type(error).__name__}: {error}")
+                                  time.perf_counter() - start, f"{type(error).__name__}: {error}",
+                                  **details)
         entry = BenchmarkEntry(scenario.id, scenario.name, date, sizes, comparison,
-                               time.perf_counter() - start)
-        logger.info("%s: history %s, simulated %s (fidelity %.2f)", scenario.id,
+                               time.perf_counter() - start, **details)
+        logger.info("%s (%s): history %s, simulated %s (fidelity %.2f)", scenario.id, rule,
                     WINNER_NAMES[comparison.historical_winner],
                     WINNER_NAMES[comparison.simulated_winner], comparison.fidelity)
         return entry
@@ -297,14 +556,18 @@ def draw_results(summary: BenchmarkSummary) -> bytes:
     is history's, and the simulated against the historical casualties of both sides."""
     ran = [e for e in summary.entries if e.comparison is not None]
     return draw_historical_benchmark(
-        [e.name for e in ran], [e.fidelity_score for e in ran],
+        [e.name + (" *" if e.held_out else "") for e in ran], [e.fidelity_score for e in ran],
         [e.winner_matches for e in ran],
         np.array([e.comparison.simulated_casualties for e in ran]),
         np.array([e.comparison.historical_casualties for e in ran]))
 
 
 def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
+    return "n/a" if not np.isfinite(x) else f"{100 * x:.0f}%"
+
+
+def _num(x: float, digits: int = 3) -> str:
+    return "n/a" if not np.isfinite(x) else f"{x:.{digits}f}"
 
 
 _MARKDOWN_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]|#"})
@@ -318,9 +581,81 @@ def _cell(text: object) -> str:
     return html.escape(flat, quote=False).translate(_MARKDOWN_SPECIAL)
 
 
+def _headline(summary: BenchmarkSummary) -> list[str]:
+    splits = [summary.simulation_scores(s) for s in SPLITS]
+    lines = [
+        "| measure | held-out (headline) | training split (in sample) | all battles |",
+        "|---|---:|---:|---:|",
+        "| battles | " + " | ".join(str(s.n) for s in splits) + " |",
+        "| winner match (simulated winner is history's) | " + " | ".join(
+            ("**{}**" if n == 0 else "{}").format(
+                f"{_pct(s.winner_match)} ± {_pct(s.winner_match_stderr)}")
+            for n, s in enumerate(splits)) + " |",
+        "| Brier score (3 outcomes; lower is better) | "
+        + " | ".join(_num(s.brier) for s in splits) + " |",
+        "| log-loss (lower is better) | " + " | ".join(_num(s.log_loss) for s in splits) + " |",
+        "| mean casualty-ratio error (orders of magnitude) | "
+        + " | ".join(_num(summary.casualty_ratio_error(s), 2) for s in SPLITS) + " |",
+        "| mean fidelity | " + " | ".join(_num(summary.fidelity(s)) for s in SPLITS) + " |",
+    ]
+    return lines
+
+
+def _rule_table(summary: BenchmarkSummary) -> list[str]:
+    lines = ["| attack rule | training winner match | training Brier | training log-loss "
+             "| chosen |", "|---|---:|---:|---:|---|"]
+    for trial in summary.rule_trials:
+        s = trial.scores
+        lines.append(f"| `{trial.rule}` | {_pct(s.winner_match)} | {_num(s.brier)} | "
+                     f"{_num(s.log_loss)} | {'**chosen**' if trial.chosen else ''} |")
+    return lines
+
+
+def _baseline_table(summary: BenchmarkSummary) -> list[str]:
+    lines = ["| predictor | fitted on the training split | held-out winner match | "
+             "held-out Brier | held-out log-loss | all battles: winner match | Brier | "
+             "log-loss |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    rows = [(f"**the simulation** (`{summary.attack_rule}`)", "the attack rule",
+             summary.simulation_scores("held-out"), summary.simulation_scores("all"))]
+    rows += [(_cell(b.name), _cell(b.parameters), summary.baseline_scores(b, "held-out"),
+              summary.baseline_scores(b, "all")) for b in summary.baselines]
+    for name, fitted, held, every in rows:
+        lines.append(f"| {name} | {fitted} | {_pct(held.winner_match)} | {_num(held.brier)} | "
+                     f"{_num(held.log_loss)} | {_pct(every.winner_match)} | "
+                     f"{_num(every.brier)} | {_num(every.log_loss)} |")
+    return lines
+
+
+def _category_table(summary: BenchmarkSummary) -> list[str]:
+    best = summary.best_baseline("held-out")
+    best_hits = [] if best is None else [
+        p.winner is not None and p.winner == e.outcome
+        for p, e in zip(best.predictions, summary.entries, strict=True)]
+    header = "best baseline's misses" if best is None else \
+        f"misses of \"{_cell(best.name)}\" (the best baseline held out)"
+    lines = [f"| category | battles | simulation misses | miss share | {header} | "
+             "the battles the simulation misses |", "|---|---:|---:|---:|---:|---|"]
+    groups = [("all battles", list(range(len(summary.entries))))] + [
+        (name, [n for n, e in enumerate(summary.entries) if name in e.categories])
+        for name, _ in CATEGORIES]
+    for name, members in groups:
+        members = [n for n in members if summary.entries[n].outcome is not None]
+        missed = [n for n in members if not summary.entries[n].winner_matches]
+        baseline_missed = "" if best is None else str(sum(not best_hits[n] for n in members))
+        names = ", ".join(_cell(summary.entries[n].name) + (" (h)" if summary.entries[n].held_out
+                                                             else "") for n in missed)
+        share = len(missed) / len(members) if members else float("nan")
+        lines.append(f"| {_cell(name)} | {len(members)} | {len(missed)} | {_pct(share)} | "
+                     f"{baseline_missed} | {names if name != 'all battles' else ''} |")
+    return lines
+
+
 def render_markdown(summary: BenchmarkSummary) -> str:
-    """The report of ``summary`` as Markdown."""
+    """The report of ``summary`` as Markdown: the headline (held-out, training and all
+    battles), the attack rule's choice, the baselines, issue 36's targets, the misses
+    by category and every battle."""
     verdict = "PASS" if summary.meets_target else "FAIL"
+    held_out = summary.indices("held-out")
     lines = [
         "# Historical benchmark",
         "",
@@ -329,48 +664,92 @@ def render_markdown(summary: BenchmarkSummary) -> str:
         "(`envs/commanders/arms_doctrine.py`), "
         f"{summary.n_seeds} battles each (seeds {summary.seed} to "
         f"{summary.seed + summary.n_seeds - 1}). Written by `python -m "
-        "training.historical_benchmark`; the measures are defined in the docstring of "
-        "`benchmarks/historical.py`.",
+        "training.historical_benchmark`; the measures, the split and the baselines are "
+        "defined in the docstrings of `benchmarks/historical.py`, "
+        "`benchmarks/historical_scoring.py` and `benchmarks/historical_baselines.py`.",
         "",
-        "| measure | value |",
-        "|---|---:|",
-        f"| battles run / in the database | {summary.passed} / {summary.total} |",
-        f"| winner match (simulated winner is history's) | "
-        f"**{_pct(summary.winner_match_rate)}** ({verdict}: target "
-        f">= {_pct(WINNER_MATCH_TARGET)}) |",
-        f"| mean fidelity (std) | {summary.mean_fidelity:.3f} ({summary.std_fidelity:.3f}) |",
-        f"| mean casualty-ratio error (orders of magnitude) | "
-        f"{summary.mean_casualty_ratio_error:.2f} |",
-        f"| runtime | {summary.total_elapsed_seconds / 60:.1f} min |",
+        f"The battles are split by a hash of their ids: {summary.total - len(held_out)} "
+        f"in the training split, {len(held_out)} held out (the split expects "
+        f"{_pct(TRAIN_SHARE)} in training and does not depend on the file's order or "
+        "length). The doctrine's attack rule, the one choice of the simulation that was "
+        "made by looking at its results on these battles, is chosen on the training "
+        "split only; the baselines are fitted there too. Held-out figures are the "
+        "headline; ± is the binomial standard error.",
         "",
-        "The reference design's benchmark matched 7.7 % of winners with a static duel of the "
-        "first unit of each side. Here every unit fights. Simulated battles are decided "
-        "within minutes of contact (fire and melee are quick in this model, and the break "
-        "rule ends a battle when a side has lost half its strength), so the duration score "
-        "is near zero for most battles: the model has no reserves committed over hours, no "
-        "night and no pursuit.",
+        *_headline(summary),
+        "",
+        f"Battles run / in the database: {summary.passed} / {summary.total}. Runtime "
+        f"{summary.total_elapsed_seconds / 60:.1f} min (every candidate rule on the "
+        "training battles, the chosen one on the held-out ones). The seeds' acceptance "
+        f"(winner match over all battles >= {_pct(WINNER_MATCH_TARGET)}): {verdict}.",
+        "",
+        "## The attack rule, chosen on the training split",
+        "",
+        "Highest training winner match; ties go to the lower Brier score, then to the "
+        "doctrine's default. No candidate plays the held-out battles but the chosen one.",
+        "",
+        *_rule_table(summary),
+        "",
+        "## Against baselines that simulate nothing",
+        "",
+        "Each baseline names a winner by a one-line rule and gives probabilities fitted on "
+        "the training split (`benchmarks/historical_baselines.py`); an indecisive battle "
+        "is a miss for every rule that names a winner. The simulation's probabilities are "
+        "its outcome shares smoothed, (k + 0.5) / (n + 1.5).",
+        "",
+        *_baseline_table(summary),
+        "",
+        "## Issue 36's targets (held-out battles)",
+        "",
+        "| target | measured | met |",
+        "|---|---|---|",
+        *[f"| {_cell(name)} | {_cell(value)} | {'yes' if met else '**no**'} |"
+          for name, value, met in summary.out_of_sample_targets()],
+        "",
+        "## Misses by category",
+        "",
+        "The battles whose simulated winner is not history's, grouped by facts of their "
+        "data seen from the French side (`CATEGORIES` in "
+        "`benchmarks/historical_baselines.py`; a battle may fall in several). (h) marks "
+        "a held-out battle.",
+        "",
+        *_category_table(summary),
+        "",
+        "## Every battle",
+        "",
+        "Simulated battles are decided within minutes of contact (fire and melee are quick "
+        "in this model, and the break rule ends a battle when a side has lost half its "
+        "strength), so the duration score is near zero for most battles: the model has no "
+        "reserves committed over hours, no night and no pursuit. The reference design's "
+        "benchmark matched 7.7 % of winners with a static duel of the first unit of each "
+        "side; here every unit fights.",
         "",
         "Casualties are shares of each side's strength (Blue / Red). Winner shares are the "
-        "shares of the simulated battles won by Blue, won by Red and drawn; (x) marks a "
+        "shares of the simulated battles won by Blue, won by Red and drawn; P(history) is "
+        "the smoothed probability the simulation gives history's outcome; (x) marks a "
         "battle whose simulated winner is not history's.",
         "",
-        "| battle | date | units B/R | history | simulated | B / R / draw | "
-        "casualties history | casualties simulated | ratio error | hours hist / sim | "
-        "fidelity |",
-        "|---|---|---|---|---|---|---|---|---:|---|---:|",
+        "| battle | date | split | units B/R | history | simulated | B / R / draw | "
+        "P(history) | casualties history | casualties simulated | ratio error | "
+        "hours hist / sim | fidelity |",
+        "|---|---|---|---|---|---|---|---:|---|---|---:|---|---:|",
     ]
     for e in summary.entries:
         c = e.comparison
+        split = "held-out" if e.held_out else "train"
         if c is None:
-            lines.append(f"| {_cell(e.name)} | {_cell(e.date)} | {e.n_units[0]}/{e.n_units[1]} "
-                         f"| | error: {_cell(e.error)} | | | | | | |")
+            lines.append(f"| {_cell(e.name)} | {_cell(e.date)} | {split} | "
+                         f"{e.n_units[0]}/{e.n_units[1]} | | error: {_cell(e.error)} "
+                         "| | | | | | | |")
             continue
         mark = "" if e.winner_matches else " (x)"
         shares = " / ".join(_pct(s) for s in c.winner_share)
+        p_history = c.probabilities[(0, 1, NO_WINNER).index(c.historical_winner)]
         lines.append(
-            f"| {_cell(e.name)} | {_cell(e.date)} | {e.n_units[0]}/{e.n_units[1]} | "
+            f"| {_cell(e.name)} | {_cell(e.date)} | {split} | {e.n_units[0]}/{e.n_units[1]} | "
             f"{WINNER_NAMES[c.historical_winner]} | {WINNER_NAMES[c.simulated_winner]}{mark} | "
-            f"{shares} | {c.historical_casualties[0]:.2f} / {c.historical_casualties[1]:.2f} | "
+            f"{shares} | {p_history:.2f} | "
+            f"{c.historical_casualties[0]:.2f} / {c.historical_casualties[1]:.2f} | "
             f"{c.simulated_casualties[0]:.2f} / {c.simulated_casualties[1]:.2f} | "
             f"{c.casualty_ratio_error:.2f} | {c.historical_hours:.1f} / "
             f"{c.simulated_hours:.1f} | {c.fidelity:.2f} |")
@@ -379,18 +758,24 @@ def render_markdown(summary: BenchmarkSummary) -> str:
 
 
 def replay_gif(battles_path: str | Path, battle_id: str, seed: int = 42,
-               path: str | Path | None = None) -> Path:
-    """Play battle ``battle_id`` once (seed ``seed``) and write its GIF.
+               path: str | Path | None = None,
+               attack_rule: str = DEFAULT_ATTACK_RULE) -> Path:
+    """Play battle ``battle_id`` once (seed ``seed``, both sides following the doctrine
+    with ``attack_rule``) and write its GIF.
 
     Raises:
         KeyError: if the database has no such battle (the message lists the ids).
         envs.scenario.ScenarioError: if the database is invalid.
+        ValueError: for an attack rule not in
+            :data:`~envs.commanders.arms_doctrine.ATTACK_RULES`.
     """
     scenarios = {s.id: s for s in load_battles(battles_path)}
     if battle_id not in scenarios:
         raise KeyError(f"battle {battle_id!r} is not in {battles_path}: expected one of "
                        f"{sorted(scenarios)}")
-    outcome = play_scenario(scenarios[battle_id], 1, seed, record=True)
+    scenario = scenarios[battle_id]
+    doctrine = CombinedArmsDoctrine(scenario.config(), attack_rule=attack_rule)
+    outcome = play_scenario(scenario, 1, seed, blue=doctrine, red=doctrine, record=True)
     target = Path(path) if path else _ROOT / "docs" / "images" / f"historical_{battle_id}.gif"
     target.parent.mkdir(parents=True, exist_ok=True)
     stride = max(1, outcome.replay.n_steps // 60)  # about 60 frames: a small file
@@ -405,16 +790,23 @@ def main(argv: list[str] | None = None) -> None:
                         help="battles per historical battle")
     parser.add_argument("--seed", type=int, default=42, help="first seed")
     parser.add_argument("--output", default=str(_BENCHMARK_MD), help="Markdown report")
+    parser.add_argument("--attack-rules", nargs="+", choices=ATTACK_RULES,
+                        default=list(CANDIDATE_ATTACK_RULES), metavar="RULE",
+                        help="the doctrine's attack rules to choose among on the training "
+                        f"split, in tie-breaking order (default: {' '.join(CANDIDATE_ATTACK_RULES)}"
+                        "); --replay plays the first")
     parser.add_argument("--replay", metavar="ID", help="animate this battle instead")
     parser.add_argument("--gif", help="where --replay writes its GIF "
                         "(default docs/images/historical_<ID>.gif)")
     args = parser.parse_args(argv)
     try:
         if args.replay:
-            path = replay_gif(args.battles, args.replay, args.seed, args.gif)
+            path = replay_gif(args.battles, args.replay, args.seed, args.gif,
+                              attack_rule=args.attack_rules[0])
             print(f"replay of {args.replay}: {path}")
             return
-        benchmark = HistoricalBenchmark(args.battles, seed=args.seed, n_seeds=args.seeds)
+        benchmark = HistoricalBenchmark(args.battles, seed=args.seed, n_seeds=args.seeds,
+                                        attack_rules=args.attack_rules)
         summary = benchmark.run()
     except (FileNotFoundError, KeyError, ValueError) as error:
         # A bad database or argument: its message, and a failing exit status.
@@ -424,16 +816,32 @@ def main(argv: list[str] | None = None) -> None:
         status = e.error if c is None else (
             f"history {WINNER_NAMES[c.historical_winner]:5s} simulated "
             f"{WINNER_NAMES[c.simulated_winner]:5s} fidelity {c.fidelity:.2f}")
-        print(f"{e.battle_id:32s} {status}")
+        print(f"{e.battle_id:32s} {'held-out' if e.held_out else 'train':8s} {status}")
     path = benchmark.write_markdown(summary, args.output)
     picture = benchmark.write_plot(summary, Path(args.output).with_suffix(".png"))
-    print(f"winner match {_pct(summary.winner_match_rate)} over {summary.total} battles, "
-          f"mean fidelity {summary.mean_fidelity:.3f}, "
+    held, every = summary.simulation_scores("held-out"), summary.simulation_scores("all")
+    print(f"attack rule {summary.attack_rule} (chosen on {every.n - held.n} training "
+          f"battles); winner match held out {_pct(held.winner_match)} over {held.n} battles "
+          f"(Brier {_num(held.brier)}, log-loss {_num(held.log_loss)}), all "
+          f"{_pct(every.winner_match)} over {every.n}; "
           f"{summary.total_elapsed_seconds / 60:.1f} min; report: {path}, picture: {picture}")
+    for b in summary.baselines:
+        s = summary.baseline_scores(b)
+        print(f"  baseline {b.name}: held out {_pct(s.winner_match)} "
+              f"(Brier {_num(s.brier)}, log-loss {_num(s.log_loss)})")
     if summary.passed < summary.total:
         raise SystemExit(f"error: {summary.total - summary.passed} of {summary.total} battles "
                          "failed (see the report)")
 
+
+__all__ = ["BASELINES", "BASELINE_MARGIN_TARGET", "CANDIDATE_ATTACK_RULES",
+           "CASUALTY_RATIO_ERROR_TARGET", "DEFAULT_SEEDS", "HELD_OUT_MATCH_TARGET", "SPLITS",
+           "SPLIT_KEY", "TRAIN_SHARE", "WEIGHTS", "WINNER_MATCH_TARGET", "WINNER_NAMES",
+           "BaselineResult", "BenchmarkEntry", "BenchmarkSummary", "HistoricalBenchmark",
+           "OutcomeComparator", "OutcomeComparison", "RuleTrial", "Scores", "army_figures",
+           "brier_score", "choose_attack_rule", "draw_results", "historical_winner",
+           "in_training_split", "log_loss", "main", "render_markdown", "replay_gif",
+           "score_entries", "smoothed_probabilities"]
 
 if __name__ == "__main__":
     main()
