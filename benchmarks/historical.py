@@ -553,13 +553,23 @@ class HistoricalBenchmark:
 
 def draw_results(summary: BenchmarkSummary) -> bytes:
     """The battles that ran as a PNG: each one's fidelity, green where the simulated winner
-    is history's, and the simulated against the historical casualties of both sides."""
+    is history's (hatched where held out), the simulated against the historical
+    casualties of both sides, and the held-out winner match and Brier score of the
+    simulation and of every baseline (when there are held-out battles)."""
     ran = [e for e in summary.entries if e.comparison is not None]
+    held = summary.simulation_scores("held-out")
+    predictors = {f"the simulation ({summary.attack_rule})": (held.winner_match, held.brier)}
+    for b in summary.baselines:
+        scores = summary.baseline_scores(b, "held-out")
+        predictors[b.name] = (scores.winner_match, scores.brier)
+    scored = held.n > 0 and all(np.isfinite(v).all() for v in predictors.values())
     return draw_historical_benchmark(
-        [e.name + (" *" if e.held_out else "") for e in ran], [e.fidelity_score for e in ran],
+        [e.name for e in ran], [e.fidelity_score for e in ran],
         [e.winner_matches for e in ran],
         np.array([e.comparison.simulated_casualties for e in ran]),
-        np.array([e.comparison.historical_casualties for e in ran]))
+        np.array([e.comparison.historical_casualties for e in ran]),
+        predictors=predictors if scored and summary.baselines else None,
+        held_out=[e.held_out for e in ran])
 
 
 def _pct(x: float) -> str:

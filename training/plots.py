@@ -28,6 +28,7 @@ import argparse
 import io
 import logging
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -363,9 +364,13 @@ def plot_run(log_dir: str | Path | None, *, anchors: Mapping[str, float] | None 
 def draw_historical_benchmark(names: Sequence[str], fidelity: Sequence[float],
                               winner_matches: Sequence[bool],
                               simulated_casualties: np.ndarray,
-                              historical_casualties: np.ndarray) -> bytes:
+                              historical_casualties: np.ndarray,
+                              predictors: Mapping[str, tuple[float, float]] | None = None,
+                              held_out: Sequence[bool] | None = None) -> bytes:
     """The historical benchmark: each battle's fidelity (green where the simulated winner
-    is history's), and the simulated against the historical casualties of both sides.
+    is history's), the simulated against the historical casualties of both sides, and,
+    when given, the held-out winner match and Brier score of the simulation beside the
+    baselines'.
 
     Args:
         names: the battles' names, in the order of the other arguments.
@@ -373,18 +378,27 @@ def draw_historical_benchmark(names: Sequence[str], fidelity: Sequence[float],
         winner_matches: whether its simulated winner is history's.
         simulated_casualties, historical_casualties: (n, 2) Blue's and Red's casualties
             as shares of their strength.
+        predictors: each predictor's name -> its (winner match, Brier score) on the
+            held-out battles, the simulation first.
+        held_out: whether each battle is held out (its bar is hatched).
     """
     simulated = np.asarray(simulated_casualties, float).reshape(-1, 2)
     historical = np.asarray(historical_casualties, float).reshape(-1, 2)
     n = len(names)
-    fig = figure(max(10.0, 0.22 * n + 5), 6)
-    bars, scatter = fig.subplots(1, 2, width_ratios=[max(2.0, n / 12), 1])
+    fig = figure(max(10.0, 0.22 * n + 5) + (4 if predictors else 0), 6)
+    ratios = [max(2.0, n / 12), 1] + ([1.2] if predictors else [])
+    axes = fig.subplots(1, len(ratios), width_ratios=ratios)
+    bars, scatter = axes[0], axes[1]
     colours = ["tab:green" if ok else "tab:red" for ok in winner_matches]
-    bars.bar(range(n), fidelity, color=colours)
+    drawn = bars.bar(range(n), fidelity, color=colours)
+    for bar, out in zip(drawn, held_out or [False] * n, strict=True):
+        if out:
+            bar.set_hatch("///")
     bars.set_xticks(range(n), labels=names, rotation=90, fontsize=6)
     matched = sum(bool(ok) for ok in winner_matches)
     bars.set(ylim=(0, 1), ylabel="fidelity",
-             title=f"Fidelity per battle (green: winner matches history, {matched}/{n})")
+             title=f"Fidelity per battle (green: winner matches history, {matched}/{n}"
+             + ("; hatched: held out)" if held_out else ")"))
     for side, (label, colour) in enumerate((("Blue", "tab:blue"), ("Red", "tab:red"))):
         scatter.scatter(historical[:, side], simulated[:, side], s=14, color=colour,
                         label=label, alpha=0.8)
@@ -392,7 +406,24 @@ def draw_historical_benchmark(names: Sequence[str], fidelity: Sequence[float],
     scatter.set(xlim=(0, 1), ylim=(0, 1), xlabel="historical casualties (share)",
                 ylabel="simulated casualties (share)", title="Casualties", aspect="equal")
     scatter.legend(fontsize=8)
+    if predictors:
+        ax = axes[2]
+        labels = list(predictors)
+        y = np.arange(len(labels))
+        match = [predictors[k][0] for k in labels]
+        brier = [predictors[k][1] for k in labels]
+        ax.barh(y - 0.2, match, height=0.4, color="tab:green", label="winner match")
+        ax.barh(y + 0.2, brier, height=0.4, color="tab:purple", label="Brier score")
+        ax.set_yticks(y, labels=[_wrap(k) for k in labels], fontsize=7)
+        ax.invert_yaxis()
+        ax.set(xlim=(0, max(1.0, *brier)), title="Held out: simulation vs baselines")
+        ax.legend(fontsize=7, loc="lower right")
     return png_bytes(fig)
+
+
+def _wrap(text: str, width: int = 22) -> str:
+    """``text`` broken into lines of at most ``width`` characters (a long tick label)."""
+    return "\n".join(textwrap.wrap(text, width)) or text
 
 
 def draw_transfer_benchmark(site: str, conditions: Sequence[str], win_rates: Sequence[float],

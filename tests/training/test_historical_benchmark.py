@@ -416,3 +416,8 @@ def test_the_report_carries_the_headline_the_baselines_and_the_misses(three_batt
     held = three_battles.simulation_scores("held-out")
     assert f"**{100 * held.winner_match:.0f}% ± 0%**" in report  # one held-out battle
     assert len(three_battles.out_of_sample_targets()) == 4
+
+
+def test_the_picture_draws_the_battles_and_the_held_out_scores(three_battles, tmp_path):
+    path = HistoricalBenchmark().write_plot(three_battles, tmp_path / "report.png")
+    assert path.read_bytes().startswith(b"\x89PNG") and path.stat().st_size > 10_000
