@@ -60,8 +60,8 @@ FIELD_SIZE_RANGE = C.MAP_SIZE_RANGE
 MAX_GRID_SIDE = 1000
 """Most rows or columns a scenario's ground may have."""
 MAX_SCENARIO_BYTES = 16 * 2**20
-"""Largest scenario file (or JSON list of scenarios) read: the 61 historical battles
-take 0.3 MB."""
+"""Largest scenario file (or JSON list of scenarios) read: the 111 historical battles
+take 0.5 MB."""
 MAX_SIDE_UNITS = 1000
 """Most units one side may field (the historical battles field at most 20 in all)."""
 MAX_FEATURES = 1000
