@@ -385,10 +385,14 @@ def draw_historical_benchmark(names: Sequence[str], fidelity: Sequence[float],
     simulated = np.asarray(simulated_casualties, float).reshape(-1, 2)
     historical = np.asarray(historical_casualties, float).reshape(-1, 2)
     n = len(names)
-    fig = figure(max(10.0, 0.22 * n + 5) + (4 if predictors else 0), 6)
-    ratios = [max(2.0, n / 12), 1] + ([1.2] if predictors else [])
-    axes = fig.subplots(1, len(ratios), width_ratios=ratios)
-    bars, scatter = axes[0], axes[1]
+    if predictors:  # the battles above, casualties and predictors side by side below
+        fig = figure(max(12.0, 0.16 * n + 3), 11)
+        axes = fig.subplot_mosaic([["bars", "bars"], ["scatter", "predictors"]],
+                                  height_ratios=[1, 1.1])
+        bars, scatter = axes["bars"], axes["scatter"]
+    else:
+        fig = figure(max(10.0, 0.22 * n + 5), 6)
+        bars, scatter = fig.subplots(1, 2, width_ratios=[max(2.0, n / 12), 1])
     colours = ["tab:green" if ok else "tab:red" for ok in winner_matches]
     drawn = bars.bar(range(n), fidelity, color=colours)
     for bar, out in zip(drawn, held_out or [False] * n, strict=True):
@@ -407,17 +411,17 @@ def draw_historical_benchmark(names: Sequence[str], fidelity: Sequence[float],
                 ylabel="simulated casualties (share)", title="Casualties", aspect="equal")
     scatter.legend(fontsize=8)
     if predictors:
-        ax = axes[2]
+        ax = axes["predictors"]
         labels = list(predictors)
         y = np.arange(len(labels))
         match = [predictors[k][0] for k in labels]
         brier = [predictors[k][1] for k in labels]
         ax.barh(y - 0.2, match, height=0.4, color="tab:green", label="winner match")
         ax.barh(y + 0.2, brier, height=0.4, color="tab:purple", label="Brier score")
-        ax.set_yticks(y, labels=[_wrap(k) for k in labels], fontsize=7)
+        ax.set_yticks(y, labels=[_wrap(k, 30) for k in labels], fontsize=9)
         ax.invert_yaxis()
         ax.set(xlim=(0, max(1.0, *brier)), title="Held out: simulation vs baselines")
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=8, loc="lower right")
     return png_bytes(fig)
 
 
