@@ -20,8 +20,8 @@ gunners); 0.85 militia (Landwehr, National Guards, opolchenie, insurrection levi
 militia and fencibles); 0.8 Spanish and Portuguese militia and new levies; 0.75 irregulars
 (Ottoman, Mamluk and Arab levies, Irish rebels, guerrillas). A mixed formation takes the
 class of most of its men. The rule was written for the entries added by issue 36 (from
-``valmy_1792`` on in the file); the first 61 entries were set by hand before it, on the same
-scale in steps of 0.05."""
+``valmy_1792`` on in the file); the first 61 entries, set by hand before it in steps of 0.05,
+were re-rated by it afterwards, unit by unit from each unit's name, army and year."""
 
 from __future__ import annotations
 
