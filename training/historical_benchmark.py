@@ -9,49 +9,9 @@ module: benchmarks sit above training, and only the seeds' documented path point
 
 from __future__ import annotations
 
-from benchmarks.historical import (
-    BASELINE_MARGIN_TARGET,
-    BASELINES,
-    CANDIDATE_ATTACK_RULES,
-    CASUALTY_RATIO_ERROR_TARGET,
-    DEFAULT_SEEDS,
-    HELD_OUT_MATCH_TARGET,
-    SPLIT_KEY,
-    SPLITS,
-    TRAIN_SHARE,
-    WEIGHTS,
-    WINNER_MATCH_TARGET,
-    WINNER_NAMES,
-    BaselineResult,
-    BenchmarkEntry,
-    BenchmarkSummary,
-    HistoricalBenchmark,
-    OutcomeComparator,
-    OutcomeComparison,
-    RuleTrial,
-    Scores,
-    army_figures,
-    brier_score,
-    choose_attack_rule,
-    draw_results,
-    historical_winner,
-    in_training_split,
-    log_loss,
-    main,
-    render_markdown,
-    replay_gif,
-    score_entries,
-    smoothed_probabilities,
-)
-
-__all__ = ["BASELINES", "BASELINE_MARGIN_TARGET", "CANDIDATE_ATTACK_RULES",
-           "CASUALTY_RATIO_ERROR_TARGET", "DEFAULT_SEEDS", "HELD_OUT_MATCH_TARGET", "SPLITS",
-           "SPLIT_KEY", "TRAIN_SHARE", "WEIGHTS", "WINNER_MATCH_TARGET", "WINNER_NAMES",
-           "BaselineResult", "BenchmarkEntry", "BenchmarkSummary", "HistoricalBenchmark",
-           "OutcomeComparator", "OutcomeComparison", "RuleTrial", "Scores", "army_figures",
-           "brier_score", "choose_attack_rule", "draw_results", "historical_winner",
-           "in_training_split", "log_loss", "main", "render_markdown", "replay_gif",
-           "score_entries", "smoothed_probabilities"]
+# Every public name of benchmarks.historical, and its __all__: one list, kept there.
+from benchmarks.historical import *  # noqa: F403
+from benchmarks.historical import __all__, main  # noqa: F401
 
 if __name__ == "__main__":
     main()
