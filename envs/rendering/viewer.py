@@ -21,8 +21,9 @@ grow with the battle's length; it refuses, before any work, a replay of more tha
 :data:`MAX_MELEE_PAIR_STEPS` steps times enemy pairs, and one whose melee would list
 more than :data:`MAX_MELEE_ROWS` rows.
 
-The script and the style sheet are package data next to this module (``viewer.js``,
-``viewer.css``); the command line is :mod:`envs.rendering.view`.
+The scripts and the style sheet are package data next to this module (``battle_draw.js``,
+which draws a battle and is shared with the play page of :mod:`envs.play`, ``viewer.js``
+and ``viewer.css``); the command line is :mod:`envs.rendering.view`.
 """
 
 from __future__ import annotations
@@ -277,9 +278,9 @@ def viewer_html(replay: Replay, title: str | None = None) -> str:
     """
     payload = json.dumps(viewer_payload(replay), separators=(",", ":"), allow_nan=False)
     heading = html.escape(title if title is not None else _title(replay))
-    script = _asset("viewer.js")
+    script = _asset("battle_draw.js") + _asset("viewer.js")
     if "</script" in script.lower():
-        raise RuntimeError("viewer.js must not contain '</script'")
+        raise RuntimeError("battle_draw.js and viewer.js must not contain '</script'")
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
