@@ -31,7 +31,7 @@ from envs.scenario import Scenario
 from envs.sim import engine
 from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
-from envs.sim.deploy import place
+from envs.sim.deploy import Placement, place
 from envs.sim.engine import Geometry
 from envs.sim.state import BattleState
 from envs.sim.validation import (
@@ -94,9 +94,10 @@ def side_losses(state: BattleState, initial: np.ndarray) -> tuple[np.ndarray, np
     return per_side[0], np.clip(per_side[1], 0.0, 1.0)
 
 
-def deploy_scenario(scenario: Scenario, n_battles: int, seed: int) -> BattleState:
-    """A batch of ``n_battles`` battles of ``scenario``, battle ``b`` jittered and keyed
-    by ``seed + b``.
+def scenario_placement(scenario: Scenario, n_battles: int, seed: int) -> Placement:
+    """Where the units of ``n_battles`` battles of ``scenario`` stand at the start: the
+    scenario's positions, jittered by :data:`DEPLOYMENT_JITTER` from battle ``b``'s own
+    seed ``seed + b`` (so a battle is the same in any batch), never into the water.
 
     Raises:
         TypeError: for a ``scenario`` that is not a :class:`Scenario`.
@@ -108,12 +109,7 @@ def deploy_scenario(scenario: Scenario, n_battles: int, seed: int) -> BattleStat
         raise ValueError(f"scenario {scenario.id!r} deploys at random: play_scenario needs "
                          "placed units")
     terrain = scenario.terrain_map()
-    rows, cols = (1, 1) if terrain is None else terrain.shape
-    state = BattleState.empty(n_battles, scenario.array("side", np.int8), rows, cols,
-                              arm=scenario.array("arm", np.int8),
-                              quality=scenario.array("quality"))
     seeds = np.arange(n_battles, dtype=np.uint64) + np.uint64(seed)
-    # Each battle's jitter comes from its own seed: a battle is the same in any batch.
     jitter = np.stack([np.random.default_rng(int(s)).normal(0, DEPLOYMENT_JITTER,
                                                               (2, len(scenario.units)))
                        for s in seeds], axis=1)
@@ -123,9 +119,52 @@ def deploy_scenario(scenario: Scenario, n_battles: int, seed: int) -> BattleStat
         wet = terrain.going_at(x, y) <= 0
         x = np.where(wet, scenario.array("x")[None], x)
         y = np.where(wet, scenario.array("y")[None], y)
-    place(state, np.arange(n_battles), rnd.seed_keys(seeds), x=x, y=y,
-          theta=scenario.array("theta"), strength=scenario.array("strength"),
-          formation=scenario.array("formation", np.int16), terrain=terrain)
+    return Placement(x=x, y=y, theta=scenario.array("theta"),
+                     strength=scenario.array("strength"),
+                     formation=scenario.array("formation", np.int16))
+
+
+def judge(lost: np.ndarray, break_fraction: float,
+          at_limit: bool | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which battles are over and who won, by the break rule (module docstring).
+
+    Args:
+        lost: (B, 2) each side's losses as a share of its strength (:func:`side_losses`).
+        break_fraction: the losses that beat a side.
+        at_limit: whether each battle (or all of them) has reached its step limit.
+
+    Returns:
+        ``(over, winner)``: (B,) bool, and (B,) int8 0 Blue, 1 Red or :data:`NO_WINNER`
+        (a draw, or a battle not over).
+    """
+    broken = lost >= break_fraction
+    decided = broken.any(axis=1)
+    margin = lost[:, 1] - lost[:, 0]
+    by_break = np.where(broken.all(axis=1), NO_WINNER, np.where(broken[:, 1], 0, 1))
+    by_time = np.where(margin >= TIMEOUT_MARGIN, 0,
+                       np.where(-margin >= TIMEOUT_MARGIN, 1, NO_WINNER))
+    over = decided | at_limit
+    winner = np.where(decided, by_break, np.where(over, by_time, NO_WINNER))
+    return over, winner.astype(np.int8)
+
+
+def deploy_scenario(scenario: Scenario, n_battles: int, seed: int) -> BattleState:
+    """A batch of ``n_battles`` battles of ``scenario``, battle ``b`` jittered and keyed
+    by ``seed + b`` (:func:`scenario_placement`).
+
+    Raises:
+        TypeError: for a ``scenario`` that is not a :class:`Scenario`.
+        ValueError: for a scenario that deploys at random (it has no positions), or an
+            ``n_battles`` or ``seed`` out of range (named).
+    """
+    placement = scenario_placement(scenario, n_battles, seed)
+    terrain = scenario.terrain_map()
+    rows, cols = (1, 1) if terrain is None else terrain.shape
+    state = BattleState.empty(n_battles, scenario.array("side", np.int8), rows, cols,
+                              arm=scenario.array("arm", np.int8),
+                              quality=scenario.array("quality"))
+    seeds = np.arange(n_battles, dtype=np.uint64) + np.uint64(seed)
+    place(state, np.arange(n_battles), rnd.seed_keys(seeds), placement, terrain=terrain)
     return state
 
 
@@ -208,17 +247,9 @@ def play_scenario(scenario: Scenario, n_battles: int = 16, seed: int = 0, *,
         if recorder is not None and running[0]:
             recorder.record(state, events)
         lost, casualty = side_losses(state, initial)
-        broken = lost >= scenario.break_fraction
-        decided = running & broken.any(axis=1)
-        last = t + 1 == config.max_steps
-        timed_out = running & ~decided & last
-        margin = lost[:, 1] - lost[:, 0]
-        winner[decided] = np.where(broken[decided].all(axis=1), NO_WINNER,
-                                   np.where(broken[decided, 1], 0, 1))
-        winner[timed_out] = np.where(margin[timed_out] >= TIMEOUT_MARGIN, 0,
-                                     np.where(-margin[timed_out] >= TIMEOUT_MARGIN, 1,
-                                              NO_WINNER))
-        ended = decided | timed_out
+        over, verdict = judge(lost, scenario.break_fraction, t + 1 == config.max_steps)
+        ended = running & over
+        winner[ended] = verdict[ended]
         steps[ended], losses[ended], casualties[ended] = t + 1, lost[ended], casualty[ended]
         running &= ~ended
         if not running.any():
@@ -229,4 +260,5 @@ def play_scenario(scenario: Scenario, n_battles: int = 16, seed: int = 0, *,
 
 
 __all__ = ["Commander", "DEPLOYMENT_JITTER", "ROUTED_LOSS", "STEP_SECONDS", "ScenarioOutcome",
-           "TIMEOUT_MARGIN", "deploy_scenario", "play_scenario", "side_losses"]
+           "TIMEOUT_MARGIN", "deploy_scenario", "judge", "play_scenario", "scenario_placement",
+           "side_losses"]

@@ -44,7 +44,7 @@ from envs.sim import engine
 from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
 from envs.sim.constants import ACTION_DIM
-from envs.sim.deploy import deploy, terrain_grid_shape
+from envs.sim.deploy import Placement, deploy, terrain_grid_shape
 from envs.sim.engine import pair_major, team_codes, unit_major, writable_major
 from envs.sim.jit import read_only
 from envs.sim.scripted import scripted_actions
@@ -242,10 +242,17 @@ class MultiBattalionBatch:
     # --- episodes -----------------------------------------------------------------
 
     def reset(self, battles: np.ndarray, seeds: list[int | None],
-              fresh_seeds: np.ndarray) -> None:
-        """Start new episodes in ``battles`` (see :meth:`EpisodeChains.restart`)."""
+              fresh_seeds: np.ndarray, placement: Placement | None = None) -> None:
+        """Start new episodes in ``battles`` (see :meth:`EpisodeChains.restart`).
+
+        With a ``placement`` (a scenario's, :func:`envs.scenario_battle.scenario_placement`)
+        the units stand where it puts them instead of in their sides' deployment bands;
+        the ground is the battlefield's either way.
+        """
         battles = np.asarray(battles, dtype=np.intp)
-        self._start(battles, self._chains.restart(battles, seeds, fresh_seeds))
+        if placement is not None:
+            placement.check(len(battles), self.n_units)
+        self._start(battles, self._chains.restart(battles, seeds, fresh_seeds), placement)
 
     def next_episode(self, battles: np.ndarray) -> None:
         """Start the next episode of each battle's chain (the vectorised auto-reset).
@@ -255,9 +262,12 @@ class MultiBattalionBatch:
         battles = np.asarray(battles, dtype=np.intp)
         self._start(battles, self._chains.advance(battles))
 
-    def _start(self, battles: np.ndarray, keys: np.ndarray) -> None:
+    def _start(self, battles: np.ndarray, keys: np.ndarray,
+               placement: Placement | None = None) -> None:
         deploy(self.state, battles, keys, self.config, terrain=self.terrain,
                randomize_terrain=self.randomize_terrain, formations=self._formations)
+        if placement is not None:
+            placement.stand(self.state, battles)
         if self.geometry is None or len(battles) == self.n_battles:
             everything = np.ones((2, self.n_units, len(battles)), bool)
             self.geometry = engine.sense(self.state, self.config)

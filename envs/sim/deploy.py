@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -110,27 +111,51 @@ def _spawn(keys, battles, team, x, y, theta, strength, morale, readiness, routed
         key[b] = keys[n]
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where an order of battle stands its units at the start of a battle: per unit (U,) or
+    per battle and unit (n, U) positions in metres, headings in radians, strengths in
+    (0, 1] and formation codes. Nothing here is checked: an order of battle is validated
+    where it is read (:mod:`envs.scenario`)."""
+
+    x: np.ndarray
+    y: np.ndarray
+    theta: np.ndarray
+    strength: np.ndarray
+    formation: np.ndarray
+
+    def check(self, n_battles: int, n_units: int) -> None:
+        """Raise ``ValueError`` unless every array fits ``n_battles`` battles of ``n_units``
+        units ((U,) or (n_battles, U)), naming the field and its shape."""
+        for name in ("x", "y", "theta", "strength", "formation"):
+            shape = np.shape(getattr(self, name))
+            if shape not in ((n_units,), (n_battles, n_units)):
+                raise ValueError(f"placement.{name} has shape {shape}: expected ({n_units},) "
+                                 f"or ({n_battles}, {n_units})")
+
+    def stand(self, state: BattleState, battles: np.ndarray) -> None:
+        """Put the units of rows ``battles`` of ``state`` where this placement says, in
+        place (morale, readiness, the ground and the clock are left as they are)."""
+        state.x[battles] = self.x
+        state.y[battles] = self.y
+        state.theta[battles] = np.mod(self.theta, 2 * np.pi)
+        state.strength[battles] = self.strength
+        state.formation[battles] = self.formation
+        state.drill[battles] = 0
+
+
 def place(
     state: BattleState,
     battles: np.ndarray,
     keys: np.ndarray,
+    placement: Placement,
     *,
-    x: np.ndarray,
-    y: np.ndarray,
-    theta: np.ndarray,
-    strength: np.ndarray,
-    formation: np.ndarray,
     terrain: TerrainMap | None = None,
 ) -> None:
-    """(Re)start the battles ``battles`` of ``state`` in place with the units where an
-    order of battle puts them: per unit (U,) or per battle and unit (len(battles), U)
-    positions in metres, headings in radians, strengths in (0, 1] and formation codes,
-    at full morale with muskets loaded, on ``terrain`` (open level ground if None);
-    episode keys ``keys``. Nothing is drawn: the caller checked the values (an order of
-    battle is validated where it is read, :mod:`envs.scenario`).
-    """
+    """(Re)start the battles ``battles`` of ``state`` in place with the units where
+    ``placement`` puts them, at full morale with muskets loaded, on ``terrain`` (open
+    level ground if None); episode keys ``keys``. Nothing is drawn."""
     battles = np.asarray(battles, dtype=np.intp)
-    rows, cols = state.grid_shape
     if terrain is None:
         state.elevation[battles] = 0
         state.cover[battles] = 0
@@ -142,15 +167,10 @@ def place(
         state.cover[battles] = terrain.cover[None]
         state.going[battles] = terrain.going[None]
         state.elevation_patches[battles] = elevation_patches(elevation)
-    state.x[battles] = x
-    state.y[battles] = y
-    state.theta[battles] = np.mod(theta, 2 * np.pi)
-    state.strength[battles] = strength
+    placement.stand(state, battles)
     state.morale[battles] = 1
     state.readiness[battles] = 1
     state.routed[battles] = False
     state.destroyed[battles] = False
-    state.formation[battles] = formation
-    state.drill[battles] = 0
     state.step[battles] = 0
     state.key[battles] = np.asarray(keys, dtype=np.uint64)
