@@ -80,7 +80,7 @@ from models.weights import (
 )
 
 __all__ = [
-    "CARD_DIM", "CHECKPOINT_KEYS", "CrossEchelonTransformer", "ECHELON_BATTALION",
+    "CARD_DIM", "CARD_FEATURES", "CHECKPOINT_KEYS", "CrossEchelonTransformer", "ECHELON_BATTALION",
     "ECHELON_BRIGADE", "ECHELON_CORPS", "ECHELON_DIVISION", "EchelonEncoder",
     "GIS_AUSTERLITZ", "GIS_BORODINO", "GIS_SALAMANCA", "GIS_WATERLOO", "N_ECHELONS",
     "N_TERRAIN_TYPES", "N_WEATHER", "ScenarioCard", "TERRAIN_PROCEDURAL",
@@ -99,6 +99,12 @@ N_TERRAIN_TYPES = 5
 
 CARD_DIM = 1 + N_ECHELONS + N_WEATHER + 2 + 1 + 4
 """Numbers in an encoded card (:meth:`ScenarioCard.to_tensor`): 16."""
+CARD_FEATURES = ("map_scale",
+                 *(f"echelon_{name}" for name in ("battalion", "brigade", "division", "corps")),
+                 *(f"weather_{name}" for name in ("clear", "rain", "fog", "snow")),
+                 "n_blue_units", "n_red_units", "terrain_type", "cavalry_fraction",
+                 "artillery_fraction", "supply_pressure", "time_of_day")
+"""Names of an encoded card's numbers, in order (:meth:`ScenarioCard.to_tensor`)."""
 CHECKPOINT_KEYS = ("config", "state_dict")
 """Keys every file written by :meth:`WFM1Policy.save_checkpoint` holds."""
 TRAINING_CHECKPOINT_KIND = "wfm1"

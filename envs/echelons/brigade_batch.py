@@ -58,7 +58,9 @@ from envs.sim.validation import check_int, check_scripted_level, short_repr
 F32 = np.float32
 N_SECTORS = 3
 """North-south strips of the field whose control the brigadier sees."""
-THREAT_FEATURES = 5
+THREAT_NAMES = ("distance", "bearing_cos", "bearing_sin", "strength", "morale")
+"""The numbers of a threat block (:func:`threats`), in order."""
+THREAT_FEATURES = len(THREAT_NAMES)
 NO_THREAT = np.array([1.0, 0.0, 0.0, 0.0, 0.0], F32)
 """A battalion's threat block when it is out of the fight or no enemy is in it."""
 FALLBACK_OPTION = "defend_position"
@@ -72,6 +74,17 @@ WINNERS = {BLUE: "blue", RED: "red"}
 def brigade_obs_dim(n_units: int) -> int:
     """Length of the brigade observation of ``n_units`` commanded battalions."""
     return N_SECTORS + 7 * n_units + 1
+
+
+def brigade_observation_features(n_units: int) -> tuple[str, ...]:
+    """Names of the brigade observation's entries for ``n_units`` commanded battalions,
+    in the order :func:`brigade_observations` writes them (:func:`brigade_obs_dim` of
+    them): the strips' own shares (west first), each battalion's strength and morale,
+    each one's threat block (its nearest enemy, :data:`THREAT_NAMES`), the time fraction."""
+    return (*(f"sector_{k}_own_share" for k in range(N_SECTORS)),
+            *(f"battalion_{i}_{name}" for i in range(n_units) for name in ("strength", "morale")),
+            *(f"battalion_{i}_enemy_{name}" for i in range(n_units) for name in THREAT_NAMES),
+            "time_fraction")
 
 
 def sector_shares(x: np.ndarray, strength: np.ndarray, mine: np.ndarray, n_sectors: int,
@@ -534,5 +547,5 @@ class BrigadeBatch:
 
 
 __all__ = ["BrigadeBatch", "FALLBACK_OPTION", "HOLD", "MacroStep", "N_SECTORS", "NO_THREAT",
-           "RedCommanders", "brigade_obs_dim", "brigade_observations", "own_frame_x",
-           "sector_shares", "threats"]
+           "RedCommanders", "THREAT_NAMES", "brigade_obs_dim", "brigade_observation_features",
+           "brigade_observations", "own_frame_x", "sector_shares", "threats"]

@@ -42,6 +42,7 @@ import torch
 from envs.battles.multi_battalion_batch import BLUE, RED
 from envs.echelons.brigade_batch import (
     NO_THREAT,
+    THREAT_NAMES,
     BrigadeBatch,
     MacroStep,
     RedCommanders,
@@ -82,6 +83,23 @@ for _row, _name in enumerate(DIVISION_COMMANDS):
 def division_obs_dim(n_brigades: int) -> int:
     """Length of the division observation of ``n_brigades`` Blue brigades."""
     return N_THEATRE_SECTORS + 8 * n_brigades + 1
+
+
+BRIGADE_SUMMARY = ("strength", "morale", "in_fight_share")
+"""A Blue brigade's summary in the division observation: mean strength and morale over its
+battalions in the fight, and the share of them still in it."""
+
+
+def division_observation_features(n_brigades: int) -> tuple[str, ...]:
+    """Names of the division observation's entries for ``n_brigades`` Blue brigades, in the
+    order :func:`division_observations` writes them (:func:`division_obs_dim` of them): the
+    strips' own shares (west first), each brigade's :data:`BRIGADE_SUMMARY`, each one's
+    nearest enemy brigade (:data:`~envs.echelons.brigade_batch.THREAT_NAMES`), the time
+    fraction."""
+    return (*(f"sector_{k}_own_share" for k in range(N_THEATRE_SECTORS)),
+            *(f"brigade_{i}_{name}" for i in range(n_brigades) for name in BRIGADE_SUMMARY),
+            *(f"brigade_{i}_enemy_{name}" for i in range(n_brigades) for name in THREAT_NAMES),
+            "time_fraction")
 
 
 def _brigade_means(values: np.ndarray, active: np.ndarray) -> np.ndarray:
@@ -292,5 +310,6 @@ class DivisionBatch:
                 for b, info in enumerate(self.brigades.infos(result, macro_steps))]
 
 
-__all__ = ["ALLOWED", "COMMAND_DRILLS", "DIVISION_COMMANDS", "DivisionBatch",
-           "N_THEATRE_SECTORS", "division_obs_dim", "division_observations", "drill_logits"]
+__all__ = ["ALLOWED", "BRIGADE_SUMMARY", "COMMAND_DRILLS", "DIVISION_COMMANDS", "DivisionBatch",
+           "N_THEATRE_SECTORS", "division_obs_dim", "division_observation_features",
+           "division_observations", "drill_logits"]
