@@ -23,6 +23,7 @@ from envs.play.orders import ARRIVED
 from envs.play.server import MAX_BODY_BYTES, PlayServer
 from envs.rendering.replay import load_replay
 from envs.scenario import load_scenario_file
+from envs.scenario_battle import scenario_placement
 from envs.sim import constants as C
 from models.mappo_files import save_policy
 from models.mappo_policy import MAPPOPolicy
@@ -145,6 +146,10 @@ def test_a_scenario_places_its_units_and_ends_by_its_break_rule(tmp_path):
     # Decided by the break rule (a fifth of a side lost), long before anyone is wiped out.
     assert battle.step_count < 400 and battle.winner in ("blue", "red")
     assert battle.replay().metadata["outcome"] == battle.winner
+    placement = scenario_placement(scenario, 1, 0)
+    duel = LiveBattle(PlayField.procedural(1, 1), CombinedArmsRed()).battles
+    with pytest.raises(ValueError, match=r"placement.x has shape \(1, 3\): expected \(2,\)"):
+        duel.reset(np.zeros(1, np.intp), [0], np.zeros(1), placement)  # a scenario of 3 units
 
 
 # --- the server ---------------------------------------------------------------------------
