@@ -95,3 +95,17 @@ def test_pool_members_take_their_share_of_the_episodes_in_turn():
     assert {id(p) for p in env.venv.get_attr("red_policy")} & {id(m) for m in members}
     with pytest.raises(ValueError, match="share"):
         env.set_members(members, 1.5)
+
+
+def test_a_doctrine_at_another_range_halts_there():
+    from envs.commanders.doctrine import DisciplinedCommander
+    from training.ppo.opponents import doctrine_hold_range, resolve_opponent
+
+    assert doctrine_hold_range("doctrine") == DisciplinedCommander().hold_range
+    assert doctrine_hold_range("doctrine_70") == 70.0
+    assert doctrine_hold_range("doctrine_07") is None and doctrine_hold_range("l5") is None
+    assert resolve_opponent("doctrine_45", map_diagonal=1000.0).policy.hold_range == 45.0
+    config = TrainingConfig(training_opponents=["scripted_l5", "doctrine_70"])
+    assert config.training_opponents == ["scripted_l5", "doctrine_70"]
+    with pytest.raises(ValueError, match=r"training_opponents\[1\]='doctrine_'"):
+        TrainingConfig(training_opponents=["doctrine", "doctrine_"])

@@ -43,7 +43,7 @@ from training.common.settings import (
     text_list,
     unit_interval,
 )
-from training.ppo.opponents import NAMED_OPPONENTS
+from training.ppo.opponents import NAMED_OPPONENTS, is_named_opponent
 
 ROLLOUT_SAMPLE_BYTES = 2 * 4 * (OBS_DIM + 3 + 6)
 """Memory of one env-step in SB3's rollout buffer: a float32 observation, action and
@@ -61,9 +61,9 @@ def _minibatch(name: str, value: Any) -> int:
 def _opponent_list(name: str, value: Any) -> list[str]:
     opponents = text_list(name, value)
     for i, opponent in enumerate(opponents):
-        if opponent not in NAMED_OPPONENTS:
+        if not is_named_opponent(opponent):
             raise ValueError(f"{name}[{i}]={opponent!r} is invalid: expected one of "
-                             f"{', '.join(NAMED_OPPONENTS)}")
+                             f"{', '.join(NAMED_OPPONENTS)} or doctrine_<metres>")
     return opponents
 
 
@@ -148,7 +148,8 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
         check_scripted_level, "env.curriculum_level")
     training_opponents: list[str] = setting(
         _TRAINING_OPPONENTS, "Red's commanders, met in turn across the training battles "
-        "(scripted_l1..scripted_l5, random, doctrine; a repeat weights an entry); empty: "
+        "(scripted_l1..scripted_l5, random, doctrine, doctrine_<metres>: the doctrine halting at "
+        "that range; a repeat weights an entry); empty: "
         "scripted env.curriculum_level everywhere.", _opponent_list, "env.opponents")
     # Checkpoints and evaluation
     checkpoint_dir: str = setting(

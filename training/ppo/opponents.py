@@ -1,8 +1,10 @@
 """Opponents by name: ``scripted_l1`` .. ``scripted_l5``, ``random``, ``doctrine`` (the
-disciplined doctrine the default run imitates), or a checkpoint path."""
+disciplined doctrine the default run imitates), ``doctrine_<metres>`` (the same doctrine
+halting and firing at another range, e.g. ``doctrine_70``), or a checkpoint path."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +24,21 @@ from models.weights import checkpoint_path
 
 SCRIPTED_OPPONENTS = tuple(f"scripted_l{level}" for level in SCRIPTED_LEVELS)
 NAMED_OPPONENTS = (*SCRIPTED_OPPONENTS, "random", "doctrine")
+_DOCTRINE_AT = re.compile(r"doctrine_([1-9][0-9]*)")
+
+
+def doctrine_hold_range(name: object) -> float | None:
+    """The hold range in metres a ``doctrine_<metres>`` name gives (``doctrine``: the
+    doctrine's own 60), or None for any other opponent."""
+    if name == "doctrine":
+        return DisciplinedCommander().hold_range
+    match = _DOCTRINE_AT.fullmatch(name) if isinstance(name, str) else None
+    return float(match.group(1)) if match else None
+
+
+def is_named_opponent(name: object) -> bool:
+    """Whether ``name`` is one of :data:`NAMED_OPPONENTS` or a ``doctrine_<metres>``."""
+    return name in NAMED_OPPONENTS or doctrine_hold_range(name) is not None
 
 
 class RandomPolicy:
@@ -52,7 +69,8 @@ def resolve_opponent(opponent: str | RedPolicy, *, seed: int | None = None,
     """Turn an opponent name (or policy) into Red's commander.
 
     Args:
-        opponent: ``scripted_l1`` .. ``scripted_l5``, ``random``, the path of an
+        opponent: ``scripted_l1`` .. ``scripted_l5``, ``random``, ``doctrine``,
+            ``doctrine_<metres>`` (the doctrine halting at that range), the path of an
             SB3 ``.zip`` checkpoint (the suffix may be omitted), or any object
             with ``predict(obs, deterministic)`` (a loaded model, a snapshot).
         seed: seed of the ``random`` opponent.
@@ -70,9 +88,10 @@ def resolve_opponent(opponent: str | RedPolicy, *, seed: int | None = None,
         return Opponent(opponent, int(opponent.removeprefix("scripted_l")), None)
     if opponent == "random":
         return Opponent(opponent, NUM_CURRICULUM_LEVELS, RandomPolicy(seed))
-    if opponent == "doctrine":
-        doctrine = DisciplinedCommander() if map_diagonal is None else \
-            DisciplinedCommander(map_diagonal=map_diagonal)
+    hold_range = doctrine_hold_range(opponent)
+    if hold_range is not None:
+        doctrine = DisciplinedCommander(hold_range) if map_diagonal is None else \
+            DisciplinedCommander(hold_range, map_diagonal=map_diagonal)
         return Opponent(opponent, NUM_CURRICULUM_LEVELS, doctrine)
     path = checkpoint_path(opponent)
     if path is None:
@@ -87,7 +106,7 @@ def check_opponent(opponent: object, name: str = "opponent") -> None:
     """Raise ``ValueError`` naming ``name`` unless ``opponent`` is an object with
     ``predict`` or a name or path (a checkpoint's existence is not checked here)."""
     if isinstance(opponent, (str, Path)):
-        if opponent not in NAMED_OPPONENTS:
+        if not is_named_opponent(opponent):
             check_path(name, opponent)
     elif not callable(getattr(opponent, "predict", None)):
         raise ValueError(f"{name}={short_repr(opponent)} is invalid: expected a name, a "
