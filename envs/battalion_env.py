@@ -165,7 +165,7 @@ class BattalionEnv(gym.Env):
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         action = check_action_array("action", action, (ACTION_DIM,))
         result = self._battle.step(action[None, :])
-        info = result.info(0)
+        info = result.infos()[0]
         return (result.observation[0].copy(), info["reward/total"],
                 bool(result.terminated[0]), bool(result.truncated[0]), info)
 

@@ -45,10 +45,10 @@ __all__ = ["BattalionVecEnv", "BatchInfos"]
 class BatchInfos(Sequence):
     """The per-battle ``info`` dicts of one vectorised step, built on first access.
 
-    Behaves as a list of dicts (indexing, slicing, iteration, ``len``); a battle's
-    dict is only assembled when someone reads it, so a training loop that never
-    looks at infos pays nothing for them. The whole batch is also available as
-    arrays in :attr:`arrays`.
+    Behaves as a list of dicts (indexing, slicing, iteration, ``len``); the dicts are
+    only assembled, all at once from whole columns, when someone reads one, so a
+    training loop that never looks at infos pays nothing for them. The whole batch is
+    also available as arrays in :attr:`arrays`.
     """
 
     def __init__(self, result: DuelStep, done: np.ndarray,
@@ -56,7 +56,7 @@ class BatchInfos(Sequence):
         self._result = result
         self._done = done
         self._terminal = terminal_observations
-        self._built: dict[int, dict[str, Any]] = {}
+        self._built: list[dict[str, Any]] | None = None
 
     @property
     def arrays(self) -> dict[str, np.ndarray]:
@@ -69,20 +69,21 @@ class BatchInfos(Sequence):
         return len(self._done)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        return (self[i] for i in range(len(self)))
+        return iter(self._infos())
 
     def __getitem__(self, index):  # type: ignore[override]
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        index = range(len(self))[index]  # normalises negatives, raises IndexError
-        info = self._built.get(index)
-        if info is None:
-            info = self._result.info(index)
-            info["TimeLimit.truncated"] = bool(self._result.truncated[index])
-            if index in self._terminal:
-                info["terminal_observation"] = self._terminal[index]
-            self._built[index] = info
-        return info
+        # A list's indexing: slices, negative indices and IndexError as for a list.
+        return self._infos()[index]
+
+    def _infos(self) -> list[dict[str, Any]]:
+        if self._built is None:
+            infos = self._result.infos()
+            for info, truncated in zip(infos, self._result.truncated.tolist(), strict=True):
+                info["TimeLimit.truncated"] = truncated
+            for index, observation in self._terminal.items():
+                infos[index]["terminal_observation"] = observation
+            self._built = infos
+        return self._built
 
 
 class BattalionVecEnv(VecEnv):

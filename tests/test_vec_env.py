@@ -70,6 +70,11 @@ def test_infos_behave_as_a_list_of_dicts_and_expose_arrays():
     assert np.array_equal(infos.arrays["reward/total"], rewards)
     with pytest.raises(IndexError):
         infos[4]
+    # Each dict holds every array's entry as the Python number of its kind.
+    for key, column in infos.arrays.items():
+        kind = {"f": float, "b": bool, "i": int}[column.dtype.kind]
+        assert [info[key] for info in infos] == column.tolist()
+        assert all(type(info[key]) is kind for info in infos), key
 
 
 class CountingPolicy:

@@ -106,6 +106,7 @@ class RewardBreakdownCallback(BaseCallback):
     def __init__(self, log_freq: int = 1000, verbose: int = 0) -> None:
         super().__init__(verbose)
         self._due = EveryNSteps(log_freq)
+        self._info_keys = tuple(f"reward/{key}" for key in self.KEYS)  # read every step
         self._running: np.ndarray | None = None
         self._finished: list[np.ndarray] = []
 
@@ -114,8 +115,8 @@ class RewardBreakdownCallback(BaseCallback):
 
     def _on_step(self) -> bool:
         infos, dones = self.locals["infos"], np.asarray(self.locals["dones"])
-        step = np.array([[info.get(f"reward/{key}", 0.0) for key in self.KEYS]
-                         for info in infos], dtype=np.float64)
+        step = np.array([[info.get(key, 0.0) for key in self._info_keys] for info in infos],
+                        dtype=np.float64)
         if self._running is None:
             self._running = np.zeros_like(step)
         self._running += step
