@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -49,3 +52,17 @@ def jit_dispatcher():
     from envs.sim import terrain
 
     return terrain._normalise_maps
+
+
+@pytest.mark.parametrize("given", [None, "ACTIVE"])
+def test_openmp_threads_wait_asleep_unless_the_environment_says_otherwise(given):
+    env = {key: value for key, value in os.environ.items() if key != "OMP_WAIT_POLICY"}
+    if given is not None:
+        env["OMP_WAIT_POLICY"] = given
+    # The C environment, which OpenMP's runtime reads when the first parallel kernel
+    # starts it.
+    read = ("import ctypes, envs.sim.jit; getenv = ctypes.CDLL(None).getenv; "
+            "getenv.restype = ctypes.c_char_p; print(getenv(b'OMP_WAIT_POLICY').decode())")
+    out = subprocess.run([sys.executable, "-c", read], env=env, capture_output=True,
+                         text=True, check=True).stdout.strip()
+    assert out == (given or "PASSIVE") and jit.WAIT_POLICY == "PASSIVE"
