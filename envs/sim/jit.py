@@ -29,17 +29,17 @@ again. Kernels pass such constants as NumPy scalars (``np.intp(0)``,
 **Threads that wait asleep.** The parallel kernels run on Numba's OpenMP threads. By
 default OpenMP keeps an idle thread spinning on its core for a while; on a machine where
 another process holds a core, the spinning thread and the one doing the work then take
-turns, and two threads run a batch slower than one (2v2 battles, 1,024 a batch, on 2
-cores with one busy: 3.3 ms a step on 2 threads, 1.6 ms on 1). Importing this module
-therefore sets ``OMP_WAIT_POLICY=PASSIVE`` (:data:`WAIT_POLICY`) unless the environment
-already sets it: idle threads sleep, the same step takes 1.8 ms with a core busy and
-1.14 ms on a quiet machine (1.15 ms spinning). OpenMP reads the policy when it starts,
-which for Numba is the first parallel kernel, after this import. torch's own OpenMP
-(a separate copy) reads it at ``import torch``, so it holds there when the project is
-imported first: at the trainers' default of one torch thread it changes nothing, and a
-run given two torch threads no longer collapses beside a busy core (a PPO update 0.65 s
-instead of 1.4 s; on a quiet machine 0.65 s instead of 0.40 s). A dedicated machine can
-set ``OMP_WAIT_POLICY=ACTIVE`` before starting Python.
+turns, and two threads run a batch slower than one (1,024 2v2 battles on 2 cores with one
+busy: 3.1 ms a step on 2 threads, 1.8 ms on 1; ``python -m benchmarks.thread_policy``).
+Importing this module therefore sets ``OMP_WAIT_POLICY=PASSIVE`` (:data:`WAIT_POLICY`)
+unless the environment already sets one: idle threads sleep, and the same step takes
+1.8 ms beside a busy core, at the price of 1.3 ms instead of 1.1 ms on a quiet machine.
+OpenMP reads the policy when it starts, which for Numba is the first parallel kernel,
+after this import. torch's own OpenMP (a separate copy) reads it at ``import torch``, so
+it holds there too when the project is imported first: at the trainers' default of one
+torch thread it changes nothing, and an update on two torch threads beside a busy core
+takes 0.76 s instead of 1.44 s (quiet: 0.67 s instead of 0.41 s). A machine that runs
+nothing else can set ``OMP_WAIT_POLICY=ACTIVE`` before starting Python.
 """
 
 from __future__ import annotations
