@@ -33,14 +33,8 @@ from models.mappo_files import save_policy
 from models.mappo_policy import MAPPOPolicy
 from models.weights import TrainingCheckpoint, save_weights, write_checkpoint
 from models.wfm1 import CARD_DIM, CARD_FEATURES, WFM1Policy
-from training.export import (
-    ACCEPTED,
-    check_output,
-    export_checkpoint,
-    identify_checkpoint,
-    load_commander_policy,
-    main,
-)
+from training.commander_files import ACCEPTED, identify_checkpoint, load_commander_policy
+from training.export import check_output, export_checkpoint, main
 
 N_OBSERVATIONS = 1000
 TOLERANCE = 1e-5

@@ -280,7 +280,8 @@ def sb3_checkpoint(path: Path) -> Path:
     from envs.vec_env import BattalionVecEnv
     from training.ppo.checkpoints import save_ppo
 
-    model = PPO("MlpPolicy", BattalionVecEnv(2), n_steps=8, batch_size=16, device="cpu")
+    model = PPO("MlpPolicy", BattalionVecEnv(2), n_steps=8, batch_size=16, device="cpu",
+                seed=0)  # unseeded, one init in a few dozen moved Red too little to tell
     return save_ppo(model, path)
 
 
@@ -340,6 +341,32 @@ def test_a_red_that_is_not_a_commander_is_named(spec, named):
     field = PlayField.procedural(1, 1)
     with pytest.raises((ValueError, FileNotFoundError), match=re.escape(named)):
         resolve_red(spec, field)
+
+
+def brigade_checkpoint(path: Path) -> Path:
+    from envs.echelons.brigade_env import make_brigade_vec_env
+    from training.echelons.config import BrigadeConfig
+    from training.echelons.trainer import make_commander_ppo
+    from training.ppo.checkpoints import save_ppo
+
+    config = BrigadeConfig(n_envs=2, n_steps=8, batch_size=16, verbose=0)
+    model = make_commander_ppo(config, make_brigade_vec_env(2, n_blue=2, n_red=2),
+                               tensorboard=False)
+    return save_ppo(model, path)
+
+
+def test_a_commander_file_that_cannot_command_red_is_named_with_its_kind(tmp_path):
+    field = PlayField.procedural(2, 2)
+    brigade = brigade_checkpoint(tmp_path / "brigade.zip")
+    with pytest.raises(ValueError, match=re.escape(f"red={str(brigade)!r} holds a brigade "
+                                                   "commander: expected")) as error:
+        resolve_red(str(brigade), field)
+    assert "doctrine" in str(error.value)  # what --red accepts
+    other = tmp_path / "other.pt"
+    torch.save({"weights": torch.zeros(2)}, other)
+    with pytest.raises(ValueError, match=re.escape(f"red={str(other)!r} is invalid")) as error:
+        resolve_red(str(other), field)
+    assert "['weights']" in str(error.value) and "MAPPO" in str(error.value)
 
 
 class Planted:

@@ -24,13 +24,11 @@ beside it) and the player's rating under ``--name`` is updated in the Elo file
 * ``doctrine``: the disciplined doctrine commanding every battalion (the baseline
   ``doctrine_team``); ``combined_arms``: the combined-arms doctrine of the scenarios, with
   formations;
-* an SB3 ``.zip`` checkpoint (a 1v1 commander; each battalion reads the duel's features of
-  its observation), loaded by :func:`training.ppo.checkpoints.load_ppo`;
-* a ``.pt`` file: a MAPPO policy file or training checkpoint
-  (:func:`models.mappo_files.load_policy`, :func:`training.mappo.checkpoints.
-  policy_from_checkpoint`), or a WFM-1 checkpoint (:meth:`models.wfm1.WFM1Policy.
-  load_checkpoint`, told the battle by a scenario card; its formations follow the
-  combined-arms drill, as in its training);
+* a checkpoint file, its kind told from its contents and loaded by the project's loader
+  for that kind (:mod:`training.commander_files`): an SB3 ``.zip`` of a 1v1 commander
+  (each battalion reads the duel's features of its observation), a MAPPO policy file or
+  training checkpoint, or a WFM-1 checkpoint (told the battle by a scenario card; its
+  formations follow the combined-arms drill, as in its training);
 * ``league:POOL.json:AGENT_ID``: a league snapshot, loaded by
   :meth:`training.league.agent_pool.AgentPool.load_snapshot` (refused outside the pool's
   folder).
@@ -73,13 +71,11 @@ from envs.play.commanders import BatchedRed, CombinedArmsRed, RedCommander, Scri
 from envs.play.server import DEFAULT_SPEED, PlayResult, PlayServer
 from envs.scenario import load_scenario_file
 from envs.sim import constants as C
-from models.mappo_files import load_policy
-from models.mappo_policy import POLICY_FILE_KEYS, MAPPOPolicy
-from models.weights import is_training_checkpoint, load_weights
-from models.wfm1 import CHECKPOINT_KEYS, ECHELON_BATTALION, ScenarioCard, WFM1Policy
+from models.mappo_policy import MAPPOPolicy
+from models.wfm1 import ECHELON_BATTALION, ScenarioCard, WFM1Policy
+from training.commander_files import identify_checkpoint, load_commander_policy
 from training.elo import TeamEloRegistry
 from training.mappo.battles import PolicyCommander
-from training.mappo.checkpoints import policy_from_checkpoint
 from training.wfm1.scenarios import CARD_MAP_SCALE, TERRAINS
 from training.wfm1.scenarios import MAX_SIDE as WFM1_MAX_SIDE
 
@@ -91,11 +87,13 @@ _LEVEL = re.compile(r"(?:l|scripted_l)([1-9][0-9]*)", re.IGNORECASE)
 _SIZE = re.compile(r"([0-9]+)v([0-9]+)")
 RED_CHOICES = ("L1..L5", "scripted_l1..scripted_l5", "doctrine", "combined_arms",
                "an SB3 .zip", "a MAPPO or WFM-1 .pt", "league:POOL.json:AGENT_ID")
+RED_FILE_KINDS = ("ppo", "mappo", "wfm1")
+"""The kinds of commander file (:data:`models.export.KINDS`) that can command Red."""
 
 
 class DuelView:
-    """A 1v1 commander (an SB3 model) commanding one battalion of an N-vs-M battle: it
-    reads the duel's features, which lead every battalion's observation
+    """A 1v1 commander (an SB3 model or policy) commanding one battalion of an N-vs-M
+    battle: it reads the duel's features, which lead every battalion's observation
     (:mod:`envs.battles.multi_observation`)."""
 
     def __init__(self, model: Any) -> None:
@@ -165,26 +163,26 @@ def _policy_red(policy: Any, name: str) -> RedCommander:
     return BatchedRed(PolicyCommander(policy, deterministic=True), name)
 
 
-def _torch_red(path: Path, field: PlayField, site: str | None) -> RedCommander:
-    """The commander of a ``.pt`` file: a MAPPO policy file or training checkpoint, or a
-    WFM-1 checkpoint (told apart by their keys)."""
-    data = load_weights(path, "commander checkpoint")
-    kind = data.get("kind") if is_training_checkpoint(data) else None
-    keys = set(data) if isinstance(data, dict) else set()
-    if kind == "wfm1" or (kind is None and set(CHECKPOINT_KEYS) <= keys):
-        policy = WFM1Policy.load_checkpoint(path)
-        if policy.token_dim != ENTITY_TOKEN_DIM:
-            raise ValueError(f"WFM-1 checkpoint {path} reads tokens of {policy.token_dim} "
-                             f"numbers: expected {ENTITY_TOKEN_DIM} (envs.battles.entity_tokens)")
-        return WFM1Red(policy, _red_card(field, site), str(path))
-    if kind == "mappo" or (kind is None and "policy_state_dict" in keys):
-        return _policy_red(policy_from_checkpoint(path), str(path))
-    if kind is None and set(POLICY_FILE_KEYS) <= keys:
-        return _policy_red(load_policy(path), str(path))
-    found = f"a {kind} checkpoint" if kind else f"the keys {sorted(map(str, keys))[:8]}"
-    raise ValueError(f"--red {path} holds {found}: expected a MAPPO policy file "
-                     f"{list(POLICY_FILE_KEYS)}, a MAPPO or WFM-1 training checkpoint, or a "
-                     f"WFM-1 checkpoint {list(CHECKPOINT_KEYS)}")
+def _file_red(path: Path, field: PlayField, site: str | None) -> RedCommander:
+    """The commander of a checkpoint file, of the kind the file itself holds
+    (:func:`~training.commander_files.identify_checkpoint`): a 1v1 SB3 commander, a MAPPO
+    policy file or training checkpoint, or WFM-1. A brigade or division commander is
+    refused: it orders battalions' drills, not their moves."""
+    try:
+        found = identify_checkpoint(path)
+    except ValueError as error:  # UnreadableFileError too, keeping its type
+        raise type(error)(f"red={str(path)!r} is invalid: {error}") from None
+    if found.kind not in RED_FILE_KINDS:
+        raise ValueError(f"red={str(path)!r} holds a {found.kind} commander: expected a "
+                         "commander of battalions (an SB3 .zip of a 1v1 commander, a MAPPO "
+                         f"or WFM-1 .pt) or one of {', '.join(RED_CHOICES)}")
+    policy = load_commander_policy(found)
+    if found.kind != "wfm1":
+        return _policy_red(policy, str(path))
+    if policy.token_dim != ENTITY_TOKEN_DIM:
+        raise ValueError(f"WFM-1 checkpoint {path} reads tokens of {policy.token_dim} "
+                         f"numbers: expected {ENTITY_TOKEN_DIM} (envs.battles.entity_tokens)")
+    return WFM1Red(policy, _red_card(field, site), str(path))
 
 
 def resolve_red(spec: str, field: PlayField, *, site: str | None = None
@@ -231,15 +229,10 @@ def resolve_red(spec: str, field: PlayField, *, site: str | None = None
         snapshot = AgentPool(manifest).load_snapshot(agent)
         return _policy_red(snapshot, f"league agent {agent}"), agent
     path = Path(spec)
-    if path.suffix == ".pt":
-        if not path.is_file():
-            raise FileNotFoundError(f"red={spec!r}: no such checkpoint")
-        return _torch_red(path, field, site), spec
-    zipped = path if path.suffix == ".zip" else path.with_name(path.name + ".zip")
-    if zipped.is_file():
-        from training.ppo.checkpoints import load_ppo
-
-        return _policy_red(load_ppo(zipped), spec), spec
+    if path.suffix == ".pt" and not path.is_file():
+        raise FileNotFoundError(f"red={spec!r}: no such checkpoint")
+    if path.suffix == ".pt" or path.is_file() or path.with_name(path.name + ".zip").is_file():
+        return _file_red(path, field, site), spec
     raise ValueError(f"red={spec!r} is invalid: expected one of {', '.join(RED_CHOICES)} "
                      "(a checkpoint path must exist)")
 
