@@ -16,6 +16,8 @@ from typing import Any
 
 import torch
 from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.preprocessing import get_flattened_obs_dim
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 from envs.sim.constants import ACTION_NAMES
@@ -25,6 +27,38 @@ ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
 DEFAULT_HIDDEN = (128, 128)
 FIRE_ACTION = ACTION_NAMES.index("fire")
 """Index of the fire order in a battalion's ``[move, rotate, fire]`` action (2)."""
+
+
+MIN_FEATURE_STD = 1e-2
+"""Smallest spread :class:`StandardizedFlatten` divides by: a feature that hardly varies in
+the recorded observations is centred, not magnified."""
+
+
+class StandardizedFlatten(BaseFeaturesExtractor):
+    """Flatten the observation and standardise each feature by a fixed mean and spread.
+
+    Until :meth:`fit` is called the statistics are 0 and 1 (the identity). They are
+    buffers, not parameters: saved with the weights, never moved by the optimiser.
+
+    Args:
+        observation_space: the policy's observation space.
+    """
+
+    def __init__(self, observation_space) -> None:
+        super().__init__(observation_space, get_flattened_obs_dim(observation_space))
+        self.register_buffer("mean", torch.zeros(self.features_dim))
+        self.register_buffer("std", torch.ones(self.features_dim))
+
+    def fit(self, observations: torch.Tensor) -> None:
+        """Take the mean and spread of ``observations`` (N, obs_dim), the spread floored at
+        :data:`MIN_FEATURE_STD`."""
+        flat = observations.reshape(len(observations), -1).to(self.mean)
+        with torch.no_grad():
+            self.mean.copy_(flat.mean(0))
+            self.std.copy_(flat.std(0).clamp_min(MIN_FEATURE_STD))
+
+    def forward(self, observations: torch.Tensor) -> torch.Tensor:
+        return (observations.flatten(1) - self.mean) / self.std
 
 
 class BattalionMlpPolicy(ActorCriticPolicy):
@@ -41,6 +75,9 @@ class BattalionMlpPolicy(ActorCriticPolicy):
             negative value makes the untrained commander hold fire by default,
             so that exploration meets the enemy with muskets loaded and can
             discover what a held volley is worth (see ``docs/training.md``).
+        normalize_observations: standardise each observed feature by a mean and spread
+            fitted on recorded play (:meth:`fit_observation_statistics`) before the MLPs;
+            the statistics are saved with the weights.
         **kwargs: passed to ``ActorCriticPolicy`` (e.g. ``log_std_init``).
 
     Raises:
@@ -50,7 +87,7 @@ class BattalionMlpPolicy(ActorCriticPolicy):
     def __init__(self, observation_space, action_space, lr_schedule,
                  net_arch: list[int] | dict[str, list[int]] | None = None,
                  activation: str = "tanh", initial_fire_bias: float = 0.0,
-                 **kwargs: Any) -> None:
+                 normalize_observations: bool = False, **kwargs: Any) -> None:
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation={activation!r} is invalid: expected one of "
                              f"{sorted(ACTIVATIONS)}")
@@ -59,8 +96,14 @@ class BattalionMlpPolicy(ActorCriticPolicy):
                              "checkpoints): pass activation='tanh' or 'relu' instead")
         if net_arch is None:
             net_arch = {"pi": list(DEFAULT_HIDDEN), "vf": list(DEFAULT_HIDDEN)}
+        if "features_extractor_class" in kwargs:
+            raise ValueError("features_extractor_class is not accepted (it would be pickled "
+                             "into checkpoints): pass normalize_observations=True instead")
         self.activation = activation
         self.initial_fire_bias = float(initial_fire_bias)
+        self.normalize_observations = bool(normalize_observations)
+        if self.normalize_observations:
+            kwargs["features_extractor_class"] = StandardizedFlatten
         super().__init__(observation_space, action_space, lr_schedule, net_arch=net_arch,
                          activation_fn=ACTIVATIONS[activation], **kwargs)
         with torch.no_grad():
@@ -76,9 +119,26 @@ class BattalionMlpPolicy(ActorCriticPolicy):
         observation = check_real_array("observation", observation, finite=False)
         return super().predict(observation, state, episode_start, deterministic)
 
+    def fit_observation_statistics(self, observations: torch.Tensor) -> None:
+        """Fit the standardisation to ``observations`` (N, obs_dim); a policy built without
+        ``normalize_observations`` has none to fit.
+
+        Raises:
+            ValueError: if the policy does not normalise its observations.
+        """
+        if not self.normalize_observations:
+            raise ValueError("fit_observation_statistics needs a policy built with "
+                             "normalize_observations=True")
+        extractors = {id(m): m for m in (self.features_extractor, self.pi_features_extractor,
+                                         self.vf_features_extractor)}
+        for extractor in extractors.values():
+            extractor.fit(observations)
+
     def _get_constructor_parameters(self) -> dict[str, Any]:
         parameters = super()._get_constructor_parameters()
         parameters.pop("activation_fn", None)
+        parameters.pop("features_extractor_class", None)
+        parameters["normalize_observations"] = self.normalize_observations
         parameters["activation"] = self.activation
         parameters["initial_fire_bias"] = self.initial_fire_bias
         return parameters

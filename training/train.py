@@ -64,7 +64,7 @@ from training.ppo.config import (
     check_field_names,
 )
 from training.ppo.guided import GuidedPPO
-from training.ppo.warm_start import warm_start
+from training.ppo.warm_start import fit_on_own_play, warm_start
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +127,10 @@ def train(config: TrainingConfig | None = None, *,
                 map_width=config.map_width, map_height=config.map_height,
                 epochs=config.warm_start_epochs, learning_rate=config.warm_start_learning_rate,
                 margin=config.warm_start_order_margin, seed=config.seed)
+        elif config.policy_normalize_observations:
+            # Those steps count towards the budget too.
+            model.num_timesteps = fit_on_own_play(model, env, config.rollout_n_steps()
+                                                  * config.n_envs)
     else:
         model = load_ppo(resume_path, env=env, device=device,
                          custom_objects=_resumed_settings(config), algorithm=GuidedPPO)
@@ -239,7 +243,8 @@ def _new_model(config: TrainingConfig, env: VecMonitor) -> GuidedPPO:
         device=resolve_device(config.device, field="device"), verbose=config.verbose,
         tensorboard_log=config.log_dir,
         policy_kwargs={"net_arch": list(config.policy_hidden_sizes),
-                       "log_std_init": config.policy_log_std_init})
+                       "log_std_init": config.policy_log_std_init,
+                       "normalize_observations": config.policy_normalize_observations})
 
 
 def _callbacks(config: TrainingConfig, manifest: CheckpointManifest | None,

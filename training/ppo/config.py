@@ -133,6 +133,11 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
         -3.0, "Initial log standard deviation of the orders' Gaussian (-3: std 0.05; with std "
         "0.37 the imitated commander's samples never beat scripted L5, and PPO unlearns it).",
         check_number, "training.policy_log_std_init")
+    policy_normalize_observations: bool = setting(
+        False, "Standardise each observed feature by its mean and spread in the first "
+        "recorded play (the imitation's demonstrations, or a rollout of the untrained policy "
+        "without one) before the actor and critic; the statistics are saved with the weights.",
+        check_bool, "training.policy_normalize_observations")
     teacher_coef: float = setting(
         0.0, "Weight of the pull toward the imitated doctrine on the learner's own states "
         "(behaviour cloning added to PPO's loss) at the first update; it falls linearly to 0 "

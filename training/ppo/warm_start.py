@@ -114,9 +114,28 @@ def warm_start(model: PPO, env, doctrine: str, n_steps: int, *, map_width: float
                map_height: float, epochs: int = 10, learning_rate: float = 1e-3,
                margin: float = ORDER_MARGIN, seed: int = 0) -> int:
     """Imitate ``doctrine`` in ``env`` for ``n_steps`` steps (:func:`behaviour_clone` with
-    ``epochs``, ``learning_rate`` and ``margin``); returns the steps used."""
+    ``epochs``, ``learning_rate`` and ``margin``); returns the steps used. A policy that
+    normalises its observations fits their statistics to the demonstrations first."""
     teacher = make_doctrine(doctrine, map_width, map_height)
     demonstrations = collect_demonstrations(env, teacher, n_steps, model.gamma)
+    if getattr(model.policy, "normalize_observations", False):
+        model.policy.fit_observation_statistics(
+            torch.as_tensor(demonstrations.observations, device=model.policy.device))
     behaviour_clone(model, demonstrations, epochs=epochs, learning_rate=learning_rate,
                     margin=margin, seed=seed)
     return max(1, n_steps // env.num_envs) * env.num_envs
+
+
+def fit_on_own_play(model: PPO, env, n_steps: int) -> int:
+    """Fit the observation statistics of ``model``'s policy (built with
+    ``normalize_observations``) to ``n_steps`` env-steps of its own untrained play in
+    ``env``, for a run without imitation; returns the steps used."""
+    rounds = max(1, n_steps // env.num_envs)
+    observations = []
+    obs = env.reset()
+    for _ in range(rounds):
+        observations.append(obs)
+        obs, _, _, _ = env.step(model.predict(obs, deterministic=False)[0])
+    model.policy.fit_observation_statistics(
+        torch.as_tensor(np.concatenate(observations), device=model.policy.device))
+    return rounds * env.num_envs
