@@ -49,6 +49,28 @@ def _read_v1_checkpoint(path: Path) -> tuple[dict[str, torch.Tensor], str | None
     return state, activation
 
 
+def _fold_standardisation(state: dict[str, torch.Tensor]) -> None:
+    """Fold a standardising features extractor (``normalize_observations``) into the first
+    Linear layer of each trunk, in place: ``W (x - m) / s + b`` is ``(W / s) x + (b - W m / s)``,
+    so the MAPPO networks, which take the raw observation, compute the same functions.
+    The extractor's buffers leave ``state``."""
+    for trunk, extractor in ((_V1_ACTOR_TRUNK, "pi_features_extractor."),
+                             (_V1_CRITIC_TRUNK, "vf_features_extractor.")):
+        if extractor + "mean" not in state:
+            extractor = "features_extractor."  # shared by both trunks
+        mean, std = state.get(extractor + "mean"), state.get(extractor + "std")
+        layers = _v1_linear_layers(state, trunk)
+        if mean is None or std is None or not layers:
+            continue
+        weight, bias = state[layers[0] + ".weight"], layers[0] + ".bias"
+        scaled = weight / std
+        state[layers[0] + ".weight"] = scaled
+        if bias in state:
+            state[bias] = state[bias] - scaled @ mean
+    for key in [k for k in state if k.rpartition(".")[0].endswith("features_extractor")]:
+        del state[key]
+
+
 def _v1_linear_layers(state: dict[str, torch.Tensor], prefix: str) -> list[str]:
     """Prefixes (``mlp_extractor.policy_net.2``) of the Linear layers under ``prefix``, in order."""
     indices = []
@@ -100,8 +122,10 @@ def load_v1_weights_into_mappo(v1_checkpoint_path: str | os.PathLike,
     width and at least as many inputs takes the v1 weight in its first columns
     and zeros in the rest: with plain (no LayerNorm) MLPs of the same
     activation, the MAPPO actor and critic then compute exactly the v1
-    functions of those first inputs. Every other layer transfers only on an
-    exact shape match.
+    functions of those first inputs. A v1 policy that standardises its
+    observations (``normalize_observations``) has the standardisation folded
+    into those first layers. Every other layer transfers only on an exact shape
+    match.
 
     Args:
         v1_checkpoint_path: the v1 ``.zip`` (suffix optional).
@@ -127,6 +151,7 @@ def load_v1_weights_into_mappo(v1_checkpoint_path: str | os.PathLike,
         raise FileNotFoundError(f"v1 checkpoint {v1_checkpoint_path} does not exist (also "
                                 f"tried {v1_checkpoint_path}.zip)")
     v1, v1_activation = _read_v1_checkpoint(path)
+    _fold_standardisation(v1)
     if mappo_policy.layer_norm:
         logger.warning("MAPPO policy uses LayerNorm: the v1 weights are copied, but the "
                        "MAPPO networks will not compute the v1 functions")

@@ -275,6 +275,32 @@ def test_v1_weights_seed_mappo_exactly(tiny_checkpoint):
         torch.testing.assert_close(mappo.actor.log_std, load_ppo(tiny_checkpoint).policy.log_std)
 
 
+def test_a_standardising_v1_policy_is_folded_into_the_first_layers(tmp_path):
+    from stable_baselines3 import PPO
+
+    from envs.vec_env import BattalionVecEnv
+    from models.battalion_policy import BattalionMlpPolicy
+    from training.ppo.checkpoints import save_ppo
+
+    model = PPO(BattalionMlpPolicy, BattalionVecEnv(2), n_steps=8, batch_size=16, device="cpu",
+                seed=1, policy_kwargs={"normalize_observations": True})
+    recorded = torch.rand(300, V1_OBS, generator=torch.Generator().manual_seed(1))
+    model.policy.fit_observation_statistics(recorded * torch.linspace(0.05, 3.0, V1_OBS) + 0.4)
+    save_ppo(model, tmp_path / "v1.zip")
+
+    mappo = MAPPOPolicy(obs_dim=40, action_dim=3, state_dim=60)
+    report = load_v1_weights_into_mappo(tmp_path / "v1.zip", mappo)
+    assert report["skipped"] == []
+    v1_mean, v1_value = v1_networks(tmp_path / "v1.zip")
+    x = torch.randn(32, 40, generator=torch.Generator().manual_seed(0))
+    state = torch.cat([x[:, :V1_OBS], torch.randn(32, 60 - V1_OBS)], dim=1)
+    with torch.no_grad():
+        torch.testing.assert_close(mappo.act(x, deterministic=True)[0],
+                                   v1_mean(x[:, :V1_OBS]), atol=1e-4, rtol=0)
+        torch.testing.assert_close(mappo.get_value(state),
+                                   v1_value(x[:, :V1_OBS]).squeeze(-1), atol=1e-4, rtol=0)
+
+
 def test_v1_weights_go_into_every_actor_when_not_shared(tiny_checkpoint):
     mappo = MAPPOPolicy(obs_dim=30, action_dim=3, state_dim=40, n_agents=3,
                         share_parameters=False)

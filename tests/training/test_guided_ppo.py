@@ -55,7 +55,9 @@ def test_the_teacher_term_pulls_the_policy_toward_the_doctrine(tmp_path, coef):
 
 
 def test_every_update_records_the_diagnostics(tmp_path):
-    model = train(total_timesteps=512, **tiny_config(tmp_path))
+    # 256 steps fit the observation statistics; two rollouts of 64 steps a battle then
+    # finish battles (max_steps 100), so the rollout's win rates are logged too.
+    model = train(total_timesteps=768, **tiny_config(tmp_path))
     assert isinstance(model, GuidedPPO)
     values = model.logger.name_to_value
     # The last update's numbers are dumped at the end of train(); they went to TensorBoard.

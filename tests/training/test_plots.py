@@ -192,7 +192,8 @@ class TestTrainersDrawTheirRuns:
         train(total_timesteps=1024, **tiny_config(
             tmp_path, elo_opponents=["scripted_l1"], elo_eval_freq=512,
             elo_n_eval_episodes=2, elo_registry_path=str(tmp_path / "elo.json")))
-        run = tmp_path / "logs" / "ppo_battalion_1"
+        # One run folder (ppo_battalion_0: the observation statistics' steps came first).
+        (run,) = (tmp_path / "logs").glob("ppo_battalion_*")
         names = sorted(p.name for p in run.glob("*.png"))
         assert names == sorted([LEARNING_CURVES_FILE, ELO_FILE, LOSSES_FILE])
         for name in names:

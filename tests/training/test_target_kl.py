@@ -71,7 +71,8 @@ def test_train_s_guided_ppo_stops_its_passes(tmp_path, monkeypatch, target_kl, e
     from training.train import train
 
     steps = counting_steps(monkeypatch, guided)
-    model = train(**tiny_config(tmp_path, total_timesteps=256, n_envs=4, n_steps=64,
+    # The first 256 steps fit the observation statistics, the next 256 are one rollout.
+    model = train(**tiny_config(tmp_path, total_timesteps=512, n_envs=4, n_steps=64,
                                 batch_size=128, n_epochs=4, target_kl=target_kl))
     assert model.target_kl == target_kl
     assert len(steps) == expected  # one update: 2 minibatches x 4 passes, or the first

@@ -134,9 +134,11 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
         "0.37 the imitated commander's samples never beat scripted L5, and PPO unlearns it).",
         check_number, "training.policy_log_std_init")
     policy_normalize_observations: bool = setting(
-        False, "Standardise each observed feature by its mean and spread in the first "
+        True, "Standardise each observed feature by its mean and spread in the first "
         "recorded play (the imitation's demonstrations, or a rollout of the untrained policy "
-        "without one) before the actor and critic; the statistics are saved with the weights.",
+        "without one) before the actor and critic; the statistics are saved with the weights. "
+        "Raw, the enemy's distance moves by 0.05 of its spread from 60 m to 70 m, and PPO "
+        "hardly moves the halt that decides battles against the doctrine.",
         check_bool, "training.policy_normalize_observations")
     teacher_coef: float = setting(
         0.0, "Weight of the pull toward the imitated doctrine on the learner's own states "

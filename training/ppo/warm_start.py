@@ -119,8 +119,12 @@ def warm_start(model: PPO, env, doctrine: str, n_steps: int, *, map_width: float
     teacher = make_doctrine(doctrine, map_width, map_height)
     demonstrations = collect_demonstrations(env, teacher, n_steps, model.gamma)
     if getattr(model.policy, "normalize_observations", False):
-        model.policy.fit_observation_statistics(
-            torch.as_tensor(demonstrations.observations, device=model.policy.device))
+        if len(demonstrations.observations):
+            model.policy.fit_observation_statistics(
+                torch.as_tensor(demonstrations.observations, device=model.policy.device))
+        else:  # behaviour_clone says why it skips too
+            logger.warning("observation statistics not fitted: no battle ended within the "
+                           "imitation steps; the policy sees its observations unscaled")
     behaviour_clone(model, demonstrations, epochs=epochs, learning_rate=learning_rate,
                     margin=margin, seed=seed)
     return max(1, n_steps // env.num_envs) * env.num_envs
