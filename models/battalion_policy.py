@@ -22,16 +22,12 @@ from torch import nn
 
 from envs.sim.constants import ACTION_NAMES
 from envs.sim.validation import check_real_array
+from models.standardize import fit_statistics
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
 DEFAULT_HIDDEN = (128, 128)
 FIRE_ACTION = ACTION_NAMES.index("fire")
 """Index of the fire order in a battalion's ``[move, rotate, fire]`` action (2)."""
-
-
-MIN_FEATURE_STD = 1e-2
-"""Smallest spread :class:`StandardizedFlatten` divides by: a feature that hardly varies in
-the recorded observations is centred, not magnified."""
 
 
 class StandardizedFlatten(BaseFeaturesExtractor):
@@ -51,11 +47,8 @@ class StandardizedFlatten(BaseFeaturesExtractor):
 
     def fit(self, observations: torch.Tensor) -> None:
         """Take the mean and spread of ``observations`` (N, obs_dim), the spread floored at
-        :data:`MIN_FEATURE_STD`."""
-        flat = observations.reshape(len(observations), -1).to(self.mean)
-        with torch.no_grad():
-            self.mean.copy_(flat.mean(0))
-            self.std.copy_(flat.std(0).clamp_min(MIN_FEATURE_STD))
+        :data:`models.standardize.MIN_FEATURE_STD`."""
+        fit_statistics(self.mean, self.std, observations)
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
         return (observations.flatten(1) - self.mean) / self.std

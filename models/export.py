@@ -294,7 +294,7 @@ class MAPPOAction(nn.Module):
         # The actors' layers without MAPPOActor.forward's padding of the batch to blocks
         # of 32 rows (a guard against batch-dependent rounding in torch's kernels), whose
         # size depends on the batch and would not trace; the rows' values are the same.
-        means = [actor.action_mean(actor.trunk(observation)) for actor in self.actors]
+        means = [actor.mean_action(observation) for actor in self.actors]
         if self.shared:
             mean = means[0]
         else:

@@ -39,6 +39,7 @@ from torch.distributions import Normal
 from envs.sim.validation import check_int, check_number, check_real_array
 from models.battalion_policy import ACTIVATIONS, FIRE_ACTION
 from models.limits import check_dimension, check_hidden_sizes
+from models.standardize import Standardize
 
 __all__ = ["MAPPOActor", "MAPPOCritic", "MAPPOPolicy"]
 
@@ -145,12 +146,16 @@ class MAPPOActor(nn.Module):
         activation: ``"tanh"`` or ``"relu"``.
         layer_norm: put a LayerNorm after each hidden Linear layer.
         log_std_init: initial log standard deviation of every action dimension.
+        normalize_observations: standardise the observation by fixed statistics
+            (:class:`~models.standardize.Standardize`, the identity until fitted) before
+            the trunk.
 
     Raises:
         ValueError, TypeError: for an invalid argument (the message names it), such as
             an architecture field past its bound in :mod:`models.limits`.
 
     Attributes:
+        standardize: the input standardisation, or None.
         trunk: the hidden layers (``nn.Sequential``).
         action_mean: the linear head giving the Gaussian mean.
         log_std: the learned log standard deviation, shape ``(action_dim,)``.
@@ -158,10 +163,13 @@ class MAPPOActor(nn.Module):
 
     def __init__(self, obs_dim: int, action_dim: int,
                  hidden_sizes: Sequence[int] = DEFAULT_HIDDEN, activation: str = "tanh",
-                 layer_norm: bool = False, log_std_init: float = 0.0) -> None:
+                 layer_norm: bool = False, log_std_init: float = 0.0,
+                 normalize_observations: bool = False) -> None:
         super().__init__()
         self.obs_dim = check_dimension("obs_dim", obs_dim)
         self.action_dim = check_dimension("action_dim", action_dim)
+        self.standardize = Standardize(self.obs_dim) if _check_bool(
+            "normalize_observations", normalize_observations) else None
         hidden = check_hidden_sizes("hidden_sizes", hidden_sizes)
         activation = _check_activation(activation)
         layer_norm = _check_bool("layer_norm", layer_norm)
@@ -174,8 +182,14 @@ class MAPPOActor(nn.Module):
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The Gaussian's mean and std for ``obs`` of shape ``(B, obs_dim)``; both ``(B, A)``."""
         _check_last_dim("obs", obs, self.obs_dim)
-        mean = _row_invariant(lambda rows: self.action_mean(self.trunk(rows)), obs)
+        mean = _row_invariant(self.mean_action, obs)
         return mean, self.log_std.exp().expand_as(mean)
+
+    def mean_action(self, obs: torch.Tensor) -> torch.Tensor:
+        """The Gaussian's mean for ``obs`` (B, obs_dim): standardisation, trunk and head."""
+        if self.standardize is not None:
+            obs = self.standardize(obs)
+        return self.action_mean(self.trunk(obs))
 
     def distribution(self, obs: torch.Tensor) -> Normal:
         """The action distribution (a diagonal Normal, batch shape ``(B, A)``) for ``obs``."""
@@ -211,20 +225,26 @@ class MAPPOCritic(nn.Module):
             to :data:`models.limits.MAX_WIDTH`).
         activation: ``"tanh"`` or ``"relu"``.
         layer_norm: put a LayerNorm after each hidden Linear layer.
+        normalize_observations: standardise the critic state by fixed statistics before
+            the trunk, as the actor does its observation.
 
     Raises:
         ValueError, TypeError: for an invalid argument (the message names it), such as
             an architecture field past its bound in :mod:`models.limits`.
 
     Attributes:
+        standardize: the input standardisation, or None.
         trunk: the hidden layers (``nn.Sequential``).
         value_head: the linear output layer.
     """
 
     def __init__(self, state_dim: int, hidden_sizes: Sequence[int] = DEFAULT_HIDDEN,
-                 activation: str = "tanh", layer_norm: bool = False) -> None:
+                 activation: str = "tanh", layer_norm: bool = False,
+                 normalize_observations: bool = False) -> None:
         super().__init__()
         self.state_dim = check_dimension("state_dim", state_dim)
+        self.standardize = Standardize(self.state_dim) if _check_bool(
+            "normalize_observations", normalize_observations) else None
         hidden = check_hidden_sizes("hidden_sizes", hidden_sizes)
         activation = _check_activation(activation)
         layer_norm = _check_bool("layer_norm", layer_norm)
@@ -235,7 +255,12 @@ class MAPPOCritic(nn.Module):
     def forward(self, state: torch.Tensor) -> torch.Tensor:
         """Values of critic states ``state`` (shape ``(B, state_dim)``), shape ``(B,)``."""
         _check_last_dim("state", state, self.state_dim)
-        return _row_invariant(lambda rows: self.value_head(self.trunk(rows)), state).squeeze(-1)
+        return _row_invariant(self._value, state).squeeze(-1)
+
+    def _value(self, state: torch.Tensor) -> torch.Tensor:
+        if self.standardize is not None:
+            state = self.standardize(state)
+        return self.value_head(self.trunk(state))
 
 
 class MAPPOPolicy(nn.Module):
@@ -269,6 +294,9 @@ class MAPPOPolicy(nn.Module):
         initial_fire_bias: starting mean of the fire order (action index
             ``FIRE_ACTION`` = 2), as in the v1 policy; must be 0 when the
             action has no fire order (``action_dim <= 2``).
+        normalize_observations: the actors standardise their observations and the
+            critic its states by fixed statistics, the identity until
+            :meth:`fit_observation_statistics`; saved with the weights.
 
     Raises:
         ValueError, TypeError: for an invalid argument (the message names it), such as
@@ -280,7 +308,8 @@ class MAPPOPolicy(nn.Module):
                  actor_hidden_sizes: Sequence[int] = DEFAULT_HIDDEN,
                  critic_hidden_sizes: Sequence[int] = DEFAULT_HIDDEN,
                  activation: str = "tanh", layer_norm: bool = False,
-                 log_std_init: float = 0.0, initial_fire_bias: float = 0.0) -> None:
+                 log_std_init: float = 0.0, initial_fire_bias: float = 0.0,
+                 normalize_observations: bool = False) -> None:
         super().__init__()
         self.obs_dim = check_dimension("obs_dim", obs_dim)
         self.action_dim = check_dimension("action_dim", action_dim)
@@ -293,6 +322,8 @@ class MAPPOPolicy(nn.Module):
         self.layer_norm = _check_bool("layer_norm", layer_norm)
         log_std_init = check_number("log_std_init", log_std_init)
         initial_fire_bias = check_number("initial_fire_bias", initial_fire_bias)
+        self.normalize_observations = _check_bool("normalize_observations",
+                                                  normalize_observations)
         if initial_fire_bias != 0.0 and self.action_dim <= FIRE_ACTION:
             raise ValueError(f"initial_fire_bias={initial_fire_bias!r} is invalid for "
                              f"action_dim={self.action_dim}: the fire order is action index "
@@ -303,10 +334,12 @@ class MAPPOPolicy(nn.Module):
             actor_hidden_sizes=list(actor_hidden), critic_hidden_sizes=list(critic_hidden),
             activation=self.activation, layer_norm=self.layer_norm, log_std_init=log_std_init,
             initial_fire_bias=initial_fire_bias)
+        if self.normalize_observations:  # absent from the files of earlier policies
+            self._kwargs["normalize_observations"] = True
 
         def make_actor() -> MAPPOActor:
             actor = MAPPOActor(self.obs_dim, self.action_dim, actor_hidden, self.activation,
-                               self.layer_norm, log_std_init)
+                               self.layer_norm, log_std_init, self.normalize_observations)
             if self.action_dim > FIRE_ACTION:
                 with torch.no_grad():
                     actor.action_mean.bias[FIRE_ACTION] = initial_fire_bias
@@ -317,7 +350,7 @@ class MAPPOPolicy(nn.Module):
         else:
             self.actors = nn.ModuleList(make_actor() for _ in range(self.n_agents))
         self.critic = MAPPOCritic(self.state_dim, critic_hidden, self.activation,
-                                  self.layer_norm)
+                                  self.layer_norm, self.normalize_observations)
 
     # ----------------------------------------------------------------- structure
 
@@ -331,6 +364,21 @@ class MAPPOPolicy(nn.Module):
     def device(self) -> torch.device:
         """The device the parameters live on."""
         return self.critic.value_head.weight.device
+
+    def fit_observation_statistics(self, observations: torch.Tensor,
+                                   states: torch.Tensor) -> None:
+        """Fit every actor's standardisation to ``observations`` (N, obs_dim) and the
+        critic's to ``states`` (N, state_dim).
+
+        Raises:
+            ValueError: if the policy was built without ``normalize_observations``.
+        """
+        if not self.normalize_observations:
+            raise ValueError("fit_observation_statistics needs a policy built with "
+                             "normalize_observations=True")
+        for actor in self.all_actors():
+            actor.standardize.fit(observations)
+        self.critic.standardize.fit(states)
 
     def all_actors(self) -> list[MAPPOActor]:
         """The distinct actors: one when parameters are shared, else ``n_agents``."""

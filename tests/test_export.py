@@ -190,9 +190,12 @@ def _team(share_parameters: bool) -> MAPPOPolicy:
     # As MAPPOTrainer builds it for a 2-battalion team.
     policy = MAPPOPolicy(OBS_DIM, ACTION_DIM, CRITIC_STATE_DIM, n_agents=2,
                          share_parameters=share_parameters, actor_hidden_sizes=(32, 32),
-                         critic_hidden_sizes=(32, 32))
+                         critic_hidden_sizes=(32, 32), normalize_observations=True)
     for actor in policy.all_actors():
         _widen(actor.action_mean, 0.5)
+    # Statistics far from the identity, so that the graph must carry them.
+    policy.fit_observation_statistics(torch.rand(500, OBS_DIM) * 3 + 0.5,
+                                      torch.rand(500, CRITIC_STATE_DIM))
     return policy.eval()
 
 

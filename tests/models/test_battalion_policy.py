@@ -8,7 +8,8 @@ import torch
 from stable_baselines3 import PPO
 
 from envs.vec_env import BattalionVecEnv
-from models.battalion_policy import MIN_FEATURE_STD, BattalionMlpPolicy, StandardizedFlatten
+from models.battalion_policy import BattalionMlpPolicy, StandardizedFlatten
+from models.standardize import MIN_FEATURE_STD
 from training.ppo.checkpoints import load_ppo, save_ppo
 from training.ppo.warm_start import fit_on_own_play, warm_start
 

@@ -126,6 +126,37 @@ def test_save_and_load_round_trip_gives_identical_outputs(tmp_path):
     assert torch.load(path, weights_only=True)["version"] == 7
 
 
+def test_standardised_inputs_are_the_identity_until_fitted_and_saved_with_the_weights(
+        tmp_path):
+    plain, standardised = make(n_agents=2, share_parameters=False), make(
+        n_agents=2, share_parameters=False, normalize_observations=True)
+    assert "normalize_observations" not in plain.kwargs  # earlier files keep their kwargs
+    obs, state = torch.randn(6, OBS), torch.randn(6, STATE)
+    assert torch.equal(plain.act(obs, 1, deterministic=True)[0],
+                       standardised.act(obs, 1, deterministic=True)[0])
+    assert torch.equal(plain.get_value(state), standardised.get_value(state))
+
+    recorded_obs, recorded_states = torch.rand(400, OBS) * 4 + 2, torch.rand(400, STATE) - 3
+    standardised.fit_observation_statistics(recorded_obs, recorded_states)
+    obs_mean, obs_std = recorded_obs.mean(0), recorded_obs.std(0)
+    state_mean, state_std = recorded_states.mean(0), recorded_states.std(0)
+    with torch.no_grad():
+        torch.testing.assert_close(standardised.act(obs, 1, deterministic=True)[0],
+                                   plain.act((obs - obs_mean) / obs_std, 1,
+                                             deterministic=True)[0])
+        torch.testing.assert_close(standardised.get_value(state),
+                                   plain.get_value((state - state_mean) / state_std))
+    assert not any(name.endswith(("mean", "std")) and "standardize" in name
+                   for name, _ in standardised.named_parameters())  # never trained
+
+    loaded = load_policy(save_policy(standardised, tmp_path / "team.pt"))
+    assert loaded.kwargs == standardised.kwargs
+    assert torch.equal(loaded.act(obs, 1, deterministic=True)[0],
+                       standardised.act(obs, 1, deterministic=True)[0])
+    with pytest.raises(ValueError, match="normalize_observations=True"):
+        plain.fit_observation_statistics(recorded_obs, recorded_states)
+
+
 def test_load_refuses_missing_garbage_and_foreign_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.pt"):
         load_policy(tmp_path / "nope.pt")

@@ -211,7 +211,8 @@ def test_wandb_offline_run_is_written(tmp_path):
     assert result.history[-1]["time/total_steps"] == 2 * ROLLOUT
 
 
-def test_doctrine_warm_start_teaches_the_actor_and_counts_in_the_budget(tmp_path):
+@pytest.mark.parametrize("normalize", [False, True])
+def test_doctrine_warm_start_teaches_the_actor_and_counts_in_the_budget(tmp_path, normalize):
     import math
 
     from envs.commanders.doctrine import DisciplinedCommander
@@ -219,8 +220,12 @@ def test_doctrine_warm_start_teaches_the_actor_and_counts_in_the_budget(tmp_path
 
     warm = train_mappo(**tiny(tmp_path / "warm", warm_start_doctrine="disciplined",
                               warm_start_steps=8 * 400, total_timesteps=8 * 400 + ROLLOUT,
-                              warm_start_max_share=1.0, n_epochs=1, eval_freq=10**6))
+                              warm_start_max_share=1.0, n_epochs=1, eval_freq=10**6,
+                              normalize_observations=normalize))
     assert warm.total_steps == 8 * 400 + ROLLOUT
+    if normalize:  # fitted to the demonstrations: the distance's spread is far below 1
+        spread = warm.policy.actor.standardize.std
+        assert 0.01 <= spread.min() < 0.5 and warm.policy.critic.standardize.std.min() < 0.5
     assert len(warm.history) == 1  # the demonstrations used the rest of the budget
     torch.manual_seed(0)
     fresh = MAPPOPolicy(**warm.policy.kwargs)

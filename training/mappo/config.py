@@ -137,6 +137,12 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
         -3.0, "Initial log standard deviation of the orders' Gaussian (-3: std 0.05; at std "
         "0.37 the imitated doctrine's sampled orders spend its volley, and MAPPO unlearns it).",
         check_number, "training.log_std_init")
+    normalize_observations: bool = setting(
+        False, "Standardise each battalion's observation and critic state by their mean and "
+        "spread over the imitation's demonstrations, saved with the weights; without an "
+        "imitation (v1_checkpoint, no warm_start_doctrine) they pass unscaled, and with "
+        "init_policy or resume they keep that file's statistics.",
+        check_bool, "training.normalize_observations")
     v1_checkpoint: str | None = setting(
         None, "A trained v1 (duel) commander to start from, layer for layer; it replaces the "
         "warm start.", optional(path), "training.v1_checkpoint")

@@ -130,7 +130,8 @@ class MAPPOTrainer:
             share_parameters=config.share_parameters,
             actor_hidden_sizes=tuple(config.actor_hidden_sizes),
             critic_hidden_sizes=tuple(config.critic_hidden_sizes),
-            log_std_init=config.log_std_init).to(self.device)
+            log_std_init=config.log_std_init,
+            normalize_observations=config.normalize_observations).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.learning_rate,
                                           eps=1e-5)
         self.total_steps = self.episodes = self.self_play_version = 0

@@ -150,12 +150,21 @@ def warm_start_team(policy: MAPPOPolicy, battles, doctrine: str, n_steps: int, *
                     gamma: float, epochs: int = 10, learning_rate: float = 1e-3,
                     seed: int = 0) -> int:
     """Imitate ``doctrine`` in ``battles`` for ``n_steps`` env-steps (:func:`clone_team`
-    with ``epochs`` and ``learning_rate``); returns the steps used."""
+    with ``epochs`` and ``learning_rate``); returns the steps used. A policy that
+    normalises its observations fits their statistics to the demonstrations first."""
     config = battles.config
     # Battalions that follow orders learn from one that does, not from the doctrine.
     teacher = OrderFollower(map_diagonal=math.hypot(config.map_width, config.map_height)) \
         if config.order_period else make_doctrine(doctrine, config.map_width, config.map_height)
     demonstrations, used = collect_team_demonstrations(battles, teacher, n_steps, gamma)
+    if policy.normalize_observations:
+        if len(demonstrations.observations):
+            policy.fit_observation_statistics(
+                torch.as_tensor(demonstrations.observations, device=policy.device),
+                torch.as_tensor(demonstrations.critic_states, device=policy.device))
+        else:  # clone_team says why it skips too
+            logger.warning("observation statistics not fitted: no battle ended within the "
+                           "imitation steps; the policy sees its observations unscaled")
     clone_team(policy, demonstrations, epochs=epochs, learning_rate=learning_rate, seed=seed)
     return used
 

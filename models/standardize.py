@@ -1,0 +1,45 @@
+"""Fixed standardisation of a network's inputs: each feature centred and scaled by its mean
+and spread over recorded play, the statistics kept as buffers (saved with the weights, never
+moved by the optimiser). The v1 policy (:mod:`models.battalion_policy`) and the MAPPO actors
+and critic (:mod:`models.mappo_policy`) use it."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+MIN_FEATURE_STD = 1e-2
+"""Smallest spread a feature is divided by: one that hardly varies in the recorded
+observations is centred, not magnified."""
+
+
+def fit_statistics(mean: torch.Tensor, std: torch.Tensor, observations: torch.Tensor) -> None:
+    """Write the mean and spread (floored at :data:`MIN_FEATURE_STD`) of ``observations``
+    (N, ...) over their first axis into the buffers ``mean`` and ``std``, in place."""
+    flat = observations.reshape(len(observations), -1).to(mean)
+    with torch.no_grad():
+        mean.copy_(flat.mean(0))
+        std.copy_(flat.std(0).clamp_min(MIN_FEATURE_STD))
+
+
+class Standardize(nn.Module):
+    """``(x - mean) / std`` over the last axis; the identity (0 and 1) until :meth:`fit`.
+
+    Args:
+        dim: the number of features.
+    """
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(dim))
+        self.register_buffer("std", torch.ones(dim))
+
+    def fit(self, observations: torch.Tensor) -> None:
+        """Take the statistics of ``observations`` (N, dim) (:func:`fit_statistics`)."""
+        fit_statistics(self.mean, self.std, observations)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - self.mean) / self.std
+
+
+__all__ = ["MIN_FEATURE_STD", "Standardize", "fit_statistics"]
