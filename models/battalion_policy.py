@@ -22,7 +22,7 @@ from torch import nn
 
 from envs.sim.constants import ACTION_NAMES
 from envs.sim.validation import check_real_array
-from models.standardize import fit_statistics
+from models.standardize import Standardize
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
 DEFAULT_HIDDEN = (128, 128)
@@ -31,10 +31,9 @@ FIRE_ACTION = ACTION_NAMES.index("fire")
 
 
 class StandardizedFlatten(BaseFeaturesExtractor):
-    """Flatten the observation and standardise each feature by a fixed mean and spread.
-
-    Until :meth:`fit` is called the statistics are 0 and 1 (the identity). They are
-    buffers, not parameters: saved with the weights, never moved by the optimiser.
+    """Flatten the observation and standardise each feature by a fixed mean and spread
+    (:class:`~models.standardize.Standardize`: the identity until :meth:`fit`, the
+    statistics saved with the weights, never moved by the optimiser).
 
     Args:
         observation_space: the policy's observation space.
@@ -42,16 +41,14 @@ class StandardizedFlatten(BaseFeaturesExtractor):
 
     def __init__(self, observation_space) -> None:
         super().__init__(observation_space, get_flattened_obs_dim(observation_space))
-        self.register_buffer("mean", torch.zeros(self.features_dim))
-        self.register_buffer("std", torch.ones(self.features_dim))
+        self.standardize = Standardize(self.features_dim)
 
     def fit(self, observations: torch.Tensor) -> None:
-        """Take the mean and spread of ``observations`` (N, obs_dim), the spread floored at
-        :data:`models.standardize.MIN_FEATURE_STD`."""
-        fit_statistics(self.mean, self.std, observations)
+        """Take the mean and spread of ``observations`` (N, obs_dim)."""
+        self.standardize.fit(observations)
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
-        return (observations.flatten(1) - self.mean) / self.std
+        return self.standardize(observations.flatten(1))
 
 
 class BattalionMlpPolicy(ActorCriticPolicy):

@@ -56,9 +56,10 @@ def _fold_standardisation(state: dict[str, torch.Tensor]) -> None:
     The extractor's buffers leave ``state``."""
     for trunk, extractor in ((_V1_ACTOR_TRUNK, "pi_features_extractor."),
                              (_V1_CRITIC_TRUNK, "vf_features_extractor.")):
-        if extractor + "mean" not in state:
+        if extractor + "standardize.mean" not in state:
             extractor = "features_extractor."  # shared by both trunks
-        mean, std = state.get(extractor + "mean"), state.get(extractor + "std")
+        mean = state.get(extractor + "standardize.mean")
+        std = state.get(extractor + "standardize.std")
         layers = _v1_linear_layers(state, trunk)
         if mean is None or std is None or not layers:
             continue
@@ -67,7 +68,7 @@ def _fold_standardisation(state: dict[str, torch.Tensor]) -> None:
         state[layers[0] + ".weight"] = scaled
         if bias in state:
             state[bias] = state[bias] - scaled @ mean
-    for key in [k for k in state if k.rpartition(".")[0].endswith("features_extractor")]:
+    for key in [k for k in state if "features_extractor.standardize." in k]:
         del state[key]
 
 

@@ -105,8 +105,11 @@ def ppo_case(tmp_path_factory) -> Case:
     env = BattalionVecEnv(BATTLES, max_steps=100)
     # The policy training.train builds (GuidedPPO is PPO with an extra loss term).
     model = PPO(BattalionMlpPolicy, env, n_steps=8, batch_size=40, seed=0, device="cpu",
-                policy_kwargs={"net_arch": [32, 32], "log_std_init": -0.5})
+                policy_kwargs={"net_arch": [32, 32], "log_std_init": -0.5,
+                               "normalize_observations": True})
     _widen(model.policy.action_net, 0.5)
+    # Statistics far from the identity, so that the graph must carry them.
+    model.policy.fit_observation_statistics(torch.rand(500, 25) * 0.5 + 0.2)
     path = save_ppo(model, folder / "ppo_battalion_final.zip")
     env.seed(0)
     low, high = np.array(ACTION_LOW), np.array(ACTION_HIGH)

@@ -40,7 +40,7 @@ def test_fitted_features_are_centred_and_scaled_and_not_trained():
     assert torch.allclose(features.mean(0), torch.zeros(25), atol=1e-5)
     spread = features.std(0)
     assert torch.allclose(spread[torch.arange(25) != 5], torch.ones(24), atol=1e-4)
-    assert model.policy.features_extractor.std[5] == pytest.approx(MIN_FEATURE_STD)
+    assert model.policy.features_extractor.standardize.std[5] == pytest.approx(MIN_FEATURE_STD)
     names = {name for name, _ in model.policy.named_parameters()}
     assert not any("features_extractor" in name for name in names)
 
@@ -50,8 +50,8 @@ def test_statistics_survive_a_checkpoint(tmp_path):
     model.policy.fit_observation_statistics(torch.as_tensor(_observations(400)) * 0.1)
     loaded = load_ppo(save_ppo(model, tmp_path / "normalised"))
     assert loaded.policy.normalize_observations
-    assert torch.equal(loaded.policy.features_extractor.std,
-                       model.policy.features_extractor.std)
+    assert torch.equal(loaded.policy.features_extractor.standardize.std,
+                       model.policy.features_extractor.standardize.std)
     obs = _observations() * 0.1
     assert np.array_equal(loaded.predict(obs, deterministic=True)[0],
                           model.predict(obs, deterministic=True)[0])
@@ -64,7 +64,7 @@ def test_the_warm_start_and_own_play_fit_the_statistics():
     for fit, steps in fits:
         model = _model(True)
         assert fit(model) == steps
-        assert not torch.equal(model.policy.features_extractor.std, torch.ones(25))
+        assert not torch.equal(model.policy.features_extractor.standardize.std, torch.ones(25))
 
 
 def test_misuse_is_refused():
