@@ -13,15 +13,6 @@ MIN_FEATURE_STD = 1e-2
 observations is centred, not magnified."""
 
 
-def fit_statistics(mean: torch.Tensor, std: torch.Tensor, observations: torch.Tensor) -> None:
-    """Write the mean and spread (floored at :data:`MIN_FEATURE_STD`) of ``observations``
-    (N, ...) over their first axis into the buffers ``mean`` and ``std``, in place."""
-    flat = observations.reshape(len(observations), -1).to(mean)
-    with torch.no_grad():
-        mean.copy_(flat.mean(0))
-        std.copy_(flat.std(0).clamp_min(MIN_FEATURE_STD))
-
-
 class Standardize(nn.Module):
     """``(x - mean) / std`` over the last axis; the identity (0 and 1) until :meth:`fit`.
 
@@ -35,11 +26,15 @@ class Standardize(nn.Module):
         self.register_buffer("std", torch.ones(dim))
 
     def fit(self, observations: torch.Tensor) -> None:
-        """Take the statistics of ``observations`` (N, dim) (:func:`fit_statistics`)."""
-        fit_statistics(self.mean, self.std, observations)
+        """Take the mean and spread (floored at :data:`MIN_FEATURE_STD`) of
+        ``observations`` (N, dim) over their first axis."""
+        flat = observations.reshape(len(observations), -1).to(self.mean)
+        with torch.no_grad():
+            self.mean.copy_(flat.mean(0))
+            self.std.copy_(flat.std(0).clamp_min(MIN_FEATURE_STD))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return (x - self.mean) / self.std
 
 
-__all__ = ["MIN_FEATURE_STD", "Standardize", "fit_statistics"]
+__all__ = ["MIN_FEATURE_STD", "Standardize"]

@@ -252,6 +252,18 @@ def v1_networks(checkpoint):
     return mean, policy.predict_values
 
 
+def assert_computes_the_v1_functions(mappo, checkpoint, atol):
+    """The MAPPO team (obs 40, state 60) gives the v1 mean and value on the v1 features."""
+    v1_mean, v1_value = v1_networks(checkpoint)
+    x = torch.randn(32, 40, generator=torch.Generator().manual_seed(0))
+    state = torch.cat([x[:, :V1_OBS], torch.randn(32, 60 - V1_OBS)], dim=1)
+    with torch.no_grad():
+        torch.testing.assert_close(mappo.act(x, deterministic=True)[0],
+                                   v1_mean(x[:, :V1_OBS]), atol=atol, rtol=0)
+        torch.testing.assert_close(mappo.get_value(state),
+                                   v1_value(x[:, :V1_OBS]).squeeze(-1), atol=atol, rtol=0)
+
+
 def test_v1_weights_seed_mappo_exactly(tiny_checkpoint):
     mappo = MAPPOPolicy(obs_dim=40, action_dim=3, state_dim=60)
     report = load_v1_weights_into_mappo(tiny_checkpoint, mappo)
@@ -264,14 +276,8 @@ def test_v1_weights_seed_mappo_exactly(tiny_checkpoint):
     assert torch.all(mappo.actor.trunk[0].weight[:, V1_OBS:] == 0)
     assert torch.all(mappo.critic.trunk[0].weight[:, V1_OBS:] == 0)
 
-    v1_mean, v1_value = v1_networks(tiny_checkpoint)
-    x = torch.randn(32, 40, generator=torch.Generator().manual_seed(0))
-    state = torch.cat([x[:, :V1_OBS], torch.randn(32, 60 - V1_OBS)], dim=1)
+    assert_computes_the_v1_functions(mappo, tiny_checkpoint, atol=1e-5)
     with torch.no_grad():
-        torch.testing.assert_close(mappo.act(x, deterministic=True)[0],
-                                   v1_mean(x[:, :V1_OBS]), atol=1e-5, rtol=0)
-        torch.testing.assert_close(mappo.get_value(state),
-                                   v1_value(x[:, :V1_OBS]).squeeze(-1), atol=1e-5, rtol=0)
         torch.testing.assert_close(mappo.actor.log_std, load_ppo(tiny_checkpoint).policy.log_std)
 
 
@@ -291,14 +297,7 @@ def test_a_standardising_v1_policy_is_folded_into_the_first_layers(tmp_path):
     mappo = MAPPOPolicy(obs_dim=40, action_dim=3, state_dim=60)
     report = load_v1_weights_into_mappo(tmp_path / "v1.zip", mappo)
     assert report["skipped"] == []
-    v1_mean, v1_value = v1_networks(tmp_path / "v1.zip")
-    x = torch.randn(32, 40, generator=torch.Generator().manual_seed(0))
-    state = torch.cat([x[:, :V1_OBS], torch.randn(32, 60 - V1_OBS)], dim=1)
-    with torch.no_grad():
-        torch.testing.assert_close(mappo.act(x, deterministic=True)[0],
-                                   v1_mean(x[:, :V1_OBS]), atol=1e-4, rtol=0)
-        torch.testing.assert_close(mappo.get_value(state),
-                                   v1_value(x[:, :V1_OBS]).squeeze(-1), atol=1e-4, rtol=0)
+    assert_computes_the_v1_functions(mappo, tmp_path / "v1.zip", atol=1e-4)
 
 
 def test_v1_weights_go_into_every_actor_when_not_shared(tiny_checkpoint):
