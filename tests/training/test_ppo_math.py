@@ -12,6 +12,7 @@ import torch
 from training.common.imitation import fit_minibatches
 from training.common.ppo_math import (
     AuxiliaryLoss,
+    explained_variance,
     gae,
     gradient_step,
     normalize_advantages,
@@ -116,6 +117,28 @@ def test_the_auxiliary_loss_is_added_with_its_weight_and_reported_by_name():
     assert helped.statistics()["teacher_loss"] == pytest.approx(0.25)
     helped.total.backward()
     torch.testing.assert_close(mean.grad, 2.0 * 2 * mean.detach() / 2)
+
+
+def test_a_critic_only_loss_leaves_the_actor_still():
+    mean = torch.tensor([0.1, 0.2, 0.3], requires_grad=True)  # stands in for the actor
+    value = torch.tensor([0.0, 1.0, 2.0], requires_grad=True)  # and the critic
+    full = terms(log_prob=mean * 1.0, value=value * 1.0)
+    critic_only = terms(log_prob=mean * 1.0, value=value * 1.0, train_actor=False)
+    assert critic_only.total.item() == pytest.approx(0.5 * critic_only.value.item())
+    assert critic_only.statistics() | {"total_loss": 0} == full.statistics() | {"total_loss": 0}
+    critic_only.total.backward()
+    assert mean.grad is None and value.grad is not None and value.grad.abs().sum() > 0
+    helped = terms(log_prob=mean * 1.0, value=value * 1.0, train_actor=False,
+                   auxiliary=AuxiliaryLoss("teacher_loss", (mean ** 2).sum(), 1.0))
+    assert helped.total.item() == pytest.approx(critic_only.total.item())
+
+
+def test_explained_variance_as_sb3_reports_it():
+    returns = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    assert explained_variance(returns, returns) == 1.0
+    assert explained_variance(torch.full((4,), 2.5), returns) == pytest.approx(0.0)
+    assert explained_variance(-returns, returns) < 0
+    assert math.isnan(explained_variance(returns, torch.ones(4)))
 
 
 def test_gradient_step_clips_the_global_norm():

@@ -15,6 +15,7 @@ from models.mappo_policy import MAPPOPolicy
 from tests.forked import run_module
 from training.mappo.battles import play_team_battles
 from training.mappo.config import MAPPOConfig
+from training.mappo.trainer import MAPPOTrainer
 from training.self_play import (
     TeamOpponentPool,
     evaluate_team_vs_pool,
@@ -112,6 +113,27 @@ def test_resume_restores_counters_optimiser_and_generators(tmp_path, monkeypatch
     final = load_checkpoint(second.final_checkpoint)
     steps_before = saved.optimizer["state"][0]["step"]
     assert final.optimizer["state"][0]["step"] > steps_before
+
+
+def test_the_critic_warm_up_holds_the_actor_and_resumes_on_its_clock(tmp_path):
+    trainer = MAPPOTrainer(MAPPOConfig(**tiny(tmp_path, critic_warmup_steps=ROLLOUT + 1)))
+    start = {name: tensor.clone() for name, tensor in trainer.policy.state_dict().items()}
+    trainer.learn()
+    assert [h["train/actor_frozen"] for h in trainer.history] == [1.0, 1.0]
+    for h in trainer.history:  # the diagnostics of every update
+        assert np.isfinite(h["train/explained_variance"]) and h["train/advantage_std"] > 0
+    moved = {name for name, tensor in trainer.policy.state_dict().items()
+             if not torch.equal(tensor, start[name])}
+    assert moved and all(name.startswith("critic.") for name in moved), moved
+    trainer.save(tmp_path / "ck" / CHECKPOINT_NAME)
+    assert load_checkpoint(tmp_path / "ck" / CHECKPOINT_NAME).counters["ppo_steps"] == 2 * ROLLOUT
+    # Resumed past the warm-up, the actor trains; a run without one trains it at once.
+    resumed = train_mappo(**tiny(tmp_path, critic_warmup_steps=ROLLOUT + 1,
+                                 total_timesteps=3 * ROLLOUT),
+                          resume=tmp_path / "ck" / CHECKPOINT_NAME)
+    assert [h["train/actor_frozen"] for h in resumed.history] == [0.0]
+    plain = train_mappo(**tiny(tmp_path / "plain"))
+    assert [h["train/actor_frozen"] for h in plain.history] == [0.0, 0.0]
 
 
 def test_curriculum_promotion_swaps_the_battles(tmp_path):

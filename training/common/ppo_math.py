@@ -12,6 +12,7 @@ inline, in the same order and dtypes, so a run gives the same numbers bit for bi
 - :func:`ppo_loss`: the clipped surrogate, the value loss, the entropy bonus and an
   optional :class:`AuxiliaryLoss`, with approx-KL and clip-fraction statistics; per-unit
   ``weights`` average several ratios per sample (WFM-1: one per own unit).
+- :func:`explained_variance`: how much of the returns' spread the critic predicts.
 - :func:`gradient_step`: zero, backward, clip the global norm, step.
 - :func:`kl_exceeded`: the early stop of an update's passes (``target_kl``).
 - :func:`shuffled_minibatches`: one pass over ``n`` samples in shuffled minibatches.
@@ -121,7 +122,7 @@ def ppo_loss(log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: tor
              value: torch.Tensor, returns: torch.Tensor, entropy: torch.Tensor, *,
              clip_range: float, vf_coef: float, ent_coef: float,
              weights: torch.Tensor | None = None,
-             auxiliary: AuxiliaryLoss | None = None) -> PPOLoss:
+             auxiliary: AuxiliaryLoss | None = None, train_actor: bool = True) -> PPOLoss:
     """PPO's clipped loss on one minibatch.
 
     Parameters:
@@ -136,6 +137,9 @@ def ppo_loss(log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: tor
             units a side commands, 0 for the rest); the policy loss, the entropy and the
             statistics are then weighted means over them. None: plain means.
         auxiliary: a loss toward a reference policy added last (:class:`AuxiliaryLoss`).
+        train_actor: False: the total is the critic's term alone (``vf_coef * value``),
+            so a gradient step moves the critic and leaves the actor as it is (a critic
+            warm-up); the other terms are still computed for the statistics.
 
     Returns:
         The terms and statistics (:class:`PPOLoss`).
@@ -152,9 +156,12 @@ def ppo_loss(log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: tor
         policy_loss = -(surrogate * weights).sum() / total_weight
     value_loss = (value - returns).pow(2).mean()
     entropy_mean = entropy.mean() if weights is None else (entropy * weights).sum() / total_weight
-    loss = policy_loss + vf_coef * value_loss - ent_coef * entropy_mean
-    if auxiliary is not None:
-        loss = loss + auxiliary.coef * auxiliary.loss
+    if train_actor:
+        loss = policy_loss + vf_coef * value_loss - ent_coef * entropy_mean
+        if auxiliary is not None:
+            loss = loss + auxiliary.coef * auxiliary.loss
+    else:
+        loss = vf_coef * value_loss
     with torch.no_grad():
         outside = ((ratio - 1).abs() > clip_range).float()
         if weights is None:
@@ -165,6 +172,14 @@ def ppo_loss(log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: tor
             clip_fraction = float((outside * weights).sum() / total_weight)
     return PPOLoss(loss, policy_loss, value_loss, entropy_mean, approx_kl, clip_fraction,
                    auxiliary)
+
+
+def explained_variance(values: torch.Tensor, returns: torch.Tensor) -> float:
+    """``1 - Var(returns - values) / Var(returns)``: 1 for a critic that predicts the
+    returns, 0 for one no better than their mean, negative for worse (NaN when the
+    returns do not vary), as Stable-Baselines3 reports it."""
+    spread = float(returns.var())
+    return float("nan") if spread == 0 else 1.0 - float((returns - values).var()) / spread
 
 
 def gradient_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor,
@@ -212,5 +227,5 @@ def shuffled_minibatches(n: int, batch_size: int,
         yield order[start:start + batch_size]
 
 
-__all__ = ["AuxiliaryLoss", "PPOLoss", "gae", "gradient_step", "kl_exceeded",
-           "normalize_advantages", "ppo_loss", "shuffled_minibatches"]
+__all__ = ["AuxiliaryLoss", "PPOLoss", "explained_variance", "gae", "gradient_step",
+           "kl_exceeded", "normalize_advantages", "ppo_loss", "shuffled_minibatches"]

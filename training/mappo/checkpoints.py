@@ -2,7 +2,7 @@
 
 A checkpoint is the project's one training checkpoint (:class:`models.weights.TrainingCheckpoint`,
 ``kind`` ``"mappo"``): the policy's constructor arguments and weights, the optimiser,
-the counters (``total_steps``, ``episodes``, ``self_play_version``), the random
+the counters (``total_steps``, ``episodes``, ``self_play_version``, ``ppo_steps``), the random
 generators (``numpy``: the run's generator, ``torch``: the global one, ``minibatch``:
 the minibatch generator) and the extras (``config``, ``curriculum``, and ``driver``:
 what a driver of the trainer such as a league role keeps with it), as tensors and plain
@@ -45,7 +45,7 @@ def save_checkpoint(path: Path, policy: MAPPOPolicy, optimizer: torch.optim.Opti
                     total_steps: int, episodes: int, config: Any,
                     scheduler: Any, rng: np.random.Generator,
                     generator: torch.Generator, self_play_version: int,
-                    extra: dict[str, Any] | None = None) -> Path:
+                    extra: dict[str, Any] | None = None, *, ppo_steps: int = 0) -> Path:
     """Write a resumable checkpoint atomically (only tensors and plain values).
 
     Args:
@@ -59,6 +59,7 @@ def save_checkpoint(path: Path, policy: MAPPOPolicy, optimizer: torch.optim.Opti
         self_play_version: the last snapshot version added to the pool.
         extra: plain values a driver of the trainer keeps with it (a league role's
             counters and reset state), or None.
+        ppo_steps: the env-steps of MAPPO updates so far (the critic warm-up's clock).
 
     Returns:
         ``path``.
@@ -67,7 +68,7 @@ def save_checkpoint(path: Path, policy: MAPPOPolicy, optimizer: torch.optim.Opti
         kind=KIND, kwargs=policy.kwargs, weights=policy.state_dict(),
         optimizer=optimizer.state_dict(),
         counters={"total_steps": int(total_steps), "episodes": int(episodes),
-                  "self_play_version": int(self_play_version)},
+                  "self_play_version": int(self_play_version), "ppo_steps": int(ppo_steps)},
         rng={"numpy": rng.bit_generator.state, "torch": torch.get_rng_state(),
              "minibatch": generator.get_state()},
         extras={"config": config.to_dict(),

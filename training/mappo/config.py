@@ -38,6 +38,7 @@ from training.common.settings import (
     ConfigFile,
     ResumeOptions,
     hidden_sizes,
+    non_negative_int,
     open_unit_interval,
     optional,
     override,
@@ -143,6 +144,12 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
         "imitation (v1_checkpoint, no warm_start_doctrine) they pass unscaled, and with "
         "init_policy or resume they keep that file's statistics.",
         check_bool, "training.normalize_observations")
+    critic_warmup_steps: int = setting(
+        0, "Env-steps at the start of MAPPO (after the warm start) whose updates train the "
+        "critic alone, the actor held as it started, so that the first advantages the actor "
+        "follows come from a critic fitted to its own play (v1's critic saw a duel; the "
+        "imitation's fitted the doctrine's returns). Counted in the budget; 0: none.",
+        non_negative_int, "training.critic_warmup_steps")
     v1_checkpoint: str | None = setting(
         None, "A trained v1 (duel) commander to start from, layer for layer; it replaces the "
         "warm start.", optional(path), "training.v1_checkpoint")

@@ -135,6 +135,7 @@ class MAPPOTrainer:
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.learning_rate,
                                           eps=1e-5)
         self.total_steps = self.episodes = self.self_play_version = 0
+        self.ppo_steps = 0  # env-steps of MAPPO updates (the critic warm-up counts them)
         self.transfer: dict[str, list[str]] | None = None
         self.rollout: Rollout | None = None
         self.history: list[dict[str, Any]] = []
@@ -236,9 +237,12 @@ class MAPPOTrainer:
         """Advantages, PPO epochs and counters for one rollout; its metrics."""
         config = self.config
         advantages, returns = advantages_and_returns(rollout, config.gamma, config.gae_lambda)
+        train_actor = self.ppo_steps >= config.critic_warmup_steps
         metrics = update(self.policy, self.optimizer, rollout, advantages, returns, config,
-                         self.generator)
+                         self.generator, train_actor=train_actor)
+        metrics["train/actor_frozen"] = float(not train_actor)
         self.total_steps += self.rollout_steps
+        self.ppo_steps += self.rollout_steps
         self.episodes += len(rollout.wins)
         metrics.update({
             "time/total_steps": self.total_steps, "time/episodes": self.episodes,
@@ -331,7 +335,8 @@ class MAPPOTrainer:
         driver's ``extra`` plain values (read back as :attr:`resumed_extra`)."""
         return save_checkpoint(path, self.policy, self.optimizer, self.total_steps,
                                self.episodes, self.config, self.scheduler, self.rng,
-                               self.generator, self.self_play_version, extra)
+                               self.generator, self.self_play_version, extra,
+                               ppo_steps=self.ppo_steps)
 
     def _start_from(self, policy_file: str) -> None:
         start = load_policy(policy_file)
@@ -351,6 +356,8 @@ class MAPPOTrainer:
         counters = saved.counters
         self.total_steps, self.episodes = counters["total_steps"], counters["episodes"]
         self.self_play_version = counters.get("self_play_version", 0)
+        # A checkpoint from before the counter existed: its run is past any critic warm-up.
+        self.ppo_steps = counters.get("ppo_steps", self.total_steps)
         self.resumed_extra = saved.extras.get("driver")
         if self.scheduler is not None and saved.extras.get("curriculum") is not None:
             self.scheduler.load_state_dict(saved.extras["curriculum"])

@@ -11,6 +11,7 @@ import torch
 
 from models.mappo_policy import MAPPOPolicy
 from training.common.ppo_math import (
+    explained_variance,
     gae,
     gradient_step,
     kl_exceeded,
@@ -38,9 +39,12 @@ def advantages_and_returns(rollout: Rollout, gamma: float,
 
 def update(policy: MAPPOPolicy, optimizer: torch.optim.Optimizer, rollout: Rollout,
            advantages: np.ndarray, returns: np.ndarray, config: MAPPOConfig,
-           generator: torch.Generator) -> dict[str, float]:
+           generator: torch.Generator, train_actor: bool = True) -> dict[str, float]:
     """Clipped-PPO epochs over the rollout's valid samples
-    (:func:`training.common.ppo_math.ppo_loss`); mean losses and statistics."""
+    (:func:`training.common.ppo_math.ppo_loss`); mean losses and statistics, and the
+    diagnostics of the rollout the update starts from: the critic's explained variance,
+    the advantages' spread before normalisation and the returns' mean and spread.
+    ``train_actor`` False trains the critic alone (the actor's weights do not move)."""
     device = policy.device
     valid = torch.from_numpy(rollout.valid)
     nb = rollout.valid.shape[2]
@@ -49,8 +53,12 @@ def update(policy: MAPPOPolicy, optimizer: torch.optim.Optimizer, rollout: Rollo
     actions = rollout.actions[valid].to(device)
     old_log_probs = rollout.log_probs[valid].to(device)
     # MAPPO normalises over the whole rollout, once (WFM-1 per minibatch).
-    adv = normalize_advantages(torch.from_numpy(advantages)[valid].to(device))
+    raw_adv = torch.from_numpy(advantages)[valid].to(device)
+    adv = normalize_advantages(raw_adv)
     ret = torch.from_numpy(returns)[valid].to(device)
+    diagnostics = {"explained_variance": explained_variance(rollout.values[valid].to(device), ret),
+                   "advantage_std": float(raw_adv.std()), "return_mean": float(ret.mean()),
+                   "return_std": float(ret.std())}
     n = len(adv)
     sums = dict(policy_loss=0.0, value_loss=0.0, entropy=0.0, total_loss=0.0, approx_kl=0.0,
                 clip_fraction=0.0)
@@ -64,7 +72,7 @@ def update(policy: MAPPOPolicy, optimizer: torch.optim.Optimizer, rollout: Rollo
                                                                agent_idx=agent_of[mb])
             terms = ppo_loss(log_prob, old_log_probs[mb], adv[mb], value, ret[mb], entropy,
                              clip_range=config.clip_range, vf_coef=config.vf_coef,
-                             ent_coef=config.ent_coef)
+                             ent_coef=config.ent_coef, train_actor=train_actor)
             for name, number in terms.statistics().items():
                 sums[name] += number
             n_batches += 1
@@ -75,7 +83,8 @@ def update(policy: MAPPOPolicy, optimizer: torch.optim.Optimizer, rollout: Rollo
         if stopped:
             break
     policy.eval()
-    return {f"train/{name}": value / max(n_batches, 1) for name, value in sums.items()}
+    means = {name: value / max(n_batches, 1) for name, value in sums.items()}
+    return {f"train/{name}": value for name, value in {**means, **diagnostics}.items()}
 
 
 __all__ = ["advantages_and_returns", "update"]
