@@ -356,7 +356,13 @@ def _overrides(pairs: list[str], runner: DuelRunner | TeamRunner) -> dict[str, A
         key, sep, text = pair.partition("=")
         if not sep:
             raise SystemExit(f"--set {pair!r} is invalid: expected key=value")
-        values[key] = yaml.safe_load(text)
+        value = yaml.safe_load(text)
+        if isinstance(value, str):  # YAML 1.1 reads 1e-4 as text; Hydra reads a number
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        values[key] = value
     try:
         runner.check_settings(values)
     except ValueError as error:

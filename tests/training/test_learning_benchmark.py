@@ -103,3 +103,14 @@ def test_an_unknown_mappo_setting_is_named():
     with pytest.raises(SystemExit) as info:
         learning.main(["--stack", "mappo_2v2", "--set", "curriculum_level=3"])
     assert "curriculum_level" in str(info.value) and "MAPPOConfig" in str(info.value)
+
+
+def test_set_values_are_read_as_yaml_and_exponents_as_numbers():
+    values = learning._overrides(["learning_rate=1e-4", "warm_start_doctrine=null",
+                                  "training_opponents=[scripted_l1, doctrine]"],
+                                 learning.STACKS["train"].runner)
+    assert values == {"learning_rate": 1e-4, "warm_start_doctrine": None,
+                      "training_opponents": ["scripted_l1", "doctrine"]}
+    assert learning._overrides(["warm_start_doctrine=disciplined"],
+                               learning.STACKS["train"].runner) == {
+        "warm_start_doctrine": "disciplined"}
