@@ -17,6 +17,7 @@ from training.common.ppo_math import (
     gradient_step,
     normalize_advantages,
     ppo_loss,
+    rollout_diagnostics,
     shuffled_minibatches,
 )
 
@@ -139,6 +140,15 @@ def test_explained_variance_as_sb3_reports_it():
     assert explained_variance(torch.full((4,), 2.5), returns) == pytest.approx(0.0)
     assert explained_variance(-returns, returns) < 0
     assert math.isnan(explained_variance(returns, torch.ones(4)))
+
+
+def test_rollout_diagnostics_are_numpy_s_population_statistics():
+    values, returns = np.array([[0.5, 1.0], [2.0, 3.5]]), np.array([[1.0, 2.0], [3.0, 4.0]])
+    advantages = returns - values
+    out = rollout_diagnostics(*(torch.from_numpy(a) for a in (values, advantages, returns)))
+    assert out == pytest.approx({
+        "explained_variance": 1 - np.var(returns - values) / np.var(returns),
+        "advantage_std": np.std(advantages), "return_mean": 2.5, "return_std": np.std(returns)})
 
 
 def test_gradient_step_clips_the_global_norm():

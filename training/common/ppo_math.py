@@ -12,7 +12,8 @@ inline, in the same order and dtypes, so a run gives the same numbers bit for bi
 - :func:`ppo_loss`: the clipped surrogate, the value loss, the entropy bonus and an
   optional :class:`AuxiliaryLoss`, with approx-KL and clip-fraction statistics; per-unit
   ``weights`` average several ratios per sample (WFM-1: one per own unit).
-- :func:`explained_variance`: how much of the returns' spread the critic predicts.
+- :func:`rollout_diagnostics`: the critic's explained variance (:func:`explained_variance`),
+  the advantages' spread and the returns' scale, as every learner logs them.
 - :func:`gradient_step`: zero, backward, clip the global norm, step.
 - :func:`kl_exceeded`: the early stop of an update's passes (``target_kl``).
 - :func:`shuffled_minibatches`: one pass over ``n`` samples in shuffled minibatches.
@@ -178,8 +179,22 @@ def explained_variance(values: torch.Tensor, returns: torch.Tensor) -> float:
     """``1 - Var(returns - values) / Var(returns)``: 1 for a critic that predicts the
     returns, 0 for one no better than their mean, negative for worse (NaN when the
     returns do not vary), as Stable-Baselines3 reports it."""
-    spread = float(returns.var())
-    return float("nan") if spread == 0 else 1.0 - float((returns - values).var()) / spread
+    spread = float(returns.var(unbiased=False))
+    if spread == 0:
+        return float("nan")
+    return 1.0 - float((returns - values).var(unbiased=False)) / spread
+
+
+def rollout_diagnostics(values: torch.Tensor, advantages: torch.Tensor,
+                        returns: torch.Tensor) -> dict[str, float]:
+    """What a learner logs of the rollout an update starts from (the samples it learns
+    from, any shape): ``explained_variance`` of the critic, ``advantage_std`` (before
+    normalisation), ``return_mean`` and ``return_std`` (spreads over the samples, as
+    NumPy's ``std``)."""
+    return {"explained_variance": explained_variance(values, returns),
+            "advantage_std": float(advantages.std(unbiased=False)),
+            "return_mean": float(returns.mean()),
+            "return_std": float(returns.std(unbiased=False))}
 
 
 def gradient_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor,
@@ -228,4 +243,5 @@ def shuffled_minibatches(n: int, batch_size: int,
 
 
 __all__ = ["AuxiliaryLoss", "PPOLoss", "explained_variance", "gae", "gradient_step",
-           "kl_exceeded", "normalize_advantages", "ppo_loss", "shuffled_minibatches"]
+           "kl_exceeded", "normalize_advantages", "ppo_loss", "rollout_diagnostics",
+           "shuffled_minibatches"]

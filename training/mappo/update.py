@@ -11,12 +11,12 @@ import torch
 
 from models.mappo_policy import MAPPOPolicy
 from training.common.ppo_math import (
-    explained_variance,
     gae,
     gradient_step,
     kl_exceeded,
     normalize_advantages,
     ppo_loss,
+    rollout_diagnostics,
     shuffled_minibatches,
 )
 from training.mappo.config import MAPPOConfig
@@ -56,9 +56,7 @@ def update(policy: MAPPOPolicy, optimizer: torch.optim.Optimizer, rollout: Rollo
     raw_adv = torch.from_numpy(advantages)[valid].to(device)
     adv = normalize_advantages(raw_adv)
     ret = torch.from_numpy(returns)[valid].to(device)
-    diagnostics = {"explained_variance": explained_variance(rollout.values[valid].to(device), ret),
-                   "advantage_std": float(raw_adv.std()), "return_mean": float(ret.mean()),
-                   "return_std": float(ret.std())}
+    diagnostics = rollout_diagnostics(rollout.values[valid].to(device), raw_adv, ret)
     n = len(adv)
     sums = dict(policy_loss=0.0, value_loss=0.0, entropy=0.0, total_loss=0.0, approx_kl=0.0,
                 clip_fraction=0.0)

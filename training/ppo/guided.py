@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 import torch
 from stable_baselines3 import PPO
-from stable_baselines3.common.utils import explained_variance
 
 from envs.sim.validation import check_int, check_non_negative
 from training.common.imitation import imitation_targets
@@ -43,6 +42,7 @@ from training.common.ppo_math import (
     kl_exceeded,
     normalize_advantages,
     ppo_loss,
+    rollout_diagnostics,
 )
 
 
@@ -149,12 +149,11 @@ class GuidedPPO(PPO):
         record("train/approx_kl", mean["approx_kl"])
         record("train/clip_fraction", mean["clip_fraction"])
         record("train/loss", stats["total_loss"][-1])
-        record("train/explained_variance",
-               float(explained_variance(buffer.values.flatten(), buffer.returns.flatten())))
         record("train/std", torch.exp(self.policy.log_std).mean().item())
-        record("train/advantage_std", float(np.std(buffer.advantages)))
-        record("train/return_mean", float(np.mean(buffer.returns)))
-        record("train/return_std", float(np.std(buffer.returns)))
+        for name, value in rollout_diagnostics(torch.from_numpy(buffer.values),
+                                               torch.from_numpy(buffer.advantages),
+                                               torch.from_numpy(buffer.returns)).items():
+            record(f"train/{name}", value)
         if "teacher_loss" in mean:
             record("train/teacher_loss", mean["teacher_loss"])
         record("train/teacher_coef", coef)
