@@ -242,8 +242,12 @@ def test_the_clock_runs_steps_and_pauses_and_the_end_is_recorded(tmp_path):
     results = []
     with PlayServer(small_battle(max_steps=30), player="a/../b", out_dir=tmp_path,
                     on_result=lambda r: results.append(r) or {"note": "rated"}) as server:
+        first = request(server, "GET", "/api/state")[1]["revision"]
         status, state = post(server, "/api/clock", {"action": "step"})
         assert status == 200 and state["step"] == 1 and not state["running"]
+        assert state["revision"] > first  # every change counts, so the page keeps the newest
+        post(server, "/api/order", {"unit": 0, "fire": True})
+        assert request(server, "GET", "/api/state")[1]["revision"] > state["revision"]
         status, state = post(server, "/api/clock", {"action": "run", "speed": 100})
         assert state["running"] and state["speed"] == 100
         for _ in range(200):

@@ -108,3 +108,29 @@ def test_a_short_battle_played_by_clicks(browser, tmp_path):  # noqa: F811
     registry = TeamEloRegistry(elo)
     assert registry.get_game_count("tester") == 1
     assert json.loads(elo.read_text())["ratings"]["tester"] == registry.get_rating("tester")
+
+
+def test_an_answer_that_arrives_late_does_not_undo_an_order(browser, tmp_path):  # noqa: F811
+    # Each request runs on a thread of its own, so a poll sent before an order can be
+    # answered after it (seen in CI: the face was then taken from the unit, not its goal).
+    # Here every later poll is answered with a state older than the order.
+    server, _ = build_server([
+        "--name", "tester", "--red", "L1", "--size", "2v1", "--seed", "0",
+        "--out", str(tmp_path / "plays"), "--elo", str(tmp_path / "elo.json"), "--no-browser"])
+    with server:
+        page = browser.new_page(viewport={"width": 1000, "height": 1000})
+        page.goto(server.url)
+        wait_until(page, "document.body.dataset.ready === 'true'")
+        stale = server.state()
+        start = stale["units"][0]
+        click_map(page, start["x"], start["y"])
+        click_map(page, start["x"] + 60.0, start["y"] + 40.0)
+        wait_until(page, "window.play.state().orders['0'].move !== null")
+        assert page.evaluate("window.play.state().revision") > stale["revision"]
+        served = []
+        page.route("**/api/state", lambda route: served.append(1) or route.fulfill(
+            status=200, content_type="application/json", body=json.dumps(stale)))
+        page.wait_for_timeout(500)  # about five polls at the page's 100 ms
+        assert len(served) >= 3
+        assert page.evaluate("window.play.state().orders['0'].move") is not None
+        page.close()

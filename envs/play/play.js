@@ -141,6 +141,8 @@
 
   // ---- talking to the server -------------------------------------------------------------
   function take(next) {
+    // Requests run on threads of their own, so an older state can arrive after a newer one.
+    if (state !== null && next.revision < state.revision) return;
     if (state === null || next.step !== state.step) {
       trail.push(next.fire);
       while (trail.length > FIRE_TRAIL) trail.shift();

@@ -10,7 +10,8 @@ serves:
 ``GET /api/battle``         the map and the forces, once
                             (:func:`~envs.rendering.viewer.viewer_payload` of step 0)
 ``GET /api/state``          the battle now (:meth:`~envs.play.battle.LiveBattle.view`),
-                            the clock, and the result once it is over
+                            the clock, the result once it is over, and ``revision``
+                            (see below)
 ``POST /api/order``         ``{"unit": i, "move": [x, y], "face": radians, "fire": bool,
                             "formation": name}``: an order to one of Blue's units
                             (:meth:`~envs.play.battle.LiveBattle.order`)
@@ -26,7 +27,9 @@ JSON (415, 400), a field of the wrong type or out of range (400, named), a unit 
 not there (404), Red's (403) or out of the fight, or a battle that is over (409). A
 connection that stalls is dropped after :data:`REQUEST_TIMEOUT_S`. Every request is
 handled on its own thread; an error inside one is logged and answered 500, and the
-server goes on.
+server goes on. Since answers can arrive out of order, every state carries ``revision``,
+a count of the changes made so far (orders, clock commands, steps): the page keeps the
+newest it has seen, so a slow poll cannot undo an order the player has just given.
 
 **The clock** runs on a thread of its own at the chosen speed (:data:`SPEED_RANGE` steps
 a second) while it runs. When the battle ends the replay is written to ``out_dir``
@@ -147,6 +150,7 @@ class PlayServer:
         self.running = False
         self.error: str | None = None
         self.result: PlayResult | None = None
+        self.revision = 0
         self._lock = threading.RLock()
         self._closed = threading.Event()
         self._wake = threading.Event()
@@ -210,7 +214,7 @@ class PlayServer:
         """The battle now, the clock and the result, as JSON values."""
         with self._lock:
             return {**self.battle.view(), "running": self.running, "speed": self.speed,
-                    "error": self.error,
+                    "error": self.error, "revision": self.revision,
                     "result": None if self.result is None else self.result.to_json()}
 
     def page(self) -> str:
@@ -262,7 +266,9 @@ class PlayServer:
                              "with unit and some of move, face, fire, formation")
         changes = {key: value for key, value in body.items() if key != "unit"}
         with self._lock:
-            return {"unit": body["unit"], "orders": self.battle.order(body["unit"], changes)}
+            orders = self.battle.order(body["unit"], changes)
+            self.revision += 1
+            return {"unit": body["unit"], "orders": orders}
 
     def clock(self, body: Any) -> dict[str, Any]:
         """Carry out a clock request (``{"action": ..., "speed": ...}``); returns the state.
@@ -288,6 +294,7 @@ class PlayServer:
                 raise OrderError(409, f"the battle is over ({self.battle.winner}): the clock "
                                  "has stopped")
             self.speed = speed
+            self.revision += 1
             action = body["action"]
             self.running = action == "run"
             if action == "step":
@@ -298,6 +305,7 @@ class PlayServer:
     def _advance(self) -> None:
         """One step of the battle (under the lock); the result once it is over. An error of
         Red's commander stops the clock and is shown, not raised."""
+        self.revision += 1
         try:
             self.battle.step()
         except OrderError:
