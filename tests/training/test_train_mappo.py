@@ -62,6 +62,7 @@ def test_a_run_learns_logs_and_checkpoints(tmp_path):
     assert result.total_steps == 2 * ROLLOUT
     assert len(result.history) == 2
     last = result.history[-1]
+    assert not any(key.startswith("warm_start/") for key in result.history[0])  # none ran
     for key in ("train/policy_loss", "train/value_loss", "train/entropy", "train/total_loss",
                 "time/total_steps", "time/episodes", "eval/win_rate", "elo/team_rating"):
         assert key in last, key
@@ -249,6 +250,10 @@ def test_doctrine_warm_start_teaches_the_actor_and_counts_in_the_budget(tmp_path
         spread = warm.policy.actor.standardize.std
         assert 0.01 <= spread.min() < 0.5 and warm.policy.critic.standardize.std.min() < 0.5
     assert len(warm.history) == 1  # the demonstrations used the rest of the budget
+    # The clone's fit is logged with the first update.
+    fit = warm.history[0]
+    assert 0 < fit["warm_start/action_loss"] < 1 and np.isfinite(fit["warm_start/value_loss"])
+    assert 0 < fit["warm_start/samples"] <= 8 * 400 * 2  # Blue's battalion-steps
     torch.manual_seed(0)
     fresh = MAPPOPolicy(**warm.policy.kwargs)
     # Unseen battles: how close are the policies' orders to the doctrine's?

@@ -139,6 +139,9 @@ class MAPPOTrainer:
         self.transfer: dict[str, list[str]] | None = None
         self.rollout: Rollout | None = None
         self.history: list[dict[str, Any]] = []
+        self.pending_metrics: dict[str, float] = {}
+        """Metrics of what came before the first update (the warm start's fit), logged
+        with it."""
         self.final_checkpoint: Path | None = None
         self.resumed_extra: dict[str, Any] | None = None
         self._workers: Any = None  # RolloutWorkers, started on first use when distributed
@@ -161,10 +164,15 @@ class MAPPOTrainer:
             steps = min(config.warm_start_budget(config.total_timesteps),
                         config.total_timesteps - self.rollout_steps)
             if steps >= config.n_envs:
-                self.total_steps = warm_start_team(
+                self.total_steps, fit = warm_start_team(
                     self.policy, self.battles, config.warm_start_doctrine, steps,
                     gamma=config.gamma, epochs=config.warm_start_epochs,
                     learning_rate=config.warm_start_learning_rate, seed=config.seed)
+                # Logged with the first update: how closely the clone fits its teacher
+                # explains where a run starts (docs/training.md, "What undoes a good start").
+                self.pending_metrics.update({"warm_start/action_loss": fit["action"],
+                                             "warm_start/value_loss": fit["value"],
+                                             "warm_start/samples": fit["samples"]})
 
     # --- the loop ------------------------------------------------------------------------
 
@@ -262,6 +270,8 @@ class MAPPOTrainer:
             metrics["reward/team_mean"] = float(np.mean(rollout.episode_returns))
             per_agent = np.mean(rollout.agent_returns, axis=0)
             metrics.update({f"reward/agent_{i}": float(r) for i, r in enumerate(per_agent)})
+        metrics.update(self.pending_metrics)
+        self.pending_metrics.clear()
         return metrics
 
     # --- what a league role reads (training.league.role; an EchelonLearner has the same) ---

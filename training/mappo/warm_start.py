@@ -148,10 +148,15 @@ def _mean_orders(policy: MAPPOPolicy, observations: torch.Tensor,
 
 def warm_start_team(policy: MAPPOPolicy, battles, doctrine: str, n_steps: int, *,
                     gamma: float, epochs: int = 10, learning_rate: float = 1e-3,
-                    seed: int = 0) -> int:
+                    seed: int = 0) -> tuple[int, dict[str, float]]:
     """Imitate ``doctrine`` in ``battles`` for ``n_steps`` env-steps (:func:`clone_team`
-    with ``epochs`` and ``learning_rate``); returns the steps used. A policy that
-    normalises its observations fits their statistics to the demonstrations first."""
+    with ``epochs`` and ``learning_rate``). A policy that normalises its observations
+    fits their statistics to the demonstrations first.
+
+    Returns:
+        The env-steps used, and the fit: the final epoch's action and value losses
+        (:func:`clone_team`) and the number of samples it learnt from.
+    """
     config = battles.config
     # Battalions that follow orders learn from one that does, not from the doctrine.
     teacher = OrderFollower(map_diagonal=math.hypot(config.map_width, config.map_height)) \
@@ -165,8 +170,9 @@ def warm_start_team(policy: MAPPOPolicy, battles, doctrine: str, n_steps: int, *
         else:  # clone_team says why it skips too
             logger.warning("observation statistics not fitted: no battle ended within the "
                            "imitation steps; the policy sees its observations unscaled")
-    clone_team(policy, demonstrations, epochs=epochs, learning_rate=learning_rate, seed=seed)
-    return used
+    losses = clone_team(policy, demonstrations, epochs=epochs, learning_rate=learning_rate,
+                        seed=seed)
+    return used, {**losses, "samples": float(len(demonstrations.observations))}
 
 
 __all__ = ["TeamDemonstrations", "clone_team", "collect_team_demonstrations", "warm_start_team"]
