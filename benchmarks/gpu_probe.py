@@ -309,14 +309,14 @@ def _core_cell(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _duel_cell(spec: dict[str, Any]) -> dict[str, Any]:
-    from benchmarks.sim_throughput import RED_LEVEL, _random_actions
+    from benchmarks.sim_throughput import RED_LEVEL, random_actions
     from envs.vec_env import BattalionVecEnv
 
     n = spec["battles"]
     env = BattalionVecEnv(n, curriculum_level=RED_LEVEL)  # L5, as time_vec's
     env.seed(0)
     env.reset()
-    actions = _random_actions(64, n, seed=1)
+    actions = random_actions(64, n, seed=1)
     given = [0]
 
     def step() -> int:

@@ -44,7 +44,7 @@ TEAM_SIZES = ((2, 2), (4, 4), (6, 6), (8, 8))
 RED_LEVEL = 5
 
 
-def _random_actions(n_steps: int, n_envs: int, seed: int) -> np.ndarray:
+def random_actions(n_steps: int, n_envs: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     return rng.uniform([-1, -1, 0], [1, 1, 1], size=(n_steps, n_envs, 3)).astype(np.float32)
 
@@ -53,7 +53,7 @@ def time_single(seconds: float) -> float:
     """Env-steps/s of one BattalionEnv, auto-resetting like a training loop."""
     env = BattalionEnv(curriculum_level=5)
     env.reset(seed=0)
-    actions = _random_actions(4096, 1, seed=1)[:, 0]
+    actions = random_actions(4096, 1, seed=1)[:, 0]
     steps, start = 0, time.perf_counter()
     while True:
         for i in range(256):
@@ -71,7 +71,7 @@ def time_vec(n_envs: int, seconds: float, with_infos: bool) -> float:
     env = BattalionVecEnv(n_envs, curriculum_level=5)
     env.seed(0)
     env.reset()
-    actions = _random_actions(64, n_envs, seed=1)
+    actions = random_actions(64, n_envs, seed=1)
     steps, start = 0, time.perf_counter()
     while True:
         for i in range(8):
