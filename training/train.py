@@ -126,7 +126,8 @@ def train(config: TrainingConfig | None = None, *,
                 config.warm_start_budget(config.total_timesteps),
                 map_width=config.map_width, map_height=config.map_height,
                 epochs=config.warm_start_epochs, learning_rate=config.warm_start_learning_rate,
-                margin=config.warm_start_order_margin, seed=config.seed)
+                margin=config.warm_start_order_margin,
+                hold_range=config.warm_start_hold_range, seed=config.seed)
         elif config.policy_normalize_observations:
             # Those steps count towards the budget too.
             model.num_timesteps = fit_on_own_play(model, env, config.rollout_n_steps()
@@ -226,7 +227,8 @@ def _teacher(config: TrainingConfig):
     """The doctrine the run imitated, which :class:`GuidedPPO` pulls toward (or None)."""
     if config.warm_start_doctrine is None:
         return None
-    return make_doctrine(config.warm_start_doctrine, config.map_width, config.map_height)
+    return make_doctrine(config.warm_start_doctrine, config.map_width, config.map_height,
+                         config.warm_start_hold_range)
 
 
 def _new_model(config: TrainingConfig, env: VecMonitor) -> GuidedPPO:

@@ -16,10 +16,12 @@ DOCTRINES = ("disciplined",)
 
 
 
-def make_doctrine(name: str, map_width: float, map_height: float):
-    """The hand-written commander called ``name`` for a map of the given size."""
+def make_doctrine(name: str, map_width: float, map_height: float, hold_range: float = 60.0):
+    """The hand-written commander called ``name`` for a map of the given size, halting
+    at ``hold_range`` metres."""
     if name == "disciplined":
-        return DisciplinedCommander(map_diagonal=math.hypot(map_width, map_height))
+        return DisciplinedCommander(hold_range=hold_range,
+                                    map_diagonal=math.hypot(map_width, map_height))
     raise ValueError(f"doctrine={name!r} is invalid: expected one of {', '.join(DOCTRINES)}")
 
 

@@ -208,6 +208,10 @@ class WarmStartSettings(Settings):
     warm_start_learning_rate: float = setting(
         1e-3, "Adam's step size while imitating the doctrine (constant).", step_size,
         "training.warm_start_learning_rate")
+    warm_start_hold_range: float = setting(
+        60.0, "Range in metres at which the imitated doctrine halts and opens fire (its "
+        "hold_range); 60 is the doctrine's own, whose team the benchmarks play.",
+        check_positive, "training.warm_start_hold_range")
     warm_start_max_share: float = setting(
         0.3, "Largest share of total_timesteps the imitation may take, so that a short run "
         "still trains with RL; a longer warm_start_steps is cut to it (the log says so).",

@@ -167,7 +167,8 @@ class MAPPOTrainer:
                 self.total_steps, fit = warm_start_team(
                     self.policy, self.battles, config.warm_start_doctrine, steps,
                     gamma=config.gamma, epochs=config.warm_start_epochs,
-                    learning_rate=config.warm_start_learning_rate, seed=config.seed)
+                    learning_rate=config.warm_start_learning_rate,
+                    hold_range=config.warm_start_hold_range, seed=config.seed)
                 # Logged with the first update: how closely the clone fits its teacher
                 # explains where a run starts (docs/training.md, "What undoes a good start").
                 self.pending_metrics.update({"warm_start/action_loss": fit["action"],

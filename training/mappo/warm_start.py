@@ -148,10 +148,10 @@ def _mean_orders(policy: MAPPOPolicy, observations: torch.Tensor,
 
 def warm_start_team(policy: MAPPOPolicy, battles, doctrine: str, n_steps: int, *,
                     gamma: float, epochs: int = 10, learning_rate: float = 1e-3,
-                    seed: int = 0) -> tuple[int, dict[str, float]]:
-    """Imitate ``doctrine`` in ``battles`` for ``n_steps`` env-steps (:func:`clone_team`
-    with ``epochs`` and ``learning_rate``). A policy that normalises its observations
-    fits their statistics to the demonstrations first.
+                    hold_range: float = 60.0, seed: int = 0) -> tuple[int, dict[str, float]]:
+    """Imitate ``doctrine`` halting at ``hold_range`` metres in ``battles`` for ``n_steps``
+    env-steps (:func:`clone_team` with ``epochs`` and ``learning_rate``). A policy that
+    normalises its observations fits their statistics to the demonstrations first.
 
     Returns:
         The env-steps used, and the fit: the final epoch's action and value losses
@@ -160,7 +160,8 @@ def warm_start_team(policy: MAPPOPolicy, battles, doctrine: str, n_steps: int, *
     config = battles.config
     # Battalions that follow orders learn from one that does, not from the doctrine.
     teacher = OrderFollower(map_diagonal=math.hypot(config.map_width, config.map_height)) \
-        if config.order_period else make_doctrine(doctrine, config.map_width, config.map_height)
+        if config.order_period else make_doctrine(doctrine, config.map_width,
+                                                  config.map_height, hold_range)
     demonstrations, used = collect_team_demonstrations(battles, teacher, n_steps, gamma)
     if policy.normalize_observations:
         if len(demonstrations.observations):

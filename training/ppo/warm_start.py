@@ -112,11 +112,12 @@ def behaviour_clone(model: PPO, demonstrations: Demonstrations, *, epochs: int =
 
 def warm_start(model: PPO, env, doctrine: str, n_steps: int, *, map_width: float,
                map_height: float, epochs: int = 10, learning_rate: float = 1e-3,
-               margin: float = ORDER_MARGIN, seed: int = 0) -> int:
-    """Imitate ``doctrine`` in ``env`` for ``n_steps`` steps (:func:`behaviour_clone` with
-    ``epochs``, ``learning_rate`` and ``margin``); returns the steps used. A policy that
-    normalises its observations fits their statistics to the demonstrations first."""
-    teacher = make_doctrine(doctrine, map_width, map_height)
+               margin: float = ORDER_MARGIN, hold_range: float = 60.0, seed: int = 0) -> int:
+    """Imitate ``doctrine`` halting at ``hold_range`` metres in ``env`` for ``n_steps``
+    steps (:func:`behaviour_clone` with ``epochs``, ``learning_rate`` and ``margin``);
+    returns the steps used. A policy that normalises its observations fits their
+    statistics to the demonstrations first."""
+    teacher = make_doctrine(doctrine, map_width, map_height, hold_range)
     demonstrations = collect_demonstrations(env, teacher, n_steps, model.gamma)
     if getattr(model.policy, "normalize_observations", False):
         if len(demonstrations.observations):
