@@ -10,9 +10,13 @@ of the family**: a battle counts as won if any plan won it. That oracle knows th
 outcome before it chooses, so it is an optimistic ceiling for a commander that reads
 the battle from its observation and picks one of these plans.
 
+``--team`` plays 2v2 battles instead, every Blue battalion following the same plan,
+against scripted L5 commanding Red and against the doctrine commanding each of Red's
+battalions (``doctrine_team``): the family MAPPO's imitation is drawn from.
+
 Usage::
 
-    python -m benchmarks.plan_ceiling [--battles 400] [--split test]
+    python -m benchmarks.plan_ceiling [--battles 400] [--split test] [--team]
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from benchmarks.learning import SPLIT_SEEDS
 from envs.battles.observation import OBSERVATION_FEATURES
 from envs.commanders.doctrine import DisciplinedCommander
 from envs.sim.constants import FIRE_RANGE
+from training.mappo.battles import DOCTRINE_TEAM, play_team_battles
 from training.ppo.evaluation import play_duels
 
 HOLD_RANGES = (50, 60, 70, 80, 90, 110, 130)
@@ -67,17 +72,38 @@ def share(outcomes: np.ndarray) -> str:
     return "/".join(f"{100 * np.mean(outcomes == k):.1f}" for k in (1, 0, -1))
 
 
+TEAM_OPPONENTS = {"scripted_l5": 5, "doctrine_team": DOCTRINE_TEAM}
+"""The 2v2 opponents, by name: Red commanded by scripted L5 or by the doctrine."""
+
+
+def play_plan(plan: Plan, opponent: str, battles: int, seed: int, team: bool) -> np.ndarray:
+    """Outcomes of ``battles`` battles of ``plan`` against ``opponent``: duels, or 2v2
+    battles with ``plan`` commanding each Blue battalion (``team``)."""
+    if team:
+        return play_team_battles(plan, TEAM_OPPONENTS[opponent], n_episodes=battles,
+                                 seed=seed)
+    return play_duels(plan, opponent, battles, True, seed)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.plan_ceiling",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--battles", type=int, default=400)
     parser.add_argument("--split", choices=sorted(SPLIT_SEEDS), default="test")
-    parser.add_argument("--opponents", nargs="+", default=["scripted_l5", "doctrine"])
+    parser.add_argument("--team", action="store_true",
+                        help="2v2 battles against " + " and ".join(TEAM_OPPONENTS))
+    parser.add_argument("--opponents", nargs="+",
+                        help="duel opponents (default: scripted_l5 doctrine)")
     args = parser.parse_args()
+    if args.team and args.opponents:
+        parser.error("--opponents is for duels; --team plays " + " and ".join(TEAM_OPPONENTS))
+    opponents = list(TEAM_OPPONENTS) if args.team else args.opponents or ["scripted_l5",
+                                                                          "doctrine"]
     start = time.perf_counter()
     seed = SPLIT_SEEDS[args.split]
-    for opponent in args.opponents:
-        print(f"\n## against {opponent}: won/drawn/lost %, {args.battles} battles "
+    kind = "2v2 battles" if args.team else "duels"
+    for opponent in opponents:
+        print(f"\n## against {opponent}: won/drawn/lost %, {args.battles} {kind} "
               f"({args.split} split)\n")
         print("| halt at | " + " | ".join(WHEN_HIDDEN) + " |")
         print("|---:|" + "---|" * len(WHEN_HIDDEN))
@@ -85,8 +111,8 @@ def main() -> None:
         for hold_range in HOLD_RANGES:
             cells = []
             for when_hidden in WHEN_HIDDEN:
-                outcomes = play_duels(Plan(hold_range, when_hidden), opponent, args.battles,
-                                      True, seed)
+                outcomes = play_plan(Plan(hold_range, when_hidden), opponent, args.battles,
+                                     seed, args.team)
                 best = np.maximum(best, outcomes)
                 cells.append(share(outcomes))
             print(f"| {hold_range} m | " + " | ".join(cells) + " |")

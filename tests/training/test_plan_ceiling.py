@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.plan_ceiling import _COS, _DISTANCE, _SIGHT, Plan, share
+from benchmarks.plan_ceiling import (
+    _COS,
+    _DISTANCE,
+    _SIGHT,
+    TEAM_OPPONENTS,
+    Plan,
+    play_plan,
+    share,
+)
 from envs.battles.observation import OBSERVATION_FEATURES
 from envs.commanders.doctrine import DisciplinedCommander
+from training.mappo.battles import DOCTRINE_TEAM, play_team_battles
 
 
 def test_a_plan_changes_only_what_it_does_while_the_enemy_is_hidden():
@@ -30,3 +39,14 @@ def test_a_plan_changes_only_what_it_does_while_the_enemy_is_hidden():
 
 def test_share_is_won_drawn_lost_in_percent():
     assert share(np.array([1, 1, 0, -1], np.int8)) == "50.0/25.0/25.0"
+
+
+def test_the_team_family_starts_with_the_doctrine_team():
+    # Marching on at 60 m is the doctrine itself: its 2v2 battles are the doctrine team's.
+
+    for opponent in TEAM_OPPONENTS:
+        outcomes = play_plan(Plan(60, "march on"), opponent, 8, 300_000, team=True)
+        assert np.array_equal(outcomes, play_team_battles(
+            DOCTRINE_TEAM, TEAM_OPPONENTS[opponent], n_episodes=8, seed=300_000))
+    assert not np.array_equal(play_plan(Plan(130, "halt"), "scripted_l5", 8, 300_000, True),
+                              play_plan(Plan(60, "march on"), "scripted_l5", 8, 300_000, True))

@@ -234,6 +234,23 @@ def test_wandb_offline_run_is_written(tmp_path):
     assert result.history[-1]["time/total_steps"] == 2 * ROLLOUT
 
 
+def test_the_team_imitates_the_doctrine_at_warm_start_hold_range(tmp_path, monkeypatch):
+    import training.mappo.warm_start as team_warm_start
+    from training.common.imitation import make_doctrine
+
+    teachers = []
+
+    def recorded(*args):
+        teachers.append(make_doctrine(*args))
+        return teachers[-1]
+
+    monkeypatch.setattr(team_warm_start, "make_doctrine", recorded)
+    train_mappo(**tiny(tmp_path, warm_start_doctrine="disciplined", warm_start_steps=8 * 50,
+                       warm_start_max_share=1.0, total_timesteps=8 * 50 + ROLLOUT,
+                       warm_start_hold_range=80))
+    assert [teacher.hold_range for teacher in teachers] == [80.0]
+
+
 @pytest.mark.parametrize("normalize", [False, True])
 def test_doctrine_warm_start_teaches_the_actor_and_counts_in_the_budget(tmp_path, normalize):
     import math

@@ -70,6 +70,25 @@ def test_train_counts_demonstration_steps_in_the_budget(tmp_path):
     assert model.num_timesteps == 1024
 
 
+def test_the_imitated_doctrine_halts_at_warm_start_hold_range(tmp_path, monkeypatch):
+    import training.ppo.warm_start as duel_warm_start
+
+    teachers = []
+
+    def recorded(*args):
+        teachers.append(make_doctrine(*args))
+        return teachers[-1]
+
+    monkeypatch.setattr(duel_warm_start, "make_doctrine", recorded)
+    train(total_timesteps=1024, **tiny_config(
+        tmp_path, warm_start_doctrine="disciplined", warm_start_steps=512,
+        warm_start_max_share=0.5, warm_start_hold_range=80))
+    assert [teacher.hold_range for teacher in teachers] == [80.0]
+    assert make_doctrine("disciplined", 1000, 1000).hold_range == 60.0  # the doctrine's own
+    with pytest.raises(ValueError, match="warm_start_hold_range"):
+        TrainingConfig(warm_start_hold_range=0)
+
+
 def test_unknown_doctrine_is_rejected():
     with pytest.raises(ValueError, match="warm_start_doctrine"):
         TrainingConfig(warm_start_doctrine="napoleon")
