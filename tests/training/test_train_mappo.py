@@ -247,8 +247,9 @@ def test_the_team_imitates_the_doctrine_at_warm_start_hold_range(tmp_path, monke
     monkeypatch.setattr(team_warm_start, "make_doctrine", recorded)
     train_mappo(**tiny(tmp_path, warm_start_doctrine="disciplined", warm_start_steps=8 * 50,
                        warm_start_max_share=1.0, total_timesteps=8 * 50 + ROLLOUT,
-                       warm_start_hold_range=80))
-    assert [teacher.hold_range for teacher in teachers] == [80.0]
+                       warm_start_hold_range=70))
+    assert [teacher.hold_range for teacher in teachers] == [70.0]
+    assert MAPPOConfig().warm_start_hold_range == 80.0  # 2v2's default (docs/training.md)
 
 
 @pytest.mark.parametrize("normalize", [False, True])

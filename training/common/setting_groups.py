@@ -210,7 +210,7 @@ class WarmStartSettings(Settings):
         "training.warm_start_learning_rate")
     warm_start_hold_range: float = setting(
         60.0, "Range in metres at which the imitated doctrine halts and opens fire (its "
-        "hold_range); 60 is the doctrine's own, whose team the benchmarks play.",
+        "hold_range; the doctrine itself, an evaluation opponent, halts at 60).",
         check_positive, "training.warm_start_hold_range")
     warm_start_max_share: float = setting(
         0.3, "Largest share of total_timesteps the imitation may take, so that a short run "

@@ -92,6 +92,11 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
     warm_start_epochs: int = override(WarmStartSettings, "warm_start_epochs", default=40)
     warm_start_learning_rate: float = override(WarmStartSettings, "warm_start_learning_rate",
                                                default=3e-3)
+    # In 2v2 the doctrine's own 60 m halt is not its family's best plan: halting at 80 m
+    # wins more against L5 and its own team (python -m benchmarks.plan_ceiling --team;
+    # docs/training.md, "A better plan to imitate"), and the team keeps what it imitates.
+    warm_start_hold_range: float = override(WarmStartSettings, "warm_start_hold_range",
+                                            default=80.0)
     wandb_tags: list[str] = override(TrackingSettings, "wandb_tags",
                                      default=["v2", "mappo", "2v2", "cooperative"])
     log_dir: str = override(TrackingSettings, "log_dir", default="logs/mappo")
