@@ -34,3 +34,17 @@ def tiny_checkpoint(tmp_path_factory):
     root = tmp_path_factory.mktemp("tiny_model")
     train(total_timesteps=512, **tiny_config(root))
     return root / "ck" / "ppo_battalion_s42_c5_final.zip"
+
+
+def record_teachers(monkeypatch, module) -> list:
+    """Make ``module``'s ``make_doctrine`` record every doctrine it builds; returns the list."""
+    from training.common.imitation import make_doctrine
+
+    teachers = []
+
+    def recorded(*args):
+        teachers.append(make_doctrine(*args))
+        return teachers[-1]
+
+    monkeypatch.setattr(module, "make_doctrine", recorded)
+    return teachers

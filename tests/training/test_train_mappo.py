@@ -13,6 +13,7 @@ import torch
 from envs.battles.multi_observation import CRITIC_STATE_DIM, OBS_DIM
 from models.mappo_policy import MAPPOPolicy
 from tests.forked import run_module
+from tests.training.conftest import record_teachers
 from training.mappo.battles import play_team_battles
 from training.mappo.config import MAPPOConfig
 from training.mappo.trainer import MAPPOTrainer
@@ -236,15 +237,7 @@ def test_wandb_offline_run_is_written(tmp_path):
 
 def test_the_team_imitates_the_doctrine_at_warm_start_hold_range(tmp_path, monkeypatch):
     import training.mappo.warm_start as team_warm_start
-    from training.common.imitation import make_doctrine
-
-    teachers = []
-
-    def recorded(*args):
-        teachers.append(make_doctrine(*args))
-        return teachers[-1]
-
-    monkeypatch.setattr(team_warm_start, "make_doctrine", recorded)
+    teachers = record_teachers(monkeypatch, team_warm_start)
     train_mappo(**tiny(tmp_path, warm_start_doctrine="disciplined", warm_start_steps=8 * 50,
                        warm_start_max_share=1.0, total_timesteps=8 * 50 + ROLLOUT,
                        warm_start_hold_range=70))

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from envs.commanders.doctrine import DisciplinedCommander
-from tests.training.conftest import tiny_config
+from tests.training.conftest import record_teachers, tiny_config
 from training import train
 from training.common.imitation import make_doctrine
 from training.ppo.battles import make_training_env
@@ -72,14 +72,7 @@ def test_train_counts_demonstration_steps_in_the_budget(tmp_path):
 
 def test_the_imitated_doctrine_halts_at_warm_start_hold_range(tmp_path, monkeypatch):
     import training.ppo.warm_start as duel_warm_start
-
-    teachers = []
-
-    def recorded(*args):
-        teachers.append(make_doctrine(*args))
-        return teachers[-1]
-
-    monkeypatch.setattr(duel_warm_start, "make_doctrine", recorded)
+    teachers = record_teachers(monkeypatch, duel_warm_start)
     train(total_timesteps=1024, **tiny_config(
         tmp_path, warm_start_doctrine="disciplined", warm_start_steps=512,
         warm_start_max_share=0.5, warm_start_hold_range=80))
