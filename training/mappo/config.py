@@ -108,8 +108,9 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
         2, f"Red battalions per battle (1-{MAX_TEAM_SIZE}).", _team_size, "env.n_red")
     doctrine_share: float = setting(
         0.0, "Share of the training battles whose other side is the disciplined doctrine "
-        "commanding each of its battalions (the teacher of the warm start) instead of scripted "
-        "env.red_level; self-play deals its members among the rest.", unit_interval,
+        "commanding each of its battalions (at its own 60 m halt: the doctrine team the "
+        "benchmarks play) instead of scripted env.red_level; self-play deals its members "
+        "among the rest.", unit_interval,
         "env.doctrine_share")
     order_period: int = setting(
         0, "Steps each random order lasts (envs.commanders.orders: a posture and an objective, "
