@@ -19,6 +19,8 @@ from envs.sim.validation import check_positive, check_scripted_level
 
 _F = {name: i for i, name in enumerate(OBSERVATION_FEATURES)}
 _DEFAULT_DIAGONAL = BattleConfig().diagonal
+HOLD_RANGE = 60.0
+"""The doctrine's own halt, metres: the range at which it stops and opens fire."""
 
 
 class DisciplinedCommander:
@@ -34,7 +36,7 @@ class DisciplinedCommander:
         max_turn_rate: the battle's turn rate, to wheel without overshooting.
     """
 
-    def __init__(self, hold_range: float = 60.0, map_diagonal: float = _DEFAULT_DIAGONAL,
+    def __init__(self, hold_range: float = HOLD_RANGE, map_diagonal: float = _DEFAULT_DIAGONAL,
                  max_turn_rate: float = C.MAX_TURN_RATE, min_range: float = 15.0) -> None:
         self.hold_range = check_positive("hold_range", hold_range)
         self.min_range = check_positive("min_range", min_range)

@@ -43,7 +43,6 @@ def test_share_is_won_drawn_lost_in_percent():
 
 def test_the_team_family_starts_with_the_doctrine_team():
     # Marching on at 60 m is the doctrine itself: its 2v2 battles are the doctrine team's.
-
     for opponent in TEAM_OPPONENTS:
         outcomes = play_plan(Plan(60, "march on"), opponent, 8, 300_000, team=True)
         assert np.array_equal(outcomes, play_team_battles(

@@ -9,14 +9,15 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import torch
 
-from envs.commanders.doctrine import DisciplinedCommander
+from envs.commanders.doctrine import HOLD_RANGE, DisciplinedCommander
 from training.common.ppo_math import shuffled_minibatches
 
 DOCTRINES = ("disciplined",)
 
 
 
-def make_doctrine(name: str, map_width: float, map_height: float, hold_range: float = 60.0):
+def make_doctrine(name: str, map_width: float, map_height: float,
+                  hold_range: float = HOLD_RANGE):
     """The hand-written commander called ``name`` for a map of the given size, halting
     at ``hold_range`` metres."""
     if name == "disciplined":

@@ -41,7 +41,7 @@ from envs.sim.validation import (
     short_repr,
 )
 from training.common.device import check_device_name
-from training.common.imitation import DOCTRINES
+from training.common.imitation import DOCTRINES, HOLD_RANGE
 from training.common.settings import (
     Settings,
     non_negative_int,
@@ -209,7 +209,7 @@ class WarmStartSettings(Settings):
         1e-3, "Adam's step size while imitating the doctrine (constant).", step_size,
         "training.warm_start_learning_rate")
     warm_start_hold_range: float = setting(
-        60.0, "Range in metres at which the imitated doctrine halts and opens fire (its "
+        HOLD_RANGE, "Range in metres at which the imitated doctrine halts and opens fire (its "
         "hold_range; the doctrine itself, an evaluation opponent, halts at 60).",
         check_positive, "training.warm_start_hold_range")
     warm_start_max_share: float = setting(

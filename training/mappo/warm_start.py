@@ -26,7 +26,12 @@ from envs.commanders.orders import OrderFollower
 from envs.sim.constants import ACTION_DIM
 from envs.sim.validation import check_int, check_positive
 from models.mappo_policy import MAPPOPolicy
-from training.common.imitation import discounted_returns, fit_minibatches, make_doctrine
+from training.common.imitation import (
+    HOLD_RANGE,
+    discounted_returns,
+    fit_minibatches,
+    make_doctrine,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +153,8 @@ def _mean_orders(policy: MAPPOPolicy, observations: torch.Tensor,
 
 def warm_start_team(policy: MAPPOPolicy, battles, doctrine: str, n_steps: int, *,
                     gamma: float, epochs: int = 10, learning_rate: float = 1e-3,
-                    hold_range: float = 60.0, seed: int = 0) -> tuple[int, dict[str, float]]:
+                    hold_range: float = HOLD_RANGE,
+                    seed: int = 0) -> tuple[int, dict[str, float]]:
     """Imitate ``doctrine`` halting at ``hold_range`` metres in ``battles`` for ``n_steps``
     env-steps (:func:`clone_team` with ``epochs`` and ``learning_rate``). A policy that
     normalises its observations fits their statistics to the demonstrations first.

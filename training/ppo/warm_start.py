@@ -26,6 +26,7 @@ from stable_baselines3 import PPO
 
 from envs.sim.validation import check_int, check_positive
 from training.common.imitation import (
+    HOLD_RANGE,
     ORDER_MARGIN,
     discounted_returns,
     fit_minibatches,
@@ -112,7 +113,8 @@ def behaviour_clone(model: PPO, demonstrations: Demonstrations, *, epochs: int =
 
 def warm_start(model: PPO, env, doctrine: str, n_steps: int, *, map_width: float,
                map_height: float, epochs: int = 10, learning_rate: float = 1e-3,
-               margin: float = ORDER_MARGIN, hold_range: float = 60.0, seed: int = 0) -> int:
+               margin: float = ORDER_MARGIN, hold_range: float = HOLD_RANGE,
+               seed: int = 0) -> int:
     """Imitate ``doctrine`` halting at ``hold_range`` metres in ``env`` for ``n_steps``
     steps (:func:`behaviour_clone` with ``epochs``, ``learning_rate`` and ``margin``);
     returns the steps used. A policy that normalises its observations fits their
