@@ -391,18 +391,23 @@ class MultiBattalionBatch:
         """(B, U) battalions neither routed nor destroyed."""
         return self.state.active
 
-    def scripted_actions(self, units: np.ndarray, level: int | np.ndarray) -> np.ndarray:
+    def scripted_actions(self, units: np.ndarray, level: int | np.ndarray,
+                         formations: np.ndarray | None = None) -> np.ndarray:
         """(B, len(units), ACTION_DIM) orders of scripted commanders of ``level`` (1 to
         :data:`~envs.sim.constants.NUM_CURRICULUM_LEVELS`, or one a battle) for ``units``,
         in each unit's own frame (ready for :meth:`step`). Scripted commanders see the
-        whole field (no fog of war)."""
+        whole field (no fog of war). Levels 4 and 5 use their arms
+        (:mod:`envs.sim.scripted`): with an order of battle of several arms or formations,
+        pass a writable (B, len(units)) int8 array as ``formations`` to receive the units'
+        formation orders for :meth:`step`."""
         self._require_reset()
         levels = check_scripted_levels("level", level, self.n_battles)
         units = np.asarray(units, dtype=np.intp).reshape(-1)
         if units.size and (units.min() < 0 or units.max() >= self.n_units):
             raise ValueError(f"units={units.tolist()} is invalid: expected unit indices in "
                              f"[0, {self.n_units})")
-        orders = scripted_actions(self.state, self.geometry, units, levels, self.config)
+        orders = scripted_actions(self.state, self.geometry, units, levels, self.config,
+                                  formations)
         orders[:, :, 1] *= self._rotate_sign[units]  # into each side's own frame
         return orders
 

@@ -38,7 +38,8 @@ class RedCommander(Protocol):
 
 
 class ScriptedRed:
-    """The scripted commander of a curriculum level (1 to 5), who sees the whole field.
+    """The scripted commander of a curriculum level (1 to 5), who sees the whole field;
+    levels 4 and 5 use their arms, formations included (:mod:`envs.sim.scripted`).
 
     Raises:
         ValueError: for a level outside 1 to 5.
@@ -49,8 +50,9 @@ class ScriptedRed:
         self.name = f"scripted_l{self.level}"
 
     def orders(self, battles: MultiBattalionBatch,
-               units: np.ndarray) -> tuple[np.ndarray, None]:
-        return battles.scripted_actions(units, self.level), None
+               units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        formations = np.empty((battles.n_battles, len(units)), np.int8)
+        return battles.scripted_actions(units, self.level, formations), formations
 
 
 class CombinedArmsRed:

@@ -220,3 +220,23 @@ SCRIPTED_HALT_FRACTION = 0.8
 """Scripted advancing levels halt once the enemy is within this fraction of fire range."""
 SCRIPTED_FIRE_INTENSITY = (0.0, 0.0, 0.0, 0.5, 1.0)
 """Fire intensity of scripted levels 1..5."""
+SCRIPTED_CHARGE_INTENSITY = (0.0, 0.0, 0.0, 0.5, 1.0)
+"""Charge intensity of scripted cavalry of levels 1..5 (a cavalry's ``fire`` order is
+its charge); levels 1-3 are arm-blind (:mod:`envs.sim.scripted`)."""
+SCRIPTED_BATTERY_INTENSITY = (0.0, 0.0, 0.0, 0.5, 1.0)
+"""Fire intensity of scripted guns in battery of levels 1..5; levels 1-3 are arm-blind."""
+SCRIPTED_DEPLOY_WITHIN = 300.0
+"""Scripted infantry of levels 4 and 5 in column deploys into line once the nearest enemy
+is this close (metres)."""
+SCRIPTED_SQUARE_WITHIN = 250.0
+"""Scripted level-5 infantry forms square when enemy cavalry in the fight comes this close..."""
+SCRIPTED_UNSQUARE_BEYOND = 400.0
+"""...and deploys back into line once no enemy cavalry is this close."""
+SCRIPTED_CHARGE_WITHIN = 250.0
+"""Scripted cavalry charges its target from this distance."""
+SCRIPTED_CAVALRY_SHY = 200.0
+"""Scripted level-5 cavalry with no target but squares backs away from them to this
+distance."""
+SCRIPTED_UNLIMBER_FRACTION = 0.5
+"""Scripted guns halt and unlimber once the nearest enemy is within this fraction of the
+artillery's range; level 5 limbers up again to follow when no enemy is within range."""

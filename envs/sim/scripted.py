@@ -9,9 +9,32 @@ Each scripted battalion deals with the nearest enemy still in the fight:
 * **L4** does the same and fires at half intensity.
 * **L5** does the same and fires at full intensity every step, whatever the range
   (no fire discipline).
+
+Levels 4 and 5 also use their arms (:func:`arms_orders`); levels 1-3 are arm-blind
+(their cavalry and guns move as infantry of the level would, and never charge or fire):
+
+* **Infantry** in column deploys into line once the enemy is within
+  ``SCRIPTED_DEPLOY_WITHIN``. L5 forms square (and stands) when enemy cavalry comes
+  within ``SCRIPTED_SQUARE_WITHIN`` and back into line once none is within
+  ``SCRIPTED_UNSQUARE_BEYOND``, and closes with a battery (no halt) when guns are the
+  nearest enemy.
+* **Cavalry** rides at its target without halting and charges (its ``fire`` order, at
+  ``SCRIPTED_CHARGE_INTENSITY``) within ``SCRIPTED_CHARGE_WITHIN``. L4's target is the
+  nearest enemy, squares included; L5's is the nearest enemy that is not a square, and
+  with only squares about it backs away to ``SCRIPTED_CAVALRY_SHY``.
+* **Artillery** limbered moves up until the enemy is within
+  ``SCRIPTED_UNLIMBER_FRACTION`` of its range, then unlimbers; in battery it stands,
+  turns on the nearest enemy and fires (``SCRIPTED_BATTERY_INTENSITY``). L5 limbers up
+  again to follow when no enemy is within range.
+
+An infantry battle in line (every duel and the default N-vs-M battles) gets exactly
+the orders of the arm-blind levels: there is no column to deploy and no cavalry to
+form square against.
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 import numpy as np
 
@@ -27,6 +50,29 @@ from envs.sim.vector_math import atan2
 F32 = np.float32
 FIRE_BY_LEVEL = np.array((0.0, *C.SCRIPTED_FIRE_INTENSITY), dtype=F32)
 """Fire intensity of each level (index 0 unused)."""
+ARMS_BY_LEVEL = read_only(np.array(((0.0, *C.SCRIPTED_CHARGE_INTENSITY),
+                                    (0.0, *C.SCRIPTED_BATTERY_INTENSITY)), dtype=F32))
+"""Cavalry's charge (row 0) and guns' fire in battery (row 1) of each level (column 0
+unused); 0: that arm is commanded as infantry of the level."""
+R_DEPLOY, R_SQUARE, R_UNSQUARE, R_CHARGE, R_SHY, R_UNLIMBER, R_GUN_RANGE = range(7)
+"""Entries of :func:`arms_ranges`."""
+INFANTRY, CAVALRY, ARTILLERY = (np.int8(C.INFANTRY), np.int8(C.CAVALRY),
+                                np.int8(C.ARTILLERY))
+LINE, COLUMN, SQUARE, LIMBERED = (np.int16(C.LINE), np.int16(C.COLUMN), np.int16(C.SQUARE),
+                                  np.int16(C.LIMBERED))
+KEEP = np.int8(C.KEEP_FORMATION)
+
+
+@lru_cache(maxsize=64)
+def arms_ranges(config: BattleConfig) -> np.ndarray:
+    """The float32 distances (metres) the arm-aware levels act on, in the order of the
+    ``R_*`` indices (read only)."""
+    ranges = np.array((C.SCRIPTED_DEPLOY_WITHIN, C.SCRIPTED_SQUARE_WITHIN,
+                       C.SCRIPTED_UNSQUARE_BEYOND, C.SCRIPTED_CHARGE_WITHIN,
+                       C.SCRIPTED_CAVALRY_SHY,
+                       C.SCRIPTED_UNLIMBER_FRACTION * config.artillery_fire_range,
+                       config.artillery_fire_range), dtype=F32)
+    return read_only(ranges)
 
 
 @kernel(inline="always")
@@ -99,39 +145,138 @@ def scripted_orders(lo, hi, i, levels, team, routed, destroyed, dist, facing_cos
 
 
 @kernel()
-def scripted_kernel(units, levels, team, routed, destroyed, dist, facing_cos, facing_sin, k,
-                    fire_by_level, out):
-    """Orders of the scripted ``units`` of every battle into ``out`` (B, len(units), 3)."""
+def arms_orders(i, levels, arm, formation, team, routed, destroyed, dist, facing_cos,
+                facing_sin, k, ranges, arms_by_level, move, rotate, fire, form):
+    """Unit ``i``'s orders in every battle adapted to its arm at its level (module
+    docstring): ``move``, ``rotate`` and ``fire`` (B,) hold the arm-blind orders of
+    :func:`scripted_orders` and are overwritten where the arm commands otherwise; its
+    formation orders are written into ``form`` (B,), ``KEEP`` where it keeps its
+    formation."""
+    n = team.shape[0]
+    inv_turn_rate = np.float64(k[K_INV_TURN_RATE])
+    for b in range(levels.shape[0]):
+        form[b] = KEEP
+        level = levels[b]
+        if level < 4 or routed[i, b] or destroyed[i, b]:
+            continue
+        near, horse, prey, nearest, target = np.inf, np.inf, np.inf, -1, -1
+        for j in range(n):
+            if team[j] == team[i] or routed[j, b] or destroyed[j, b]:
+                continue
+            d = dist[i, j, b]
+            if d < near:
+                near, nearest = d, j
+            if arm[j] == CAVALRY:
+                horse = min(horse, d)
+            if formation[j, b] != SQUARE and d < prey:
+                prey, target = d, j
+        if nearest < 0:
+            continue
+        own = formation[i, b]
+        if arm[i] == INFANTRY:
+            if level >= 4 and own == COLUMN and near <= ranges[R_DEPLOY]:
+                form[b] = LINE
+            if level == 5:
+                if horse <= ranges[R_SQUARE]:
+                    form[b] = SQUARE
+                elif own == SQUARE:
+                    form[b] = LINE if horse > ranges[R_UNSQUARE] else KEEP
+                if own == SQUARE or form[b] == SQUARE:
+                    move[b] = F32(0)
+                elif arm[nearest] == ARTILLERY:
+                    move[b] = F32(1)
+        elif arm[i] == CAVALRY:
+            charge = arms_by_level[0, level]
+            if charge == 0:
+                continue
+            if level < 5:
+                move[b] = F32(1)
+                fire[b] = charge if near <= ranges[R_CHARGE] else F32(0)
+            elif target >= 0:
+                turn = atan2(np.float64(facing_sin[i, target, b]),
+                             np.float64(facing_cos[i, target, b])) * inv_turn_rate
+                rotate[b] = F32(min(max(turn, -1.0), 1.0))
+                move[b] = F32(1)
+                fire[b] = charge if prey <= ranges[R_CHARGE] else F32(0)
+            else:
+                move[b] = F32(-1) if near < ranges[R_SHY] else F32(0)
+                fire[b] = F32(0)
+        else:
+            battery = arms_by_level[1, level]
+            if battery == 0:
+                continue
+            if own == LIMBERED:
+                fire[b] = F32(0)
+                if near <= ranges[R_UNLIMBER]:
+                    move[b] = F32(0)
+                    form[b] = LINE
+                else:
+                    move[b] = F32(1)
+            else:
+                move[b] = F32(0)
+                fire[b] = battery
+                if level == 5 and near > ranges[R_GUN_RANGE]:
+                    form[b] = LIMBERED
+
+
+@kernel()
+def scripted_kernel(units, levels, team, arm, formation, routed, destroyed, dist, facing_cos,
+                    facing_sin, k, ranges, fire_by_level, arms_by_level, out, forms):
+    """Orders of the scripted ``units`` of every battle into ``out`` (B, len(units), 3)
+    and their formation orders into ``forms`` (B, len(units))."""
     batch = levels.shape[0]
     everyone = np.ones(batch, np.bool_)
     for slot in range(units.shape[0]):
         scripted_orders(0, batch, units[slot], levels, team, routed, destroyed, dist,
                         facing_cos, facing_sin, k, fire_by_level, everyone, out[:, slot, 0],
                         out[:, slot, 1], out[:, slot, 2])
+        arms_orders(units[slot], levels, arm, formation, team, routed, destroyed, dist,
+                    facing_cos, facing_sin, k, ranges, arms_by_level, out[:, slot, 0],
+                    out[:, slot, 1], out[:, slot, 2], forms[:, slot])
 
 
 def scripted_actions(state: BattleState, geometry: Geometry, units: np.ndarray,
-                     levels: np.ndarray, config: BattleConfig) -> np.ndarray:
-    """Actions of scripted battalions.
+                     levels: np.ndarray, config: BattleConfig,
+                     formations: np.ndarray | None = None) -> np.ndarray:
+    """Actions of scripted units.
 
     Args:
         state: current batch state.
         geometry: :func:`envs.sim.engine.sense` of ``state``.
-        units: (k,) indices of the battalions to command.
+        units: (k,) indices of the units to command.
         levels: (B,) curriculum level (1..5) of each battle.
         config: the battle model's parameters.
+        formations: a (B, k) int8 array to write the units' formation orders into
+            (:data:`~envs.sim.constants.KEEP_FORMATION` to keep, as
+            :func:`envs.sim.engine.step` takes them), or None when the caller keeps
+            every formation (an infantry battle in line needs none).
 
     Returns:
         (B, k, 3) float32 ``[move, rotate, fire]``.
+
+    Raises:
+        ValueError: for ``formations`` that is not a writable, C-contiguous (B, k) int8
+            array.
     """
     rows, cols = state.grid_shape
     units = np.asarray(units, dtype=np.intp)
-    out = np.empty((state.batch_size, len(units), C.ACTION_DIM), F32)
+    shape = (state.batch_size, len(units))
+    if formations is None:
+        formations = np.empty(shape, np.int8)
+    elif (not isinstance(formations, np.ndarray) or formations.shape != shape
+          or formations.dtype != np.int8 or not formations.flags.writeable
+          or not formations.flags.c_contiguous):
+        got = getattr(formations, "dtype", type(formations))
+        raise ValueError(f"formations is invalid: expected None or a writable, C-contiguous "
+                         f"{shape} int8 array, got {got} {getattr(formations, 'shape', '')}")
+    out = np.empty((*shape, C.ACTION_DIM), F32)
     scripted_kernel(units, read_only(np.asarray(levels, dtype=np.int8)),
                     np.ascontiguousarray(state.team, dtype=np.int8),
+                    np.ascontiguousarray(state.arm, dtype=np.int8),
+                    unit_major(state.formation),
                     unit_major(state.routed), unit_major(state.destroyed),
                     pair_major(geometry.dist), pair_major(geometry.facing_cos),
                     pair_major(geometry.facing_sin), kernels.constants(config, rows, cols),
-                    FIRE_BY_LEVEL, out)
+                    arms_ranges(config), FIRE_BY_LEVEL, ARMS_BY_LEVEL, out, formations)
     return out
 

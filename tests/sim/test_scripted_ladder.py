@@ -1,0 +1,38 @@
+"""benchmarks.scripted_ladder: both sides scripted on a scenario, formations applied."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+from benchmarks.scripted_ladder import ScriptedSides, _Battles, pairing
+from envs.sim import constants as C
+from training.curriculum_scheduler import load_scenario
+
+COMBINED = load_scenario("combined_arms")
+
+
+def test_the_levels_formation_orders_reach_the_step():
+    battles = _Battles(COMBINED, 5, 5, 4, 0)
+    infantry = np.flatnonzero(np.asarray(COMBINED["order_of_battle"].arm) == C.INFANTRY)
+    assert (battles.batch.state.formation[:, infantry] == C.COLUMN).all()
+    for _ in range(300):
+        battles.step()
+    # Within 300 steps the armies have closed and every column has deployed or formed square.
+    assert (battles.batch.state.formation[:, infantry] != C.COLUMN).all()
+
+
+def test_a_pairing_counts_from_the_higher_level_on_both_sides_of_the_map():
+    outcomes = pairing(ScriptedSides(COMBINED), 5, 1, 6, 0)
+    assert outcomes.shape == (6,) and (outcomes == 1).sum() >= 5
+
+
+def test_the_command_prints_the_ladder():
+    result = subprocess.run([sys.executable, "-m", "benchmarks.scripted_ladder", "--battles",
+                             "2", "--scenario", "1v1"], capture_output=True, text=True,
+                            check=True)
+    cells = re.findall(r"\| (\d+\.\d/\d+\.\d/\d+\.\d) ", result.stdout)
+    assert "| L5 |" in result.stdout and len(cells) == 10  # every pairing of levels 1-5
