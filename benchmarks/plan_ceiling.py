@@ -30,6 +30,7 @@ from benchmarks.learning import SPLIT_SEEDS
 from envs.battles.observation import OBSERVATION_FEATURES
 from envs.commanders.doctrine import DisciplinedCommander
 from envs.sim.constants import FIRE_RANGE
+from training.common.play import share
 from training.mappo.battles import DOCTRINE_TEAM, play_team_battles
 from training.ppo.evaluation import play_duels
 
@@ -65,11 +66,6 @@ class Plan(DisciplinedCommander):
             orders[hidden, 1] = np.clip(error / self.max_turn_rate, -1, 1)[hidden]
             orders[hidden, 0] = (np.abs(error) < 0.3)[hidden]
         return orders, None
-
-
-def share(outcomes: np.ndarray) -> str:
-    """``won/drawn/lost`` in percent."""
-    return "/".join(f"{100 * np.mean(outcomes == k):.1f}" for k in (1, 0, -1))
 
 
 TEAM_OPPONENTS = {"scripted_l5": 5, "doctrine_team": DOCTRINE_TEAM}

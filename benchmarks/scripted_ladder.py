@@ -28,17 +28,10 @@ import numpy as np
 
 from envs.battlefield import FIELDS as BATTLEFIELD_FIELDS
 from envs.battlefield import Battlefield
-from envs.battles.multi_battalion_batch import MultiBattalionBatch
+from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
 from envs.sim.constants import KEEP_FORMATION, SCRIPTED_LEVELS
-from training.common.play import DRAW, LOSS, WIN, play
+from training.common.play import play, share, team_outcomes
 from training.curriculum_scheduler import load_scenario
-
-BLUE, RED = 0, 1
-
-
-def share(outcomes: np.ndarray) -> str:
-    """``won/drawn/lost`` in percent."""
-    return "/".join(f"{100 * np.mean(outcomes == k):.1f}" for k in (WIN, DRAW, LOSS))
 
 
 @dataclass(frozen=True)
@@ -82,8 +75,7 @@ class _Battles:
         return result.battle_over
 
     def outcomes(self) -> np.ndarray:
-        return np.where(self.winner == BLUE, WIN,
-                        np.where(self.winner == RED, LOSS, DRAW)).astype(np.int8)
+        return team_outcomes(self.winner)
 
 
 def pairing(settings: ScriptedSides, higher: int, lower: int, battles: int,

@@ -219,12 +219,8 @@ SCRIPTED_LEVELS = range(1, NUM_CURRICULUM_LEVELS + 1)
 SCRIPTED_HALT_FRACTION = 0.8
 """Scripted advancing levels halt once the enemy is within this fraction of fire range."""
 SCRIPTED_FIRE_INTENSITY = (0.0, 0.0, 0.0, 0.5, 1.0)
-"""Fire intensity of scripted levels 1..5."""
-SCRIPTED_CHARGE_INTENSITY = (0.0, 0.0, 0.0, 0.5, 1.0)
-"""Charge intensity of scripted cavalry of levels 1..5 (a cavalry's ``fire`` order is
-its charge); levels 1-3 are arm-blind (:mod:`envs.sim.scripted`)."""
-SCRIPTED_BATTERY_INTENSITY = (0.0, 0.0, 0.0, 0.5, 1.0)
-"""Fire intensity of scripted guns in battery of levels 1..5; levels 1-3 are arm-blind."""
+"""Fire intensity of scripted levels 1..5: their infantry's fire and, at levels 4 and 5,
+their cavalry's charge and their guns' fire in battery (:mod:`envs.sim.scripted`)."""
 SCRIPTED_DEPLOY_WITHIN = 300.0
 """Scripted infantry of levels 4 and 5 in column deploys into line once the nearest enemy
 is this close (metres)."""

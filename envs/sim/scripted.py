@@ -19,12 +19,12 @@ Levels 4 and 5 also use their arms (:func:`arms_orders`); levels 1-3 are arm-bli
   ``SCRIPTED_UNSQUARE_BEYOND``, and closes with a battery (no halt) when guns are the
   nearest enemy.
 * **Cavalry** rides at its target without halting and charges (its ``fire`` order, at
-  ``SCRIPTED_CHARGE_INTENSITY``) within ``SCRIPTED_CHARGE_WITHIN``. L4's target is the
+  the level's fire intensity) within ``SCRIPTED_CHARGE_WITHIN``. L4's target is the
   nearest enemy, squares included; L5's is the nearest enemy that is not a square, and
   with only squares about it backs away to ``SCRIPTED_CAVALRY_SHY``.
 * **Artillery** limbered moves up until the enemy is within
   ``SCRIPTED_UNLIMBER_FRACTION`` of its range, then unlimbers; in battery it stands,
-  turns on the nearest enemy and fires (``SCRIPTED_BATTERY_INTENSITY``). L5 limbers up
+  turns on the nearest enemy and fires at the level's intensity. L5 limbers up
   again to follow when no enemy is within range.
 
 An infantry battle in line (every duel and the default N-vs-M battles) gets exactly
@@ -50,10 +50,6 @@ from envs.sim.vector_math import atan2
 F32 = np.float32
 FIRE_BY_LEVEL = np.array((0.0, *C.SCRIPTED_FIRE_INTENSITY), dtype=F32)
 """Fire intensity of each level (index 0 unused)."""
-ARMS_BY_LEVEL = read_only(np.array(((0.0, *C.SCRIPTED_CHARGE_INTENSITY),
-                                    (0.0, *C.SCRIPTED_BATTERY_INTENSITY)), dtype=F32))
-"""Cavalry's charge (row 0) and guns' fire in battery (row 1) of each level (column 0
-unused); 0: that arm is commanded as infantry of the level."""
 R_DEPLOY, R_SQUARE, R_UNSQUARE, R_CHARGE, R_SHY, R_UNLIMBER, R_GUN_RANGE = range(7)
 """Entries of :func:`arms_ranges`."""
 INFANTRY, CAVALRY, ARTILLERY = (np.int8(C.INFANTRY), np.int8(C.CAVALRY),
@@ -146,7 +142,7 @@ def scripted_orders(lo, hi, i, levels, team, routed, destroyed, dist, facing_cos
 
 @kernel()
 def arms_orders(i, levels, arm, formation, team, routed, destroyed, dist, facing_cos,
-                facing_sin, k, ranges, arms_by_level, move, rotate, fire, form):
+                facing_sin, k, ranges, fire_by_level, move, rotate, fire, form):
     """Unit ``i``'s orders in every battle adapted to its arm at its level (module
     docstring): ``move``, ``rotate`` and ``fire`` (B,) hold the arm-blind orders of
     :func:`scripted_orders` and are overwritten where the arm commands otherwise; its
@@ -174,7 +170,7 @@ def arms_orders(i, levels, arm, formation, team, routed, destroyed, dist, facing
             continue
         own = formation[i, b]
         if arm[i] == INFANTRY:
-            if level >= 4 and own == COLUMN and near <= ranges[R_DEPLOY]:
+            if own == COLUMN and near <= ranges[R_DEPLOY]:
                 form[b] = LINE
             if level == 5:
                 if horse <= ranges[R_SQUARE]:
@@ -186,9 +182,7 @@ def arms_orders(i, levels, arm, formation, team, routed, destroyed, dist, facing
                 elif arm[nearest] == ARTILLERY:
                     move[b] = F32(1)
         elif arm[i] == CAVALRY:
-            charge = arms_by_level[0, level]
-            if charge == 0:
-                continue
+            charge = fire_by_level[level]
             if level < 5:
                 move[b] = F32(1)
                 fire[b] = charge if near <= ranges[R_CHARGE] else F32(0)
@@ -201,27 +195,19 @@ def arms_orders(i, levels, arm, formation, team, routed, destroyed, dist, facing
             else:
                 move[b] = F32(-1) if near < ranges[R_SHY] else F32(0)
                 fire[b] = F32(0)
-        else:
-            battery = arms_by_level[1, level]
-            if battery == 0:
-                continue
-            if own == LIMBERED:
-                fire[b] = F32(0)
-                if near <= ranges[R_UNLIMBER]:
-                    move[b] = F32(0)
-                    form[b] = LINE
-                else:
-                    move[b] = F32(1)
-            else:
-                move[b] = F32(0)
-                fire[b] = battery
-                if level == 5 and near > ranges[R_GUN_RANGE]:
-                    form[b] = LIMBERED
+        elif own == LIMBERED:  # guns on the move
+            fire[b] = F32(0)
+            move[b] = F32(0) if near <= ranges[R_UNLIMBER] else F32(1)
+            form[b] = LINE if near <= ranges[R_UNLIMBER] else KEEP
+        else:  # guns in battery stand, and fire as the level's infantry does
+            move[b] = F32(0)
+            if level == 5 and near > ranges[R_GUN_RANGE]:
+                form[b] = LIMBERED
 
 
 @kernel()
 def scripted_kernel(units, levels, team, arm, formation, routed, destroyed, dist, facing_cos,
-                    facing_sin, k, ranges, fire_by_level, arms_by_level, out, forms):
+                    facing_sin, k, ranges, fire_by_level, out, forms):
     """Orders of the scripted ``units`` of every battle into ``out`` (B, len(units), 3)
     and their formation orders into ``forms`` (B, len(units))."""
     batch = levels.shape[0]
@@ -231,7 +217,7 @@ def scripted_kernel(units, levels, team, arm, formation, routed, destroyed, dist
                         facing_cos, facing_sin, k, fire_by_level, everyone, out[:, slot, 0],
                         out[:, slot, 1], out[:, slot, 2])
         arms_orders(units[slot], levels, arm, formation, team, routed, destroyed, dist,
-                    facing_cos, facing_sin, k, ranges, arms_by_level, out[:, slot, 0],
+                    facing_cos, facing_sin, k, ranges, fire_by_level, out[:, slot, 0],
                     out[:, slot, 1], out[:, slot, 2], forms[:, slot])
 
 
@@ -277,6 +263,6 @@ def scripted_actions(state: BattleState, geometry: Geometry, units: np.ndarray,
                     unit_major(state.routed), unit_major(state.destroyed),
                     pair_major(geometry.dist), pair_major(geometry.facing_cos),
                     pair_major(geometry.facing_sin), kernels.constants(config, rows, cols),
-                    arms_ranges(config), FIRE_BY_LEVEL, ARMS_BY_LEVEL, out, formations)
+                    arms_ranges(config), FIRE_BY_LEVEL, out, formations)
     return out
 

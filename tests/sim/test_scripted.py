@@ -155,7 +155,7 @@ def test_guns_march_limbered_unlimber_in_range_then_stand_and_fire(level):
     (move, _, fire), form = arms_orders(level, near, [0, 1], [GUN, INF], [C.LIMBERED, C.LINE])
     assert (move, fire, form) == (0, 0, C.LINE)
     (move, _, fire), form = arms_orders(level, near, [0, 1], [GUN, INF], [C.LINE, C.LINE])
-    assert (move, fire, form) == (0, C.SCRIPTED_BATTERY_INTENSITY[level - 1], KEEP)
+    assert (move, fire, form) == (0, SCRIPTED_FIRE_INTENSITY[level - 1], KEEP)
 
 
 def test_level_5_guns_limber_up_to_follow_when_no_enemy_is_in_range():

@@ -21,6 +21,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from envs.battles.multi_battalion_batch import BLUE, RED
+
 WIN, DRAW, LOSS = 1, 0, -1
 
 
@@ -90,4 +92,16 @@ def score(outcomes: np.ndarray) -> float:
     return float(((outcomes == WIN) + 0.5 * (outcomes == DRAW)).mean())
 
 
-__all__ = ["DRAW", "LOSS", "WIN", "Battles", "Settings", "play", "score"]
+def team_outcomes(winner: np.ndarray) -> np.ndarray:
+    """(n,) int8 outcomes from Blue's side of N-vs-M battles' ``winner`` codes
+    (:class:`~envs.battles.multi_battalion_batch.TeamStep`: Blue, Red, or no winner)."""
+    return np.where(winner == BLUE, WIN, np.where(winner == RED, LOSS, DRAW)).astype(np.int8)
+
+
+def share(outcomes: np.ndarray) -> str:
+    """``won/drawn/lost`` in percent, as the benchmarks' tables print them."""
+    return "/".join(f"{100 * np.mean(outcomes == k):.1f}" for k in (WIN, DRAW, LOSS))
+
+
+__all__ = ["DRAW", "LOSS", "WIN", "Battles", "Settings", "play", "score", "share",
+           "team_outcomes"]

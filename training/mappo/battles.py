@@ -12,13 +12,13 @@ import torch
 
 from envs.battlefield import FIELDS as BATTLEFIELD_FIELDS
 from envs.battlefield import Battlefield
-from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
+from envs.battles.multi_battalion_batch import MultiBattalionBatch
 from envs.commanders.doctrine import DisciplinedCommander
 from envs.commanders.orders import OrderedBattalionBatch, OrderRewards
 from envs.sim.constants import ACTION_DIM
 from envs.sim.validation import check_int, check_scripted_level
 from models.mappo_policy import MAPPOPolicy
-from training.common.play import DRAW, LOSS, WIN, play, score
+from training.common.play import DRAW, LOSS, WIN, play, score, team_outcomes
 
 _ORDER_DEFAULTS = dict(order_period=0, order_attack_share=0.0,
                        reward_order_progress=OrderRewards.progress,
@@ -326,8 +326,7 @@ class _TeamBattles:
         return result.battle_over
 
     def outcomes(self) -> np.ndarray:
-        return np.where(self.winner == BLUE, WIN,
-                        np.where(self.winner == RED, LOSS, DRAW)).astype(np.int8)
+        return team_outcomes(self.winner)
 
 
 __all__ = ["DOCTRINE_TEAM", "DRAW", "LOSS", "WIN", "PolicyCommander", "TeamSettings",

@@ -21,11 +21,12 @@ import numpy as np
 import torch
 
 from envs.battles.entity_tokens import EntityView, entity_tokens
-from envs.battles.multi_battalion_batch import BLUE, RED
+from envs.battles.multi_battalion_batch import BLUE
 from envs.battles.observation import ROTATE_SIGN
 from envs.commanders.arms_doctrine import CombinedArmsDoctrine
 from envs.sim.constants import ACTION_DIM
 from models.wfm1 import WFM1Policy
+from training.common.play import team_outcomes
 from training.wfm1.scenarios import WFMScenario
 
 F32 = np.float32
@@ -139,12 +140,6 @@ class ScenarioBattles:
         return BattlesStep(reward, done, truncated, winner, taught)
 
 
-def battle_outcomes(winner: np.ndarray) -> np.ndarray:
-    """Blue's outcome of battles that ended with ``winner`` (as :attr:`BattlesStep.winner`):
-    int8, 1 won, 0 drawn, -1 lost."""
-    return np.where(winner == BLUE, 1, np.where(winner == RED, -1, 0)).astype(np.int8)
-
-
 def play_out(battles: ScenarioBattles, policy: WFM1Policy | None) -> np.ndarray:
     """Play the first episode of every battle of ``battles`` to its end, every Blue unit
     on ``policy``'s mean (None: Blue under the combined-arms doctrine).
@@ -168,9 +163,9 @@ def play_out(battles: ScenarioBattles, policy: WFM1Policy | None) -> np.ndarray:
                     deterministic=True)[0].cpu().numpy()
             result = battles.step(actions)
             ended = result.done & ~over
-            outcome[ended] = battle_outcomes(result.winner[ended])
+            outcome[ended] = team_outcomes(result.winner[ended])
             over |= result.done
     return outcome
 
 
-__all__ = ["BattlesStep", "ScenarioBattles", "battle_outcomes", "play_out"]
+__all__ = ["BattlesStep", "ScenarioBattles", "play_out"]

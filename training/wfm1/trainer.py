@@ -46,6 +46,7 @@ import torch
 from models.wfm1 import WFM1Policy, own_action_error
 from storage.files import clean_stale_temporaries
 from training.common.device import resolve_device
+from training.common.play import team_outcomes
 from training.common.ppo_math import (
     AuxiliaryLoss,
     gae,
@@ -56,7 +57,7 @@ from training.common.ppo_math import (
     shuffled_minibatches,
 )
 from training.common.run_log import RunLog
-from training.wfm1.battles import ScenarioBattles, battle_outcomes, play_out
+from training.wfm1.battles import ScenarioBattles, play_out
 from training.wfm1.checkpoints import (
     BEST,
     FINAL,
@@ -220,7 +221,7 @@ class WFM1Trainer:
                                    ("rewards", torch.from_numpy(result.reward)),
                                    ("dones", torch.from_numpy(result.done))):
                     steps[key].append(value.to(device))
-                ended.extend(battle_outcomes(result.winner[result.done]).tolist())
+                ended.extend(team_outcomes(result.winner[result.done]).tolist())
             view = battles.observe()
             last = policy.get_value(torch.from_numpy(view.tokens).to(device),
                                     torch.from_numpy(view.pad_mask).to(device), card_vec=cards)
