@@ -17,6 +17,10 @@ Stacks:
 - ``scratch``: the default config without imitation (``warm_start_doctrine=None``).
 - ``mappo_2v2``: the default ``train_mappo()`` (imitation of the doctrine by every
   battalion, then MAPPO; 2v2 battles, 2M env-steps).
+- ``mappo_arms``: MAPPO on the ``combined_arms`` scenario (two battalions, a cavalry
+  regiment and a battery a side, 4v4): the actors see the arms and order formations,
+  imitate the combined-arms doctrine, and fight scripted L1-L5 (which use their arms)
+  and the combined-arms doctrine (``doctrine_team`` in its tables); 2M env-steps.
 
 The duel stacks fight duels (:func:`training.ppo.evaluation.play_duels`): every
 scripted level, random orders and the doctrine at the end. The team stack fights
@@ -29,7 +33,7 @@ uses seeds 100000 onwards, ``--split validation`` seeds 300000 onwards, for choo
 settings without looking at the test battles; training battles use neither range.
 ``--set key=value`` overrides a field of the stack's config, a
 :class:`~training.ppo.config.TrainingConfig` (duel stacks) or a
-:class:`~training.mappo.config.MAPPOConfig` (``mappo_2v2``) (repeatable; values are
+:class:`~training.mappo.config.MAPPOConfig` (the team stacks) (repeatable; values are
 parsed as YAML), ``--jobs`` trains that many seeds at once (one process each, one
 torch thread each).
 
@@ -236,14 +240,17 @@ class TeamRunner:
               first_seed: int) -> dict[str, list[int]]:
         """Won/drawn/lost of ``policy`` (Blue, deterministic orders) against each
         opponent, every match in one batch, battle ``i`` of each seeded ``first_seed + i``."""
+        from envs.play.commanders import CombinedArmsRed
         from training.mappo.battles import DOCTRINE_TEAM, play_team_matches
 
+        # With an order of battle "the doctrine" is the combined-arms doctrine.
+        doctrine = DOCTRINE_TEAM if config.order_of_battle is None else CombinedArmsRed()
         commanders = {**{f"scripted_l{level}": level for level in range(1, 6)},
-                      "doctrine_team": DOCTRINE_TEAM}
+                      "doctrine_team": doctrine}
         outcomes = play_team_matches(
             policy, {name: commanders[name] for name in opponents}, n_blue=config.n_blue,
             n_red=config.n_red, n_episodes=episodes, deterministic=True, seed=first_seed,
-            env_kwargs=config.field_kwargs())
+            env_kwargs=config.field_kwargs(), order_of_battle=config.forces())
         return {name: _won_drawn_lost(outcomes[name]) for name in opponents}
 
 
@@ -272,6 +279,12 @@ STACKS = {
                                 1_000_000),
     "scratch": Stack({"warm_start_doctrine": None}, 1_000_000),
     "mappo_2v2": Stack({}, 2_000_000, TEAM),
+    # configs/scenarios/combined_arms.yaml: two battalions, a cavalry regiment and a
+    # limbered battery a side.
+    "mappo_arms": Stack({"order_of_battle": "combined_arms", "n_blue": 4, "n_red": 4,
+                         "map_width": 1500.0, "map_height": 1000.0, "max_steps": 800,
+                         "randomize_terrain": True, "hill_speed_factor": 0.5,
+                         "visibility_radius": 600.0}, 2_000_000, TEAM),
 }
 
 

@@ -20,6 +20,10 @@ from envs.battalion_env import make_action_space
 from envs.battlefield import Battlefield
 from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
 from envs.battles.multi_observation import (
+    ARMS_OBS_HIGH,
+    ARMS_OBS_LOW,
+    ARMS_STATE_HIGH,
+    ARMS_STATE_LOW,
     CRITIC_STATE_DIM,
     MAX_TEAM_SIZE,
     OBS_DIM,
@@ -35,6 +39,10 @@ from envs.reward import RewardWeights
 from envs.sim import engine
 from envs.sim.constants import (
     ACTION_DIM,
+    ACTION_HIGH,
+    ACTION_LOW,
+    FORMATION_NAMES,
+    KEEP_FORMATION,
     SEED_BOUND,
 )
 from envs.sim.terrain import TerrainMap
@@ -49,7 +57,8 @@ from envs.sim.validation import (
 )
 
 __all__ = ["MultiBattalionEnv", "OBS_DIM", "STATE_DIM", "CRITIC_STATE_DIM",
-           "OBSERVATION_FEATURES", "RESET_OPTIONS", "agent_names", "team_spaces"]
+           "OBSERVATION_FEATURES", "RESET_OPTIONS", "agent_names", "formation_action_space",
+           "team_spaces"]
 
 RESET_OPTIONS = ("options",)
 """Keys ``reset(options=...)`` accepts. The env defines no options of its own;
@@ -63,10 +72,26 @@ def agent_names(n_blue: int, n_red: int) -> list[str]:
     return [f"blue_{i}" for i in range(n_blue)] + [f"red_{i}" for i in range(n_red)]
 
 
-def team_spaces() -> tuple[spaces.Box, spaces.Box, spaces.Box]:
-    """Observation, action and global-state spaces, the same for every agent and team size."""
-    return (spaces.Box(OBS_LOW, OBS_HIGH, dtype=np.float32), make_action_space(),
-            spaces.Box(STATE_LOW, STATE_HIGH, dtype=np.float32))
+def team_spaces(arms: bool = False) -> tuple[spaces.Box, spaces.Box, spaces.Box]:
+    """Observation, action and global-state spaces, the same for every agent and team size;
+    with ``arms`` (battles with an order of battle) the observation and the state carry
+    the arms blocks and the action the formation order (:func:`formation_action_space`)."""
+    if not arms:
+        return (spaces.Box(OBS_LOW, OBS_HIGH, dtype=np.float32), make_action_space(),
+                spaces.Box(STATE_LOW, STATE_HIGH, dtype=np.float32))
+    return (spaces.Box(ARMS_OBS_LOW, ARMS_OBS_HIGH, dtype=np.float32), formation_action_space(),
+            spaces.Box(ARMS_STATE_LOW, ARMS_STATE_HIGH, dtype=np.float32))
+
+
+def formation_action_space() -> spaces.Box:
+    """A battalion's action in battles with an order of battle: ``[move, rotate, fire,
+    formation]``, the first three as in the duel, the last a formation code rounded to
+    the nearest whole number: :data:`~envs.sim.constants.KEEP_FORMATION` (-1) keeps the
+    formation, 0 to 3 order :data:`~envs.sim.constants.FORMATION_NAMES` (an arm that
+    cannot take the formation keeps its own)."""
+    return spaces.Box(np.array([*ACTION_LOW, KEEP_FORMATION], np.float32),
+                      np.array([*ACTION_HIGH, len(FORMATION_NAMES) - 1], np.float32),
+                      dtype=np.float32)
 
 
 class MultiBattalionEnv(ParallelEnv):
@@ -96,15 +121,18 @@ class MultiBattalionEnv(ParallelEnv):
             first: an :class:`envs.scenario.OrderOfBattle`, a scenario, or a mapping such
             as ``{"blue": ["infantry", "cavalry"], "red": ["infantry", "artillery"]}``
             with ``n_blue`` and ``n_red`` units (``docs/scenarios.md``); None fields
-            infantry of quality 1 in line. Units keep their formations: the agents'
-            orders have no formation channel (the scripted doctrine and the engine
-            have, :mod:`envs.commanders.arms_doctrine`).
+            infantry of quality 1 in line. With one, every observation and state carries
+            the arms blocks (:data:`~envs.battles.multi_observation.ARMS_OBS_DIM` and
+            ``ARMS_STATE_DIM`` numbers) and every action a fourth number, the formation
+            order (:func:`formation_action_space`).
         battlefield: the map, clock, ground and sight as one value; a setting given
             beside it must agree with it.
 
     Observations are :data:`OBS_DIM` float32 numbers per agent
-    (:data:`~envs.battles.multi_observation.OBSERVATION_FEATURES`), actions are
-    ``[move, rotate, fire]`` as in the duel. Each side's observations and orders are
+    (:data:`~envs.battles.multi_observation.OBSERVATION_FEATURES`; with an order of
+    battle ``ARMS_OBS_DIM``, the arms block after them), actions are
+    ``[move, rotate, fire]`` as in the duel (and the formation order with an order of
+    battle). Each side's observations and orders are
     in its own frame: Red's are mirrored across the north-south centre line, so
     both sides see themselves deploying in the west (one policy can play either
     side). :meth:`state` is the global state
@@ -114,9 +142,10 @@ class MultiBattalionEnv(ParallelEnv):
     it; each ``info`` holds ``damage_dealt``, ``damage_taken``, ``routed``,
     ``destroyed`` and ``step_count``.
 
-    Actions: a dict from agent to ``[move, rotate, fire]``; agents missing from it
-    hold still and hold fire. Anything but a dict, an unknown agent, an agent that
-    has left, or an action that is not three finite real numbers raises
+    Actions: a dict from agent to ``[move, rotate, fire]`` (``[move, rotate, fire,
+    formation]`` with an order of battle); agents missing from it hold still, hold fire
+    and keep their formation. Anything but a dict, an unknown agent, an agent that has
+    left, or an action that is not three (four) finite real numbers raises
     ``ValueError``; finite values outside the box are clipped.
     """
 
@@ -155,9 +184,12 @@ class MultiBattalionEnv(ParallelEnv):
         self.possible_agents = agent_names(self.n_blue, self.n_red)
         self.agents: list[str] = []
         self._index = {name: i for i, name in enumerate(self.possible_agents)}
-        self._observation_space, self._action_space, self.state_space = team_spaces()
+        self.arms = self._battle.order_of_battle is not None
+        self._observation_space, self._action_space, self.state_space = team_spaces(self.arms)
+        self._width = self._action_space.shape[0]
         self._rng = np.random.default_rng()
         self._actions = np.zeros((1, len(self.possible_agents), ACTION_DIM), np.float32)
+        self._formations = np.full((1, len(self.possible_agents)), KEEP_FORMATION, np.int8)
 
     # --- PettingZoo API -----------------------------------------------------------
 
@@ -203,6 +235,7 @@ class MultiBattalionEnv(ParallelEnv):
             return {}, {}, {}, {}, {}
         orders = self._actions
         orders[:] = 0
+        self._formations[:] = KEEP_FORMATION
         for agent, action in actions.items():
             if not isinstance(agent, str) or agent not in self._index:
                 raise ValueError(f"actions[{short_repr(agent)}] is invalid: no such agent; "
@@ -210,9 +243,12 @@ class MultiBattalionEnv(ParallelEnv):
             if agent not in self.agents:
                 raise ValueError(f"actions[{agent!r}] is invalid: {agent} has left the battle; "
                                  f"agents still in it: {self.agents}")
-            orders[0, self._index[agent]] = check_action_array(f"actions[{agent!r}]", action,
-                                                               (ACTION_DIM,))
-        result = self._battle.step(orders)
+            order = check_action_array(f"actions[{agent!r}]", action, (self._width,))
+            orders[0, self._index[agent]] = order[:ACTION_DIM]
+            if self.arms:
+                self._formations[0, self._index[agent]] = np.rint(np.clip(
+                    order[ACTION_DIM], self._action_space.low[-1], self._action_space.high[-1]))
+        result = self._battle.step(orders, self._formations if self.arms else None)
         observation = result.observation[0]
         step_count = int(self._battle.state.step[0])
         state = self._battle.state
@@ -232,7 +268,8 @@ class MultiBattalionEnv(ParallelEnv):
         return observations, rewards, terminations, truncations, infos
 
     def state(self) -> np.ndarray:
-        """The global state from Blue's side, ignoring fog of war (``STATE_DIM`` floats)."""
+        """The global state from Blue's side, ignoring fog of war (``STATE_DIM`` floats,
+        ``ARMS_STATE_DIM`` with an order of battle)."""
         return self._battle.global_state[BLUE, 0].copy()
 
     def render(self) -> np.ndarray | None:
@@ -251,7 +288,8 @@ class MultiBattalionEnv(ParallelEnv):
 
     def critic_state(self, agent: str) -> np.ndarray:
         """What a centralised critic of ``agent`` reads: its observation, then its side's
-        global state (``CRITIC_STATE_DIM`` floats)."""
+        global state (``CRITIC_STATE_DIM`` floats, ``ARMS_CRITIC_STATE_DIM`` with an order
+        of battle)."""
         self._check_name(agent)
         return self._battle.critic_state[0, self._index[agent]].copy()
 
@@ -266,7 +304,9 @@ class MultiBattalionEnv(ParallelEnv):
                          agents: list[str] | None = None) -> dict[str, np.ndarray]:
         """Orders a scripted commander of ``level`` (1 to
         :data:`~envs.sim.constants.NUM_CURRICULUM_LEVELS`) would give ``agents`` (Red's
-        agents still in the battle by default)."""
+        agents still in the battle by default), as :meth:`step` takes them: with an order
+        of battle, the formation order is the fourth number (levels 4 and 5 use their
+        arms, :mod:`envs.sim.scripted`)."""
         level = check_scripted_level("level", level)
         if agents is None:
             agents = [a for a in self.agents if a.startswith("red_")]
@@ -276,7 +316,10 @@ class MultiBattalionEnv(ParallelEnv):
         for agent in agents:
             self._check_name(agent)
         units = np.array([self._index[a] for a in agents], dtype=np.intp)
-        orders = self._battle.scripted_actions(units, level)[0]
+        formations = np.empty((1, len(units)), np.int8)
+        orders = self._battle.scripted_actions(units, level, formations)[0]
+        if self.arms:
+            orders = np.concatenate((orders, formations[0, :, None].astype(np.float32)), 1)
         return {a: orders[k].copy() for k, a in enumerate(agents)}
 
     def get_coordination_metrics(self, support_radius: float = SUPPORT_RADIUS

@@ -34,14 +34,15 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from torch.distributions import Normal
+from torch.distributions import Categorical, Normal
 
+from envs.sim.constants import FORMATION_NAMES, KEEP_FORMATION
 from envs.sim.validation import check_int, check_number, check_real_array
 from models.battalion_policy import ACTIVATIONS, FIRE_ACTION
 from models.limits import check_dimension, check_hidden_sizes
 from models.standardize import Standardize
 
-__all__ = ["MAPPOActor", "MAPPOCritic", "MAPPOPolicy"]
+__all__ = ["FORMATION_CHOICES", "MAPPOActor", "MAPPOCritic", "MAPPOPolicy", "Orders"]
 
 
 class Tanh(nn.Module):
@@ -72,6 +73,73 @@ POLICY_FILE_KEYS = ("kwargs", "state_dict")
 _HIDDEN_GAIN = math.sqrt(2.0)
 _ACTION_GAIN = 0.01
 _VALUE_GAIN = 1.0
+
+FORMATION_CHOICES = len(FORMATION_NAMES) + 1
+"""Choices of the formation head: keep the formation, or order one of
+:data:`~envs.sim.constants.FORMATION_NAMES`; choice ``c`` is the engine's formation
+code ``c + KEEP_FORMATION`` (-1 keep, 0 line, ...)."""
+_KEEP_LOGIT = 4.0
+"""The keep choice's starting logit (the others start at 0): a fresh head keeps the
+formation 93 % of the time, since every change costs drill steps in disorder."""
+
+
+class Orders:
+    """The distribution of a battalion's orders: a diagonal Gaussian over the continuous
+    orders and, for a policy with a formation head, a categorical over
+    :data:`FORMATION_CHOICES` (independent given the observation). An order vector is
+    the continuous orders, then the formation code as a float (-1 keep, 0 line, ...).
+
+    Log-probabilities and entropies are summed over the parts, so PPO's ratio is that
+    of the whole order.
+    """
+
+    def __init__(self, gaussian: Normal, formation: Categorical | None = None) -> None:
+        self.gaussian, self.formation = gaussian, formation
+        self.width = gaussian.mean.shape[-1] + (formation is not None)
+
+    def log_prob(self, orders: torch.Tensor) -> torch.Tensor:
+        """(B,) log-probability of (B, width) orders."""
+        width = self.gaussian.mean.shape[-1]
+        log_prob = self.gaussian.log_prob(orders[:, :width]).sum(-1)
+        if self.formation is None:
+            return log_prob
+        choice = (orders[:, width] - KEEP_FORMATION).round().long()
+        return log_prob + self.formation.log_prob(choice)
+
+    def entropy(self) -> torch.Tensor:
+        """(B,) entropy, summed over the parts."""
+        entropy = self.gaussian.entropy().sum(-1)
+        return entropy if self.formation is None else entropy + self.formation.entropy()
+
+    def mode(self) -> torch.Tensor:
+        """(B, width) the most likely orders: the Gaussian's mean and the likeliest formation
+        choice."""
+        if self.formation is None:
+            return self.gaussian.mean
+        return torch.cat((self.gaussian.mean, self._code(self.formation.probs.argmax(-1))), 1)
+
+    def sample(self, noise: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, width) sampled orders; with ``noise`` ((B, width) standard normal draws)
+        the Gaussian part is ``mean + std * noise`` and the formation choice is the one
+        whose cumulative probability first exceeds the normal CDF of the last draw (so a
+        keyed draw decides it), else torch's generator draws."""
+        width = self.gaussian.mean.shape[-1]
+        if noise is None:
+            continuous = self.gaussian.sample()
+            if self.formation is None:
+                return continuous
+            return torch.cat((continuous, self._code(self.formation.sample())), 1)
+        continuous = self.gaussian.mean + self.gaussian.stddev * noise[:, :width]
+        if self.formation is None:
+            return continuous
+        uniform = torch.special.ndtr(noise[:, width:width + 1])
+        cumulative = self.formation.probs.cumsum(-1)
+        choice = (cumulative < uniform).sum(-1).clamp_(max=FORMATION_CHOICES - 1)
+        return torch.cat((continuous, self._code(choice)), 1)
+
+    @staticmethod
+    def _code(choice: torch.Tensor) -> torch.Tensor:
+        return (choice.to(torch.float32) + KEEP_FORMATION).unsqueeze(-1)
 
 
 def _check_activation(value: Any) -> str:
@@ -149,6 +217,8 @@ class MAPPOActor(nn.Module):
         normalize_observations: standardise the observation by fixed statistics
             (:class:`~models.standardize.Standardize`, the identity until fitted) before
             the trunk.
+        formation_orders: add a formation head: logits over :data:`FORMATION_CHOICES`
+            from the trunk (:meth:`orders`).
 
     Raises:
         ValueError, TypeError: for an invalid argument (the message names it), such as
@@ -159,12 +229,13 @@ class MAPPOActor(nn.Module):
         trunk: the hidden layers (``nn.Sequential``).
         action_mean: the linear head giving the Gaussian mean.
         log_std: the learned log standard deviation, shape ``(action_dim,)``.
+        formation_head: the linear head giving the formation logits, or None.
     """
 
     def __init__(self, obs_dim: int, action_dim: int,
                  hidden_sizes: Sequence[int] = DEFAULT_HIDDEN, activation: str = "tanh",
                  layer_norm: bool = False, log_std_init: float = 0.0,
-                 normalize_observations: bool = False) -> None:
+                 normalize_observations: bool = False, formation_orders: bool = False) -> None:
         super().__init__()
         self.obs_dim = check_dimension("obs_dim", obs_dim)
         self.action_dim = check_dimension("action_dim", action_dim)
@@ -178,6 +249,12 @@ class MAPPOActor(nn.Module):
         self.action_mean = nn.Linear(hidden[-1], self.action_dim)
         _orthogonal_(self.action_mean, _ACTION_GAIN)
         self.log_std = nn.Parameter(torch.full((self.action_dim,), log_std_init))
+        self.formation_head = None
+        if _check_bool("formation_orders", formation_orders):
+            self.formation_head = nn.Linear(hidden[-1], FORMATION_CHOICES)
+            _orthogonal_(self.formation_head, _ACTION_GAIN)
+            with torch.no_grad():
+                self.formation_head.bias[-KEEP_FORMATION - 1] = _KEEP_LOGIT
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The Gaussian's mean and std for ``obs`` of shape ``(B, obs_dim)``; both ``(B, A)``."""
@@ -208,6 +285,34 @@ class MAPPOActor(nn.Module):
         """
         dist = self.distribution(obs)
         return dist.log_prob(actions).sum(-1), dist.entropy().sum(-1)
+
+    def heads(self, obs: torch.Tensor) -> torch.Tensor:
+        """(B, action_dim + FORMATION_CHOICES) for ``obs`` (B, obs_dim): the Gaussian's
+        mean, then the formation logits (the trunk run once).
+
+        Raises:
+            ValueError: if the actor has no formation head.
+        """
+        if self.formation_head is None:
+            raise ValueError("heads needs an actor built with formation_orders=True")
+        _check_last_dim("obs", obs, self.obs_dim)
+        return _row_invariant(self._heads, obs)
+
+    def _heads(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.standardize is not None:
+            obs = self.standardize(obs)
+        hidden = self.trunk(obs)
+        return torch.cat((self.action_mean(hidden), self.formation_head(hidden)), 1)
+
+    def orders(self, obs: torch.Tensor) -> Orders:
+        """The distribution of the whole order (:class:`Orders`): the Gaussian, and the
+        formation choice when the actor has a formation head."""
+        if self.formation_head is None:
+            return Orders(self.distribution(obs))
+        heads = self.heads(obs)
+        mean = heads[:, :self.action_dim]
+        return Orders(Normal(mean, self.log_std.exp().expand_as(mean)),
+                      Categorical(logits=heads[:, self.action_dim:]))
 
 
 class MAPPOCritic(nn.Module):
@@ -297,6 +402,9 @@ class MAPPOPolicy(nn.Module):
         normalize_observations: the actors standardise their observations and the
             critic its states by fixed statistics, the identity until
             :meth:`fit_observation_statistics`; saved with the weights.
+        formation_orders: the actors also order formations (a categorical head over
+            :data:`FORMATION_CHOICES`): an order is then ``action_dim + 1`` numbers, the
+            last the formation code (:class:`Orders`; :attr:`order_width`).
 
     Raises:
         ValueError, TypeError: for an invalid argument (the message names it), such as
@@ -309,7 +417,7 @@ class MAPPOPolicy(nn.Module):
                  critic_hidden_sizes: Sequence[int] = DEFAULT_HIDDEN,
                  activation: str = "tanh", layer_norm: bool = False,
                  log_std_init: float = 0.0, initial_fire_bias: float = 0.0,
-                 normalize_observations: bool = False) -> None:
+                 normalize_observations: bool = False, formation_orders: bool = False) -> None:
         super().__init__()
         self.obs_dim = check_dimension("obs_dim", obs_dim)
         self.action_dim = check_dimension("action_dim", action_dim)
@@ -334,12 +442,20 @@ class MAPPOPolicy(nn.Module):
             actor_hidden_sizes=list(actor_hidden), critic_hidden_sizes=list(critic_hidden),
             activation=self.activation, layer_norm=self.layer_norm, log_std_init=log_std_init,
             initial_fire_bias=initial_fire_bias)
-        if self.normalize_observations:  # absent from the files of earlier policies
+        self.formation_orders = _check_bool("formation_orders", formation_orders)
+        # Both absent from the files of earlier policies, which keep their bytes.
+        if self.normalize_observations:
             self._kwargs["normalize_observations"] = True
+        if self.formation_orders:
+            self._kwargs["formation_orders"] = True
+        self.order_width = self.action_dim + self.formation_orders
+        """Numbers in one order: ``action_dim``, plus the formation code with a formation
+        head."""
 
         def make_actor() -> MAPPOActor:
             actor = MAPPOActor(self.obs_dim, self.action_dim, actor_hidden, self.activation,
-                               self.layer_norm, log_std_init, self.normalize_observations)
+                               self.layer_norm, log_std_init, self.normalize_observations,
+                               self.formation_orders)
             if self.action_dim > FIRE_ACTION:
                 with torch.no_grad():
                     actor.action_mean.bias[FIRE_ACTION] = initial_fire_bias
@@ -442,18 +558,24 @@ class MAPPOPolicy(nn.Module):
                              f"expected indices in [0, {self.n_agents - 1}]")
         return indices.to(device=self.device, dtype=torch.long)
 
-    def _distribution(self, obs: torch.Tensor, agents: int | torch.Tensor) -> Normal:
-        """The action distribution of each sample under its own agent's actor."""
+    def _distribution(self, obs: torch.Tensor, agents: int | torch.Tensor) -> Orders:
+        """The order distribution of each sample under its own agent's actor."""
         if isinstance(agents, int) or self.share_parameters:
             actor = self.actor if self.share_parameters else self.actors[agents]
-            return actor.distribution(obs)
+            return actor.orders(obs)
         # Run each agent's actor on its own samples only; index_put keeps autograd.
-        mean = obs.new_zeros(obs.shape[0], self.action_dim)
+        heads = self.action_dim + (FORMATION_CHOICES if self.formation_orders else 0)
+        out = obs.new_zeros(obs.shape[0], heads)
         for k in torch.unique(agents).tolist():
             mask = agents == k
-            mean = mean.index_put((mask,), self.actors[k](obs[mask])[0])
+            actor = self.actors[k]
+            part = actor.heads(obs[mask]) if self.formation_orders else actor(obs[mask])[0]
+            out = out.index_put((mask,), part)
         log_std = torch.stack([actor.log_std for actor in self.actors])[agents]
-        return Normal(mean, log_std.exp())
+        gaussian = Normal(out[:, :self.action_dim], log_std.exp())
+        if not self.formation_orders:
+            return Orders(gaussian)
+        return Orders(gaussian, Categorical(logits=out[:, self.action_dim:]))
 
     def act(self, obs: Any, agent_idx: int | torch.Tensor = 0,
             deterministic: bool = False, noise: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -468,14 +590,17 @@ class MAPPOPolicy(nn.Module):
             obs: local observations ``(B, obs_dim)`` or one ``(obs_dim,)``.
             agent_idx: the acting agent, or one index per sample.
             deterministic: return the mean instead of a sample.
-            noise: standard normal draws ``(B, action_dim)`` to sample with
-                (``mean + std * noise``) instead of torch's generator: the battles'
-                keyed draws
-                (:meth:`~envs.battles.multi_battalion_batch.MultiBattalionBatch.action_noise`),
-                which make a battle's orders independent of its batch.
+            noise: standard normal draws ``(B, order_width)`` to sample with
+                (``mean + std * noise``, and the formation choice from the last draw:
+                :meth:`Orders.sample`) instead of torch's generator: the battles' keyed
+                draws
+                (:meth:`~envs.battles.multi_battalion_batch.MultiBattalionBatch.action_noise`
+                and ``formation_noise``), which make a battle's orders independent of its batch.
 
         Returns:
-            ``(actions (B, action_dim), log_probs (B,))``; ``B = 1`` for a 1-D obs.
+            ``(actions (B, order_width), log_probs (B,))``; ``B = 1`` for a 1-D obs.
+            With a formation head the last column is the formation code
+            (``deterministic``: the likeliest choice).
 
         Raises:
             ValueError, TypeError: for a wrong shape, non-finite value or index.
@@ -485,16 +610,16 @@ class MAPPOPolicy(nn.Module):
             obs_t = self._batch("obs", obs, self.obs_dim)
             dist = self._distribution(obs_t, self._agent_indices(agent_idx, obs_t.shape[0]))
             if deterministic:
-                actions = dist.mean
+                actions = dist.mode()
             elif noise is None:
                 actions = dist.sample()
             else:
-                noise_t = self._batch("noise", noise, self.action_dim)
+                noise_t = self._batch("noise", noise, self.order_width)
                 if noise_t.shape[0] != obs_t.shape[0]:
                     raise ValueError(f"noise has {noise_t.shape[0]} rows: expected one per "
                                      f"observation ({obs_t.shape[0]})")
-                actions = dist.mean + dist.stddev * noise_t
-            return actions, dist.log_prob(actions).sum(-1)
+                actions = dist.sample(noise_t)
+            return actions, dist.log_prob(actions)
 
     def get_value(self, state: Any) -> torch.Tensor:
         """Critic values of critic states ``state`` (``(B, state_dim)`` or 1-D), shape
@@ -513,7 +638,7 @@ class MAPPOPolicy(nn.Module):
 
         Args:
             obs: local observations ``(B, obs_dim)``.
-            actions: the actions taken ``(B, action_dim)``.
+            actions: the actions taken ``(B, order_width)``.
             state: the agents' critic states ``(B, state_dim)``.
             agent_idx: the acting agent, or one index per sample.
 
@@ -526,12 +651,11 @@ class MAPPOPolicy(nn.Module):
                 non-finite value or an invalid index.
         """
         obs_t = self._batch("obs", obs, self.obs_dim)
-        actions_t = self._batch("actions", actions, self.action_dim)
+        actions_t = self._batch("actions", actions, self.order_width)
         state_t = self._batch("state", state, self.state_dim)
         sizes = {"obs": obs_t.shape[0], "actions": actions_t.shape[0], "state": state_t.shape[0]}
         if len(set(sizes.values())) != 1:
             raise ValueError(f"batch sizes differ: {sizes}; expected one size for obs, actions "
                              "and state")
         dist = self._distribution(obs_t, self._agent_indices(agent_idx, obs_t.shape[0]))
-        return (dist.log_prob(actions_t).sum(-1), dist.entropy().sum(-1),
-                self.critic(state_t))
+        return dist.log_prob(actions_t), dist.entropy(), self.critic(state_t)

@@ -8,19 +8,25 @@ from pettingzoo.test import parallel_api_test
 
 from envs.battalion_env import make_spaces
 from envs.battles.battalion_batch import BattalionBatch
+from envs.battles.entity_tokens import TOKEN, entity_tokens
 from envs.battles.multi_battalion_batch import MultiBattalionBatch
 from envs.battles.multi_observation import (
+    ARMS_CRITIC_STATE_DIM,
+    ARMS_FEATURES,
+    ARMS_OBS_DIM,
+    ARMS_STATE_DIM,
     CRITIC_STATE_DIM,
     OBS_DIM,
-    OBSERVATION_FEATURES,
+    OBSERVATION_FEATURES_WITH_ARMS,
     STATE_DIM,
-    STATE_FEATURES,
+    STATE_FEATURES_WITH_ARMS,
 )
 from envs.battles.observation import OBSERVATION_FEATURES as DUEL_FEATURES
 from envs.multi_battalion_env import MultiBattalionEnv
 from envs.reward import COMPONENTS, RewardWeights
 from envs.sim import engine
 from envs.sim.config import BattleConfig
+from envs.sim.constants import CAVALRY, COLUMN, KEEP_FORMATION, LIMBERED, LINE
 
 
 def batch(n_battles, n_blue, n_red, **kwargs):
@@ -39,16 +45,25 @@ def test_spaces_are_shared_and_fit_every_team_size():
     small, large = MultiBattalionEnv(1, 1), MultiBattalionEnv(6, 6)
     assert small.observation_space("blue_0") is small.observation_space("red_0")
     assert small.observation_space("blue_0").shape == large.observation_space("red_5").shape
-    assert OBS_DIM == len(OBSERVATION_FEATURES) == 140
-    obs, _ = large.reset(seed=1)
-    assert all(large.observation_space(a).contains(o) for a, o in obs.items())
-    assert large.state_space.contains(large.state())
-    assert large.state().shape == (STATE_DIM,)
-    critic = large.critic_state("red_2")
-    assert critic.shape == (CRITIC_STATE_DIM,)
-    np.testing.assert_array_equal(critic[:OBS_DIM], obs["red_2"])
-    np.testing.assert_array_equal(critic[OBS_DIM:], large.team_state("red"))
+    assert OBS_DIM == 140 and STATE_DIM == 97 and CRITIC_STATE_DIM == 140 + 97
+    assert ARMS_OBS_DIM == len(OBSERVATION_FEATURES_WITH_ARMS) == OBS_DIM + 108 == 248
+    assert ARMS_STATE_DIM == len(STATE_FEATURES_WITH_ARMS) == STATE_DIM + 108 == 205
+    assert ARMS_CRITIC_STATE_DIM == ARMS_OBS_DIM + ARMS_STATE_DIM
+    arms = MultiBattalionEnv(2, 2, order_of_battle={"blue": ["infantry", "cavalry"],
+                                                    "red": ["artillery", "infantry"]})
+    for env, obs_dim, state_dim in ((large, OBS_DIM, STATE_DIM),
+                                    (arms, ARMS_OBS_DIM, ARMS_STATE_DIM)):
+        obs, _ = env.reset(seed=1)
+        assert all(env.observation_space(a).contains(o) for a, o in obs.items())
+        assert env.observation_space("red_0").shape == (obs_dim,)
+        assert env.state_space.contains(env.state())
+        assert env.state().shape == (state_dim,)
+        critic = env.critic_state("red_1")
+        assert critic.shape == (obs_dim + state_dim,)
+        np.testing.assert_array_equal(critic[:obs_dim], obs["red_1"])
+        np.testing.assert_array_equal(critic[obs_dim:], env.team_state("red"))
     assert small.action_space("red_0") == make_spaces()[1]  # the duel's action box
+    assert arms.action_space("red_0").shape == (4,)  # and the formation order
 
 
 def test_with_one_battalion_a_side_every_reward_component_is_the_duels():
@@ -182,7 +197,7 @@ def test_an_enemy_out_of_sight_is_remembered_where_it_was_last_seen():
     state.theta[0] = (0.0, np.pi)
     b.geometry = engine.sense(state, b.config)
     b.reports.refresh(state, b.geometry, np.ones((2, 2, 1), bool))
-    names = list(OBSERVATION_FEATURES)
+    names = list(OBSERVATION_FEATURES_WITH_ARMS)
     red_report_x = 900.0 / 1000.0
     for _ in range(20):  # Red marches away from Blue; Blue stands
         result = b.step(np.array([[[0, 0, 0], [-1, 0, 0]]], np.float32))
@@ -194,7 +209,7 @@ def test_an_enemy_out_of_sight_is_remembered_where_it_was_last_seen():
         (red_report_x * 1000.0 - 100.0), abs=1e-3)
     assert b.state.x[0, 1] > 900.0
     # The global state is fog-free.
-    enemy_x = b.global_state[0, 0, STATE_FEATURES.index("enemy_0_x")] * 1000.0
+    enemy_x = b.global_state[0, 0, STATE_FEATURES_WITH_ARMS.index("enemy_0_x")] * 1000.0
     assert enemy_x == pytest.approx(b.state.x[0, 1], abs=1e-2)
 
 
@@ -309,11 +324,21 @@ def test_a_rout_is_rewarded_once():
     assert routed.any()
 
 
-def test_each_side_sees_the_battle_in_its_own_frame():
+SWAPPED_ARMS = ({"blue": ["infantry", "cavalry"], "red": ["infantry", "artillery"]},
+                {"blue": ["infantry", "artillery"], "red": ["infantry", "cavalry"]})
+"""An order of battle of several arms, and the same with the sides swapped."""
+
+
+@pytest.mark.parametrize("arms", [False, True], ids=["infantry", "every_arm"])
+def test_each_side_sees_the_battle_in_its_own_frame(arms):
     """Swap the sides of a battle and mirror it: Red's view becomes Blue's, and the
-    same orders (each in its own frame) play the same battle."""
+    same orders (each in its own frame) play the same battle. With several arms
+    changing formation, the arms blocks (unsigned) are the same numbers for either
+    side."""
     config = BattleConfig()
-    original, mirrored = (batch(1, 2, 2, randomize_terrain=False) for _ in range(2))
+    original, mirrored = (batch(1, 2, 2, randomize_terrain=False,
+                                order_of_battle=oob if arms else None)
+                          for oob in SWAPPED_ARMS)
     for b in (original, mirrored):
         b.reset(np.array([0]), [7], np.zeros(1, np.int64))
     rng = np.random.default_rng(0)
@@ -329,15 +354,31 @@ def test_each_side_sees_the_battle_in_its_own_frame():
         b.geometry = engine.sense(b.state, b.config)
         b.reports.refresh(b.state, b.geometry, np.ones((2, 4, 1), bool))
         b._observe(b.state, b.geometry, b.reports)
+    # The cavalry forms column and the guns limber at once, then change no more.
+    formations = np.array([[KEEP_FORMATION, COLUMN, KEEP_FORMATION, LIMBERED]], np.int8)
+    disordered = 0
     for _ in range(30):
         np.testing.assert_allclose(mirrored.observation[0], original.observation[0, swap],
                                    atol=2e-4)
         np.testing.assert_allclose(mirrored.global_state[:, 0], original.global_state[::-1, 0],
                                    atol=2e-4)
+        np.testing.assert_array_equal(mirrored.observation[0, :, OBS_DIM:],
+                                      original.observation[0, swap, OBS_DIM:])
+        np.testing.assert_array_equal(mirrored.global_state[:, 0, STATE_DIM:],
+                                      original.global_state[::-1, 0, STATE_DIM:])
+        if arms:
+            disorder = OBSERVATION_FEATURES_WITH_ARMS.index("own_disorder")
+            disordered += original.observation[0, 1, disorder] > 0
+        else:  # infantry in line: no arms blocks
+            assert original.observation.shape[-1] == OBS_DIM
         orders = rng.uniform(-1, 1, (1, 4, 3)).astype(np.float32)
         orders[..., 2] = 0  # hold fire: nothing random happens
-        original.step(orders)
-        mirrored.step(orders[:, swap])
+        original.step(orders, formations)
+        mirrored.step(orders[:, swap], formations[:, swap])
+        formations[:] = KEEP_FORMATION
+    if arms:  # both changed formation, the cavalry in disorder for its drill steps
+        assert original.state.formation[0].tolist() == [LINE, COLUMN, LINE, LIMBERED]
+        assert disordered == config.arm_drill_steps[CAVALRY]
 
 
 def test_observations_say_which_allies_engage_an_enemy():
@@ -349,12 +390,81 @@ def test_observations_say_which_allies_engage_an_enemy():
     state.theta[0] = (0.0, 0.0, np.pi)
     b.geometry = engine.sense(state, b.config)
     b._observe(state, b.geometry, b.reports)
-    names = list(OBSERVATION_FEATURES)
+    names = list(OBSERVATION_FEATURES_WITH_ARMS)
     blue_0, blue_1 = b.observation[0, 0], b.observation[0, 1]
     assert blue_0[names.index("own_hit_chance")] == 0
     assert blue_1[names.index("own_hit_chance")] == pytest.approx(0.25)  # (1 - 100/200)^2
     assert blue_0[names.index("focus_allies_hit_chance")] == pytest.approx(0.25)
     assert blue_1[names.index("focus_allies_hit_chance")] == 0
+
+
+def _arms(row, at):
+    """The :data:`ARMS_FEATURES` block of an observation or state ``row`` starting at
+    feature ``at`` (a name)."""
+    names = OBSERVATION_FEATURES_WITH_ARMS if len(row) == ARMS_OBS_DIM \
+        else STATE_FEATURES_WITH_ARMS
+    start = names.index(at)
+    return row[start:start + len(ARMS_FEATURES)]
+
+
+def test_a_cavalry_battalion_is_cavalry_to_all_and_shows_its_formation_to_enemies_in_sight():
+    """Blue's cavalry, changing into column, as itself, its ally and the enemy see it: the
+    same numbers as its entity token (arm, formation, quality over the scale, disorder
+    over its drill steps); the enemy knows its arm and quality always, its formation and
+    disorder only while it is in sight (battle 0), not once it is out of sight (battle 1)."""
+    b = batch(2, 2, 2, randomize_terrain=False, visibility_radius=300.0, order_of_battle={
+        "blue": ["infantry", {"type": "cavalry", "quality": 1.5}],
+        "red": ["infantry", "artillery"]})
+    b.reset(np.arange(2), [0, 1], np.zeros(2, np.int64))
+    state = b.state
+    state.x[:] = (300.0, 300.0, 500.0, 500.0)
+    state.y[:] = (500.0, 600.0, 500.0, 600.0)
+    state.x[1, 1], state.y[1, 1] = 100.0, 950.0  # battle 1: 530 m from Red, out of sight
+    state.theta[:] = (0.0, 0.0, np.pi, np.pi)
+    b.geometry = engine.sense(state, b.config)
+    b.reports.refresh(state, b.geometry, np.ones((2, 4, 2), bool))  # known where it stands
+    b._observe(state, b.geometry, b.reports)
+    still = np.zeros((2, 4, 3), np.float32)  # stand, hold fire
+    b.step(still, np.array([[KEEP_FORMATION, COLUMN, KEEP_FORMATION, KEEP_FORMATION]] * 2))
+    b.step(still)
+    obs, global_state = b.observation, b.global_state
+    drill_steps = b.config.arm_drill_steps[CAVALRY]
+    assert b.state.drill[:, 1].tolist() == [drill_steps - 1] * 2
+
+    cavalry = np.zeros(len(ARMS_FEATURES), np.float32)
+    cavalry[[ARMS_FEATURES.index(name) for name in ("arm_cavalry", "formation_column")]] = 1
+    cavalry[ARMS_FEATURES.index("quality")] = 0.75
+    cavalry[ARMS_FEATURES.index("disorder")] = np.float32(drill_steps - 1) / drill_steps
+    unseen = cavalry.copy()
+    unseen[[ARMS_FEATURES.index(name) for name in ("formation_column", "disorder")]] = 0
+    token = [TOKEN[name] for name in ARMS_FEATURES]
+    blue, red = entity_tokens(b, 0), entity_tokens(b, 1)
+    for battle in (0, 1):
+        own = obs[battle, 1]
+        np.testing.assert_array_equal(_arms(own, "own_arm_infantry"), cavalry)
+        np.testing.assert_array_equal(_arms(obs[battle, 0], "ally_0_arm_infantry"), cavalry)
+        np.testing.assert_array_equal(_arms(global_state[0, battle], "own_1_arm_infantry"),
+                                      cavalry)
+        np.testing.assert_array_equal(_arms(global_state[1, battle], "enemy_1_arm_infantry"),
+                                      cavalry)  # the global state is fog-free
+        row = list(blue.unit[battle]).index(1)
+        np.testing.assert_array_equal(blue.tokens[battle, row, token], cavalry)
+        row = list(red.unit[battle]).index(1)
+        np.testing.assert_array_equal(red.tokens[battle, row, token],
+                                      cavalry if battle == 0 else unseen)
+    # In battle 0 it is the nearest enemy of Red's guns (their focus) and Red's infantry's
+    # second; in battle 1 Red remembers it where it vanished, its second enemy.
+    names = list(OBSERVATION_FEATURES_WITH_ARMS)
+    assert obs[0, 3, names.index("focus_visible")] == 1
+    np.testing.assert_array_equal(_arms(obs[0, 3], "focus_arm_infantry"), cavalry)
+    assert obs[0, 2, names.index("enemy_0_visible")] == 1
+    np.testing.assert_array_equal(_arms(obs[0, 2], "enemy_0_arm_infantry"), cavalry)
+    for red_unit in (2, 3):
+        assert obs[1, red_unit, names.index("enemy_0_visible")] == 0
+        np.testing.assert_array_equal(_arms(obs[1, red_unit], "enemy_0_arm_infantry"), unseen)
+    # Blue sees Red's guns in line, quality 1, formed.
+    guns = _arms(obs[0, 1], "focus_arm_infantry")
+    assert guns.tolist() == [0, 0, 1, 1, 0, 0, 0, 0.5, 0]
 
 
 # --- issue 11, silent acceptance ------------------------------------------------------------

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from envs.battles.multi_battalion_batch import BLUE, MultiBattalionBatch
+from envs.battles.multi_observation import QUALITY_SCALE
 from envs.sim.constants import ARM_NAMES, FORMATION_NAMES
 from envs.sim.validation import check_int, short_repr
 
@@ -61,8 +62,6 @@ MAX_TOKENS = 4096
 units of the largest scenario (:data:`~envs.scenario.MAX_SIDE_UNITS` a
 side) with room to spare. Attention costs the square of a row's length, so a row of
 100,000 tokens would run for a minute."""
-QUALITY_SCALE = 2.0
-"""Quality read as 1 (a line battalion is 1, so reads 0.5)."""
 _ARM = TOKEN["arm_infantry"]
 _FORMATION = TOKEN["formation_line"]
 # What a report keeps, in FogReports.values' order, and where each goes in a token.

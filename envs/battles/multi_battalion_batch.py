@@ -27,14 +27,13 @@ from envs.battlefield import Battlefield
 from envs.battles.battalion_batch import check_battle_setup
 from envs.battles.episodes import EpisodeChains
 from envs.battles.multi_observation import (
-    OBS_DIM,
     ROTATE_SIGN,
-    STATE_DIM,
     FogReports,
     battalion_observations,
     critic_states,
     global_states,
     observation_constants,
+    observation_dims,
     sightings,
 )
 from envs.battles.team_step import restart_teams, team_step_kernel
@@ -48,7 +47,7 @@ from envs.sim.deploy import Placement, deploy, terrain_grid_shape
 from envs.sim.engine import pair_major, team_codes, unit_major, writable_major
 from envs.sim.jit import read_only
 from envs.sim.scripted import scripted_actions
-from envs.sim.state import ORDER_OF_BATTLE_FIELDS, UNIT_FIELDS, BattleState
+from envs.sim.state import MODE_FIELDS, ORDER_OF_BATTLE_FIELDS, UNIT_FIELDS, BattleState
 from envs.sim.terrain import TerrainMap
 from envs.sim.validation import (
     check_action_array,
@@ -141,12 +140,12 @@ class TeamStep:
 
     @property
     def observation(self) -> np.ndarray:
-        """(B, U, OBS_DIM) observations after the step (a finished battle's last ones)."""
+        """(B, U, obs_dim) observations after the step (a finished battle's last ones)."""
         return self._handout.take()[0]
 
     @property
     def global_state(self) -> np.ndarray:
-        """(2, B, STATE_DIM) each side's fog-free picture after the step."""
+        """(2, B, state_dim) each side's fog-free picture after the step."""
         return self._handout.take()[1]
 
     @cached_property
@@ -220,6 +219,9 @@ class MultiBattalionBatch:
             quality=None if oob is None else np.array(oob.quality, np.float32))
         self._formations = np.zeros(self.n_units, np.int16) if oob is None else np.array(
             oob.formation, np.int16)
+        self.obs_dim, self.state_dim = observation_dims(oob is not None)
+        """The lengths of an observation and a global state: with an order of battle they
+        carry the arms blocks (:mod:`envs.battles.multi_observation`)."""
         self.reports = FogReports.empty(self.n_units, self.n_battles)
         self.geometry: engine.Geometry | None = None
         self.last_events: engine.StepEvents | None = None
@@ -288,7 +290,10 @@ class MultiBattalionBatch:
         restart_teams(
             np.asarray(battles, dtype=np.intp),
             *(unit_major(getattr(state, name)) for name in UNIT_FIELDS), state.step,
-            team_codes(state), state.elevation_patches, state.cover,
+            team_codes(state), np.ascontiguousarray(state.arm, np.int8),
+            np.ascontiguousarray(state.quality, F32),
+            *(unit_major(getattr(state, name)) for name in MODE_FIELDS),
+            state.elevation_patches, state.cover,
             read_only(self._constants), self.config.los_samples,
             *(writable_major(getattr(geometry, name)) for name in engine.RESTART_GEOMETRY),
             self.reports.values, self.reports.in_fight, self.reports.seen_step,
@@ -299,8 +304,10 @@ class MultiBattalionBatch:
                  reports: FogReports) -> np.ndarray:
         sees = sightings(state, geometry, self.visibility_radius)
         reports.refresh(state, geometry, sees)
-        self._observation = battalion_observations(state, geometry, reports, sees, self.config)
-        self._global_state = global_states(state, geometry, self.config)
+        arms = self.order_of_battle is not None
+        self._observation = battalion_observations(state, geometry, reports, sees, self.config,
+                                                   arms=arms)
+        self._global_state = global_states(state, geometry, self.config, arms=arms)
         self._critic_state = self._handout = None
         self._arrays_read = False
         return sees
@@ -366,7 +373,8 @@ class MultiBattalionBatch:
 
     @property
     def observation(self) -> np.ndarray:
-        """(B, U, OBS_DIM) every battalion's current observation."""
+        """(B, U, obs_dim) every battalion's current observation (OBS_DIM numbers, or
+        ARMS_OBS_DIM with an order of battle)."""
         self._require_reset()
         self._arrays_read = True
         return self._observation
@@ -381,7 +389,7 @@ class MultiBattalionBatch:
 
     @property
     def global_state(self) -> np.ndarray:
-        """(2, B, STATE_DIM) each side's fog-free picture of the battle."""
+        """(2, B, state_dim) each side's fog-free picture of the battle."""
         self._require_reset()
         self._arrays_read = True
         return self._global_state
@@ -423,6 +431,15 @@ class MultiBattalionBatch:
                            self.n_units * ACTION_DIM)
         return draws.reshape(self.n_battles, self.n_units, ACTION_DIM)
 
+    def formation_noise(self) -> np.ndarray:
+        """(B, U, 1) standard normal draws that decide a sampling commander's formation
+        choice this step (:meth:`models.mappo_policy.Orders.sample`), keyed like
+        :meth:`action_noise` on a stream of their own (``STREAM_FORMATION``), so the
+        continuous orders' draws are the same with a formation head or without."""
+        self._require_reset()
+        draws = rnd.normal(self.state.key, rnd.STREAM_FORMATION, self.state.step, self.n_units)
+        return draws.reshape(self.n_battles, self.n_units, 1)
+
     # --- stepping -------------------------------------------------------------------
 
     def step(self, actions: np.ndarray, formations: np.ndarray | None = None) -> TeamStep:
@@ -445,8 +462,8 @@ class MultiBattalionBatch:
         n, units = self.n_battles, self.n_units
         blocks = engine.StepBlocks.allocate(n, units)
         new_step = before.step + 1
-        observation = np.empty((n, units, OBS_DIM), F32)
-        global_state = np.empty((2, n, STATE_DIM), F32)
+        observation = np.empty((n, units, self.obs_dim), F32)
+        global_state = np.empty((2, n, self.state_dim), F32)
         values = np.empty((len(COMPONENTS), 2 * n), F32)
         total = np.empty(2 * n, F32)
         reward = np.empty((n, units), F32)

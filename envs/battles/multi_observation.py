@@ -9,8 +9,9 @@ known at the start (the armies have scouted each other); afterwards a report is
 refreshed only while the enemy is in sight, so a battalion that slips behind a
 crest is remembered where it vanished. Allies are always known.
 
-**One layout for every team size.** A battalion's observation is
-:data:`OBS_DIM` numbers whatever the scenario, so one network serves 1v1 to 6v6:
+**One layout for every team size.** A battalion's observation is :data:`OBS_DIM`
+numbers whatever the scenario (:data:`ARMS_OBS_DIM` in battles with an order of
+battle), so one network serves 1v1 to 6v6:
 
 1. The 25 features of the 1v1 duel (:data:`envs.battles.observation.OBSERVATION_FEATURES`,
    same order and scaling), taken against the *focus* enemy: the nearest enemy
@@ -23,9 +24,21 @@ crest is remembered where it vanished. Allies are always known.
 4. :data:`ENEMY_SLOTS` slots for the other enemies believed in the fight, nearest
    first, each with one's own and the allies' best hit chance on it.
 5. How many battalions each side still has in the fight.
+6. In battles with an order of battle only, the arms block
+   (:data:`ARMS_OBSERVATION_FEATURES`): what each battalion described above is, as
+   WFM-1's entity tokens say it (:data:`ARMS_FEATURES`: arm and formation one-hot,
+   quality, disorder), for the battalion itself, the focus enemy, each ally slot and
+   each enemy slot, in the slots' order. An enemy's arm and quality are always known,
+   its formation and disorder only while it is in sight now.
 
 Empty slots are all zeros, with ``present`` 0. Teams of up to
 :data:`MAX_TEAM_SIZE` fit every slot; in bigger teams the farthest are left out.
+
+**Battles of one arm.** Without an order of battle every battalion is infantry of
+quality 1 in line and stays so, and the arms blocks would say nothing: the
+observation is the first :data:`OBS_DIM` (140) entries and the global state the first
+:data:`STATE_DIM` (97), exactly as before the blocks existed, and the kernels do not
+compute the blocks (:func:`observation_dims`).
 
 **Each side in its own frame.** Red's observations and state are mirrored across
 the map's north-south centre line, so every battalion sees the battle as if its
@@ -36,7 +49,8 @@ real map.
 
 **Global state.** :func:`global_states` gives each side's fog-free picture of the
 battle: :data:`MAX_TEAM_SIZE` slots of its own battalions, then as many of the
-enemy's, then the time. The critic of battalion ``i`` reads ``i``'s observation
+enemy's, then the time, then the same slots' arms blocks (:data:`ARMS_STATE_FEATURES`,
+every formation shown). The critic of battalion ``i`` reads ``i``'s observation
 followed by its side's global state (:func:`critic_states`), the "agent-specific
 global state" that MAPPO works best with.
 
@@ -46,7 +60,10 @@ right after stepping them), :func:`observe` a whole batch. They compute the floa
 operations, in the same order, of the NumPy implementation they replaced (kept as the
 tests' reference in ``tests/envs_kernels/reference_team_observation.py``); only the
 power in the hit chance may round differently in the last bit, as in
-:mod:`envs.sim.kernels`.
+:mod:`envs.sim.kernels`. The arms blocks, which came later, are the entity tokens'
+numbers (the reference computes them as :func:`envs.battles.entity_tokens.entity_tokens`
+does), except that an enemy's formation shows only while it is in sight now, also at
+deployment, when the tokens show every formation the armies scouted.
 """
 
 from __future__ import annotations
@@ -62,6 +79,7 @@ from envs.battles.observation import OBSERVATION_FEATURES as DUEL_FEATURES
 from envs.battles.observation import ROTATE_SIGN
 from envs.sim import kernels
 from envs.sim.config import BattleConfig
+from envs.sim.constants import ARM_NAMES, FORMATION_NAMES
 from envs.sim.engine import Geometry, pair_major, team_codes, unit_major
 from envs.sim.jit import kernel
 from envs.sim.kernels import (
@@ -102,35 +120,79 @@ best hit chance of any ally's (who else is engaging it: concentrating fire wins)
 TEAM_FEATURES = ("own_in_fight", "enemies_in_fight")
 """Battalions of one's own side in the fight, and enemies believed in it, over
 :data:`MAX_TEAM_SIZE`."""
+ARMS_FEATURES = (*(f"arm_{name}" for name in ARM_NAMES),
+                 *(f"formation_{name}" for name in FORMATION_NAMES), "quality", "disorder")
+"""What a battalion is, as WFM-1's entity tokens say it
+(:mod:`envs.battles.entity_tokens`): its arm, one-hot; its formation, one-hot; its quality
+over :data:`QUALITY_SCALE`, capped at 1; and its disorder, the drill steps left of a
+change of formation over its arm's drill steps (0: formed). An enemy's arm and quality
+are always known, its formation and disorder only while it is in sight now (zeros
+otherwise)."""
+QUALITY_SCALE = 2.0
+"""Quality read as 1 (a line battalion is 1, so reads 0.5)."""
 
+ARMS_OBSERVATION_FEATURES = (
+    *(f"own_{name}" for name in ARMS_FEATURES), *(f"focus_{name}" for name in ARMS_FEATURES),
+    *(f"ally_{k}_{name}" for k in range(ALLY_SLOTS) for name in ARMS_FEATURES),
+    *(f"enemy_{k}_{name}" for k in range(ENEMY_SLOTS) for name in ARMS_FEATURES),
+)
+"""The observation's arms block: :data:`ARMS_FEATURES` of the battalion itself, of the
+focus enemy, of each ally slot and of each enemy slot (the same battalions, in the same
+order, as the slots before it; zeros where a slot is empty)."""
 OBSERVATION_FEATURES = (
     *DUEL_FEATURES, *FOCUS_FEATURES,
     *(f"ally_{k}_{name}" for k in range(ALLY_SLOTS) for name in ALLY_FEATURES),
     *(f"enemy_{k}_{name}" for k in range(ENEMY_SLOTS) for name in ENEMY_FEATURES),
     *TEAM_FEATURES,
 )
-"""Names of a battalion's observation entries, in order."""
+"""Names of a battalion's observation entries, in order, in battles without an order of
+battle (infantry in line: the arms block would say nothing)."""
 OBS_DIM = len(OBSERVATION_FEATURES)
+OBSERVATION_FEATURES_WITH_ARMS = (*OBSERVATION_FEATURES, *ARMS_OBSERVATION_FEATURES)
+"""Names of a battalion's observation entries in battles with an order of battle: the
+same, then the arms block."""
+ARMS_OBS_DIM = len(OBSERVATION_FEATURES_WITH_ARMS)
 
 UNIT_STATE_FEATURES = ("in_fight", "x", "y", "heading_cos", "heading_sin", "strength",
                        "morale", "readiness")
+ARMS_STATE_FEATURES = (
+    *(f"own_{k}_{name}" for k in range(MAX_TEAM_SIZE) for name in ARMS_FEATURES),
+    *(f"enemy_{k}_{name}" for k in range(MAX_TEAM_SIZE) for name in ARMS_FEATURES),
+)
+"""The global state's arms block: :data:`ARMS_FEATURES` of each slot of one's own
+battalions, then of each of the enemy's (fog-free: formations always shown)."""
 STATE_FEATURES = (
     *(f"own_{k}_{name}" for k in range(MAX_TEAM_SIZE) for name in UNIT_STATE_FEATURES),
     *(f"enemy_{k}_{name}" for k in range(MAX_TEAM_SIZE) for name in UNIT_STATE_FEATURES),
     "time_fraction",
 )
-"""Names of a side's global-state entries (battalions out of the fight are zeros)."""
+"""Names of a side's global-state entries (battalions out of the fight are zeros), in
+battles without an order of battle."""
 STATE_DIM = len(STATE_FEATURES)
+STATE_FEATURES_WITH_ARMS = (*STATE_FEATURES, *ARMS_STATE_FEATURES)
+"""Names of a side's global-state entries in battles with an order of battle."""
+ARMS_STATE_DIM = len(STATE_FEATURES_WITH_ARMS)
 CRITIC_STATE_DIM = OBS_DIM + STATE_DIM
 """Length of a centralised critic's input: a battalion's observation, then its side's state."""
+ARMS_CRITIC_STATE_DIM = ARMS_OBS_DIM + ARMS_STATE_DIM
+"""The same in battles with an order of battle."""
 
 _SIGNED_SUFFIXES = ("_cos", "_sin")
-OBS_LOW = np.array([-1.0 if name.endswith(_SIGNED_SUFFIXES) else 0.0
-                    for name in OBSERVATION_FEATURES], F32)
-OBS_HIGH = np.ones(OBS_DIM, F32)
-STATE_LOW = np.array([-1.0 if name.endswith(_SIGNED_SUFFIXES) else 0.0
-                      for name in STATE_FEATURES], F32)
-STATE_HIGH = np.ones(STATE_DIM, F32)
+ARMS_OBS_LOW = np.array([-1.0 if name.endswith(_SIGNED_SUFFIXES) else 0.0
+                         for name in OBSERVATION_FEATURES_WITH_ARMS], F32)
+ARMS_OBS_HIGH = np.ones(ARMS_OBS_DIM, F32)
+ARMS_STATE_LOW = np.array([-1.0 if name.endswith(_SIGNED_SUFFIXES) else 0.0
+                           for name in STATE_FEATURES_WITH_ARMS], F32)
+ARMS_STATE_HIGH = np.ones(ARMS_STATE_DIM, F32)
+OBS_LOW, OBS_HIGH = ARMS_OBS_LOW[:OBS_DIM], ARMS_OBS_HIGH[:OBS_DIM]
+STATE_LOW, STATE_HIGH = ARMS_STATE_LOW[:STATE_DIM], ARMS_STATE_HIGH[:STATE_DIM]
+
+
+def observation_dims(arms: bool) -> tuple[int, int]:
+    """The lengths of a battalion's observation and of a side's global state, with the
+    arms blocks (``arms``: battles with an order of battle) or without."""
+    return (ARMS_OBS_DIM, ARMS_STATE_DIM) if arms else (OBS_DIM, STATE_DIM)
+
 
 # Mirroring across the north-south centre line: x -> 1 - x, headings theta -> pi - theta
 # (cosine negated), angles measured between two directions change sign (sine negated).
@@ -140,11 +202,11 @@ _NEGATED = {*DUEL_MIRROR_NEGATED,
             *(f"enemy_{k}_{name}" for k in range(ENEMY_SLOTS)
               for name in ("bearing_sin", "front_sin"))}
 _OBS_MIRROR_SIGN = np.array([-1.0 if name in _NEGATED or name == "own_x" else 1.0
-                             for name in OBSERVATION_FEATURES], F32)
-_OBS_MIRROR_OFFSET = np.array([1.0 if name == "own_x" else 0.0 for name in OBSERVATION_FEATURES],
-                              F32)
+                             for name in OBSERVATION_FEATURES_WITH_ARMS], F32)
+_OBS_MIRROR_OFFSET = np.array([1.0 if name == "own_x" else 0.0
+                               for name in OBSERVATION_FEATURES_WITH_ARMS], F32)
 _STATE_MIRROR_SIGN = np.array([-1.0 if name.endswith(("_x", "_heading_cos")) else 1.0
-                               for name in STATE_FEATURES], F32)
+                               for name in STATE_FEATURES_WITH_ARMS], F32)
 _STATE_X = np.array([i for i, name in enumerate(STATE_FEATURES) if name.endswith("_x")])
 _STATE_PRESENT = np.array([i for i, name in enumerate(STATE_FEATURES)
                            if name.endswith("_in_fight")])
@@ -191,7 +253,8 @@ def sightings(state: BattleState, geometry: Geometry, visibility_radius: float) 
 
 
 def battalion_observations(state: BattleState, geometry: Geometry, reports: FogReports,
-                           sees: np.ndarray, config: BattleConfig) -> np.ndarray:
+                           sees: np.ndarray, config: BattleConfig, *,
+                           arms: bool = False) -> np.ndarray:
     """Every battalion's observation (see the module docstring).
 
     Args:
@@ -200,30 +263,35 @@ def battalion_observations(state: BattleState, geometry: Geometry, reports: FogR
         reports: each side's reports, already refreshed with ``sees``.
         sees: :func:`sightings` of ``state``.
         config: the battle model's parameters.
+        arms: add the arms block (battles with an order of battle).
 
     Returns:
-        (B, U, OBS_DIM) float32, C-contiguous.
+        (B, U, OBS_DIM) float32, C-contiguous; (B, U, ARMS_OBS_DIM) with ``arms``.
     """
     # ``sees`` is given, so the constants' visibility radius is never read.
     return observations_kernel(*_unit_arrays(state, geometry), pair_major(geometry.los),
                                reports.values, reports.in_fight, reports.seen_step,
                                np.ascontiguousarray(sees),
-                               observation_constants(config, np.inf, *state.grid_shape))
+                               observation_constants(config, np.inf, *state.grid_shape),
+                               observation_dims(arms)[0])
 
 
-def global_states(state: BattleState, geometry: Geometry, config: BattleConfig) -> np.ndarray:
-    """Each side's fog-free picture of the battle: (2, B, STATE_DIM) float32.
+def global_states(state: BattleState, geometry: Geometry, config: BattleConfig, *,
+                  arms: bool = False) -> np.ndarray:
+    """Each side's fog-free picture of the battle: (2, B, STATE_DIM) float32, (2, B,
+    ARMS_STATE_DIM) with the arms block (``arms``: battles with an order of battle).
 
     Row 0 is Blue's view (Blue's battalions first), row 1 Red's.
     """
     # No sight is involved: the constants' visibility radius is never read.
     return global_states_kernel(*_unit_arrays(state, geometry),
-                                observation_constants(config, np.inf, *state.grid_shape))
+                                observation_constants(config, np.inf, *state.grid_shape),
+                                observation_dims(arms)[1])
 
 
 def observe(state: BattleState, geometry: Geometry, reports: FogReports,
             visibility_radius: float, config: BattleConfig, *,
-            reveal_all: bool = False) -> tuple[np.ndarray, np.ndarray]:
+            reveal_all: bool = False, arms: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """:func:`sightings`, :meth:`FogReports.refresh`, :func:`battalion_observations` and
     :func:`global_states` in one compiled pass over the batch, on this thread
     (:func:`observe_battles` chunk by chunk: the kernel the team step runs after the
@@ -238,13 +306,16 @@ def observe(state: BattleState, geometry: Geometry, reports: FogReports,
         reveal_all: refresh every report, seen or not (at deployment: the armies have
             scouted each other). The observations' ``visible`` flags stay what is in
             sight now.
+        arms: add the arms blocks (battles with an order of battle).
 
     Returns:
-        The (B, U, OBS_DIM) observations and the (2, B, STATE_DIM) global states.
+        The (B, U, OBS_DIM) observations and the (2, B, STATE_DIM) global states
+        (ARMS_OBS_DIM and ARMS_STATE_DIM with ``arms``).
     """
     batch = state.batch_size
-    obs = np.empty((batch, state.n_units, OBS_DIM), F32)
-    states = np.empty((2, batch, STATE_DIM), F32)
+    obs_dim, state_dim = observation_dims(arms)
+    obs = np.empty((batch, state.n_units, obs_dim), F32)
+    states = np.empty((2, batch, state_dim), F32)
     arguments = (*_unit_arrays(state, geometry), pair_major(geometry.dist),
                  pair_major(geometry.los), reports.values, reports.in_fight, reports.seen_step,
                  np.bool_(reveal_all),
@@ -256,33 +327,41 @@ def observe(state: BattleState, geometry: Geometry, reports: FogReports,
 
 
 def critic_states(observations: np.ndarray, states: np.ndarray, team: np.ndarray) -> np.ndarray:
-    """(B, U, CRITIC_STATE_DIM): each battalion's observation, then its side's global state."""
-    batch, n_units, _ = observations.shape
-    out = np.empty((batch, n_units, CRITIC_STATE_DIM), F32)
-    out[:, :, :OBS_DIM] = observations
-    out[:, :, OBS_DIM:] = states[team].transpose(1, 0, 2)
+    """(B, U, obs + state): each battalion's observation, then its side's global state
+    (CRITIC_STATE_DIM numbers, ARMS_CRITIC_STATE_DIM with the arms blocks)."""
+    batch, n_units, obs_dim = observations.shape
+    out = np.empty((batch, n_units, obs_dim + states.shape[-1]), F32)
+    out[:, :, :obs_dim] = observations
+    out[:, :, obs_dim:] = states[team].transpose(1, 0, 2)
     return out
 
 
 def _unit_arrays(state: BattleState, geometry: Geometry) -> tuple[np.ndarray, ...]:
     """The leading arguments of every kernel below, unit-major and C-contiguous (views of
     the engine's arrays, which are laid out so): x, y, heading cosine and sine, strength,
-    morale, readiness, routed, destroyed, step, team, ground elevation and cover."""
+    morale, readiness, routed, destroyed, step, team, ground elevation and cover; then
+    the order of battle (each unit's arm and quality) and each unit's formation and
+    drill steps left."""
     return (*(unit_major(a) for a in (
         state.x, state.y, geometry.heading_cos, geometry.heading_sin, state.strength,
         state.morale, state.readiness, state.routed, state.destroyed)),
         np.ascontiguousarray(state.step, np.int32), team_codes(state),
-        unit_major(geometry.elevation), unit_major(geometry.cover))
+        unit_major(geometry.elevation), unit_major(geometry.cover),
+        np.ascontiguousarray(state.arm, np.int8), np.ascontiguousarray(state.quality, F32),
+        unit_major(state.formation), unit_major(state.drill))
 
 
 # --- the kernels ----------------------------------------------------------------------
 #
 # Per battle: which battalions each side sees (_sight), the reports refreshed with them
 # (_refresh), what each battalion i believes about each other battalion j (_believe,
-# from i's side's reports, seen from i), then i's observation: the others ordered
-# nearest first and written into the slots (_write_observations); and each side's
-# global state (_write_global_state). Every number is the retired NumPy
-# implementation's float32 operation in its order (tests/envs_kernels holds them to it).
+# from i's side's reports, seen from i) and what each unit's arms block shows
+# (_shown_arms), then i's observation: the others ordered nearest first and written
+# into the slots, then their arms blocks (_write_observations); and each side's global
+# state (_write_global_state, then its arms blocks, _write_global_arms). Every number
+# before the arms blocks is the retired NumPy implementation's float32 operation in its
+# order, and the arms blocks are the entity tokens' (tests/envs_kernels holds them to
+# the reference).
 # Each step is inlined into its caller (Numba's inline="always"): a call passing this
 # many arrays costs more than the step's work in a small battle. For the same reason
 # the loops index the arrays directly rather than through row views.
@@ -290,6 +369,9 @@ def _unit_arrays(state: BattleState, geometry: Geometry) -> tuple[np.ndarray, ..
 K_VISIBILITY = kernels.constants(BattleConfig(), 1, 1).size
 """Index of the visibility radius in :func:`observation_constants`' vector (the kernels
 read the rest at :mod:`envs.sim.kernels`' indices)."""
+K_DRILL_STEPS = K_VISIBILITY + 1
+"""Index of the first arm's drill steps in :func:`observation_constants`' vector, one
+entry per arm (:data:`~envs.sim.constants.ARM_NAMES`): what a disorder is counted in."""
 
 
 @lru_cache(maxsize=64)
@@ -297,9 +379,11 @@ def observation_constants(config: BattleConfig, visibility_radius: float, rows: 
                           cols: int) -> np.ndarray:
     """The float32 constants vector the kernels read: :func:`envs.sim.kernels.constants`
     of ``config`` on a rows x cols grid (the float32 numbers the NumPy code used), then
-    the visibility radius; so a fused step can pass the one vector to the battle step
-    and to :func:`observe_battles`. Built once per model, radius and grid."""
-    vector = np.append(kernels.constants(config, rows, cols), F32(visibility_radius))
+    the visibility radius, then each arm's drill steps (``config.arm_drill_steps``, as
+    the entity tokens read them); so a fused step can pass the one vector to the battle
+    step and to :func:`observe_battles`. Built once per model, radius and grid."""
+    vector = np.concatenate([kernels.constants(config, rows, cols), [F32(visibility_radius)],
+                             np.asarray(config.arm_drill_steps, F32)], dtype=F32)
     vector.flags.writeable = False
     return vector
 
@@ -351,6 +435,18 @@ _OWN_IN_FIGHT = OBSERVATION_FEATURES.index("own_in_fight")
 _ENEMIES_IN_FIGHT = OBSERVATION_FEATURES.index("enemies_in_fight")
 _PER_BATTALION = F32(1 / MAX_TEAM_SIZE)
 _UNIT_WIDTH = len(UNIT_STATE_FEATURES)
+# The arms blocks: each described battalion's ARMS_FEATURES in a run of _ARMS_WIDTH.
+_ARMS_WIDTH = len(ARMS_FEATURES)
+_FORMATION, _QUALITY, _DISORDER = (ARMS_FEATURES.index(name) for name in (
+    "formation_line", "quality", "disorder"))
+_OWN_ARMS, _FOCUS_ARMS, _ALLY_ARMS, _ENEMY_ARMS = (
+    OBSERVATION_FEATURES_WITH_ARMS.index(name) for name in (
+        "own_arm_infantry", "focus_arm_infantry", "ally_0_arm_infantry",
+        "enemy_0_arm_infantry"))
+_STATE_ARMS = STATE_FEATURES_WITH_ARMS.index("own_0_arm_infantry")
+_QUALITY_SCALE = F32(QUALITY_SCALE)
+# Rows of the ``arms`` scratch: each unit's quality as shown, and its disorder.
+_SHOWN_QUALITY, _SHOWN_DISORDER = range(2)
 # The kernels mirror Red's view as they write it: these beliefs change sign when formed
 # (_believe), own_x becomes 1 - x and own_heading_cos changes sign (_write_observations),
 # and so do each unit's x and heading cosine in the global state (_write_global_state):
@@ -366,9 +462,21 @@ assert [OBSERVATION_FEATURES[f] for f in range(DUEL_OBS_DIM + len(FOCUS_FEATURES
         if _OBS_MIRROR_SIGN[f] < 0 and f not in _FOCUS_AT] == ["own_x", "own_heading_cos"]
 assert np.flatnonzero(_OBS_MIRROR_OFFSET).tolist() == [_OWN_X]
 assert UNIT_STATE_FEATURES[1] == "x" and UNIT_STATE_FEATURES[3] == "heading_cos" and \
-    [STATE_FEATURES[f] for f in np.flatnonzero(_STATE_MIRROR_SIGN < 0)] == [
+    [STATE_FEATURES_WITH_ARMS[f] for f in np.flatnonzero(_STATE_MIRROR_SIGN < 0)] == [
         f"{who}_{k}_{name}" for who in ("own", "enemy") for k in range(MAX_TEAM_SIZE)
         for name in ("x", "heading_cos")]
+# The arms blocks are all in [0, 1] and unsigned: mirroring leaves them as they are.
+assert ARMS_FEATURES[:len(ARM_NAMES)] == tuple(f"arm_{name}" for name in ARM_NAMES) and \
+    _FORMATION == len(ARM_NAMES) and ARMS_FEATURES[_FORMATION:_QUALITY] == tuple(
+        f"formation_{name}" for name in FORMATION_NAMES) and _DISORDER == _QUALITY + 1
+assert (_OWN_ARMS, _FOCUS_ARMS, _ALLY_ARMS, _ENEMY_ARMS) == tuple(
+    OBS_DIM + _ARMS_WIDTH * n for n in (0, 1, 2, 2 + ALLY_SLOTS)) and \
+    _STATE_ARMS == STATE_DIM and STATE_FEATURES[STATE_DIM - 1] == \
+    "time_fraction"
+assert (_OBS_MIRROR_SIGN[OBS_DIM:] == 1).all() and \
+    not _OBS_MIRROR_OFFSET[OBS_DIM:].any() and \
+    (_STATE_MIRROR_SIGN[STATE_DIM:] == 1).all() and \
+    not ARMS_OBS_LOW[OBS_DIM:].any() and not ARMS_STATE_LOW[STATE_DIM:].any()
 assert sorted([*_FOCUS_AT, _OWN_X, _OWN_Y, _OWN_HEADING_COS, _OWN_HEADING_SIN, _OWN_STRENGTH,
                _OWN_MORALE, _TIME, _OWN_ELEVATION, _OWN_COVER, _OWN_READINESS]) == \
     list(range(DUEL_OBS_DIM + len(FOCUS_FEATURES))) and _ALLY_AT == DUEL_OBS_DIM + 3
@@ -557,12 +665,56 @@ def _insert(order, ranges, count, j, d):
 
 
 @kernel(inline="always")
+def _shown_arms(lo, hi, arm, quality, drill, k, arms):
+    """Each unit's quality over :data:`QUALITY_SCALE` (capped at 1) and disorder (drill
+    steps left over its arm's, 0 for an arm that does not drill) in battles ``lo`` to
+    ``hi - 1``, into ``arms[:, u, b - lo]``: the numbers of its entity token
+    (:func:`envs.battles.entity_tokens.entity_tokens`), worked out once, across battles,
+    for every block that shows the unit."""
+    assert lo >= 0  # battle indices lo + c load contiguously (see envs.sim.jit)
+    zero, one = F32(0), F32(1)
+    for u in range(arm.shape[0]):
+        shown_quality = min(quality[u] / _QUALITY_SCALE, one)
+        for c in range(hi - lo):
+            arms[_SHOWN_QUALITY, u, c] = shown_quality
+        drill_steps = k[K_DRILL_STEPS + np.intp(arm[u])]
+        if drill_steps > zero:
+            per_drill = max(drill_steps, one)
+            for c in range(hi - lo):
+                arms[_SHOWN_DISORDER, u, c] = F32(drill[u, lo + c]) / per_drill
+        else:
+            for c in range(hi - lo):
+                arms[_SHOWN_DISORDER, u, c] = zero
+
+
+@kernel(inline="always")
+def _write_arms(out, p, q, at, u, b, c, shown, arm, formation, arms):
+    """Battalion ``u``'s :data:`ARMS_FEATURES` in battle ``b`` (column ``c`` of ``arms``,
+    :func:`_shown_arms`) into ``out[p, q, at:]`` (zeros before): its arm and quality, and
+    its formation and disorder when ``shown`` (an enemy out of sight shows neither)."""
+    one = F32(1)
+    # Branch-free (whether an enemy is in sight is hard to predict; a branch here cost
+    # a quarter of writing the observations): a hidden formation and disorder are
+    # written as the zeros they are.
+    seen = one if shown else F32(0)
+    kind = np.intp(arm[u])
+    code = np.intp(formation[u, b])
+    quality = arms[_SHOWN_QUALITY, u, c]
+    disorder = arms[_SHOWN_DISORDER, u, c] * seen
+    out[p, q, at + kind] = one
+    out[p, q, at + _QUALITY] = quality
+    out[p, q, at + _FORMATION + code] = seen
+    out[p, q, at + _DISORDER] = disorder
+
+
+@kernel(inline="always")
 def _write_observations(b, c, x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
-                        destroyed, step, team, elevation, cover, in_fight, k, beliefs, obs,
-                        enemy_order, enemy_range, ally_order, ally_range):
+                        destroyed, step, team, elevation, cover, arm, formation, in_fight, k,
+                        beliefs, arms, obs, enemy_order, enemy_range, ally_order, ally_range):
     """Every battalion's observation in battle ``b``, into ``obs[b]``, from column ``c`` of
-    ``beliefs``: the enemies believed in the fight and the allies in it, each nearest
-    first. Battle by battle: each battalion's row is written whole, in order."""
+    ``beliefs`` and ``arms``: the enemies believed in the fight and the allies in it, each
+    nearest first, then the arms block of the same battalions. Battle by battle: each
+    battalion's row is written whole, in order."""
     n = team.shape[0]
     zero, one = F32(0), F32(1)
     time_fraction = min(F32(step[b]) * k[K_INV_MAX_STEPS], one)
@@ -580,7 +732,7 @@ def _write_observations(b, c, x, y, heading_cos, heading_sin, strength, morale, 
                 n_allies = _insert(ally_order, ally_range, n_allies, j,
                                    beliefs[i, j, _METRES, c])
 
-        for f in range(OBS_DIM):
+        for f in range(obs.shape[2]):
             obs[b, i, f] = zero
         own_x = x[i, b] * k[K_INV_WIDTH]
         # Red's own position and heading in its mirrored frame; its beliefs were
@@ -616,14 +768,32 @@ def _write_observations(b, c, x, y, heading_cos, heading_sin, strength, morale, 
         shown = min(n_enemies, ENEMY_SLOTS + 1)  # the focus and the enemy slots
         obs[b, i, _ENEMIES_IN_FIGHT] = min(F32(shown) * _PER_BATTALION, one)
 
+        # The arms block (battles with an order of battle): one's own, then the same
+        # battalions as the slots above; an enemy's formation and disorder only while it
+        # is in sight now.
+        if obs.shape[2] == OBS_DIM:
+            continue
+        _write_arms(obs, b, i, _OWN_ARMS, i, b, c, True, arm, formation, arms)
+        if n_enemies:
+            focus = enemy_order[0]
+            _write_arms(obs, b, i, _FOCUS_ARMS, focus, b, c,
+                        beliefs[i, focus, _VISIBLE, c] > zero, arm, formation, arms)
+        for s in range(min(n_enemies - 1, ENEMY_SLOTS)):
+            enemy = enemy_order[s + 1]
+            _write_arms(obs, b, i, _ENEMY_ARMS + s * _ARMS_WIDTH, enemy, b, c,
+                        beliefs[i, enemy, _VISIBLE, c] > zero, arm, formation, arms)
+        for s in range(min(n_allies, ALLY_SLOTS)):
+            _write_arms(obs, b, i, _ALLY_ARMS + s * _ARMS_WIDTH, ally_order[s], b, c, True, arm,
+                        formation, arms)
+
 
 @kernel(inline="always")
 def _write_global_state(b, x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
                         destroyed, step, team, k, state):
-    """Each side's global state of battle ``b``, into ``state[:, b]``: its first
-    :data:`MAX_TEAM_SIZE` battalions, then as many of the enemy's (zeros for those out
-    of the fight and for empty slots), then the time; Red's mirrored. Each entry is
-    written once."""
+    """Each side's global state of battle ``b`` but the arms blocks, into ``state[:, b]``:
+    its first :data:`MAX_TEAM_SIZE` battalions, then as many of the enemy's (zeros for
+    those out of the fight and for empty slots), then the time; Red's mirrored. Each
+    entry is written once."""
     n = team.shape[0]
     zero, one = F32(0), F32(1)
     inv_width, inv_height = k[K_INV_WIDTH], k[K_INV_HEIGHT]
@@ -656,6 +826,32 @@ def _write_global_state(b, x, y, heading_cos, heading_sin, strength, morale, rea
 
 
 @kernel(inline="always")
+def _write_global_arms(b, c, routed, destroyed, team, arm, formation, arms, state):
+    """Each side's global state's arms blocks of battle ``b``, into ``state[:, b]``: those
+    of the slots :func:`_write_global_state` fills (zeros for battalions out of the fight
+    and for empty slots), every formation shown, from column ``c`` of ``arms``
+    (:func:`_shown_arms`). A pass of its own: the same stores inside
+    :func:`_write_global_state`'s loop made :func:`observe_battles` a third slower in
+    2v2 battles (1.8 against 1.3 us a battle on one thread)."""
+    n = team.shape[0]
+    zero = F32(0)
+    for side in range(2):
+        for f in range(_STATE_ARMS, state.shape[2]):
+            state[side, b, f] = zero
+        for half in range(2):  # one's own battalions, then the enemy's
+            owner = side if half == 0 else 1 - side
+            filled = 0
+            for u in range(n):
+                if team[u] != owner or filled == MAX_TEAM_SIZE:
+                    continue
+                slot = half * MAX_TEAM_SIZE + filled
+                filled += 1
+                if _in_fight(routed, destroyed, u, b):
+                    _write_arms(state, side, b, _STATE_ARMS + slot * _ARMS_WIDTH, u, b, c, True,
+                                arm, formation, arms)
+
+
+@kernel(inline="always")
 def observation_width(n_units):
     """Battles :func:`observe_battles` works through together (at most :data:`CHUNK`): few
     enough that their beliefs (``N_BELIEFS`` x U x U floats each) stay in the core's
@@ -679,39 +875,46 @@ def observation_scratch(n_units):
     - ``work`` (4, width) float32: one pair's offsets, inverse distance and hit chance;
     - ``enemy_order``, ``ally_order`` (U,) int64 and ``enemy_range``, ``ally_range`` (U,)
       float32: one battalion's enemies believed in the fight and allies in it, nearest
-      first, and their distances.
+      first, and their distances;
+    - ``arms`` (2, U, width) float32: each unit's quality and disorder as the arms
+      blocks show them (:func:`_shown_arms`).
     """
     width = observation_width(n_units)
     return (np.empty((2, n_units, width), np.bool_),
             np.empty((n_units, n_units, N_BELIEFS, width), F32), np.empty((4, width), F32),
             np.empty(n_units, np.int64), np.empty(n_units, F32), np.empty(n_units, np.int64),
-            np.empty(n_units, F32))
+            np.empty(n_units, F32), np.empty((2, n_units, width), F32))
 
 
 @kernel(inline="always")
 def _observe_seen(start, stop, x, y, heading_cos, heading_sin, strength, morale, readiness,
-                  routed, destroyed, step, team, elevation, cover, los, values, in_fight,
-                  seen_step, k, obs, scratch):
+                  routed, destroyed, step, team, elevation, cover, arm, quality, formation, drill,
+                  los, values, in_fight, seen_step, k, obs, scratch):
     """Every battalion's beliefs and observation in battles ``start`` to ``stop - 1`` (at
     most :func:`observation_width` of them), from the reports and what each side sees
-    now (the ``sees`` of ``scratch``, :func:`observation_scratch`)."""
-    sees, beliefs, work, enemy_order, enemy_range, ally_order, ally_range = scratch
+    now (the ``sees`` of ``scratch``, :func:`observation_scratch`); each unit's quality
+    and disorder as shown into the ``arms`` of ``scratch`` (the global states' too)."""
+    sees, beliefs, work, enemy_order, enemy_range, ally_order, ally_range, arms = scratch
     _believe(start, stop, x, y, heading_cos, heading_sin, routed, destroyed, step, team, los,
              values, seen_step, sees, k, beliefs, work)
+    if obs.shape[2] > OBS_DIM:
+        _shown_arms(start, stop, arm, quality, drill, k, arms)
     for c in range(stop - start):
         _write_observations(start + c, c, x, y, heading_cos, heading_sin, strength, morale,
-                            readiness, routed, destroyed, step, team, elevation, cover, in_fight,
-                            k, beliefs, obs, enemy_order, enemy_range, ally_order, ally_range)
+                            readiness, routed, destroyed, step, team, elevation, cover, arm,
+                            formation, in_fight, k, beliefs, arms, obs, enemy_order, enemy_range,
+                            ally_order, ally_range)
 
 
 @kernel()
 def observe_battles(lo, hi, x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
-                    destroyed, step, team, elevation, cover, dist, los, values, in_fight,
-                    seen_step, reveal_all, k, obs, state, scratch):
+                    destroyed, step, team, elevation, cover, arm, quality, formation, drill, dist,
+                    los, values, in_fight, seen_step, reveal_all, k, obs, state, scratch):
     """Refresh the fog reports of battles ``lo`` to ``hi - 1`` (``values``/``in_fight``/
     ``seen_step``, in place) with what each side sees now (everything when
     ``reveal_all``, as at deployment), then write every battalion's observation
-    ``obs[b]`` (U, OBS_DIM) and each side's global state ``state[:, b]``.
+    ``obs[b]`` (U, OBS_DIM or ARMS_OBS_DIM) and each side's global state ``state[:, b]``
+    (the arms blocks only into outputs wide enough for them).
 
     Sight, reports and beliefs loop over battles innermost (vectorised across them,
     :func:`observation_width` battles at a time); the observations and global states
@@ -724,19 +927,22 @@ def observe_battles(lo, hi, x, y, heading_cos, heading_sin, strength, morale, re
         step: (B,) int32.
         team: (U,) int8, 0 Blue, 1 Red.
         elevation, cover: (U, B) float32, the ground under each battalion.
+        arm: (U,) int8 arm codes; quality: (U,) float32.
+        formation, drill: (U, B) int16 formation codes and drill steps left.
         dist: (U, U, B) float32 distances; los: (U, U, B) bool line of sight.
         values, in_fight, seen_step: the :class:`FogReports` arrays.
         reveal_all: refresh every report; the observations' ``visible`` flags stay
             what is in sight now.
         k: :func:`observation_constants`.
-        obs: (B, U, OBS_DIM) float32; state: (2, B, STATE_DIM) float32: outputs.
+        obs: (B, U, OBS_DIM or ARMS_OBS_DIM) float32; state: (2, B, STATE_DIM or
+            ARMS_STATE_DIM) float32: outputs.
         scratch: the tuple :func:`observation_scratch` gave the calling thread.
 
     A compiled function of its own, not inlined: its assertions inside a ``prange`` loop
     would keep Numba from running the loop in parallel.
     """
     assert lo >= 0  # battle indices start + c known non-negative (see envs.sim.jit)
-    sees = scratch[0]
+    sees, arms = scratch[0], scratch[-1]
     width = sees.shape[2]
     for start in range(lo, hi, width):
         stop = min(start + width, hi)
@@ -745,18 +951,23 @@ def observe_battles(lo, hi, x, y, heading_cos, heading_sin, strength, morale, re
                  readiness, routed, destroyed, step, elevation, cover, sees, reveal_all, values,
                  in_fight, seen_step)
         _observe_seen(start, stop, x, y, heading_cos, heading_sin, strength, morale,
-                      readiness, routed, destroyed, step, team, elevation, cover, los, values,
-                      in_fight, seen_step, k, obs, scratch)
+                      readiness, routed, destroyed, step, team, elevation, cover, arm, quality,
+                      formation, drill, los, values, in_fight, seen_step, k, obs, scratch)
         for c in range(stop - start):
             _write_global_state(start + c, x, y, heading_cos, heading_sin, strength, morale,
                                 readiness, routed, destroyed, step, team, k, state)
+        if state.shape[2] > STATE_DIM:
+            for c in range(stop - start):
+                _write_global_arms(start + c, c, routed, destroyed, team, arm, formation, arms,
+                                   state)
 
 
 # The public functions' own kernels: one stage of observe_battles each, over the batch.
 
 @kernel()
 def sightings_kernel(x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
-                     destroyed, step, team, elevation, cover, dist, los, radius):
+                     destroyed, step, team, elevation, cover, arm, quality, formation, drill,
+                     dist, los, radius):
     """:func:`sightings`: (2, U, B) bool."""
     n, batch = x.shape
     sees = np.empty((2, n, batch), np.bool_)
@@ -766,8 +977,8 @@ def sightings_kernel(x, y, heading_cos, heading_sin, strength, morale, readiness
 
 @kernel()
 def refresh_kernel(x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
-                   destroyed, step, team, elevation, cover, sees, battles, values, in_fight,
-                   seen_step):
+                   destroyed, step, team, elevation, cover, arm, quality, formation, drill, sees,
+                   battles, values, in_fight, seen_step):
     """:meth:`FogReports.refresh`: battle ``c`` of the unit arrays and ``sees`` (2, U, C)
     into battle ``battles[c]`` of the reports."""
     for c in range(battles.shape[0]):
@@ -778,11 +989,11 @@ def refresh_kernel(x, y, heading_cos, heading_sin, strength, morale, readiness, 
 
 @kernel()
 def observations_kernel(x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
-                        destroyed, step, team, elevation, cover, los, values, in_fight,
-                        seen_step, sees, k):
-    """:func:`battalion_observations`: (B, U, OBS_DIM) float32."""
+                        destroyed, step, team, elevation, cover, arm, quality, formation, drill,
+                        los, values, in_fight, seen_step, sees, k, obs_dim):
+    """:func:`battalion_observations`: (B, U, obs_dim) float32."""
     n, batch = x.shape
-    obs = np.empty((batch, n, OBS_DIM), F32)
+    obs = np.empty((batch, n, obs_dim), F32)
     scratch = observation_scratch(n)
     seeing = scratch[0]
     width = seeing.shape[2]
@@ -790,29 +1001,45 @@ def observations_kernel(x, y, heading_cos, heading_sin, strength, morale, readin
         stop = min(start + width, batch)
         seeing[:, :, :stop - start] = sees[:, :, start:stop]
         _observe_seen(start, stop, x, y, heading_cos, heading_sin, strength, morale,
-                      readiness, routed, destroyed, step, team, elevation, cover, los, values,
-                      in_fight, seen_step, k, obs, scratch)
+                      readiness, routed, destroyed, step, team, elevation, cover, arm, quality,
+                      formation, drill, los, values, in_fight, seen_step, k, obs, scratch)
     return obs
 
 
 @kernel()
 def global_states_kernel(x, y, heading_cos, heading_sin, strength, morale, readiness, routed,
-                         destroyed, step, team, elevation, cover, k):
-    """:func:`global_states`: (2, B, STATE_DIM) float32."""
-    batch = x.shape[1]
-    state = np.empty((2, batch, STATE_DIM), F32)
-    for b in range(batch):
-        _write_global_state(b, x, y, heading_cos, heading_sin, strength, morale, readiness,
-                            routed, destroyed, step, team, k, state)
+                         destroyed, step, team, elevation, cover, arm, quality, formation, drill,
+                         k, state_dim):
+    """:func:`global_states`: (2, B, state_dim) float32."""
+    n, batch = x.shape
+    state = np.empty((2, batch, state_dim), F32)
+    arms = observation_scratch(n)[-1]
+    width = arms.shape[2]
+    for start in range(0, batch, width):
+        stop = min(start + width, batch)
+        _shown_arms(start, stop, arm, quality, drill, k, arms)
+        for c in range(stop - start):
+            _write_global_state(start + c, x, y, heading_cos, heading_sin, strength, morale,
+                                readiness, routed, destroyed, step, team, k, state)
+            if state_dim > STATE_DIM:
+                _write_global_arms(start + c, c, routed, destroyed, team, arm, formation, arms,
+                                   state)
     return state
 
 
 assert DUEL_OBS_DIM == 25 and OBS_DIM == 25 + 3 + ALLY_SLOTS * 9 + ENEMY_SLOTS * 13 + 2
+assert ARMS_OBS_DIM == OBS_DIM + (2 + ALLY_SLOTS + ENEMY_SLOTS) * len(ARMS_FEATURES)
+assert ARMS_STATE_DIM == STATE_DIM + 2 * MAX_TEAM_SIZE * len(ARMS_FEATURES)
 
-__all__ = ["ALLY_FEATURES", "ALLY_SLOTS", "CRITIC_STATE_DIM", "ENEMY_FEATURES", "ENEMY_SLOTS",
-           "FOCUS_FEATURES", "FogReports", "MAX_TEAM_SIZE", "N_BELIEFS", "OBSERVATION_FEATURES",
-           "OBS_DIM", "OBS_HIGH", "OBS_LOW", "ROTATE_SIGN", "STATE_DIM", "STATE_FEATURES",
+__all__ = ["ALLY_FEATURES", "ALLY_SLOTS", "ARMS_CRITIC_STATE_DIM", "ARMS_FEATURES",
+           "ARMS_OBSERVATION_FEATURES", "ARMS_OBS_DIM", "ARMS_OBS_HIGH", "ARMS_OBS_LOW",
+           "ARMS_STATE_DIM", "ARMS_STATE_FEATURES", "ARMS_STATE_HIGH", "ARMS_STATE_LOW",
+           "CRITIC_STATE_DIM", "ENEMY_FEATURES", "ENEMY_SLOTS", "FOCUS_FEATURES", "FogReports",
+           "MAX_TEAM_SIZE", "N_BELIEFS", "OBSERVATION_FEATURES",
+           "OBSERVATION_FEATURES_WITH_ARMS", "OBS_DIM", "OBS_HIGH", "OBS_LOW", "QUALITY_SCALE",
+           "ROTATE_SIGN", "STATE_DIM", "STATE_FEATURES", "STATE_FEATURES_WITH_ARMS",
            "STATE_HIGH", "STATE_LOW", "TEAM_FEATURES", "UNIT_STATE_FEATURES",
+           "observation_dims",
            "battalion_observations", "critic_states", "global_states", "observation_constants",
            "observation_scratch", "observation_width", "observe", "observe_battles",
            "sightings"]

@@ -60,7 +60,8 @@ def team_battles(lo, hi, actions, rotate_sign, x0, y0, theta0, strength0, morale
     """Battles ``lo`` to ``hi - 1``: ``actions`` (B, U, 3), each in its side's frame, onto
     the map (``rotate_sign`` per unit) into ``orders``; the step into the output blocks of
     :func:`envs.sim.kernels.step_battles`; the fog reports (``values_``, ``in_fight_``,
-    ``seen_step_``) refreshed and the observations and global states written
+    ``seen_step_``) refreshed and the observations and global states written, with the
+    order of battle and the formations after the step from ``arms``
     (:func:`envs.battles.multi_observation.observe_battles`, ``seeing`` its scratch); both sides'
     reward components (:func:`envs.reward.side_reward`); and per battalion its reward
     (its side's, if it acted), whether it acted, terminated or was cut off, per battle
@@ -82,12 +83,13 @@ def team_battles(lo, hi, actions, rotate_sign, x0, y0, theta0, strength0, morale
     dealt, taken, volley = units[U_DEALT], units[U_TAKEN], units[U_VOLLEY]
     routed, destroyed = flags[F_ROUTED], flags[F_DESTROYED]
     dist = pairs[P_DIST]
+    arm, quality, _, _, _, _, _, modes = arms  # modes: the formations after the step
     batch = x0.shape[1]
     side_reward(lo, hi, team, BOTH_SIDES, weights, k, routed0, destroyed0, routed, destroyed,
                 strength, dist0, dist, dealt, taken, volley, reward_values, reward_total)
     observe_battles(lo, hi, x, y, cos_h, sin_h, strength, morale, readiness, routed, destroyed,
-                    new_step, team, elevation, cover, dist, los, values_, in_fight_, seen_step_,
-                    FOGGED, k, observation, global_state, seeing)
+                    new_step, team, elevation, cover, arm, quality, modes[0], modes[1], dist, los,
+                    values_, in_fight_, seen_step_, FOGGED, k, observation, global_state, seeing)
     for c in range(hi - lo):
         b = lo + c
         # A side is out when none of its battalions is left in the fight; the battle is
@@ -156,19 +158,22 @@ def team_step_parallel(actions, rotate_sign, x0, y0, theta0, strength0, morale0,
 
 @kernel()
 def restart_teams(battles, x, y, theta, strength, morale, readiness, routed, destroyed, step,
-                  team, patches, cover_map, k, samples, cos_h, sin_h, elevation, cover, dx, dy,
-                  dist, facing_cos, facing_sin, los, values, in_fight, seen_step, observation,
-                  global_state):
+                  team, arm, quality, formation, drill, patches, cover_map, k, samples, cos_h,
+                  sin_h, elevation, cover, dx, dy, dist, facing_cos, facing_sin, los, values,
+                  in_fight, seen_step, observation, global_state):
     """The geometry (unit-major, written in place), every report (both sides have scouted
     the field at deployment), the observations and the global states of the battles
-    ``battles`` just deployed, the rest left as they are."""
+    ``battles`` just deployed, the rest left as they are. ``arm``, ``quality`` (U,) and
+    ``formation``, ``drill`` (U, B) are the order of battle and the units' formations
+    (:func:`envs.battles.multi_observation.observe_battles`)."""
     seeing = observation_scratch(x.shape[0])
     for b in battles:
         sense_battles(b, b + 1, x, y, theta, team, patches, cover_map, k, samples, cos_h,
                       sin_h, elevation, cover, dx, dy, dist, facing_cos, facing_sin, los)
         observe_battles(b, b + 1, x, y, cos_h, sin_h, strength, morale, readiness, routed,
-                        destroyed, step, team, elevation, cover, dist, los, values, in_fight,
-                        seen_step, SCOUTED, k, observation, global_state, seeing)
+                        destroyed, step, team, elevation, cover, arm, quality, formation, drill,
+                        dist, los, values, in_fight, seen_step, SCOUTED, k, observation,
+                        global_state, seeing)
 
 
 def team_step_kernel(batch: int):

@@ -4,7 +4,10 @@ against (``tests/envs_kernels/test_team_observation_kernel.py``).
 
 The functions are the ones the module ran before its kernels, moved verbatim:
 ``FogReports.refresh`` is :func:`refresh` (``self`` is ``reports``); the feature
-layout, constants and mirroring tables are imported from the module itself.
+layout, constants and mirroring tables are imported from the module itself. The
+observations' and global states' arms blocks, which came after the kernels, are added
+at the end of each (:func:`unit_arms`, computed as the entity tokens compute them); the
+arm-blind entries before them are still the verbatim code's.
 """
 
 from __future__ import annotations
@@ -21,13 +24,17 @@ from envs.battles.multi_observation import (
     _STATE_X,
     ALLY_FEATURES,
     ALLY_SLOTS,
+    ARMS_FEATURES,
+    ARMS_STATE_DIM,
     ENEMY_FEATURES,
     ENEMY_SLOTS,
     MAX_TEAM_SIZE,
+    QUALITY_SCALE,
     STATE_DIM,
     FogReports,
 )
 from envs.sim.config import BattleConfig
+from envs.sim.constants import ARM_NAMES, FORMATION_NAMES
 from envs.sim.engine import Geometry
 from envs.sim.state import BattleState
 
@@ -127,7 +134,7 @@ def battalion_observations(state: BattleState, geometry: Geometry, reports: FogR
         config: the battle model's parameters.
 
     Returns:
-        (B, U, OBS_DIM) float32, C-contiguous.
+        (B, U, ARMS_OBS_DIM) float32, C-contiguous.
     """
     k = config.f32
     one = F32(1)
@@ -215,12 +222,32 @@ def battalion_observations(state: BattleState, geometry: Geometry, reports: FogR
     enemy_count = enemy_present.sum(axis=1, dtype=np.int32)
     team_block = np.minimum(np.stack([own_count, enemy_count]).astype(F32) * scale, one)
 
-    # Feature-major blocks -> (B, U, OBS_DIM) with the features contiguous.
+    # The arms block: each side's view of every unit (an enemy's formation and disorder
+    # only while in sight), gathered in the slots' order.
+    by_side = np.stack([unit_arms(state, config, sees[side].T) for side in (0, 1)])
+    battles = np.arange(batch)[None, None, :]
+    viewer_side = team[:, None, None]
+
+    def arms_of(order, present):  # (i, n, B) -> (i, n, B, ARMS)
+        return by_side[viewer_side, battles, order] * present[..., None]
+
+    own_arms = by_side[team[:, None], np.arange(batch)[None, :], np.arange(n_units)[:, None]]
+    enemy_arms = arms_of(enemy_order, enemy_present)
+    ally_arms = arms_of(ally_order, ally_present)
+    width = len(ARMS_FEATURES)
+    arms_block = np.zeros((n_units, 2 + ALLY_SLOTS + ENEMY_SLOTS, batch, width), F32)
+    arms_block[:, 0] = own_arms
+    arms_block[:, 1] = enemy_arms[:, 0]
+    arms_block[:, 2:2 + n_ally] = ally_arms
+    arms_block[:, 2 + ALLY_SLOTS:2 + ALLY_SLOTS + others] = enemy_arms[:, 1:]
+    arms_block = arms_block.transpose(1, 3, 0, 2).reshape(-1, *x.shape)  # feature-major
+
+    # Feature-major blocks -> (B, U, ARMS_OBS_DIM) with the features contiguous.
     features = np.concatenate([  # all float32: a float64 block would promote the lot
         duel,
         ally_block.transpose(1, 0, 2, 3).reshape(-1, *x.shape),
         enemy_block.transpose(1, 0, 2, 3).reshape(-1, *x.shape),
-        team_block], axis=0)
+        team_block, arms_block], axis=0)
     observations = np.ascontiguousarray(features.transpose(2, 1, 0))
     red = team == 1
     observations[:, red] = observations[:, red] * _OBS_MIRROR_SIGN + _OBS_MIRROR_OFFSET
@@ -234,8 +261,27 @@ def _allies_best(own_hit: np.ndarray, ally: np.ndarray, in_fight: np.ndarray) ->
     return engaged.max(axis=1)
 
 
+def unit_arms(state: BattleState, config: BattleConfig, shown: np.ndarray) -> np.ndarray:
+    """(B, U, len(ARMS_FEATURES)) float32: every unit's arm and formation one-hot, quality
+    and disorder, as :func:`envs.battles.entity_tokens.entity_tokens` computes them; the
+    formation and disorder only where ``shown`` (B, U)."""
+    batch, n_units = state.x.shape
+    arm = state.arm.astype(np.intp)
+    out = np.zeros((batch, n_units, len(ARMS_FEATURES)), F32)
+    out[:, np.arange(n_units), arm] = 1.0
+    formation = np.zeros((batch, n_units, len(FORMATION_NAMES)), F32)
+    np.put_along_axis(formation, state.formation.astype(np.intp)[..., None], 1.0, axis=2)
+    at = len(ARM_NAMES)
+    out[..., at:at + len(FORMATION_NAMES)] = formation * shown[..., None]
+    out[..., ARMS_FEATURES.index("quality")] = np.minimum(state.quality / QUALITY_SCALE, 1.0)
+    drill_steps = np.asarray(config.arm_drill_steps, F32)[arm]
+    out[..., ARMS_FEATURES.index("disorder")] = np.where(
+        shown & (drill_steps > 0), state.drill / np.maximum(drill_steps, 1), 0.0)
+    return out
+
+
 def global_states(state: BattleState, geometry: Geometry, config: BattleConfig) -> np.ndarray:
-    """Each side's fog-free picture of the battle: (2, B, STATE_DIM) float32.
+    """Each side's fog-free picture of the battle: (2, B, ARMS_STATE_DIM) float32.
 
     Row 0 is Blue's view (Blue's battalions first), row 1 Red's.
     """
@@ -251,9 +297,14 @@ def global_states(state: BattleState, geometry: Geometry, config: BattleConfig) 
                             axis=1)
     slots = padded[:, order]  # (feature, side, slot, B)
     batch = state.batch_size
-    out = np.empty((2, batch, STATE_DIM), F32)
-    out[:, :, :-1] = slots.transpose(1, 3, 2, 0).reshape(2, batch, -1)
-    out[:, :, -1] = np.minimum(state.step.astype(F32) * F32(1 / config.max_steps), one)
+    out = np.empty((2, batch, ARMS_STATE_DIM), F32)
+    out[:, :, :STATE_DIM - 1] = slots.transpose(1, 3, 2, 0).reshape(2, batch, -1)
+    out[:, :, STATE_DIM - 1] = np.minimum(
+        state.step.astype(F32) * F32(1 / config.max_steps), one)
+    # The arms blocks of the same slots, fog-free (every formation shown).
+    arms = unit_arms(state, config, np.ones(state.x.shape, bool)) * in_fight.T[..., None]
+    arms = np.concatenate([arms, np.zeros((batch, 1, arms.shape[2]), F32)], axis=1)
+    out[:, :, STATE_DIM:] = arms[:, order].transpose(1, 0, 2, 3).reshape(2, batch, -1)
     # Red's view, mirrored; an empty slot's x stays 0 (x -> in_fight - x).
     out[1] *= _STATE_MIRROR_SIGN
     out[1][:, _STATE_X] += out[1][:, _STATE_PRESENT]

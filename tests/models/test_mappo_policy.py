@@ -226,3 +226,65 @@ def test_actor_and_critic_modules_alone():
     assert critic(torch.randn(3, STATE)).shape == (3,)
     with pytest.raises(ValueError, match="hidden_sizes"):
         MAPPOCritic(STATE, hidden_sizes="128")
+
+
+# --- the formation head ------------------------------------------------------------------
+
+
+def test_a_formation_head_adds_the_formation_code_to_every_order():
+    policy = make(formation_orders=True, n_agents=2, share_parameters=False)
+    assert policy.order_width == ACT + 1 and policy.kwargs["formation_orders"] is True
+    obs = torch.randn(64, OBS)
+    agents = torch.arange(64) % 2
+    actions, log_probs = policy.act(obs, agent_idx=agents)
+    codes = actions[:, ACT]
+    assert actions.shape == (64, ACT + 1)
+    assert torch.equal(codes, codes.round()) and codes.min() >= -1 and codes.max() <= 3
+    # A fresh head keeps the formation most of the time: every change costs drill steps.
+    assert (codes == -1).float().mean() > 0.8
+    log_prob, entropy, _ = policy.evaluate_actions(obs, actions, torch.randn(64, STATE),
+                                                   agent_idx=agents)
+    torch.testing.assert_close(log_prob, log_probs)
+    gaussian_only = make(n_agents=2, share_parameters=False).evaluate_actions(
+        obs, actions[:, :ACT], torch.randn(64, STATE), agent_idx=agents)[1]
+    assert (entropy > gaussian_only).all()  # the categorical's entropy is added
+
+
+def test_keyed_draws_decide_the_formation_choice_by_its_probabilities():
+    policy = make(formation_orders=True)
+    obs = torch.randn(1, OBS).repeat(20_000, 1)
+    noise = torch.randn(20_000, ACT + 1, generator=torch.Generator().manual_seed(1))
+    actions, _ = policy.act(obs, noise=noise)
+    again, _ = policy.act(obs, noise=noise)
+    assert torch.equal(actions, again)
+    probs = torch.softmax(policy.actor.heads(obs[:1])[0, ACT:], -1)
+    shares = torch.bincount((actions[:, ACT] + 1).long(), minlength=5) / 20_000.0
+    torch.testing.assert_close(shares, probs.detach(), atol=0.01, rtol=0)
+    # The continuous orders are mean + std * noise, as without the head.
+    mean = policy.act(obs[:1], deterministic=True)[0][0, :ACT]
+    std = policy.actor.log_std.exp()
+    torch.testing.assert_close(actions[:5, :ACT], mean + std * noise[:5, :ACT])
+    with pytest.raises(ValueError, match="noise"):
+        policy.act(obs[:2], noise=noise[:2, :ACT])
+
+
+def test_a_policy_without_the_head_keeps_its_file_and_its_orders():
+    plain = make()
+    assert "formation_orders" not in plain.kwargs and plain.order_width == ACT
+    head = make(formation_orders=True)
+    obs = torch.randn(8, OBS)
+    # The head is its own layer: the trunk and the Gaussian start the same.
+    torch.testing.assert_close(head.act(obs, deterministic=True)[0][:, :ACT],
+                               plain.act(obs, deterministic=True)[0])
+    with pytest.raises(ValueError, match="formation_orders"):
+        plain.actor.heads(obs)
+    with pytest.raises(TypeError, match="formation_orders"):
+        make(formation_orders="yes")
+
+
+def test_a_policy_with_the_head_saves_and_loads(tmp_path):
+    policy = make(formation_orders=True)
+    loaded = load_policy(save_policy(policy, tmp_path / "p.pt"))
+    obs = torch.randn(8, OBS)
+    assert torch.equal(loaded.act(obs, deterministic=True)[0],
+                       policy.act(obs, deterministic=True)[0])

@@ -15,7 +15,7 @@ from envs.battlefield import Battlefield
 from envs.battles.multi_battalion_batch import MultiBattalionBatch
 from envs.commanders.doctrine import DisciplinedCommander
 from envs.commanders.orders import OrderedBattalionBatch, OrderRewards
-from envs.sim.constants import ACTION_DIM
+from envs.sim.constants import ACTION_DIM, KEEP_FORMATION
 from envs.sim.validation import check_int, check_scripted_level
 from models.mappo_policy import MAPPOPolicy
 from training.common.play import DRAW, LOSS, WIN, play, score, team_outcomes
@@ -29,7 +29,8 @@ _ORDER_DEFAULTS = dict(order_period=0, order_attack_share=0.0,
 
 def make_team_battles(n_battles: int, n_blue: int, n_red: int,
                       env_kwargs: dict[str, Any] | None = None,
-                      reward_weights=None, *, battlefield: Battlefield | None = None
+                      reward_weights=None, *, battlefield: Battlefield | None = None,
+                      order_of_battle: Any = None
                       ) -> MultiBattalionBatch | OrderedBattalionBatch:
     """A :class:`MultiBattalionBatch` from MultiBattalionEnv-style keyword arguments,
     wrapped in an :class:`~envs.commanders.orders.OrderedBattalionBatch` when ``order_period`` is
@@ -43,10 +44,15 @@ def make_team_battles(n_battles: int, n_blue: int, n_red: int,
         reward_weights: the team reward's shaping; None means the defaults.
         battlefield: the battlefield; a battlefield setting in ``env_kwargs`` must then
             agree with it.
+        order_of_battle: each unit's arm, formation and quality
+            (:class:`~envs.scenario.OrderOfBattle` or what its ``of`` reads); None fields
+            infantry in line. With one the observations carry the arms block
+            (:mod:`envs.battles.multi_observation`) and :func:`step_team` passes formation
+            orders.
 
     Raises:
         ValueError: for an unknown keyword (named), a bad value, or a setting that
-            contradicts ``battlefield``.
+            contradicts ``battlefield`` or the team sizes.
     """
     orders = dict(_ORDER_DEFAULTS)
     field: dict[str, Any] = {}
@@ -65,7 +71,8 @@ def make_team_battles(n_battles: int, n_blue: int, n_red: int,
     battlefield = Battlefield.from_kwargs(battlefield, **field)
     battles = MultiBattalionBatch(n_battles, n_blue, n_red, battlefield=battlefield,
                                   config=battlefield.battle_config(),
-                                  reward_weights=reward_weights)
+                                  reward_weights=reward_weights,
+                                  order_of_battle=order_of_battle)
     if not orders["order_period"]:
         return battles
     return OrderedBattalionBatch(battles, orders["order_period"], OrderRewards(
@@ -75,15 +82,17 @@ def make_team_battles(n_battles: int, n_blue: int, n_red: int,
 
 def team_actions(policy: Any, observations: np.ndarray, deterministic: bool,
                  noise: np.ndarray | None = None) -> np.ndarray:
-    """(b, n, 3) orders for (b, n, obs_dim) observations.
+    """(b, n, width) orders for (b, n, obs_dim) observations: ``[move, rotate, fire]``,
+    then, for a MAPPO policy with a formation head, the formation code
+    (:class:`~models.mappo_policy.Orders`; :func:`put_orders` writes them into the step's
+    buffers).
 
     ``policy`` is a MAPPO policy (agent i of a side uses its actor ``i mod
     n_agents``) or a battalion commander with ``predict`` that reads the duel's
     features, which lead every team observation (the disciplined doctrine
     commanding each battalion: :data:`DOCTRINE_TEAM`). A MAPPO policy that samples
-    uses ``noise`` ((b, n, 3) standard normal draws, the battles'
-    :meth:`~envs.battles.multi_battalion_batch.MultiBattalionBatch.action_noise`) when given,
-    else torch's generator.
+    uses ``noise`` ((b, n, >= order_width) standard normal draws, :func:`order_noise`;
+    the first ``order_width`` are its) when given, else torch's generator.
     """
     b, n, dim = observations.shape
     flat = np.ascontiguousarray(observations).reshape(-1, dim)
@@ -92,10 +101,39 @@ def team_actions(policy: Any, observations: np.ndarray, deterministic: bool,
                           np.float32).reshape(b, n, -1)
     agents = torch.arange(n).repeat(b) % policy.n_agents
     draws = None if noise is None or deterministic else torch.from_numpy(
-        np.ascontiguousarray(noise).reshape(b * n, -1))
+        np.ascontiguousarray(noise[..., :policy.order_width]).reshape(b * n, -1))
     actions, _ = policy.act(torch.from_numpy(flat), agent_idx=agents,
                             deterministic=deterministic, noise=draws)
     return actions.cpu().numpy().reshape(b, n, -1)
+
+
+def order_noise(battles: MultiBattalionBatch, formations: bool) -> np.ndarray:
+    """The battles' keyed draws of this step for a sampling commander: (B, U, 3)
+    :meth:`~envs.battles.multi_battalion_batch.MultiBattalionBatch.action_noise`, and with
+    ``formations`` the (B, U, 1) ``formation_noise`` after them."""
+    noise = battles.action_noise()
+    if not formations:
+        return noise
+    return np.concatenate((noise, battles.formation_noise()), axis=2)
+
+
+def put_orders(orders: np.ndarray, formations: np.ndarray, index: Any,
+               actions: np.ndarray) -> None:
+    """Write :func:`team_actions`' ``actions`` into a step's buffers at ``index``: the
+    first three numbers into ``orders`` (B, U, 3), the formation code, when there is
+    one, into ``formations`` (B, U) int8 (otherwise :data:`KEEP_FORMATION`)."""
+    orders[index] = actions[..., :ACTION_DIM]
+    formations[index] = actions[..., ACTION_DIM] if actions.shape[-1] > ACTION_DIM \
+        else KEEP_FORMATION
+
+
+def step_team(battles: MultiBattalionBatch, orders: np.ndarray, formations: np.ndarray):
+    """Step ``battles`` with (B, U, 3) ``orders`` and (B, U) ``formations``; the formation
+    orders reach the engine only in battles with an order of battle (infantry in line
+    keeps every formation, as it always has)."""
+    if battles.order_of_battle is None:
+        return battles.step(orders)
+    return battles.step(orders, formations)
 
 
 class PolicyCommander:
@@ -118,8 +156,11 @@ class PolicyCommander:
         self.deterministic = bool(deterministic)
 
     def __call__(self, battles: MultiBattalionBatch, units: np.ndarray) -> np.ndarray:
-        """(B, len(units), 3) orders of ``units`` in each unit's own frame."""
-        noise = None if self.deterministic else battles.action_noise()[:, units]
+        """(B, len(units), width) orders of ``units`` in each unit's own frame
+        (:func:`team_actions`: 3 numbers, and the formation code for a policy with a
+        formation head)."""
+        formations = bool(getattr(self.policy, "formation_orders", False))
+        noise = None if self.deterministic else order_noise(battles, formations)[:, units]
         return team_actions(self.policy, battles.observation[:, units], self.deterministic,
                             noise)
 
@@ -154,7 +195,8 @@ DOCTRINE_TEAM = DisciplinedCommander()
 def play_team_battles(policy: Any, opponent: Any, *, n_blue: int = 2, n_red: int = 2,
                       n_episodes: int = 20, deterministic: bool = True,
                       opponent_deterministic: bool = False, seed: int | None = None,
-                      env_kwargs: dict[str, Any] | None = None) -> np.ndarray:
+                      env_kwargs: dict[str, Any] | None = None,
+                      order_of_battle: Any = None) -> np.ndarray:
     """Play ``n_episodes`` battles at once, ``policy`` commanding Blue.
 
     Checks the arguments, then :func:`~training.common.play.play` with
@@ -162,8 +204,11 @@ def play_team_battles(policy: Any, opponent: Any, *, n_blue: int = 2, n_red: int
 
     Args:
         policy: a :class:`~models.mappo_policy.MAPPOPolicy` for Blue.
-        opponent: Red's commander: a scripted level (int 1..5), a MAPPOPolicy or a
-            battalion commander with ``predict`` (:data:`DOCTRINE_TEAM`).
+        opponent: Red's commander: a scripted level (int 1..5), a MAPPOPolicy, a
+            battalion commander with ``predict`` (:data:`DOCTRINE_TEAM`) or a batch
+            commander with ``orders(battles, units)``
+            (:class:`~envs.play.commanders.RedCommander`, e.g. the combined-arms
+            doctrine, :class:`~envs.play.commanders.CombinedArmsRed`).
         n_blue, n_red: battalions a side.
         n_episodes: battles (>= 1); battle ``i`` is episode 0 of seed ``seed + i``, and
             sampled orders use each battle's keyed draws (torch's generator is not
@@ -173,6 +218,8 @@ def play_team_battles(policy: Any, opponent: Any, *, n_blue: int = 2, n_red: int
         opponent_deterministic: the same for a policy opponent.
         seed: base seed (0 when None).
         env_kwargs: further MultiBattalionEnv settings (map size, max_steps, ...).
+        order_of_battle: each unit's arm, formation and quality (None: infantry in line),
+            as :func:`make_team_battles` takes it.
 
     Returns:
         (n_episodes,) int8 outcomes from Blue's side: 1 won, 0 drawn, -1 lost.
@@ -181,13 +228,15 @@ def play_team_battles(policy: Any, opponent: Any, *, n_blue: int = 2, n_red: int
     _check_opponent("opponent", opponent)
     base = 0 if seed is None else check_int("seed", seed, minimum=0)
     return play(policy, opponent, n_episodes, base,
-                TeamSettings(n_blue, n_red, env_kwargs, deterministic, opponent_deterministic))
+                TeamSettings(n_blue, n_red, env_kwargs, deterministic, opponent_deterministic,
+                             order_of_battle))
 
 
 def play_team_matches(policy: Any, opponents: Mapping[str, Any], *, n_blue: int = 2,
                       n_red: int = 2, n_episodes: int = 20, deterministic: bool = True,
                       opponent_deterministic: bool = False, seed: int | None = None,
-                      env_kwargs: dict[str, Any] | None = None) -> dict[str, np.ndarray]:
+                      env_kwargs: dict[str, Any] | None = None,
+                      order_of_battle: Any = None) -> dict[str, np.ndarray]:
     """Each opponent's outcomes of :func:`play_team_battles` with the same arguments,
     every match played in one batch of ``len(opponents) * n_episodes`` battles.
 
@@ -200,8 +249,8 @@ def play_team_matches(policy: Any, opponents: Mapping[str, Any], *, n_blue: int 
         policy: a :class:`~models.mappo_policy.MAPPOPolicy` for Blue.
         opponents: name -> Red's commander, as :func:`play_team_battles` takes it.
         n_blue, n_red, n_episodes, deterministic, opponent_deterministic, seed,
-            env_kwargs: as :func:`play_team_battles`; battle ``i`` of every match is
-            episode 0 of seed ``seed + i``.
+            env_kwargs, order_of_battle: as :func:`play_team_battles`; battle ``i`` of
+            every match is episode 0 of seed ``seed + i``.
 
     Returns:
         name -> (n_episodes,) int8 outcomes from Blue's side, in ``opponents``' order
@@ -219,7 +268,8 @@ def play_team_matches(policy: Any, opponents: Mapping[str, Any], *, n_blue: int 
     names = list(opponents)
     outcomes = play(policy, [opponents[name] for name in names], len(names) * n_episodes,
                     base, _Matches(TeamSettings(n_blue, n_red, env_kwargs, deterministic,
-                                                opponent_deterministic), n_episodes))
+                                                opponent_deterministic, order_of_battle),
+                                   n_episodes))
     return {name: outcomes[k * n_episodes:(k + 1) * n_episodes]
             for k, name in enumerate(names)}
 
@@ -228,14 +278,22 @@ def _check_opponent(field: str, opponent: Any) -> None:
     """Raise unless ``opponent`` is a Red commander :func:`play_team_battles` takes."""
     if _is_level(opponent):
         check_scripted_level(field, opponent)
-    elif not is_team_policy(opponent) and not callable(getattr(opponent, "predict", None)):
+    elif not (is_team_policy(opponent) or _is_batch_commander(opponent)
+              or callable(getattr(opponent, "predict", None))):
         raise TypeError(f"{field}={opponent!r} is invalid: expected a scripted level 1..5, "
-                        "a MAPPOPolicy or a battalion commander with predict (DOCTRINE_TEAM)")
+                        "a MAPPOPolicy, a battalion commander with predict (DOCTRINE_TEAM) "
+                        "or a batch commander with orders(battles, units)")
 
 
 def _is_level(opponent: Any) -> bool:
     """Whether Red is a scripted level rather than a policy."""
     return isinstance(opponent, (int, np.integer)) and not isinstance(opponent, bool)
+
+
+def _is_batch_commander(opponent: Any) -> bool:
+    """Whether Red gives a whole batch's orders itself
+    (:class:`~envs.play.commanders.RedCommander`: ``orders(battles, units)``)."""
+    return callable(getattr(opponent, "orders", None)) and not is_team_policy(opponent)
 
 
 @dataclass(frozen=True)
@@ -253,6 +311,7 @@ class TeamSettings:
         env_kwargs: further MultiBattalionEnv settings (map size, max_steps, ...).
         deterministic: Blue acts on its policy's mean.
         red_deterministic: the same for a policy Red.
+        order_of_battle: each unit's arm, formation and quality (None: infantry in line).
     """
 
     n_blue: int = 2
@@ -260,6 +319,7 @@ class TeamSettings:
     env_kwargs: Mapping[str, Any] | None = None
     deterministic: bool = True
     red_deterministic: bool = False
+    order_of_battle: Any = None
 
     @contextmanager
     def battles(self, blue: Any, red: Any, n: int, seed: int) -> Iterator[_TeamBattles]:
@@ -290,7 +350,8 @@ class _TeamBattles:
                  settings: TeamSettings) -> None:
         n_blue, n_red = settings.n_blue, settings.n_red
         n = n_each * len(reds)
-        self.battles = make_team_battles(n, n_blue, n_red, settings.env_kwargs)
+        self.battles = make_team_battles(n, n_blue, n_red, settings.env_kwargs,
+                                         order_of_battle=settings.order_of_battle)
         self.battles.reset(np.arange(n), [seed + i % n_each for i in range(n)],
                            np.zeros(n, np.int64))
         self.blue, self.settings = blue, settings
@@ -298,30 +359,41 @@ class _TeamBattles:
         self.red_units = np.arange(n_blue, n_blue + n_red)
         matches = [slice(k * n_each, (k + 1) * n_each) for k in range(len(reds))]
         # One call gives every scripted Red its orders, a level a battle (the battles of
-        # policy Reds get level 1's, which their policy's orders replace in step).
+        # the other Reds get level 1's, which their own orders replace in step).
         scripted = [_is_level(red) for red in reds]
         self.levels = np.repeat([int(red) if is_level else 1
                                  for red, is_level in zip(reds, scripted, strict=True)],
                                 n_each) if any(scripted) else None
-        self.policy_reds = [(red, rows) for red, rows, is_level
-                            in zip(reds, matches, scripted, strict=True) if not is_level]
+        self.other_reds = [(red, rows) for red, rows, is_level
+                           in zip(reds, matches, scripted, strict=True) if not is_level]
+        self.formation_heads = any(getattr(commander, "formation_orders", False)
+                                   for commander in (blue, *reds))
         self.actions = np.zeros((n, n_blue + n_red, ACTION_DIM), np.float32)
+        self.formations = np.full((n, n_blue + n_red), KEEP_FORMATION, np.int8)
+        self.scripted_formations = np.empty((n, n_red), np.int8)
         self.winner: np.ndarray | None = None
 
     def step(self) -> np.ndarray:
         observation = self.battles.observation
-        noise = self.battles.action_noise()
-        self.actions[:, self.blue_side] = team_actions(
+        noise = order_noise(self.battles, self.formation_heads)
+        put_orders(self.actions, self.formations, (slice(None), self.blue_side), team_actions(
             self.blue, observation[:, self.blue_side], self.settings.deterministic,
-            noise[:, self.blue_side])
+            noise[:, self.blue_side]))
         if self.levels is not None:
-            self.actions[:, self.red_side] = self.battles.scripted_actions(self.red_units,
-                                                                           self.levels)
-        for red, rows in self.policy_reds:
-            self.actions[rows, self.red_side] = team_actions(
+            self.actions[:, self.red_side] = self.battles.scripted_actions(
+                self.red_units, self.levels, self.scripted_formations)
+            self.formations[:, self.red_side] = self.scripted_formations
+        for red, rows in self.other_reds:
+            if _is_batch_commander(red):
+                orders, formations = red.orders(self.battles, self.red_units)
+                self.actions[rows, self.red_side] = orders[rows]
+                self.formations[rows, self.red_side] = KEEP_FORMATION if formations is None \
+                    else formations[rows]
+                continue
+            put_orders(self.actions, self.formations, (rows, self.red_side), team_actions(
                 red, observation[rows, self.red_side], self.settings.red_deterministic,
-                noise[rows, self.red_side])
-        result = self.battles.step(self.actions)
+                noise[rows, self.red_side]))
+        result = step_team(self.battles, self.actions, self.formations)
         self.winner = result.winner
         return result.battle_over
 
@@ -330,5 +402,5 @@ class _TeamBattles:
 
 
 __all__ = ["DOCTRINE_TEAM", "DRAW", "LOSS", "WIN", "PolicyCommander", "TeamSettings",
-           "is_team_policy", "make_team_battles", "play_team_battles", "play_team_matches",
-           "score", "team_actions"]
+           "is_team_policy", "make_team_battles", "order_noise", "play_team_battles",
+           "play_team_matches", "put_orders", "score", "step_team", "team_actions"]

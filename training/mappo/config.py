@@ -16,8 +16,15 @@ from functools import partial
 from typing import Any
 
 from envs.battles.multi_battalion_batch import bytes_per_battle, check_team_batch_size
-from envs.battles.multi_observation import CRITIC_STATE_DIM, MAX_TEAM_SIZE, OBS_DIM
+from envs.battles.multi_observation import (
+    ARMS_OBS_DIM,
+    ARMS_STATE_DIM,
+    MAX_TEAM_SIZE,
+    OBS_DIM,
+    STATE_DIM,
+)
 from envs.commanders.orders import ORDER_DIM, OrderRewards
+from envs.scenario import OrderOfBattle, ScenarioError
 from envs.sim.validation import (
     check_bool,
     check_count_fits,
@@ -48,16 +55,31 @@ from training.common.settings import (
     text,
     unit_interval,
 )
-from training.curriculum_scheduler import STAGE_LABELS
-
-TEAM_SAMPLE_BYTES = 4 * (OBS_DIM + CRITIC_STATE_DIM + 8)
-"""Memory of one battalion-step of Blue in a MAPPO rollout: float32 observation,
-critic input, action and five scalars."""
-TEAM_DEMONSTRATION_SAMPLE_BYTES = 2 * TEAM_SAMPLE_BYTES
-"""Memory of one battalion-step of the warm start's demonstrations (recorded, then
-copied for training)."""
+from training.curriculum_scheduler import STAGE_LABELS, load_scenario
 
 _team_size = partial(check_int, minimum=1, maximum=MAX_TEAM_SIZE)
+
+
+def _order_of_battle(name: str, value: Any) -> str | dict[str, Any] | None:
+    """None, a scenario name of ``configs/scenarios/`` whose units make the order of
+    battle, or a mapping ``{"blue": [...], "red": [...]}`` of units as a scenario lists
+    them (:meth:`envs.scenario.OrderOfBattle.of`); returned as given once it reads."""
+    if value is None:
+        return None
+    try:
+        read_order_of_battle(value)
+    except (ScenarioError, FileNotFoundError, TypeError, ValueError) as error:
+        raise ValueError(f"{name}={value!r} is invalid: expected None, a scenario name of "
+                         f"configs/scenarios/ or a mapping {{'blue': [...], 'red': [...]}} of "
+                         f"units ({error})") from None
+    return value
+
+
+def read_order_of_battle(value: str | dict[str, Any]) -> OrderOfBattle:
+    """The :class:`~envs.scenario.OrderOfBattle` a config's ``order_of_battle`` names."""
+    if isinstance(value, str):
+        return OrderOfBattle.of(load_scenario(value)["order_of_battle"])
+    return OrderOfBattle.of(value)
 
 
 def _stage(name: str, value: Any) -> str:
@@ -112,6 +134,15 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
         "benchmarks play) instead of scripted env.red_level; self-play deals its members "
         "among the rest.", unit_interval,
         "env.doctrine_share")
+    order_of_battle: Any = setting(
+        None, "Each battalion's arm, starting formation and quality: the name of a scenario "
+        "of configs/scenarios/ (its units: combined_arms fields infantry, cavalry and guns a "
+        "side) or {blue: [...], red: [...]} of units as a scenario lists them (e.g. cavalry, "
+        "or {type: artillery, formation: limbered}); its sides' sizes must be env.n_blue and "
+        "env.n_red. With one, the observations carry each unit's arm, formation, quality "
+        "and disorder, the actors order formations, and the doctrine battles are commanded "
+        "by the combined-arms doctrine; None: infantry of quality 1 in line, as always.",
+        _order_of_battle, "env.order_of_battle")
     order_period: int = setting(
         0, "Steps each random order lasts (envs.commanders.orders: a posture and an objective, "
         "seen after the observation, rewarded by the order terms below; the warm start then "
@@ -224,14 +255,27 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
     def __post_init__(self) -> None:
         super().__post_init__()
         n_units = self.n_blue + self.n_red
-        self.check_rollout_memory(bytes_per_battle(n_units), self.n_blue * TEAM_SAMPLE_BYTES)
+        self.check_rollout_memory(bytes_per_battle(n_units), self.n_blue * self.sample_bytes())
         for name in ("n_eval_episodes", "self_play_n_eval_episodes",
                      "self_play_exploitability_episodes"):
             # Evaluations play this many battles at once, as one batch.
             check_team_batch_size(name, getattr(self, name), n_units)
+        if self.order_of_battle is not None:
+            forces = read_order_of_battle(self.order_of_battle)
+            if (forces.n_blue, forces.n_red) != (self.n_blue, self.n_red):
+                raise ValueError(
+                    f"order_of_battle={self.order_of_battle!r} is invalid: it fields "
+                    f"{forces.n_blue} Blue and {forces.n_red} Red units, expected n_blue="
+                    f"{self.n_blue} and n_red={self.n_red}")
+            for name in ("curriculum", "order_period", "v1_checkpoint"):
+                if getattr(self, name):
+                    raise ValueError(f"{name}={getattr(self, name)!r} is invalid with an "
+                                     "order_of_battle: the curriculum's stages, the orders and "
+                                     "v1 commanders are infantry's; expected it off")
         if self.warm_start_doctrine is not None and self.v1_checkpoint is None:
             check_count_fits("warm_start_steps", self.warm_start_steps,
-                             self.n_blue * TEAM_DEMONSTRATION_SAMPLE_BYTES, "imitation samples")
+                             # recorded, then copied for training
+                             self.n_blue * 2 * self.sample_bytes(), "imitation samples")
         samples = self.rollout_n_steps() * self.n_envs * self.n_blue
         if self.batch_size is not None and self.batch_size > samples:
             raise ValueError(
@@ -245,10 +289,29 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
             "visibility_radius", "order_period", "order_attack_share", "reward_order_progress",
             "reward_order_hold")}
 
+    def sample_bytes(self) -> int:
+        """Memory of one battalion-step of Blue in a rollout: float32 observation, critic
+        input, order and five scalars."""
+        return 4 * (self.obs_dim() + self.critic_dim() + 8)
+
+    def forces(self) -> OrderOfBattle | None:
+        """The order of battle (:func:`read_order_of_battle`), or None."""
+        return None if self.order_of_battle is None else read_order_of_battle(
+            self.order_of_battle)
+
     def obs_dim(self) -> int:
-        """Length of a battalion's observation: the team observation, and its order
-        when the battalions follow orders."""
+        """Length of a battalion's observation: the team observation (with the arms
+        block when there is an order of battle), and its order when the battalions follow
+        orders."""
+        if self.order_of_battle is not None:
+            return ARMS_OBS_DIM
         return OBS_DIM + (ORDER_DIM if self.order_period else 0)
+
+    def critic_dim(self) -> int:
+        """Length of a battalion's critic input: its observation, then its side's global
+        state."""
+        state = ARMS_STATE_DIM if self.order_of_battle is not None else STATE_DIM
+        return self.obs_dim() + state
 
 
 CONFIG_FILE = ConfigFile("experiment_mappo_2v2", (MAPPOConfig, ResumeOptions), header="""
@@ -274,7 +337,8 @@ def mappo_config_from_nested(nested: Any) -> MAPPOConfig:
     return MAPPOConfig.from_nested(nested)
 
 
-__all__ = ["CONFIG_FILE", "MAPPOConfig", "check_mappo_field_names", "mappo_config_from_nested"]
+__all__ = ["CONFIG_FILE", "MAPPOConfig", "check_mappo_field_names", "mappo_config_from_nested",
+           "read_order_of_battle"]
 
 if __name__ == "__main__":
     print(f"wrote {CONFIG_FILE.write()}")

@@ -58,7 +58,8 @@ def evaluate_team_vs_pool(policy: MAPPOPolicy, opponent: MAPPOPolicy, n_blue: in
 def nash_exploitability_proxy(policy: MAPPOPolicy, pool: TeamOpponentPool, n_blue: int = 2,
                               n_red: int = 2, n_episodes_per_opponent: int = 10,
                               seed: int | None = None,
-                              env_kwargs: dict[str, Any] | None = None) -> float:
+                              env_kwargs: dict[str, Any] | None = None,
+                              order_of_battle: Any = None) -> float:
     """How far the pool's best member beats ``policy`` compared with the average member.
 
     For every snapshot ``i`` the opponent's win rate ``owr_i`` is the share of
@@ -75,12 +76,13 @@ def nash_exploitability_proxy(policy: MAPPOPolicy, pool: TeamOpponentPool, n_blu
         n_episodes_per_opponent: battles per snapshot (>= 1).
         seed: base seed; every snapshot meets the same battles.
         env_kwargs: further MultiBattalionEnv settings.
+        order_of_battle: each unit's arm, formation and quality (None: infantry in line).
 
     Returns:
         The proxy in [0, 1]; 0.0 for an empty pool.
     """
     rates = pool_opponent_win_rates(policy, pool, n_blue, n_red, n_episodes_per_opponent, seed,
-                                    env_kwargs)
+                                    env_kwargs, order_of_battle)
     if not rates:
         return 0.0
     return max(rates) - float(np.mean(rates))
@@ -89,7 +91,8 @@ def nash_exploitability_proxy(policy: MAPPOPolicy, pool: TeamOpponentPool, n_blu
 def pool_opponent_win_rates(policy: MAPPOPolicy, pool: TeamOpponentPool, n_blue: int = 2,
                             n_red: int = 2, n_episodes_per_opponent: int = 10,
                             seed: int | None = None,
-                            env_kwargs: dict[str, Any] | None = None) -> list[float]:
+                            env_kwargs: dict[str, Any] | None = None,
+                            order_of_battle: Any = None) -> list[float]:
     """Each snapshot's share of battles *won* against ``policy`` (oldest first; draws
     count for nobody). Arguments as for :func:`nash_exploitability_proxy`."""
     check_int("n_episodes_per_opponent", n_episodes_per_opponent, minimum=1)
@@ -97,6 +100,6 @@ def pool_opponent_win_rates(policy: MAPPOPolicy, pool: TeamOpponentPool, n_blue:
     for path in pool.snapshot_paths:
         outcomes = play_team_battles(policy, pool.load(path), n_blue=n_blue, n_red=n_red,
                                      n_episodes=n_episodes_per_opponent, seed=seed,
-                                     env_kwargs=env_kwargs)
+                                     env_kwargs=env_kwargs, order_of_battle=order_of_battle)
         rates.append(float((outcomes == LOSS).mean()))
     return rates

@@ -113,7 +113,7 @@ class SelfPlayHook(MAPPOHook):
         exploitability = nash_exploitability_proxy(
             trainer.policy, pool, battles.n_blue, battles.n_red,
             config.self_play_exploitability_episodes, seed=3 * 10**6 + step,
-            env_kwargs=config.field_kwargs())
+            env_kwargs=config.field_kwargs(), order_of_battle=config.forces())
         return {"self_play/win_rate_vs_pool": float((outcomes == WIN).mean()),
                 "self_play/exploitability": exploitability,
                 "elo/team_rating": self.registry.get_rating(config.elo_agent_name)}

@@ -22,13 +22,19 @@ import numpy as np
 import torch
 
 from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
-from envs.battles.multi_observation import STATE_DIM
 from envs.commanders.doctrine import DisciplinedCommander
 from envs.metrics.coordination import CoordinationTally, compute_all
-from envs.sim.constants import ACTION_DIM
+from envs.play.commanders import CombinedArmsRed
+from envs.sim.constants import ACTION_DIM, KEEP_FORMATION
 from models.mappo_policy import MAPPOPolicy
 from training.common.dealing import deal_battles
-from training.mappo.battles import make_team_battles, team_actions
+from training.mappo.battles import (
+    make_team_battles,
+    order_noise,
+    put_orders,
+    step_team,
+    team_actions,
+)
 from training.mappo.config import MAPPOConfig
 
 
@@ -45,8 +51,8 @@ class TrainingBattles:
         opponents: ``(policy, battles)`` pairs: frozen policies commanding the
             non-learning side of those battles; the rest are scripted.
         doctrine_battles: the battles (the last ``doctrine_share`` of them) whose
-            non-learning side the disciplined doctrine commands; no snapshot is dealt
-            to them.
+            non-learning side the doctrine commands (the disciplined doctrine; with an
+            order of battle the combined-arms doctrine); no snapshot is dealt to them.
         episode_return, agent_return: the learner's running return per battle and
             per battalion slot in the current episodes.
     """
@@ -58,7 +64,8 @@ class TrainingBattles:
         self.n_blue, self.n_red = n_blue, n_red
         self.n_battles = config.n_envs
         self.batch: MultiBattalionBatch = make_team_battles(
-            config.n_envs, n_blue, n_red, config.field_kwargs(), config.reward_weights())
+            config.n_envs, n_blue, n_red, config.field_kwargs(), config.reward_weights(),
+            order_of_battle=config.forces())
         seeds = rng.integers(0, 2**62, size=config.n_envs)
         self.batch.reset(np.arange(config.n_envs), [int(s) for s in seeds],
                          np.zeros(config.n_envs, np.int64))
@@ -69,9 +76,14 @@ class TrainingBattles:
         n_doctrine = int(round(config.doctrine_share * config.n_envs))
         self.doctrine_battles = np.arange(config.n_envs - n_doctrine, config.n_envs)
         self.doctrine = DisciplinedCommander(map_diagonal=float(np.hypot(
-            config.map_width, config.map_height)))
+            config.map_width, config.map_height))) if config.order_of_battle is None \
+            else CombinedArmsRed()
         self.orders = np.zeros((config.n_envs, n_blue + n_red, ACTION_DIM), np.float32)
         """(B, U, 3) order buffer reused every step."""
+        self.formations = np.full((config.n_envs, n_blue + n_red), KEEP_FORMATION, np.int8)
+        """(B, U) formation orders, reused every step (:func:`step_team`)."""
+        self.formation_heads = False
+        """Whether a dealt opponent orders formations (its draws are then needed)."""
         self.episode_return = np.zeros(config.n_envs, np.float32)
         self.agent_return = np.zeros((config.n_envs, 0), np.float32)
         self._layout()
@@ -95,6 +107,7 @@ class TrainingBattles:
             part.rng, part.batch, part.n_battles = None, batch, size
             part.learner_side = self.learner_side[rows].copy()
             part.orders = self.orders[rows].copy()
+            part.formations = self.formations[rows].copy()
             part.episode_return = self.episode_return[rows].copy()
             part.agent_return = self.agent_return[rows].copy()
             inside = [(policy, battles[(battles >= start) & (battles < start + size)] - start)
@@ -112,6 +125,7 @@ class TrainingBattles:
         """Take back the battles of :meth:`split`'s ``parts`` (in order) as they stand now."""
         self.batch.join([part.batch for part in parts])
         self.orders = np.concatenate([part.orders for part in parts])
+        self.formations = np.concatenate([part.formations for part in parts])
         self.episode_return = np.concatenate([part.episode_return for part in parts])
         self.agent_return = np.concatenate([part.agent_return for part in parts])
 
@@ -137,6 +151,7 @@ class TrainingBattles:
         self.opponents_deterministic = deterministic
         n_dealt = self.config.n_envs - len(self.doctrine_battles)  # the first n_dealt
         self.opponents = deal_battles(self.rng, n_dealt, opponents, scripted_share)
+        self.formation_heads = any(policy.formation_orders for policy, _ in self.opponents)
 
     def _layout(self, all_blue: bool | None = None) -> None:
         """Index the learner's battalions: slot ``k`` of battle ``b`` is unit
@@ -172,45 +187,62 @@ class TrainingBattles:
         return self.batch.global_state[self.learner_side, np.arange(self.n_battles)]
 
     def set_learner_orders(self, actions: np.ndarray) -> None:
-        """Write the learner's (B, n_slots, 3) orders into :attr:`orders`."""
+        """Write the learner's (B, n_slots, width) orders (:func:`team_actions`') into
+        :attr:`orders` and :attr:`formations`."""
         if self.all_blue:
-            self.orders[:, :self.n_blue] = actions
+            put_orders(self.orders, self.formations, (slice(None), slice(0, self.n_blue)),
+                       actions)
         else:
             valid = self.slot_valid
-            self.orders[self.rows.repeat(self.n_slots, 1)[valid], self.units[valid]] = \
-                actions[valid]
+            put_orders(self.orders, self.formations,
+                       (self.rows.repeat(self.n_slots, 1)[valid], self.units[valid]),
+                       actions[valid])
 
     def set_opponent_orders(self, noise: np.ndarray) -> None:
-        """Write the non-learning side's orders into :attr:`orders`; sampling opponents
-        use ``noise``, the battles' (B, U, 3) keyed draws of this step."""
+        """Write the non-learning side's orders into :attr:`orders` and
+        :attr:`formations`; sampling opponents use ``noise``, the battles' keyed draws of
+        this step (:func:`~training.mappo.battles.order_noise`)."""
         if self.all_blue:
-            self.orders[:, self.n_blue:] = self.red_actions(noise)
+            self.set_red_orders(noise)
             return
         every_unit = np.arange(self.n_blue + self.n_red)
-        scripted = self.batch.scripted_actions(every_unit, self.config.red_level)
+        formations = np.empty((self.n_battles, len(every_unit)), np.int8)
+        scripted = self.batch.scripted_actions(every_unit, self.config.red_level, formations)
         opponent_unit = self.batch.team[None, :] != self.learner_side[:, None]  # (B, U)
         self.orders[opponent_unit] = scripted[opponent_unit]
+        self.formations[opponent_unit] = formations[opponent_unit]
         observation = self.batch.observation
-        for policy, battles in self._commanders():
+        for commander, battles in self._commanders():
             for side, units in ((RED, self.red_units), (BLUE, np.arange(self.n_blue))):
                 chosen = battles[self.learner_side[battles] != side]
                 if len(chosen):
-                    self.orders[chosen[:, None], units] = team_actions(
-                        policy, observation[chosen][:, units], self.opponents_deterministic,
-                        noise[chosen][:, units])
+                    self._command(commander, chosen, units, observation, noise)
 
-    def red_actions(self, noise: np.ndarray) -> np.ndarray:
-        """(B, n_red, 3) Red's orders when Blue learns in every battle (``noise``: the
-        battles' keyed draws of this step)."""
-        red = self.batch.scripted_actions(self.red_units, self.config.red_level)
+    def set_red_orders(self, noise: np.ndarray) -> None:
+        """Write Red's orders into :attr:`orders` and :attr:`formations` when Blue learns
+        in every battle (``noise``: the battles' keyed draws of this step)."""
+        red = self.red_units
+        formations = np.empty((self.n_battles, len(red)), np.int8)
+        self.orders[:, red] = self.batch.scripted_actions(red, self.config.red_level,
+                                                          formations)
+        self.formations[:, red] = formations
         commanders = self._commanders()
         if commanders:
             observation = self.batch.observation
-            for policy, battles in commanders:
-                red[battles] = team_actions(policy, observation[battles][:, self.red_units],
-                                            self.opponents_deterministic,
-                                            noise[battles][:, self.red_units])
-        return red
+            for commander, battles in commanders:
+                self._command(commander, battles, red, observation, noise)
+
+    def _command(self, commander: Any, battles: np.ndarray, units: np.ndarray,
+                 observation: np.ndarray, noise: np.ndarray) -> None:
+        """Write ``commander``'s orders of ``units`` in ``battles``."""
+        index = (battles[:, None], units)
+        if isinstance(commander, CombinedArmsRed):
+            orders, formations = commander.orders(self.batch, units)
+            self.orders[index], self.formations[index] = orders[battles], formations[battles]
+            return
+        put_orders(self.orders, self.formations, index, team_actions(
+            commander, observation[battles][:, units], self.opponents_deterministic,
+            noise[battles][:, units]))
 
     def _commanders(self) -> list[tuple[Any, np.ndarray]]:
         """``(commander, battles)`` of every battle whose other side is not scripted."""
@@ -264,11 +296,13 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int,
     shape = (n_steps, n_envs, nb)
     # Battalions that follow orders (envs.commanders.orders) see them after their observation.
     obs_dim = batch.observation.shape[-1]
-    critic_dim = obs_dim + STATE_DIM
+    critic_dim = obs_dim + batch.global_state.shape[-1]
+    width = policy.order_width
+    draws = policy.formation_orders or battles.formation_heads
     # Every entry is written below, so the buffers need no zeroing.
     obs = torch.empty(shape + (obs_dim,))
     critic_state = torch.empty(shape + (critic_dim,))
-    actions = torch.empty(shape + (ACTION_DIM,))
+    actions = torch.empty(shape + (width,))
     log_probs, values = torch.empty(shape), torch.empty(shape)
     rewards, dones = np.zeros(shape, np.float32), np.zeros(shape, np.float32)
     valid = np.zeros(shape, bool)
@@ -290,17 +324,17 @@ def collect(policy: MAPPOPolicy, battles: TrainingBattles, n_steps: int,
         valid[t] = battles.learner_view(batch.in_fight) & battles.slot_valid
         # Sampling draws are keyed by battle and step, so a battle's rollout is the
         # same whichever part of a split (or worker) it is collected in.
-        noise = batch.action_noise()
+        noise = order_noise(batch, draws)
         sampled, log_prob = policy.act(
             obs[t].reshape(-1, obs_dim), agent_idx=agents,
-            noise=torch.from_numpy(battles.learner_view(noise).reshape(-1, ACTION_DIM)))
-        actions[t] = sampled.cpu().reshape(n_envs, nb, ACTION_DIM)
+            noise=torch.from_numpy(battles.learner_view(noise[..., :width]).reshape(-1, width)))
+        actions[t] = sampled.cpu().reshape(n_envs, nb, width)
         log_probs[t] = log_prob.cpu().reshape(n_envs, nb)
         values[t] = policy.get_value(critic_state[t].reshape(-1, critic_dim)).cpu().reshape(
             n_envs, nb)
         battles.set_learner_orders(actions[t].numpy())
         battles.set_opponent_orders(noise)
-        result = batch.step(battles.orders)
+        result = step_team(batch, battles.orders, battles.formations)
         coordination.add(compute_all(batch.state, batch.last_events, batch.config,
                                      battles.learner_side, result.acted))
 

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from envs.battles.multi_battalion_batch import RED
-from envs.battles.multi_observation import STATE_DIM
+from envs.play.commanders import CombinedArmsRed
 from envs.sim.constants import ACTION_DIM
 from models.mappo_files import load_policy, save_policy
 from models.mappo_policy import MAPPOPolicy
@@ -126,12 +126,13 @@ class MAPPOTrainer:
         largest_team = max([config.n_blue] + [kw["n_blue"] for kw in STAGE_ENV_KWARGS.values()]
                            if config.curriculum else [config.n_blue])
         self.policy = MAPPOPolicy(
-            config.obs_dim(), ACTION_DIM, config.obs_dim() + STATE_DIM, n_agents=largest_team,
+            config.obs_dim(), ACTION_DIM, config.critic_dim(), n_agents=largest_team,
             share_parameters=config.share_parameters,
             actor_hidden_sizes=tuple(config.actor_hidden_sizes),
             critic_hidden_sizes=tuple(config.critic_hidden_sizes),
             log_std_init=config.log_std_init,
-            normalize_observations=config.normalize_observations).to(self.device)
+            normalize_observations=config.normalize_observations,
+            formation_orders=config.order_of_battle is not None).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.learning_rate,
                                           eps=1e-5)
         self.total_steps = self.episodes = self.self_play_version = 0
@@ -221,7 +222,8 @@ class MAPPOTrainer:
         """
         settings = dict(n_blue=self.battles.n_blue, n_red=self.battles.n_red,
                         env_kwargs=self.config.field_kwargs(),
-                        opponent_deterministic=opponent_deterministic)
+                        opponent_deterministic=opponent_deterministic,
+                        order_of_battle=self.config.forces())
         if self.config.distributed:
             return self.workers.play(self.policy, opponents, n_episodes, seed, **settings)
         return play_team_matches(self.policy, opponents, n_episodes=n_episodes, seed=seed,
@@ -293,8 +295,10 @@ class MAPPOTrainer:
 
     def anchors(self) -> dict[str, Any]:
         """The league's fixed members (:data:`~training.league.layout.ANCHORS`) as
-        opponents: scripted L5 and the disciplined doctrine commanding Red's battalions."""
-        return {"scripted_team_l5": 5, "doctrine_team": DOCTRINE_TEAM}
+        opponents: scripted L5 and the doctrine: the disciplined doctrine commanding Red's
+        battalions, or with an order of battle the combined-arms doctrine."""
+        doctrine = DOCTRINE_TEAM if self.config.order_of_battle is None else CombinedArmsRed()
+        return {"scripted_team_l5": 5, "doctrine_team": doctrine}
 
     def deal(self, opponents: list[MAPPOPolicy], scripted_share: float) -> None:
         """:meth:`TrainingBattles.deal` on the training battles (sampling opponents)."""

@@ -9,6 +9,11 @@ from the first 25 features of its observation, which are the duel's view of its
 focus enemy; the policy's actor learns its orders and the critic the returns
 they earned, then MAPPO improves on it. (A trained v1 commander, given as
 ``v1_checkpoint``, is the other way in and takes precedence.)
+
+In battles with an order of battle the teacher is the combined-arms doctrine
+(:class:`~envs.play.commanders.CombinedArmsRed`, which reads the field, not the
+observation), formations included: the formation head learns its formation orders by
+cross-entropy beside the mean orders.
 """
 
 from __future__ import annotations
@@ -16,30 +21,34 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
-from envs.battles.multi_observation import STATE_DIM
 from envs.battles.observation import OBS_DIM as DUEL_OBS_DIM
 from envs.commanders.orders import OrderFollower
-from envs.sim.constants import ACTION_DIM
+from envs.play.commanders import CombinedArmsRed
+from envs.sim.constants import ACTION_DIM, KEEP_FORMATION
 from envs.sim.validation import check_int, check_positive
-from models.mappo_policy import MAPPOPolicy
+from models.mappo_policy import FORMATION_CHOICES, MAPPOPolicy
 from training.common.imitation import (
     HOLD_RANGE,
     discounted_returns,
     fit_minibatches,
     make_doctrine,
 )
+from training.mappo.battles import order_noise, put_orders, step_team
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class TeamDemonstrations:
-    """Recorded play of every Blue battalion: observations (N, OBS_DIM), critic inputs
-    (N, CRITIC_STATE_DIM), orders (N, 3), discounted returns (N,), battalion index (N,)."""
+    """Recorded play of every Blue battalion: observations (N, obs_dim), critic inputs
+    (N, critic_dim), orders (N, 3, or 4 with the formation code of a combined-arms
+    teacher), discounted returns (N,), battalion index (N,)."""
 
     observations: np.ndarray
     critic_states: np.ndarray
@@ -54,7 +63,9 @@ def collect_team_demonstrations(battles, teacher, n_steps: int,
 
     Args:
         battles: :class:`~training.train_mappo.TrainingBattles` (Red as configured there).
-        teacher: a duel commander (``predict(duel_obs) -> (orders, _)``).
+        teacher: a duel commander (``predict(duel_obs) -> (orders, _)``), or the
+            combined-arms doctrine (:class:`~envs.play.commanders.CombinedArmsRed`), whose
+            formation orders are recorded after its orders.
         n_steps: env-steps to play, summed over battles (>= 1).
         gamma: discount of the returns.
 
@@ -68,24 +79,31 @@ def collect_team_demonstrations(battles, teacher, n_steps: int,
     shape = (rounds, n_envs, nb)
     # Battalions that follow orders (envs.commanders.orders) see them after their observation.
     obs_dim = batch.observation.shape[-1]
+    critic_dim = obs_dim + batch.global_state.shape[-1]
+    arms = isinstance(teacher, CombinedArmsRed)
     observations = np.zeros(shape + (obs_dim,), np.float32)
-    critic_states = np.zeros(shape + (obs_dim + STATE_DIM,), np.float32)
-    actions = np.zeros(shape + (3,), np.float32)
+    critic_states = np.zeros(shape + (critic_dim,), np.float32)
+    actions = np.zeros(shape + (ACTION_DIM + arms,), np.float32)
     rewards = np.zeros(shape, np.float32)
     dones, valid = np.zeros(shape, bool), np.zeros(shape, bool)
-    orders = battles.orders
+    blue = np.arange(nb)
     for t in range(rounds):
         observations[t] = batch.observation[:, :nb]
         critic_states[t] = batch.critic_state[:, :nb]
         valid[t] = batch.in_fight[:, :nb]
-        # A doctrine reads the duel's view; an order follower the order too.
-        width = obs_dim if getattr(teacher, "reads_orders", False) else DUEL_OBS_DIM
-        view = observations[t, :, :, :width].reshape(-1, width)
-        taught = np.asarray(teacher.predict(view, deterministic=True)[0], np.float32)
-        actions[t] = taught.reshape(n_envs, nb, ACTION_DIM)
-        orders[:, :nb] = actions[t]
-        orders[:, nb:] = battles.red_actions(batch.action_noise())
-        result = batch.step(orders)
+        if arms:
+            taught, formations = teacher.orders(batch, blue)
+            actions[t, :, :, :ACTION_DIM] = taught
+            actions[t, :, :, ACTION_DIM] = formations
+        else:
+            # A doctrine reads the duel's view; an order follower the order too.
+            width = obs_dim if getattr(teacher, "reads_orders", False) else DUEL_OBS_DIM
+            view = observations[t, :, :, :width].reshape(-1, width)
+            taught = np.asarray(teacher.predict(view, deterministic=True)[0], np.float32)
+            actions[t] = taught.reshape(n_envs, nb, ACTION_DIM)
+        put_orders(battles.orders, battles.formations, (slice(None), blue), actions[t])
+        battles.set_red_orders(order_noise(batch, battles.formation_heads))
+        result = step_team(batch, battles.orders, battles.formations)
         rewards[t] = result.reward[:, :nb]
         dones[t] = result.terminated[:, :nb] | result.truncated[:, :nb]
         over = np.flatnonzero(result.battle_over)
@@ -101,14 +119,25 @@ def collect_team_demonstrations(battles, teacher, n_steps: int,
 def clone_team(policy: MAPPOPolicy, demonstrations: TeamDemonstrations, *, epochs: int = 10,
                batch_size: int = 1024, learning_rate: float = 1e-3,
                seed: int = 0) -> dict[str, float]:
-    """Fit the actors' mean orders to the demonstrations and the critic to their returns.
+    """Fit the actors' mean orders to the demonstrations and the critic to their returns;
+    with a formation head and demonstrations that carry formation codes, the head's
+    choice too (cross-entropy, added to the action loss).
 
     Returns:
         The final epoch's mean action and value losses.
+
+    Raises:
+        ValueError: if the demonstrations carry formation codes and the policy has no
+            formation head, or the other way round.
     """
     epochs = check_int("epochs", epochs, minimum=1)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     check_positive("learning_rate", learning_rate)
+    width = demonstrations.actions.shape[-1]
+    if width != policy.order_width:
+        raise ValueError(f"demonstrations hold orders of {width} numbers: expected the "
+                         f"policy's order_width={policy.order_width} (a formation head learns "
+                         "from a combined-arms teacher, and only a formation head does)")
     if len(demonstrations.observations) == 0:
         # Only steps whose return is known are kept: no battle ended within the steps.
         logger.warning("MAPPO behaviour cloning skipped: no battle ended within the "
@@ -124,8 +153,12 @@ def clone_team(policy: MAPPOPolicy, demonstrations: TeamDemonstrations, *, epoch
     value_scale = max(1.0, float(returns.var()))
 
     def batch_losses(index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        mean = _mean_orders(policy, observations[index], agents[index])
-        action_loss = ((mean - actions[index]) ** 2).mean()
+        heads = _mean_orders(policy, observations[index], agents[index])
+        taught = actions[index]
+        action_loss = ((heads[:, :ACTION_DIM] - taught[:, :ACTION_DIM]) ** 2).mean()
+        if policy.formation_orders:
+            choice = (taught[:, ACTION_DIM] - KEEP_FORMATION).round().long()
+            action_loss = action_loss + F.cross_entropy(heads[:, ACTION_DIM:], choice)
         value_loss = ((policy.critic(states[index]) - returns[index]) ** 2).mean() / value_scale
         return action_loss, value_loss
 
@@ -141,14 +174,19 @@ def clone_team(policy: MAPPOPolicy, demonstrations: TeamDemonstrations, *, epoch
 
 def _mean_orders(policy: MAPPOPolicy, observations: torch.Tensor,
                  agents: torch.Tensor) -> torch.Tensor:
-    """Each sample's mean order under its own battalion's actor (with gradients)."""
+    """Each sample's mean order under its own battalion's actor (with gradients), then
+    its formation logits when the actors have a formation head."""
+    def heads(actor: Any, obs: torch.Tensor) -> torch.Tensor:
+        return actor.heads(obs) if policy.formation_orders else actor(obs)[0]
+
     if policy.share_parameters:
-        return policy.actor(observations)[0]
-    mean = observations.new_zeros(len(observations), policy.action_dim)
+        return heads(policy.actor, observations)
+    width = policy.action_dim + (FORMATION_CHOICES if policy.formation_orders else 0)
+    out = observations.new_zeros(len(observations), width)
     for k in torch.unique(agents).tolist():
         mask = agents == k
-        mean = mean.index_put((mask,), policy.get_actor(k)(observations[mask])[0])
-    return mean
+        out = out.index_put((mask,), heads(policy.get_actor(k), observations[mask]))
+    return out
 
 
 def warm_start_team(policy: MAPPOPolicy, battles, doctrine: str, n_steps: int, *,
@@ -164,10 +202,14 @@ def warm_start_team(policy: MAPPOPolicy, battles, doctrine: str, n_steps: int, *
         (:func:`clone_team`) and the number of samples it learnt from.
     """
     config = battles.config
-    # Battalions that follow orders learn from one that does, not from the doctrine.
-    teacher = OrderFollower(map_diagonal=math.hypot(config.map_width, config.map_height)) \
-        if config.order_period else make_doctrine(doctrine, config.map_width,
-                                                  config.map_height, hold_range)
+    # Battalions that follow orders learn from one that does, and battalions of several
+    # arms from the combined-arms doctrine, not from the disciplined doctrine.
+    if config.order_period:
+        teacher = OrderFollower(map_diagonal=math.hypot(config.map_width, config.map_height))
+    elif config.order_of_battle is not None:
+        teacher = CombinedArmsRed()
+    else:
+        teacher = make_doctrine(doctrine, config.map_width, config.map_height, hold_range)
     demonstrations, used = collect_team_demonstrations(battles, teacher, n_steps, gamma)
     if policy.normalize_observations:
         if len(demonstrations.observations):

@@ -1,0 +1,124 @@
+"""MAPPO with an order of battle: the observations carry the arms, the actors order
+formations, the scripted Red and the combined-arms doctrine use theirs, and a run
+imitates the combined-arms doctrine, formations included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from envs.battles.multi_observation import ARMS_OBS_DIM, ARMS_STATE_DIM, OBS_DIM
+from envs.play.commanders import CombinedArmsRed
+from envs.sim import constants as C
+from models.mappo_policy import MAPPOPolicy
+from training.mappo.battles import TeamSettings, play_team_battles
+from training.mappo.config import MAPPOConfig
+from training.mappo.trainer import MAPPOTrainer
+from training.mappo.warm_start import TeamDemonstrations, clone_team
+from training.train_mappo import policy_from_checkpoint, train_mappo
+
+ARMS = {"blue": ["infantry", "cavalry"], "red": ["infantry", {"type": "artillery",
+                                                              "formation": "limbered"}]}
+ROLLOUT = 8 * 16
+
+
+def tiny(tmp_path, **changes) -> MAPPOConfig:
+    settings = dict(n_envs=8, n_steps=16, batch_size=128, n_epochs=1, max_steps=60,
+                    total_timesteps=2 * ROLLOUT, checkpoint_freq=ROLLOUT, eval_freq=ROLLOUT,
+                    n_eval_episodes=4, checkpoint_dir=str(tmp_path / "ck"),
+                    log_dir=str(tmp_path / "logs"), elo_registry_path=str(tmp_path / "elo.json"),
+                    self_play_pool_dir=str(tmp_path / "pool"), enable_wandb=False,
+                    progress_bar=False, order_of_battle=ARMS)
+    settings.update(changes)
+    return MAPPOConfig(**settings)
+
+
+def policy(formation_orders: bool = True, **changes) -> MAPPOPolicy:
+    torch.manual_seed(0)
+    return MAPPOPolicy(ARMS_OBS_DIM, C.ACTION_DIM, ARMS_OBS_DIM + ARMS_STATE_DIM,
+                       formation_orders=formation_orders, **changes)
+
+
+def test_an_order_of_battle_is_checked_and_sizes_the_networks(tmp_path):
+    config = tiny(tmp_path)
+    assert config.obs_dim() == ARMS_OBS_DIM
+    assert config.critic_dim() == ARMS_OBS_DIM + ARMS_STATE_DIM
+    assert tiny(tmp_path, order_of_battle=None).obs_dim() == OBS_DIM
+    assert tiny(tmp_path, order_of_battle="combined_arms", n_blue=4, n_red=4).forces().arm \
+        == (0, 0, 1, 2) * 2
+    with pytest.raises(ValueError, match="order_of_battle.*expected n_blue=2"):
+        tiny(tmp_path, order_of_battle="combined_arms")
+    with pytest.raises(ValueError, match="order_of_battle='nowhere'"):
+        tiny(tmp_path, order_of_battle="nowhere")
+    with pytest.raises(ValueError, match="order_of_battle"):
+        tiny(tmp_path, order_of_battle={"blue": ["dragoons"], "red": ["infantry"]})
+    with pytest.raises(ValueError, match="curriculum"):
+        tiny(tmp_path, curriculum=True)
+
+
+def test_the_formation_head_orders_reach_the_engine():
+    square = policy()
+    with torch.no_grad():  # every Blue unit orders square whatever it sees
+        square.actor.formation_head.bias[C.SQUARE + 1] = 100.0
+    settings = TeamSettings(order_of_battle=ARMS)
+    with settings.battles(square, 5, 4, seed=3) as battles:
+        for _ in range(12):
+            battles.step()
+        formation = battles.battles.state.formation
+    # Infantry forms square; cavalry cannot, and keeps its line.
+    assert (formation[:, 0] == C.SQUARE).all() and (formation[:, 1] == C.LINE).all()
+
+
+def test_arms_battles_are_played_against_every_kind_of_red():
+    blue = policy()
+    for red in (5, CombinedArmsRed(), policy(formation_orders=False), blue):
+        outcomes = play_team_battles(blue, red, n_episodes=3, seed=5, order_of_battle=ARMS,
+                                     env_kwargs={"max_steps": 40})
+        assert outcomes.shape == (3,)
+        again = play_team_battles(blue, red, n_episodes=3, seed=5, order_of_battle=ARMS,
+                                  env_kwargs={"max_steps": 40})
+        assert np.array_equal(outcomes, again)
+    with pytest.raises(TypeError, match="opponent"):
+        play_team_battles(blue, object(), n_episodes=1, order_of_battle=ARMS)
+
+
+def test_a_run_imitates_the_combined_arms_doctrine_then_learns(tmp_path):
+    config = tiny(tmp_path, warm_start_doctrine="disciplined", warm_start_steps=4 * ROLLOUT,
+                  total_timesteps=6 * ROLLOUT, warm_start_epochs=2, max_steps=20)
+    trainer = MAPPOTrainer(config)
+    try:
+        assert trainer.policy.formation_orders and trainer.policy.obs_dim == ARMS_OBS_DIM
+        assert isinstance(trainer.battles.doctrine, CombinedArmsRed)
+        assert np.isfinite(trainer.pending_metrics["warm_start/action_loss"])
+        rollout = trainer.collect_rollout()
+    finally:
+        trainer.close()
+    codes = rollout.actions[..., C.ACTION_DIM][torch.from_numpy(rollout.valid)]
+    assert set(codes.unique().tolist()) <= {-1.0, 0.0, 1.0, 2.0, 3.0}
+    # The whole run, evaluation and checkpoints included.
+    result = train_mappo(config)
+    # The imitation's rounds (28 of 8 battles), then four rollouts.
+    assert result.total_steps == 28 * 8 + 4 * ROLLOUT and result.policy.formation_orders
+    assert "eval/win_rate" in result.history[-1]
+    assert policy_from_checkpoint(result.final_checkpoint).formation_orders
+
+
+def test_the_clone_learns_the_teachers_formation_orders():
+    """Demonstrations whose teacher forms square when its first feature is high and keeps
+    its formation otherwise: the cloned head picks the same."""
+    rng = np.random.default_rng(0)
+    n = 2048
+    observations = rng.uniform(0, 1, (n, ARMS_OBS_DIM)).astype(np.float32)
+    codes = np.where(observations[:, 0] > 0.5, C.SQUARE, C.KEEP_FORMATION)
+    actions = np.concatenate((rng.uniform(-1, 1, (n, C.ACTION_DIM)), codes[:, None]),
+                             1).astype(np.float32)
+    demonstrations = TeamDemonstrations(
+        observations, rng.normal(size=(n, ARMS_OBS_DIM + ARMS_STATE_DIM)).astype(np.float32),
+        actions, rng.normal(size=n).astype(np.float32), np.zeros(n, np.int64))
+    student = policy()
+    clone_team(student, demonstrations, epochs=30, batch_size=256, learning_rate=3e-3)
+    chosen = student.act(observations, deterministic=True)[0][:, C.ACTION_DIM].numpy()
+    assert (chosen == codes).mean() > 0.95
+    with pytest.raises(ValueError, match="order_width"):
+        clone_team(policy(formation_orders=False), demonstrations, epochs=1)
