@@ -22,6 +22,7 @@ import numpy as np
 from envs.battles.multi_battalion_batch import MultiBattalionBatch
 from envs.battles.observation import ROTATE_SIGN
 from envs.commanders.arms_doctrine import CombinedArmsDoctrine
+from envs.sim.constants import ACTION_DIM
 from envs.sim.validation import check_scripted_level, short_repr
 
 
@@ -72,7 +73,8 @@ class CombinedArmsRed:
 
 class BatchedRed:
     """A batched commander ``commander(battles, units) -> (B, len(units), 3)`` orders in the
-    units' own frame, named ``name``; formations are kept.
+    units' own frame, named ``name``; formations are kept, unless the commander gives a
+    fourth number, the formation order (a MAPPO policy with a formation head).
 
     Raises:
         TypeError: for a ``commander`` that is not callable.
@@ -86,8 +88,11 @@ class BatchedRed:
         self.commander, self.name = commander, name
 
     def orders(self, battles: MultiBattalionBatch,
-               units: np.ndarray) -> tuple[np.ndarray, None]:
-        return np.asarray(self.commander(battles, units), np.float32), None
+               units: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        given = np.asarray(self.commander(battles, units), np.float32)
+        if given.shape[-1] == ACTION_DIM:
+            return given, None
+        return given[..., :ACTION_DIM], np.rint(given[..., ACTION_DIM]).astype(np.int8)
 
 
 __all__ = ["BatchedRed", "CombinedArmsRed", "RedCommander", "ScriptedRed"]

@@ -9,10 +9,15 @@ import pytest
 import torch
 
 from envs.battles.multi_observation import ARMS_OBS_DIM, ARMS_STATE_DIM, OBS_DIM
-from envs.play.commanders import CombinedArmsRed
+from envs.play.commanders import BatchedRed, CombinedArmsRed
 from envs.sim import constants as C
 from models.mappo_policy import MAPPOPolicy
-from training.mappo.battles import TeamSettings, play_team_battles
+from training.mappo.battles import (
+    PolicyCommander,
+    TeamSettings,
+    make_team_battles,
+    play_team_battles,
+)
 from training.mappo.config import MAPPOConfig
 from training.mappo.trainer import MAPPOTrainer
 from training.mappo.warm_start import TeamDemonstrations, clone_team
@@ -122,3 +127,18 @@ def test_the_clone_learns_the_teachers_formation_orders():
     assert (chosen == codes).mean() > 0.95
     with pytest.raises(ValueError, match="order_width"):
         clone_team(policy(formation_orders=False), demonstrations, epochs=1)
+
+
+def test_a_formation_head_commands_red_in_the_play_tool():
+    battles = make_team_battles(3, 2, 2, order_of_battle=ARMS)
+    battles.reset(np.arange(3), [0, 1, 2], np.zeros(3, np.int64))
+    square = policy()
+    with torch.no_grad():
+        square.actor.formation_head.bias[C.SQUARE + 1] = 100.0
+    red = np.array([2, 3])
+    orders, formations = BatchedRed(PolicyCommander(square, deterministic=True),
+                                    "mappo").orders(battles, red)
+    assert orders.shape == (3, 2, C.ACTION_DIM) and (formations == C.SQUARE).all()
+    orders, formations = BatchedRed(PolicyCommander(policy(False), deterministic=True),
+                                    "mappo").orders(battles, red)
+    assert orders.shape == (3, 2, C.ACTION_DIM) and formations is None
