@@ -12,6 +12,8 @@ from envs.battles.multi_observation import ARMS_OBS_DIM, ARMS_STATE_DIM, OBS_DIM
 from envs.play.commanders import BatchedRed, CombinedArmsRed
 from envs.sim import constants as C
 from models.mappo_policy import MAPPOPolicy
+from tests.training.test_train_mappo import ROLLOUT
+from tests.training.test_train_mappo import tiny as team_settings
 from training.mappo.battles import (
     PolicyCommander,
     TeamSettings,
@@ -25,18 +27,10 @@ from training.train_mappo import policy_from_checkpoint, train_mappo
 
 ARMS = {"blue": ["infantry", "cavalry"], "red": ["infantry", {"type": "artillery",
                                                               "formation": "limbered"}]}
-ROLLOUT = 8 * 16
 
 
 def tiny(tmp_path, **changes) -> MAPPOConfig:
-    settings = dict(n_envs=8, n_steps=16, batch_size=128, n_epochs=1, max_steps=60,
-                    total_timesteps=2 * ROLLOUT, checkpoint_freq=ROLLOUT, eval_freq=ROLLOUT,
-                    n_eval_episodes=4, checkpoint_dir=str(tmp_path / "ck"),
-                    log_dir=str(tmp_path / "logs"), elo_registry_path=str(tmp_path / "elo.json"),
-                    self_play_pool_dir=str(tmp_path / "pool"), enable_wandb=False,
-                    progress_bar=False, order_of_battle=ARMS)
-    settings.update(changes)
-    return MAPPOConfig(**settings)
+    return MAPPOConfig(**{**team_settings(tmp_path), "order_of_battle": ARMS, **changes})
 
 
 def policy(formation_orders: bool = True, **changes) -> MAPPOPolicy:

@@ -278,7 +278,7 @@ def _check_opponent(field: str, opponent: Any) -> None:
     """Raise unless ``opponent`` is a Red commander :func:`play_team_battles` takes."""
     if _is_level(opponent):
         check_scripted_level(field, opponent)
-    elif not (is_team_policy(opponent) or _is_batch_commander(opponent)
+    elif not (is_team_policy(opponent) or is_batch_commander(opponent)
               or callable(getattr(opponent, "predict", None))):
         raise TypeError(f"{field}={opponent!r} is invalid: expected a scripted level 1..5, "
                         "a MAPPOPolicy, a battalion commander with predict (DOCTRINE_TEAM) "
@@ -290,8 +290,8 @@ def _is_level(opponent: Any) -> bool:
     return isinstance(opponent, (int, np.integer)) and not isinstance(opponent, bool)
 
 
-def _is_batch_commander(opponent: Any) -> bool:
-    """Whether Red gives a whole batch's orders itself
+def is_batch_commander(opponent: Any) -> bool:
+    """Whether a commander gives a whole batch's orders itself
     (:class:`~envs.play.commanders.RedCommander`: ``orders(battles, units)``)."""
     return callable(getattr(opponent, "orders", None)) and not is_team_policy(opponent)
 
@@ -384,7 +384,7 @@ class _TeamBattles:
                 self.red_units, self.levels, self.scripted_formations)
             self.formations[:, self.red_side] = self.scripted_formations
         for red, rows in self.other_reds:
-            if _is_batch_commander(red):
+            if is_batch_commander(red):
                 orders, formations = red.orders(self.battles, self.red_units)
                 self.actions[rows, self.red_side] = orders[rows]
                 self.formations[rows, self.red_side] = KEEP_FORMATION if formations is None \
@@ -402,5 +402,6 @@ class _TeamBattles:
 
 
 __all__ = ["DOCTRINE_TEAM", "DRAW", "LOSS", "WIN", "PolicyCommander", "TeamSettings",
-           "is_team_policy", "make_team_battles", "order_noise", "play_team_battles",
-           "play_team_matches", "put_orders", "score", "step_team", "team_actions"]
+           "is_batch_commander", "is_team_policy", "make_team_battles", "order_noise",
+           "play_team_battles", "play_team_matches", "put_orders", "score", "step_team",
+           "team_actions"]

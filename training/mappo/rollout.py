@@ -29,6 +29,7 @@ from envs.sim.constants import ACTION_DIM, KEEP_FORMATION
 from models.mappo_policy import MAPPOPolicy
 from training.common.dealing import deal_battles
 from training.mappo.battles import (
+    is_batch_commander,
     make_team_battles,
     order_noise,
     put_orders,
@@ -236,9 +237,10 @@ class TrainingBattles:
                  observation: np.ndarray, noise: np.ndarray) -> None:
         """Write ``commander``'s orders of ``units`` in ``battles``."""
         index = (battles[:, None], units)
-        if isinstance(commander, CombinedArmsRed):
+        if is_batch_commander(commander):
             orders, formations = commander.orders(self.batch, units)
-            self.orders[index], self.formations[index] = orders[battles], formations[battles]
+            self.orders[index] = orders[battles]
+            self.formations[index] = KEEP_FORMATION if formations is None else formations[battles]
             return
         put_orders(self.orders, self.formations, index, team_actions(
             commander, observation[battles][:, units], self.opponents_deterministic,
