@@ -26,10 +26,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 PRELOAD = ["torch", "torch._dynamo", "stable_baselines3", "numba", "hydra", "matplotlib",
-           "envs.battalion_env", "training.train", "training.train_mappo",
-           "training.league.launch", "tests.doc_examples"]
+           "matplotlib.figure", "wandb", "envs.battalion_env", "training.train",
+           "training.train_mappo", "training.league.launch", "tests.doc_examples"]
 """Modules the fork server imports once (torch._dynamo: torch imports it when the
-first optimiser is made)."""
+first optimiser is made; matplotlib.figure when a run draws its pictures, some 0.4 s;
+wandb when a PPO run's callbacks first look for a W&B run, even with W&B off, some
+0.8 s)."""
 
 _context = None
 

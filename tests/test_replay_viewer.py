@@ -352,13 +352,18 @@ def test_routed_and_destroyed_units_look_different(browser, replay, tmp_path):
 
 
 def test_play_pause_and_speed(page, replay):
-    page.page.select_option("#speed", "200")
+    # Slow enough that the replay is still playing when the pause click lands on a
+    # loaded machine (at 200 steps/s it could end first, and the click replay it).
+    page.page.select_option("#speed", "25")
     page.page.locator("#play").click()
     assert page.page.locator("#play").inner_text() == "Pause"
-    page.wait_until("window.viewer.state().step >= 20")
+    page.wait_until("window.viewer.state().step >= 5")
     page.page.locator("#play").click()
     stopped = page.state()
-    assert not stopped["playing"] and stopped["speed"] == 200
+    assert not stopped["playing"] and stopped["speed"] == 25
+    assert 5 <= stopped["step"] < replay.n_steps
+    page.page.select_option("#speed", "200")
+    assert page.state()["speed"] == 200
     page.page.wait_for_timeout(200)
     assert page.state()["step"] == stopped["step"]
     page.page.keyboard.press("End")

@@ -34,13 +34,16 @@ from training.league.config import ROLE_MODULES
 ROOT = Path(__file__).resolve().parents[2]
 ROLES = ("main_agent", "main_exploiter", "league_exploiter")
 ROLLOUT = 512
-TINY = [f"training.total_timesteps={8 * ROLLOUT}", f"training.rollout_steps={ROLLOUT}",
+ROLLOUTS = 5
+TINY = [f"training.total_timesteps={ROLLOUTS * ROLLOUT}", f"training.rollout_steps={ROLLOUT}",
         "env.num_envs=8", "env.max_steps=100", "training.n_epochs=1",
         "training.warm_start_doctrine=null", f"league.snapshot_freq={ROLLOUT}",
         f"league.eval_freq={ROLLOUT}", f"eval.checkpoint_freq={ROLLOUT}",
         "league.n_eval_episodes=2", "league.opponents_per_rollout=2", "wandb.enabled=false",
         "logging.progress_bar=false"]
-"""Eight rollouts of 512 env-steps, a snapshot, an evaluation and a checkpoint each."""
+"""Five rollouts of 512 env-steps, a snapshot, an evaluation and a checkpoint each: the
+three after the second checkpoint hold more file events than :data:`MAX_OFFSET` (two
+rollouts' worth), so the kill always comes before the end; the resumed run does the rest."""
 RESETS = ["league.reset_win_rate_threshold=0.99", "league.reset_window_size=1"]
 """An exploiter resets after every evaluation it does not win 99 % of."""
 AFTER_CHECKPOINTS = 2
@@ -205,9 +208,9 @@ def test_a_role_killed_mid_run_resumes_and_loses_nothing(role, at, seeded_league
     # It continued from the checkpoint on disk at the kill, and finished.
     resumed = re.search(r"resuming \S+ at step (\d+)", resumed_log.read_text())
     assert resumed and int(resumed.group(1)) == before["step"], context
-    assert final.counters["total_steps"] == 8 * ROLLOUT
+    assert final.counters["total_steps"] == ROLLOUTS * ROLLOUT
     status = json.loads((league / role / "status.json").read_text())
-    assert status["state"] == "done" and status["step"] == 8 * ROLLOUT
+    assert status["state"] == "done" and status["step"] == ROLLOUTS * ROLLOUT
     # Nothing lost: every count at least what it was.
     assert set(before["records"]) <= set(after["records"]), context
     assert set(before["files"]) <= set(after["files"]), context

@@ -24,6 +24,9 @@ from training.league.launcher import ROLES, Launcher, role_command, split_overri
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLLOUT = 512
+ROLLOUTS = 5
+"""Rollouts of each role in the league run to the end: the main exploiter is killed once
+its second checkpoint is written, with the rest still to do."""
 TINY = [f"training.rollout_steps={ROLLOUT}", "env.num_envs=8", "env.max_steps=100",
         "training.n_epochs=1", "training.warm_start_doctrine=null",
         f"league.snapshot_freq={ROLLOUT}", f"league.eval_freq={ROLLOUT}",
@@ -64,11 +67,11 @@ def _temporaries(league: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def league_run(tmp_path_factory):
-    """The three roles for eight rollouts each; the main exploiter SIGKILLed after its
+    """The three roles for :data:`ROLLOUTS` rollouts each; the main exploiter SIGKILLed after its
     second checkpoint; the launcher let run to the end."""
     cwd = tmp_path_factory.mktemp("run")
     league = cwd / "league"
-    launcher = _launch(cwd, "--", f"training.total_timesteps={8 * ROLLOUT}", *TINY,
+    launcher = _launch(cwd, "--", f"training.total_timesteps={ROLLOUTS * ROLLOUT}", *TINY,
                        "main_exploiter:league.reset_window_size=1")
     try:
         def checkpointed() -> bool:
@@ -96,15 +99,15 @@ def test_the_launcher_runs_the_three_roles_to_the_end_on_one_league(league_run):
     agents = {f"{role}_001" for role in ROLES}
     for role in ROLES:
         status = _status(league, role)
-        assert status["state"] == "done" and status["step"] == 8 * ROLLOUT, status
+        assert status["state"] == "done" and status["step"] == ROLLOUTS * ROLLOUT, status
         own = [r for r in AgentPool(league / role / "pool.json").list()
                if r.metadata["parent_agent_id"] == f"{role}_001"]
         assert len(own) >= 2 and all(r.agent_type.value == role for r in own)
         assert all((league / role / r.snapshot_path).is_file() for r in own)
         assert (league / "logs" / role / f"{role}_001").is_dir()  # TensorBoard's
         assert f"[launcher] {role}: done" in output
-        assert re.search(rf"^{role}: training, agent {role}_001, step [\d,]+/4,096", output,
-                         re.MULTILINE), output
+        assert re.search(rf"^{role}: training, agent {role}_001, step [\d,]+/"
+                         rf"{ROLLOUTS * ROLLOUT:,}", output, re.MULTILINE), output
     assert agents <= {r.agent_id for r in MatchDatabase(league / "matches.jsonl").results}
     ratings = json.loads((league / "elo.json").read_text())["ratings"]
     for role in ("main_exploiter", "league_exploiter"):
@@ -119,7 +122,7 @@ def test_the_launcher_runs_the_three_roles_to_the_end_on_one_league(league_run):
 
 def test_a_role_killed_mid_run_is_restarted_and_finishes(league_run):
     league, output, killed = league_run["league"], league_run["output"], league_run["killed"]
-    assert killed["step"] < 8 * ROLLOUT
+    assert killed["step"] < ROLLOUTS * ROLLOUT
     assert "[launcher] main_exploiter: killed by SIGKILL; restarting with resume.auto=true " \
            "(1/3)" in output, output[-3000:]
     log = (league / "main_exploiter" / "role.log").read_text()

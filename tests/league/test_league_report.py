@@ -1,8 +1,8 @@
 """The league report (training/league/report.py) and what the roles log for it.
 
 A real tiny league (three roles taking turns rollout by rollout on one folder, as
-concurrent processes would) is built once; the exact numbers are checked on history
-files written by hand.
+concurrent processes would: the ``league`` fixture of conftest.py) is built once; the
+exact numbers are checked on history files written by hand.
 """
 
 from __future__ import annotations
@@ -21,63 +21,12 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from tests.league.conftest import ROLES
 from training.elo import TeamEloRegistry
 from training.league import AgentPool, AgentType, MatchDatabase
 from training.league.report import PICTURES, REPORT_FILE, read_league, write_league_report
 
-ROLES = ("main_agent", "main_exploiter", "league_exploiter")
 SEED_METRICS = ("league/nash_entropy", "league/diversity_score", "league/pool_size")
-# Short battles (max_steps): the evaluation matches are most of the league's time.
-TINY = dict(n_envs=8, rollout_steps=256, total_timesteps=1536, max_steps=50,
-            warm_start_doctrine=None, snapshot_freq=512, eval_freq=512, n_eval_episodes=2,
-            checkpoint_freq=1536, enable_wandb=False, progress_bar=False)
-
-
-def role_config(role: str, folder: Path):
-    """``role``'s tiny config, every league file under ``folder``."""
-    from training.league.config import (
-        LeagueExploiterConfig,
-        MainAgentConfig,
-        MainExploiterConfig,
-        league_dir_settings,
-    )
-
-    config_class = {"main_agent": MainAgentConfig, "main_exploiter": MainExploiterConfig,
-                    "league_exploiter": LeagueExploiterConfig}[role]
-    extra = {}
-    if role != "main_agent":  # an exploiter that resets after every evaluation it does not win
-        extra.update(reset_win_rate_threshold=0.99, reset_window_size=1)
-    if role == "league_exploiter":
-        extra.update(exploitability_eval_freq=512, n_exploitability_opponents=2)
-    return config_class(**TINY, **league_dir_settings(role, folder), **extra)
-
-
-@pytest.fixture(scope="module")
-def league(tmp_path_factory):
-    """The three roles on one league folder, one rollout each in turn; the main agent
-    logs to an offline W&B run. Returns (league folder, roles by name)."""
-    from training.common.tracking import start_wandb
-    from training.league.launch import role_class
-    from training.league.role import train_in_turns
-
-    root = tmp_path_factory.mktemp("league_report")
-    folder = root / "league"
-    with pytest.MonkeyPatch.context() as env:
-        # W&B never touches the network, and writes only under root.
-        for name, value in (("WANDB_MODE", "offline"), ("WANDB_SILENT", "true"),
-                            ("WANDB_DIR", root / "wandb_home"),
-                            ("WANDB_CONFIG_DIR", root / "wandb_config"),
-                            ("WANDB_CACHE_DIR", root / "wandb_cache")):
-            env.setenv(name, str(value))
-        run, _ = start_wandb(project="league-report-test", entity=None, tags=[], config={},
-                             log_dir=str(root / "wandb_run"))
-        assert run is not None
-        roles = {role: role_class(role).from_config(role_config(role, folder),
-                                                    run=run if role == "main_agent" else None)
-                 for role in ROLES}
-        train_in_turns(list(roles.values()))
-        run.finish()
-    return folder, roles
 
 
 def test_the_report_of_a_real_league_draws_every_member(league):

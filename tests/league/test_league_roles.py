@@ -1,4 +1,6 @@
-"""The league's three roles, trained for a few rollouts each on one league directory."""
+"""The league's three roles, trained for a few rollouts each on one league directory: the
+real tiny league of conftest.py (the ``league`` fixture), built once per test process for
+these tests and test_league_report.py's."""
 
 from __future__ import annotations
 
@@ -8,34 +10,8 @@ import pytest
 
 from training.elo import TeamEloRegistry
 from training.league import AgentPool, AgentType, MatchDatabase
-from training.league.config import (
-    LeagueExploiterConfig,
-    MainAgentConfig,
-    MainExploiterConfig,
-    league_dir_settings,
-)
 from training.league.launch import role_class
 from training.league.matchmaking import make_pfsp_weight_fn, monotonic_prefix_length
-
-# Battles of 100 steps (max_steps): long ones would only lengthen the evaluation matches.
-TINY = dict(n_envs=16, rollout_steps=512, total_timesteps=4096, max_steps=100,
-            warm_start_doctrine=None, snapshot_freq=1024, eval_freq=1024, n_eval_episodes=4,
-            checkpoint_freq=1024, enable_wandb=False, progress_bar=False)
-
-
-@pytest.fixture(scope="module")
-def league(tmp_path_factory):
-    """Main agent, then main exploiter, then league exploiter, in one league folder."""
-    folder = tmp_path_factory.mktemp("league")
-    roles = {}
-    for role, config_class in (("main_agent", MainAgentConfig),
-                               ("main_exploiter", MainExploiterConfig),
-                               ("league_exploiter", LeagueExploiterConfig)):
-        reset = {} if role == "main_agent" else dict(reset_win_rate_threshold=0.99,
-                                                     reset_window_size=1)
-        config = config_class(**TINY, **league_dir_settings(role, folder), **reset)
-        roles[role] = role_class(role).from_config(config).learn()
-    return folder, roles
 
 
 def test_each_role_snapshots_under_the_seed_names(league):
