@@ -201,3 +201,22 @@ def test_the_scripted_follower_meets_its_orders():
     idle = play_ordered_battles(Stand(), n_battles=16, seed=0, red_level=1, period=100,
                                 env_kwargs=field)
     assert idle.met_rate < report.met_rate - 0.3
+
+
+def test_the_follower_attacks_to_its_hold_range():
+    from envs.battles.observation import OBSERVATION_FEATURES
+    from envs.commanders.orders import OrderFollower
+
+    diagonal = float(np.hypot(500.0, 500.0))
+    # An attack order, the enemy 80 m dead ahead and in sight.
+    obs = np.zeros((1, OBS_DIM + ORDER_DIM), np.float32)
+    obs[0, OBSERVATION_FEATURES.index("enemy_distance")] = 80.0 / diagonal
+    obs[0, OBSERVATION_FEATURES.index("enemy_relative_bearing_cos")] = 1.0
+    obs[0, OBSERVATION_FEATURES.index("line_of_sight")] = 1.0
+    obs[0, OBS_DIM + MacroAction.ADVANCE_SECTOR] = 1.0
+    close = OrderFollower(map_diagonal=diagonal).predict(obs)[0][0]
+    far = OrderFollower(map_diagonal=diagonal, hold_range=100.0).predict(obs)[0][0]
+    assert (close[0], close[2]) == (1.0, 0.0)  # at 60 m: marches on in silence
+    assert (far[0], far[2]) == (0.0, 1.0)  # at 100 m: halts and volleys
+    with pytest.raises(ValueError, match="hold_range"):
+        OrderFollower(hold_range=0.0)

@@ -153,8 +153,8 @@ def order_features(posture: np.ndarray, objective: np.ndarray, x: np.ndarray, y:
 class OrderFollower:
     """A scripted battalion commander that follows its order. On an attack it fights as
     the disciplined doctrine does (:class:`~envs.commanders.doctrine.DisciplinedCommander`: it
-    closes on the nearest enemy in silence to 60 m, the attack's objective, and
-    volleys there); on any other order it turns to its objective and marches on it
+    closes on the nearest enemy in silence to ``hold_range`` metres and volleys there);
+    on any other order it turns to its objective and marches on it
     without firing, and within :data:`ARRIVED` of it halts, faces the nearest enemy and
     fires once a volley would hit at least :data:`~envs.options.FIRE_AT_HIT_CHANCE`.
 
@@ -166,15 +166,22 @@ class OrderFollower:
         map_diagonal: the map's diagonal in metres (the doctrine reads distances
             relative to it).
         max_turn_rate: the battle's turn rate, to wheel without overshooting.
+        hold_range: where an attack halts and volleys, in metres: the attack's objective
+            (:data:`ENGAGE_DISTANCE`) by default; phase 1 of the HRL curriculum imitates
+            it at MAPPO's ``warm_start_hold_range``.
+
+    Raises:
+        ValueError: for a ``max_turn_rate`` or ``hold_range`` that is not positive.
     """
 
     reads_orders = True
     """It needs the whole observation, order included (not the duel's view alone)."""
 
     def __init__(self, map_diagonal: float = BattleConfig().diagonal,
-                 max_turn_rate: float = MAX_TURN_RATE) -> None:
+                 max_turn_rate: float = MAX_TURN_RATE,
+                 hold_range: float = ENGAGE_DISTANCE) -> None:
         self.max_turn_rate = check_positive("max_turn_rate", max_turn_rate)
-        self.attack = DisciplinedCommander(hold_range=ENGAGE_DISTANCE,
+        self.attack = DisciplinedCommander(hold_range=hold_range,
                                            map_diagonal=map_diagonal,
                                            max_turn_rate=max_turn_rate)
 

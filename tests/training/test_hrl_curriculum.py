@@ -270,7 +270,8 @@ def test_load_state_dict_refuses_malformed_state(change, field):
 # ---------------------------------------------------------------------------- phase configs
 
 TABLE = {  # threshold, window, extra env keys, training
-    HRLPhase.PHASE_1_BATTALION: (0.70, 50, {"red_level": 5, "order_period": 100},
+    HRLPhase.PHASE_1_BATTALION: (0.70, 50, {"red_level": 5, "order_period": 100,
+                                            "order_attack_share": 0.5},
                                  {"total_timesteps": 2_000_000, "n_steps": 128, "n_epochs": 4,
                                   "batch_size": 4096}),
     HRLPhase.PHASE_2_BRIGADE: (0.65, 30, {"temporal_ratio": 10, "red_level": 3},

@@ -205,7 +205,8 @@ def warm_start_team(policy: MAPPOPolicy, battles, doctrine: str, n_steps: int, *
     # Battalions that follow orders learn from one that does, and battalions of several
     # arms from the combined-arms doctrine, not from the disciplined doctrine.
     if config.order_period:
-        teacher = OrderFollower(map_diagonal=math.hypot(config.map_width, config.map_height))
+        teacher = OrderFollower(map_diagonal=math.hypot(config.map_width, config.map_height),
+                                hold_range=hold_range)
     elif config.order_of_battle is not None:
         teacher = CombinedArmsRed()
     else:
