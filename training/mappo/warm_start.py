@@ -194,8 +194,11 @@ def warm_start_team(policy: MAPPOPolicy, battles, doctrine: str, n_steps: int, *
                     hold_range: float = HOLD_RANGE,
                     seed: int = 0) -> tuple[int, dict[str, float]]:
     """Imitate ``doctrine`` halting at ``hold_range`` metres in ``battles`` for ``n_steps``
-    env-steps (:func:`clone_team` with ``epochs`` and ``learning_rate``). A policy that
-    normalises its observations fits their statistics to the demonstrations first.
+    env-steps (:func:`clone_team` with ``epochs`` and ``learning_rate``); battles with
+    orders imitate the :class:`~envs.commanders.orders.OrderFollower`, its attacks halting
+    at ``hold_range``, and battles with an order of battle the combined-arms doctrine. A
+    policy that normalises its observations fits their statistics to the demonstrations
+    first.
 
     Returns:
         The env-steps used, and the fit: the final epoch's action and value losses
