@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-ROLES = ("main_agent", "main_exploiter", "league_exploiter")
+from training.league.config import ROLE_MODULES
+
+ROLES = tuple(ROLE_MODULES)
 # Short battles (max_steps): the evaluation matches are most of the league's time.
 TINY = dict(n_envs=8, rollout_steps=256, total_timesteps=1536, max_steps=50,
             warm_start_doctrine=None, snapshot_freq=512, eval_freq=512, n_eval_episodes=2,

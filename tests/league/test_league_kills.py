@@ -32,7 +32,7 @@ from tests.reliability.kills import _KillingOs
 from training.league.config import ROLE_MODULES
 
 ROOT = Path(__file__).resolve().parents[2]
-ROLES = ("main_agent", "main_exploiter", "league_exploiter")
+ROLES = tuple(ROLE_MODULES)
 ROLLOUT = 512
 ROLLOUTS = 5
 TINY = [f"training.total_timesteps={ROLLOUTS * ROLLOUT}", f"training.rollout_steps={ROLLOUT}",
