@@ -32,7 +32,9 @@ battles, the doctrine's rule for who attacks
 (:data:`~envs.commanders.arms_doctrine.ATTACK_RULES`), is a declared parameter: every
 candidate rule plays the training battles, the one with the highest winner match there
 is kept (ties: the lower Brier score, then the candidates' order, the doctrine's default
-first), and only that rule plays the held-out battles. The baselines
+first). Under it, each nation's combat effectiveness (a multiplier on its units'
+quality, :mod:`benchmarks.historical_effectiveness`) is chosen on the training battles
+too, and only the chosen rule and values play the held-out battles. The baselines
 (:mod:`benchmarks.historical_baselines`: the French win, more men, more strength x
 quality, more guns, and a fitted logistic reference) are fitted on the training
 battles too. The headline is the held-out winner match; beside it the training split's
@@ -47,6 +49,7 @@ Usage (``training.historical_benchmark``, the path the seeds document, hands thi
     python -m training.historical_benchmark [--battles data/historical/battles.json]
         [--seeds 16] [--seed 42] [--output docs/historical_benchmark.md]
         [--attack-rules high_ground_forced power high_ground]
+        [--effectiveness-grid 0.7 0.85 1.0 1.2 1.45 1.75 2.1]
     python -m training.historical_benchmark --replay austerlitz_1805 [--seed 42]
         [--gif docs/images/historical_austerlitz_1805.gif]
 
@@ -76,6 +79,15 @@ from benchmarks.historical_baselines import (
     Prediction,
     army_figures,
     battle_categories,
+)
+from benchmarks.historical_effectiveness import (
+    EFFECTIVENESS_GRID,
+    MIN_BATTLES,
+    EffectivenessFit,
+    check_grid,
+    choose_effectiveness,
+    fitted_nations,
+    with_effectiveness,
 )
 from benchmarks.historical_scoring import (
     SPLIT_KEY,
@@ -317,6 +329,9 @@ class BenchmarkSummary:
     """The attack rule chosen on the training split, which played every battle here."""
     rule_trials: tuple[RuleTrial, ...] = ()
     baselines: tuple[BaselineResult, ...] = ()
+    effectiveness: EffectivenessFit | None = None
+    """The nations' combat effectiveness chosen on the training split, with which every
+    battle here was played (None: none fitted)."""
 
     def indices(self, split: str) -> list[int]:
         """Positions in :attr:`entries` of the battles of ``split`` (one of
@@ -426,15 +441,20 @@ class HistoricalBenchmark:
             the doctrine.
         attack_rules: the doctrine's attack rules to choose among on the training split
             (:data:`~envs.commanders.arms_doctrine.ATTACK_RULES`), in tie-breaking order.
+        effectiveness_grid: the combat effectiveness values each nation's is chosen among
+            on the training split (:mod:`benchmarks.historical_effectiveness`); ``(1.0,)``
+            fits none.
 
     Raises:
-        ValueError: for ``n_seeds`` below 1, a negative seed, or attack rules that are
-            empty, repeated or unknown.
+        ValueError: for ``n_seeds`` below 1, a negative seed, attack rules that are
+            empty, repeated or unknown, or an effectiveness grid that is not distinct
+            positive numbers including 1.
     """
 
     def __init__(self, battles_path: str | Path = _BATTLES_JSON, seed: int = 42,
                  n_seeds: int = DEFAULT_SEEDS, blue: Commander | None = None,
-                 attack_rules: Sequence[str] = CANDIDATE_ATTACK_RULES) -> None:
+                 attack_rules: Sequence[str] = CANDIDATE_ATTACK_RULES,
+                 effectiveness_grid: Sequence[float] = EFFECTIVENESS_GRID) -> None:
         if not isinstance(n_seeds, int) or n_seeds < 1:
             raise ValueError(f"n_seeds={n_seeds!r} is invalid: expected an integer >= 1")
         if not isinstance(seed, int) or seed < 0:
@@ -446,6 +466,7 @@ class HistoricalBenchmark:
         self.battles_path = Path(battles_path)
         self.seed, self.n_seeds, self.blue = seed, n_seeds, blue
         self.attack_rules = rules
+        self.effectiveness_grid = check_grid(effectiveness_grid)
 
     def run(self) -> BenchmarkSummary:
         """Run the full benchmark and return a :class:`BenchmarkSummary`.
@@ -474,9 +495,20 @@ class HistoricalBenchmark:
             logger.info("attack rule %s: training winner match %.3f over %d battles", rule,
                         trials[rule].winner_match, len(train))
         chosen = choose_attack_rule(trials)
-        entries = [played[chosen][n] if not out else self._run_one(
-            scenario, chosen, True, figures[n], outcomes[n])
-            for n, (scenario, out) in enumerate(zip(scenarios, held_out, strict=True))]
+        fit, passes = self._fit_effectiveness(scenarios, figures, outcomes, train, chosen,
+                                              played[chosen])
+        entries = []
+        for n, (scenario, out) in enumerate(zip(scenarios, held_out, strict=True)):
+            # A training battle was played already at its nation's value if it has one
+            # fitted nation (the grid's passes) or none (as the data has it).
+            values = {fit.values[x] for x in figures[n].nations if x in fit.values} or {1.0}
+            value = next(iter(values)) if len(values) == 1 else None
+            if not out and n in passes.get(value, {}):
+                entries.append(passes[value][n])
+            else:
+                entries.append(self._run_one(with_effectiveness(scenario, figures[n],
+                                                                fit.values),
+                                             chosen, out, figures[n], outcomes[n]))
         baselines = []
         for baseline in BASELINES:
             fitted = baseline.fit([figures[n] for n in train], [outcomes[n] for n in train])
@@ -489,10 +521,36 @@ class HistoricalBenchmark:
             winner_match_rate=float(np.mean([e.winner_matches for e in entries])),
             mean_fidelity=float(fidelity.mean()), std_fidelity=float(fidelity.std()),
             total_elapsed_seconds=elapsed, entries=entries, n_seeds=self.n_seeds,
-            seed=self.seed, attack_rule=chosen,
+            seed=self.seed, attack_rule=chosen, effectiveness=fit,
             rule_trials=tuple(RuleTrial(rule, trials[rule], rule == chosen)
                               for rule in self.attack_rules),
             baselines=tuple(baselines))
+
+    def _fit_effectiveness(self, scenarios: Sequence[Scenario],
+                           figures: Sequence[ArmyFigures], outcomes: Sequence[int],
+                           train: Sequence[int], rule: str,
+                           unchanged: dict[int, BenchmarkEntry],
+                           ) -> tuple[EffectivenessFit, dict[float, dict[int, BenchmarkEntry]]]:
+        """The nations' combat effectiveness chosen on the training battles under
+        ``rule`` (:mod:`benchmarks.historical_effectiveness`), and the training battles
+        played at each grid value (``unchanged``: those played as the data has them)."""
+        reference, battles = fitted_nations([figures[n] for n in train])
+        battles = {nation: [train[k] for k in chosen] for nation, chosen in battles.items()}
+        fitted = sorted({n for chosen in battles.values() for n in chosen})
+        passes = {1.0: unchanged}
+        for value in self.effectiveness_grid:
+            if value == 1.0 or not fitted:
+                continue
+            everyone = dict.fromkeys(battles, value)
+            passes[value] = {n: self._run_one(
+                with_effectiveness(scenarios[n], figures[n], everyone), rule, False,
+                figures[n], outcomes[n]) for n in fitted}
+            logger.info("combat effectiveness %.2f: training winner match %.3f over the %d "
+                        "battles of the fitted nations", value,
+                        score_entries(list(passes[value].values())).winner_match, len(fitted))
+        scores = {value: {n: score_entries([entries[n]]) for n in fitted}
+                  for value, entries in passes.items()}
+        return choose_effectiveness(reference, battles, scores), passes
 
     def _run_one(self, scenario: Scenario, rule: str, held_out: bool, figures: ArmyFigures,
                  outcome: int) -> BenchmarkEntry:
@@ -621,11 +679,32 @@ def _rule_table(summary: BenchmarkSummary) -> list[str]:
     return lines
 
 
+def _effectiveness_table(summary: BenchmarkSummary) -> list[str]:
+    fit = summary.effectiveness
+    if fit is None or not fit.trials:
+        return ["No nation has enough training battles against the reference nation"
+                + (f" ({_cell(fit.reference)})" if fit and fit.reference else "")
+                + ": every quality is as the data has it."]
+    grid = sorted(next(iter(fit.trials.values())))
+    lines = ["| nation | training battles | " + " | ".join(f"{g:g}" for g in grid)
+             + " | chosen |", "|---|---:|" + "---:|" * len(grid) + "---:|"]
+    for nation, trials in fit.trials.items():
+        cells = " | ".join(("**{}**" if g == fit.values[nation] else "{}").format(
+            _pct(trials[g].winner_match)) for g in grid)
+        lines.append(f"| {_cell(nation)} | {trials[grid[0]].n} | {cells} | "
+                     f"{fit.values[nation]:g} |")
+    lines += ["", f"The reference nation ({_cell(fit.reference)}) and every other nation "
+              "keep 1."]
+    return lines
+
+
 def _baseline_table(summary: BenchmarkSummary) -> list[str]:
     lines = ["| predictor | fitted on the training split | held-out winner match | "
              "held-out Brier | held-out log-loss | all battles: winner match | Brier | "
              "log-loss |", "|---|---|---:|---:|---:|---:|---:|---:|"]
-    rows = [(f"**the simulation** (`{summary.attack_rule}`)", "the attack rule",
+    fitted = "the attack rule" + ("" if summary.effectiveness is None else ", " + ", ".join(
+        f"{_cell(n)} {v:g}" for n, v in summary.effectiveness.values.items()))
+    rows = [(f"**the simulation** (`{summary.attack_rule}`)", fitted,
              summary.simulation_scores("held-out"), summary.simulation_scores("all"))]
     rows += [(_cell(b.name), _cell(b.parameters), summary.baseline_scores(b, "held-out"),
               summary.baseline_scores(b, "all")) for b in summary.baselines]
@@ -681,16 +760,17 @@ def render_markdown(summary: BenchmarkSummary) -> str:
         f"The battles are split by a hash of their ids: {summary.total - len(held_out)} "
         f"in the training split, {len(held_out)} held out (the split expects "
         f"{_pct(TRAIN_SHARE)} in training and does not depend on the file's order or "
-        "length). The doctrine's attack rule, the one choice of the simulation that was "
-        "made by looking at its results on these battles, is chosen on the training "
-        "split only; the baselines are fitted there too. Held-out figures are the "
-        "headline; ± is the binomial standard error.",
+        "length). The choices of the simulation made by looking at its results on these "
+        "battles, the doctrine's attack rule and each nation's combat effectiveness, are "
+        "made on the training split only; the baselines are fitted there too. Held-out "
+        "figures are the headline; ± is the binomial standard error.",
         "",
         *_headline(summary),
         "",
         f"Battles run / in the database: {summary.passed} / {summary.total}. Runtime "
         f"{summary.total_elapsed_seconds / 60:.1f} min (every candidate rule on the "
-        "training battles, the chosen one on the held-out ones). The seeds' acceptance "
+        "training battles, then every effectiveness value on the training battles of the "
+        "fitted nations, the chosen ones on the held-out battles). The seeds' acceptance "
         f"(winner match over all battles >= {_pct(WINNER_MATCH_TARGET)}): {verdict}.",
         "",
         "## The attack rule, chosen on the training split",
@@ -700,9 +780,21 @@ def render_markdown(summary: BenchmarkSummary) -> str:
         "",
         *_rule_table(summary),
         "",
+        "## Each nation's combat effectiveness, chosen on the training split",
+        "",
+        "Under the chosen attack rule, a value multiplies the quality of every unit of the "
+        "nation's side (`benchmarks/historical_effectiveness.py`); each nation with "
+        f"{MIN_BATTLES} or more training battles against the reference nation gets the "
+        "value whose training battles match history most often (ties: the lower Brier "
+        "score, then the value nearest 1). Training winner match of those battles at "
+        "each value:",
+        "",
+        *_effectiveness_table(summary),
+        "",
         "## Against baselines that simulate nothing",
         "",
-        "Each baseline names a winner by a one-line rule and gives probabilities fitted on "
+        "Each baseline names a winner by a one-line rule, or by a logistic fit for the "
+        "two marked fitted, and gives probabilities fitted on "
         "the training split (`benchmarks/historical_baselines.py`); an indecisive battle "
         "is a miss for every rule that names a winner. The simulation's probabilities are "
         "its outcome shares smoothed, (k + 0.5) / (n + 1.5).",
@@ -805,6 +897,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="the doctrine's attack rules to choose among on the training "
                         f"split, in tie-breaking order (default: {' '.join(CANDIDATE_ATTACK_RULES)}"
                         "); --replay plays the first")
+    parser.add_argument("--effectiveness-grid", nargs="+", type=float,
+                        default=list(EFFECTIVENESS_GRID), metavar="VALUE",
+                        help="combat effectiveness values each nation's is chosen among on "
+                             "the training split (1.0 alone: none fitted)")
     parser.add_argument("--replay", metavar="ID", help="animate this battle instead")
     parser.add_argument("--gif", help="where --replay writes its GIF "
                         "(default docs/images/historical_<ID>.gif)")
@@ -816,7 +912,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"replay of {args.replay}: {path}")
             return
         benchmark = HistoricalBenchmark(args.battles, seed=args.seed, n_seeds=args.seeds,
-                                        attack_rules=args.attack_rules)
+                                        attack_rules=args.attack_rules,
+                                        effectiveness_grid=args.effectiveness_grid)
         summary = benchmark.run()
     except (FileNotFoundError, KeyError, ValueError) as error:
         # A bad database or argument: its message, and a failing exit status.
@@ -830,6 +927,9 @@ def main(argv: list[str] | None = None) -> None:
     path = benchmark.write_markdown(summary, args.output)
     picture = benchmark.write_plot(summary, Path(args.output).with_suffix(".png"))
     held, every = summary.simulation_scores("held-out"), summary.simulation_scores("all")
+    fit = summary.effectiveness
+    print("combat effectiveness: " + (", ".join(f"{n} {v:g}" for n, v in fit.values.items())
+                                      if fit and fit.values else "none fitted"))
     print(f"attack rule {summary.attack_rule} (chosen on {every.n - held.n} training "
           f"battles); winner match held out {_pct(held.winner_match)} over {held.n} battles "
           f"(Brier {_num(held.brier)}, log-loss {_num(held.log_loss)}), all "

@@ -15,7 +15,10 @@ is a unit's size relative to that):
 * elevation: the mean relative elevation (0 to 1) of the ground under its units at
   deployment;
 * the French side: the side whose ``factions`` entry names the French (None when
-  neither or both do).
+  neither or both do);
+* each side's nation: the first of :data:`NATIONS` its ``factions`` entry names
+  (:func:`nation`; "Anglo-allied" is British, "Mamluk" Ottoman), None when it names
+  none.
 
 **Baselines** (:data:`BASELINES`), each fitted on the training battles only
 (:mod:`benchmarks.historical_scoring`) and giving every battle a hard winner and a
@@ -35,6 +38,12 @@ probability for each outcome (Blue, Red, drawn):
   1 / (1 + exp(-(a f + b x)))`` with ``f`` +1 when Blue is French, -1 when Red is, 0
   otherwise, and ``x`` the fighting-power log ratio; its hard winner is the side it
   gives more than one half. Draws as above.
+* ``nations``, also fitted: the same with one term per nation instead of the French
+  edge, ``P(Blue | decisive) = 1 / (1 + exp(-(b x + sum_n a_n s_n)))``, ``s_n`` +1 when
+  Blue is of nation ``n``, -1 when Red is, for every nation of the training battles
+  but the most frequent (the reference): what the data's figures and the armies'
+  nations say together, the information the simulation's fitted combat effectiveness
+  (:mod:`benchmarks.historical_effectiveness`) adds to it.
 
 Each logistic fit adds :data:`RIDGE` ``/ 2 * |w|^2`` to the negative log-likelihood so
 that a training split that one rule separates perfectly still gives finite weights.
@@ -66,6 +75,14 @@ SCALE_KEYS = ("men_per_unit", "sabres_per_squadron_unit", "guns_per_battery")
 infantry, cavalry and artillery stands for."""
 RIDGE = 0.01
 """Weight of the penalty ``RIDGE / 2 * |w|^2`` on every logistic fit."""
+NATIONS = ("French", "British", "Anglo", "Austrian", "Russian", "Prussian", "Spanish",
+           "Portuguese", "Ottoman", "Mamluk", "Bavarian", "Württemberg", "Saxon", "Polish",
+           "Italian", "Neapolitan", "Dutch", "Swedish", "Swiss", "Irish")
+"""The nations :func:`nation` recognises in a ``factions`` entry (a name that contains
+one, "Württemberger" say, counts as it)."""
+NATION_ALIASES = {"Anglo": "British", "Mamluk": "Ottoman"}
+"""Names that stand for another nation: Wellington's Anglo-allied army is British, the
+Mamluks fought for Ottoman Egypt."""
 NEWTON_STEPS = 100
 """Most Newton steps a logistic fit takes (it stops earlier once converged)."""
 
@@ -83,6 +100,11 @@ class ArmyFigures:
     """The kinds of terrain feature on the field (``river``, ``village``, ...)."""
     factions: tuple[str, str] = ("", "")
     """The ``factions`` entries of Blue and Red."""
+
+    @property
+    def nations(self) -> tuple[str | None, str | None]:
+        """Blue's and Red's nations (:func:`nation`)."""
+        return nation(self.factions[0]), nation(self.factions[1])
 
     @property
     def focus(self) -> int:
@@ -117,6 +139,14 @@ def factions(scenario: Scenario) -> tuple[str, str]:
     named = scenario.extra.get("factions")
     named = named if isinstance(named, dict) else {}
     return str(named.get("blue", "")), str(named.get("red", ""))
+
+
+def nation(faction: str) -> str | None:
+    """The nation a ``factions`` entry names first (:data:`NATIONS`, through
+    :data:`NATION_ALIASES`): "British, Portuguese and Spanish" is British, "Spanish and
+    British" Spanish; None when it names none of them."""
+    named = [(faction.find(n), n) for n in NATIONS if n in faction]
+    return NATION_ALIASES.get(min(named)[1], min(named)[1]) if named else None
 
 
 def french_side(scenario: Scenario) -> int | None:
@@ -298,12 +328,49 @@ def _fit_logistic_reference(figures: Sequence[ArmyFigures],
                           {"a": float(a), "b": float(b), "P(draw)": p_draw}, predict)
 
 
+def _nation_signs(f: ArmyFigures, nations: Sequence[str]) -> list[float]:
+    blue, red = f.nations
+    return [float(blue == n) - float(red == n) for n in nations]
+
+
+def reference_nation(figures: Sequence[ArmyFigures]) -> str | None:
+    """The nation on most sides of ``figures``' battles (ties: the first in
+    :data:`NATIONS`' order); None when no side names one."""
+    counts = {n: sum(f.nations.count(n) for f in figures) for n in NATIONS}
+    best = max(counts.values(), default=0)
+    return next((n for n in NATIONS if counts[n] == best), None) if best else None
+
+
+def _fit_nations(figures: Sequence[ArmyFigures], outcomes: Sequence[int]) -> FittedBaseline:
+    reference = reference_nation(figures)
+    nations = [n for n in NATIONS if n != reference
+               and any(n in f.nations for f in figures)]
+    decisive = _decisive(outcomes)
+    x = np.array([[_log_ratio("power", figures[n]), *_nation_signs(figures[n], nations)]
+                  for n in decisive]).reshape(-1, 1 + len(nations))
+    y = np.array([outcomes[n] == 0 for n in decisive], float)
+    w = fit_logistic(x, y)
+    p_draw = _draw_share(outcomes)
+
+    def predict(f: ArmyFigures) -> Prediction:
+        z = float(np.dot(w, [_log_ratio("power", f), *_nation_signs(f, nations)]))
+        winner = 0 if z > 0 else 1 if z < 0 else None
+        return Prediction(winner, _row(_sigmoid(z), p_draw))
+
+    parameters = {"b": float(w[0]), **{f"a[{n}]": float(a) for n, a in zip(nations, w[1:],
+                                                                           strict=True)},
+                  "P(draw)": p_draw}
+    return FittedBaseline("nations", "fitted: fighting power + each nation's edge",
+                          parameters, predict)
+
+
 BASELINES = (
     Baseline("french", "the French win", _fit_french),
     _larger("men", "more men win"),
     _larger("power", "more strength x quality wins"),
     _larger("guns", "more guns win"),
     Baseline("logistic", "fitted: the French edge + fighting power", _fit_logistic_reference),
+    Baseline("nations", "fitted: fighting power + each nation's edge", _fit_nations),
 )
 """Every baseline the benchmark reports (module docstring), in the report's order."""
 
@@ -338,6 +405,7 @@ def battle_categories(figures: ArmyFigures, outcome: int) -> list[str]:
     return [name for name, test in CATEGORIES if test(figures, outcome)]
 
 
-__all__ = ["BASELINES", "CATEGORIES", "RIDGE", "SCALE_KEYS", "ArmyFigures", "Baseline",
-           "FittedBaseline", "Prediction", "army_figures", "battle_categories",
-           "factions", "fit_logistic", "french_side"]
+__all__ = ["BASELINES", "CATEGORIES", "NATIONS", "NATION_ALIASES", "RIDGE", "SCALE_KEYS",
+           "ArmyFigures", "Baseline", "FittedBaseline", "Prediction", "army_figures",
+           "battle_categories", "factions", "fit_logistic", "french_side", "nation",
+           "reference_nation"]

@@ -378,7 +378,11 @@ def test_every_rule_plays_the_training_battles_and_only_the_chosen_one_the_held_
     assert summary.simulation_scores("held-out").n == 1
     assert summary.simulation_scores("all").n == 3
     # Each baseline calls every battle; the French win is the French side.
-    assert [b.key for b in summary.baselines] == ["french", "men", "power", "guns", "logistic"]
+    assert [b.key for b in summary.baselines] == ["french", "men", "power", "guns", "logistic",
+                                                  "nations"]
+    # Three battles of the French against the Austrians: too few to fit an effectiveness.
+    assert summary.effectiveness.reference == "French"
+    assert summary.effectiveness.values == {} and summary.effectiveness.trials == {}
     french = summary.baselines[0]
     assert [p.winner for p in french.predictions] == [0, 0, 0]
     held = summary.baseline_scores(french, "held-out")
@@ -405,6 +409,7 @@ def test_the_report_carries_the_headline_the_baselines_and_the_misses(three_batt
     assert "| measure | held-out (headline) | training split (in sample) | all battles |" \
         in report
     for heading in ("## The attack rule, chosen on the training split",
+                    "## Each nation's combat effectiveness, chosen on the training split",
                     "## Against baselines that simulate nothing",
                     "## Issue 36's targets (held-out battles)", "## Misses by category",
                     "## Every battle"):
@@ -424,3 +429,110 @@ def test_the_report_carries_the_headline_the_baselines_and_the_misses(three_batt
 def test_the_picture_draws_the_battles_and_the_held_out_scores(three_battles, tmp_path):
     path = HistoricalBenchmark().write_plot(three_battles, tmp_path / "report.png")
     assert path.read_bytes().startswith(b"\x89PNG") and path.stat().st_size > 10_000
+
+
+# ------------------------------------------------------------ combat effectiveness
+
+
+@pytest.mark.parametrize("faction, expected", [
+    ("French", "French"),
+    ("British, Portuguese and Spanish", "British"),
+    ("Spanish and British", "Spanish"),
+    ("Anglo-allied (British, Dutch-Belgian, Brunswick, Hanoverian, Nassau)", "British"),
+    ("Mamluk and Ottoman Egyptian", "Ottoman"),
+    ("Württemberger and Austrian", "Württemberg"),
+    ("Martians", None),
+    ("", None),
+])
+def test_a_sides_nation_is_the_first_it_names(faction, expected):
+    from benchmarks.historical_baselines import nation
+
+    assert nation(faction) == expected
+
+
+def test_an_effectiveness_multiplies_the_quality_of_its_nations_side_only(battles):
+    from benchmarks.historical_baselines import army_figures
+    from benchmarks.historical_effectiveness import QUALITY_BOUNDS, with_effectiveness
+
+    battle = next(b for b in battles if b.id == "maida_1806")  # French against British
+    figures = army_figures(battle)
+    assert figures.nations == ("French", "British")
+    changed = with_effectiveness(battle, figures, {"British": 1.5, "Austrian": 3.0})
+    for before, after in zip(battle.units, changed.units, strict=True):
+        expected = before.quality * (1.5 if before.side == 1 else 1.0)
+        assert after.quality == pytest.approx(expected)
+        assert dataclasses.replace(after, quality=before.quality) == before
+    assert with_effectiveness(battle, figures, {"Austrian": 3.0}) is battle
+    huge = with_effectiveness(battle, figures, {"British": 100.0})
+    assert max(u.quality for u in huge.units) == QUALITY_BOUNDS[1]
+
+
+def test_the_nations_fitted_are_those_with_enough_battles_against_the_reference(battles):
+    from benchmarks.historical_baselines import army_figures
+    from benchmarks.historical_effectiveness import MIN_BATTLES, fitted_nations
+
+    figures = [army_figures(b) for b in battles]
+    reference, chosen = fitted_nations(figures)
+    assert reference == "French"
+    for nation, members in chosen.items():
+        assert len(members) >= MIN_BATTLES and nation != "French"
+        assert all(set(figures[n].nations) == {"French", nation} for n in members)
+    british = [n for n, f in enumerate(figures) if f.nations == ("French", "British")]
+    assert chosen["British"] == british
+    # Fewer than MIN_BATTLES: no value of its own.
+    assert "Bavarian" not in chosen
+
+
+def test_each_nation_takes_the_value_that_matches_history_most_often_ties_nearest_one():
+    from benchmarks.historical_effectiveness import choose_effectiveness
+    from benchmarks.historical_scoring import Scores
+
+    def hit(match, brier=0.5):
+        return Scores(n=1, winner_match=float(match), brier=brier, log_loss=1.0)
+
+    scores = {
+        0.85: {0: hit(1), 1: hit(0), 2: hit(1), 3: hit(1)},
+        1.0: {0: hit(1), 1: hit(0), 2: hit(0), 3: hit(1)},
+        1.45: {0: hit(1), 1: hit(1), 2: hit(0), 3: hit(1)},
+        1.75: {0: hit(1), 1: hit(1), 2: hit(0), 3: hit(1, brier=0.1)},
+    }
+    fit = choose_effectiveness("French", {"British": [0, 1], "Austrian": [2, 3]}, scores)
+    # British: 1.45 and 1.75 both match both battles; equal Brier, so the one nearer 1.
+    # Austrian: only 0.85 matches both.
+    assert fit.values == {"British": 1.45, "Austrian": 0.85}
+    assert fit.trials["British"][1.0].winner_match == 0.5
+    assert fit.trials["British"][1.0].n == 2
+    # A better Brier score breaks a tie of winner match first.
+    scores[1.75][1] = hit(1, brier=0.1)
+    assert choose_effectiveness("French", {"British": [0, 1]}, scores).values == \
+        {"British": 1.75}
+
+
+@pytest.mark.parametrize("grid", [(), (0.8, 1.2), (1.0, 1.0), (1.0, -1.0), (1.0, float("nan"))])
+def test_an_effectiveness_grid_without_one_or_with_bad_values_is_refused(grid):
+    with pytest.raises(ValueError, match="effectiveness_grid"):
+        HistoricalBenchmark(effectiveness_grid=grid)
+
+
+BRITISH = ("maida_1806", "bussaco_1810", "albuera_1811", "castlebar_1798", "rolica_1808",
+           "alexandria_1801")
+"""Five training battles of the French against the British and a held-out one."""
+
+
+def test_a_fitted_effectiveness_plays_the_training_battles_at_each_value_and_keeps_the_best(
+        tmp_path):
+    from benchmarks.historical import render_markdown, score_entries
+
+    path = _subset(tmp_path, BRITISH)
+    summary = HistoricalBenchmark(path, seed=5, n_seeds=2, attack_rules=("power",),
+                                  effectiveness_grid=(1.0, 1.75)).run()
+    assert [e.held_out for e in summary.entries] == [False] * 5 + [True]
+    fit = summary.effectiveness
+    assert fit.reference == "French" and set(fit.trials) == {"British"}
+    assert set(fit.trials["British"]) == {1.0, 1.75}
+    assert all(s.n == 5 for s in fit.trials["British"].values())
+    chosen = fit.values["British"]
+    # The training entries reported are those played at the chosen value.
+    assert dataclasses.astuple(score_entries(summary.entries[:5])) == pytest.approx(
+        dataclasses.astuple(fit.trials["British"][chosen]))
+    assert "| British | 5 |" in render_markdown(summary)
