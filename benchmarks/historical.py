@@ -36,9 +36,10 @@ first). Under it, each nation's combat effectiveness (a multiplier on its units'
 quality, :mod:`benchmarks.historical_effectiveness`) is chosen on the training battles
 too, and only the chosen rule and values play the held-out battles. The baselines
 (:mod:`benchmarks.historical_baselines`: the French win, more men, more strength x
-quality, more guns, and a fitted logistic reference) are fitted on the training
-battles too. The headline is the held-out winner match; beside it the training split's
-(in sample: where the rule was chosen) and all battles'. Brier score and log-loss
+quality, more guns, and two fitted logistic references, the second with each nation's
+edge) are fitted on the training battles too. The headline is the held-out winner match;
+beside it the training split's (in sample: where the rule and the values were chosen)
+and all battles'. Brier score and log-loss
 (:mod:`benchmarks.historical_scoring`) are reported for the simulation and every
 baseline on the same battles, and the battles the simulation gets wrong are grouped by
 categories of their data (:data:`benchmarks.historical_baselines.CATEGORIES`).
