@@ -5,7 +5,8 @@
    (MAPPO), a brigadier over them frozen, a division commander over both.
 2. Phase 1: how often the battalions meet random orders (all six postures), and how
    they fight on attack orders against scripted L5 and L3, beside the scripted
-   :class:`~envs.commanders.orders.OrderFollower`.
+   :class:`~envs.commanders.orders.OrderFollower` they imitated (halting at the
+   phase's ``warm_start_hold_range``).
 3. Phase 2: the brigadier over frozen battalions against a scripted Red brigade (L5),
    beside scripted brigadiers (every battalion advances; random drills) over the same
    battalions. Phase 3: the same for the division.
@@ -48,6 +49,7 @@ from training.echelons.pipeline import (
 from training.echelons.trainer import evaluate_commander, load_frozen_battalion_policy
 from training.elo import BASELINE_RATINGS, performance_rating
 from training.mappo.battles import play_team_battles
+from training.mappo.config import MAPPOConfig
 from training.train_mappo import train_mappo
 
 LEVELS = (5, 3)
@@ -142,9 +144,14 @@ def main(argv: list[str] | None = None) -> None:
           "attack vs L3 won | drawn | lost | Elo vs L3 | Elo vs L5 |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     phase1: dict[str, Any] = {}
+    # The scripted follower beside the battalions is the teacher they imitated, with its
+    # halt (MAPPO's warm_start_hold_range).
+    hold = settings[1].get("warm_start_hold_range", MAPPOConfig.warm_start_hold_range)
+    teacher = OrderFollower(map_diagonal=math.hypot(env_kwargs["map_width"],
+                                                    env_kwargs["map_height"]), hold_range=hold)
     for label, commander in (("MAPPO, order-conditioned", battalion),
-                             ("scripted OrderFollower", OrderFollower(map_diagonal=math.hypot(
-                                 env_kwargs["map_width"], env_kwargs["map_height"])))):
+                             (f"scripted OrderFollower (their teacher, halting at {hold:g} m)",
+                              teacher)):
         followed = play_ordered_battles(commander, n_battles=n, seed=EVALUATION_SEED,
                                         red_level=5, period=period, env_kwargs=env_kwargs)
         attack = {level: play_ordered_battles(
