@@ -472,9 +472,11 @@ class HistoricalBenchmark:
     def run(self) -> BenchmarkSummary:
         """Run the full benchmark and return a :class:`BenchmarkSummary`.
 
-        Every candidate attack rule plays the training battles, the chosen one also
-        the held-out battles; every unit of both sides is simulated, ``n_seeds``
-        battles per historical one.
+        Every candidate attack rule plays the training battles; under the chosen one
+        the training battles of the nations fitted play once more at every other value
+        of the effectiveness grid; the chosen rule and values play the held-out
+        battles. Every unit of both sides is simulated, ``n_seeds`` battles per
+        historical one.
 
         Raises:
             FileNotFoundError: if the battle database is missing.
