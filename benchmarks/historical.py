@@ -509,8 +509,7 @@ class HistoricalBenchmark:
             if not out and n in passes.get(value, {}):
                 entries.append(passes[value][n])
             else:
-                entries.append(self._run_one(with_effectiveness(scenario, figures[n],
-                                                                fit.values),
+                entries.append(self._run_one(with_effectiveness(scenario, fit.values),
                                              chosen, out, figures[n], outcomes[n]))
         baselines = []
         for baseline in BASELINES:
@@ -546,14 +545,14 @@ class HistoricalBenchmark:
                 continue
             everyone = dict.fromkeys(battles, value)
             passes[value] = {n: self._run_one(
-                with_effectiveness(scenarios[n], figures[n], everyone), rule, False,
+                with_effectiveness(scenarios[n], everyone), rule, False,
                 figures[n], outcomes[n]) for n in fitted}
             logger.info("combat effectiveness %.2f: training winner match %.3f over the %d "
                         "battles of the fitted nations", value,
                         score_entries(list(passes[value].values())).winner_match, len(fitted))
-        scores = {value: {n: score_entries([entries[n]]) for n in fitted}
-                  for value, entries in passes.items()}
-        return choose_effectiveness(reference, battles, scores), passes
+        fit = choose_effectiveness(reference, battles, list(passes), lambda value, chosen:
+                                   score_entries([passes[value][n] for n in chosen]))
+        return fit, passes
 
     def _run_one(self, scenario: Scenario, rule: str, held_out: bool, figures: ArmyFigures,
                  outcome: int) -> BenchmarkEntry:

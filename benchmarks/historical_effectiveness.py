@@ -24,12 +24,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
-from benchmarks.historical_baselines import ArmyFigures, reference_nation
+from benchmarks.historical_baselines import ArmyFigures, factions, nation, reference_nation
 from benchmarks.historical_scoring import Scores
 from envs.scenario import Scenario
 
@@ -56,11 +54,10 @@ def check_grid(grid: Sequence[float]) -> tuple[float, ...]:
     return tuple(float(v) for v in values)
 
 
-def with_effectiveness(scenario: Scenario, figures: ArmyFigures,
-                       values: Mapping[str, float]) -> Scenario:
+def with_effectiveness(scenario: Scenario, values: Mapping[str, float]) -> Scenario:
     """``scenario`` with every unit's quality multiplied by its side's nation's value in
     ``values`` (nations not in it, and sides of no known nation, keep theirs)."""
-    factor = [values.get(n, 1.0) if n is not None else 1.0 for n in figures.nations]
+    factor = [values.get(nation(name), 1.0) for name in factions(scenario)]
     if factor == [1.0, 1.0]:
         return scenario
     low, high = QUALITY_BOUNDS
@@ -97,28 +94,17 @@ def fitted_nations(figures: Sequence[ArmyFigures]) -> tuple[str | None, dict[str
 
 
 def choose_effectiveness(reference: str | None, battles: Mapping[str, Sequence[int]],
-                         scores: Mapping[float, Mapping[int, Scores]]) -> EffectivenessFit:
-    """Each nation's value (module docstring) from ``scores[value][battle]``, the score
-    of every battle of ``battles`` played with that value.
-
-    Raises:
-        KeyError: for a battle of ``battles`` not scored at every value.
-    """
+                         grid: Sequence[float],
+                         score: Callable[[float, Sequence[int]], Scores]) -> EffectivenessFit:
+    """Each nation's value among ``grid`` (module docstring); ``score(value, chosen)`` is
+    the scores of the battles ``chosen`` played with ``value``."""
     values, trials = {}, {}
-    for nation, chosen in battles.items():
-        pooled = {g: _pooled([scores[g][n] for n in chosen]) for g in scores}
-        trials[nation] = pooled
-        values[nation] = min(pooled, key=lambda g, s=pooled: (
+    for name, chosen in battles.items():
+        scored = {g: score(g, chosen) for g in grid}
+        trials[name] = scored
+        values[name] = min(scored, key=lambda g, s=scored: (
             -s[g].winner_match, s[g].brier, abs(math.log(g))))
     return EffectivenessFit(reference, values, trials)
-
-
-def _pooled(parts: Sequence[Scores]) -> Scores:
-    """The scores of the battles of ``parts`` together (means weighted by battles)."""
-    n = sum(p.n for p in parts)
-    weights = np.array([p.n for p in parts], float) / n
-    return Scores(n=n, **{key: float(np.dot(weights, [getattr(p, key) for p in parts]))
-                          for key in ("winner_match", "brier", "log_loss")})
 
 
 __all__ = ["EFFECTIVENESS_GRID", "MIN_BATTLES", "QUALITY_BOUNDS", "EffectivenessFit",

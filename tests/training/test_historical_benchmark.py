@@ -457,13 +457,13 @@ def test_an_effectiveness_multiplies_the_quality_of_its_nations_side_only(battle
     battle = next(b for b in battles if b.id == "maida_1806")  # French against British
     figures = army_figures(battle)
     assert figures.nations == ("French", "British")
-    changed = with_effectiveness(battle, figures, {"British": 1.5, "Austrian": 3.0})
+    changed = with_effectiveness(battle, {"British": 1.5, "Austrian": 3.0})
     for before, after in zip(battle.units, changed.units, strict=True):
         expected = before.quality * (1.5 if before.side == 1 else 1.0)
         assert after.quality == pytest.approx(expected)
         assert dataclasses.replace(after, quality=before.quality) == before
-    assert with_effectiveness(battle, figures, {"Austrian": 3.0}) is battle
-    huge = with_effectiveness(battle, figures, {"British": 100.0})
+    assert with_effectiveness(battle, {"Austrian": 3.0}) is battle
+    huge = with_effectiveness(battle, {"British": 100.0})
     assert max(u.quality for u in huge.units) == QUALITY_BOUNDS[1]
 
 
@@ -487,24 +487,29 @@ def test_each_nation_takes_the_value_that_matches_history_most_often_ties_neares
     from benchmarks.historical_effectiveness import choose_effectiveness
     from benchmarks.historical_scoring import Scores
 
-    def hit(match, brier=0.5):
-        return Scores(n=1, winner_match=float(match), brier=brier, log_loss=1.0)
-
-    scores = {
-        0.85: {0: hit(1), 1: hit(0), 2: hit(1), 3: hit(1)},
-        1.0: {0: hit(1), 1: hit(0), 2: hit(0), 3: hit(1)},
-        1.45: {0: hit(1), 1: hit(1), 2: hit(0), 3: hit(1)},
-        1.75: {0: hit(1), 1: hit(1), 2: hit(0), 3: hit(1, brier=0.1)},
+    # Each battle's (winner matched, Brier) at each value.
+    played = {
+        0.85: {0: (1, 0.5), 1: (0, 0.5), 2: (1, 0.5), 3: (1, 0.5)},
+        1.0: {0: (1, 0.5), 1: (0, 0.5), 2: (0, 0.5), 3: (1, 0.5)},
+        1.45: {0: (1, 0.5), 1: (1, 0.5), 2: (0, 0.5), 3: (1, 0.5)},
+        1.75: {0: (1, 0.5), 1: (1, 0.5), 2: (0, 0.5), 3: (1, 0.1)},
     }
-    fit = choose_effectiveness("French", {"British": [0, 1], "Austrian": [2, 3]}, scores)
+
+    def score(value, chosen):
+        match, brier = np.mean([played[value][n] for n in chosen], axis=0)
+        return Scores(n=len(chosen), winner_match=float(match), brier=float(brier),
+                      log_loss=1.0)
+
+    fit = choose_effectiveness("French", {"British": [0, 1], "Austrian": [2, 3]}, list(played),
+                               score)
     # British: 1.45 and 1.75 both match both battles; equal Brier, so the one nearer 1.
     # Austrian: only 0.85 matches both.
     assert fit.values == {"British": 1.45, "Austrian": 0.85}
     assert fit.trials["British"][1.0].winner_match == 0.5
     assert fit.trials["British"][1.0].n == 2
     # A better Brier score breaks a tie of winner match first.
-    scores[1.75][1] = hit(1, brier=0.1)
-    assert choose_effectiveness("French", {"British": [0, 1]}, scores).values == \
+    played[1.75][1] = (1, 0.1)
+    assert choose_effectiveness("French", {"British": [0, 1]}, list(played), score).values == \
         {"British": 1.75}
 
 
