@@ -30,11 +30,15 @@ Usage (``training.transfer_benchmark``, the path the seeds document, hands this 
     python -m training.transfer_benchmark --policy model.zip [--site all] [--episodes 50]
         [--finetune-steps 500000]
     python -m training.transfer_benchmark --train-steps 1000000 [--site all]
+    python -m training.transfer_benchmark --seeds 5 --seed 0 [--jobs 2]
 
 Without ``--policy`` a commander is first trained with :func:`training.train.train`'s
 default configuration for ``--train-steps`` steps; its budget is in the report. Each
 site's report ``docs/transfer_benchmark_<site>.md`` gets its picture beside it
-(``.png``: won, drawn and lost shares of the three conditions).
+(``.png``: won, drawn and lost shares of the three conditions). ``--seeds N`` trains N
+commanders (seeds ``--seed`` onwards, ``--jobs`` at a time) and prints one table over
+them (:func:`render_seeds_markdown`: each seed's conditions and criteria, per site the
+mean and min won and the seeds meeting both criteria) instead of the reports.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import os
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -371,6 +376,80 @@ def render_markdown(summary: TransferSummary) -> str:
     return "\n".join(lines)
 
 
+def train_commander(steps: int, seed: int, folder: Path) -> tuple[Any, str]:
+    """A commander trained by :func:`training.train.train`'s default configuration for
+    ``steps`` steps with ``seed``, its files in ``folder``; the model and a line saying
+    how it was trained."""
+    from training.ppo.config import TrainingConfig
+    from training.train import train
+
+    start = time.perf_counter()
+    model = train(TrainingConfig(
+        total_timesteps=steps, seed=seed, enable_wandb=False, progress_bar=False, verbose=0,
+        checkpoint_dir=str(folder / "checkpoints"), log_dir=str(folder / "logs"),
+        manifest_path=str(folder / "manifest.jsonl"), self_play_pool_dir=str(folder / "pool"),
+        elo_registry_path=str(folder / "elo.json")))
+    return model, (f"trained for this report: `train(TrainingConfig(total_timesteps="
+                   f"{steps:,}, seed={seed}))`, {model.num_timesteps:,} steps in "
+                   f"{(time.perf_counter() - start) / 60:.1f} min")
+
+
+def run_seed(seed: int, steps: int, sites: list[str], episodes: int,
+             finetune_steps: int) -> list[TransferSummary]:
+    """Train one commander with ``seed`` and run every site's benchmark on it (one process
+    of ``--seeds``: one torch thread, its files in a scratch folder that is removed)."""
+    import torch
+
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as scratch:
+        model, trained = train_commander(steps, seed, Path(scratch))
+        return [dataclasses.replace(
+            summary, policy="PPO (default TrainingConfig)",
+            notes={**summary.notes, "Policy": trained})
+            for summary in (TransferBenchmark(TransferEvalConfig(
+                site=site, n_eval_episodes=episodes, finetune_steps=finetune_steps)).run(model)
+                for site in sites)]
+
+
+def _run_seed_star(args: tuple) -> list[TransferSummary]:
+    return run_seed(*args)
+
+
+def render_seeds_markdown(runs: dict[int, list[TransferSummary]]) -> str:
+    """Every site's three conditions for each seed's commander (won / drawn / lost, %),
+    the criteria each met, and per site the mean and min won over the seeds and the seeds
+    meeting both criteria."""
+    seeds = sorted(runs)
+    first = runs[seeds[0]][0]
+    lines = [f"Transfer: {len(seeds)} commanders (`train()`'s default, seeds "
+             f"{seeds[0]}-{seeds[-1]}), against `{first.config.opponent}`, "
+             f"{first.config.n_eval_episodes} battles per condition; won / drawn / lost (%); "
+             "criteria: zero-shot, fine-tuned.", "",
+             "| site | seed | procedural | zero-shot | fine-tuned | criteria |",
+             "|---|---:|---|---|---|---|"]
+
+    def wdl(result: TransferResult) -> str:
+        return (f"{100 * result.win_rate:.0f} / {100 * result.draw_rate:.0f} / "
+                f"{100 * result.loss_rate:.0f}")
+
+    for k, site in enumerate(s.site for s in runs[seeds[0]]):
+        summaries = [runs[seed][k] for seed in seeds]
+        for seed, summary in zip(seeds, summaries, strict=True):
+            lines.append(
+                f"| {site} | {seed} | {wdl(summary.procedural)} | {wdl(summary.zero_shot)} | "
+                f"{wdl(summary.finetuned)} | {_verdict(summary.meets_zero_shot_criterion)}, "
+                f"{_verdict(summary.meets_finetune_criterion)} |")
+        won = np.array([[s.procedural.win_rate, s.zero_shot.win_rate, s.finetuned.win_rate]
+                        for s in summaries])
+        met = sum(s.all_criteria_met for s in summaries)
+        lines.append(f"| {site} | mean / min won | "
+                     + " | ".join(f"{100 * won[:, j].mean():.0f} / {100 * won[:, j].min():.0f}"
+                                  for j in range(3))
+                     + f" | both met on {met} of {len(seeds)} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m training.transfer_benchmark",
                                      description=__doc__.split("\n\n")[0])
@@ -380,28 +459,40 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--site", default="all", help="a site of BATTLE_SITES, or all")
     parser.add_argument("--episodes", type=int, default=50, help="battles per condition")
     parser.add_argument("--finetune-steps", type=int, default=FINETUNE_MAX_STEPS)
-    parser.add_argument("--seed", type=int, default=42, help="training seed (no --policy)")
+    parser.add_argument("--seed", type=int, default=42,
+                        help="training seed (no --policy); the first of --seeds")
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="commanders trained, seeds --seed onwards: more than one prints "
+                        "a table over them instead of writing each site's report")
+    parser.add_argument("--jobs", type=int, default=1, help="commanders trained at once")
     args = parser.parse_args(argv)
+    if args.site != "all":
+        check_choice("--site", args.site, tuple(BATTLE_SITES))
+    for name, value in (("--seeds", args.seeds), ("--jobs", args.jobs),
+                        ("--episodes", args.episodes), ("--train-steps", args.train_steps)):
+        if value < 1:
+            raise SystemExit(f"{name}={value} is invalid: expected a positive integer")
+    if args.seeds > 1 and args.policy is not None:
+        raise SystemExit("--seeds trains its commanders: it cannot be given with --policy")
     sites = list(BATTLE_SITES) if args.site == "all" else [args.site]
+    if args.seeds > 1:
+        tasks = [(seed, args.train_steps, sites, args.episodes, args.finetune_steps)
+                 for seed in range(args.seed, args.seed + args.seeds)]
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        if args.jobs > 1:
+            import multiprocessing
+
+            with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
+                results = pool.map(_run_seed_star, tasks, chunksize=1)
+        else:
+            results = [_run_seed_star(task) for task in tasks]
+        print(render_seeds_markdown({task[0]: result
+                                     for task, result in zip(tasks, results, strict=True)}))
+        return
     policy, trained = args.policy, ""
     with tempfile.TemporaryDirectory() as scratch:
         if policy is None:
-            from training.ppo.config import TrainingConfig
-            from training.train import train
-
-            start = time.perf_counter()
-            work = Path(scratch)  # the run's files are not kept: the report is
-            model = train(TrainingConfig(
-                total_timesteps=args.train_steps, seed=args.seed, enable_wandb=False,
-                checkpoint_dir=str(work / "checkpoints"), log_dir=str(work / "logs"),
-                manifest_path=str(work / "manifest.jsonl"),
-                self_play_pool_dir=str(work / "pool"),
-                elo_registry_path=str(work / "elo.json")))
-            policy = model
-            trained = (f"trained for this report: `train(TrainingConfig(total_timesteps="
-                       f"{args.train_steps:,}, seed={args.seed}))`, "
-                       f"{model.num_timesteps:,} steps in "
-                       f"{(time.perf_counter() - start) / 60:.1f} min")
+            policy, trained = train_commander(args.train_steps, args.seed, Path(scratch))
             print(trained)
         for site in sites:
             benchmark = TransferBenchmark(TransferEvalConfig(

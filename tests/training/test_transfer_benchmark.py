@@ -12,6 +12,8 @@ from benchmarks.transfer import (
     TransferEvalConfig,
     TransferResult,
     TransferSummary,
+    main,
+    render_seeds_markdown,
 )
 from data.gis.sectors import SITE_WINDOWS, site_terrain
 from envs.vec_env import BattalionVecEnv
@@ -96,3 +98,38 @@ def test_a_model_is_fine_tuned_on_a_copy_and_the_steps_are_counted(tmp_path):
     assert tuned_again == 512
     assert all(np.array_equal(a, b.detach()) for a, b in zip(weights, model.policy.parameters(),
                                                             strict=True))
+
+
+def test_the_table_over_seeds_gives_each_seed_and_the_mean_and_min_per_site():
+    def summary(site, procedural, zero_shot, finetuned, draw=0.0):
+        return TransferSummary(TransferEvalConfig(site=site),
+                               result("procedural_baseline", procedural, 0.0),
+                               result("zero_shot_gis", zero_shot, draw),
+                               result("finetuned_gis", finetuned, draw, 400_000))
+
+    runs = {0: [summary("waterloo", 1.0, 0.9, 1.0), summary("borodino", 1.0, 0.0, 0.0, 1.0)],
+            1: [summary("waterloo", 0.9, 0.5, 0.88), summary("borodino", 1.0, 0.9, 0.96)]}
+    text = render_seeds_markdown(runs)
+    assert "seeds 0-1" in text and "50 battles per condition" in text
+    assert "| waterloo | 0 | 100 / 0 / 0 | 90 / 0 / 10 | 100 / 0 / 0 | PASS, PASS |" in text
+    assert "| waterloo | 1 | 90 / 0 / 10 | 50 / 0 / 50 | 88 / 0 / 12 | FAIL, PASS |" in text
+    assert ("| waterloo | mean / min won | 95 / 90 | 70 / 50 | 94 / 88 | both met on 1 of 2 |"
+            in text)
+    # drawn battles fail both criteria, whatever the drop
+    assert "| borodino | 0 | 100 / 0 / 0 | 0 / 100 / 0 | 0 / 100 / 0 | FAIL, FAIL |" in text
+    assert ("| borodino | mean / min won | 100 / 100 | 45 / 0 | 48 / 0 | both met on 1 of 2 |"
+            in text)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seeds", "0"], "--seeds=0"), (["--jobs", "0"], "--jobs=0"),
+    (["--seeds", "2", "--policy", "model.zip"], "--policy"),
+])
+def test_the_command_line_refuses_bad_counts_by_name(argv, message):
+    with pytest.raises(SystemExit, match=message):
+        main(argv)
+
+
+def test_an_unknown_site_is_refused_by_name_before_any_training():
+    with pytest.raises(ValueError, match="--site"):
+        main(["--site", "jena"])
