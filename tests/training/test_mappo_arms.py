@@ -10,6 +10,7 @@ import torch
 
 from envs.battles.multi_observation import ARMS_OBS_DIM, ARMS_STATE_DIM, OBS_DIM
 from envs.play.commanders import BatchedRed, CombinedArmsRed
+from envs.rendering import write_replay_html
 from envs.sim import constants as C
 from models.mappo_policy import MAPPOPolicy
 from tests.training.test_train_mappo import ROLLOUT
@@ -19,6 +20,7 @@ from training.mappo.battles import (
     TeamSettings,
     make_team_battles,
     play_team_battles,
+    record_team_battle,
 )
 from training.mappo.config import MAPPOConfig
 from training.mappo.trainer import MAPPOTrainer
@@ -80,6 +82,32 @@ def test_arms_battles_are_played_against_every_kind_of_red():
         assert np.array_equal(outcomes, again)
     with pytest.raises(TypeError, match="opponent"):
         play_team_battles(blue, object(), n_episodes=1, order_of_battle=ARMS)
+
+
+def test_a_team_battle_is_recorded_as_played_formations_included(tmp_path):
+    square = policy()
+    with torch.no_grad():  # every Blue unit orders square whatever it sees
+        square.actor.formation_head.bias[C.SQUARE + 1] = 100.0
+    env_kwargs = {"max_steps": 60}
+    for seed in (2, 3):
+        replay = record_team_battle(square, 5, seed=seed, order_of_battle=ARMS,
+                                    env_kwargs=env_kwargs, metadata={"red": "L5"})
+        outcome = play_team_battles(square, 5, n_episodes=1, seed=seed, order_of_battle=ARMS,
+                                    env_kwargs=env_kwargs)[0]
+        assert replay.metadata["outcome"] == {1: "blue", 0: "draw", -1: "red"}[int(outcome)]
+        assert replay.metadata["red"] == "L5" and replay.metadata["seed"] == seed
+        assert replay.n_steps == replay.metadata["steps"] <= 60
+        assert list(replay.arm) == [C.INFANTRY, C.CAVALRY, C.INFANTRY, C.ARTILLERY]
+        formation = replay.tracks["formation"]
+        # the deployment, then the infantry's square as ordered (after its drill)
+        assert formation[0, 0] == C.LINE and formation[-1, 0] == C.SQUARE
+        assert (formation[:, 1] == C.LINE).all()
+    path = write_replay_html(replay, tmp_path / "battle.html")
+    assert "window.viewer" in path.read_text()
+    with pytest.raises(ValueError, match="seed"):
+        record_team_battle(square, 5, seed=-1, order_of_battle=ARMS)
+    with pytest.raises(TypeError, match="opponent"):
+        record_team_battle(square, object(), order_of_battle=ARMS)
 
 
 def test_a_run_imitates_the_combined_arms_doctrine_then_learns(tmp_path):

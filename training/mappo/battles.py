@@ -15,6 +15,7 @@ from envs.battlefield import Battlefield
 from envs.battles.multi_battalion_batch import MultiBattalionBatch
 from envs.commanders.doctrine import DisciplinedCommander
 from envs.commanders.orders import OrderedBattalionBatch, OrderRewards
+from envs.rendering.replay import Replay, ReplayRecorder
 from envs.sim.constants import ACTION_DIM, KEEP_FORMATION
 from envs.sim.validation import check_int, check_scripted_level
 from models.mappo_policy import MAPPOPolicy
@@ -274,6 +275,39 @@ def play_team_matches(policy: Any, opponents: Mapping[str, Any], *, n_blue: int 
             for k, name in enumerate(names)}
 
 
+def record_team_battle(policy: Any, opponent: Any, *, n_blue: int = 2, n_red: int = 2,
+                       seed: int = 0, deterministic: bool = True,
+                       env_kwargs: dict[str, Any] | None = None, order_of_battle: Any = None,
+                       metadata: dict[str, Any] | None = None) -> Replay:
+    """Play battle ``seed`` of :func:`play_team_battles` (the same battle, the same
+    outcome) and record every step of it for the replay viewer
+    (:func:`envs.rendering.write_replay_html`): formations, fire and melee included.
+
+    Args:
+        policy, opponent, n_blue, n_red, deterministic, env_kwargs, order_of_battle: as
+            :func:`play_team_battles` takes them (a sampling opponent policy samples).
+        seed: the battle's seed (>= 0).
+        metadata: notes stored with the replay; the outcome (``blue``, ``red`` or
+            ``draw``) and the steps are added.
+
+    Raises:
+        TypeError, ValueError: for an invalid opponent or seed (named).
+    """
+    _check_opponent("opponent", opponent)
+    seed = check_int("seed", seed, minimum=0)
+    battles = _TeamBattles(policy, [opponent], 1, seed, TeamSettings(
+        n_blue, n_red, env_kwargs, deterministic, False, order_of_battle))
+    batch = battles.battles
+    recorder = ReplayRecorder(batch.state, 0, batch.config.map_width, batch.config.map_height,
+                              {"seed": seed, **(metadata or {})})
+    over = False
+    while not over:
+        over = bool(battles.step()[0])
+        recorder.record(batch.state, batch.last_events)
+    outcome = {WIN: "blue", LOSS: "red", DRAW: "draw"}[int(battles.outcomes()[0])]
+    return recorder.finish(outcome=outcome, steps=recorder.n_steps)
+
+
 def _check_opponent(field: str, opponent: Any) -> None:
     """Raise unless ``opponent`` is a Red commander :func:`play_team_battles` takes."""
     if _is_level(opponent):
@@ -403,5 +437,5 @@ class _TeamBattles:
 
 __all__ = ["DOCTRINE_TEAM", "DRAW", "LOSS", "WIN", "PolicyCommander", "TeamSettings",
            "is_batch_commander", "is_team_policy", "make_team_battles", "order_noise",
-           "play_team_battles", "play_team_matches", "put_orders", "score", "step_team",
-           "team_actions"]
+           "play_team_battles", "play_team_matches", "put_orders", "record_team_battle", "score",
+           "step_team", "team_actions"]
