@@ -9,6 +9,10 @@ and ``docs/reliability.md``. Some reuse the test suite's campaigns (``tests.reli
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
 
 
 def argument_parser(doc: str, module: str) -> argparse.ArgumentParser:
@@ -20,3 +24,15 @@ def argument_parser(doc: str, module: str) -> argparse.ArgumentParser:
             ``"__main__"`` under ``python -m``).
     """
     return argparse.ArgumentParser(prog=f"python -m {module}", description=doc.splitlines()[0])
+
+
+def run_jobs(function: Callable[[tuple], Any], tasks: Sequence[tuple], jobs: int) -> list[Any]:
+    """``function(task)`` for every task, in order: here when ``jobs`` is 1, else in
+    ``jobs`` fresh (spawned) processes, each task in one. OpenMP gets one thread per
+    process unless ``OMP_NUM_THREADS`` says otherwise, so the jobs do not oversubscribe
+    the cores; ``function`` must be importable from its module (a process pickles it)."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if jobs > 1:
+        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+            return pool.map(function, tasks, chunksize=1)
+    return [function(task) for task in tasks]

@@ -47,8 +47,6 @@ Usage::
 from __future__ import annotations
 
 import json
-import multiprocessing
-import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -59,7 +57,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from benchmarks import argument_parser
+from benchmarks import argument_parser, run_jobs
 from training.ppo.opponents import NAMED_OPPONENTS
 
 SPLIT_SEEDS = {"test": 100_000, "validation": 300_000}
@@ -416,12 +414,7 @@ def main(argv: list[str] | None = None) -> list[RunResult]:
     out = (args.out or Path(tempfile.mkdtemp(prefix="learning_"))).resolve()
     tasks = [(args.stack, seed, total, overrides, episodes, curve_episodes, args.split,
               str(out)) for seed in range(args.first_seed, args.first_seed + seeds)]
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    if args.jobs > 1:
-        with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-            results = pool.map(_run_star, tasks, chunksize=1)
-    else:
-        results = [_run_star(task) for task in tasks]
+    results = run_jobs(_run_star, tasks, args.jobs)
     print(summarize(args.stack, results, episodes))
     if overrides:
         print(f"settings: {overrides}")

@@ -46,7 +46,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
-import os
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -55,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import run_jobs
 from data.gis.sectors import SITE_WINDOWS, site_terrain
 from data.gis.terrain_importer import BATTLE_SITES
 from envs.sim.constants import NUM_CURRICULUM_LEVELS
@@ -478,14 +478,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.seeds > 1:
         tasks = [(seed, args.train_steps, sites, args.episodes, args.finetune_steps)
                  for seed in range(args.seed, args.seed + args.seeds)]
-        os.environ.setdefault("OMP_NUM_THREADS", "1")
-        if args.jobs > 1:
-            import multiprocessing
-
-            with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-                results = pool.map(_run_seed_star, tasks, chunksize=1)
-        else:
-            results = [_run_seed_star(task) for task in tasks]
+        results = run_jobs(_run_seed_star, tasks, args.jobs)
         print(render_seeds_markdown({task[0]: result
                                      for task, result in zip(tasks, results, strict=True)}))
         return

@@ -4,9 +4,13 @@ Records the demo's battle (``training/demo.py``: Blue against scripted level 5, 
 demo's evaluation seed; here Blue is the scripted disciplined commander, so no training
 is needed) and a battle of many units of all arms (Austerlitz from the historical
 benchmark), writes their viewer pages, and photographs them in Debian's chromium driven
-by Playwright (``pip install -e '.[dev]'``; ``apt-get install chromium``)::
+by Playwright (``pip install -e '.[dev]'``; ``apt-get install chromium``). Given a policy
+file of MAPPO with arms trained on the ``combined_arms`` scenario (``python -m
+benchmarks.learning --stack mappo_arms --seeds 1 --out DIR`` leaves one in
+``DIR/mappo_arms_seed0/checkpoints``), it also records that commander against scripted
+L5 and photographs the battle (``viewer_learned_arms.png``)::
 
-    python docs/images/make_viewer_screenshots.py [--out docs/images]
+    python docs/images/make_viewer_screenshots.py [--out docs/images] [--arms-policy FILE]
 """
 
 from __future__ import annotations
@@ -28,12 +32,15 @@ from envs.rendering.draw import palette_for
 from envs.rendering.viewer import melee_pairs
 from envs.scenario import load_scenarios
 from envs.scenario_battle import play_scenario
+from envs.sim import constants as C
 from storage.files import atomic_write_bytes
 
 CHROMIUM = "/usr/bin/chromium"
 DEMO_SEED = 100_000
 """The demo's evaluation seed (``training.demo.EVAL_SEED``)."""
 MULTI_UNIT_BATTLE = "austerlitz_1805"
+ARMS_SEEDS = range(100_000, 100_016)
+"""The test split's first battles, among which the learned combined-arms battle is chosen."""
 
 
 def demo_battle() -> Replay:
@@ -45,6 +52,34 @@ def demo_battle() -> Replay:
 def multi_unit_battle() -> Replay:
     battles = {battle.id: battle for battle in load_scenarios(BATTLES_JSON)}
     return play_scenario(battles[MULTI_UNIT_BATTLE], n_battles=1, seed=0, record=True).replay
+
+
+def learned_arms_battle(policy_file: Path) -> Replay:
+    """The ``mappo_arms`` stack's battle (``benchmarks.learning``), the MAPPO policy in
+    ``policy_file`` commanding Blue on its mean against scripted L5: of the battles of
+    :data:`ARMS_SEEDS`, the one that shows the most of the arms (steps with a square
+    formed, a unit in melee, guns in battery firing)."""
+    from benchmarks.learning import STACKS
+    from training.mappo.battles import record_team_battle
+    from training.mappo.config import MAPPOConfig
+    from training.train_mappo import policy_from_checkpoint
+
+    config = MAPPOConfig(**STACKS["mappo_arms"].settings)
+    policy = policy_from_checkpoint(policy_file)
+    best, best_score = None, -1.0
+    for seed in ARMS_SEEDS:
+        replay = record_team_battle(
+            policy, 5, n_blue=config.n_blue, n_red=config.n_red, seed=seed,
+            env_kwargs=config.field_kwargs(), order_of_battle=config.forces(),
+            metadata={"blue": f"MAPPO with arms ({policy_file.name})", "red": "scripted_l5"})
+        tracks = replay.tracks
+        guns = replay.arm == C.ARTILLERY
+        score = ((tracks["formation"] == C.SQUARE).any(axis=1).sum()
+                 + 3.0 * len(np.unique(melee_pairs(replay)[:, 0]))
+                 + ((tracks["volley"][:, guns] > 1e-3).any(axis=1)).sum())
+        if score > best_score:
+            best, best_score = replay, score
+    return best
 
 
 def firing_step(replay: Replay, around: int) -> int:
@@ -82,18 +117,29 @@ def shoot(page, step: int) -> bytes:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
+    parser.add_argument("--arms-policy", type=Path, default=None,
+                        help="a mappo_arms policy file: also photograph its battle")
     args = parser.parse_args(argv)
     demo, multi = demo_battle(), multi_unit_battle()
     shots = [(demo, "viewer_start.png", 0),
              (demo, "viewer_middle.png", firing_step(demo, demo.n_steps // 2)),
              (demo, "viewer_end.png", demo.n_steps),
              (multi, "viewer_multi_unit.png", liveliest_step(multi))]
+    titles = {id(multi): "Austerlitz, 1805 (historical benchmark)"}
+    if args.arms_policy is not None:
+        arms = learned_arms_battle(args.arms_policy)
+        shots.append((arms, "viewer_learned_arms.png", liveliest_step(arms)))
+        result = {"blue": "Blue won", "red": "Red won", "draw": "drawn"}[arms.metadata["outcome"]]
+        titles[id(arms)] = (f"MAPPO with arms against scripted L5, combined_arms, seed "
+                            f"{arms.metadata['seed']} ({result})")
+    else:
+        print("viewer_learned_arms.png not taken: no --arms-policy given")
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM)
         page = browser.new_page(viewport={"width": 940, "height": 800})
-        pages = {id(demo): write_replay_html(demo, Path(tmp) / "demo.html"),
-                 id(multi): write_replay_html(multi, Path(tmp) / "multi.html",
-                                              title="Austerlitz, 1805 (historical benchmark)")}
+        pages = {id(replay): write_replay_html(replay, Path(tmp) / f"{k}.html",
+                                               title=titles.get(id(replay)))
+                 for k, replay in enumerate({id(r): r for r, _, _ in shots}.values())}
         for replay, name, step in shots:
             page.goto(pages[id(replay)].as_uri())
             if page.evaluate("document.body.dataset.ready") != "true":

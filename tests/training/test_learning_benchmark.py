@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from benchmarks import learning
+from benchmarks import learning, run_jobs
 from benchmarks.learning import (
     FINAL_OPPONENTS,
     TEAM_CURVE_OPPONENTS,
@@ -114,3 +114,9 @@ def test_set_values_are_read_as_yaml_and_exponents_as_numbers():
     assert learning._overrides(["warm_start_doctrine=disciplined"],
                                learning.STACKS["train"].runner) == {
         "warm_start_doctrine": "disciplined"}
+
+
+def test_jobs_run_each_task_once_and_keep_the_order():
+    tasks = [(1, 2), (3,), (), (4, 5, 6)]
+    assert run_jobs(len, tasks, 1) == [2, 1, 0, 3]
+    assert run_jobs(len, tasks, 2) == [2, 1, 0, 3]  # two spawned processes
