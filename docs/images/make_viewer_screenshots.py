@@ -55,31 +55,43 @@ def multi_unit_battle() -> Replay:
 
 
 def learned_arms_battle(policy_file: Path) -> Replay:
-    """The ``mappo_arms`` stack's battle (``benchmarks.learning``), the MAPPO policy in
-    ``policy_file`` commanding Blue on its mean against scripted L5: of the battles of
-    :data:`ARMS_SEEDS`, the one that shows the most of the arms (steps with a square
-    formed, a unit in melee, guns in battery firing)."""
-    from benchmarks.learning import STACKS
+    """The battle the MAPPO training checkpoint ``policy_file`` was trained on (its
+    config's field and order of battle), its policy commanding Blue on its mean against
+    scripted L5: of the battles of :data:`ARMS_SEEDS`, the one that shows the most of the
+    arms (a square, a melee and guns firing; a battle Blue won if there is one)."""
     from training.mappo.battles import record_team_battle
+    from training.mappo.checkpoints import load_checkpoint, policy_from_checkpoint
     from training.mappo.config import MAPPOConfig
-    from training.train_mappo import policy_from_checkpoint
 
-    config = MAPPOConfig(**STACKS["mappo_arms"].settings)
+    config = MAPPOConfig(**load_checkpoint(policy_file).extras["config"])
     policy = policy_from_checkpoint(policy_file)
-    best, best_score = None, -1.0
-    for seed in ARMS_SEEDS:
-        replay = record_team_battle(
-            policy, 5, n_blue=config.n_blue, n_red=config.n_red, seed=seed,
-            env_kwargs=config.field_kwargs(), order_of_battle=config.forces(),
-            metadata={"blue": f"MAPPO with arms ({policy_file.name})", "red": "scripted_l5"})
+    replays = [record_team_battle(
+        policy, 5, n_blue=config.n_blue, n_red=config.n_red, seed=seed,
+        env_kwargs=config.field_kwargs(), order_of_battle=config.forces(),
+        metadata={"blue": f"MAPPO with arms ({policy_file.name})", "red": "scripted_l5"})
+        for seed in ARMS_SEEDS]
+    won = [replay for replay in replays if replay.metadata["outcome"] == "blue"]
+
+    def shows(replay: Replay) -> tuple[int, float]:
+        """Which of a square, a melee and guns firing the battle shows, then the most
+        its liveliest step shows at once."""
         tracks = replay.tracks
-        guns = replay.arm == C.ARTILLERY
-        score = ((tracks["formation"] == C.SQUARE).any(axis=1).sum()
-                 + 3.0 * len(np.unique(melee_pairs(replay)[:, 0]))
-                 + ((tracks["volley"][:, guns] > 1e-3).any(axis=1)).sum())
-        if score > best_score:
-            best, best_score = replay, score
-    return best
+        kinds = (int((tracks["formation"] == C.SQUARE).any()) + int(len(melee_pairs(replay)) > 0)
+                 + int((tracks["volley"][:, replay.arm == C.ARTILLERY] > 1e-3).any()))
+        return kinds, float(arms_activity(replay).max())
+
+    return max(won or replays, key=shows)
+
+
+def arms_activity(replay: Replay) -> np.ndarray:
+    """Per step, how much of the arms a picture of it shows: squares formed, units in
+    melee (three each) and guns firing."""
+    tracks = replay.tracks
+    activity = ((tracks["formation"] == C.SQUARE).sum(axis=1)
+                + (tracks["volley"][:, replay.arm == C.ARTILLERY] > 1e-3).sum(axis=1)
+                ).astype(float)
+    np.add.at(activity, melee_pairs(replay)[:, 0], 3.0)
+    return activity
 
 
 def firing_step(replay: Replay, around: int) -> int:
@@ -128,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     titles = {id(multi): "Austerlitz, 1805 (historical benchmark)"}
     if args.arms_policy is not None:
         arms = learned_arms_battle(args.arms_policy)
-        shots.append((arms, "viewer_learned_arms.png", liveliest_step(arms)))
+        shots.append((arms, "viewer_learned_arms.png", int(np.argmax(arms_activity(arms)))))
         result = {"blue": "Blue won", "red": "Red won", "draw": "drawn"}[arms.metadata["outcome"]]
         titles[id(arms)] = (f"MAPPO with arms against scripted L5, combined_arms, seed "
                             f"{arms.metadata['seed']} ({result})")
