@@ -8,6 +8,11 @@ from PIL import Image
 
 from envs.battalion_env import BattalionEnv
 from envs.rendering import load_replay, record_episode, render_gif, save_replay
+from envs.rendering.replay import ReplayRecorder
+from envs.sim import constants as C
+from envs.sim import engine
+from envs.sim.config import BattleConfig
+from envs.sim.state import BattleState
 
 
 def advance_and_fire(obs):
@@ -126,3 +131,26 @@ def test_loading_checks_declared_sizes_before_reading(replay, tmp_path, monkeypa
     monkeypatch.setattr(module, "MAX_REPLAY_BYTES", 1_000)
     with pytest.raises(ValueError, match="battle.npz would expand to .* more than the 1,000"):
         load_replay(path)
+
+
+@pytest.mark.parametrize("formation, shown", [(C.LIMBERED, False), (C.LINE, True)])
+def test_only_fire_that_can_hurt_is_recorded(formation, shown):
+    # A battery 100 m west of a battalion, facing it, ordered to fire: limbered, its
+    # order spends readiness in the engine but hits nothing, so no fire is recorded.
+    config = BattleConfig()
+    state = BattleState.empty(1, np.array([0, 1]), 1, 1, arm=np.array([C.ARTILLERY,
+                                                                      C.INFANTRY]))
+    state.x[:] = [[400.0, 500.0]]
+    state.y[:] = [[500.0, 500.0]]
+    state.theta[:] = [[0.0, np.pi]]
+    state.strength[:] = state.morale[:] = state.readiness[:] = 1.0
+    state.formation[:] = [[formation, C.LINE]]
+    recorder = ReplayRecorder(state, 0, config.map_width, config.map_height)
+    orders = np.array([[[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]], np.float32)
+    after, events = engine.step(state, orders, config)
+    recorder.record(after, events)
+    assert events.volley[0, 0] > 0  # the order was given either way
+    track = recorder.finish().tracks
+    assert (track["volley"][1, 0] > 0) == shown
+    assert track["target"][1, 0] == (1 if shown else -1)
+    assert (after.strength[0, 1] < 1.0) == shown

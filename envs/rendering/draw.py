@@ -198,15 +198,24 @@ def palette_for(background: Image.Image) -> Image.Image:
     return palette
 
 
+def delivered_fire(events, battle: int) -> tuple[np.ndarray, np.ndarray]:
+    """Battle ``battle``'s fire of a step as pictures show it: each unit's readiness
+    spent and its target where the fire removed strength, 0 and -1 elsewhere. An order
+    to fire that cannot hurt (guns limbered) spends readiness in the engine
+    (:class:`~envs.sim.engine.StepEvents`) but is not fire anyone would see."""
+    hurt = events.damage_dealt[battle] > 0
+    return (np.where(hurt, events.volley[battle], 0).astype(np.float32),
+            np.where(hurt, events.target[battle], -1).astype(np.int8))
+
+
 def draw_battle(state, battle: int, config, size: int = 480, events=None) -> np.ndarray:
     """Picture of battle ``battle`` of a :class:`~envs.sim.state.BattleState`."""
+    volley, target = (None, None) if events is None else delivered_fire(events, battle)
     frame = Frame(
         x=state.x[battle], y=state.y[battle], theta=state.theta[battle],
         strength=state.strength[battle], morale=state.morale[battle],
         routed=state.routed[battle], destroyed=state.destroyed[battle], team=state.team,
-        step=int(state.step[battle]),
-        volley=None if events is None else events.volley[battle],
-        target=None if events is None else events.target[battle], arm=state.arm,
+        step=int(state.step[battle]), volley=volley, target=target, arm=state.arm,
         formation=state.formation[battle])
     height = max(1, int(round(size * config.map_height / config.map_width)))
     background = terrain_image(state.elevation[battle], state.cover[battle], (size, height),

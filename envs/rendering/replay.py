@@ -26,7 +26,7 @@ import numpy as np
 from numpy.lib import format as npy_format
 from PIL import Image
 
-from envs.rendering.draw import Frame, draw_frame, palette_for, terrain_image
+from envs.rendering.draw import Frame, delivered_fire, draw_frame, palette_for, terrain_image
 from envs.sim import constants as C
 from envs.sim.engine import StepEvents
 from envs.sim.state import BattleState
@@ -110,8 +110,9 @@ class ReplayRecorder:
         self._append(state, np.zeros(n_units, np.float32), np.full(n_units, -1, np.int8))
 
     def record(self, state: BattleState, events: StepEvents) -> None:
-        """Add the state after a step and that step's fire."""
-        self._append(state, events.volley[self.battle], events.target[self.battle])
+        """Add the state after a step and that step's fire (the fire that removed
+        strength: :func:`~envs.rendering.draw.delivered_fire`)."""
+        self._append(state, *delivered_fire(events, self.battle))
 
     def _append(self, state: BattleState, volley: np.ndarray, target: np.ndarray) -> None:
         b = self.battle
