@@ -73,25 +73,26 @@ def learned_arms_battle(policy_file: Path) -> Replay:
     won = [replay for replay in replays if replay.metadata["outcome"] == "blue"]
 
     def shows(replay: Replay) -> tuple[int, float]:
-        """Which of a square, a melee and guns firing the battle shows, then the most
+        """How many of a square, a melee and guns firing the battle shows, then the most
         its liveliest step shows at once."""
-        tracks = replay.tracks
-        kinds = (int((tracks["formation"] == C.SQUARE).any()) + int(len(melee_pairs(replay)) > 0)
-                 + int((tracks["volley"][:, replay.arm == C.ARTILLERY] > 1e-3).any()))
-        return kinds, float(arms_activity(replay).max())
+        shown = arms_shown(replay)
+        return int(shown.any(axis=0).sum()), float((shown @ ARMS_WEIGHTS).max())
 
     return max(won or replays, key=shows)
 
 
-def arms_activity(replay: Replay) -> np.ndarray:
-    """Per step, how much of the arms a picture of it shows: squares formed, units in
-    melee (three each) and guns firing."""
+ARMS_WEIGHTS = np.array([1.0, 1.0, 3.0])
+"""What a square, a firing gun and a unit in melee are worth to a picture."""
+
+
+def arms_shown(replay: Replay) -> np.ndarray:
+    """Per step (rows), how many squares stand, guns fire and units fight in melee."""
     tracks = replay.tracks
-    activity = ((tracks["formation"] == C.SQUARE).sum(axis=1)
-                + (tracks["volley"][:, replay.arm == C.ARTILLERY] > 1e-3).sum(axis=1)
-                ).astype(float)
-    np.add.at(activity, melee_pairs(replay)[:, 0], 3.0)
-    return activity
+    shown = np.zeros((replay.n_steps + 1, 3))
+    shown[:, 0] = (tracks["formation"] == C.SQUARE).sum(axis=1)
+    shown[:, 1] = (tracks["volley"][:, replay.arm == C.ARTILLERY] > 1e-3).sum(axis=1)
+    np.add.at(shown[:, 2], melee_pairs(replay)[:, 0], 1.0)
+    return shown
 
 
 def firing_step(replay: Replay, around: int) -> int:
@@ -140,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     titles = {id(multi): "Austerlitz, 1805 (historical benchmark)"}
     if args.arms_policy is not None:
         arms = learned_arms_battle(args.arms_policy)
-        shots.append((arms, "viewer_learned_arms.png", int(np.argmax(arms_activity(arms)))))
+        shots.append((arms, "viewer_learned_arms.png",
+                      int(np.argmax(arms_shown(arms) @ ARMS_WEIGHTS))))
         result = {"blue": "Blue won", "red": "Red won", "draw": "drawn"}[arms.metadata["outcome"]]
         titles[id(arms)] = (f"MAPPO with arms against scripted L5, combined_arms, seed "
                             f"{arms.metadata['seed']} ({result})")

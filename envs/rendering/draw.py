@@ -200,9 +200,9 @@ def palette_for(background: Image.Image) -> Image.Image:
 
 def delivered_fire(events, battle: int) -> tuple[np.ndarray, np.ndarray]:
     """Battle ``battle``'s fire of a step as pictures show it: each unit's readiness
-    spent and its target where the fire removed strength, 0 and -1 elsewhere. An order
-    to fire that cannot hurt (guns limbered) spends readiness in the engine
-    (:class:`~envs.sim.engine.StepEvents`) but is not fire anyone would see."""
+    spent and its target where the unit removed strength in the step, 0 and -1
+    elsewhere. An order to fire that cannot hurt (guns limbered) spends readiness in the
+    engine (:class:`~envs.sim.engine.StepEvents`) but is not fire anyone would see."""
     hurt = events.damage_dealt[battle] > 0
     return (np.where(hurt, events.volley[battle], 0).astype(np.float32),
             np.where(hurt, events.target[battle], -1).astype(np.int8))
