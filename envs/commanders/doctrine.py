@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from envs.battles import multi_observation as team
 from envs.battles.observation import OBSERVATION_FEATURES
 from envs.sim import constants as C
 from envs.sim.config import BattleConfig
@@ -60,6 +61,74 @@ class DisciplinedCommander:
         fire = facing & ~march & (distance <= self.hold_range)
         actions = np.stack([march, turn, fire], axis=1).astype(np.float32)
         return (actions[0] if single else actions), None
+
+
+STEP_TOLERANCE = 10.0
+"""How far, in metres, a battalion of :class:`InStepCommander` may be ahead of its
+laggard ally before it waits for it."""
+
+_T = {name: i for i, name in enumerate(team.OBSERVATION_FEATURES)}
+_ALLY_AT = np.array([[_T[f"ally_{k}_{name}"] for name in ("present", "distance", "bearing_cos",
+                                                          "bearing_sin")]
+                     for k in range(team.ALLY_SLOTS)])
+_ENEMY_AT = np.array([[_T[f"enemy_{k}_{name}"] for name in ("present", "distance",
+                                                            "bearing_cos", "bearing_sin")]
+                      for k in range(team.ENEMY_SLOTS)])
+
+
+class InStepCommander(DisciplinedCommander):
+    """The disciplined doctrine for a team: the battalions march in step.
+
+    Each battalion faces its nearest enemy, closes to ``hold_range`` in silence, halts
+    and volleys, as :class:`DisciplinedCommander` does; but while it is more than
+    ``step_tolerance`` metres nearer its enemy than an ally is to the enemy nearest that
+    ally, it halts and waits for it. The battalions reach their halts together, so the
+    enemy cannot turn all its muskets on the one that arrives first (scripted L5 fires
+    at the nearest battalion from 160 m). It reads a team observation
+    (:data:`envs.battles.multi_observation.OBSERVATION_FEATURES`): where each ally
+    stands, where each enemy was last reported. Without allies in the fight it is the
+    disciplined doctrine.
+
+    Args:
+        hold_range, map_diagonal, max_turn_rate, min_range: as
+            :class:`DisciplinedCommander`'s.
+        step_tolerance: metres a battalion may lead its laggard ally (> 0; at 0 the two
+            would take turns to step).
+    """
+
+    def __init__(self, hold_range: float = HOLD_RANGE, map_diagonal: float = _DEFAULT_DIAGONAL,
+                 max_turn_rate: float = C.MAX_TURN_RATE, min_range: float = 15.0,
+                 step_tolerance: float = STEP_TOLERANCE) -> None:
+        super().__init__(hold_range, map_diagonal, max_turn_rate, min_range)
+        self.step_tolerance = check_positive("step_tolerance", step_tolerance)
+
+    def predict(self, observation: np.ndarray,
+                deterministic: bool = True) -> tuple[np.ndarray, None]:
+        """Orders for one team observation (OBS_DIM,) or a batch (n, OBS_DIM) (the arms
+        block, if any, is not read)."""
+        obs = np.atleast_2d(np.asarray(observation, dtype=np.float32))
+        if obs.shape[1] < team.OBS_DIM:
+            raise ValueError(f"observation has {obs.shape[1]} features: the in-step doctrine "
+                             f"reads a team observation of at least {team.OBS_DIM}")
+        orders = np.atleast_2d(super().predict(obs)[0]).copy()
+        # Positions in one's own frame (x ahead, y to the left), metres.
+        distance = obs[:, _F["enemy_distance"]] * self.map_diagonal
+        enemies = obs[:, _ENEMY_AT] * np.array([1, self.map_diagonal, 1, 1], np.float32)
+        enemy_x = np.concatenate([(distance * obs[:, _F["enemy_relative_bearing_cos"]])[:, None],
+                                  enemies[..., 1] * enemies[..., 2]], axis=1)
+        enemy_y = np.concatenate([(distance * obs[:, _F["enemy_relative_bearing_sin"]])[:, None],
+                                  enemies[..., 1] * enemies[..., 3]], axis=1)
+        known = np.concatenate([np.ones((len(obs), 1), bool), enemies[..., 0] > 0.5], axis=1)
+        allies = obs[:, _ALLY_AT]
+        ally_x = allies[..., 1] * self.map_diagonal * allies[..., 2]
+        ally_y = allies[..., 1] * self.map_diagonal * allies[..., 3]
+        # Each ally's distance to the enemy nearest it (of those this battalion knows of).
+        gaps = np.hypot(enemy_x[:, None, :] - ally_x[..., None],
+                        enemy_y[:, None, :] - ally_y[..., None])
+        ally_to_enemy = np.where(known[:, None, :], gaps, np.inf).min(axis=2)
+        lead = np.where(allies[..., 0] > 0.5, ally_to_enemy - distance[:, None], 0.0).max(axis=1)
+        orders[lead > self.step_tolerance, 0] = 0.0
+        return (orders[0] if np.ndim(observation) == 1 else orders), None
 
 
 class ScriptedCommander:

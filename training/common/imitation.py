@@ -9,21 +9,27 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import torch
 
-from envs.commanders.doctrine import HOLD_RANGE, DisciplinedCommander
+from envs.commanders.doctrine import HOLD_RANGE, DisciplinedCommander, InStepCommander
 from training.common.ppo_math import shuffled_minibatches
 
 DOCTRINES = ("disciplined",)
-
+"""Doctrines a duel's battalion can imitate (they read the duel's observation)."""
+TEAM_DOCTRINES = ("disciplined", "in_step")
+"""Doctrines a team can imitate: ``in_step`` (:class:`InStepCommander`) also reads
+where the allies stand."""
 
 
 def make_doctrine(name: str, map_width: float, map_height: float,
                   hold_range: float = HOLD_RANGE):
-    """The hand-written commander called ``name`` for a map of the given size, halting
-    at ``hold_range`` metres."""
+    """The hand-written commander called ``name`` (of :data:`TEAM_DOCTRINES`) for a map
+    of the given size, halting at ``hold_range`` metres."""
+    diagonal = math.hypot(map_width, map_height)
     if name == "disciplined":
-        return DisciplinedCommander(hold_range=hold_range,
-                                    map_diagonal=math.hypot(map_width, map_height))
-    raise ValueError(f"doctrine={name!r} is invalid: expected one of {', '.join(DOCTRINES)}")
+        return DisciplinedCommander(hold_range=hold_range, map_diagonal=diagonal)
+    if name == "in_step":
+        return InStepCommander(hold_range=hold_range, map_diagonal=diagonal)
+    raise ValueError(f"doctrine={name!r} is invalid: expected one of "
+                     f"{', '.join(TEAM_DOCTRINES)}")
 
 
 def discounted_returns(rewards: np.ndarray, dones: np.ndarray,

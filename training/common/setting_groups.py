@@ -41,7 +41,7 @@ from envs.sim.validation import (
     short_repr,
 )
 from training.common.device import check_device_name
-from training.common.imitation import DOCTRINES, HOLD_RANGE
+from training.common.imitation import DOCTRINES, HOLD_RANGE, TEAM_DOCTRINES
 from training.common.settings import (
     Settings,
     non_negative_int,
@@ -75,10 +75,19 @@ def step_size(name: str, value: Any) -> float:
 
 
 def doctrine(name: str, value: Any) -> str | None:
-    """A doctrine to imitate, or None."""
+    """A doctrine a battalion can imitate, or None."""
     if value is not None and value not in DOCTRINES:
         raise ValueError(f"{name}={value!r} is invalid: expected null (no warm start) or one "
-                         f"of {', '.join(DOCTRINES)}")
+                         f"of {', '.join(DOCTRINES)}"
+                         + (" (a team doctrine: MAPPO's)" if value in TEAM_DOCTRINES else ""))
+    return value
+
+
+def team_doctrine(name: str, value: Any) -> str | None:
+    """A doctrine a team can imitate, or None."""
+    if value is not None and value not in TEAM_DOCTRINES:
+        raise ValueError(f"{name}={value!r} is invalid: expected null (no warm start) or one "
+                         f"of {', '.join(TEAM_DOCTRINES)}")
     return value
 
 

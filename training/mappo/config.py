@@ -40,6 +40,7 @@ from training.common.setting_groups import (
     TrackingSettings,
     WarmStartSettings,
     reward_weight,
+    team_doctrine,
 )
 from training.common.settings import (
     ConfigFile,
@@ -109,6 +110,9 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
     n_envs: int = override(PPOSettings, "n_envs", default=128)
     n_epochs: int = override(PPOSettings, "n_epochs", default=5)
     device: str = override(PPOSettings, "device", default="cpu")
+    # A team may also imitate the doctrine marching in step (training.common.imitation).
+    warm_start_doctrine: str | None = override(WarmStartSettings, "warm_start_doctrine",
+                                               check=team_doctrine)
     # As the duel's (docs/training.md, "Fine-tuning after imitation"): a clone fitted
     # closely and sampled with a small std keeps its held volley under PPO.
     warm_start_epochs: int = override(WarmStartSettings, "warm_start_epochs", default=40)
