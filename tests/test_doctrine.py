@@ -40,3 +40,71 @@ def test_invalid_settings_are_rejected():
         DisciplinedCommander(hold_range=0)
     with pytest.raises(ValueError, match="level"):
         ScriptedCommander(6)
+
+
+def _team_observation(enemy, ally=None, other_enemy=None, diagonal=1000.0):
+    """A team observation (OBS_DIM,) with the focus enemy, one ally and one more enemy at
+    ``(ahead, left)`` metres in the battalion's own frame, the enemy in sight."""
+    from envs.battles.multi_observation import OBS_DIM, OBSERVATION_FEATURES
+    at = {name: i for i, name in enumerate(OBSERVATION_FEATURES)}
+    obs = np.zeros(OBS_DIM, np.float32)
+
+    def place(prefix, point):
+        distance = np.hypot(*point)
+        obs[at[f"{prefix}distance"]] = distance / diagonal
+        obs[at[f"{prefix}{'relative_bearing_' if prefix == 'enemy_' else 'bearing_'}cos"]] = \
+            point[0] / distance
+        obs[at[f"{prefix}{'relative_bearing_' if prefix == 'enemy_' else 'bearing_'}sin"]] = \
+            point[1] / distance
+
+    place("enemy_", enemy)
+    obs[at["line_of_sight"]] = 1.0
+    if ally is not None:
+        obs[at["ally_0_present"]] = 1.0
+        place("ally_0_", ally)
+    if other_enemy is not None:
+        obs[at["enemy_0_present"]] = 1.0
+        place("enemy_0_", other_enemy)
+    return obs
+
+
+def test_the_in_step_doctrine_waits_while_it_leads_its_laggard_ally():
+    from envs.commanders.doctrine import InStepCommander
+    commander = InStepCommander(map_diagonal=1000.0)
+    march = lambda obs: commander.predict(obs)[0][0]  # noqa: E731
+    assert march(_team_observation((300, 0))) == 1.0  # no ally: the disciplined doctrine
+    assert march(_team_observation((300, 0), ally=(-50, 0))) == 0.0  # 50 m ahead: waits
+    assert march(_team_observation((300, 0), ally=(0, 50))) == 1.0  # 4 m ahead: marches
+    # The ally is measured against the enemy nearest it, not against this one's.
+    assert march(_team_observation((300, 0), ally=(-50, 0), other_enemy=(-50, 300))) == 1.0
+    # Within its halt it volleys as the doctrine does, whatever the ally does.
+    orders = commander.predict(_team_observation((50, 0), ally=(-200, 0)))[0]
+    assert orders.tolist() == [0.0, 0.0, 1.0]
+
+
+def test_the_in_step_doctrine_without_allies_is_the_disciplined_doctrine():
+    from envs.battles.multi_observation import OBS_DIM, OBSERVATION_FEATURES
+    from envs.commanders.doctrine import InStepCommander
+    obs = np.random.default_rng(0).uniform(-1, 1, (200, OBS_DIM)).astype(np.float32)
+    obs[:, [i for i, name in enumerate(OBSERVATION_FEATURES)
+            if name.startswith("ally_") and name.endswith("_present")]] = 0.0
+    assert np.array_equal(InStepCommander(hold_range=70).predict(obs)[0],
+                          DisciplinedCommander(hold_range=70).predict(obs)[0])
+
+
+def test_the_in_step_doctrine_reads_team_observations_only():
+    from envs.commanders.doctrine import InStepCommander
+    obs, _ = BattalionEnv().reset(seed=0)
+    with pytest.raises(ValueError, match="team observation"):
+        InStepCommander().predict(obs)
+    with pytest.raises(ValueError, match="step_tolerance"):
+        InStepCommander(step_tolerance=0)
+
+
+def test_marching_in_step_wins_more_2v2_battles_against_l5():
+    from envs.commanders.doctrine import InStepCommander
+    from training.mappo.battles import play_team_battles
+    won = {name: (play_team_battles(commander, 5, n_episodes=200, seed=0) == 1).mean()
+           for name, commander in (("in step", InStepCommander(hold_range=80.0)),
+                                   ("disciplined", DisciplinedCommander(hold_range=80.0)))}
+    assert won["in step"] >= won["disciplined"] + 0.05, won

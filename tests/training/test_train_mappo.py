@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from envs.battles.multi_observation import CRITIC_STATE_DIM, OBS_DIM
+from envs.commanders.doctrine import DisciplinedCommander, InStepCommander
 from models.mappo_policy import MAPPOPolicy
 from tests.forked import run_module
 from tests.training.conftest import record_teachers
@@ -235,13 +236,17 @@ def test_wandb_offline_run_is_written(tmp_path):
     assert result.history[-1]["time/total_steps"] == 2 * ROLLOUT
 
 
-def test_the_team_imitates_the_doctrine_at_warm_start_hold_range(tmp_path, monkeypatch):
+@pytest.mark.parametrize("doctrine, teacher", [("disciplined", DisciplinedCommander),
+                                               ("in_step", InStepCommander)])
+def test_the_team_imitates_the_doctrine_at_warm_start_hold_range(tmp_path, monkeypatch,
+                                                                 doctrine, teacher):
     import training.mappo.warm_start as team_warm_start
     teachers = record_teachers(monkeypatch, team_warm_start)
-    train_mappo(**tiny(tmp_path, warm_start_doctrine="disciplined", warm_start_steps=8 * 50,
+    train_mappo(**tiny(tmp_path, warm_start_doctrine=doctrine, warm_start_steps=8 * 50,
                        warm_start_max_share=1.0, total_timesteps=8 * 50 + ROLLOUT,
                        warm_start_hold_range=70))
-    assert [teacher.hold_range for teacher in teachers] == [70.0]
+    assert [type(t) for t in teachers] == [teacher]
+    assert [t.hold_range for t in teachers] == [70.0]
     assert MAPPOConfig().warm_start_hold_range == 80.0  # 2v2's default (docs/training.md)
 
 

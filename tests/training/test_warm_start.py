@@ -85,6 +85,8 @@ def test_the_imitated_doctrine_halts_at_warm_start_hold_range(tmp_path, monkeypa
 def test_unknown_doctrine_is_rejected():
     with pytest.raises(ValueError, match="warm_start_doctrine"):
         TrainingConfig(warm_start_doctrine="napoleon")
+    with pytest.raises(ValueError, match="warm_start_doctrine='in_step'.*team doctrine"):
+        TrainingConfig(warm_start_doctrine="in_step")  # it reads where the allies stand
     with pytest.raises(ValueError, match="doctrine"):
         make_doctrine("napoleon", 1000, 1000)
 

@@ -63,7 +63,8 @@ def collect_team_demonstrations(battles, teacher, n_steps: int,
 
     Args:
         battles: :class:`~training.train_mappo.TrainingBattles` (Red as configured there).
-        teacher: a duel commander (``predict(duel_obs) -> (orders, _)``), or the
+        teacher: a duel commander (``predict(duel_obs) -> (orders, _)``; with
+            ``reads_team`` it reads the whole team observation), or the
             combined-arms doctrine (:class:`~envs.play.commanders.CombinedArmsRed`), whose
             formation orders are recorded after its orders.
         n_steps: env-steps to play, summed over battles (>= 1).
@@ -96,8 +97,11 @@ def collect_team_demonstrations(battles, teacher, n_steps: int,
             actions[t, :, :, :ACTION_DIM] = taught
             actions[t, :, :, ACTION_DIM] = formations
         else:
-            # A doctrine reads the duel's view; an order follower the order too.
-            width = obs_dim if getattr(teacher, "reads_orders", False) else DUEL_OBS_DIM
+            # A doctrine reads the duel's view; an order follower the order too, and the
+            # in-step doctrine the whole team observation.
+            whole = getattr(teacher, "reads_orders", False) or getattr(teacher, "reads_team",
+                                                                        False)
+            width = obs_dim if whole else DUEL_OBS_DIM
             view = observations[t, :, :, :width].reshape(-1, width)
             taught = np.asarray(teacher.predict(view, deterministic=True)[0], np.float32)
             actions[t] = taught.reshape(n_envs, nb, ACTION_DIM)
