@@ -12,7 +12,10 @@ the battle from its observation and picks one of these plans.
 
 ``--team`` plays 2v2 battles instead, every Blue battalion following the same plan,
 against scripted L5 commanding Red and against the doctrine commanding each of Red's
-battalions (``doctrine_team``): the family MAPPO's imitation is drawn from.
+battalions (``doctrine_team``): the family MAPPO's imitation is drawn from. It adds a
+column outside the family, the doctrine marching in step at each halt
+(:class:`~envs.commanders.doctrine.InStepCommander`: a battalion waits while it leads its
+laggard ally), and the per-battle best with those plans counted too.
 
 Usage::
 
@@ -28,7 +31,7 @@ import numpy as np
 
 from benchmarks.learning import SPLIT_SEEDS
 from envs.battles.observation import OBSERVATION_FEATURES
-from envs.commanders.doctrine import DisciplinedCommander
+from envs.commanders.doctrine import DisciplinedCommander, InStepCommander
 from envs.sim.constants import FIRE_RANGE
 from training.common.play import share
 from training.mappo.battles import DOCTRINE_TEAM, play_team_battles
@@ -72,7 +75,8 @@ TEAM_OPPONENTS = {"scripted_l5": 5, "doctrine_team": DOCTRINE_TEAM}
 """The 2v2 opponents, by name: Red commanded by scripted L5 or by the doctrine."""
 
 
-def play_plan(plan: Plan, opponent: str, battles: int, seed: int, team: bool) -> np.ndarray:
+def play_plan(plan: DisciplinedCommander, opponent: str, battles: int, seed: int,
+              team: bool) -> np.ndarray:
     """Outcomes of ``battles`` battles of ``plan`` against ``opponent``: duels, or 2v2
     battles with ``plan`` commanding each Blue battalion (``team``)."""
     if team:
@@ -101,9 +105,11 @@ def main() -> None:
     for opponent in opponents:
         print(f"\n## against {opponent}: won/drawn/lost %, {args.battles} {kind} "
               f"({args.split} split)\n")
-        print("| halt at | " + " | ".join(WHEN_HIDDEN) + " |")
-        print("|---:|" + "---|" * len(WHEN_HIDDEN))
+        columns = [*WHEN_HIDDEN, *(["in step (outside the family)"] if args.team else [])]
+        print("| halt at | " + " | ".join(columns) + " |")
+        print("|---:|" + "---|" * len(columns))
         best = np.full(args.battles, -1, np.int8)
+        best_in_step = best.copy()
         for hold_range in HOLD_RANGES:
             cells = []
             for when_hidden in WHEN_HIDDEN:
@@ -111,9 +117,17 @@ def main() -> None:
                                      seed, args.team)
                 best = np.maximum(best, outcomes)
                 cells.append(share(outcomes))
+            if args.team:
+                outcomes = play_plan(InStepCommander(hold_range=hold_range), opponent,
+                                     args.battles, seed, True)
+                best_in_step = np.maximum(best_in_step, outcomes)
+                cells.append(share(outcomes))
             print(f"| {hold_range} m | " + " | ".join(cells) + " |")
         print(f"\nper-battle best of the {len(HOLD_RANGES) * len(WHEN_HIDDEN)} plans: "
               f"{share(best)}")
+        if args.team:
+            print(f"with the {len(HOLD_RANGES)} in-step plans too: "
+                  f"{share(np.maximum(best, best_in_step))}")
     print(f"\nwall time: {time.perf_counter() - start:.0f} s")
 
 

@@ -14,7 +14,7 @@ from benchmarks.plan_ceiling import (
     share,
 )
 from envs.battles.observation import OBSERVATION_FEATURES
-from envs.commanders.doctrine import DisciplinedCommander
+from envs.commanders.doctrine import DisciplinedCommander, InStepCommander
 from training.mappo.battles import DOCTRINE_TEAM, play_team_battles
 
 
@@ -49,3 +49,18 @@ def test_the_team_family_starts_with_the_doctrine_team():
             DOCTRINE_TEAM, TEAM_OPPONENTS[opponent], n_episodes=8, seed=300_000))
     assert not np.array_equal(play_plan(Plan(130, "halt"), "scripted_l5", 8, 300_000, True),
                               play_plan(Plan(60, "march on"), "scripted_l5", 8, 300_000, True))
+
+
+def test_the_team_table_has_the_in_step_column(monkeypatch, capsys):
+    import sys
+
+    from benchmarks import plan_ceiling
+    monkeypatch.setattr(plan_ceiling, "HOLD_RANGES", (80,))
+    monkeypatch.setattr(sys, "argv", ["plan_ceiling", "--team", "--battles", "8",
+                                      "--split", "validation"])
+    plan_ceiling.main()
+    out = capsys.readouterr().out
+    assert "in step (outside the family)" in out and "with the 1 in-step plans too" in out
+    in_step = play_plan(InStepCommander(hold_range=80), "scripted_l5", 8, 300_000, True)
+    row = next(line for line in out.splitlines() if line.startswith("| 80 m"))
+    assert row.rstrip(" |").endswith(share(in_step))
