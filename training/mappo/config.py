@@ -110,9 +110,12 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
     n_envs: int = override(PPOSettings, "n_envs", default=128)
     n_epochs: int = override(PPOSettings, "n_epochs", default=5)
     device: str = override(PPOSettings, "device", default="cpu")
-    # A team may also imitate the doctrine marching in step (training.common.imitation).
+    # A team imitates the doctrine marching in step (envs.commanders.doctrine.InStepCommander):
+    # in 2v2 it wins more than the doctrine's whole family of plans (python -m
+    # benchmarks.plan_ceiling --team), and MAPPO keeps it (docs/training.md, "Marching in
+    # step").
     warm_start_doctrine: str | None = override(WarmStartSettings, "warm_start_doctrine",
-                                               check=team_doctrine)
+                                               default="in_step", check=team_doctrine)
     # As the duel's (docs/training.md, "Fine-tuning after imitation"): a clone fitted
     # closely and sampled with a small std keeps its held volley under PPO.
     warm_start_epochs: int = override(WarmStartSettings, "warm_start_epochs", default=40)
