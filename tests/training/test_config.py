@@ -108,14 +108,16 @@ def test_the_shared_groups_are_the_same_settings_in_both_configs():
                       "self_play_scripted_share", "self_play_eval_freq", "elo_registry_path",
                       # the duel's imitation, measured on the duel (docs/training.md)
                       "warm_start_epochs", "warm_start_learning_rate",
-                      # 2v2's best halt of the doctrine's family (plan_ceiling --team)
-                      "warm_start_hold_range"}
+                      # 2v2's best halt of the doctrine's family (plan_ceiling --team),
+                      # and the team's own doctrine, marching in step
+                      "warm_start_hold_range", "warm_start_doctrine"}
     for name in shared - mappo_defaults:
         assert getattr(duel, name) == getattr(team, name), name
     assert TrainingConfig.yaml_keys()["gamma"] == MAPPOConfig.yaml_keys()["gamma"]
     assert duel.reward_weights() == RewardWeights(approach=5.0)
     assert team.reward_weights() == RewardWeights(approach=5.0)
     assert MAPPOConfig(reward_enemy_routed_bonus=1.0).reward_weights().enemy_routed_bonus == 1.0
+    assert (duel.warm_start_doctrine, team.warm_start_doctrine) == ("disciplined", "in_step")
 
 
 @pytest.mark.parametrize("changes, field", [
