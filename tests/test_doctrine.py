@@ -49,22 +49,20 @@ def _team_observation(enemy, ally=None, other_enemy=None, diagonal=1000.0):
     at = {name: i for i, name in enumerate(OBSERVATION_FEATURES)}
     obs = np.zeros(OBS_DIM, np.float32)
 
-    def place(prefix, point):
+    def place(distance_key, bearing_key, point):
         distance = np.hypot(*point)
-        obs[at[f"{prefix}distance"]] = distance / diagonal
-        obs[at[f"{prefix}{'relative_bearing_' if prefix == 'enemy_' else 'bearing_'}cos"]] = \
-            point[0] / distance
-        obs[at[f"{prefix}{'relative_bearing_' if prefix == 'enemy_' else 'bearing_'}sin"]] = \
-            point[1] / distance
+        obs[at[distance_key]] = distance / diagonal
+        obs[at[f"{bearing_key}_cos"]] = point[0] / distance
+        obs[at[f"{bearing_key}_sin"]] = point[1] / distance
 
-    place("enemy_", enemy)
+    place("enemy_distance", "enemy_relative_bearing", enemy)
     obs[at["line_of_sight"]] = 1.0
     if ally is not None:
         obs[at["ally_0_present"]] = 1.0
-        place("ally_0_", ally)
+        place("ally_0_distance", "ally_0_bearing", ally)
     if other_enemy is not None:
         obs[at["enemy_0_present"]] = 1.0
-        place("enemy_0_", other_enemy)
+        place("enemy_0_distance", "enemy_0_bearing", other_enemy)
     return obs
 
 

@@ -96,9 +96,6 @@ class InStepCommander(DisciplinedCommander):
             would take turns to step).
     """
 
-    reads_team = True
-    """It reads the whole team observation, not the duel's view at its head."""
-
     def __init__(self, hold_range: float = HOLD_RANGE, map_diagonal: float = _DEFAULT_DIAGONAL,
                  max_turn_rate: float = C.MAX_TURN_RATE, min_range: float = 15.0,
                  step_tolerance: float = STEP_TOLERANCE) -> None:

@@ -174,9 +174,6 @@ class OrderFollower:
         ValueError: for a ``max_turn_rate`` or ``hold_range`` that is not positive.
     """
 
-    reads_orders = True
-    """It needs the whole observation, order included (not the duel's view alone)."""
-
     def __init__(self, map_diagonal: float = BattleConfig().diagonal,
                  max_turn_rate: float = MAX_TURN_RATE,
                  hold_range: float = ENGAGE_DISTANCE) -> None:

@@ -6,8 +6,10 @@ never discovers that plan by random exploration: MAPPO from scratch wins no 2v2
 battle against scripted L5 in 2M env-steps (``docs/performance.md``). The
 doctrine (:class:`~envs.commanders.doctrine.DisciplinedCommander`) commands each battalion
 from the first 25 features of its observation, which are the duel's view of its
-focus enemy; the policy's actor learns its orders and the critic the returns
-they earned, then MAPPO improves on it. (A trained v1 commander, given as
+focus enemy; by default a team imitates it marching in step
+(:class:`~envs.commanders.doctrine.InStepCommander`, which also reads where the allies
+stand). The policy's actor learns the orders and the critic the returns they earned,
+then MAPPO improves on it. (A trained v1 commander, given as
 ``v1_checkpoint``, is the other way in and takes precedence.)
 
 In battles with an order of battle the teacher is the combined-arms doctrine
@@ -27,7 +29,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from envs.battles.observation import OBS_DIM as DUEL_OBS_DIM
 from envs.commanders.orders import OrderFollower
 from envs.play.commanders import CombinedArmsRed
 from envs.sim.constants import ACTION_DIM, KEEP_FORMATION
@@ -63,8 +64,10 @@ def collect_team_demonstrations(battles, teacher, n_steps: int,
 
     Args:
         battles: :class:`~training.train_mappo.TrainingBattles` (Red as configured there).
-        teacher: a duel commander (``predict(duel_obs) -> (orders, _)``; with
-            ``reads_team`` it reads the whole team observation), or the
+        teacher: a battalion commander (``predict(observations) -> (orders, _)`` on
+            each battalion's team observation, as :func:`~training.mappo.battles.team_actions`
+            hands it: the disciplined doctrine reads the duel's features at its head, the
+            in-step doctrine the allies too, an order follower the order at its end), or the
             combined-arms doctrine (:class:`~envs.play.commanders.CombinedArmsRed`), whose
             formation orders are recorded after its orders.
         n_steps: env-steps to play, summed over battles (>= 1).
@@ -97,12 +100,7 @@ def collect_team_demonstrations(battles, teacher, n_steps: int,
             actions[t, :, :, :ACTION_DIM] = taught
             actions[t, :, :, ACTION_DIM] = formations
         else:
-            # A doctrine reads the duel's view; an order follower the order too, and the
-            # in-step doctrine the whole team observation.
-            whole = getattr(teacher, "reads_orders", False) or getattr(teacher, "reads_team",
-                                                                        False)
-            width = obs_dim if whole else DUEL_OBS_DIM
-            view = observations[t, :, :, :width].reshape(-1, width)
+            view = observations[t].reshape(-1, obs_dim)
             taught = np.asarray(teacher.predict(view, deterministic=True)[0], np.float32)
             actions[t] = taught.reshape(n_envs, nb, ACTION_DIM)
         put_orders(battles.orders, battles.formations, (slice(None), blue), actions[t])
