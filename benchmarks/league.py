@@ -29,6 +29,7 @@ atomically); run again with the same ``--dir`` to reuse what is done.
 Usage::
 
     python -m benchmarks.league [--steps 3000000] [--exploiter-steps 600000] [--dir DIR]
+    python -m benchmarks.league --arms league --exploiter-steps 0   # the main agent alone
 """
 
 from __future__ import annotations
@@ -238,18 +239,32 @@ def print_tables(results: dict[str, Any]) -> None:
           "exploiter's win rate before -> after | exploitability |")
     print("|---|---:|---:|---|---|---|---:|")
     for arm in arms:
-        run, scripted, exploiter = (results["arms"][arm], results["scripted"][arm],
-                                    results["exploit"][arm])
+        run, scripted = results["arms"][arm], results["scripted"][arm]
+        exploiter = results["exploit"].get(arm)
+        exploited = ("not run", "-") if exploiter is None else (
+            f"{exploiter['before']['won']:.0%} -> {exploiter['after']['won']:.0%}",
+            f"{exploiter['after']['won']:.0%}")
         print(f"| {arm} | {run['env_steps']:,} | {run['minutes']:.1f} | "
               f"{percent(scripted['scripted_team_l5'])} | {percent(scripted['doctrine_team'])} "
-              f"| {exploiter['before']['won']:.0%} -> {exploiter['after']['won']:.0%} | "
-              f"{exploiter['after']['won']:.0%} |")
+              f"| {exploited[0]} | {exploited[1]} |")
+    if len(arms) > 1:
+        print_cross_play(results, arms)
+    if "league" in results:
+        print_league(results)
+    if "report" in results:
+        print(f"Report: {results['report']}")
+
+
+def print_cross_play(results: dict[str, Any], arms: list[str]) -> None:
     print("\nCross-play, mean score of the row against the column (win 1, draw 0.5):\n")
     print("| | " + " | ".join(arms) + " |")
     print("|---|" + "---:|" * len(arms))
     for a in arms:
         cells = [("-" if a == b else f"{results['cross_play'][a][b]:.2f}") for b in arms]
         print(f"| {a} | " + " | ".join(cells) + " |")
+
+
+def print_league(results: dict[str, Any]) -> None:
     league = results["league"]
     elo = league["main_elo"]
     print(f"\nLeague: {league['members']} members, {league['members_rated']} with an Elo "
@@ -260,16 +275,16 @@ def print_tables(results: dict[str, Any]) -> None:
     print("Main agent's Elo over its evaluations: " + ", ".join(
         f"{step:,}: {rating:.0f}" for step, rating in elo[::max(1, len(elo) // 8)]) +
         f", final {elo[-1][0]:,}: {elo[-1][1]:.0f}")
-    if "report" in results:
-        print(f"Report: {results['report']}")
 
 
 def main() -> None:
     parser = argument_parser(__doc__, __spec__.name)
     parser.add_argument("--steps", type=int, default=3_000_000,
                         help="env-steps per arm (the league's three roles together)")
+    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS),
+                        help="the arms to train and measure (default: all three)")
     parser.add_argument("--exploiter-steps", type=int, default=600_000,
-                        help="env-steps of each final's exploiter")
+                        help="env-steps of each final's exploiter; 0: no exploiters")
     parser.add_argument("--warm-start-steps", type=int, default=300_000,
                         help="env-steps of the doctrine imitated as the warm start")
     parser.add_argument("--v1-checkpoint", default=None,
@@ -292,6 +307,9 @@ def main() -> None:
     args = parser.parse_args()
     if not 0 < args.main_share < 1:
         parser.error(f"--main-share={args.main_share} is invalid: expected 0 < share < 1")
+    if args.exploiter_steps < 0:
+        parser.error(f"--exploiter-steps={args.exploiter_steps} is invalid: expected >= 0")
+    arms = [arm for arm in ARMS if arm in args.arms]
     folder = (args.dir or Path(tempfile.mkdtemp(prefix="league_benchmark_"))).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     print(f"working folder {folder}", flush=True)
@@ -299,24 +317,28 @@ def main() -> None:
 
     warm_start(args, folder)
     results: dict[str, Any] = {"arms": {}}
-    for arm in ARMS:
+    for arm in arms:
         make = (lambda: train_league_arm(args, folder)) if arm == "league" else \
             (lambda arm=arm: train_mappo_arm(args, folder, arm))
         results["arms"][arm] = cached_json(folder / f"{arm}.json", make)
         print(f"{arm}: trained {results['arms'][arm]}", flush=True)
-    finals = {arm: load_policy(folder / f"{arm}_final.pt") for arm in ARMS}
-    results["scripted"] = cached_json(folder / "scripted_eval.json", lambda: {
-        arm: against_scripted(args, policy) for arm, policy in finals.items()})
-    results["cross_play"] = cached_json(folder / "cross_play.json",
-                                        lambda: cross_play(args, finals))
-    results["exploit"] = {arm: cached_json(folder / f"exploit_{arm}.json",
-                                           lambda arm=arm: exploit(args, folder, arm,
-                                                                   finals[arm]))
-                          for arm in ARMS}
-    results["league"] = league_diagnostics(folder)
-    from training.league.report import write_league_report
+    finals = {arm: load_policy(folder / f"{arm}_final.pt") for arm in arms}
+    # Each arm's evaluation is its own file, so a run of fewer arms reuses what it shares.
+    results["scripted"] = {arm: cached_json(folder / f"scripted_eval_{arm}.json",
+                                            lambda policy=policy: against_scripted(args, policy))
+                           for arm, policy in finals.items()}
+    if len(arms) > 1:
+        results["cross_play"] = cached_json(
+            folder / f"cross_play_{'_'.join(arms)}.json", lambda: cross_play(args, finals))
+    results["exploit"] = {} if args.exploiter_steps == 0 else {
+        arm: cached_json(folder / f"exploit_{arm}.json",
+                         lambda arm=arm: exploit(args, folder, arm, finals[arm]))
+        for arm in arms}
+    if "league" in arms:
+        results["league"] = league_diagnostics(folder)
+        from training.league.report import write_league_report
 
-    results["report"] = str(write_league_report(folder / "league"))
+        results["report"] = str(write_league_report(folder / "league"))
     print_tables(results)
     print(f"\nwhole benchmark: {(time.perf_counter() - started) / 60:.1f} min (phases reused "
           f"from {folder} are not timed again)")
