@@ -8,8 +8,9 @@
    :class:`~envs.commanders.orders.OrderFollower` they imitated (halting at the
    phase's ``warm_start_hold_range``).
 3. Phase 2: the brigadier over frozen battalions against a scripted Red brigade (L5),
-   beside scripted brigadiers (every battalion advances; random drills) over the same
-   battalions. Phase 3: the same for the division.
+   beside scripted brigadiers over the same battalions: the one it imitated
+   (:class:`~envs.echelons.doctrine.InStepBrigadier`), every battalion advancing, random
+   drills. Phase 3: the same for the division (no teacher).
 4. A flat MAPPO policy commanding every battalion of the division-sized battle (the
    same battles as phase 3), trained with as many battle steps as the three phases
    together, and its wall-clock beside theirs.
@@ -34,6 +35,7 @@ import numpy as np
 
 from benchmarks import argument_parser
 from envs.commanders.orders import OrderFollower
+from envs.echelons.doctrine import InStepBrigadier
 from envs.options import MacroAction
 from training.echelons.brigade import brigade_battles
 from training.echelons.config import BrigadeConfig, DivisionConfig
@@ -179,9 +181,12 @@ def main(argv: list[str] | None = None) -> None:
         else:
             width = DivisionConfig(**settings[3]).n_brigades
         results[f"phase{phase}"] = {}
-        for label, commander in (("trained (PPO)", None),
-                                 ("scripted: advance", FixedCommands(width, 0)),
-                                 ("scripted: random", FixedCommands(width, None))):
+        scripted = [("scripted: advance", FixedCommands(width, 0)),
+                    ("scripted: random", FixedCommands(width, None))]
+        if phase == 2:  # the brigadier's teacher
+            scripted.insert(0, ("scripted: in step (its teacher)", InStepBrigadier(
+                width, math.hypot(settings[2]["map_width"], settings[2]["map_height"]))))
+        for label, commander in [("trained (PPO)", None), *scripted]:
             by_level = {}
             for level in LEVELS:
                 if commander is None:
@@ -208,8 +213,10 @@ def main(argv: list[str] | None = None) -> None:
           f"steps (the three phases' together), trained against scripted L{division.red_level}"
           "\n")
     start = time.perf_counter()
+    # Against scripted Red alone, as the hierarchy trains.
     flat = train_mappo(n_blue=n_blue, n_red=n_red, total_timesteps=budget,
-                       red_level=division.red_level, checkpoint_dir=str(flat_dir),
+                       red_level=division.red_level, doctrine_share=0.0,
+                       checkpoint_dir=str(flat_dir),
                        log_dir=str(flat_dir / "logs"),
                        elo_registry_path=str(flat_dir / "elo.json"),
                        self_play_pool_dir=str(flat_dir / "pool"), eval_freq=10**9,

@@ -75,8 +75,10 @@ ROLE_CONFIGS = {"main_agent": MainAgentConfig, "main_exploiter": MainExploiterCo
 
 
 def common(args: Any, folder: Path) -> dict[str, Any]:
-    """The settings every learner of every arm shares."""
+    """The settings every learner of every arm shares: the arms choose their opponents
+    (no doctrine battles, whatever MAPPO's default)."""
     return dict(n_blue=N_BLUE, n_red=N_RED, n_envs=args.n_envs, rollout_steps=args.rollout_steps,
+                doctrine_share=0.0,
                 init_policy=str(folder / "warm_start.pt"), enable_wandb=False,
                 progress_bar=False, verbose=0)
 

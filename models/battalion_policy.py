@@ -16,39 +16,16 @@ from typing import Any
 
 import torch
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.preprocessing import get_flattened_obs_dim
-from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 from envs.sim.constants import ACTION_NAMES
 from envs.sim.validation import check_real_array
-from models.standardize import Standardize
+from models.standardize import StandardizedFlatten, fit_policy_inputs
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
 DEFAULT_HIDDEN = (128, 128)
 FIRE_ACTION = ACTION_NAMES.index("fire")
 """Index of the fire order in a battalion's ``[move, rotate, fire]`` action (2)."""
-
-
-class StandardizedFlatten(BaseFeaturesExtractor):
-    """Flatten the observation and standardise each feature by a fixed mean and spread
-    (:class:`~models.standardize.Standardize`: the identity until :meth:`fit`, the
-    statistics saved with the weights, never moved by the optimiser).
-
-    Args:
-        observation_space: the policy's observation space.
-    """
-
-    def __init__(self, observation_space) -> None:
-        super().__init__(observation_space, get_flattened_obs_dim(observation_space))
-        self.standardize = Standardize(self.features_dim)
-
-    def fit(self, observations: torch.Tensor) -> None:
-        """Take the mean and spread of ``observations`` (N, obs_dim)."""
-        self.standardize.fit(observations)
-
-    def forward(self, observations: torch.Tensor) -> torch.Tensor:
-        return self.standardize(observations.flatten(1))
 
 
 class BattalionMlpPolicy(ActorCriticPolicy):
@@ -119,10 +96,7 @@ class BattalionMlpPolicy(ActorCriticPolicy):
         if not self.normalize_observations:
             raise ValueError("fit_observation_statistics needs a policy built with "
                              "normalize_observations=True")
-        extractors = {id(m): m for m in (self.features_extractor, self.pi_features_extractor,
-                                         self.vf_features_extractor)}
-        for extractor in extractors.values():
-            extractor.fit(observations)
+        fit_policy_inputs(self, observations)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         parameters = super()._get_constructor_parameters()

@@ -1,11 +1,14 @@
 """Fixed standardisation of a network's inputs: each feature centred and scaled by its mean
 and spread over recorded play, the statistics kept as buffers (saved with the weights, never
-moved by the optimiser). The v1 policy (:mod:`models.battalion_policy`) and the MAPPO actors
-and critic (:mod:`models.mappo_policy`) use it."""
+moved by the optimiser). The v1 policy (:mod:`models.battalion_policy`), the echelon
+commanders' (:mod:`models.echelon_policy`) and the MAPPO actors and critic
+(:mod:`models.mappo_policy`) use it."""
 
 from __future__ import annotations
 
 import torch
+from stable_baselines3.common.preprocessing import get_flattened_obs_dim
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 MIN_FEATURE_STD = 1e-2
@@ -37,4 +40,34 @@ class Standardize(nn.Module):
         return (x - self.mean) / self.std
 
 
-__all__ = ["MIN_FEATURE_STD", "Standardize"]
+class StandardizedFlatten(BaseFeaturesExtractor):
+    """Flatten the observation and standardise each feature by a fixed mean and spread
+    (:class:`~models.standardize.Standardize`: the identity until :meth:`fit`, the
+    statistics saved with the weights, never moved by the optimiser).
+
+    Args:
+        observation_space: the policy's observation space.
+    """
+
+    def __init__(self, observation_space) -> None:
+        super().__init__(observation_space, get_flattened_obs_dim(observation_space))
+        self.standardize = Standardize(self.features_dim)
+
+    def fit(self, observations: torch.Tensor) -> None:
+        """Take the mean and spread of ``observations`` (N, obs_dim)."""
+        self.standardize.fit(observations)
+
+    def forward(self, observations: torch.Tensor) -> torch.Tensor:
+        return self.standardize(observations.flatten(1))
+
+
+def fit_policy_inputs(policy: nn.Module, observations: torch.Tensor) -> None:
+    """Fit every :class:`StandardizedFlatten` of an SB3 actor-critic ``policy`` (its shared,
+    actor's and critic's features extractors, each once) to ``observations`` (N, obs_dim)."""
+    extractors = {id(m): m for m in (policy.features_extractor, policy.pi_features_extractor,
+                                     policy.vf_features_extractor)}
+    for extractor in extractors.values():
+        extractor.fit(observations)
+
+
+__all__ = ["MIN_FEATURE_STD", "Standardize", "StandardizedFlatten", "fit_policy_inputs"]

@@ -74,3 +74,82 @@ def test_a_battalion_policy_of_the_wrong_shape_is_refused(tmp_path):
     with pytest.raises(ValueError, match="obs_dim"):
         train_brigade(battalion_policy=str(path), checkpoint_dir=str(tmp_path / "ck"),
                       log_dir=str(tmp_path / "logs"), **TINY)
+
+
+def brigade_observation(distances_m, strengths, diagonal=1000.0):
+    """A brigade observation of len(distances_m) battalions: their strengths, and each
+    one's nearest enemy at the given distance (None: no enemy in the fight)."""
+    from envs.echelons.brigade_batch import N_SECTORS, NO_THREAT, brigade_obs_dim
+
+    n = len(distances_m)
+    obs = np.zeros(brigade_obs_dim(n), np.float32)
+    obs[N_SECTORS:N_SECTORS + 2 * n:2] = strengths
+    for i, d in enumerate(distances_m):
+        block = NO_THREAT.copy() if d is None else np.array([d / diagonal, 1, 0, 1, 1])
+        start = N_SECTORS + 2 * n + 5 * i
+        obs[start:start + 5] = block
+    return obs
+
+
+def test_the_in_step_brigadier_holds_the_battalions_ahead_of_the_last():
+    from envs.echelons.doctrine import InStepBrigadier
+    from envs.options import MacroAction
+
+    advance, hold = int(MacroAction.ADVANCE_SECTOR), int(MacroAction.DEFEND_POSITION)
+    brigadier = InStepBrigadier(3, map_diagonal=1000.0, step_tolerance=20.0)
+    # 150 m and 165 m are within 20 m of the last (180 m); 100 m is not.
+    obs = brigade_observation([100.0, 165.0, 180.0], [1, 1, 1])
+    assert brigadier.predict(obs)[0].tolist() == [hold, advance, advance]
+    # A battalion out of the fight, or without an enemy in it, sets nobody's pace.
+    obs = brigade_observation([100.0, 115.0, 400.0], [1, 1, 0])
+    assert brigadier.predict(obs)[0].tolist() == [advance, advance, advance]
+    obs = brigade_observation([100.0, 115.0, None], [1, 1, 1])
+    assert brigadier.predict(obs)[0].tolist() == [advance, advance, advance]
+    batch = np.stack([brigade_observation([100.0, 165.0, 180.0], [1, 1, 1])] * 2)
+    assert brigadier.predict(batch)[0].shape == (2, 3)
+    with pytest.raises(ValueError, match="observed with 18"):
+        InStepBrigadier(2, 1000.0).predict(obs)
+
+
+def test_a_brigade_warm_start_clones_the_in_step_brigadier(tmp_path):
+    from envs.echelons.doctrine import InStepBrigadier
+
+    settings = {**TINY, "n_envs": 8, "max_steps": 100, "map_width": 500.0,
+                "map_height": 500.0}
+    # The whole budget imitates: the final policy is the clone.
+    result = train_brigade(checkpoint_dir=str(tmp_path / "ck"), log_dir=str(tmp_path / "logs"),
+                           warm_start_doctrine="in_step", warm_start_steps=4000,
+                           warm_start_max_share=1.0, warm_start_epochs=30,
+                           warm_start_learning_rate=3e-3,
+                           **{**settings, "total_timesteps": 4000})
+    assert result.model.num_timesteps == 4000
+    # The clone gives the brigadier's drills on battles it was not shown.
+    battles = brigade_battles(BrigadeConfig(**settings), 16)
+    battles.reset(np.arange(16), [10_000 + i for i in range(16)], np.zeros(16, np.int64))
+    teacher = InStepBrigadier(2, float(np.hypot(500.0, 500.0)))
+    observations = []
+    for _ in range(6):
+        obs = battles.observe()
+        observations.append(obs)
+        battles.step(teacher.predict(obs)[0])
+    obs = np.concatenate(observations)
+    clone = load_frozen_brigade_policy(result.final_checkpoint).predict(obs, deterministic=True)[0]
+    assert np.mean(clone == teacher.predict(obs)[0]) > 0.9
+
+
+def test_a_brigade_warm_start_counts_in_the_budget(tmp_path):
+    result = train_brigade(checkpoint_dir=str(tmp_path / "ck"), log_dir=str(tmp_path / "logs"),
+                           warm_start_doctrine="in_step", warm_start_steps=40,
+                           **{**TINY, "total_timesteps": 128})
+    # 36 steps of imitation (9 rounds of 4 battles), then the two whole rollouts of 32 that
+    # fit the 92 left.
+    assert result.model.num_timesteps == 36 + 2 * 32
+    # Evaluations start after the imitation, one at each multiple of eval_freq passed, and
+    # one at the end.
+    steps = [s for s, _ in result.evaluations]
+    assert steps == [40, 64, 96, 100]
+
+
+def test_a_brigade_doctrine_must_be_known():
+    with pytest.raises(ValueError, match="warm_start_doctrine='disciplined' is invalid"):
+        BrigadeConfig(warm_start_doctrine="disciplined")

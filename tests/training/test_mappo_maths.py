@@ -44,7 +44,9 @@ def test_advantages_and_returns_match_a_hand_computed_case():
 
 
 def battles_and_policy(**changes) -> tuple[MAPPOConfig, TrainingBattles, MAPPOPolicy]:
-    settings = dict(n_envs=8, n_steps=5, max_steps=5, n_epochs=1, enable_wandb=False)
+    # Scripted Red in every battle unless a test deals the doctrine some.
+    settings = dict(n_envs=8, n_steps=5, max_steps=5, n_epochs=1, enable_wandb=False,
+                    doctrine_share=0.0)
     settings.update(changes)
     config = MAPPOConfig(**settings)
     torch.manual_seed(0)

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from envs.commanders.doctrine import HOLD_RANGE, DisciplinedCommander, InStepCommander
+from envs.echelons.doctrine import InStepBrigadier
 from training.common.ppo_math import shuffled_minibatches
 
 DOCTRINES = ("disciplined",)
@@ -17,6 +18,9 @@ DOCTRINES = ("disciplined",)
 TEAM_DOCTRINES = ("disciplined", "in_step")
 """Doctrines a team can imitate: ``in_step`` (:class:`InStepCommander`) also reads
 where the allies stand."""
+BRIGADE_DOCTRINES = ("in_step",)
+"""Doctrines a brigadier can imitate: ``in_step`` (:class:`InStepBrigadier`) holds the
+battalions ahead until the last one comes up."""
 
 
 def make_doctrine(name: str, map_width: float, map_height: float,
@@ -30,6 +34,15 @@ def make_doctrine(name: str, map_width: float, map_height: float,
         return InStepCommander(hold_range=hold_range, map_diagonal=diagonal)
     raise ValueError(f"doctrine={name!r} is invalid: expected one of "
                      f"{', '.join(TEAM_DOCTRINES)}")
+
+
+def make_brigade_doctrine(name: str, n_units: int, map_width: float, map_height: float):
+    """The hand-written brigadier called ``name`` (of :data:`BRIGADE_DOCTRINES`) of
+    ``n_units`` battalions on a map of the given size."""
+    if name == "in_step":
+        return InStepBrigadier(n_units, math.hypot(map_width, map_height))
+    raise ValueError(f"doctrine={name!r} is invalid: expected one of "
+                     f"{', '.join(BRIGADE_DOCTRINES)}")
 
 
 def discounted_returns(rewards: np.ndarray, dones: np.ndarray,

@@ -41,7 +41,7 @@ from envs.sim.validation import (
     short_repr,
 )
 from training.common.device import check_device_name
-from training.common.imitation import DOCTRINES, HOLD_RANGE, TEAM_DOCTRINES
+from training.common.imitation import BRIGADE_DOCTRINES, DOCTRINES, HOLD_RANGE, TEAM_DOCTRINES
 from training.common.settings import (
     Settings,
     non_negative_int,
@@ -80,6 +80,14 @@ def doctrine(name: str, value: Any) -> str | None:
         raise ValueError(f"{name}={value!r} is invalid: expected null (no warm start) or one "
                          f"of {', '.join(DOCTRINES)}"
                          + (" (a team doctrine: MAPPO's)" if value in TEAM_DOCTRINES else ""))
+    return value
+
+
+def brigade_doctrine(name: str, value: Any) -> str | None:
+    """A doctrine a brigadier can imitate, or None."""
+    if value is not None and value not in BRIGADE_DOCTRINES:
+        raise ValueError(f"{name}={value!r} is invalid: expected null (no warm start) or one "
+                         f"of {', '.join(BRIGADE_DOCTRINES)}")
     return value
 
 
@@ -229,13 +237,22 @@ class WarmStartSettings(Settings):
     def warm_start_budget(self, total_timesteps: int) -> int:
         """Env-steps of imitation for a run of ``total_timesteps``: ``warm_start_steps``,
         cut to ``warm_start_max_share`` of the budget (logged when it is cut)."""
-        cap = int(self.warm_start_max_share * total_timesteps)
-        if self.warm_start_steps > cap:
-            logger.warning("warm start cut from %d to %d env-steps: warm_start_max_share=%s of "
-                           "total_timesteps=%d", self.warm_start_steps, cap,
-                           self.warm_start_max_share, total_timesteps)
-            return cap
-        return self.warm_start_steps
+        return warm_start_budget(self, total_timesteps)
+
+
+def warm_start_budget(settings: Any, total_timesteps: int) -> int:
+    """Steps of imitation for a run of ``total_timesteps`` of ``settings`` that declare
+    :class:`WarmStartSettings`'s ``warm_start_steps`` and ``warm_start_max_share`` (a
+    trainer that takes only some of that group's settings, as the brigade's does):
+    ``warm_start_steps``, cut to ``warm_start_max_share`` of the budget (logged when it
+    is cut)."""
+    cap = int(settings.warm_start_max_share * total_timesteps)
+    if settings.warm_start_steps > cap:
+        logger.warning("warm start cut from %d to %d steps: warm_start_max_share=%s of "
+                       "total_timesteps=%d", settings.warm_start_steps, cap,
+                       settings.warm_start_max_share, total_timesteps)
+        return cap
+    return settings.warm_start_steps
 
 
 @dataclass

@@ -16,6 +16,8 @@ from training.common.setting_groups import (
     PPOSettings,
     TeamBattleSettings,
     TrackingSettings,
+    WarmStartSettings,
+    brigade_doctrine,
 )
 from training.common.settings import (
     ConfigFile,
@@ -77,6 +79,17 @@ class BrigadeConfig(EchelonConfig):
     total_timesteps: int = override(PPOSettings, "total_timesteps", default=500_000)
     n_blue: int = setting(2, "Blue battalions in the brigade.", positive_int, "env.n_blue")
     n_red: int = setting(2, "Red battalions.", positive_int, "env.n_red")
+    # The warm start's settings the brigadier uses (steps are commander steps): it imitates
+    # a brigadier that holds the battalions ahead until the last one comes up
+    # (envs.echelons.doctrine.InStepBrigadier), which wins more than always advancing over
+    # every battalion commander measured (docs/performance.md, "Command echelons").
+    warm_start_doctrine: str | None = override(WarmStartSettings, "warm_start_doctrine",
+                                               default="in_step", check=brigade_doctrine)
+    warm_start_steps: int = override(WarmStartSettings, "warm_start_steps", default=20_000)
+    warm_start_epochs: int = override(WarmStartSettings, "warm_start_epochs", default=10)
+    warm_start_learning_rate: float = override(WarmStartSettings, "warm_start_learning_rate",
+                                               default=1e-3)
+    warm_start_max_share: float = override(WarmStartSettings, "warm_start_max_share")
     checkpoint_dir: str = setting(
         "checkpoints/brigade", "Folder of ppo_brigade_<steps>_steps.zip and "
         "ppo_brigade_final.zip.", path, "eval.checkpoint_dir")

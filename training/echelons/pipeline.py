@@ -122,8 +122,9 @@ def phase_settings(phase: HRLPhase, root: Path, lower: dict[HRLPhase, Path],
         if key in env:
             settings[key] = env[key]
     if phase == HRLPhase.PHASE_1_BATTALION:
+        # The battalions learn their orders against the phase's scripted Red alone.
         settings.update(elo_registry_path=str(root / "phase1_team_elo.json"),
-                        self_play_pool_dir=str(Path(folder) / "pool"))
+                        self_play_pool_dir=str(Path(folder) / "pool"), doctrine_share=0.0)
     if HRLPhase.PHASE_1_BATTALION in lower and phase > HRLPhase.PHASE_1_BATTALION:
         settings["battalion_policy"] = str(lower[HRLPhase.PHASE_1_BATTALION])
     if phase == HRLPhase.PHASE_3_DIVISION and HRLPhase.PHASE_2_BRIGADE in lower:

@@ -29,12 +29,15 @@ from envs.battles.multi_battalion_batch import BLUE, RED
 from envs.battles.multi_observation import OBS_DIM, STATE_DIM
 from envs.commanders.orders import ORDER_DIM
 from envs.sim.constants import ACTION_DIM
+from models.echelon_policy import EchelonMlpPolicy
 from storage.files import clean_stale_temporaries
 from training.common.device import resolve_device
+from training.common.setting_groups import warm_start_budget
 from training.common.tracking import start_wandb
 from training.echelons.config import EchelonConfig
 from training.ppo.callbacks import ManifestCheckpointCallback, WandbCallback, publish
 from training.ppo.checkpoints import load_ppo, save_ppo
+from training.ppo.warm_start import imitate
 from training.utils.freeze_policy import freeze_sb3_policy, load_and_freeze_mappo
 
 logger = logging.getLogger(__name__)
@@ -140,7 +143,8 @@ class EchelonWinRateCallback(BaseCallback):
 
     def _on_step(self) -> bool:
         if self.num_timesteps >= self._next:
-            self._next += self.eval_freq
+            # The next multiple of eval_freq (a warm start may have passed several).
+            self._next = (self.num_timesteps // self.eval_freq + 1) * self.eval_freq
             self.evaluate()
         return True
 
@@ -174,7 +178,7 @@ def make_commander_ppo(config: EchelonConfig, vec_env: Any, *, tensorboard: bool
     """
     n_steps = config.rollout_n_steps()
     return PPO(
-        "MlpPolicy", VecMonitor(vec_env), learning_rate=config.learning_rate, n_steps=n_steps,
+        EchelonMlpPolicy, VecMonitor(vec_env), learning_rate=config.learning_rate, n_steps=n_steps,
         batch_size=config.minibatch_size(n_steps * config.n_envs), n_epochs=config.n_epochs,
         gamma=config.gamma, gae_lambda=config.gae_lambda, clip_range=config.clip_range,
         ent_coef=config.ent_coef, vf_coef=config.vf_coef, max_grad_norm=config.max_grad_norm,
@@ -185,8 +189,11 @@ def make_commander_ppo(config: EchelonConfig, vec_env: Any, *, tensorboard: bool
 
 
 def train_commander(config: EchelonConfig, vec_env: Any, callback: EchelonWinRateCallback,
-                    prefix: str, checkpoint_dir: str) -> EchelonResult:
-    """Train PPO's ``MlpPolicy`` commanding ``vec_env`` (module docstring).
+                    prefix: str, checkpoint_dir: str, teacher: Any = None) -> EchelonResult:
+    """Train PPO's ``MlpPolicy`` commanding ``vec_env`` (module docstring); with a
+    ``teacher`` (a scripted commander: ``predict``), first imitate it for
+    ``config.warm_start_steps`` commander steps, counted in the budget
+    (:func:`~training.ppo.warm_start.imitate`).
 
     Returns:
         The model, the path of ``<prefix>_final.zip`` in ``checkpoint_dir``, and the
@@ -204,7 +211,17 @@ def train_commander(config: EchelonConfig, vec_env: Any, callback: EchelonWinRat
     if run is not None:
         callbacks.append(WandbCallback())
     try:
-        model.learn(config.total_timesteps, callback=CallbackList(callbacks),
+        if teacher is not None:
+            model.num_timesteps = imitate(
+                model, vec_env, teacher, warm_start_budget(config, config.total_timesteps),
+                epochs=config.warm_start_epochs, learning_rate=config.warm_start_learning_rate,
+                seed=config.seed)
+        # PPO learns in whole rollouts; stop at the last one that fits the budget.
+        rollout = model.n_steps * model.n_envs
+        remaining = max(0, config.total_timesteps - model.num_timesteps) // rollout * rollout
+        # Even with nothing left to learn, learn() sets up the logger the callbacks write to.
+        model.learn(remaining, callback=CallbackList(callbacks),
+                    reset_num_timesteps=model.num_timesteps == 0,
                     progress_bar=config.progress_bar, tb_log_name=prefix)
         callback.evaluate()
         final = save_ppo(model, folder / f"{prefix}_final.zip")

@@ -159,6 +159,9 @@ def _role_base(role: str, bases: tuple[type, ...], *, total_timesteps: int, seed
              # The league's evaluations, not MAPPO's scripted ones (which no role runs).
              (LeagueSettings, "eval_freq"): 50_000, (LeagueSettings, "n_eval_episodes"): 20,
              (PPOSettings, "ent_coef"): LEAGUE_ENT_COEF,
+             # The league deals a role's opponents (league.scripted_share, its members):
+             # no doctrine battles unless a role's config asks for them.
+             (MAPPOConfig, "doctrine_share"): 0.0,
              **{(group, name): default(role) for group, name, default in _PER_ROLE}}
     fields = [(name, typing.get_type_hints(group)[name], override(group, name, default=value))
               for (group, name), value in given.items()]

@@ -43,6 +43,7 @@ from stable_baselines3.common.utils import ConstantSchedule, FloatSchedule
 from envs.battalion_env import make_spaces
 from envs.sim.validation import format_count, short_repr
 from models.battalion_policy import BattalionMlpPolicy
+from models.echelon_policy import EchelonMlpPolicy
 from models.limits import MAX_LAYERS, MAX_WIDTH, check_hidden_sizes
 from models.weights import checkpoint_path
 from storage.files import (
@@ -55,6 +56,7 @@ from storage.files import (
 
 _POLICY_CLASSES = {
     ("models.battalion_policy", "BattalionMlpPolicy"): BattalionMlpPolicy,
+    ("models.echelon_policy", "EchelonMlpPolicy"): EchelonMlpPolicy,
     ("stable_baselines3.common.policies", "ActorCriticPolicy"): ActorCriticPolicy,
 }
 _BUFFER_CLASSES = {("stable_baselines3.common.buffers", "RolloutBuffer"): RolloutBuffer}

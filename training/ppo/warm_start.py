@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from gymnasium import spaces
 from stable_baselines3 import PPO
 
 from envs.sim.validation import check_int, check_positive
@@ -38,7 +39,8 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Demonstrations:
-    """Recorded play: (N, obs_dim) observations, (N, 3) orders, (N,) discounted returns."""
+    """Recorded play: (N, obs_dim) observations, (N, 3) orders (or (N, k) choices of a
+    discrete action), (N,) discounted returns."""
 
     observations: np.ndarray
     actions: np.ndarray
@@ -56,7 +58,8 @@ def collect_demonstrations(env, teacher, n_steps: int, gamma: float) -> Demonstr
     observations, actions, rewards, dones = [], [], [], []
     obs = env.reset()
     for _ in range(rounds):
-        action = np.asarray(teacher.predict(obs, deterministic=True)[0], np.float32)
+        # As the teacher gives them: float orders, or drill indices for an echelon.
+        action = np.asarray(teacher.predict(obs, deterministic=True)[0])
         observations.append(obs)
         actions.append(action)
         obs, reward, done, _ = env.step(action)
@@ -72,7 +75,9 @@ def behaviour_clone(model: PPO, demonstrations: Demonstrations, *, epochs: int =
     """Fit ``model``'s mean action to the demonstrated orders and its value to their returns
     (:func:`training.common.imitation.fit_minibatches`, the minibatch orders drawn by a
     NumPy generator seeded with ``seed``; orders at a bound aimed ``margin`` past it, see
-    :func:`~training.common.imitation.imitation_targets`).
+    :func:`~training.common.imitation.imitation_targets`). For a discrete action (an
+    echelon's drills) the policy's log-likelihood of the demonstrated choices is
+    maximised instead, and ``margin`` is not used.
 
     Returns:
         The final epoch's mean action and value losses.
@@ -89,18 +94,24 @@ def behaviour_clone(model: PPO, demonstrations: Demonstrations, *, epochs: int =
     device = policy.device
     observations = torch.as_tensor(demonstrations.observations, device=device)
     space = model.action_space
-    actions = torch.as_tensor(imitation_targets(demonstrations.actions, space.low, space.high,
-                                                margin),
-                              device=device)
+    discrete = isinstance(space, (spaces.Discrete, spaces.MultiDiscrete))
+    actions = torch.as_tensor(demonstrations.actions, device=device).long() if discrete else \
+        torch.as_tensor(imitation_targets(demonstrations.actions, space.low, space.high,
+                                          margin), device=device)
     returns = torch.as_tensor(demonstrations.returns, device=device)
     # Scale the value loss so that both terms weigh alike whatever the reward scale.
     value_scale = max(1.0, float(returns.var()))
 
     def batch_losses(index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        latent_pi, latent_vf = policy.mlp_extractor(policy.extract_features(observations[index]))
-        action_loss = ((policy.action_net(latent_pi) - actions[index]) ** 2).mean()
-        value_loss = ((policy.value_net(latent_vf).squeeze(-1) - returns[index]) ** 2
-                      ).mean() / value_scale
+        if discrete:
+            values, log_prob, _ = policy.evaluate_actions(observations[index], actions[index])
+            action_loss = -log_prob.mean()
+        else:
+            latent_pi, latent_vf = policy.mlp_extractor(
+                policy.extract_features(observations[index]))
+            action_loss = ((policy.action_net(latent_pi) - actions[index]) ** 2).mean()
+            values = policy.value_net(latent_vf)
+        value_loss = ((values.squeeze(-1) - returns[index]) ** 2).mean() / value_scale
         return action_loss, value_loss
 
     losses = fit_minibatches(policy.parameters(), len(observations), batch_losses,
@@ -116,10 +127,18 @@ def warm_start(model: PPO, env, doctrine: str, n_steps: int, *, map_width: float
                margin: float = ORDER_MARGIN, hold_range: float = HOLD_RANGE,
                seed: int = 0) -> int:
     """Imitate ``doctrine`` halting at ``hold_range`` metres in ``env`` for ``n_steps``
-    steps (:func:`behaviour_clone` with ``epochs``, ``learning_rate`` and ``margin``);
-    returns the steps used. A policy that normalises its observations fits their
-    statistics to the demonstrations first."""
+    steps (:func:`imitate`); returns the steps used."""
     teacher = make_doctrine(doctrine, map_width, map_height, hold_range)
+    return imitate(model, env, teacher, n_steps, epochs=epochs, learning_rate=learning_rate,
+                   margin=margin, seed=seed)
+
+
+def imitate(model: PPO, env, teacher, n_steps: int, *, epochs: int = 10,
+            learning_rate: float = 1e-3, margin: float = ORDER_MARGIN, seed: int = 0) -> int:
+    """Play ``teacher`` in ``env`` for ``n_steps`` steps and clone it into ``model``
+    (:func:`collect_demonstrations`, :func:`behaviour_clone` with ``epochs``,
+    ``learning_rate`` and ``margin``); returns the steps used. A policy that normalises
+    its observations fits their statistics to the demonstrations first."""
     demonstrations = collect_demonstrations(env, teacher, n_steps, model.gamma)
     if getattr(model.policy, "normalize_observations", False):
         if len(demonstrations.observations):
