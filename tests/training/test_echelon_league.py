@@ -27,8 +27,9 @@ ROLE = dict(snapshot_freq=128, eval_freq=256, n_eval_episodes=4, checkpoint_freq
 
 
 def brigade_config(tmp_path, seed, **kw):
-    return BrigadeConfig(**SMALL, seed=seed, log_dir=str(tmp_path / "logs"),
-                         checkpoint_dir=str(tmp_path / "unused"), **kw)
+    # No warm start unless a test asks: these budgets are the league's mechanics alone.
+    return BrigadeConfig(**{**SMALL, "warm_start_doctrine": None, **kw}, seed=seed,
+                         log_dir=str(tmp_path / "logs"), checkpoint_dir=str(tmp_path / "unused"))
 
 
 @pytest.fixture(scope="module")
@@ -128,3 +129,15 @@ def test_the_learner_refuses_a_config_of_another_kind():
 
     with pytest.raises(TypeError, match="BrigadeConfig or a DivisionConfig"):
         EchelonLearner(MAPPOConfig())
+
+
+def test_a_brigadier_in_the_league_starts_from_its_clone(tmp_path):
+    # As train_brigade: the in-step brigadier imitated first, counted in the budget, and
+    # a role resets to the clone rather than to random weights.
+    learner = EchelonLearner(brigade_config(tmp_path, 0, warm_start_doctrine="in_step",
+                                            warm_start_steps=128))
+    assert learner.total_steps == learner.model.num_timesteps == 128
+    assert EchelonLearner(brigade_config(tmp_path, 0)).total_steps == 0
+    metrics = learner.learn_from(learner.collect_rollout())
+    assert learner.total_steps == 128 + learner.rollout_steps
+    assert metrics["time/total_steps"] == learner.total_steps
