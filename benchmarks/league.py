@@ -103,6 +103,8 @@ def warm_start(args: Any, folder: Path) -> Path:
                              rollout_steps=args.rollout_steps,
                              v1_checkpoint=args.v1_checkpoint,
                              warm_start_steps=args.warm_start_steps,
+                             # A phase of its own: the whole imitation, then one rollout.
+                             warm_start_max_share=1.0,
                              total_timesteps=args.warm_start_steps + args.rollout_steps,
                              seed=args.seed, checkpoint_dir=str(folder / "warm_start"),
                              enable_wandb=False, progress_bar=False, verbose=0)

@@ -274,7 +274,7 @@ TABLE = {  # threshold, window, extra env keys, training
                                             "order_attack_share": 0.5},
                                  {"total_timesteps": 2_000_000, "n_steps": 128, "n_epochs": 4,
                                   "batch_size": 4096}),
-    HRLPhase.PHASE_2_BRIGADE: (0.65, 30, {"temporal_ratio": 10, "red_level": 3},
+    HRLPhase.PHASE_2_BRIGADE: (0.65, 30, {"temporal_ratio": 10, "red_level": 5},
                                {"total_timesteps": 200_000, "n_steps": 256, "n_epochs": 6,
                                 "batch_size": 32}),
     HRLPhase.PHASE_3_DIVISION: (0.60, 20, {"red_level": 3},
