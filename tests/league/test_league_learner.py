@@ -40,7 +40,8 @@ def echelon_learner(tmp_path):
 
     return EchelonLearner(BrigadeConfig(
         n_envs=4, n_steps=16, batch_size=32, n_epochs=1, total_timesteps=128,
-        map_width=600.0, map_height=600.0, max_steps=40, temporal_ratio=5,
+        warm_start_doctrine=None, map_width=600.0, map_height=600.0, max_steps=40,
+        temporal_ratio=5,
         randomize_terrain=False, enable_wandb=False, progress_bar=False,
         log_dir=str(tmp_path / "logs"), checkpoint_dir=str(tmp_path / "ck")))
 
