@@ -1,6 +1,8 @@
 """A brigade commander trained with PPO over frozen battalion commanders.
 
-The brigadier (SB3 PPO, ``MlpPolicy``) gives each Blue battalion a drill every
+The brigadier (SB3 PPO, :class:`~models.echelon_policy.EchelonMlpPolicy`; by default it
+first imitates :class:`~envs.echelons.doctrine.InStepBrigadier`, ``warm_start_doctrine``)
+gives each Blue battalion a drill every
 ``temporal_ratio`` battalion steps (:class:`~envs.echelons.brigade_batch.BrigadeBatch`, ``n_envs``
 battles as one :class:`~envs.echelons.echelon_env.EchelonVecEnv`); the battalions carry the
 drills out themselves, or, with ``hierarchy.battalion_policy``, a frozen

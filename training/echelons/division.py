@@ -1,6 +1,7 @@
 """A division commander trained with PPO over frozen brigade and battalion commanders.
 
-The division commander (SB3 PPO, ``MlpPolicy``) gives each Blue brigade one of the
+The division commander (SB3 PPO, :class:`~models.echelon_policy.EchelonMlpPolicy`) gives
+each Blue brigade one of the
 :data:`~envs.echelons.division_batch.DIVISION_COMMANDS` every ``temporal_ratio`` battalion steps
 (:class:`~envs.echelons.division_batch.DivisionBatch`, ``n_envs`` battles as one
 :class:`~envs.echelons.echelon_env.EchelonVecEnv`). With ``hierarchy.brigade_policy`` a

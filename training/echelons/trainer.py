@@ -4,8 +4,10 @@ What :mod:`training.echelons.brigade` and :mod:`training.echelons.division` shar
 settings are in :mod:`training.echelons.config`): the evaluation
 (:func:`evaluate_commander`: a batch of battles, deterministic orders, won/drawn/lost
 counted with draws in the denominator), its callback (:class:`EchelonWinRateCallback`, logging
-``<echelon>/win_rate``), and the run (:func:`train_commander`): PPO's ``MlpPolicy`` on
-an :class:`~envs.echelons.echelon_env.EchelonVecEnv` of the echelon's battles, periodic
+``<echelon>/win_rate``), and the run (:func:`train_commander`): PPO
+(:class:`~models.echelon_policy.EchelonMlpPolicy`), after imitating a scripted commander
+if one is given, on an :class:`~envs.echelons.echelon_env.EchelonVecEnv` of the
+echelon's battles, periodic
 checkpoints ``<prefix>_<steps>_steps.zip`` and the final ``<prefix>_final.zip``, all
 written atomically, TensorBoard and W&B. Steps are the commander's (macro) steps.
 """
@@ -169,7 +171,9 @@ class EchelonResult:
 
 
 def make_commander_ppo(config: EchelonConfig, vec_env: Any, *, tensorboard: bool = True) -> PPO:
-    """PPO's ``MlpPolicy`` commanding ``vec_env`` (monitored) with ``config``'s settings,
+    """PPO's actor-critic MLP with standardised inputs
+    (:class:`~models.echelon_policy.EchelonMlpPolicy`) commanding ``vec_env`` (monitored)
+    with ``config``'s settings,
     on ``config.device`` (:func:`~training.common.device.resolve_device`), logging to
     TensorBoard under ``config.log_dir`` if ``tensorboard``.
 
@@ -190,8 +194,9 @@ def make_commander_ppo(config: EchelonConfig, vec_env: Any, *, tensorboard: bool
 
 def train_commander(config: EchelonConfig, vec_env: Any, callback: EchelonWinRateCallback,
                     prefix: str, checkpoint_dir: str, teacher: Any = None) -> EchelonResult:
-    """Train PPO's ``MlpPolicy`` commanding ``vec_env`` (module docstring); with a
-    ``teacher`` (a scripted commander: ``predict``), first imitate it for
+    """Train PPO (:class:`~models.echelon_policy.EchelonMlpPolicy`) commanding ``vec_env``
+    (module docstring); with a ``teacher`` (a scripted commander: ``predict``), first
+    imitate it for
     ``config.warm_start_steps`` commander steps, counted in the budget
     (:func:`~training.ppo.warm_start.imitate`).
 
