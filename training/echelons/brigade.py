@@ -31,7 +31,6 @@ from __future__ import annotations
 from typing import Any
 
 from envs.echelons.brigade_env import make_brigade_batch, make_brigade_vec_env
-from training.common.imitation import make_brigade_doctrine
 from training.echelons.config import CONFIG_FILES, BrigadeConfig
 from training.echelons.trainer import (
     EchelonResult,
@@ -78,10 +77,8 @@ def train_brigade(config: BrigadeConfig | None = None, **overrides: Any) -> Eche
     callback = BrigadeWinRateCallback(lambda n: brigade_battles(config, n, battalion),
                                       config.eval_freq, config.n_eval_episodes,
                                       verbose=config.verbose)
-    teacher = None if config.warm_start_doctrine is None else make_brigade_doctrine(
-        config.warm_start_doctrine, config.n_blue, config.map_width, config.map_height)
     return train_commander(config, vec_env, callback, CHECKPOINT_PREFIX,
-                           config.checkpoint_dir, teacher=teacher)
+                           config.checkpoint_dir)
 
 
 def main() -> None:

@@ -5,8 +5,8 @@ settings are in :mod:`training.echelons.config`): the evaluation
 (:func:`evaluate_commander`: a batch of battles, deterministic orders, won/drawn/lost
 counted with draws in the denominator), its callback (:class:`EchelonWinRateCallback`, logging
 ``<echelon>/win_rate``), and the run (:func:`train_commander`): PPO
-(:class:`~models.echelon_policy.EchelonMlpPolicy`), after imitating a scripted commander
-if one is given, on an :class:`~envs.echelons.echelon_env.EchelonVecEnv` of the
+(:class:`~models.echelon_policy.EchelonMlpPolicy`), a brigadier after imitating its
+doctrine (:func:`imitate_doctrine`), on an :class:`~envs.echelons.echelon_env.EchelonVecEnv` of the
 echelon's battles, periodic
 checkpoints ``<prefix>_<steps>_steps.zip`` and the final ``<prefix>_final.zip``, all
 written atomically, TensorBoard and W&B. Steps are the commander's (macro) steps.
@@ -34,9 +34,10 @@ from envs.sim.constants import ACTION_DIM
 from models.echelon_policy import EchelonMlpPolicy
 from storage.files import clean_stale_temporaries
 from training.common.device import resolve_device
+from training.common.imitation import make_brigade_doctrine
 from training.common.setting_groups import warm_start_budget
 from training.common.tracking import start_wandb
-from training.echelons.config import EchelonConfig
+from training.echelons.config import BrigadeConfig, EchelonConfig
 from training.ppo.callbacks import ManifestCheckpointCallback, WandbCallback, publish
 from training.ppo.checkpoints import load_ppo, save_ppo
 from training.ppo.warm_start import imitate
@@ -192,13 +193,28 @@ def make_commander_ppo(config: EchelonConfig, vec_env: Any, *, tensorboard: bool
         verbose=config.verbose)
 
 
+def imitate_doctrine(model: PPO, vec_env: Any, config: EchelonConfig) -> int:
+    """A brigadier's warm start: clone ``config.warm_start_doctrine`` into ``model`` by
+    playing it in ``vec_env`` for ``warm_start_steps`` commands (cut to
+    ``warm_start_max_share`` of the budget; :func:`~training.ppo.warm_start.imitate`).
+
+    Returns:
+        The commands played, which count in the budget; 0 for a config without a doctrine
+        (a division commander has none).
+    """
+    if not isinstance(config, BrigadeConfig) or config.warm_start_doctrine is None:
+        return 0
+    teacher = make_brigade_doctrine(config.warm_start_doctrine, config.n_blue,
+                                    config.map_width, config.map_height)
+    return imitate(model, vec_env, teacher, warm_start_budget(config, config.total_timesteps),
+                   epochs=config.warm_start_epochs,
+                   learning_rate=config.warm_start_learning_rate, seed=config.seed)
+
+
 def train_commander(config: EchelonConfig, vec_env: Any, callback: EchelonWinRateCallback,
-                    prefix: str, checkpoint_dir: str, teacher: Any = None) -> EchelonResult:
+                    prefix: str, checkpoint_dir: str) -> EchelonResult:
     """Train PPO (:class:`~models.echelon_policy.EchelonMlpPolicy`) commanding ``vec_env``
-    (module docstring); with a ``teacher`` (a scripted commander: ``predict``), first
-    imitate it for
-    ``config.warm_start_steps`` commander steps, counted in the budget
-    (:func:`~training.ppo.warm_start.imitate`).
+    (module docstring), a brigadier after its warm start (:func:`imitate_doctrine`).
 
     Returns:
         The model, the path of ``<prefix>_final.zip`` in ``checkpoint_dir``, and the
@@ -216,11 +232,7 @@ def train_commander(config: EchelonConfig, vec_env: Any, callback: EchelonWinRat
     if run is not None:
         callbacks.append(WandbCallback())
     try:
-        if teacher is not None:
-            model.num_timesteps = imitate(
-                model, vec_env, teacher, warm_start_budget(config, config.total_timesteps),
-                epochs=config.warm_start_epochs, learning_rate=config.warm_start_learning_rate,
-                seed=config.seed)
+        model.num_timesteps = imitate_doctrine(model, vec_env, config)
         # PPO learns in whole rollouts; stop at the last one that fits the budget.
         rollout = model.n_steps * model.n_envs
         remaining = max(0, config.total_timesteps - model.num_timesteps) // rollout * rollout
@@ -236,6 +248,6 @@ def train_commander(config: EchelonConfig, vec_env: Any, callback: EchelonWinRat
     return EchelonResult(model, final, callback.history)
 
 
-__all__ = ["EchelonResult", "EchelonWinRateCallback", "evaluate_commander", "load_commander",
-           "load_frozen_battalion_policy", "make_commander_ppo", "outcome_rates",
-           "train_commander"]
+__all__ = ["EchelonResult", "EchelonWinRateCallback", "evaluate_commander", "imitate_doctrine",
+           "load_commander", "load_frozen_battalion_policy", "make_commander_ppo",
+           "outcome_rates", "train_commander"]

@@ -46,18 +46,17 @@ from envs.echelons.division_batch import DIVISION_COMMANDS
 from envs.echelons.echelon_env import EchelonVecEnv
 from storage.files import atomic_write_bytes, check_archive, loads_json
 from training.common.dealing import deal_battles
-from training.common.imitation import make_brigade_doctrine, make_doctrine
-from training.common.setting_groups import warm_start_budget
+from training.common.imitation import make_doctrine
 from training.echelons.brigade import brigade_battles
 from training.echelons.config import BrigadeConfig, DivisionConfig
 from training.echelons.division import division_battles, load_frozen_brigade_policy
 from training.echelons.trainer import (
     evaluate_commander,
+    imitate_doctrine,
     load_commander,
     load_frozen_battalion_policy,
     make_commander_ppo,
 )
-from training.ppo.warm_start import imitate
 
 logger = logging.getLogger(__name__)
 
@@ -184,18 +183,12 @@ class EchelonLearner:
         if config.verbose >= 1:
             outputs.append(HumanOutputFormat(sys.stdout))
         self.model.set_logger(Logger(folder=None, output_formats=outputs))
+        # As train_brigade: a brigadier first imitates its doctrine, the demonstrations
+        # counted in the budget (a role resets to the clone).
+        imitated = 0 if resume is not None else imitate_doctrine(self.model, self.vec_env,
+                                                                  config)
         # SB3's set-up of a run without a rollout (a budget of 0 steps): the first
         # observations, so that the environments are reset here, before any deal.
-        imitated = 0
-        if resume is None and self.echelon == "brigade" and config.warm_start_doctrine:
-            # As train_brigade: the brigadier first imitates its doctrine, the
-            # demonstrations counted in the budget (a role resets to the clone).
-            teacher = make_brigade_doctrine(config.warm_start_doctrine, config.n_blue,
-                                            config.map_width, config.map_height)
-            imitated = imitate(self.model, self.vec_env, teacher,
-                               warm_start_budget(config, config.total_timesteps),
-                               epochs=config.warm_start_epochs,
-                               learning_rate=config.warm_start_learning_rate, seed=config.seed)
         self.model.learn(total_timesteps=0, callback=self._recorder, log_interval=None,
                          reset_num_timesteps=resume is None, progress_bar=False)
         if imitated:
