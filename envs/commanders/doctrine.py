@@ -67,12 +67,17 @@ STEP_TOLERANCE = 10.0
 """How far, in metres, a battalion of :class:`InStepCommander` may be ahead of its
 laggard ally before it waits for it."""
 
+GUARD_RANGE = 150.0
+"""Metres within which a battalion of :class:`ConcentratingCommander` faces its nearest
+enemy rather than the team's target."""
+
 _T = {name: i for i, name in enumerate(team.OBSERVATION_FEATURES)}
 _ALLY_AT = np.array([[_T[f"ally_{k}_{name}"] for name in ("present", "distance", "bearing_cos",
                                                           "bearing_sin")]
                      for k in range(team.ALLY_SLOTS)])
 _ENEMY_AT = np.array([[_T[f"enemy_{k}_{name}"] for name in ("present", "distance",
-                                                            "bearing_cos", "bearing_sin")]
+                                                            "bearing_cos", "bearing_sin",
+                                                            "visible")]
                       for k in range(team.ENEMY_SLOTS)])
 
 
@@ -106,29 +111,104 @@ class InStepCommander(DisciplinedCommander):
                 deterministic: bool = True) -> tuple[np.ndarray, None]:
         """Orders for one team observation (OBS_DIM,) or a batch (n, OBS_DIM) (the arms
         block, if any, is not read)."""
+        obs = self._team_observation(observation)
+        orders = np.atleast_2d(super().predict(obs)[0]).copy()
+        orders[self._lead(_TeamPicture(obs, self.map_diagonal)) > self.step_tolerance, 0] = 0.0
+        return (orders[0] if np.ndim(observation) == 1 else orders), None
+
+    @staticmethod
+    def _team_observation(observation: np.ndarray) -> np.ndarray:
         obs = np.atleast_2d(np.asarray(observation, dtype=np.float32))
         if obs.shape[1] < team.OBS_DIM:
             raise ValueError(f"observation has {obs.shape[1]} features: the in-step doctrine "
                              f"reads a team observation of at least {team.OBS_DIM}")
-        orders = np.atleast_2d(super().predict(obs)[0]).copy()
-        # Positions in one's own frame (x ahead, y to the left), metres.
-        distance = obs[:, _F["enemy_distance"]] * self.map_diagonal
-        enemies = obs[:, _ENEMY_AT] * np.array([1, self.map_diagonal, 1, 1], np.float32)
-        enemy_x = np.concatenate([(distance * obs[:, _F["enemy_relative_bearing_cos"]])[:, None],
-                                  enemies[..., 1] * enemies[..., 2]], axis=1)
-        enemy_y = np.concatenate([(distance * obs[:, _F["enemy_relative_bearing_sin"]])[:, None],
-                                  enemies[..., 1] * enemies[..., 3]], axis=1)
-        known = np.concatenate([np.ones((len(obs), 1), bool), enemies[..., 0] > 0.5], axis=1)
-        allies = obs[:, _ALLY_AT]
-        ally_x = allies[..., 1] * self.map_diagonal * allies[..., 2]
-        ally_y = allies[..., 1] * self.map_diagonal * allies[..., 3]
-        # Each ally's distance to the enemy nearest it (of those this battalion knows of).
-        gaps = np.hypot(enemy_x[:, None, :] - ally_x[..., None],
-                        enemy_y[:, None, :] - ally_y[..., None])
-        ally_to_enemy = np.where(known[:, None, :], gaps, np.inf).min(axis=2)
-        lead = np.where(allies[..., 0] > 0.5, ally_to_enemy - distance[:, None], 0.0).max(axis=1)
-        orders[lead > self.step_tolerance, 0] = 0.0
+        return obs
+
+    @staticmethod
+    def _lead(picture: _TeamPicture) -> np.ndarray:
+        """(n,) metres by which each battalion is nearer its nearest enemy than its
+        laggard ally is to the enemy nearest that ally (of those this battalion knows
+        of); 0 without allies."""
+        ally_to_enemy = np.where(picture.known[:, None, :], picture.gaps, np.inf).min(axis=2)
+        return np.where(picture.allies, ally_to_enemy - picture.distance[:, None],
+                        0.0).max(axis=1)
+
+
+class ConcentratingCommander(InStepCommander):
+    """The in-step doctrine with the team's fire concentrated on one enemy.
+
+    Every battalion marches on, and volleys at, the enemy nearest the team as a whole
+    (the least sum of distances from this battalion and its allies), so two battalions
+    that would each have met their own enemy bring both volleys onto one, and the fight
+    goes on two against one. An enemy that closes within ``guard_range`` is answered
+    instead: a battalion then faces its nearest enemy, as :class:`InStepCommander`
+    does, so that an enemy marching in is not left to volley into a flank. It keeps
+    the in-step rule (a battalion leading its laggard ally waits for it). Without
+    allies it is the disciplined doctrine.
+
+    Args:
+        hold_range, map_diagonal, max_turn_rate, min_range, step_tolerance: as
+            :class:`InStepCommander`'s.
+        guard_range: metres within which the nearest enemy is faced whatever the
+            team's target (> 0). The default, 150 m, is inside scripted L5's halt of
+            160 m: L5's battalions stop and fire from beyond it, and the team keeps its
+            target; the doctrine's march on to their own halt and are met.
+    """
+
+    def __init__(self, hold_range: float = HOLD_RANGE, map_diagonal: float = _DEFAULT_DIAGONAL,
+                 max_turn_rate: float = C.MAX_TURN_RATE, min_range: float = 15.0,
+                 step_tolerance: float = STEP_TOLERANCE,
+                 guard_range: float = GUARD_RANGE) -> None:
+        super().__init__(hold_range, map_diagonal, max_turn_rate, min_range, step_tolerance)
+        self.guard_range = check_positive("guard_range", guard_range)
+
+    def predict(self, observation: np.ndarray,
+                deterministic: bool = True) -> tuple[np.ndarray, None]:
+        """Orders for one team observation (OBS_DIM,) or a batch (n, OBS_DIM) (the arms
+        block, if any, is not read)."""
+        obs = self._team_observation(observation)
+        picture = _TeamPicture(obs, self.map_diagonal)
+        # The enemy nearest the team: column 0 is the focus (this battalion's nearest).
+        together = picture.enemy_distance + np.where(picture.allies[..., None], picture.gaps,
+                                                     0.0).sum(axis=1)
+        target = np.where(picture.known, together, np.inf).argmin(axis=1)
+        target[picture.distance < self.guard_range] = 0
+        rows = np.arange(len(obs))
+        aimed = obs.copy()
+        aimed[:, _F["enemy_distance"]] = picture.enemy_distance[rows, target] / self.map_diagonal
+        aimed[:, _F["enemy_relative_bearing_cos"]] = picture.bearing_cos[rows, target]
+        aimed[:, _F["enemy_relative_bearing_sin"]] = picture.bearing_sin[rows, target]
+        aimed[:, _F["line_of_sight"]] = picture.visible[rows, target]
+        orders = np.atleast_2d(DisciplinedCommander.predict(self, aimed)[0]).copy()
+        orders[self._lead(picture) > self.step_tolerance, 0] = 0.0
         return (orders[0] if np.ndim(observation) == 1 else orders), None
+
+
+class _TeamPicture:
+    """Where a team observation puts the enemies and the allies, in one's own frame
+    (x ahead, y to the left, metres). Enemy column 0 is the focus enemy (the nearest),
+    then the enemy slots; ``known`` marks the columns that hold an enemy."""
+
+    def __init__(self, obs: np.ndarray, map_diagonal: float) -> None:
+        self.distance = obs[:, _F["enemy_distance"]] * map_diagonal
+        slots = obs[:, _ENEMY_AT]
+        self.enemy_distance = np.concatenate([self.distance[:, None],
+                                              slots[..., 1] * map_diagonal], axis=1)
+        self.bearing_cos = np.concatenate([obs[:, [_F["enemy_relative_bearing_cos"]]],
+                                           slots[..., 2]], axis=1)
+        self.bearing_sin = np.concatenate([obs[:, [_F["enemy_relative_bearing_sin"]]],
+                                           slots[..., 3]], axis=1)
+        self.visible = np.concatenate([obs[:, [_F["line_of_sight"]]], slots[..., 4]], axis=1)
+        self.known = np.concatenate([np.ones((len(obs), 1), bool), slots[..., 0] > 0.5], axis=1)
+        allies = obs[:, _ALLY_AT]
+        self.allies = allies[..., 0] > 0.5
+        ally_x = allies[..., 1] * map_diagonal * allies[..., 2]
+        ally_y = allies[..., 1] * map_diagonal * allies[..., 3]
+        enemy_x = self.enemy_distance * self.bearing_cos
+        enemy_y = self.enemy_distance * self.bearing_sin
+        # (n, allies, enemies): each ally's distance to each enemy.
+        self.gaps = np.hypot(enemy_x[:, None, :] - ally_x[..., None],
+                             enemy_y[:, None, :] - ally_y[..., None])
 
 
 class ScriptedCommander:

@@ -9,15 +9,17 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import torch
 
-from envs.commanders.doctrine import HOLD_RANGE, DisciplinedCommander, InStepCommander
+from envs.commanders.doctrine import (HOLD_RANGE, ConcentratingCommander, DisciplinedCommander,
+                                      InStepCommander)
 from envs.echelons.doctrine import InStepBrigadier
 from training.common.ppo_math import shuffled_minibatches
 
 DOCTRINES = ("disciplined",)
 """Doctrines a duel's battalion can imitate (they read the duel's observation)."""
-TEAM_DOCTRINES = ("disciplined", "in_step")
+TEAM_DOCTRINES = ("disciplined", "in_step", "concentrated")
 """Doctrines a team can imitate: ``in_step`` (:class:`InStepCommander`) also reads
-where the allies stand."""
+where the allies stand, ``concentrated`` (:class:`ConcentratingCommander`) where the
+allies and every reported enemy stand."""
 BRIGADE_DOCTRINES = ("in_step",)
 """Doctrines a brigadier can imitate: ``in_step`` (:class:`InStepBrigadier`) holds the
 battalions ahead until the last one comes up."""
@@ -32,6 +34,8 @@ def make_doctrine(name: str, map_width: float, map_height: float,
         return DisciplinedCommander(hold_range=hold_range, map_diagonal=diagonal)
     if name == "in_step":
         return InStepCommander(hold_range=hold_range, map_diagonal=diagonal)
+    if name == "concentrated":
+        return ConcentratingCommander(hold_range=hold_range, map_diagonal=diagonal)
     raise ValueError(f"doctrine={name!r} is invalid: expected one of "
                      f"{', '.join(TEAM_DOCTRINES)}")
 
