@@ -12,10 +12,12 @@ the battle from its observation and picks one of these plans.
 
 ``--team`` plays 2v2 battles instead, every Blue battalion following the same plan,
 against scripted L5 commanding Red and against the doctrine commanding each of Red's
-battalions (``doctrine_team``): the family MAPPO's imitation is drawn from. It adds a
-column outside the family, the doctrine marching in step at each halt
+battalions (``doctrine_team``): the family MAPPO's imitation is drawn from. It adds two
+columns outside the family at each halt: the doctrine marching in step
 (:class:`~envs.commanders.doctrine.InStepCommander`: a battalion waits while it leads its
-laggard ally), and the per-battle best with those plans counted too.
+laggard ally) and marching in step with the team's fire concentrated
+(:class:`~envs.commanders.doctrine.ConcentratingCommander`), and the per-battle best with
+those plans counted too.
 
 Usage::
 
@@ -31,7 +33,7 @@ import numpy as np
 
 from benchmarks.learning import SPLIT_SEEDS
 from envs.battles.observation import OBSERVATION_FEATURES
-from envs.commanders.doctrine import DisciplinedCommander, InStepCommander
+from envs.commanders.doctrine import ConcentratingCommander, DisciplinedCommander, InStepCommander
 from envs.sim.constants import FIRE_RANGE
 from training.common.play import share
 from training.mappo.battles import DOCTRINE_TEAM, play_team_battles
@@ -71,6 +73,12 @@ class Plan(DisciplinedCommander):
         return orders, None
 
 
+TEAM_PLANS = {
+    "in step (outside the family)": lambda hold: InStepCommander(hold_range=hold),
+    "in step, fire concentrated (outside)": lambda hold: ConcentratingCommander(
+        hold_range=hold)}
+"""The 2v2 plans outside the family, by column title, each made for a halt range."""
+
 TEAM_OPPONENTS = {"scripted_l5": 5, "doctrine_team": DOCTRINE_TEAM}
 """The 2v2 opponents, by name: Red commanded by scripted L5 or by the doctrine."""
 
@@ -105,11 +113,11 @@ def main() -> None:
     for opponent in opponents:
         print(f"\n## against {opponent}: won/drawn/lost %, {args.battles} {kind} "
               f"({args.split} split)\n")
-        columns = [*WHEN_HIDDEN, *(["in step (outside the family)"] if args.team else [])]
+        columns = [*WHEN_HIDDEN, *(list(TEAM_PLANS) if args.team else [])]
         print("| halt at | " + " | ".join(columns) + " |")
         print("|---:|" + "---|" * len(columns))
         best = np.full(args.battles, -1, np.int8)
-        best_in_step = best.copy()
+        best_team = best.copy()
         for hold_range in HOLD_RANGES:
             cells = []
             for when_hidden in WHEN_HIDDEN:
@@ -117,17 +125,16 @@ def main() -> None:
                                      seed, args.team)
                 best = np.maximum(best, outcomes)
                 cells.append(share(outcomes))
-            if args.team:
-                outcomes = play_plan(InStepCommander(hold_range=hold_range), opponent,
-                                     args.battles, seed, True)
-                best_in_step = np.maximum(best_in_step, outcomes)
+            for make in (TEAM_PLANS.values() if args.team else ()):
+                outcomes = play_plan(make(hold_range), opponent, args.battles, seed, True)
+                best_team = np.maximum(best_team, outcomes)
                 cells.append(share(outcomes))
             print(f"| {hold_range} m | " + " | ".join(cells) + " |")
         print(f"\nper-battle best of the {len(HOLD_RANGES) * len(WHEN_HIDDEN)} plans: "
               f"{share(best)}")
         if args.team:
-            print(f"with the {len(HOLD_RANGES)} in-step plans too: "
-                  f"{share(np.maximum(best, best_in_step))}")
+            print(f"with the {len(HOLD_RANGES) * len(TEAM_PLANS)} plans outside the family "
+                  f"too: {share(np.maximum(best, best_team))}")
     print(f"\nwall time: {time.perf_counter() - start:.0f} s")
 
 

@@ -14,7 +14,7 @@ from benchmarks.plan_ceiling import (
     share,
 )
 from envs.battles.observation import OBSERVATION_FEATURES
-from envs.commanders.doctrine import DisciplinedCommander, InStepCommander
+from envs.commanders.doctrine import ConcentratingCommander, DisciplinedCommander, InStepCommander
 from training.mappo.battles import DOCTRINE_TEAM, play_team_battles
 
 
@@ -51,7 +51,7 @@ def test_the_team_family_starts_with_the_doctrine_team():
                               play_plan(Plan(60, "march on"), "scripted_l5", 8, 300_000, True))
 
 
-def test_the_team_table_has_the_in_step_column(monkeypatch, capsys):
+def test_the_team_table_has_the_columns_outside_the_family(monkeypatch, capsys):
     import sys
 
     from benchmarks import plan_ceiling
@@ -60,7 +60,10 @@ def test_the_team_table_has_the_in_step_column(monkeypatch, capsys):
                                       "--split", "validation"])
     plan_ceiling.main()
     out = capsys.readouterr().out
-    assert "in step (outside the family)" in out and "with the 1 in-step plans too" in out
-    in_step = play_plan(InStepCommander(hold_range=80), "scripted_l5", 8, 300_000, True)
+    assert "in step (outside the family)" in out
+    assert "with the 2 plans outside the family too" in out
     row = next(line for line in out.splitlines() if line.startswith("| 80 m"))
-    assert row.rstrip(" |").endswith(share(in_step))
+    cells = [cell.strip() for cell in row.strip(" |").split("|")]
+    assert cells[-2:] == [share(play_plan(commander, "scripted_l5", 8, 300_000, True))
+                          for commander in (InStepCommander(hold_range=80),
+                                            ConcentratingCommander(hold_range=80))]

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from envs.battles.multi_observation import CRITIC_STATE_DIM, OBS_DIM
-from envs.commanders.doctrine import DisciplinedCommander, InStepCommander
+from envs.commanders.doctrine import ConcentratingCommander, DisciplinedCommander, InStepCommander
 from models.mappo_policy import MAPPOPolicy
 from tests.forked import run_module
 from tests.training.conftest import record_teachers
@@ -237,7 +237,8 @@ def test_wandb_offline_run_is_written(tmp_path):
 
 
 @pytest.mark.parametrize("doctrine, teacher", [("disciplined", DisciplinedCommander),
-                                               ("in_step", InStepCommander)])
+                                               ("in_step", InStepCommander),
+                                               ("concentrated", ConcentratingCommander)])
 def test_the_team_imitates_the_doctrine_at_warm_start_hold_range(tmp_path, monkeypatch,
                                                                  doctrine, teacher):
     import training.mappo.warm_start as team_warm_start

@@ -9,8 +9,12 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import torch
 
-from envs.commanders.doctrine import (HOLD_RANGE, ConcentratingCommander, DisciplinedCommander,
-                                      InStepCommander)
+from envs.commanders.doctrine import (
+    HOLD_RANGE,
+    ConcentratingCommander,
+    DisciplinedCommander,
+    InStepCommander,
+)
 from envs.echelons.doctrine import InStepBrigadier
 from training.common.ppo_math import shuffled_minibatches
 
