@@ -62,7 +62,8 @@ def role_settings(role: str, folder: Path, steps: int) -> dict[str, Any]:
 
 
 def rates(outcomes: np.ndarray) -> str:
-    return " | ".join(f"{np.mean(outcomes == v):.0%}" for v in (1, 0, -1))
+    """``won / drawn / lost`` in percent: one table cell."""
+    return " / ".join(f"{np.mean(outcomes == v):.0%}" for v in (1, 0, -1))
 
 
 def head_to_head(blue: Any, red: Any, learner: EchelonLearner, n: int) -> np.ndarray:
@@ -120,7 +121,7 @@ def main() -> None:
                                           for name in ANCHORS))
 
     n = args.episodes
-    print(f"\nEach final commander as Blue, {n} battles a cell, won | drawn | lost:\n")
+    print(f"\nEach final commander as Blue, {n} battles a cell, won / drawn / lost:\n")
     print("| commander | vs L3 | vs L5 | vs doctrine |")
     print("|---|---|---|---|")
     for name, role in roles.items():
@@ -134,12 +135,12 @@ def main() -> None:
     final = learner.load_snapshot(main_agent.trainer.final_checkpoint)
     first = learner.load_snapshot(
         main_agent.pool.resolve_snapshot(f"{main_agent.agent_id}_v000000"))
-    opponents = {"its first snapshot (untrained)": first,
+    opponents = {"its first snapshot (where it started: its warm start, if any)": first,
                  **{f"final {name}": learner.load_snapshot(role.trainer.final_checkpoint)
                     for name, role in roles.items() if name != "main_agent"}}
     if args.reference:
         opponents["the reference (trained alone)"] = learner.load_snapshot(args.reference)
-    print(f"\nHead to head, {n} battles each way, won | drawn | lost for the main agent:\n")
+    print(f"\nHead to head, {n} battles each way, won / drawn / lost for the main agent:\n")
     print("| opponent | main agent Blue | main agent Red |")
     print("|---|---|---|")
     for name, opponent in opponents.items():
