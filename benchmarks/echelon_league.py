@@ -135,7 +135,7 @@ def main() -> None:
     final = learner.load_snapshot(main_agent.trainer.final_checkpoint)
     first = learner.load_snapshot(
         main_agent.pool.resolve_snapshot(f"{main_agent.agent_id}_v000000"))
-    opponents = {"its first snapshot (where it started: its warm start, if any)": first,
+    opponents = {"its first snapshot (its warm start, if any)": first,
                  **{f"final {name}": learner.load_snapshot(role.trainer.final_checkpoint)
                     for name, role in roles.items() if name != "main_agent"}}
     if args.reference:

@@ -112,9 +112,15 @@ class InStepCommander(DisciplinedCommander):
         """Orders for one team observation (OBS_DIM,) or a batch (n, OBS_DIM) (the arms
         block, if any, is not read)."""
         obs = self._team_observation(observation)
-        orders = np.atleast_2d(super().predict(obs)[0]).copy()
-        orders[self._lead(_TeamPicture(obs, self.map_diagonal)) > self.step_tolerance, 0] = 0.0
+        picture = _TeamPicture(obs, self.map_diagonal)
+        orders = np.atleast_2d(super().predict(self._aim(obs, picture))[0]).copy()
+        orders[self._lead(picture) > self.step_tolerance, 0] = 0.0
         return (orders[0] if np.ndim(observation) == 1 else orders), None
+
+    def _aim(self, obs: np.ndarray, picture: _TeamPicture) -> np.ndarray:
+        """The observations the disciplined doctrine marches and fires on: each
+        battalion's own, its nearest enemy in focus."""
+        return obs
 
     @staticmethod
     def _team_observation(observation: np.ndarray) -> np.ndarray:
@@ -165,13 +171,10 @@ class ConcentratingCommander(InStepCommander):
         super().__init__(hold_range, map_diagonal, max_turn_rate, min_range, step_tolerance)
         self.guard_range = check_positive("guard_range", guard_range)
 
-    def predict(self, observation: np.ndarray,
-                deterministic: bool = True) -> tuple[np.ndarray, None]:
-        """Orders for one team observation (OBS_DIM,) or a batch (n, OBS_DIM) (the arms
-        block, if any, is not read)."""
-        obs = self._team_observation(observation)
-        picture = _TeamPicture(obs, self.map_diagonal)
-        # The enemy nearest the team: column 0 is the focus (this battalion's nearest).
+    def _aim(self, obs: np.ndarray, picture: _TeamPicture) -> np.ndarray:
+        """The observations with the team's target in focus (the enemy nearest the team;
+        one's own nearest within ``guard_range``)."""
+        # Column 0 is the focus (this battalion's nearest).
         together = picture.enemy_distance + np.where(picture.allies[..., None], picture.gaps,
                                                      0.0).sum(axis=1)
         target = np.where(picture.known, together, np.inf).argmin(axis=1)
@@ -182,9 +185,7 @@ class ConcentratingCommander(InStepCommander):
         aimed[:, _F["enemy_relative_bearing_cos"]] = picture.bearing_cos[rows, target]
         aimed[:, _F["enemy_relative_bearing_sin"]] = picture.bearing_sin[rows, target]
         aimed[:, _F["line_of_sight"]] = picture.visible[rows, target]
-        orders = np.atleast_2d(DisciplinedCommander.predict(self, aimed)[0]).copy()
-        orders[self._lead(picture) > self.step_tolerance, 0] = 0.0
-        return (orders[0] if np.ndim(observation) == 1 else orders), None
+        return aimed
 
 
 class _TeamPicture:
