@@ -3,7 +3,8 @@
 Both sides are scripted (:mod:`envs.sim.scripted`), each at its level, on the battles
 of a scenario file of ``configs/scenarios/`` (``combined_arms`` by default: two
 battalions in column, a cavalry regiment and a limbered battery a side, on procedural
-ground). Levels 4 and 5 use their arms (deploy, form square, charge, unlimber), so their
+ground). Levels 2 to 5 use their arms (level 2 its horse, level 3 its horse and
+deployment into line, levels 4 and 5 everything: guns, and level 5 squares), so their
 formation orders go to the step with their other orders. A battle is decided as the
 N-vs-M battles decide it (:mod:`envs.battles.multi_battalion_batch`); at the step
 limit it is a draw. The table gives each pairing's won/drawn/lost share from the side

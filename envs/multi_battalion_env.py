@@ -305,7 +305,7 @@ class MultiBattalionEnv(ParallelEnv):
         """Orders a scripted commander of ``level`` (1 to
         :data:`~envs.sim.constants.NUM_CURRICULUM_LEVELS`) would give ``agents`` (Red's
         agents still in the battle by default), as :meth:`step` takes them: with an order
-        of battle, the formation order is the fourth number (levels 4 and 5 use their
+        of battle, the formation order is the fourth number (levels 2 to 5 use their
         arms, :mod:`envs.sim.scripted`)."""
         level = check_scripted_level("level", level)
         if agents is None:

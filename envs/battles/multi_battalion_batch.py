@@ -404,7 +404,7 @@ class MultiBattalionBatch:
         """(B, len(units), ACTION_DIM) orders of scripted commanders of ``level`` (1 to
         :data:`~envs.sim.constants.NUM_CURRICULUM_LEVELS`, or one a battle) for ``units``,
         in each unit's own frame (ready for :meth:`step`). Scripted commanders see the
-        whole field (no fog of war). Levels 4 and 5 use their arms
+        whole field (no fog of war). Levels 2 to 5 use their arms
         (:mod:`envs.sim.scripted`): with an order of battle of several arms or formations,
         pass a writable (B, len(units)) int8 array as ``formations`` to receive the units'
         formation orders for :meth:`step`."""

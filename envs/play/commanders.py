@@ -40,7 +40,7 @@ class RedCommander(Protocol):
 
 class ScriptedRed:
     """The scripted commander of a curriculum level (1 to 5), who sees the whole field;
-    levels 4 and 5 use their arms, formations included (:mod:`envs.sim.scripted`).
+    levels 2 to 5 use their arms, formations included (:mod:`envs.sim.scripted`).
 
     Raises:
         ValueError: for a level outside 1 to 5.

@@ -219,10 +219,15 @@ SCRIPTED_LEVELS = range(1, NUM_CURRICULUM_LEVELS + 1)
 SCRIPTED_HALT_FRACTION = 0.8
 """Scripted advancing levels halt once the enemy is within this fraction of fire range."""
 SCRIPTED_FIRE_INTENSITY = (0.0, 0.0, 0.0, 0.5, 1.0)
-"""Fire intensity of scripted levels 1..5: their infantry's fire and, at levels 4 and 5,
-their cavalry's charge and their guns' fire in battery (:mod:`envs.sim.scripted`)."""
+"""Fire intensity of scripted levels 1..5: their infantry's fire (:mod:`envs.sim.scripted`)."""
+SCRIPTED_ARMS_INTENSITY = (0.0, 0.5, 0.875, 0.875, 1.0)
+"""Intensity of scripted levels 1..5's other arms: their cavalry's charge (from level 2)
+and their guns' fire in battery (from level 4). Levels 2 and 3 never fire a musket (the
+infantry's ladder above) but charge with their horse, so that each level beats the one
+below in a battle of all arms (:mod:`envs.sim.scripted`; the values were chosen on
+validation battles of ``python -m benchmarks.scripted_ladder``)."""
 SCRIPTED_DEPLOY_WITHIN = 300.0
-"""Scripted infantry of levels 4 and 5 in column deploys into line once the nearest enemy
+"""Scripted infantry of levels 3 to 5 in column deploys into line once the nearest enemy
 is this close (metres)."""
 SCRIPTED_SQUARE_WITHIN = 250.0
 """Scripted level-5 infantry forms square when enemy cavalry in the fight comes this close..."""

@@ -10,22 +10,25 @@ Each scripted battalion deals with the nearest enemy still in the fight:
 * **L5** does the same and fires at full intensity every step, whatever the range
   (no fire discipline).
 
-Levels 4 and 5 also use their arms (:func:`arms_orders`); levels 1-3 are arm-blind
-(their cavalry and guns move as infantry of the level would, and never charge or fire):
+Levels 2 to 5 also use their other arms (:func:`arms_orders`), their cavalry's charge
+and their guns' fire at the level's ``SCRIPTED_ARMS_INTENSITY``; level 1 is arm-blind
+(its cavalry and guns stand as its infantry does). Levels 2 and 3 never fire a musket,
+as above, but charge with their horse, so that each level beats the one below in a
+battle of all arms (``python -m benchmarks.scripted_ladder``):
 
-* **Infantry** in column deploys into line once the enemy is within
+* **Infantry** (from L3) in column deploys into line once the enemy is within
   ``SCRIPTED_DEPLOY_WITHIN``. L5 forms square (and stands) when enemy cavalry comes
   within ``SCRIPTED_SQUARE_WITHIN`` and back into line once none is within
   ``SCRIPTED_UNSQUARE_BEYOND``, and closes with a battery (no halt) when guns are the
   nearest enemy.
-* **Cavalry** rides at its target without halting and charges (its ``fire`` order, at
-  the level's fire intensity) within ``SCRIPTED_CHARGE_WITHIN``. L4's target is the
-  nearest enemy, squares included; L5's is the nearest enemy that is not a square, and
-  with only squares about it backs away to ``SCRIPTED_CAVALRY_SHY``.
-* **Artillery** limbered moves up until the enemy is within
+* **Cavalry** (from L2) rides at its target without halting and charges (its ``fire``
+  order) within ``SCRIPTED_CHARGE_WITHIN``. Up to L4 its target is the nearest enemy,
+  squares included; L5's is the nearest enemy that is not a square, and with only
+  squares about it backs away to ``SCRIPTED_CAVALRY_SHY``.
+* **Artillery** (from L4) limbered moves up until the enemy is within
   ``SCRIPTED_UNLIMBER_FRACTION`` of its range, then unlimbers; in battery it stands,
-  turns on the nearest enemy and fires at the level's intensity. L5 limbers up
-  again to follow when no enemy is within range.
+  turns on the nearest enemy and fires. L5 limbers up again to follow when no enemy is
+  within range; the lower levels' guns stand limbered.
 
 An infantry battle in line (every duel and the default N-vs-M battles) gets exactly
 the orders of the arm-blind levels: there is no column to deploy and no cavalry to
@@ -49,7 +52,9 @@ from envs.sim.vector_math import atan2
 
 F32 = np.float32
 FIRE_BY_LEVEL = np.array((0.0, *C.SCRIPTED_FIRE_INTENSITY), dtype=F32)
-"""Fire intensity of each level (index 0 unused)."""
+"""Fire intensity of each level's infantry (index 0 unused)."""
+ARMS_BY_LEVEL = np.array((0.0, *C.SCRIPTED_ARMS_INTENSITY), dtype=F32)
+"""Intensity of each level's charges and gunfire (index 0 unused)."""
 R_DEPLOY, R_SQUARE, R_UNSQUARE, R_CHARGE, R_SHY, R_UNLIMBER, R_GUN_RANGE = range(7)
 """Entries of :func:`arms_ranges`."""
 INFANTRY, CAVALRY, ARTILLERY = (np.int8(C.INFANTRY), np.int8(C.CAVALRY),
@@ -142,7 +147,7 @@ def scripted_orders(lo, hi, i, levels, team, routed, destroyed, dist, facing_cos
 
 @kernel()
 def arms_orders(i, levels, arm, formation, team, routed, destroyed, dist, facing_cos,
-                facing_sin, k, ranges, fire_by_level, move, rotate, fire, form):
+                facing_sin, k, ranges, arms_by_level, move, rotate, fire, form):
     """Unit ``i``'s orders in every battle adapted to its arm at its level (module
     docstring): ``move``, ``rotate`` and ``fire`` (B,) hold the arm-blind orders of
     :func:`scripted_orders` and are overwritten where the arm commands otherwise; its
@@ -153,7 +158,7 @@ def arms_orders(i, levels, arm, formation, team, routed, destroyed, dist, facing
     for b in range(levels.shape[0]):
         form[b] = KEEP
         level = levels[b]
-        if level < 4 or routed[i, b] or destroyed[i, b]:
+        if level < 2 or routed[i, b] or destroyed[i, b]:
             continue
         near, horse, prey, nearest, target = np.inf, np.inf, np.inf, -1, -1
         for j in range(n):
@@ -170,6 +175,8 @@ def arms_orders(i, levels, arm, formation, team, routed, destroyed, dist, facing
             continue
         own = formation[i, b]
         if arm[i] == INFANTRY:
+            if level < 3:
+                continue  # L2's foot stands in the formation it was deployed in
             if own == COLUMN and near <= ranges[R_DEPLOY]:
                 form[b] = LINE
             if level == 5:
@@ -182,7 +189,7 @@ def arms_orders(i, levels, arm, formation, team, routed, destroyed, dist, facing
                 elif arm[nearest] == ARTILLERY:
                     move[b] = F32(1)
         elif arm[i] == CAVALRY:
-            charge = fire_by_level[level]
+            charge = arms_by_level[level]
             if level < 5:
                 move[b] = F32(1)
                 fire[b] = charge if near <= ranges[R_CHARGE] else F32(0)
@@ -195,19 +202,22 @@ def arms_orders(i, levels, arm, formation, team, routed, destroyed, dist, facing
             else:
                 move[b] = F32(-1) if near < ranges[R_SHY] else F32(0)
                 fire[b] = F32(0)
+        elif level < 4:
+            continue  # L2's and L3's guns do as the level's infantry does
         elif own == LIMBERED:  # guns on the move
             fire[b] = F32(0)
             move[b] = F32(0) if near <= ranges[R_UNLIMBER] else F32(1)
             form[b] = LINE if near <= ranges[R_UNLIMBER] else KEEP
-        else:  # guns in battery stand, and fire as the level's infantry does
+        else:  # guns in battery stand and fire
             move[b] = F32(0)
+            fire[b] = arms_by_level[level]
             if level == 5 and near > ranges[R_GUN_RANGE]:
                 form[b] = LIMBERED
 
 
 @kernel()
 def scripted_kernel(units, levels, team, arm, formation, routed, destroyed, dist, facing_cos,
-                    facing_sin, k, ranges, fire_by_level, out, forms):
+                    facing_sin, k, ranges, fire_by_level, arms_by_level, out, forms):
     """Orders of the scripted ``units`` of every battle into ``out`` (B, len(units), 3)
     and their formation orders into ``forms`` (B, len(units))."""
     batch = levels.shape[0]
@@ -217,7 +227,7 @@ def scripted_kernel(units, levels, team, arm, formation, routed, destroyed, dist
                         facing_cos, facing_sin, k, fire_by_level, everyone, out[:, slot, 0],
                         out[:, slot, 1], out[:, slot, 2])
         arms_orders(units[slot], levels, arm, formation, team, routed, destroyed, dist,
-                    facing_cos, facing_sin, k, ranges, fire_by_level, out[:, slot, 0],
+                    facing_cos, facing_sin, k, ranges, arms_by_level, out[:, slot, 0],
                     out[:, slot, 1], out[:, slot, 2], forms[:, slot])
 
 
@@ -263,6 +273,6 @@ def scripted_actions(state: BattleState, geometry: Geometry, units: np.ndarray,
                     unit_major(state.routed), unit_major(state.destroyed),
                     pair_major(geometry.dist), pair_major(geometry.facing_cos),
                     pair_major(geometry.facing_sin), kernels.constants(config, rows, cols),
-                    arms_ranges(config), FIRE_BY_LEVEL, out, formations)
+                    arms_ranges(config), FIRE_BY_LEVEL, ARMS_BY_LEVEL, out, formations)
     return out
 

@@ -7,7 +7,8 @@ import pytest
 
 from envs.sim import constants as C
 from envs.sim import engine
-from envs.sim.constants import SCRIPTED_FIRE_INTENSITY, SCRIPTED_HALT_FRACTION
+from envs.sim.constants import (SCRIPTED_ARMS_INTENSITY, SCRIPTED_FIRE_INTENSITY,
+                                SCRIPTED_HALT_FRACTION)
 from envs.sim.scripted import scripted_actions
 from tests.sim.scenario import DEFAULT, place
 
@@ -86,8 +87,8 @@ def test_an_infantry_battle_in_line_gets_no_formation_order_at_any_level(level):
     assert (formations == KEEP).all()
 
 
-@pytest.mark.parametrize("level,deploys", [(3, False), (4, True), (5, True)])
-def test_infantry_in_column_deploys_into_line_near_the_enemy_from_level_4(level, deploys):
+@pytest.mark.parametrize("level,deploys", [(2, False), (3, True), (4, True), (5, True)])
+def test_infantry_in_column_deploys_into_line_near_the_enemy_from_level_3(level, deploys):
     near = [(300, 500, 0), (300 + C.SCRIPTED_DEPLOY_WITHIN - 10, 500, 180)]
     _, form = arms_orders(level, near, [0, 1], [INF, INF], [C.COLUMN, C.LINE])
     assert form == (C.LINE if deploys else KEEP)
@@ -124,10 +125,12 @@ def test_level_5_cavalry_rides_at_the_nearest_enemy_that_is_not_a_square():
     (move, turn, fire), _ = arms_orders(5, units, [0, 1, 1], [CAV, INF, INF],
                                         [C.LINE, C.SQUARE, C.LINE])
     assert move == 1 and turn == 1.0 and fire == 1.0  # wheels left (north), charges
-    # Level 4 charges the nearest, square or not, at half intensity.
-    (move, turn, fire), _ = arms_orders(4, units, [0, 1, 1], [CAV, INF, INF],
-                                        [C.LINE, C.SQUARE, C.LINE])
-    assert move == 1 and turn == pytest.approx(0, abs=1e-5) and fire == 0.5
+    # Levels 2 to 4 charge the nearest, square or not, at their arms' intensity.
+    for level in (2, 3, 4):
+        (move, turn, fire), _ = arms_orders(level, units, [0, 1, 1], [CAV, INF, INF],
+                                            [C.LINE, C.SQUARE, C.LINE])
+        assert move == 1 and turn == pytest.approx(0, abs=1e-5)
+        assert fire == SCRIPTED_ARMS_INTENSITY[level - 1] > 0
 
 
 def test_level_5_cavalry_backs_away_from_squares_when_there_is_nothing_else():
@@ -155,7 +158,7 @@ def test_guns_march_limbered_unlimber_in_range_then_stand_and_fire(level):
     (move, _, fire), form = arms_orders(level, near, [0, 1], [GUN, INF], [C.LIMBERED, C.LINE])
     assert (move, fire, form) == (0, 0, C.LINE)
     (move, _, fire), form = arms_orders(level, near, [0, 1], [GUN, INF], [C.LINE, C.LINE])
-    assert (move, fire, form) == (0, SCRIPTED_FIRE_INTENSITY[level - 1], KEEP)
+    assert (move, fire, form) == (0, SCRIPTED_ARMS_INTENSITY[level - 1], KEEP)
 
 
 def test_level_5_guns_limber_up_to_follow_when_no_enemy_is_in_range():
@@ -164,8 +167,8 @@ def test_level_5_guns_limber_up_to_follow_when_no_enemy_is_in_range():
     assert arms_orders(4, units, [0, 1], [GUN, INF], [C.LINE, C.LINE])[1] == KEEP
 
 
-@pytest.mark.parametrize("level", [1, 2, 3])
-def test_levels_1_to_3_are_arm_blind(level):
+@pytest.mark.parametrize("level,blind_horse", [(1, True), (2, False), (3, False)])
+def test_level_1_is_arm_blind_and_levels_2_and_3_use_only_their_horse(level, blind_horse):
     units = [(300, 500, 0), (400, 500, 180), (300, 700, 0)]
     state = place(units, [0, 1, 0], arm=[CAV, CAV, GUN], formation=[C.LINE, C.LINE, C.LIMBERED])
     geometry = engine.sense(state, DEFAULT)
@@ -174,7 +177,11 @@ def test_levels_1_to_3_are_arm_blind(level):
                              formations)
     blind = scripted_actions(place(units, [0, 1, 0]), geometry, np.array([0, 2]),
                              np.array([level]), DEFAULT)
-    assert (formations == KEEP).all() and np.array_equal(armed, blind)
+    assert (formations == KEEP).all()
+    assert np.array_equal(armed[:, 1], blind[:, 1])  # the guns: as the level's infantry
+    assert np.array_equal(armed[:, 0], blind[:, 0]) == blind_horse
+    if not blind_horse:  # the horse rides at the enemy 100 m off and charges
+        assert armed[0, 0, 0] == 1 and armed[0, 0, 2] == SCRIPTED_ARMS_INTENSITY[level - 1]
 
 
 def test_formation_orders_must_be_a_writable_int8_array_of_the_units():

@@ -30,6 +30,15 @@ def test_a_pairing_counts_from_the_higher_level_on_both_sides_of_the_map():
     assert outcomes.shape == (6,) and (outcomes == 1).sum() >= 5
 
 
+def test_each_level_wins_more_than_it_loses_against_the_one_below_on_all_arms():
+    # Levels 2 and 3 charge with their horse: before they used their arms, every battle
+    # among levels 1 to 3 was drawn.
+    settings = ScriptedSides(COMBINED)
+    for level in range(2, 6):
+        outcomes = pairing(settings, level, level - 1, 8, 0)
+        assert (outcomes == 1).sum() >= 5 > (outcomes == -1).sum(), (level, outcomes)
+
+
 def test_the_command_prints_the_ladder():
     result = subprocess.run([sys.executable, "-m", "benchmarks.scripted_ladder", "--battles",
                              "2", "--scenario", "1v1"], capture_output=True, text=True,
