@@ -28,7 +28,7 @@ battle of all arms (``python -m benchmarks.scripted_ladder``):
 * **Artillery** (from L4) limbered moves up until the enemy is within
   ``SCRIPTED_UNLIMBER_FRACTION`` of its range, then unlimbers; in battery it stands,
   turns on the nearest enemy and fires. L5 limbers up again to follow when no enemy is
-  within range; the lower levels' guns stand limbered.
+  within range. The guns of L2 and L3 move as their infantry does and never fire.
 
 An infantry battle in line (every duel and the default N-vs-M battles) gets exactly
 the orders of the arm-blind levels: there is no column to deploy and no cavalry to
