@@ -30,9 +30,15 @@ field) and is the same for both sides.
 The three rules were written in that order and the default was kept for its winner
 match on the historical battles; :mod:`benchmarks.historical` now chooses among them on
 its training split of those battles only, and scores the choice on the others.
+
+An :class:`ArmsPlan` varies how the arms are used (the default plan is the doctrine as
+described above); :data:`SEARCHED_PLAN` is the plan found best on the ``combined_arms``
+scenario against scripted L5 (``python -m benchmarks.arms_plans``).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -72,6 +78,67 @@ ATTACK_RULES = ("power", "high_ground", "high_ground_forced")
 """The rules a doctrine may follow for who attacks (module docstring)."""
 DEFAULT_ATTACK_RULE = "high_ground_forced"
 """The rule a doctrine follows unless told otherwise."""
+
+
+GUN_TARGETS = ("nearest", "cavalry")
+"""What guns in battery turn on: the nearest enemy, or the nearest enemy cavalry within
+the guns' range (the nearest enemy when there is none)."""
+
+
+@dataclass(frozen=True)
+class ArmsPlan:
+    """How a :class:`CombinedArmsDoctrine` uses its arms; the defaults are the doctrine as
+    the module docstring describes it.
+
+    Attributes:
+        volley_range: infantry halts and fires with the nearest enemy this close (m).
+        fire_discipline: infantry fires only once halted within ``volley_range``
+            (otherwise it opens fire from 1.2 times it, on the march).
+        step_tolerance: infantry closing on the enemy halts while it is more than this
+            many metres nearer its enemy than another closing battalion of its side is to
+            that one's (marching in step); None: each closes on its own.
+        column_beyond: infantry farther than this from the nearest enemy marches in column.
+        charge_within: cavalry charges its target from this distance.
+        unlimber_within: limbered guns unlimber once the nearest enemy is this close.
+        gun_target: one of :data:`GUN_TARGETS`.
+
+    Raises:
+        ValueError: for a distance that is not positive or an unknown ``gun_target``.
+    """
+
+    volley_range: float = VOLLEY_RANGE
+    fire_discipline: bool = False
+    step_tolerance: float | None = None
+    column_beyond: float = COLUMN_BEYOND
+    charge_within: float = CHARGE_WITHIN
+    unlimber_within: float = UNLIMBER_WITHIN
+    gun_target: str = "nearest"
+
+    def __post_init__(self) -> None:
+        for name in ("volley_range", "column_beyond", "charge_within", "unlimber_within",
+                     "step_tolerance"):
+            value = getattr(self, name)
+            if name == "step_tolerance" and value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"ArmsPlan {name}={value!r} is invalid: expected a positive "
+                                 "number of metres" + (" or None" if name == "step_tolerance"
+                                                       else ""))
+        if self.gun_target not in GUN_TARGETS:
+            raise ValueError(f"ArmsPlan gun_target={self.gun_target!r} is invalid: expected "
+                             f"one of {', '.join(GUN_TARGETS)}")
+
+
+SEARCHED_PLAN = ArmsPlan(volley_range=75.0, fire_discipline=True, step_tolerance=20.0,
+                         column_beyond=600.0, charge_within=350.0, unlimber_within=600.0,
+                         gun_target="cavalry")
+"""The plan that won most against scripted L5 on the ``combined_arms`` scenario, found by a
+random then a coordinate search on validation battles (``docs/performance.md``); on other
+fields it wins less than the default plan against the default doctrine."""
+
+
+ARMS_PLANS = {"standard": ArmsPlan(), "searched": SEARCHED_PLAN}
+"""The plans a trainer can name (``warm_start_arms_plan``)."""
 
 
 def _steer(bearing: np.ndarray, theta: np.ndarray, turn_rate: float) -> np.ndarray:
@@ -120,16 +187,22 @@ class CombinedArmsDoctrine:
     Args:
         config: the battle model (turn rate and ranges are read from it).
         attack_rule: who attacks, one of :data:`ATTACK_RULES`.
+        plan: how the arms are used (None: the default :class:`ArmsPlan`).
 
     Raises:
         ValueError: for an ``attack_rule`` not in :data:`ATTACK_RULES`.
+        TypeError: for a ``plan`` that is not an :class:`ArmsPlan`.
     """
 
-    def __init__(self, config: BattleConfig, attack_rule: str = DEFAULT_ATTACK_RULE) -> None:
+    def __init__(self, config: BattleConfig, attack_rule: str = DEFAULT_ATTACK_RULE,
+                 plan: ArmsPlan | None = None) -> None:
         if attack_rule not in ATTACK_RULES:
             raise ValueError(f"attack_rule={attack_rule!r} is invalid: expected one of "
                              f"{', '.join(ATTACK_RULES)}")
+        if plan is not None and not isinstance(plan, ArmsPlan):
+            raise TypeError(f"plan={plan!r} is invalid: expected an ArmsPlan or None")
         self.config, self.attack_rule = config, attack_rule
+        self.plan = ArmsPlan() if plan is None else plan
 
     def orders(self, state: BattleState, geometry: Geometry) -> tuple[np.ndarray, np.ndarray]:
         """Every unit's orders now.
@@ -169,16 +242,25 @@ class CombinedArmsDoctrine:
         threatened = cavalry_d <= SQUARE_WITHIN
         safe = cavalry_d > UNSQUARE_BEYOND
         in_square = state.formation == C.SQUARE
-        far = near_d > COLUMN_BEYOND
+        plan = self.plan
+        far = near_d > plan.column_beyond
         wanted = np.where(threatened | (in_square & ~safe), C.SQUARE,
                           np.where(far & attack, C.COLUMN, C.LINE))
         formations = np.where(foot, wanted, formations)
-        close_in = engage & (near_d > VOLLEY_RANGE) & ~in_square
-        actions[..., 0] = np.where(foot & close_in, 1.0, actions[..., 0])
+        close_in = foot & engage & (near_d > plan.volley_range) & ~in_square
+        if plan.step_tolerance is not None:
+            # A battalion ahead of another closing battalion of its side waits for it.
+            ally = (close_in[:, None, :] & close_in[:, :, None]
+                    & (team[:, None] == team[None, :])[None])
+            reach = np.where(any_enemy, near_d, 0.0)  # finite wherever close_in holds
+            lead = np.where(ally, reach[:, None, :] - reach[:, :, None], -np.inf).max(axis=2)
+            close_in &= ~(lead > plan.step_tolerance)
+        actions[..., 0] = np.where(close_in, 1.0, actions[..., 0])
         actions[..., 1] = np.where(foot & any_enemy, towards, actions[..., 1])
-        actions[..., 2] = np.where(foot & (near_d <= VOLLEY_RANGE * 1.2), 1.0, actions[..., 2])
+        opens_fire = plan.volley_range * (1.0 if plan.fire_discipline else 1.2)
+        actions[..., 2] = np.where(foot & (near_d <= opens_fire), 1.0, actions[..., 2])
         # Squares fire at anything close, all round.
-        actions[..., 2] = np.where(foot & in_square & (near_d <= VOLLEY_RANGE), 1.0,
+        actions[..., 2] = np.where(foot & in_square & (near_d <= plan.volley_range), 1.0,
                                    actions[..., 2])
 
         # Cavalry: the nearest enemy that is not a square.
@@ -193,22 +275,27 @@ class CombinedArmsDoctrine:
                                    np.where(horse & shy, -1.0, actions[..., 0]))
         actions[..., 1] = np.where(horse & has_prey, ride,
                                    np.where(horse & any_enemy, towards, actions[..., 1]))
-        actions[..., 2] = np.where(horse & has_prey & (prey_d <= CHARGE_WITHIN), 1.0,
+        actions[..., 2] = np.where(horse & has_prey & (prey_d <= plan.charge_within), 1.0,
                                    actions[..., 2])
         formations = np.where(horse, C.LINE, formations)
 
         # Artillery.
         guns = arm[None, :] == C.ARTILLERY
         limbered = state.formation == C.LIMBERED
-        unlimber = limbered & (near_d <= UNLIMBER_WITHIN)
+        unlimber = limbered & (near_d <= plan.unlimber_within)
         limber = ~limbered & attack & (near_d > LIMBER_BEYOND)
         formations = np.where(guns, np.where(unlimber, C.LINE,
                                              np.where(limber, C.LIMBERED, C.KEEP_FORMATION)),
                               formations)
         march = limbered & attack & any_enemy & ~unlimber
         actions[..., 0] = np.where(guns & march, 1.0, actions[..., 0])
-        actions[..., 1] = np.where(guns & any_enemy, towards, actions[..., 1])
         in_range = near_d <= self.config.artillery_fire_range
+        aim_guns = towards
+        if plan.gun_target == "cavalry":
+            horse_at = np.argmin(np.where(enemy_cavalry, geometry.dist, np.inf), axis=2)
+            aim_guns = np.where(cavalry_d <= self.config.artillery_fire_range,
+                                aim(horse_at), towards)
+        actions[..., 1] = np.where(guns & any_enemy, aim_guns, actions[..., 1])
         actions[..., 2] = np.where(guns & ~limbered & in_range, 1.0, actions[..., 2])
 
         # A unit does not order the formation it already has (that would be a no-op).
@@ -216,6 +303,6 @@ class CombinedArmsDoctrine:
         return actions, formations.astype(np.int8)
 
 
-__all__ = ["ATTACK_RATIO", "ATTACK_RULES", "CHARGE_WITHIN", "COLUMN_BEYOND",
-           "CombinedArmsDoctrine", "DEFAULT_ATTACK_RULE", "SQUARE_WITHIN", "UNLIMBER_WITHIN",
-           "VOLLEY_RANGE", "attacking_sides"]
+__all__ = ["ARMS_PLANS", "ATTACK_RATIO", "ATTACK_RULES", "ArmsPlan", "CHARGE_WITHIN", "COLUMN_BEYOND",
+           "CombinedArmsDoctrine", "DEFAULT_ATTACK_RULE", "GUN_TARGETS", "SEARCHED_PLAN",
+           "SQUARE_WITHIN", "UNLIMBER_WITHIN", "VOLLEY_RANGE", "attacking_sides"]

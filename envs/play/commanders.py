@@ -21,7 +21,7 @@ import numpy as np
 
 from envs.battles.multi_battalion_batch import MultiBattalionBatch
 from envs.battles.observation import ROTATE_SIGN
-from envs.commanders.arms_doctrine import CombinedArmsDoctrine
+from envs.commanders.arms_doctrine import ArmsPlan, CombinedArmsDoctrine
 from envs.sim.constants import ACTION_DIM
 from envs.sim.validation import check_scripted_level, short_repr
 
@@ -58,14 +58,24 @@ class ScriptedRed:
 
 class CombinedArmsRed:
     """The combined-arms doctrine (:class:`~envs.commanders.arms_doctrine.CombinedArmsDoctrine`),
-    formations included: the commander of the scenarios and historical battles."""
+    formations included: the commander of the scenarios and historical battles.
+
+    Args:
+        plan: how it uses its arms (:class:`~envs.commanders.arms_doctrine.ArmsPlan`; None:
+            the doctrine's own).
+    """
 
     name = "combined_arms"
 
+    def __init__(self, plan: ArmsPlan | None = None) -> None:
+        if plan is not None and not isinstance(plan, ArmsPlan):
+            raise TypeError(f"plan={plan!r} is invalid: expected an ArmsPlan or None")
+        self.plan = plan
+
     def orders(self, battles: MultiBattalionBatch,
                units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        orders, formations = CombinedArmsDoctrine(battles.config).orders(battles.state,
-                                                                        battles.geometry)
+        orders, formations = CombinedArmsDoctrine(battles.config, plan=self.plan).orders(
+            battles.state, battles.geometry)
         # The doctrine's orders are on the map; the batch takes each side's own frame.
         orders[..., 1] *= ROTATE_SIGN[battles.team]
         return orders[:, units], formations[:, units]

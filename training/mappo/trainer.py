@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from envs.battles.multi_battalion_batch import RED
+from envs.commanders.arms_doctrine import ARMS_PLANS
 from envs.play.commanders import CombinedArmsRed
 from envs.sim.constants import ACTION_DIM
 from models.mappo_files import load_policy, save_policy
@@ -169,7 +170,8 @@ class MAPPOTrainer:
                     self.policy, self.battles, config.warm_start_doctrine, steps,
                     gamma=config.gamma, epochs=config.warm_start_epochs,
                     learning_rate=config.warm_start_learning_rate,
-                    hold_range=config.warm_start_hold_range, seed=config.seed)
+                    hold_range=config.warm_start_hold_range,
+                    arms_plan=ARMS_PLANS[config.warm_start_arms_plan], seed=config.seed)
                 # Logged with the first update: how closely the clone fits its teacher
                 # explains where a run starts (docs/training.md, "What undoes a good start").
                 self.pending_metrics.update({"warm_start/action_loss": fit["action"],

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from envs.commanders.arms_doctrine import ArmsPlan
 from envs.commanders.orders import OrderFollower
 from envs.play.commanders import CombinedArmsRed
 from envs.sim.constants import ACTION_DIM, KEEP_FORMATION
@@ -193,14 +194,14 @@ def _mean_orders(policy: MAPPOPolicy, observations: torch.Tensor,
 
 def warm_start_team(policy: MAPPOPolicy, battles, doctrine: str, n_steps: int, *,
                     gamma: float, epochs: int = 10, learning_rate: float = 1e-3,
-                    hold_range: float = HOLD_RANGE,
+                    hold_range: float = HOLD_RANGE, arms_plan: ArmsPlan | None = None,
                     seed: int = 0) -> tuple[int, dict[str, float]]:
     """Imitate ``doctrine`` halting at ``hold_range`` metres in ``battles`` for ``n_steps``
     env-steps (:func:`clone_team` with ``epochs`` and ``learning_rate``); battles with
     orders imitate the :class:`~envs.commanders.orders.OrderFollower`, its attacks halting
-    at ``hold_range``, and battles with an order of battle the combined-arms doctrine. A
-    policy that normalises its observations fits their statistics to the demonstrations
-    first.
+    at ``hold_range``, and battles with an order of battle the combined-arms doctrine
+    playing ``arms_plan`` (None: its own). A policy that normalises its observations fits
+    their statistics to the demonstrations first.
 
     Returns:
         The env-steps used, and the fit: the final epoch's action and value losses
@@ -213,7 +214,7 @@ def warm_start_team(policy: MAPPOPolicy, battles, doctrine: str, n_steps: int, *
         teacher = OrderFollower(map_diagonal=math.hypot(config.map_width, config.map_height),
                                 hold_range=hold_range)
     elif config.order_of_battle is not None:
-        teacher = CombinedArmsRed()
+        teacher = CombinedArmsRed(arms_plan)
     else:
         teacher = make_doctrine(doctrine, config.map_width, config.map_height, hold_range)
     demonstrations, used = collect_team_demonstrations(battles, teacher, n_steps, gamma)
