@@ -3,25 +3,23 @@ default plan is the doctrine, and the searched plan beats the doctrine's own aga
 
 from __future__ import annotations
 
-import numpy as np
+import subprocess
+import sys
+
 import pytest
 
+from benchmarks.arms_plans import play_plan
 from envs.commanders.arms_doctrine import (
     ARMS_PLANS,
-    SEARCHED_PLAN,
     VOLLEY_RANGE,
     ArmsPlan,
     CombinedArmsDoctrine,
 )
-from envs.battles.observation import ROTATE_SIGN
 from envs.play.commanders import CombinedArmsRed
 from envs.scenario import scenario_from_dict
 from envs.scenario_battle import deploy_scenario
 from envs.sim import constants as C
 from envs.sim import engine
-from training.common.play import team_outcomes
-from training.mappo.battles import make_team_battles, step_team
-from training.mappo.config import read_order_of_battle
 
 
 def orders(units: dict, plan: ArmsPlan | None):
@@ -95,33 +93,19 @@ def test_a_bad_plan_names_the_field(field, value):
         CombinedArmsRed({"volley_range": 60.0})
 
 
-ARMS_FIELD = {"map_width": 1500.0, "map_height": 1000.0, "max_steps": 800,
-              "randomize_terrain": True, "hill_speed_factor": 0.5, "visibility_radius": 600.0}
-"""The field of ``benchmarks.learning``'s ``mappo_arms`` stack."""
-
-
-def battles_won_against_l5(plan: ArmsPlan, n: int) -> int:
-    """Battles of ``combined_arms`` (validation seeds) that the doctrine playing ``plan``
-    as Blue wins against scripted L5."""
-    battles = make_team_battles(n, 4, 4, ARMS_FIELD,
-                                order_of_battle=read_order_of_battle("combined_arms"))
-    battles.reset(np.arange(n), [300000 + i for i in range(n)], np.zeros(n, np.int64))
-    doctrine = CombinedArmsDoctrine(battles.config, plan=plan)
-    scripted = np.empty((n, 4), np.int8)
-    over, outcome = np.zeros(n, bool), np.zeros(n, np.int8)
-    while not over.all():
-        actions, formations = doctrine.orders(battles.state, battles.geometry)
-        actions[..., 1] *= ROTATE_SIGN[battles.team]  # the batch takes each side's frame
-        actions[:, 4:] = battles.scripted_actions(np.arange(4, 8), 5, scripted)
-        formations[:, 4:] = scripted
-        result = step_team(battles, actions, formations)
-        ended = result.battle_over & ~over
-        outcome[ended] = team_outcomes(result.winner[ended])
-        over |= result.battle_over
-    return int((outcome == 1).sum())
-
-
 def test_the_searched_plan_beats_the_doctrines_own_against_l5_on_all_arms():
     # 100 battles: 56 won against 42 (on 400, 59 % against 41 %).
-    won = {name: battles_won_against_l5(plan, 100) for name, plan in ARMS_PLANS.items()}
+    won = {name: int((play_plan(plan, "scripted_l5", 100, 300000) == 1).sum())
+           for name, plan in ARMS_PLANS.items()}
     assert won["searched"] >= won["standard"] + 8, won
+
+
+def test_the_benchmark_searches_and_prints_the_plans():
+    result = subprocess.run([sys.executable, "-m", "benchmarks.arms_plans", "--battles", "4",
+                             "--search", "1", "--split", "validation"],
+                            capture_output=True, text=True, check=True)
+    assert "best plan of the search" in result.stdout
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ")][1:]
+    assert [row.split(" | ")[0] for row in rows] == ["| standard", "| searched",
+                                                    "| found by this search"]
+    assert all(row.count("/") == 4 for row in rows)  # won/drawn/lost against both

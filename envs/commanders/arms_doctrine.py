@@ -303,6 +303,7 @@ class CombinedArmsDoctrine:
         return actions, formations.astype(np.int8)
 
 
-__all__ = ["ARMS_PLANS", "ATTACK_RATIO", "ATTACK_RULES", "ArmsPlan", "CHARGE_WITHIN", "COLUMN_BEYOND",
-           "CombinedArmsDoctrine", "DEFAULT_ATTACK_RULE", "GUN_TARGETS", "SEARCHED_PLAN",
-           "SQUARE_WITHIN", "UNLIMBER_WITHIN", "VOLLEY_RANGE", "attacking_sides"]
+__all__ = ["ARMS_PLANS", "ATTACK_RATIO", "ATTACK_RULES", "ArmsPlan", "CHARGE_WITHIN",
+           "COLUMN_BEYOND", "CombinedArmsDoctrine", "DEFAULT_ATTACK_RULE", "GUN_TARGETS",
+           "SEARCHED_PLAN", "SQUARE_WITHIN", "UNLIMBER_WITHIN", "VOLLEY_RANGE",
+           "attacking_sides"]

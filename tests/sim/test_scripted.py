@@ -7,8 +7,11 @@ import pytest
 
 from envs.sim import constants as C
 from envs.sim import engine
-from envs.sim.constants import (SCRIPTED_ARMS_INTENSITY, SCRIPTED_FIRE_INTENSITY,
-                                SCRIPTED_HALT_FRACTION)
+from envs.sim.constants import (
+    SCRIPTED_ARMS_INTENSITY,
+    SCRIPTED_FIRE_INTENSITY,
+    SCRIPTED_HALT_FRACTION,
+)
 from envs.sim.scripted import scripted_actions
 from tests.sim.scenario import DEFAULT, place
 

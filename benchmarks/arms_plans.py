@@ -1,0 +1,134 @@
+"""How well does the combined-arms doctrine use its arms? Its plans on the ``combined_arms``
+scenario, against scripted L5 and against the doctrine's own plan.
+
+Blue is the combined-arms doctrine (:class:`~envs.commanders.arms_doctrine.CombinedArmsDoctrine`)
+playing an :class:`~envs.commanders.arms_doctrine.ArmsPlan`; Red is scripted L5 or the
+doctrine with its own plan. The battles are those of ``benchmarks.learning``'s
+``mappo_arms`` stack (two battalions, a cavalry regiment and a battery a side on
+1.5 x 1 km of procedural ground, 800 steps), split by seed as that benchmark splits them.
+
+The table prints the named plans (:data:`~envs.commanders.arms_doctrine.ARMS_PLANS`).
+``--search N`` first searches the plans on the validation battles: ``N`` drawn at random
+from :data:`SEARCH_SPACE`, then one pass changing one field at a time from the best,
+keeping a change that wins more against L5; it prints the best plan found (the searched
+plan of the doctrine module was found so, with a wider family whose other options did
+not help: ``docs/performance.md``).
+
+Usage::
+
+    python -m benchmarks.arms_plans [--battles 400] [--split test] [--search 0]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+
+from benchmarks import argument_parser
+from benchmarks.learning import SPLIT_SEEDS
+from envs.battles.observation import ROTATE_SIGN
+from envs.commanders.arms_doctrine import ARMS_PLANS, ArmsPlan, CombinedArmsDoctrine
+from training.common.play import share, team_outcomes
+from training.mappo.battles import make_team_battles, step_team
+from training.mappo.config import read_order_of_battle
+
+FIELD = {"map_width": 1500.0, "map_height": 1000.0, "max_steps": 800,
+         "randomize_terrain": True, "hill_speed_factor": 0.5, "visibility_radius": 600.0}
+"""The ``mappo_arms`` stack's field."""
+OPPONENTS = ("scripted_l5", "doctrine")
+"""Red's commanders: scripted L5, or the combined-arms doctrine playing its own plan."""
+SEARCH_SPACE = {"volley_range": (60.0, 75.0, 90.0, 110.0), "fire_discipline": (False, True),
+                "step_tolerance": (None, 10.0, 20.0, 40.0),
+                "column_beyond": (300.0, 450.0, 600.0, 800.0),
+                "charge_within": (150.0, 250.0, 350.0, 450.0),
+                "unlimber_within": (400.0, 550.0, 600.0), "gun_target": ("nearest", "cavalry")}
+"""The values ``--search`` tries for each field of :class:`ArmsPlan`."""
+N_UNITS = 4
+"""Units a side on ``combined_arms``."""
+
+
+def play_plan(plan: ArmsPlan, opponent: str, n_battles: int, seed: int) -> np.ndarray:
+    """(n_battles,) int8 outcomes from Blue's side (1 won, 0 drawn, -1 lost) of the
+    doctrine playing ``plan`` against ``opponent`` (of :data:`OPPONENTS`), battle ``i``
+    seeded ``seed + i``."""
+    battles = make_team_battles(n_battles, N_UNITS, N_UNITS, FIELD,
+                                order_of_battle=read_order_of_battle("combined_arms"))
+    battles.reset(np.arange(n_battles), [seed + i for i in range(n_battles)],
+                  np.zeros(n_battles, np.int64))
+    blue = CombinedArmsDoctrine(battles.config, plan=plan)
+    red = CombinedArmsDoctrine(battles.config)
+    red_units = np.arange(N_UNITS, 2 * N_UNITS)
+    scripted = np.empty((n_battles, N_UNITS), np.int8)
+    over, outcome = np.zeros(n_battles, bool), np.zeros(n_battles, np.int8)
+    while not over.all():
+        actions, formations = blue.orders(battles.state, battles.geometry)
+        if opponent == "doctrine":
+            red_actions, red_formations = red.orders(battles.state, battles.geometry)
+            actions[:, red_units] = red_actions[:, red_units]
+            formations[:, red_units] = red_formations[:, red_units]
+        actions[..., 1] *= ROTATE_SIGN[battles.team]  # the batch takes each side's frame
+        if opponent == "scripted_l5":
+            actions[:, red_units] = battles.scripted_actions(red_units, 5, scripted)
+            formations[:, red_units] = scripted
+        result = step_team(battles, actions, formations)
+        ended = result.battle_over & ~over
+        outcome[ended] = team_outcomes(result.winner[ended])
+        over |= result.battle_over
+    return outcome
+
+
+def search(n_random: int, n_battles: int, rng: np.random.Generator) -> tuple[ArmsPlan, float]:
+    """The plan that wins most against L5 on the validation battles: ``n_random`` drawn
+    from :data:`SEARCH_SPACE`, then one pass changing one field at a time."""
+    seed = SPLIT_SEEDS["validation"]
+
+    def won(plan: ArmsPlan) -> float:
+        return float(np.mean(play_plan(plan, "scripted_l5", n_battles, seed) == 1))
+
+    best, best_won = ArmsPlan(), won(ArmsPlan())
+    for _ in range(n_random):
+        plan = ArmsPlan(**{k: v[rng.integers(len(v))] for k, v in SEARCH_SPACE.items()})
+        if (score := won(plan)) > best_won:
+            best, best_won = plan, score
+    for field, values in SEARCH_SPACE.items():
+        for value in values:
+            plan = dataclasses.replace(best, **{field: value})
+            if plan != best and (score := won(plan)) > best_won:
+                best, best_won = plan, score
+    return best, best_won
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argument_parser(__doc__, __spec__.name)
+    parser.add_argument("--battles", type=int, default=400, help="battles per cell (>= 1)")
+    parser.add_argument("--split", choices=sorted(SPLIT_SEEDS), default="test")
+    parser.add_argument("--search", type=int, default=0,
+                        help="plans drawn at random before the table (0: no search)")
+    parser.add_argument("--seed", type=int, default=0, help="the search's draws")
+    args = parser.parse_args(argv)
+    if args.battles < 1:
+        parser.error(f"--battles={args.battles} is invalid: expected at least 1")
+    if args.search < 0:
+        parser.error(f"--search={args.search} is invalid: expected 0 or more")
+    start = time.perf_counter()
+    plans = dict(ARMS_PLANS)
+    if args.search:
+        found, won = search(args.search, args.battles, np.random.default_rng(args.seed))
+        print(f"best plan of the search ({args.search} drawn, then one field at a time; "
+              f"validation battles, {won:.1%} won against L5): {found}\n")
+        plans["found by this search"] = found
+    seed = SPLIT_SEEDS[args.split]
+    print(f"## The combined-arms doctrine's plans on `combined_arms` ({args.split} split, "
+          f"{args.battles} battles a cell, won/drawn/lost %)\n")
+    print("| plan | " + " | ".join(OPPONENTS) + " |")
+    print("|---|" + "---|" * len(OPPONENTS))
+    for name, plan in plans.items():
+        cells = [share(play_plan(plan, opponent, args.battles, seed)) for opponent in OPPONENTS]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print(f"\nwall time: {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
