@@ -19,8 +19,11 @@ Stacks:
   battalion, then MAPPO; 2v2 battles, 2M env-steps).
 - ``mappo_arms``: MAPPO on the ``combined_arms`` scenario (two battalions, a cavalry
   regiment and a battery a side, 4v4): the actors see the arms and order formations,
-  imitate the combined-arms doctrine, and fight scripted L1-L5 (which use their arms)
-  and the combined-arms doctrine (``doctrine_team`` in its tables); 2M env-steps.
+  imitate the combined-arms doctrine playing the plan searched on that field
+  (``warm_start_arms_plan: searched``), train with smaller steps (learning rate 1e-4,
+  ``target_kl`` 0.02), and fight scripted L1-L5 (which use their arms) and the
+  combined-arms doctrine with its own plan (``doctrine_team`` in its tables); 1M
+  env-steps (the curves were flat from the imitation on, five seeds each way).
 
 The duel stacks fight duels (:func:`training.ppo.evaluation.play_duels`): every
 scripted level, random orders and the doctrine at the end. The team stack fights
@@ -278,11 +281,13 @@ STACKS = {
     "scratch": Stack({"warm_start_doctrine": None}, 1_000_000),
     "mappo_2v2": Stack({}, 2_000_000, TEAM),
     # configs/scenarios/combined_arms.yaml: two battalions, a cavalry regiment and a
-    # limbered battery a side.
+    # limbered battery a side; the teacher and the step size chosen on the validation
+    # battles (docs/performance.md, "MAPPO with arms").
     "mappo_arms": Stack({"order_of_battle": "combined_arms", "n_blue": 4, "n_red": 4,
                          "map_width": 1500.0, "map_height": 1000.0, "max_steps": 800,
                          "randomize_terrain": True, "hill_speed_factor": 0.5,
-                         "visibility_radius": 600.0}, 2_000_000, TEAM),
+                         "visibility_radius": 600.0, "warm_start_arms_plan": "searched",
+                         "learning_rate": 1e-4, "target_kl": 0.02}, 1_000_000, TEAM),
 }
 
 
