@@ -28,10 +28,10 @@ import numpy as np
 
 from benchmarks import argument_parser
 from benchmarks.learning import SPLIT_SEEDS
-from envs.battles.observation import ROTATE_SIGN
-from envs.commanders.arms_doctrine import ARMS_PLANS, ArmsPlan, CombinedArmsDoctrine
-from training.common.play import share, team_outcomes
-from training.mappo.battles import make_team_battles, step_team
+from envs.commanders.arms_doctrine import ARMS_PLANS, ArmsPlan
+from envs.play.commanders import CombinedArmsRed
+from training.common.play import share
+from training.mappo.battles import play_team_battles
 from training.mappo.config import read_order_of_battle
 
 FIELD = {"map_width": 1500.0, "map_height": 1000.0, "max_steps": 800,
@@ -53,30 +53,10 @@ def play_plan(plan: ArmsPlan, opponent: str, n_battles: int, seed: int) -> np.nd
     """(n_battles,) int8 outcomes from Blue's side (1 won, 0 drawn, -1 lost) of the
     doctrine playing ``plan`` against ``opponent`` (of :data:`OPPONENTS`), battle ``i``
     seeded ``seed + i``."""
-    battles = make_team_battles(n_battles, N_UNITS, N_UNITS, FIELD,
-                                order_of_battle=read_order_of_battle("combined_arms"))
-    battles.reset(np.arange(n_battles), [seed + i for i in range(n_battles)],
-                  np.zeros(n_battles, np.int64))
-    blue = CombinedArmsDoctrine(battles.config, plan=plan)
-    red = CombinedArmsDoctrine(battles.config)
-    red_units = np.arange(N_UNITS, 2 * N_UNITS)
-    scripted = np.empty((n_battles, N_UNITS), np.int8)
-    over, outcome = np.zeros(n_battles, bool), np.zeros(n_battles, np.int8)
-    while not over.all():
-        actions, formations = blue.orders(battles.state, battles.geometry)
-        if opponent == "doctrine":
-            red_actions, red_formations = red.orders(battles.state, battles.geometry)
-            actions[:, red_units] = red_actions[:, red_units]
-            formations[:, red_units] = red_formations[:, red_units]
-        actions[..., 1] *= ROTATE_SIGN[battles.team]  # the batch takes each side's frame
-        if opponent == "scripted_l5":
-            actions[:, red_units] = battles.scripted_actions(red_units, 5, scripted)
-            formations[:, red_units] = scripted
-        result = step_team(battles, actions, formations)
-        ended = result.battle_over & ~over
-        outcome[ended] = team_outcomes(result.winner[ended])
-        over |= result.battle_over
-    return outcome
+    red = 5 if opponent == "scripted_l5" else CombinedArmsRed()
+    return play_team_battles(CombinedArmsRed(plan), red, n_blue=N_UNITS, n_red=N_UNITS,
+                             n_episodes=n_battles, seed=seed, env_kwargs=FIELD,
+                             order_of_battle=read_order_of_battle("combined_arms"))
 
 
 def search(n_random: int, n_battles: int, rng: np.random.Generator) -> tuple[ArmsPlan, float]:

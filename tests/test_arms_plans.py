@@ -87,6 +87,9 @@ def test_distances_of_the_plan_move_the_columns_the_charge_and_the_guns():
 def test_a_bad_plan_names_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         ArmsPlan(**{field: value})
+
+
+def test_a_plan_must_be_an_arms_plan():
     with pytest.raises(TypeError, match="plan"):
         CombinedArmsDoctrine(None, plan={"volley_range": 60.0})
     with pytest.raises(TypeError, match="plan"):

@@ -141,6 +141,19 @@ ARMS_PLANS = {"standard": ArmsPlan(), "searched": SEARCHED_PLAN}
 """The plans a trainer can name (``warm_start_arms_plan``)."""
 
 
+def check_arms_plan(plan: ArmsPlan | None) -> ArmsPlan:
+    """``plan``, or the doctrine's own plan for None.
+
+    Raises:
+        TypeError: for anything else than an :class:`ArmsPlan` or None.
+    """
+    if plan is None:
+        return ArmsPlan()
+    if not isinstance(plan, ArmsPlan):
+        raise TypeError(f"plan={plan!r} is invalid: expected an ArmsPlan or None")
+    return plan
+
+
 def _steer(bearing: np.ndarray, theta: np.ndarray, turn_rate: float) -> np.ndarray:
     """The rotate order that turns from ``theta`` towards ``bearing`` by the shortest arc."""
     error = (bearing - theta + np.pi) % (2 * np.pi) - np.pi
@@ -199,10 +212,8 @@ class CombinedArmsDoctrine:
         if attack_rule not in ATTACK_RULES:
             raise ValueError(f"attack_rule={attack_rule!r} is invalid: expected one of "
                              f"{', '.join(ATTACK_RULES)}")
-        if plan is not None and not isinstance(plan, ArmsPlan):
-            raise TypeError(f"plan={plan!r} is invalid: expected an ArmsPlan or None")
         self.config, self.attack_rule = config, attack_rule
-        self.plan = ArmsPlan() if plan is None else plan
+        self.plan = check_arms_plan(plan)
 
     def orders(self, state: BattleState, geometry: Geometry) -> tuple[np.ndarray, np.ndarray]:
         """Every unit's orders now.
@@ -306,4 +317,4 @@ class CombinedArmsDoctrine:
 __all__ = ["ARMS_PLANS", "ATTACK_RATIO", "ATTACK_RULES", "ArmsPlan", "CHARGE_WITHIN",
            "COLUMN_BEYOND", "CombinedArmsDoctrine", "DEFAULT_ATTACK_RULE", "GUN_TARGETS",
            "SEARCHED_PLAN", "SQUARE_WITHIN", "UNLIMBER_WITHIN", "VOLLEY_RANGE",
-           "attacking_sides"]
+           "attacking_sides", "check_arms_plan"]

@@ -21,7 +21,7 @@ import numpy as np
 
 from envs.battles.multi_battalion_batch import MultiBattalionBatch
 from envs.battles.observation import ROTATE_SIGN
-from envs.commanders.arms_doctrine import ArmsPlan, CombinedArmsDoctrine
+from envs.commanders.arms_doctrine import ArmsPlan, CombinedArmsDoctrine, check_arms_plan
 from envs.sim.constants import ACTION_DIM
 from envs.sim.validation import check_scripted_level, short_repr
 
@@ -68,9 +68,7 @@ class CombinedArmsRed:
     name = "combined_arms"
 
     def __init__(self, plan: ArmsPlan | None = None) -> None:
-        if plan is not None and not isinstance(plan, ArmsPlan):
-            raise TypeError(f"plan={plan!r} is invalid: expected an ArmsPlan or None")
-        self.plan = plan
+        self.plan = check_arms_plan(plan)
 
     def orders(self, battles: MultiBattalionBatch,
                units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

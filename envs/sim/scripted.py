@@ -157,8 +157,10 @@ def arms_orders(i, levels, arm, formation, team, routed, destroyed, dist, facing
     inv_turn_rate = np.float64(k[K_INV_TURN_RATE])
     for b in range(levels.shape[0]):
         form[b] = KEEP
+        # The level from which each arm acts as its arm (module docstring).
+        first = 3 if arm[i] == INFANTRY else 2 if arm[i] == CAVALRY else 4
         level = levels[b]
-        if level < 2 or routed[i, b] or destroyed[i, b]:
+        if level < first or routed[i, b] or destroyed[i, b]:
             continue
         near, horse, prey, nearest, target = np.inf, np.inf, np.inf, -1, -1
         for j in range(n):
@@ -175,8 +177,6 @@ def arms_orders(i, levels, arm, formation, team, routed, destroyed, dist, facing
             continue
         own = formation[i, b]
         if arm[i] == INFANTRY:
-            if level < 3:
-                continue  # L2's foot stands in the formation it was deployed in
             if own == COLUMN and near <= ranges[R_DEPLOY]:
                 form[b] = LINE
             if level == 5:
@@ -202,8 +202,6 @@ def arms_orders(i, levels, arm, formation, team, routed, destroyed, dist, facing
             else:
                 move[b] = F32(-1) if near < ranges[R_SHY] else F32(0)
                 fire[b] = F32(0)
-        elif level < 4:
-            continue  # L2's and L3's guns do as the level's infantry does
         elif own == LIMBERED:  # guns on the move
             fire[b] = F32(0)
             move[b] = F32(0) if near <= ranges[R_UNLIMBER] else F32(1)

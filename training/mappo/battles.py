@@ -204,7 +204,9 @@ def play_team_battles(policy: Any, opponent: Any, *, n_blue: int = 2, n_red: int
     :class:`TeamSettings`.
 
     Args:
-        policy: a :class:`~models.mappo_policy.MAPPOPolicy` for Blue.
+        policy: Blue's commander: a :class:`~models.mappo_policy.MAPPOPolicy`, or a batch
+            commander with ``orders(battles, units)`` (a scripted doctrine, e.g.
+            :class:`~envs.play.commanders.CombinedArmsRed`).
         opponent: Red's commander: a scripted level (int 1..5), a MAPPOPolicy, a
             battalion commander with ``predict`` (:data:`DOCTRINE_TEAM`) or a batch
             commander with ``orders(battles, units)``
@@ -247,7 +249,7 @@ def play_team_matches(policy: Any, opponents: Mapping[str, Any], *, n_blue: int 
     of once a step for each.
 
     Args:
-        policy: a :class:`~models.mappo_policy.MAPPOPolicy` for Blue.
+        policy: Blue's commander, as :func:`play_team_battles` takes it.
         opponents: name -> Red's commander, as :func:`play_team_battles` takes it.
         n_blue, n_red, n_episodes, deterministic, opponent_deterministic, seed,
             env_kwargs, order_of_battle: as :func:`play_team_battles`; battle ``i`` of
@@ -390,7 +392,7 @@ class _TeamBattles:
                            np.zeros(n, np.int64))
         self.blue, self.settings = blue, settings
         self.blue_side, self.red_side = slice(0, n_blue), slice(n_blue, n_blue + n_red)
-        self.red_units = np.arange(n_blue, n_blue + n_red)
+        self.blue_units, self.red_units = np.arange(n_blue), np.arange(n_blue, n_blue + n_red)
         matches = [slice(k * n_each, (k + 1) * n_each) for k in range(len(reds))]
         # One call gives every scripted Red its orders, a level a battle (the battles of
         # the other Reds get level 1's, which their own orders replace in step).
@@ -410,19 +412,19 @@ class _TeamBattles:
     def step(self) -> np.ndarray:
         observation = self.battles.observation
         noise = order_noise(self.battles, self.formation_heads)
-        put_orders(self.actions, self.formations, (slice(None), self.blue_side), team_actions(
-            self.blue, observation[:, self.blue_side], self.settings.deterministic,
-            noise[:, self.blue_side]))
+        if is_batch_commander(self.blue):
+            self._batch_orders(self.blue, slice(None), self.blue_units, self.blue_side)
+        else:
+            put_orders(self.actions, self.formations, (slice(None), self.blue_side),
+                       team_actions(self.blue, observation[:, self.blue_side],
+                                    self.settings.deterministic, noise[:, self.blue_side]))
         if self.levels is not None:
             self.actions[:, self.red_side] = self.battles.scripted_actions(
                 self.red_units, self.levels, self.scripted_formations)
             self.formations[:, self.red_side] = self.scripted_formations
         for red, rows in self.other_reds:
             if is_batch_commander(red):
-                orders, formations = red.orders(self.battles, self.red_units)
-                self.actions[rows, self.red_side] = orders[rows]
-                self.formations[rows, self.red_side] = KEEP_FORMATION if formations is None \
-                    else formations[rows]
+                self._batch_orders(red, rows, self.red_units, self.red_side)
                 continue
             put_orders(self.actions, self.formations, (rows, self.red_side), team_actions(
                 red, observation[rows, self.red_side], self.settings.red_deterministic,
@@ -433,6 +435,13 @@ class _TeamBattles:
 
     def outcomes(self) -> np.ndarray:
         return team_outcomes(self.winner)
+
+    def _batch_orders(self, commander: Any, rows: slice, units: np.ndarray,
+                      side: slice) -> None:
+        """A batch commander's orders for ``units`` in the battles ``rows``."""
+        orders, formations = commander.orders(self.battles, units)
+        self.actions[rows, side] = orders[rows]
+        self.formations[rows, side] = KEEP_FORMATION if formations is None else formations[rows]
 
 
 __all__ = ["DOCTRINE_TEAM", "DRAW", "LOSS", "WIN", "PolicyCommander", "TeamSettings",
