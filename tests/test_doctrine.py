@@ -80,6 +80,24 @@ def test_the_in_step_doctrine_waits_while_it_leads_its_laggard_ally():
     assert orders.tolist() == [0.0, 0.0, 1.0]
 
 
+def test_the_in_step_doctrine_does_not_wait_under_fire_within_its_exposed_range():
+    from envs.battles.multi_observation import OBSERVATION_FEATURES
+    from envs.commanders.doctrine import InStepCommander
+    exposed = InStepCommander(hold_range=75, map_diagonal=1000.0, exposed_range=100)
+    march = lambda obs: exposed.predict(obs)[0][0]  # noqa: E731
+    # 50 m ahead of its ally: beyond 100 m it waits, within it (seen) it marches on.
+    assert march(_team_observation((150, 0), ally=(-50, 0))) == 0.0
+    assert march(_team_observation((95, 0), ally=(-50, 0))) == 1.0
+    assert InStepCommander(hold_range=75, map_diagonal=1000.0).predict(
+        _team_observation((95, 0), ally=(-50, 0)))[0][0] == 0.0
+    # Hidden from the enemy, it waits within the range too.
+    hidden = _team_observation((95, 0), ally=(-50, 0))
+    hidden[OBSERVATION_FEATURES.index("line_of_sight")] = 0.0
+    assert march(hidden) == 0.0
+    with pytest.raises(ValueError, match="exposed_range"):
+        InStepCommander(exposed_range=0)
+
+
 def test_the_in_step_doctrine_without_allies_is_the_disciplined_doctrine():
     from envs.battles.multi_observation import OBS_DIM, OBSERVATION_FEATURES
     from envs.commanders.doctrine import InStepCommander

@@ -89,7 +89,9 @@ class InStepCommander(DisciplinedCommander):
     ``step_tolerance`` metres nearer its enemy than an ally is to the enemy nearest that
     ally, it halts and waits for it. The battalions reach their halts together, so the
     enemy cannot turn all its muskets on the one that arrives first (scripted L5 fires
-    at the nearest battalion from 160 m). It reads a team observation
+    at the nearest battalion from 160 m). With ``exposed_range`` set, a battalion that
+    sees its enemy within that range no longer waits: it stands under that enemy's fire
+    there, and halting costs it more than arriving first. It reads a team observation
     (:data:`envs.battles.multi_observation.OBSERVATION_FEATURES`): where each ally
     stands, where each enemy was last reported. Without allies in the fight it is the
     disciplined doctrine.
@@ -99,13 +101,18 @@ class InStepCommander(DisciplinedCommander):
             :class:`DisciplinedCommander`'s.
         step_tolerance: metres a battalion may lead its laggard ally (> 0; at 0 the two
             would take turns to step).
+        exposed_range: metres within which a battalion that sees its enemy marches on
+            instead of waiting (> 0), or None to wait wherever it leads.
     """
 
     def __init__(self, hold_range: float = HOLD_RANGE, map_diagonal: float = _DEFAULT_DIAGONAL,
                  max_turn_rate: float = C.MAX_TURN_RATE, min_range: float = 15.0,
-                 step_tolerance: float = STEP_TOLERANCE) -> None:
+                 step_tolerance: float = STEP_TOLERANCE,
+                 exposed_range: float | None = None) -> None:
         super().__init__(hold_range, map_diagonal, max_turn_rate, min_range)
         self.step_tolerance = check_positive("step_tolerance", step_tolerance)
+        self.exposed_range = (None if exposed_range is None
+                              else check_positive("exposed_range", exposed_range))
 
     def predict(self, observation: np.ndarray,
                 deterministic: bool = True) -> tuple[np.ndarray, None]:
@@ -114,7 +121,10 @@ class InStepCommander(DisciplinedCommander):
         obs = self._team_observation(observation)
         picture = _TeamPicture(obs, self.map_diagonal)
         orders = np.atleast_2d(super().predict(self._aim(obs, picture))[0]).copy()
-        orders[self._lead(picture) > self.step_tolerance, 0] = 0.0
+        wait = self._lead(picture) > self.step_tolerance
+        if self.exposed_range is not None:
+            wait &= ~((picture.distance <= self.exposed_range) & (picture.visible[:, 0] > 0.5))
+        orders[wait, 0] = 0.0
         return (orders[0] if np.ndim(observation) == 1 else orders), None
 
     def _aim(self, obs: np.ndarray, picture: _TeamPicture) -> np.ndarray:
@@ -156,8 +166,8 @@ class ConcentratingCommander(InStepCommander):
     (``docs/training.md``, "Concentrating fire").
 
     Args:
-        hold_range, map_diagonal, max_turn_rate, min_range, step_tolerance: as
-            :class:`InStepCommander`'s.
+        hold_range, map_diagonal, max_turn_rate, min_range, step_tolerance,
+            exposed_range: as :class:`InStepCommander`'s.
         guard_range: metres within which the nearest enemy is faced whatever the
             team's target (> 0). The default, 150 m, is inside scripted L5's halt of
             160 m: L5's battalions stop and fire from beyond it, and the team keeps its
@@ -167,8 +177,9 @@ class ConcentratingCommander(InStepCommander):
     def __init__(self, hold_range: float = HOLD_RANGE, map_diagonal: float = _DEFAULT_DIAGONAL,
                  max_turn_rate: float = C.MAX_TURN_RATE, min_range: float = 15.0,
                  step_tolerance: float = STEP_TOLERANCE,
-                 guard_range: float = GUARD_RANGE) -> None:
-        super().__init__(hold_range, map_diagonal, max_turn_rate, min_range, step_tolerance)
+                 guard_range: float = GUARD_RANGE, exposed_range: float | None = None) -> None:
+        super().__init__(hold_range, map_diagonal, max_turn_rate, min_range, step_tolerance,
+                         exposed_range)
         self.guard_range = check_positive("guard_range", guard_range)
 
     def _aim(self, obs: np.ndarray, picture: _TeamPicture) -> np.ndarray:

@@ -251,6 +251,20 @@ def test_the_team_imitates_the_doctrine_at_warm_start_hold_range(tmp_path, monke
     assert MAPPOConfig().warm_start_hold_range == 80.0  # 2v2's default (docs/training.md)
 
 
+def test_the_team_imitates_the_in_step_doctrine_at_warm_start_exposed_range(tmp_path,
+                                                                            monkeypatch):
+    import training.mappo.warm_start as team_warm_start
+    teachers = record_teachers(monkeypatch, team_warm_start)
+    train_mappo(**tiny(tmp_path, warm_start_doctrine="in_step", warm_start_steps=8 * 50,
+                       warm_start_max_share=1.0, total_timesteps=8 * 50 + ROLLOUT,
+                       warm_start_exposed_range=100))
+    assert [t.exposed_range for t in teachers] == [100.0]
+    with pytest.raises(ValueError, match="warm_start_exposed_range=100.*disciplined"):
+        MAPPOConfig(warm_start_doctrine="disciplined", warm_start_exposed_range=100)
+    with pytest.raises(ValueError, match="warm_start_exposed_range"):
+        MAPPOConfig(warm_start_exposed_range=-5)
+
+
 @pytest.mark.parametrize("normalize", [False, True])
 def test_doctrine_warm_start_teaches_the_actor_and_counts_in_the_budget(tmp_path, normalize):
     import math

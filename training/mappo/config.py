@@ -31,6 +31,7 @@ from envs.sim.validation import (
     check_count_fits,
     check_int,
     check_number,
+    check_positive,
 )
 from training.common.setting_groups import (
     BattlefieldSettings,
@@ -135,6 +136,11 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
     # docs/training.md, "A better plan to imitate"), and the team keeps what it imitates.
     warm_start_hold_range: float = override(WarmStartSettings, "warm_start_hold_range",
                                             default=80.0)
+    warm_start_exposed_range: float | None = setting(
+        None, "Metres within which a battalion of the imitated in-step doctrine (in_step or "
+        "concentrated) that sees its enemy marches on instead of waiting for its laggard ally "
+        "(envs.commanders.doctrine.InStepCommander's exposed_range); None: it waits wherever "
+        "it leads.", optional(check_positive), "training.warm_start_exposed_range")
     wandb_tags: list[str] = override(TrackingSettings, "wandb_tags",
                                      default=["v2", "mappo", "2v2", "cooperative"])
     log_dir: str = override(TrackingSettings, "log_dir", default="logs/mappo")
@@ -297,6 +303,12 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
                     raise ValueError(f"{name}={getattr(self, name)!r} is invalid with an "
                                      "order_of_battle: the curriculum's stages, the orders and "
                                      "v1 commanders are infantry's; expected it off")
+        if self.warm_start_exposed_range is not None \
+                and self.warm_start_doctrine not in ("in_step", "concentrated"):
+            raise ValueError(
+                f"warm_start_exposed_range={self.warm_start_exposed_range!r} is invalid with "
+                f"warm_start_doctrine={self.warm_start_doctrine!r}: only the in-step doctrines "
+                "(in_step, concentrated) wait for their allies; expected None")
         if self.warm_start_doctrine is not None and self.v1_checkpoint is None:
             check_count_fits("warm_start_steps", self.warm_start_steps,
                              # recorded, then copied for training

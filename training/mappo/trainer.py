@@ -171,6 +171,7 @@ class MAPPOTrainer:
                     gamma=config.gamma, epochs=config.warm_start_epochs,
                     learning_rate=config.warm_start_learning_rate,
                     hold_range=config.warm_start_hold_range,
+                    exposed_range=config.warm_start_exposed_range,
                     arms_plan=ARMS_PLANS[config.warm_start_arms_plan], seed=config.seed)
                 # Logged with the first update: how closely the clone fits its teacher
                 # explains where a run starts (docs/training.md, "What undoes a good start").

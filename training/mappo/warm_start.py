@@ -194,9 +194,11 @@ def _mean_orders(policy: MAPPOPolicy, observations: torch.Tensor,
 
 def warm_start_team(policy: MAPPOPolicy, battles, doctrine: str, n_steps: int, *,
                     gamma: float, epochs: int = 10, learning_rate: float = 1e-3,
-                    hold_range: float = HOLD_RANGE, arms_plan: ArmsPlan | None = None,
+                    hold_range: float = HOLD_RANGE, exposed_range: float | None = None,
+                    arms_plan: ArmsPlan | None = None,
                     seed: int = 0) -> tuple[int, dict[str, float]]:
-    """Imitate ``doctrine`` halting at ``hold_range`` metres in ``battles`` for ``n_steps``
+    """Imitate ``doctrine`` halting at ``hold_range`` metres (an in-step doctrine marching
+    on within ``exposed_range`` of an enemy in sight) in ``battles`` for ``n_steps``
     env-steps (:func:`clone_team` with ``epochs`` and ``learning_rate``); battles with
     orders imitate the :class:`~envs.commanders.orders.OrderFollower`, its attacks halting
     at ``hold_range``, and battles with an order of battle the combined-arms doctrine
@@ -216,7 +218,8 @@ def warm_start_team(policy: MAPPOPolicy, battles, doctrine: str, n_steps: int, *
     elif config.order_of_battle is not None:
         teacher = CombinedArmsRed(arms_plan)
     else:
-        teacher = make_doctrine(doctrine, config.map_width, config.map_height, hold_range)
+        teacher = make_doctrine(doctrine, config.map_width, config.map_height, hold_range,
+                                exposed_range)
     demonstrations, used = collect_team_demonstrations(battles, teacher, n_steps, gamma)
     if policy.normalize_observations:
         if len(demonstrations.observations):
