@@ -12,16 +12,18 @@ the battle from its observation and picks one of these plans.
 
 ``--team`` plays 2v2 battles instead, every Blue battalion following the same plan,
 against scripted L5 commanding Red and against the doctrine commanding each of Red's
-battalions (``doctrine_team``): the family MAPPO's imitation is drawn from. It adds two
+battalions (``doctrine_team``): the family MAPPO's imitation is drawn from. It adds three
 columns outside the family at each halt: the doctrine marching in step
 (:class:`~envs.commanders.doctrine.InStepCommander`: a battalion waits while it leads its
-laggard ally) and marching in step with the team's fire concentrated
+laggard ally), the same marching on instead of waiting once the enemy sees it within
+:data:`EXPOSED_RANGE`, and marching in step with the team's fire concentrated
 (:class:`~envs.commanders.doctrine.ConcentratingCommander`), and the per-battle best with
 those plans counted too.
 
 Usage::
 
     python -m benchmarks.plan_ceiling [--battles 400] [--split test] [--team]
+        [--hold-ranges 50 60 ...]
 """
 
 from __future__ import annotations
@@ -73,8 +75,13 @@ class Plan(DisciplinedCommander):
         return orders, None
 
 
+EXPOSED_RANGE = 100.0
+"""Metres within which the in-step plan that does not wait under fire marches on."""
+
 TEAM_PLANS = {
     "in step (outside the family)": lambda hold: InStepCommander(hold_range=hold),
+    "in step, on under fire (outside)": lambda hold: InStepCommander(
+        hold_range=hold, exposed_range=EXPOSED_RANGE),
     "in step, fire concentrated (outside)": lambda hold: ConcentratingCommander(
         hold_range=hold)}
 """The 2v2 plans outside the family, by column title, each made for a halt range."""
@@ -100,6 +107,8 @@ def main() -> None:
     parser.add_argument("--split", choices=sorted(SPLIT_SEEDS), default="test")
     parser.add_argument("--team", action="store_true",
                         help="2v2 battles against " + " and ".join(TEAM_OPPONENTS))
+    parser.add_argument("--hold-ranges", type=float, nargs="+", default=list(HOLD_RANGES),
+                        help="halt ranges, metres (default: %(default)s)")
     parser.add_argument("--opponents", nargs="+",
                         help="duel opponents (default: scripted_l5 doctrine)")
     args = parser.parse_args()
@@ -118,7 +127,7 @@ def main() -> None:
         print("|---:|" + "---|" * len(columns))
         best = np.full(args.battles, -1, np.int8)
         best_team = best.copy()
-        for hold_range in HOLD_RANGES:
+        for hold_range in args.hold_ranges:
             cells = []
             for when_hidden in WHEN_HIDDEN:
                 outcomes = play_plan(Plan(hold_range, when_hidden), opponent, args.battles,
@@ -129,11 +138,11 @@ def main() -> None:
                 outcomes = play_plan(make(hold_range), opponent, args.battles, seed, True)
                 best_team = np.maximum(best_team, outcomes)
                 cells.append(share(outcomes))
-            print(f"| {hold_range} m | " + " | ".join(cells) + " |")
-        print(f"\nper-battle best of the {len(HOLD_RANGES) * len(WHEN_HIDDEN)} plans: "
+            print(f"| {hold_range:g} m | " + " | ".join(cells) + " |")
+        print(f"\nper-battle best of the {len(args.hold_ranges) * len(WHEN_HIDDEN)} plans: "
               f"{share(best)}")
         if args.team:
-            print(f"with the {len(HOLD_RANGES) * len(TEAM_PLANS)} plans outside the family "
+            print(f"with the {len(args.hold_ranges) * len(TEAM_PLANS)} plans outside the family "
                   f"too: {share(np.maximum(best, best_team))}")
     print(f"\nwall time: {time.perf_counter() - start:.0f} s")
 

@@ -61,9 +61,10 @@ def test_the_team_table_has_the_columns_outside_the_family(monkeypatch, capsys):
     plan_ceiling.main()
     out = capsys.readouterr().out
     assert "in step (outside the family)" in out
-    assert "with the 2 plans outside the family too" in out
+    assert "with the 3 plans outside the family too" in out
     row = next(line for line in out.splitlines() if line.startswith("| 80 m"))
     cells = [cell.strip() for cell in row.strip(" |").split("|")]
-    assert cells[-2:] == [share(play_plan(commander, "scripted_l5", 8, 300_000, True))
+    assert cells[-3:] == [share(play_plan(commander, "scripted_l5", 8, 300_000, True))
                           for commander in (InStepCommander(hold_range=80),
+                                            InStepCommander(hold_range=80, exposed_range=100),
                                             ConcentratingCommander(hold_range=80))]
