@@ -57,3 +57,23 @@ def test_the_elo_opponent_must_be_a_scripted_level():
     assert opponent_level("scripted_l3") == 3
     with pytest.raises(ValueError, match="elo_opponent"):
         opponent_level("doctrine_team")
+
+
+def test_a_phase_file_sets_its_optional_training_keys(tmp_path, monkeypatch):
+    import yaml
+
+    import training.echelons.curriculum as hc
+    from training.echelons.curriculum import PHASE_CONFIG_FILES, HRLPhase
+    from training.echelons.pipeline import phase_settings
+    # The battalions' phase pins the halt its order follower attacks to (not MAPPO's default).
+    assert phase_settings(HRLPhase.PHASE_1_BATTALION, tmp_path, {})[
+        "warm_start_hold_range"] == 80.0
+    for phase in HRLPhase:
+        data = yaml.safe_load((hc.HRL_CONFIG_DIR / PHASE_CONFIG_FILES[phase]).read_text())
+        data["training"].update(n_envs=24, warm_start_hold_range=70.0)
+        (tmp_path / PHASE_CONFIG_FILES[phase]).write_text(yaml.safe_dump(data))
+    monkeypatch.setattr(hc, "HRL_CONFIG_DIR", tmp_path)
+    settings = phase_settings(HRLPhase.PHASE_1_BATTALION, tmp_path, {})
+    assert (settings["n_envs"], settings["warm_start_hold_range"]) == (24, 70.0)
+    with pytest.raises(ValueError, match="phase2_brigade.yaml.*warm_start_hold_range"):
+        phase_settings(HRLPhase.PHASE_2_BRIGADE, tmp_path, {})

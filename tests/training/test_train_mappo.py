@@ -248,7 +248,7 @@ def test_the_team_imitates_the_doctrine_at_warm_start_hold_range(tmp_path, monke
                        warm_start_hold_range=70))
     assert [type(t) for t in teachers] == [teacher]
     assert [t.hold_range for t in teachers] == [70.0]
-    assert MAPPOConfig().warm_start_hold_range == 80.0  # 2v2's default (docs/training.md)
+    assert MAPPOConfig().warm_start_hold_range == 75.0  # 2v2's default (docs/training.md)
 
 
 def test_the_team_imitates_the_in_step_doctrine_at_warm_start_exposed_range(tmp_path,
@@ -257,10 +257,9 @@ def test_the_team_imitates_the_in_step_doctrine_at_warm_start_exposed_range(tmp_
     teachers = record_teachers(monkeypatch, team_warm_start)
     train_mappo(**tiny(tmp_path, warm_start_doctrine="in_step", warm_start_steps=8 * 50,
                        warm_start_max_share=1.0, total_timesteps=8 * 50 + ROLLOUT,
-                       warm_start_exposed_range=100))
-    assert [t.exposed_range for t in teachers] == [100.0]
-    with pytest.raises(ValueError, match="warm_start_exposed_range=100.*disciplined"):
-        MAPPOConfig(warm_start_doctrine="disciplined", warm_start_exposed_range=100)
+                       warm_start_exposed_range=120))
+    assert [t.exposed_range for t in teachers] == [120.0]
+    assert MAPPOConfig().warm_start_exposed_range == 100.0  # 2v2's default (docs/training.md)
     with pytest.raises(ValueError, match="warm_start_exposed_range"):
         MAPPOConfig(warm_start_exposed_range=-5)
 

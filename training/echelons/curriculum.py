@@ -142,6 +142,7 @@ _PHASE_SCHEMA: dict[str, dict[str, tuple[Callable[[str, Any], Any], bool]]] = {
         "n_epochs": (_count, True),
         "batch_size": (_count, True),
         "n_envs": (_count, False),
+        "warm_start_hold_range": (check_positive, False),
     },
 }
 
@@ -156,7 +157,8 @@ def load_phase_config(phase: HRLPhase | int) -> dict[str, Any]:
     echelon, ``red_level``: scripted Red's level in training, ``order_period``: steps
     each random order lasts in phase 1, ``order_attack_share``: the share of them that
     are attacks) and ``training`` (``total_timesteps``,
-    ``n_steps``, ``n_epochs``, ``batch_size``, and optionally ``n_envs``).
+    ``n_steps``, ``n_epochs``, ``batch_size``, and optionally ``n_envs`` and, in phase 1,
+    ``warm_start_hold_range``: where the imitated order follower's attacks halt).
 
     Args:
         phase: the phase (an :class:`HRLPhase` or its number).

@@ -46,6 +46,7 @@ from storage.files import atomic_write_text
 from training.echelons.brigade import brigade_battles, train_brigade
 from training.echelons.config import BrigadeConfig, DivisionConfig
 from training.echelons.curriculum import (
+    PHASE_CONFIG_FILES,
     PHASE_LABELS,
     HRLCurriculumScheduler,
     HRLPhase,
@@ -118,9 +119,14 @@ def phase_settings(phase: HRLPhase, root: Path, lower: dict[HRLPhase, Path],
                 **{k: training[k] for k in ("total_timesteps", "n_steps", "n_epochs",
                                             "batch_size")},
                 "checkpoint_dir": folder, "log_dir": str(root / "logs" / PHASE_FOLDERS[phase])}
-    for key in ("red_level", "order_period", "order_attack_share", "temporal_ratio", "n_envs"):
-        if key in env:
-            settings[key] = env[key]
+    for section, keys in ((env, ("red_level", "order_period", "order_attack_share",
+                                 "temporal_ratio")),
+                          (training, ("n_envs", "warm_start_hold_range"))):
+        settings.update({key: section[key] for key in keys if key in section})
+    if "warm_start_hold_range" in training and phase != HRLPhase.PHASE_1_BATTALION:
+        raise ValueError(f"HRL phase config {PHASE_CONFIG_FILES[phase]}: key "
+                         "training.warm_start_hold_range is for phase 1 only (the battalions' "
+                         "imitated order follower); the echelons above imitate no halt")
     if phase == HRLPhase.PHASE_1_BATTALION:
         # The battalions learn their orders against the phase's scripted Red alone.
         settings.update(elo_registry_path=str(root / "phase1_team_elo.json"),

@@ -131,16 +131,18 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
     warm_start_epochs: int = override(WarmStartSettings, "warm_start_epochs", default=40)
     warm_start_learning_rate: float = override(WarmStartSettings, "warm_start_learning_rate",
                                                default=3e-3)
-    # In 2v2 the doctrine's own 60 m halt is not its family's best plan: halting at 80 m
+    # In 2v2 the doctrine's own 60 m halt is not its family's best plan: halting at 75-80 m
     # wins more against L5 and its own team (python -m benchmarks.plan_ceiling --team;
     # docs/training.md, "A better plan to imitate"), and the team keeps what it imitates.
+    # Marching on under fire (warm_start_exposed_range, below) is "Not waiting under fire".
     warm_start_hold_range: float = override(WarmStartSettings, "warm_start_hold_range",
-                                            default=80.0)
+                                            default=75.0)
     warm_start_exposed_range: float | None = setting(
-        None, "Metres within which a battalion of the imitated in-step doctrine (in_step or "
-        "concentrated) that sees its enemy marches on instead of waiting for its laggard ally "
-        "(envs.commanders.doctrine.InStepCommander's exposed_range); None: it waits wherever "
-        "it leads.", optional(check_positive), "training.warm_start_exposed_range")
+        100.0, "With an in-step doctrine to imitate (in_step, concentrated; the disciplined "
+        "doctrine never waits), the metres within which a battalion that sees its enemy "
+        "marches on instead of waiting for its laggard ally (envs.commanders.doctrine."
+        "InStepCommander's exposed_range); None: it waits wherever it leads.",
+        optional(check_positive), "training.warm_start_exposed_range")
     wandb_tags: list[str] = override(TrackingSettings, "wandb_tags",
                                      default=["v2", "mappo", "2v2", "cooperative"])
     log_dir: str = override(TrackingSettings, "log_dir", default="logs/mappo")
@@ -303,12 +305,6 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
                     raise ValueError(f"{name}={getattr(self, name)!r} is invalid with an "
                                      "order_of_battle: the curriculum's stages, the orders and "
                                      "v1 commanders are infantry's; expected it off")
-        if self.warm_start_exposed_range is not None \
-                and self.warm_start_doctrine not in ("in_step", "concentrated"):
-            raise ValueError(
-                f"warm_start_exposed_range={self.warm_start_exposed_range!r} is invalid with "
-                f"warm_start_doctrine={self.warm_start_doctrine!r}: only the in-step doctrines "
-                "(in_step, concentrated) wait for their allies; expected None")
         if self.warm_start_doctrine is not None and self.v1_checkpoint is None:
             check_count_fits("warm_start_steps", self.warm_start_steps,
                              # recorded, then copied for training
