@@ -273,7 +273,7 @@ TABLE = {  # threshold, window, extra env keys, training
     HRLPhase.PHASE_1_BATTALION: (0.70, 50, {"red_level": 5, "order_period": 100,
                                             "order_attack_share": 0.5},
                                  {"total_timesteps": 2_000_000, "n_steps": 128, "n_epochs": 4,
-                                  "batch_size": 4096}),
+                                  "batch_size": 4096, "warm_start_hold_range": 80.0}),
     HRLPhase.PHASE_2_BRIGADE: (0.65, 30, {"temporal_ratio": 10, "red_level": 5},
                                {"total_timesteps": 200_000, "n_steps": 256, "n_epochs": 6,
                                 "batch_size": 32}),
