@@ -27,16 +27,13 @@ import time
 import numpy as np
 
 from benchmarks import argument_parser
-from benchmarks.learning import SPLIT_SEEDS
+from benchmarks.learning import ARMS_FIELD, SPLIT_SEEDS
 from envs.commanders.arms_doctrine import ARMS_PLANS, ArmsPlan
 from envs.play.commanders import CombinedArmsRed
 from training.common.play import share
 from training.mappo.battles import play_team_battles
 from training.mappo.config import read_order_of_battle
 
-FIELD = {"map_width": 1500.0, "map_height": 1000.0, "max_steps": 800,
-         "randomize_terrain": True, "hill_speed_factor": 0.5, "visibility_radius": 600.0}
-"""The ``mappo_arms`` stack's field."""
 OPPONENTS = ("scripted_l5", "doctrine")
 """Red's commanders: scripted L5, or the combined-arms doctrine playing its own plan."""
 SEARCH_SPACE = {"volley_range": (60.0, 75.0, 90.0, 110.0), "fire_discipline": (False, True),
@@ -55,7 +52,7 @@ def play_plan(plan: ArmsPlan, opponent: str, n_battles: int, seed: int) -> np.nd
     seeded ``seed + i``."""
     red = 5 if opponent == "scripted_l5" else CombinedArmsRed()
     return play_team_battles(CombinedArmsRed(plan), red, n_blue=N_UNITS, n_red=N_UNITS,
-                             n_episodes=n_battles, seed=seed, env_kwargs=FIELD,
+                             n_episodes=n_battles, seed=seed, env_kwargs=ARMS_FIELD,
                              order_of_battle=read_order_of_battle("combined_arms"))
 
 

@@ -273,6 +273,10 @@ class Stack:
     runner: DuelRunner | TeamRunner = DUEL
 
 
+ARMS_FIELD = {"map_width": 1500.0, "map_height": 1000.0, "max_steps": 800,
+              "randomize_terrain": True, "hill_speed_factor": 0.5, "visibility_radius": 600.0}
+"""The ``mappo_arms`` stack's field (``benchmarks.arms_plans`` plays its doctrine there)."""
+
 STACKS = {
     "train": Stack({}, 1_000_000),
     "quick_start_minimal": Stack({"n_envs": 4}, 500_000),
@@ -284,9 +288,7 @@ STACKS = {
     # limbered battery a side; the teacher and the step size chosen on the validation
     # battles (docs/performance.md, "MAPPO with arms").
     "mappo_arms": Stack({"order_of_battle": "combined_arms", "n_blue": 4, "n_red": 4,
-                         "map_width": 1500.0, "map_height": 1000.0, "max_steps": 800,
-                         "randomize_terrain": True, "hill_speed_factor": 0.5,
-                         "visibility_radius": 600.0, "warm_start_arms_plan": "searched",
+                         **ARMS_FIELD, "warm_start_arms_plan": "searched",
                          "learning_rate": 1e-4, "target_kl": 0.02}, 1_000_000, TEAM),
 }
 

@@ -16,9 +16,9 @@ battalions (``doctrine_team``): the family MAPPO's imitation is drawn from. It a
 columns outside the family at each halt: the doctrine marching in step
 (:class:`~envs.commanders.doctrine.InStepCommander`: a battalion waits while it leads its
 laggard ally), the same marching on instead of waiting once the enemy sees it within
-:data:`EXPOSED_RANGE`, and marching in step with the team's fire concentrated
-(:class:`~envs.commanders.doctrine.ConcentratingCommander`), and the per-battle best with
-those plans counted too.
+:data:`~envs.commanders.doctrine.EXPOSED_RANGE`, and marching in step with the team's fire
+concentrated (:class:`~envs.commanders.doctrine.ConcentratingCommander`), and the
+per-battle best with those plans counted too.
 
 Usage::
 
@@ -35,7 +35,12 @@ import numpy as np
 
 from benchmarks.learning import SPLIT_SEEDS
 from envs.battles.observation import OBSERVATION_FEATURES
-from envs.commanders.doctrine import ConcentratingCommander, DisciplinedCommander, InStepCommander
+from envs.commanders.doctrine import (
+    EXPOSED_RANGE,
+    ConcentratingCommander,
+    DisciplinedCommander,
+    InStepCommander,
+)
 from envs.sim.constants import FIRE_RANGE
 from training.common.play import share
 from training.mappo.battles import DOCTRINE_TEAM, play_team_battles
@@ -74,9 +79,6 @@ class Plan(DisciplinedCommander):
             orders[hidden, 0] = (np.abs(error) < 0.3)[hidden]
         return orders, None
 
-
-EXPOSED_RANGE = 100.0
-"""Metres within which the in-step plan that does not wait under fire marches on."""
 
 TEAM_PLANS = {
     "in step (outside the family)": lambda hold: InStepCommander(hold_range=hold),

@@ -67,6 +67,11 @@ STEP_TOLERANCE = 10.0
 """How far, in metres, a battalion of :class:`InStepCommander` may be ahead of its
 laggard ally before it waits for it."""
 
+EXPOSED_RANGE = 100.0
+"""Metres within which a battalion of :class:`InStepCommander` with ``exposed_range`` set
+to it marches on instead of waiting when it sees its enemy: the range MAPPO's team
+imitates (chosen on validation battles; ``docs/training.md``, "Not waiting under fire")."""
+
 GUARD_RANGE = 150.0
 """Metres within which a battalion of :class:`ConcentratingCommander` faces its nearest
 enemy rather than the team's target."""

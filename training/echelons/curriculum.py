@@ -209,6 +209,10 @@ def load_phase_config(phase: HRLPhase | int) -> dict[str, Any]:
                 continue
             checked[key] = check(f"HRL phase config {path}: {section}.{key}", values[key])
         config[section] = checked
+    if "warm_start_hold_range" in config["training"] and phase != HRLPhase.PHASE_1_BATTALION:
+        raise ValueError(f"HRL phase config {path}: key training.warm_start_hold_range is for "
+                         "phase 1 only (the battalions' imitated order follower); the echelons "
+                         "above imitate no halt")
     return config
 
 

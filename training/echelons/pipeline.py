@@ -46,7 +46,6 @@ from storage.files import atomic_write_text
 from training.echelons.brigade import brigade_battles, train_brigade
 from training.echelons.config import BrigadeConfig, DivisionConfig
 from training.echelons.curriculum import (
-    PHASE_CONFIG_FILES,
     PHASE_LABELS,
     HRLCurriculumScheduler,
     HRLPhase,
@@ -123,10 +122,6 @@ def phase_settings(phase: HRLPhase, root: Path, lower: dict[HRLPhase, Path],
                                  "temporal_ratio")),
                           (training, ("n_envs", "warm_start_hold_range"))):
         settings.update({key: section[key] for key in keys if key in section})
-    if "warm_start_hold_range" in training and phase != HRLPhase.PHASE_1_BATTALION:
-        raise ValueError(f"HRL phase config {PHASE_CONFIG_FILES[phase]}: key "
-                         "training.warm_start_hold_range is for phase 1 only (the battalions' "
-                         "imitated order follower); the echelons above imitate no halt")
     if phase == HRLPhase.PHASE_1_BATTALION:
         # The battalions learn their orders against the phase's scripted Red alone.
         settings.update(elo_registry_path=str(root / "phase1_team_elo.json"),

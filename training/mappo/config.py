@@ -24,6 +24,7 @@ from envs.battles.multi_observation import (
     STATE_DIM,
 )
 from envs.commanders.arms_doctrine import ARMS_PLANS
+from envs.commanders.doctrine import EXPOSED_RANGE
 from envs.commanders.orders import ORDER_DIM, OrderRewards
 from envs.scenario import OrderOfBattle, ScenarioError
 from envs.sim.validation import (
@@ -138,7 +139,8 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
     warm_start_hold_range: float = override(WarmStartSettings, "warm_start_hold_range",
                                             default=75.0)
     warm_start_exposed_range: float | None = setting(
-        100.0, "With an in-step doctrine to imitate (in_step, concentrated; the disciplined "
+        EXPOSED_RANGE,
+        "With an in-step doctrine to imitate (in_step, concentrated; the disciplined "
         "doctrine never waits), the metres within which a battalion that sees its enemy "
         "marches on instead of waiting for its laggard ally (envs.commanders.doctrine."
         "InStepCommander's exposed_range); None: it waits wherever it leads.",
