@@ -127,7 +127,8 @@ def train(config: TrainingConfig | None = None, *,
                 map_width=config.map_width, map_height=config.map_height,
                 epochs=config.warm_start_epochs, learning_rate=config.warm_start_learning_rate,
                 margin=config.warm_start_order_margin,
-                hold_range=config.warm_start_hold_range, seed=config.seed)
+                hold_range=config.warm_start_hold_range,
+                fall_back_uphill=config.warm_start_fall_back_uphill, seed=config.seed)
         elif config.policy_normalize_observations:
             # Those steps count towards the budget too.
             model.num_timesteps = fit_on_own_play(model, env, config.rollout_n_steps()
@@ -228,7 +229,8 @@ def _teacher(config: TrainingConfig):
     if config.warm_start_doctrine is None:
         return None
     return make_doctrine(config.warm_start_doctrine, config.map_width, config.map_height,
-                         config.warm_start_hold_range)
+                         config.warm_start_hold_range,
+                         fall_back_uphill=config.warm_start_fall_back_uphill)
 
 
 def _new_model(config: TrainingConfig, env: VecMonitor) -> GuidedPPO:

@@ -16,7 +16,7 @@ from envs.battles import multi_observation as team
 from envs.battles.observation import OBSERVATION_FEATURES
 from envs.sim import constants as C
 from envs.sim.config import BattleConfig
-from envs.sim.validation import check_positive, check_scripted_level
+from envs.sim.validation import check_bool, check_positive, check_scripted_level
 
 _F = {name: i for i, name in enumerate(OBSERVATION_FEATURES)}
 _DEFAULT_DIAGONAL = BattleConfig().diagonal
@@ -28,21 +28,32 @@ class DisciplinedCommander:
     """Face the enemy, close to ``hold_range`` in silence, halt, then volley.
 
     If a crest hides the enemy at that range, it keeps closing (down to
-    ``min_range``) until it can see what it is to fire at.
+    ``min_range``) until it can see what it is to fire at. With ``fall_back_uphill``,
+    a crest that hides an enemy standing higher is not climbed: the battalion falls
+    back, still facing the enemy, until the enemy comes over the crest and into view.
+    Climbing blind meets the enemy at the crest, a few dozen metres off, and whoever
+    sees first volleys first; scripted L5, which marches on to 160 m, comes over the
+    crest instead, in sight from farther off, and spends its loaded volley at long
+    range, as it does on open ground (``docs/training.md``, "Falling back uphill").
 
     Args:
         hold_range: distance in metres at which to halt and open fire (> 0).
         map_diagonal: length of the map diagonal, to turn the observed distance
             back into metres (the default map's unless told otherwise).
         max_turn_rate: the battle's turn rate, to wheel without overshooting.
+        min_range: distance in metres down to which it closes on a hidden enemy (> 0).
+        fall_back_uphill: fall back from a hidden enemy that stands higher instead of
+            closing on it.
     """
 
     def __init__(self, hold_range: float = HOLD_RANGE, map_diagonal: float = _DEFAULT_DIAGONAL,
-                 max_turn_rate: float = C.MAX_TURN_RATE, min_range: float = 15.0) -> None:
+                 max_turn_rate: float = C.MAX_TURN_RATE, min_range: float = 15.0,
+                 fall_back_uphill: bool = False) -> None:
         self.hold_range = check_positive("hold_range", hold_range)
         self.min_range = check_positive("min_range", min_range)
         self.map_diagonal = check_positive("map_diagonal", map_diagonal)
         self.max_turn_rate = check_positive("max_turn_rate", max_turn_rate)
+        self.fall_back_uphill = check_bool("fall_back_uphill", fall_back_uphill)
 
     def predict(self, observation: np.ndarray,
                 deterministic: bool = True) -> tuple[np.ndarray, None]:
@@ -60,6 +71,9 @@ class DisciplinedCommander:
                           | (hidden & (distance > self.min_range)))
         fire = facing & ~march & (distance <= self.hold_range)
         actions = np.stack([march, turn, fire], axis=1).astype(np.float32)
+        if self.fall_back_uphill:
+            uphill = hidden & (obs[:, _F["enemy_elevation"]] > obs[:, _F["own_elevation"]])
+            actions[uphill, 0] = -1.0
         return (actions[0] if single else actions), None
 
 
@@ -102,7 +116,7 @@ class InStepCommander(DisciplinedCommander):
     disciplined doctrine.
 
     Args:
-        hold_range, map_diagonal, max_turn_rate, min_range: as
+        hold_range, map_diagonal, max_turn_rate, min_range, fall_back_uphill: as
             :class:`DisciplinedCommander`'s.
         step_tolerance: metres a battalion may lead its laggard ally (> 0; at 0 the two
             would take turns to step).
@@ -113,8 +127,8 @@ class InStepCommander(DisciplinedCommander):
     def __init__(self, hold_range: float = HOLD_RANGE, map_diagonal: float = _DEFAULT_DIAGONAL,
                  max_turn_rate: float = C.MAX_TURN_RATE, min_range: float = 15.0,
                  step_tolerance: float = STEP_TOLERANCE,
-                 exposed_range: float | None = None) -> None:
-        super().__init__(hold_range, map_diagonal, max_turn_rate, min_range)
+                 exposed_range: float | None = None, fall_back_uphill: bool = False) -> None:
+        super().__init__(hold_range, map_diagonal, max_turn_rate, min_range, fall_back_uphill)
         self.step_tolerance = check_positive("step_tolerance", step_tolerance)
         self.exposed_range = (None if exposed_range is None
                               else check_positive("exposed_range", exposed_range))
@@ -172,7 +186,7 @@ class ConcentratingCommander(InStepCommander):
 
     Args:
         hold_range, map_diagonal, max_turn_rate, min_range, step_tolerance,
-            exposed_range: as :class:`InStepCommander`'s.
+            exposed_range, fall_back_uphill: as :class:`InStepCommander`'s.
         guard_range: metres within which the nearest enemy is faced whatever the
             team's target (> 0). The default, 150 m, is inside scripted L5's halt of
             160 m: L5's battalions stop and fire from beyond it, and the team keeps its
@@ -182,9 +196,10 @@ class ConcentratingCommander(InStepCommander):
     def __init__(self, hold_range: float = HOLD_RANGE, map_diagonal: float = _DEFAULT_DIAGONAL,
                  max_turn_rate: float = C.MAX_TURN_RATE, min_range: float = 15.0,
                  step_tolerance: float = STEP_TOLERANCE,
-                 guard_range: float = GUARD_RANGE, exposed_range: float | None = None) -> None:
+                 guard_range: float = GUARD_RANGE, exposed_range: float | None = None,
+                 fall_back_uphill: bool = False) -> None:
         super().__init__(hold_range, map_diagonal, max_turn_rate, min_range, step_tolerance,
-                         exposed_range)
+                         exposed_range, fall_back_uphill)
         self.guard_range = check_positive("guard_range", guard_range)
 
     def _aim(self, obs: np.ndarray, picture: _TeamPicture) -> np.ndarray:

@@ -30,19 +30,23 @@ battalions ahead until the last one comes up."""
 
 
 def make_doctrine(name: str, map_width: float, map_height: float,
-                  hold_range: float = HOLD_RANGE, exposed_range: float | None = None):
+                  hold_range: float = HOLD_RANGE, exposed_range: float | None = None,
+                  fall_back_uphill: bool = False):
     """The hand-written commander called ``name`` (of :data:`TEAM_DOCTRINES`) for a map
-    of the given size, halting at ``hold_range`` metres; the in-step doctrines march on
+    of the given size, halting at ``hold_range`` metres and, with ``fall_back_uphill``,
+    falling back from a hidden enemy that stands higher; the in-step doctrines march on
     within ``exposed_range`` of an enemy in sight (None: they wait wherever they lead)."""
     diagonal = math.hypot(map_width, map_height)
     if name == "disciplined":
-        return DisciplinedCommander(hold_range=hold_range, map_diagonal=diagonal)
+        return DisciplinedCommander(hold_range=hold_range, map_diagonal=diagonal,
+                                    fall_back_uphill=fall_back_uphill)
     if name == "in_step":
         return InStepCommander(hold_range=hold_range, map_diagonal=diagonal,
-                               exposed_range=exposed_range)
+                               exposed_range=exposed_range, fall_back_uphill=fall_back_uphill)
     if name == "concentrated":
         return ConcentratingCommander(hold_range=hold_range, map_diagonal=diagonal,
-                                      exposed_range=exposed_range)
+                                      exposed_range=exposed_range,
+                                      fall_back_uphill=fall_back_uphill)
     raise ValueError(f"doctrine={name!r} is invalid: expected one of "
                      f"{', '.join(TEAM_DOCTRINES)}")
 

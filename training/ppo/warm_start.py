@@ -125,10 +125,12 @@ def behaviour_clone(model: PPO, demonstrations: Demonstrations, *, epochs: int =
 def warm_start(model: PPO, env, doctrine: str, n_steps: int, *, map_width: float,
                map_height: float, epochs: int = 10, learning_rate: float = 1e-3,
                margin: float = ORDER_MARGIN, hold_range: float = HOLD_RANGE,
-               seed: int = 0) -> int:
-    """Imitate ``doctrine`` halting at ``hold_range`` metres in ``env`` for ``n_steps``
-    steps (:func:`imitate`); returns the steps used."""
-    teacher = make_doctrine(doctrine, map_width, map_height, hold_range)
+               fall_back_uphill: bool = False, seed: int = 0) -> int:
+    """Imitate ``doctrine`` halting at ``hold_range`` metres (and with
+    ``fall_back_uphill``, falling back from a hidden enemy that stands higher) in ``env``
+    for ``n_steps`` steps (:func:`imitate`); returns the steps used."""
+    teacher = make_doctrine(doctrine, map_width, map_height, hold_range,
+                            fall_back_uphill=fall_back_uphill)
     return imitate(model, env, teacher, n_steps, epochs=epochs, learning_rate=learning_rate,
                    margin=margin, seed=seed)
 
