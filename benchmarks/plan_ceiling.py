@@ -3,9 +3,9 @@
 The disciplined doctrine (:class:`~envs.commanders.doctrine.DisciplinedCommander`) is
 one plan: face the enemy, march to ``hold_range``, halt and fire. This benchmark plays a
 family of such plans against an opponent on the same battles: every halt range, and
-four ways to behave while a crest hides the enemy within musket range (march on as the
-doctrine does, halt there, or wheel half a radian to either side to find a sight line at
-longer range). For each opponent it prints how each plan did and the **per-battle best
+five ways to behave while a crest hides the enemy (march on as the doctrine does, halt
+there, or wheel half a radian to either side to find a sight line at longer range, while
+it is within musket range; or fall back while the hidden enemy stands higher). For each opponent it prints how each plan did and the **per-battle best
 of the family**: a battle counts as won if any plan won it. That oracle knows the
 outcome before it chooses, so it is an optimistic ceiling for a commander that reads
 the battle from its observation and picks one of these plans.
@@ -48,8 +48,10 @@ from training.ppo.evaluation import play_duels
 
 HOLD_RANGES = (50, 60, 70, 80, 90, 110, 130)
 """Halt ranges of the family, metres."""
-WHEN_HIDDEN = ("march on", "halt", "wheel left", "wheel right")
-"""What a plan does while a crest hides the enemy within musket range."""
+WHEN_HIDDEN = ("march on", "halt", "wheel left", "wheel right", "fall back uphill")
+"""What a plan does while a crest hides the enemy within musket range (``fall back
+uphill``: march on, but fall back from a hidden enemy that stands higher, at any range:
+:class:`~envs.commanders.doctrine.DisciplinedCommander`'s ``fall_back_uphill``)."""
 WHEEL = 0.5
 """Radians off the enemy that a wheeling plan marches at while the enemy is hidden."""
 _DISTANCE, _SIGHT, _SIN, _COS = (OBSERVATION_FEATURES.index(name) for name in (
@@ -61,7 +63,8 @@ class Plan(DisciplinedCommander):
     """The doctrine with a halt range and a way to behave while the enemy is hidden."""
 
     def __init__(self, hold_range: float, when_hidden: str) -> None:
-        super().__init__(hold_range=hold_range)
+        super().__init__(hold_range=hold_range,
+                         fall_back_uphill=when_hidden == "fall back uphill")
         self.when_hidden = when_hidden
 
     def predict(self, observation: np.ndarray, deterministic: bool = True):

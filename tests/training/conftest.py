@@ -42,8 +42,8 @@ def record_teachers(monkeypatch, module) -> list:
 
     teachers = []
 
-    def recorded(*args):
-        teachers.append(make_doctrine(*args))
+    def recorded(*args, **kwargs):
+        teachers.append(make_doctrine(*args, **kwargs))
         return teachers[-1]
 
     monkeypatch.setattr(module, "make_doctrine", recorded)

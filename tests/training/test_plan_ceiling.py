@@ -30,6 +30,11 @@ def test_a_plan_changes_only_what_it_does_while_the_enemy_is_hidden():
         orders = Plan(70, when_hidden).predict(obs)[0]
         assert np.array_equal(orders[0], expected[0]), when_hidden
     assert np.array_equal(Plan(70, "march on").predict(obs)[0], expected)
+    # Falling back uphill marches on a hidden enemy on level ground, and falls back from
+    # one that stands higher.
+    assert np.array_equal(Plan(70, "fall back uphill").predict(obs)[0], expected)
+    obs[:, OBSERVATION_FEATURES.index("enemy_elevation")] = 0.5
+    assert Plan(70, "fall back uphill").predict(obs)[0][1, 0] == -1.0
     assert Plan(70, "halt").predict(obs)[0][1, 0] == 0.0
     left = Plan(70, "wheel left").predict(obs)[0][1]
     right = Plan(70, "wheel right").predict(obs)[0][1]

@@ -82,6 +82,20 @@ def test_the_imitated_doctrine_halts_at_warm_start_hold_range(tmp_path, monkeypa
         TrainingConfig(warm_start_hold_range=0)
 
 
+def test_the_imitated_doctrine_falls_back_uphill_when_told(tmp_path, monkeypatch):
+    import training.ppo.warm_start as duel_warm_start
+    teachers = record_teachers(monkeypatch, duel_warm_start)
+    for fall_back in (True, False):
+        train(total_timesteps=1024, **tiny_config(
+            tmp_path / str(fall_back), warm_start_doctrine="disciplined",
+            warm_start_steps=512, warm_start_max_share=0.5,
+            warm_start_fall_back_uphill=fall_back))
+    assert [teacher.fall_back_uphill for teacher in teachers] == [True, False]
+    assert not make_doctrine("disciplined", 1000, 1000).fall_back_uphill  # the doctrine's own
+    with pytest.raises(ValueError, match="warm_start_fall_back_uphill"):
+        TrainingConfig(warm_start_fall_back_uphill="sometimes")
+
+
 def test_unknown_doctrine_is_rejected():
     with pytest.raises(ValueError, match="warm_start_doctrine"):
         TrainingConfig(warm_start_doctrine="napoleon")
