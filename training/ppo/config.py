@@ -119,13 +119,8 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
     warm_start_epochs: int = override(WarmStartSettings, "warm_start_epochs", default=40)
     warm_start_learning_rate: float = override(WarmStartSettings, "warm_start_learning_rate",
                                                default=3e-3)
-    # Falling back uphill lifts the imitated plan from 87 % to 94-96 % against L5; with it,
-    # halting at 70 m instead of the doctrine's own 60 also wins 94 % against the doctrine
-    # (41 % at 60 m), and the learner keeps that (docs/training.md, "Falling back uphill").
-    warm_start_hold_range: float = override(WarmStartSettings, "warm_start_hold_range",
-                                            default=70.0)
     warm_start_fall_back_uphill: bool = setting(
-        True, "The imitated doctrine falls back from a hidden enemy that stands higher "
+        False, "The imitated doctrine falls back from a hidden enemy that stands higher "
         "instead of climbing to it blind (DisciplinedCommander's fall_back_uphill), until "
         "0.35 of the battle's time has passed: the enemy then comes over the crest in sight "
         "from farther off and spends its first volley there.", check_bool,
