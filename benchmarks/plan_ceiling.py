@@ -5,8 +5,9 @@ one plan: face the enemy, march to ``hold_range``, halt and fire. This benchmark
 family of such plans against an opponent on the same battles: every halt range, and
 five ways to behave while a crest hides the enemy (march on as the doctrine does, halt
 there, or wheel half a radian to either side to find a sight line at longer range, while
-it is within musket range; or fall back while the hidden enemy stands higher). For each opponent it prints how each plan did and the **per-battle best
-of the family**: a battle counts as won if any plan won it. That oracle knows the
+it is within musket range; or fall back while the hidden enemy stands higher). For each
+opponent it prints how each plan did and the **per-battle best of the family**: a
+battle counts as won if any plan won it. That oracle knows the
 outcome before it chooses, so it is an optimistic ceiling for a commander that reads
 the battle from its observation and picks one of these plans.
 
