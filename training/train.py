@@ -64,7 +64,7 @@ from training.ppo.config import (
     check_field_names,
 )
 from training.ppo.guided import GuidedPPO
-from training.ppo.warm_start import fit_on_own_play, warm_start
+from training.ppo.warm_start import fit_on_own_play, imitate
 
 logger = logging.getLogger(__name__)
 
@@ -119,16 +119,13 @@ def train(config: TrainingConfig | None = None, *,
     env = make_training_env(config)
     if resume_path is None:
         model = _new_model(config, env)
-        if config.warm_start_doctrine is not None:
-            # Demonstration steps count towards the budget.
-            model.num_timesteps = warm_start(
-                model, env, config.warm_start_doctrine,
-                config.warm_start_budget(config.total_timesteps),
-                map_width=config.map_width, map_height=config.map_height,
+        if model.teacher is not None:
+            # The doctrine GuidedPPO pulls toward is the one imitated; demonstration steps
+            # count towards the budget.
+            model.num_timesteps = imitate(
+                model, env, model.teacher, config.warm_start_budget(config.total_timesteps),
                 epochs=config.warm_start_epochs, learning_rate=config.warm_start_learning_rate,
-                margin=config.warm_start_order_margin,
-                hold_range=config.warm_start_hold_range,
-                fall_back_uphill=config.warm_start_fall_back_uphill, seed=config.seed)
+                margin=config.warm_start_order_margin, seed=config.seed)
         elif config.policy_normalize_observations:
             # Those steps count towards the budget too.
             model.num_timesteps = fit_on_own_play(model, env, config.rollout_n_steps()

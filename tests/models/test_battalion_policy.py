@@ -10,8 +10,9 @@ from stable_baselines3 import PPO
 from envs.vec_env import BattalionVecEnv
 from models.battalion_policy import BattalionMlpPolicy, StandardizedFlatten
 from models.standardize import MIN_FEATURE_STD
+from training.common.imitation import make_doctrine
 from training.ppo.checkpoints import load_ppo, save_ppo
-from training.ppo.warm_start import fit_on_own_play, warm_start
+from training.ppo.warm_start import fit_on_own_play, imitate
 
 
 def _model(normalize: bool, seed: int = 3) -> PPO:
@@ -58,8 +59,8 @@ def test_statistics_survive_a_checkpoint(tmp_path):
 
 
 def test_the_warm_start_and_own_play_fit_the_statistics():
-    fits = [(lambda m: warm_start(m, m.env, "disciplined", 400, map_width=1000.0,
-                                  map_height=1000.0, epochs=1), 400),
+    fits = [(lambda m: imitate(m, m.env, make_doctrine("disciplined", 1000.0, 1000.0), 400,
+                               epochs=1), 400),
             (lambda m: fit_on_own_play(m, m.env, 40), 40)]
     for fit, steps in fits:
         model = _model(True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 import torch
@@ -16,7 +18,7 @@ from training.ppo.warm_start import (
     Demonstrations,
     behaviour_clone,
     collect_demonstrations,
-    warm_start,
+    imitate,
 )
 from training.train import _new_model
 
@@ -30,8 +32,7 @@ def test_cloned_policy_gives_the_doctrines_orders():
     held_out = collect_demonstrations(env, teacher, 4000, config.gamma)
     before = np.abs(model.predict(held_out.observations, deterministic=True)[0]
                     - held_out.actions).mean()
-    used = warm_start(model, env, "disciplined", 30_000, map_width=1000, map_height=1000,
-                      epochs=10)
+    used = imitate(model, env, make_doctrine("disciplined", 1000, 1000), 30_000, epochs=10)
     after = np.abs(model.predict(held_out.observations, deterministic=True)[0]
                    - held_out.actions).mean()
     assert used == 30_000 - 30_000 % 16
@@ -71,8 +72,8 @@ def test_train_counts_demonstration_steps_in_the_budget(tmp_path):
 
 
 def test_the_imitated_doctrine_halts_at_warm_start_hold_range(tmp_path, monkeypatch):
-    import training.ppo.warm_start as duel_warm_start
-    teachers = record_teachers(monkeypatch, duel_warm_start)
+    # The package exports the function train, which hides the module's name.
+    teachers = record_teachers(monkeypatch, importlib.import_module("training.train"))
     train(total_timesteps=1024, **tiny_config(
         tmp_path, warm_start_doctrine="disciplined", warm_start_steps=512,
         warm_start_max_share=0.5, warm_start_hold_range=80))
@@ -83,8 +84,8 @@ def test_the_imitated_doctrine_halts_at_warm_start_hold_range(tmp_path, monkeypa
 
 
 def test_the_imitated_doctrine_falls_back_uphill_when_told(tmp_path, monkeypatch):
-    import training.ppo.warm_start as duel_warm_start
-    teachers = record_teachers(monkeypatch, duel_warm_start)
+    # The package exports the function train, which hides the module's name.
+    teachers = record_teachers(monkeypatch, importlib.import_module("training.train"))
     for fall_back in (True, False):
         train(total_timesteps=1024, **tiny_config(
             tmp_path / str(fall_back), warm_start_doctrine="disciplined",

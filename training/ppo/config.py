@@ -13,6 +13,7 @@ from typing import Any
 
 from envs.battles.battalion_batch import BYTES_PER_BATTLE, check_duel_batch_size
 from envs.battles.observation import OBS_DIM
+from envs.commanders.doctrine import FALL_BACK_UNTIL
 from envs.sim.validation import (
     check_bool,
     check_count_fits,
@@ -122,8 +123,8 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
     warm_start_fall_back_uphill: bool = setting(
         False, "The imitated doctrine falls back from a hidden enemy that stands higher "
         "instead of climbing to it blind (DisciplinedCommander's fall_back_uphill), until "
-        "0.35 of the battle's time has passed: the enemy then comes over the crest in sight "
-        "from farther off and spends its first volley there.", check_bool,
+        f"{FALL_BACK_UNTIL:g} of the battle's time has passed: the enemy then comes over the "
+        "crest in sight from farther off and spends its first volley there.", check_bool,
         "training.warm_start_fall_back_uphill")
     warm_start_order_margin: float = setting(
         ORDER_MARGIN, "How far past a bound of the order space the imitation aims an order "

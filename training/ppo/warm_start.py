@@ -27,12 +27,10 @@ from stable_baselines3 import PPO
 
 from envs.sim.validation import check_int, check_positive
 from training.common.imitation import (
-    HOLD_RANGE,
     ORDER_MARGIN,
     discounted_returns,
     fit_minibatches,
     imitation_targets,
-    make_doctrine,
 )
 
 logger = logging.getLogger(__name__)
@@ -120,19 +118,6 @@ def behaviour_clone(model: PPO, demonstrations: Demonstrations, *, epochs: int =
     logger.info("behaviour cloning on %d samples: action loss %.4f, value loss %.4f",
                 len(observations), losses["action"], losses["value"])
     return losses
-
-
-def warm_start(model: PPO, env, doctrine: str, n_steps: int, *, map_width: float,
-               map_height: float, epochs: int = 10, learning_rate: float = 1e-3,
-               margin: float = ORDER_MARGIN, hold_range: float = HOLD_RANGE,
-               fall_back_uphill: bool = False, seed: int = 0) -> int:
-    """Imitate ``doctrine`` halting at ``hold_range`` metres (and with
-    ``fall_back_uphill``, falling back from a hidden enemy that stands higher) in ``env``
-    for ``n_steps`` steps (:func:`imitate`); returns the steps used."""
-    teacher = make_doctrine(doctrine, map_width, map_height, hold_range,
-                            fall_back_uphill=fall_back_uphill)
-    return imitate(model, env, teacher, n_steps, epochs=epochs, learning_rate=learning_rate,
-                   margin=margin, seed=seed)
 
 
 def imitate(model: PPO, env, teacher, n_steps: int, *, epochs: int = 10,
