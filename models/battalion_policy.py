@@ -5,6 +5,10 @@ Separate actor and critic MLPs of 128-128 units with Tanh. The actor's trunk
 ``log_std`` have the shapes the MAPPO actor of :mod:`models.mappo_policy`
 uses, so a v1 policy can seed a multi-agent one layer for layer.
 
+With ``orders="choices"`` the march and the fire are categorical choices and the
+wheel alone Gaussian (:mod:`models.order_choices`); the action head then has six
+outputs, and such a policy does not seed a MAPPO actor.
+
 Constructor arguments are plain JSON values (``activation="tanh"``, not a
 torch class), so SB3 stores them readably in a checkpoint and loading one needs
 no unpickling.
@@ -20,10 +24,14 @@ from torch import nn
 
 from envs.sim.constants import ACTION_NAMES
 from envs.sim.validation import check_real_array
+from models.order_choices import OrderChoices
 from models.standardize import StandardizedFlatten, fit_policy_inputs
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
 DEFAULT_HIDDEN = (128, 128)
+ORDER_HEADS = ("gaussian", "choices")
+"""How a policy gives its orders: a Gaussian over all three, or move and fire as choices
+(:class:`~models.order_choices.OrderChoices`)."""
 FIRE_ACTION = ACTION_NAMES.index("fire")
 """Index of the fire order in a battalion's ``[move, rotate, fire]`` action (2)."""
 
@@ -45,16 +53,29 @@ class BattalionMlpPolicy(ActorCriticPolicy):
         normalize_observations: standardise each observed feature by a mean and spread
             fitted on recorded play (:meth:`fit_observation_statistics`) before the MLPs;
             the statistics are saved with the weights.
+        orders: ``"gaussian"`` (default): a diagonal Gaussian over ``[move, rotate,
+            fire]``; ``"choices"``: march and fire chosen from their bang-bang values,
+            the wheel Gaussian (:class:`~models.order_choices.OrderChoices`).
         **kwargs: passed to ``ActorCriticPolicy`` (e.g. ``log_std_init``).
 
     Raises:
-        ValueError: for an unknown activation.
+        ValueError: for an unknown activation or order head, or an ``initial_fire_bias``
+            with ``orders="choices"`` (whose fire is a choice, not a mean).
     """
 
     def __init__(self, observation_space, action_space, lr_schedule,
                  net_arch: list[int] | dict[str, list[int]] | None = None,
                  activation: str = "tanh", initial_fire_bias: float = 0.0,
-                 normalize_observations: bool = False, **kwargs: Any) -> None:
+                 normalize_observations: bool = False, orders: str = "gaussian",
+                 **kwargs: Any) -> None:
+        if orders not in ORDER_HEADS:
+            raise ValueError(f"orders={orders!r} is invalid: expected one of {ORDER_HEADS}")
+        if orders == "choices" and getattr(action_space, "shape", None) != (len(ACTION_NAMES),):
+            raise ValueError(f"orders='choices' is invalid for action_space={action_space}: "
+                             f"expected a Box of the {len(ACTION_NAMES)} orders {ACTION_NAMES}")
+        if orders == "choices" and initial_fire_bias != 0.0:
+            raise ValueError(f"initial_fire_bias={initial_fire_bias!r} is invalid with "
+                             "orders='choices': expected 0 (the fire order is a choice)")
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation={activation!r} is invalid: expected one of "
                              f"{sorted(ACTIVATIONS)}")
@@ -69,12 +90,20 @@ class BattalionMlpPolicy(ActorCriticPolicy):
         self.activation = activation
         self.initial_fire_bias = float(initial_fire_bias)
         self.normalize_observations = bool(normalize_observations)
+        self.orders = orders
         if self.normalize_observations:
             kwargs["features_extractor_class"] = StandardizedFlatten
         super().__init__(observation_space, action_space, lr_schedule, net_arch=net_arch,
                          activation_fn=ACTIVATIONS[activation], **kwargs)
-        with torch.no_grad():
-            self.action_net.bias[FIRE_ACTION] = self.initial_fire_bias
+        if orders == "gaussian":
+            with torch.no_grad():
+                self.action_net.bias[FIRE_ACTION] = self.initial_fire_bias
+
+    def _build(self, lr_schedule) -> None:
+        # SB3 builds the head from self.action_dist; OrderChoices is a Gaussian to it.
+        if self.orders == "choices":
+            self.action_dist = OrderChoices()
+        super()._build(lr_schedule)
 
     def predict(self, observation, state=None, episode_start=None, deterministic=False):
         """SB3's ``predict``, refusing observations that are not real numbers (strings,
@@ -105,4 +134,5 @@ class BattalionMlpPolicy(ActorCriticPolicy):
         parameters["normalize_observations"] = self.normalize_observations
         parameters["activation"] = self.activation
         parameters["initial_fire_bias"] = self.initial_fire_bias
+        parameters["orders"] = self.orders
         return parameters

@@ -93,8 +93,9 @@ def _echelon_observations(batch, n_commanded: int) -> np.ndarray:
                              lambda rng: rng.integers(0, 6, (BATTLES, n_commanded)))
 
 
-@pytest.fixture(scope="module")
-def ppo_case(tmp_path_factory) -> Case:
+@pytest.fixture(scope="module", params=["gaussian", "choices"])
+def ppo_case(tmp_path_factory, request) -> Case:
+    """The 1v1 commander with each order head (``policy_orders``)."""
     from stable_baselines3 import PPO
 
     from envs.vec_env import BattalionVecEnv
@@ -106,8 +107,9 @@ def ppo_case(tmp_path_factory) -> Case:
     # The policy training.train builds (GuidedPPO is PPO with an extra loss term).
     model = PPO(BattalionMlpPolicy, env, n_steps=8, batch_size=40, seed=0, device="cpu",
                 policy_kwargs={"net_arch": [32, 32], "log_std_init": -0.5,
-                               "normalize_observations": True})
-    _widen(model.policy.action_net, 0.5)
+                               "normalize_observations": True, "orders": request.param})
+    # Narrower for the choices: the wheel, one output of six, must stay inside its bounds.
+    _widen(model.policy.action_net, 0.5 if request.param == "gaussian" else 0.2)
     # Statistics far from the identity, so that the graph must carry them.
     model.policy.fit_observation_statistics(torch.rand(500, 25) * 0.5 + 0.2)
     path = save_ppo(model, folder / "ppo_battalion_final.zip")

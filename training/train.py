@@ -245,7 +245,8 @@ def _new_model(config: TrainingConfig, env: VecMonitor) -> GuidedPPO:
         tensorboard_log=config.log_dir,
         policy_kwargs={"net_arch": list(config.policy_hidden_sizes),
                        "log_std_init": config.policy_log_std_init,
-                       "normalize_observations": config.policy_normalize_observations})
+                       "normalize_observations": config.policy_normalize_observations,
+                       "orders": config.policy_orders})
 
 
 def _callbacks(config: TrainingConfig, manifest: CheckpointManifest | None,

@@ -23,9 +23,10 @@ from training.ppo.warm_start import (
 from training.train import _new_model
 
 
-def test_cloned_policy_gives_the_doctrines_orders():
+@pytest.mark.parametrize("orders", ["gaussian", "choices"])
+def test_cloned_policy_gives_the_doctrines_orders(orders):
     config = TrainingConfig(n_envs=16, n_steps=64, batch_size=512, enable_wandb=False,
-                            warm_start_doctrine=None)
+                            warm_start_doctrine=None, policy_orders=orders)
     env = make_training_env(config)
     model = _new_model(config, env)
     teacher = DisciplinedCommander()
@@ -33,10 +34,12 @@ def test_cloned_policy_gives_the_doctrines_orders():
     before = np.abs(model.predict(held_out.observations, deterministic=True)[0]
                     - held_out.actions).mean()
     used = imitate(model, env, make_doctrine("disciplined", 1000, 1000), 30_000, epochs=10)
-    after = np.abs(model.predict(held_out.observations, deterministic=True)[0]
-                   - held_out.actions).mean()
+    cloned = model.predict(held_out.observations, deterministic=True)[0]
+    after = np.abs(cloned - held_out.actions).mean()
     assert used == 30_000 - 30_000 % 16
     assert after < 0.5 * before
+    if orders == "choices":  # the march and the fire are the doctrine's own, not near them
+        assert np.mean(cloned[:, [0, 2]] == held_out.actions[:, [0, 2]]) > 0.9
 
 
 @pytest.mark.parametrize("margin", [0.0, 0.25])

@@ -16,6 +16,7 @@ from envs.commanders.doctrine import (
     InStepCommander,
 )
 from envs.echelons.doctrine import InStepBrigadier
+from models.order_choices import OrderChoices
 from training.common.ppo_math import shuffled_minibatches
 
 DOCTRINES = ("disciplined",)
@@ -82,30 +83,36 @@ def discounted_returns(rewards: np.ndarray, dones: np.ndarray,
 
 ORDER_MARGIN = 0.0
 """How far past a bound of the order space an imitated order at that bound is aimed
-(:func:`imitation_targets`) unless told otherwise: at the bound itself, so that PPO's
+(:func:`order_loss`) unless told otherwise: at the bound itself, so that PPO's
 samples around the fitted mean cross it and learn what an earlier volley or halt is
 worth (measured in ``docs/training.md``, "Fine-tuning after imitation")."""
 
 
-def imitation_targets(orders: np.ndarray, low, high,
-                      margin: float = ORDER_MARGIN) -> np.ndarray:
-    """The means a policy is fitted to so that its clipped mean gives exactly ``orders``.
+def order_loss(policy, observations: torch.Tensor, orders: torch.Tensor,
+               margin: float = ORDER_MARGIN) -> torch.Tensor:
+    """How far an SB3 policy's orders on ``observations`` (N, obs_dim) are from a
+    teacher's ``orders`` (N, D): behaviour cloning's action loss, and the pull toward the
+    teacher during PPO.
 
-    An order at a bound of the order space (``fire`` 0: hold fire) is aimed ``margin``
-    past it: a Gaussian policy's mean is clipped to the bounds when it acts, so a mean
-    fitted to the bound itself ends up a little inside on some states (a trickle of
-    fire while the teacher holds it), and half of the samples around it during PPO
-    cross the bound. That crossing is what lets PPO find a better halt or volley, so
-    the default margin is 0. Orders inside the bounds are kept.
-
-    Parameters:
-        orders: (..., D) the teacher's orders.
-        low, high: (D,) the bounds of the order space.
-        margin: how far past a bound to aim (>= 0).
+    A policy whose march and fire are choices
+    (:class:`~models.order_choices.OrderChoices`) is scored by their cross-entropy and
+    the wheel's squared error; ``margin`` is not used. A Gaussian policy's mean is
+    regressed onto the orders, an order at a bound of the order space (``fire`` 0: hold
+    fire) aimed ``margin`` past it: the mean is clipped to the bounds when it acts, so a
+    mean fitted to the bound itself ends up a little inside on some states (a trickle of
+    fire while the teacher holds it), and half of the samples around it during PPO cross
+    the bound. That crossing is what lets PPO find a better halt or volley, so the
+    default margin is 0. Orders inside the bounds are aimed at as they are.
     """
-    low, high = np.asarray(low, np.float32), np.asarray(high, np.float32)
-    return np.where(orders <= low, low - margin,
-                    np.where(orders >= high, high + margin, orders)).astype(np.float32)
+    distribution = policy.get_distribution(observations)
+    if isinstance(distribution, OrderChoices):
+        return distribution.imitation_loss(orders)
+    space = policy.action_space
+    low = torch.as_tensor(space.low, dtype=orders.dtype, device=orders.device)
+    high = torch.as_tensor(space.high, dtype=orders.dtype, device=orders.device)
+    target = torch.where(orders <= low, low - margin,
+                         torch.where(orders >= high, high + margin, orders))
+    return (distribution.distribution.mean - target).pow(2).mean()
 
 
 def fit_minibatches(parameters: Iterable[torch.nn.Parameter], n_samples: int,

@@ -75,7 +75,7 @@ bound of :mod:`models.limits`, as is :data:`~models.limits.MAX_LAYERS`."""
 
 _POLICY_KWARGS = frozenset({"net_arch", "log_std_init", "ortho_init", "full_std",
                             "use_expln", "squash_output", "share_features_extractor",
-                            "normalize_images", "normalize_observations"})
+                            "normalize_images", "normalize_observations", "orders"})
 """The ``policy_kwargs`` keys an archive may hold: plain settings of SB3's actor-critic
 policy whose size is bounded (``net_arch``) or that allocate nothing."""
 

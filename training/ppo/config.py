@@ -9,6 +9,7 @@ Hydra, and a test checks the file; ``python -m training.ppo.config`` rewrites it
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from envs.battles.battalion_batch import BYTES_PER_BATTLE, check_duel_batch_size
@@ -16,12 +17,14 @@ from envs.battles.observation import OBS_DIM
 from envs.commanders.doctrine import FALL_BACK_UNTIL
 from envs.sim.validation import (
     check_bool,
+    check_choice,
     check_count_fits,
     check_int,
     check_non_negative,
     check_number,
     check_scripted_level,
 )
+from models.battalion_policy import ORDER_HEADS
 from training.common.imitation import ORDER_MARGIN
 from training.common.setting_groups import (
     BattlefieldSettings,
@@ -140,6 +143,13 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
         -3.0, "Initial log standard deviation of the orders' Gaussian (-3: std 0.05; with std "
         "0.37 the imitated commander's samples never beat scripted L5, and PPO unlearns it).",
         check_number, "training.policy_log_std_init")
+    policy_orders: str = setting(
+        "gaussian", "How the policy gives its orders: 'gaussian', one Gaussian over move, "
+        "rotate and fire; 'choices', march (fall back, halt, march) and fire (hold, fire) "
+        "chosen as categories, the wheel Gaussian (models.order_choices). The doctrine's "
+        "orders are bang-bang: a Gaussian's clone smooths each step into a trickle of fire "
+        "and half a march, a choice keeps it sharp.",
+        partial(check_choice, choices=ORDER_HEADS), "training.policy_orders")
     policy_normalize_observations: bool = setting(
         True, "Standardise each observed feature by its mean and spread in the first "
         "recorded play (the imitation's demonstrations, or a rollout of the untrained policy "

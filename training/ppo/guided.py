@@ -10,7 +10,8 @@ from SB3's own ``PPO.train``:
 2. **A pull toward the teacher on the learner's own states.** With a ``teacher``
    (any object with ``predict(obs, deterministic)``, such as the doctrine the run
    imitated) and ``teacher_coef > 0``, each minibatch adds
-   ``coef * mean((mean action - teacher's action)^2)`` to the loss: behaviour cloning
+   ``coef`` times the imitation's own loss
+   (:func:`training.common.imitation.order_loss`) to the loss: behaviour cloning
    on the states the learner itself visits (as DAgger does), so the imitation's
    mistakes on states the doctrine never led to are corrected, and PPO's first
    updates cannot undo what the imitation taught. ``coef`` falls linearly from
@@ -35,7 +36,7 @@ import torch
 from stable_baselines3 import PPO
 
 from envs.sim.validation import check_int, check_non_negative
-from training.common.imitation import imitation_targets
+from training.common.imitation import order_loss
 from training.common.ppo_math import (
     AuxiliaryLoss,
     gradient_step,
@@ -95,11 +96,8 @@ class GuidedPPO(PPO):
 
     def _teacher_loss(self, observations: torch.Tensor) -> torch.Tensor:
         orders = self.teacher.predict(observations.cpu().numpy(), deterministic=True)[0]
-        target = torch.as_tensor(imitation_targets(np.asarray(orders), self.action_space.low,
-                                                   self.action_space.high),
-                                 device=observations.device)
-        mean = self.policy.get_distribution(observations).distribution.mean
-        return (mean - target).pow(2).mean()
+        return order_loss(self.policy, observations,
+                          torch.as_tensor(np.asarray(orders), device=observations.device))
 
     def train(self) -> None:
         """One PPO update on the rollout buffer (the SB3 hook ``learn`` calls)."""

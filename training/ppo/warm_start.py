@@ -30,7 +30,7 @@ from training.common.imitation import (
     ORDER_MARGIN,
     discounted_returns,
     fit_minibatches,
-    imitation_targets,
+    order_loss,
 )
 
 logger = logging.getLogger(__name__)
@@ -70,12 +70,13 @@ def collect_demonstrations(env, teacher, n_steps: int, gamma: float) -> Demonstr
 def behaviour_clone(model: PPO, demonstrations: Demonstrations, *, epochs: int = 10,
                     batch_size: int = 1024, learning_rate: float = 1e-3,
                     margin: float = ORDER_MARGIN, seed: int = 0) -> dict[str, float]:
-    """Fit ``model``'s mean action to the demonstrated orders and its value to their returns
+    """Fit ``model``'s orders to the demonstrated ones and its value to their returns
     (:func:`training.common.imitation.fit_minibatches`, the minibatch orders drawn by a
-    NumPy generator seeded with ``seed``; orders at a bound aimed ``margin`` past it, see
-    :func:`~training.common.imitation.imitation_targets`). For a discrete action (an
-    echelon's drills) the policy's log-likelihood of the demonstrated choices is
-    maximised instead, and ``margin`` is not used.
+    NumPy generator seeded with ``seed``; the orders' loss is
+    :func:`~training.common.imitation.order_loss`, which aims a Gaussian's orders at a
+    bound ``margin`` past it). For a discrete action (an echelon's drills) the policy's
+    log-likelihood of the demonstrated choices is maximised instead, and ``margin`` is
+    not used.
 
     Returns:
         The final epoch's mean action and value losses.
@@ -93,9 +94,9 @@ def behaviour_clone(model: PPO, demonstrations: Demonstrations, *, epochs: int =
     observations = torch.as_tensor(demonstrations.observations, device=device)
     space = model.action_space
     discrete = isinstance(space, (spaces.Discrete, spaces.MultiDiscrete))
-    actions = torch.as_tensor(demonstrations.actions, device=device).long() if discrete else \
-        torch.as_tensor(imitation_targets(demonstrations.actions, space.low, space.high,
-                                          margin), device=device)
+    actions = torch.as_tensor(demonstrations.actions, device=device)
+    if discrete:
+        actions = actions.long()
     returns = torch.as_tensor(demonstrations.returns, device=device)
     # Scale the value loss so that both terms weigh alike whatever the reward scale.
     value_scale = max(1.0, float(returns.var()))
@@ -105,10 +106,8 @@ def behaviour_clone(model: PPO, demonstrations: Demonstrations, *, epochs: int =
             values, log_prob, _ = policy.evaluate_actions(observations[index], actions[index])
             action_loss = -log_prob.mean()
         else:
-            latent_pi, latent_vf = policy.mlp_extractor(
-                policy.extract_features(observations[index]))
-            action_loss = ((policy.action_net(latent_pi) - actions[index]) ** 2).mean()
-            values = policy.value_net(latent_vf)
+            action_loss = order_loss(policy, observations[index], actions[index], margin)
+            values = policy.predict_values(observations[index])
         value_loss = ((values.squeeze(-1) - returns[index]) ** 2).mean() / value_scale
         return action_loss, value_loss
 
