@@ -85,11 +85,13 @@ def _sb3_seed(name: str, value: Any) -> int:
     return value
 
 
-# Scripted L5 and the imitated doctrine itself, in turn: measured on the validation
-# battles (docs/training.md, "Fine-tuning after imitation"), PPO improves on the clone
-# only when it meets the teacher; the old ladder of every level and random play held it
-# level.
-_TRAINING_OPPONENTS = ["scripted_l5", "doctrine"]
+# Scripted L5, the imitated doctrine itself and scripted L1, in turn: measured on the
+# validation battles (docs/training.md, "Fine-tuning after imitation"), PPO improves on
+# the clone only when it meets the teacher, and the old ladder of every level and random
+# play held it level; without L1, which stands still, the learner that falls back from a
+# hidden enemy uphill learns to wait and draws a quarter of its battles against L1-L3
+# ("Orders as choices").
+_TRAINING_OPPONENTS = ["scripted_l5", "doctrine", "scripted_l1"]
 
 
 @dataclass
@@ -123,8 +125,12 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
     warm_start_epochs: int = override(WarmStartSettings, "warm_start_epochs", default=40)
     warm_start_learning_rate: float = override(WarmStartSettings, "warm_start_learning_rate",
                                                default=3e-3)
+    # The 70 m halt falling back uphill, with orders as choices: chosen on the validation
+    # battles (docs/training.md, "Orders as choices").
+    warm_start_hold_range: float = override(WarmStartSettings, "warm_start_hold_range",
+                                            default=70.0)
     warm_start_fall_back_uphill: bool = setting(
-        False, "The imitated doctrine falls back from a hidden enemy that stands higher "
+        True, "The imitated doctrine falls back from a hidden enemy that stands higher "
         "instead of climbing to it blind (DisciplinedCommander's fall_back_uphill), until "
         f"{FALL_BACK_UNTIL:g} of the battle's time has passed: the enemy then comes over the "
         "crest in sight from farther off and spends its first volley there.", check_bool,
@@ -144,7 +150,7 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
         "0.37 the imitated commander's samples never beat scripted L5, and PPO unlearns it).",
         check_number, "training.policy_log_std_init")
     policy_orders: str = setting(
-        "gaussian", "How the policy gives its orders: 'gaussian', one Gaussian over move, "
+        "choices", "How the policy gives its orders: 'gaussian', one Gaussian over move, "
         "rotate and fire; 'choices', march (fall back, halt, march) and fire (hold, fire) "
         "chosen as categories, the wheel Gaussian (models.order_choices). The doctrine's "
         "orders are bang-bang: a Gaussian's clone smooths each step into a trickle of fire "
