@@ -13,6 +13,7 @@ import yaml
 
 from envs.multi_battalion_env import MultiBattalionEnv
 from models.mappo_policy import MAPPOPolicy
+from tests.training.conftest import tiny_config
 from training.curriculum_scheduler import (
     SCENARIO_DIR,
     STAGE_ENV_KWARGS,
@@ -241,6 +242,16 @@ def test_a_scenario_of_all_arms_gives_its_order_of_battle():
 V1_OBS = 25
 
 
+@pytest.fixture(scope="module")
+def gaussian_checkpoint(tmp_path_factory):
+    """A tiny v1 commander whose orders are one Gaussian, the head a MAPPO actor has."""
+    from training.train import train
+
+    root = tmp_path_factory.mktemp("gaussian_v1")
+    train(total_timesteps=512, **tiny_config(root, policy_orders="gaussian"))
+    return root / "ck" / "ppo_battalion_s42_c5_final.zip"
+
+
 def v1_networks(checkpoint):
     """The v1 model's Gaussian mean and value functions."""
     model = load_ppo(checkpoint)
@@ -264,9 +275,9 @@ def assert_computes_the_v1_functions(mappo, checkpoint, atol):
                                    v1_value(x[:, :V1_OBS]).squeeze(-1), atol=atol, rtol=0)
 
 
-def test_v1_weights_seed_mappo_exactly(tiny_checkpoint):
+def test_v1_weights_seed_mappo_exactly(gaussian_checkpoint):
     mappo = MAPPOPolicy(obs_dim=40, action_dim=3, state_dim=60)
-    report = load_v1_weights_into_mappo(tiny_checkpoint, mappo)
+    report = load_v1_weights_into_mappo(gaussian_checkpoint, mappo)
     expected = {f"{net}.{layer}.{kind}" for net, layer in [
         ("actor", "trunk.0"), ("actor", "trunk.2"), ("actor", "action_mean"),
         ("critic", "trunk.0"), ("critic", "trunk.2"), ("critic", "value_head")]
@@ -276,9 +287,10 @@ def test_v1_weights_seed_mappo_exactly(tiny_checkpoint):
     assert torch.all(mappo.actor.trunk[0].weight[:, V1_OBS:] == 0)
     assert torch.all(mappo.critic.trunk[0].weight[:, V1_OBS:] == 0)
 
-    assert_computes_the_v1_functions(mappo, tiny_checkpoint, atol=1e-5)
+    assert_computes_the_v1_functions(mappo, gaussian_checkpoint, atol=1e-5)
     with torch.no_grad():
-        torch.testing.assert_close(mappo.actor.log_std, load_ppo(tiny_checkpoint).policy.log_std)
+        torch.testing.assert_close(mappo.actor.log_std,
+                                   load_ppo(gaussian_checkpoint).policy.log_std)
 
 
 def test_a_standardising_v1_policy_is_folded_into_the_first_layers(tmp_path):
@@ -300,10 +312,10 @@ def test_a_standardising_v1_policy_is_folded_into_the_first_layers(tmp_path):
     assert_computes_the_v1_functions(mappo, tmp_path / "v1.zip", atol=1e-4)
 
 
-def test_v1_weights_go_into_every_actor_when_not_shared(tiny_checkpoint):
+def test_v1_weights_go_into_every_actor_when_not_shared(gaussian_checkpoint):
     mappo = MAPPOPolicy(obs_dim=30, action_dim=3, state_dim=40, n_agents=3,
                         share_parameters=False)
-    report = load_v1_weights_into_mappo(tiny_checkpoint, mappo)
+    report = load_v1_weights_into_mappo(gaussian_checkpoint, mappo)
     assert report["skipped"] == []
     x = torch.randn(5, 30)
     means = [mappo.act(x, agent_idx=i, deterministic=True)[0] for i in range(3)]
@@ -311,11 +323,11 @@ def test_v1_weights_go_into_every_actor_when_not_shared(tiny_checkpoint):
     assert {f"actors.{i}.log_std" for i in range(3)} <= set(report["loaded"])
 
 
-def test_layers_that_do_not_fit_are_skipped_and_reported(tiny_checkpoint):
+def test_layers_that_do_not_fit_are_skipped_and_reported(gaussian_checkpoint):
     mappo = MAPPOPolicy(obs_dim=20, action_dim=3, state_dim=40,
                         actor_hidden_sizes=(128, 64))
     before = {k: v.clone() for k, v in mappo.state_dict().items()}
-    report = load_v1_weights_into_mappo(tiny_checkpoint, mappo)
+    report = load_v1_weights_into_mappo(gaussian_checkpoint, mappo)
     # obs 20 < 25 inputs; the second layer and the action head are 128 -> 64 vs 128.
     assert report["skipped"] == [
         "mlp_extractor.policy_net.0.weight", "mlp_extractor.policy_net.0.bias",
@@ -324,7 +336,20 @@ def test_layers_that_do_not_fit_are_skipped_and_reported(tiny_checkpoint):
     assert torch.equal(mappo.actor.trunk[0].weight, before["actor.trunk.0.weight"])
     assert "critic.value_head.weight" in report["loaded"]
     with pytest.raises(ValueError, match="strict"):
-        load_v1_weights_into_mappo(tiny_checkpoint, MAPPOPolicy(20, 3, 40), strict=True)
+        load_v1_weights_into_mappo(gaussian_checkpoint, MAPPOPolicy(20, 3, 40), strict=True)
+
+
+def test_a_v1_of_choices_seeds_the_trunks_and_reports_its_head_skipped(tiny_checkpoint):
+    # The default v1 chooses its march and fire: six head outputs and one log std (the
+    # wheel's), which do not fit a MAPPO actor's Gaussian head.
+    assert load_ppo(tiny_checkpoint).policy.orders == "choices"
+    mappo = MAPPOPolicy(obs_dim=40, action_dim=3, state_dim=60)
+    report = load_v1_weights_into_mappo(tiny_checkpoint, mappo)
+    assert {"actor.trunk.0.weight", "actor.trunk.2.weight", "critic.value_head.weight"} <= \
+        set(report["loaded"])
+    assert set(report["skipped"]) == {"action_net.weight", "action_net.bias", "log_std"}
+    with pytest.raises(ValueError, match="action_net"):
+        load_v1_weights_into_mappo(tiny_checkpoint, MAPPOPolicy(40, 3, 60), strict=True)
 
 
 def test_layer_norm_transfer_warns(tiny_checkpoint, caplog):

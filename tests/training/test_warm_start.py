@@ -45,7 +45,8 @@ def test_cloned_policy_gives_the_doctrines_orders(orders):
 @pytest.mark.parametrize("margin", [0.0, 0.25])
 def test_orders_at_a_bound_are_fitted_margin_past_it(margin):
     # Full march and hold fire sit at bounds of the order space, the wheel inside them.
-    config = TrainingConfig(n_envs=2, enable_wandb=False, warm_start_doctrine=None, seed=0)
+    config = TrainingConfig(n_envs=2, enable_wandb=False, warm_start_doctrine=None, seed=0,
+                            policy_orders="gaussian")
     model = _new_model(config, make_training_env(config))
     rng = np.random.default_rng(0)
     observations = rng.uniform(0, 1, (2048, model.observation_space.shape[0]))
