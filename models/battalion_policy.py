@@ -5,9 +5,9 @@ Separate actor and critic MLPs of 128-128 units with Tanh. The actor's trunk
 ``log_std`` have the shapes the MAPPO actor of :mod:`models.mappo_policy`
 uses, so a v1 policy can seed a multi-agent one layer for layer.
 
-With ``orders="choices"`` the march and the fire are categorical choices and the
-wheel alone Gaussian (:mod:`models.order_choices`); the action head then has six
-outputs, and such a policy does not seed a MAPPO actor.
+With ``orders="choices"`` the march and the fire are one categorical choice of a pair
+and the wheel alone Gaussian (:mod:`models.order_choices`); the action head then has
+seven outputs, and such a policy does not seed a MAPPO actor.
 
 Constructor arguments are plain JSON values (``activation="tanh"``, not a
 torch class), so SB3 stores them readably in a checkpoint and loading one needs
@@ -54,8 +54,8 @@ class BattalionMlpPolicy(ActorCriticPolicy):
             fitted on recorded play (:meth:`fit_observation_statistics`) before the MLPs;
             the statistics are saved with the weights.
         orders: ``"gaussian"`` (default): a diagonal Gaussian over ``[move, rotate,
-            fire]``; ``"choices"``: march and fire chosen from their bang-bang values,
-            the wheel Gaussian (:class:`~models.order_choices.OrderChoices`).
+            fire]``; ``"choices"``: march and fire chosen together from their bang-bang
+            values, the wheel Gaussian (:class:`~models.order_choices.OrderChoices`).
         **kwargs: passed to ``ActorCriticPolicy`` (e.g. ``log_std_init``).
 
     Raises:

@@ -1,4 +1,4 @@
-"""Orders as choices: a battalion's march and fire picked from their values, its wheel Gaussian.
+"""Orders as choices: a battalion's march and fire chosen together, its wheel Gaussian.
 
 The doctrines a commander imitates give bang-bang orders: march, halt or fall back
 (``move`` 1, 0 or -1); fire or hold (``fire`` 1 or 0). A Gaussian policy fitted to them
@@ -7,13 +7,17 @@ gives a trickle of fire and half a march. Chosen as categories instead, the clon
 likely order is exactly the teacher's on either side of the step, and PPO's samples cross
 a step only where the choice is close: where a better halt or volley is to be found.
 
+The march and the fire are one choice of a pair (:data:`ORDER_CHOICES`), not two. The
+doctrine halts and volleys at the same range: two separate choices learn that range twice,
+each a little off, and a clone that halts a metre before it would fire stands there in
+silence, which against an enemy that does not come to it is a draw. One choice has one
+boundary between marching in silence and halting to fire.
+
 :class:`OrderChoices` is an SB3 distribution for the ``[move, rotate, fire]`` Box action:
-categorical ``move`` over :data:`MOVE_CHOICES`, Gaussian ``rotate`` (the
-``DiagGaussianDistribution`` it extends, with one log std), categorical ``fire`` over
-:data:`FIRE_CHOICES`. Its samples lie in the Box, so the env, the rollout buffer and
-``predict`` see the usual three numbers. The action head gives
-``len(MOVE_CHOICES) + 1 + len(FIRE_CHOICES)`` outputs: the move logits, the wheel's mean,
-the fire logits.
+a categorical choice of ``(move, fire)`` over :data:`ORDER_CHOICES` and a Gaussian
+``rotate`` (the ``DiagGaussianDistribution`` it extends, with one log std). Its samples lie
+in the Box, so the env, the rollout buffer and ``predict`` see the usual three numbers. The
+action head gives :data:`HEAD_SIZE` outputs: the choices' logits, then the wheel's mean.
 """
 
 from __future__ import annotations
@@ -29,34 +33,40 @@ MOVE_CHOICES = (-1.0, 0.0, 1.0)
 FIRE_CHOICES = (0.0, 1.0)
 """The ``fire`` orders a battalion chooses from: hold, fire."""
 
-HEAD_SIZE = len(MOVE_CHOICES) + 1 + len(FIRE_CHOICES)
-"""Outputs of the action head: move logits, the wheel's mean, fire logits."""
+ORDER_CHOICES = tuple((move, fire) for move in MOVE_CHOICES for fire in FIRE_CHOICES)
+"""The ``(move, fire)`` pairs a battalion chooses from, move-major."""
+
+HEAD_SIZE = len(ORDER_CHOICES) + 1
+"""Outputs of the action head: the choices' logits, then the wheel's mean."""
 
 
-def choice_index(orders: torch.Tensor, choices: tuple[float, ...]) -> torch.Tensor:
-    """(N,) index of the choice nearest to each of ``orders`` (N,)."""
-    values = torch.as_tensor(choices, dtype=orders.dtype, device=orders.device)
-    return (orders.unsqueeze(-1) - values).abs().argmin(dim=-1)
+def choice_index(orders: torch.Tensor) -> torch.Tensor:
+    """(N,) index in :data:`ORDER_CHOICES` of the pair nearest to each ``(move, fire)`` of
+    ``orders`` (N, 3)."""
+    moves = torch.as_tensor(MOVE_CHOICES, dtype=orders.dtype, device=orders.device)
+    fires = torch.as_tensor(FIRE_CHOICES, dtype=orders.dtype, device=orders.device)
+    move = (orders[:, :1] - moves).abs().argmin(dim=1)
+    fire = (orders[:, 2:] - fires).abs().argmin(dim=1)
+    return move * len(FIRE_CHOICES) + fire
 
 
-def split_head(out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The action head's (N, HEAD_SIZE) output as move logits, wheel mean (N,), fire logits."""
-    moves = len(MOVE_CHOICES)
-    return out[:, :moves], out[:, moves], out[:, moves + 1:]
+def _orders(index: torch.Tensor, turn: torch.Tensor) -> torch.Tensor:
+    """(N, 3) orders of the choices ``index`` (N,) and the wheel ``turn`` (N,)."""
+    moves = torch.as_tensor(MOVE_CHOICES, dtype=turn.dtype, device=turn.device)
+    fires = torch.as_tensor(FIRE_CHOICES, dtype=turn.dtype, device=turn.device)
+    return torch.stack([moves[index // len(FIRE_CHOICES)], turn,
+                        fires[index % len(FIRE_CHOICES)]], dim=1)
 
 
 def most_likely_orders(out: torch.Tensor) -> torch.Tensor:
-    """(N, 3) orders of the action head's output ``out``: the likeliest move and fire,
-    the wheel's mean (an exported commander's graph uses this)."""
-    move_logits, turn, fire_logits = split_head(out)
-    move = torch.as_tensor(MOVE_CHOICES, dtype=out.dtype, device=out.device)
-    fire = torch.as_tensor(FIRE_CHOICES, dtype=out.dtype, device=out.device)
-    return torch.stack([move[move_logits.argmax(dim=1)], turn,
-                        fire[fire_logits.argmax(dim=1)]], dim=1)
+    """(N, 3) orders of the action head's output ``out`` (N, HEAD_SIZE): the likeliest
+    pair and the wheel's mean (an exported commander's graph uses this)."""
+    return _orders(out[:, :-1].argmax(dim=1), out[:, -1])
 
 
 class OrderChoices(DiagGaussianDistribution):
-    """Categorical march and fire, Gaussian wheel, for a ``[move, rotate, fire]`` action.
+    """A categorical (march, fire) pair and a Gaussian wheel, for a ``[move, rotate, fire]``
+    action.
 
     It extends SB3's ``DiagGaussianDistribution`` so that an ``ActorCriticPolicy``
     builds its head and its ``log_std`` (the wheel's) through the same calls.
@@ -64,57 +74,44 @@ class OrderChoices(DiagGaussianDistribution):
 
     def __init__(self) -> None:
         super().__init__(action_dim=3)
-        self.move: Categorical | None = None
+        self.choice: Categorical | None = None
         self.turn: Normal | None = None
-        self.fire: Categorical | None = None
 
     def proba_distribution_net(self, latent_dim: int,
                                log_std_init: float = 0.0) -> tuple[nn.Module, nn.Parameter]:
-        """The head (``HEAD_SIZE`` outputs) and the wheel's log std."""
+        """The head (:data:`HEAD_SIZE` outputs) and the wheel's log std."""
         return nn.Linear(latent_dim, HEAD_SIZE), nn.Parameter(torch.full((1,), log_std_init),
                                                               requires_grad=True)
 
     def proba_distribution(self, mean_actions: torch.Tensor,
                            log_std: torch.Tensor) -> OrderChoices:
-        move_logits, turn, fire_logits = split_head(mean_actions)
-        self.move = Categorical(logits=move_logits)
+        self.choice = Categorical(logits=mean_actions[:, :-1])
+        turn = mean_actions[:, -1]
         self.turn = Normal(turn, log_std.exp().expand_as(turn))
-        self.fire = Categorical(logits=fire_logits)
         return self
 
     def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
-        return (self.move.log_prob(choice_index(actions[:, 0], MOVE_CHOICES))
-                + self.turn.log_prob(actions[:, 1])
-                + self.fire.log_prob(choice_index(actions[:, 2], FIRE_CHOICES)))
+        return self.choice.log_prob(choice_index(actions)) + self.turn.log_prob(actions[:, 1])
 
     def entropy(self) -> torch.Tensor:
-        return self.move.entropy() + self.turn.entropy() + self.fire.entropy()
-
-    def _orders(self, move: torch.Tensor, turn: torch.Tensor, fire: torch.Tensor) -> torch.Tensor:
-        moves = torch.as_tensor(MOVE_CHOICES, dtype=turn.dtype, device=turn.device)
-        fires = torch.as_tensor(FIRE_CHOICES, dtype=turn.dtype, device=turn.device)
-        return torch.stack([moves[move], turn, fires[fire]], dim=1)
+        return self.choice.entropy() + self.turn.entropy()
 
     def sample(self) -> torch.Tensor:
-        return self._orders(self.move.sample(), self.turn.rsample(), self.fire.sample())
+        return _orders(self.choice.sample(), self.turn.rsample())
 
     def mode(self) -> torch.Tensor:
-        return self._orders(self.move.logits.argmax(dim=1), self.turn.mean,
-                            self.fire.logits.argmax(dim=1))
+        return _orders(self.choice.logits.argmax(dim=1), self.turn.mean)
 
     def imitation_loss(self, orders: torch.Tensor) -> torch.Tensor:
-        """Negative log-likelihood of a teacher's (N, 3) ``orders`` (the nearest move and
-        fire choices), the wheel's spread held where it is: the spread is PPO's to move,
-        and fitted here it would shrink to the clone's error. Scored at that spread, a
-        wheel 0.025 off (a third of the doctrine's mean turn) weighs as much as a wrong
-        choice, where a plain squared error would let the choices drown it."""
-        move = nn.functional.cross_entropy(self.move.logits,
-                                           choice_index(orders[:, 0], MOVE_CHOICES))
-        fire = nn.functional.cross_entropy(self.fire.logits,
-                                           choice_index(orders[:, 2], FIRE_CHOICES))
+        """Negative log-likelihood of a teacher's (N, 3) ``orders`` (the nearest pair of
+        choices), the wheel's spread held where it is: the spread is PPO's to move, and
+        fitted here it would shrink to the clone's error. Scored at that spread, a wheel
+        0.025 off (a third of the doctrine's mean turn) weighs as much as a wrong choice,
+        where a plain squared error would let the choice drown it."""
+        choice = nn.functional.cross_entropy(self.choice.logits, choice_index(orders))
         turn = ((self.turn.mean - orders[:, 1]) / self.turn.stddev.detach()).pow(2).mean() / 2
-        return move + turn + fire
+        return choice + turn
 
 
-__all__ = ["FIRE_CHOICES", "HEAD_SIZE", "MOVE_CHOICES", "OrderChoices", "choice_index",
-           "most_likely_orders", "split_head"]
+__all__ = ["FIRE_CHOICES", "HEAD_SIZE", "MOVE_CHOICES", "ORDER_CHOICES", "OrderChoices",
+           "choice_index", "most_likely_orders"]

@@ -1,4 +1,4 @@
-"""Orders as choices: the march and the fire chosen from their values, the wheel Gaussian."""
+"""Orders as choices: the march and the fire chosen together, the wheel Gaussian."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from models.order_choices import (
     FIRE_CHOICES,
     HEAD_SIZE,
     MOVE_CHOICES,
+    ORDER_CHOICES,
     OrderChoices,
     choice_index,
     most_likely_orders,
@@ -27,38 +28,38 @@ def _distribution(n: int = 4000, seed: int = 0) -> OrderChoices:
     return OrderChoices().proba_distribution(head, torch.tensor([-1.0]))
 
 
-def test_samples_are_the_choices_and_their_log_likelihood_sums_the_three_orders():
+def test_samples_are_the_choices_and_their_log_likelihood_is_the_pairs_and_the_wheels():
     torch.manual_seed(0)
     distribution = _distribution()
     actions = distribution.sample()
-    assert set(actions[:, 0].tolist()) == set(MOVE_CHOICES)
-    assert set(actions[:, 2].tolist()) == set(FIRE_CHOICES)
+    pairs = {(m, f) for m, f in actions[:, [0, 2]].tolist()}
+    assert pairs == set(ORDER_CHOICES)
     assert len(torch.unique(actions[:, 1])) > 0.99 * len(actions)  # the wheel is continuous
-    move = choice_index(actions[:, 0], MOVE_CHOICES)
-    fire = choice_index(actions[:, 2], FIRE_CHOICES)
-    expected = (torch.log_softmax(distribution.move.logits, 1).gather(1, move[:, None])[:, 0]
+    index = choice_index(actions)
+    expected = (torch.log_softmax(distribution.choice.logits, 1).gather(1, index[:, None])[:, 0]
                 + torch.distributions.Normal(distribution.turn.mean, np.exp(-1.0))
-                .log_prob(actions[:, 1])
-                + torch.log_softmax(distribution.fire.logits, 1).gather(1, fire[:, None])[:, 0])
+                .log_prob(actions[:, 1]))
     torch.testing.assert_close(distribution.log_prob(actions), expected)
-    entropy = distribution.entropy()
-    torch.testing.assert_close(entropy, distribution.move.entropy() + distribution.turn.entropy()
-                               + distribution.fire.entropy())
+    torch.testing.assert_close(distribution.entropy(),
+                               distribution.choice.entropy() + distribution.turn.entropy())
 
 
-def test_the_mode_is_the_likeliest_choice_and_the_wheels_mean():
-    head = torch.tensor([[0.0, 3.0, 1.0, 0.25, 2.0, -1.0],
-                         [5.0, 0.0, 1.0, -0.5, -2.0, 1.0]])
-    expected = torch.tensor([[0.0, 0.25, 0.0], [-1.0, -0.5, 1.0]])
+def test_the_mode_is_the_likeliest_pair_and_the_wheels_mean():
+    # Logits of (fall back, hold), (fall back, fire), (halt, hold), (halt, fire),
+    # (march, hold), (march, fire), then the wheel.
+    head = torch.tensor([[0.0, 1.0, 0.5, 3.0, 1.0, 0.0, 0.25],
+                         [0.0, 0.0, 0.0, 0.0, 2.0, 0.0, -0.5]])
+    expected = torch.tensor([[0.0, 0.25, 1.0], [1.0, -0.5, 0.0]])
     distribution = OrderChoices().proba_distribution(head, torch.tensor([-3.0]))
     torch.testing.assert_close(distribution.mode(), expected)
     torch.testing.assert_close(most_likely_orders(head), expected)
 
 
-def test_an_order_between_choices_counts_as_the_nearest():
-    assert choice_index(torch.tensor([-0.9, -0.4, 0.3, 0.7]), MOVE_CHOICES).tolist() == \
-        [0, 1, 1, 2]
-    assert choice_index(torch.tensor([0.2, 0.6, 1.3]), FIRE_CHOICES).tolist() == [0, 1, 1]
+def test_an_order_between_choices_counts_as_the_nearest_pair():
+    orders = torch.tensor([[-0.9, 0.0, 0.2], [-0.4, 0.5, 0.6], [0.7, -1.0, 1.3], [1.0, 0.0, 0.0]])
+    assert [ORDER_CHOICES[i] for i in choice_index(orders).tolist()] == \
+        [(-1.0, 0.0), (0.0, 1.0), (1.0, 1.0), (1.0, 0.0)]
+    assert len(ORDER_CHOICES) == len(MOVE_CHOICES) * len(FIRE_CHOICES)
 
 
 def test_the_imitation_loss_is_the_teachers_negative_log_likelihood_at_the_spread_held():
@@ -84,7 +85,7 @@ def test_a_policy_of_choices_learns_acts_and_survives_a_checkpoint(tmp_path):
     model.learn(64)  # SB3's own rollout and update score the stored orders
     observations = np.random.default_rng(0).uniform(0, 1, (200, 25)).astype(np.float32)
     sampled = model.predict(observations, deterministic=False)[0]
-    assert set(sampled[:, 0]) <= set(MOVE_CHOICES) and set(sampled[:, 2]) <= set(FIRE_CHOICES)
+    assert {(m, f) for m, f in sampled[:, [0, 2]].tolist()} <= set(ORDER_CHOICES)
     loaded = load_ppo(save_ppo(model, tmp_path / "choices"))
     assert loaded.policy.orders == "choices"
     np.testing.assert_array_equal(loaded.predict(observations, deterministic=True)[0],

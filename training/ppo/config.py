@@ -151,10 +151,11 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
         check_number, "training.policy_log_std_init")
     policy_orders: str = setting(
         "choices", "How the policy gives its orders: 'gaussian', one Gaussian over move, "
-        "rotate and fire; 'choices', march (fall back, halt, march) and fire (hold, fire) "
-        "chosen as categories, the wheel Gaussian (models.order_choices). The doctrine's "
-        "orders are bang-bang: a Gaussian's clone smooths each step into a trickle of fire "
-        "and half a march, a choice keeps it sharp.",
+        "rotate and fire; 'choices', the march (fall back, halt, march) and the fire (hold, "
+        "fire) chosen together as one of six pairs, the wheel Gaussian "
+        "(models.order_choices). The doctrine's orders are bang-bang: a Gaussian's clone "
+        "smooths each step into a trickle of fire and half a march, a choice keeps it sharp, "
+        "and one choice of the pair halts where it fires.",
         partial(check_choice, choices=ORDER_HEADS), "training.policy_orders")
     policy_normalize_observations: bool = setting(
         True, "Standardise each observed feature by its mean and spread in the first "
