@@ -95,14 +95,16 @@ def order_loss(policy, observations: torch.Tensor, orders: torch.Tensor,
     teacher during PPO.
 
     A policy whose march and fire are choices
-    (:class:`~models.order_choices.OrderChoices`) is scored by their cross-entropy and
-    the wheel's squared error; ``margin`` is not used. A Gaussian policy's mean is
-    regressed onto the orders, an order at a bound of the order space (``fire`` 0: hold
-    fire) aimed ``margin`` past it: the mean is clipped to the bounds when it acts, so a
-    mean fitted to the bound itself ends up a little inside on some states (a trickle of
-    fire while the teacher holds it), and half of the samples around it during PPO cross
-    the bound. That crossing is what lets PPO find a better halt or volley, so the
-    default margin is 0. Orders inside the bounds are aimed at as they are.
+    (:class:`~models.order_choices.OrderChoices`) is scored by its negative
+    log-likelihood of the orders, the wheel's spread held
+    (:meth:`~models.order_choices.OrderChoices.imitation_loss`); ``margin`` is not used.
+    A Gaussian policy's mean is regressed onto the orders, an order at a bound of the
+    order space (``fire`` 0: hold fire) aimed ``margin`` past it: the mean is clipped to
+    the bounds when it acts, so a mean fitted to the bound itself ends up a little inside
+    on some states (a trickle of fire while the teacher holds it), and half of the samples
+    around it during PPO cross the bound. That crossing is what lets PPO find a better
+    halt or volley, so the default margin is 0. Orders inside the bounds are aimed at as
+    they are.
     """
     distribution = policy.get_distribution(observations)
     if isinstance(distribution, OrderChoices):

@@ -88,9 +88,9 @@ def _sb3_seed(name: str, value: Any) -> int:
 # Scripted L5, the imitated doctrine itself and scripted L1, in turn: measured on the
 # validation battles (docs/training.md, "Fine-tuning after imitation"), PPO improves on
 # the clone only when it meets the teacher, and the old ladder of every level and random
-# play held it level; without L1, which stands still, the learner that falls back from a
-# hidden enemy uphill learns to wait and draws a quarter of its battles against L1-L3
-# ("Orders as choices").
+# play held it level; without L1, which stands still, a learner that halts a step short of
+# its volley is never made to pay for it, and drew up to a quarter of its battles against
+# L1-L3 ("Orders as choices").
 _TRAINING_OPPONENTS = ["scripted_l5", "doctrine", "scripted_l1"]
 
 
