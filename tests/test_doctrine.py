@@ -76,6 +76,28 @@ def test_falling_back_uphill_backs_off_only_from_a_hidden_enemy_above():
         DisciplinedCommander(fall_back_uphill="yes")
 
 
+def test_a_spent_enemy_is_closed_on_to_the_spent_hold_range():
+    from envs.battles.observation import OBSERVATION_FEATURES
+    from envs.commanders.doctrine import SPENT_READINESS
+    readiness = OBSERVATION_FEATURES.index("enemy_readiness")
+    closing = DisciplinedCommander(hold_range=70.0, map_diagonal=1000.0, spent_hold_range=60.0)
+    halting = DisciplinedCommander(hold_range=70.0, map_diagonal=1000.0)
+    at_65 = _duel_observation(65.0, True, 0.2, 0.2)
+    at_65[readiness] = SPENT_READINESS - 0.01
+    assert np.array_equal(closing.predict(at_65)[0], [1.0, 0.0, 0.0])  # marches on, silent
+    assert np.array_equal(halting.predict(at_65)[0], [0.0, 0.0, 1.0])
+    at_55 = _duel_observation(55.0, True, 0.2, 0.2)
+    at_55[readiness] = SPENT_READINESS - 0.01
+    assert np.array_equal(closing.predict(at_55)[0], [0.0, 0.0, 1.0])  # its halt: volley
+    loaded, hidden = at_65.copy(), at_65.copy()
+    loaded[readiness] = SPENT_READINESS
+    hidden[OBSERVATION_FEATURES.index("line_of_sight")] = 0.0
+    for obs in (loaded, hidden):  # a loaded enemy, or one out of sight: the usual halt
+        assert np.array_equal(closing.predict(obs)[0], halting.predict(obs)[0])
+    with pytest.raises(ValueError, match="spent_hold_range"):
+        DisciplinedCommander(spent_hold_range=0.0)
+
+
 def test_falling_back_uphill_wins_more_duels_against_l5():
     # 95.5 % against 88.7 % on the test split's 400 battles, 95.5 % against 87.4 % on the
     # validation split's 800 (docs/training.md, "Falling back uphill").

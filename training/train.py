@@ -227,7 +227,8 @@ def _teacher(config: TrainingConfig):
         return None
     return make_doctrine(config.warm_start_doctrine, config.map_width, config.map_height,
                          config.warm_start_hold_range,
-                         fall_back_uphill=config.warm_start_fall_back_uphill)
+                         fall_back_uphill=config.warm_start_fall_back_uphill,
+                         spent_hold_range=config.warm_start_spent_hold_range)
 
 
 def _new_model(config: TrainingConfig, env: VecMonitor) -> GuidedPPO:

@@ -27,6 +27,11 @@ FALL_BACK_UNTIL = 0.35
 all: an enemy that never comes over the crest (scripted L1 and L2 stand their ground)
 would otherwise hold it to a draw. Chosen on validation battles: from 0.2 to 0.5 it wins
 as much against L5, from 0.5 on it draws against L1 and L2."""
+SPENT_READINESS = 0.5
+"""Readiness (the share of its muskets loaded) below which an enemy in sight counts as
+having spent its volley, for ``spent_hold_range``. Scripted L5 fires from 160 m on, and
+reaches the doctrine's halt with a readiness near 0.05; a doctrine halted at 60 m is
+fully loaded (0.5 and 0.8 gave the same battles on validation)."""
 
 
 class DisciplinedCommander:
@@ -36,7 +41,10 @@ class DisciplinedCommander:
     ``min_range``) until it can see what it is to fire at. With ``fall_back_uphill``,
     a crest that hides an enemy standing higher is not climbed: the battalion falls
     back, still facing the enemy, until the enemy comes over the crest and into view
-    (or until :data:`FALL_BACK_UNTIL` of the battle's time has passed).
+    (or until :data:`FALL_BACK_UNTIL` of the battle's time has passed). With
+    ``spent_hold_range``, an enemy in sight that has spent its volley
+    (:data:`SPENT_READINESS`) is closed on to that range instead: it can no longer
+    answer a volley with one, and each metre closed adds to the hit chance.
     Climbing blind meets the enemy at the crest, a few dozen metres off, and whoever
     sees first volleys first; scripted L5, which marches on to 160 m, comes over the
     crest instead, in sight from farther off, and spends its loaded volley at long
@@ -50,12 +58,17 @@ class DisciplinedCommander:
         min_range: distance in metres down to which it closes on a hidden enemy (> 0).
         fall_back_uphill: fall back from a hidden enemy that stands higher instead of
             closing on it.
+        spent_hold_range: distance in metres at which to halt and open fire on an
+            enemy in sight that has spent its volley (> 0), or None to halt at
+            ``hold_range`` whatever the enemy's readiness.
     """
 
     def __init__(self, hold_range: float = HOLD_RANGE, map_diagonal: float = _DEFAULT_DIAGONAL,
                  max_turn_rate: float = C.MAX_TURN_RATE, min_range: float = 15.0,
-                 fall_back_uphill: bool = False) -> None:
+                 fall_back_uphill: bool = False, spent_hold_range: float | None = None) -> None:
         self.hold_range = check_positive("hold_range", hold_range)
+        self.spent_hold_range = (None if spent_hold_range is None
+                                 else check_positive("spent_hold_range", spent_hold_range))
         self.min_range = check_positive("min_range", min_range)
         self.map_diagonal = check_positive("map_diagonal", map_diagonal)
         self.max_turn_rate = check_positive("max_turn_rate", max_turn_rate)
@@ -73,9 +86,12 @@ class DisciplinedCommander:
         turn = np.clip(off_front / self.max_turn_rate, -1, 1)
         facing = np.abs(off_front) < 0.3
         hidden = obs[:, _F["line_of_sight"]] < 0.5
-        march = facing & ((distance > self.hold_range)
-                          | (hidden & (distance > self.min_range)))
-        fire = facing & ~march & (distance <= self.hold_range)
+        hold = self.hold_range
+        if self.spent_hold_range is not None:
+            spent = ~hidden & (obs[:, _F["enemy_readiness"]] < SPENT_READINESS)
+            hold = np.where(spent, self.spent_hold_range, self.hold_range)
+        march = facing & ((distance > hold) | (hidden & (distance > self.min_range)))
+        fire = facing & ~march & (distance <= hold)
         actions = np.stack([march, turn, fire], axis=1).astype(np.float32)
         if self.fall_back_uphill:
             uphill = (hidden & (obs[:, _F["enemy_elevation"]] > obs[:, _F["own_elevation"]])
@@ -123,8 +139,8 @@ class InStepCommander(DisciplinedCommander):
     disciplined doctrine.
 
     Args:
-        hold_range, map_diagonal, max_turn_rate, min_range, fall_back_uphill: as
-            :class:`DisciplinedCommander`'s.
+        hold_range, map_diagonal, max_turn_rate, min_range, fall_back_uphill,
+            spent_hold_range: as :class:`DisciplinedCommander`'s.
         step_tolerance: metres a battalion may lead its laggard ally (> 0; at 0 the two
             would take turns to step).
         exposed_range: metres within which a battalion that sees its enemy marches on
@@ -134,8 +150,10 @@ class InStepCommander(DisciplinedCommander):
     def __init__(self, hold_range: float = HOLD_RANGE, map_diagonal: float = _DEFAULT_DIAGONAL,
                  max_turn_rate: float = C.MAX_TURN_RATE, min_range: float = 15.0,
                  step_tolerance: float = STEP_TOLERANCE,
-                 exposed_range: float | None = None, fall_back_uphill: bool = False) -> None:
-        super().__init__(hold_range, map_diagonal, max_turn_rate, min_range, fall_back_uphill)
+                 exposed_range: float | None = None, fall_back_uphill: bool = False,
+                 spent_hold_range: float | None = None) -> None:
+        super().__init__(hold_range, map_diagonal, max_turn_rate, min_range, fall_back_uphill,
+                         spent_hold_range)
         self.step_tolerance = check_positive("step_tolerance", step_tolerance)
         self.exposed_range = (None if exposed_range is None
                               else check_positive("exposed_range", exposed_range))
@@ -193,7 +211,7 @@ class ConcentratingCommander(InStepCommander):
 
     Args:
         hold_range, map_diagonal, max_turn_rate, min_range, step_tolerance,
-            exposed_range, fall_back_uphill: as :class:`InStepCommander`'s.
+            exposed_range, fall_back_uphill, spent_hold_range: as :class:`InStepCommander`'s.
         guard_range: metres within which the nearest enemy is faced whatever the
             team's target (> 0). The default, 150 m, is inside scripted L5's halt of
             160 m: L5's battalions stop and fire from beyond it, and the team keeps its
@@ -204,9 +222,9 @@ class ConcentratingCommander(InStepCommander):
                  max_turn_rate: float = C.MAX_TURN_RATE, min_range: float = 15.0,
                  step_tolerance: float = STEP_TOLERANCE,
                  guard_range: float = GUARD_RANGE, exposed_range: float | None = None,
-                 fall_back_uphill: bool = False) -> None:
+                 fall_back_uphill: bool = False, spent_hold_range: float | None = None) -> None:
         super().__init__(hold_range, map_diagonal, max_turn_rate, min_range, step_tolerance,
-                         exposed_range, fall_back_uphill)
+                         exposed_range, fall_back_uphill, spent_hold_range)
         self.guard_range = check_positive("guard_range", guard_range)
 
     def _aim(self, obs: np.ndarray, picture: _TeamPicture) -> np.ndarray:

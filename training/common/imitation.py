@@ -32,22 +32,21 @@ battalions ahead until the last one comes up."""
 
 def make_doctrine(name: str, map_width: float, map_height: float,
                   hold_range: float = HOLD_RANGE, exposed_range: float | None = None,
-                  fall_back_uphill: bool = False):
+                  fall_back_uphill: bool = False, spent_hold_range: float | None = None):
     """The hand-written commander called ``name`` (of :data:`TEAM_DOCTRINES`) for a map
-    of the given size, halting at ``hold_range`` metres and, with ``fall_back_uphill``,
+    of the given size, halting at ``hold_range`` metres (at ``spent_hold_range`` from an
+    enemy in sight that has spent its volley, if given) and, with ``fall_back_uphill``,
     falling back from a hidden enemy that stands higher; the in-step doctrines march on
     within ``exposed_range`` of an enemy in sight (None: they wait wherever they lead)."""
     diagonal = math.hypot(map_width, map_height)
+    common = dict(hold_range=hold_range, map_diagonal=diagonal,
+                  fall_back_uphill=fall_back_uphill, spent_hold_range=spent_hold_range)
     if name == "disciplined":
-        return DisciplinedCommander(hold_range=hold_range, map_diagonal=diagonal,
-                                    fall_back_uphill=fall_back_uphill)
+        return DisciplinedCommander(**common)
     if name == "in_step":
-        return InStepCommander(hold_range=hold_range, map_diagonal=diagonal,
-                               exposed_range=exposed_range, fall_back_uphill=fall_back_uphill)
+        return InStepCommander(exposed_range=exposed_range, **common)
     if name == "concentrated":
-        return ConcentratingCommander(hold_range=hold_range, map_diagonal=diagonal,
-                                      exposed_range=exposed_range,
-                                      fall_back_uphill=fall_back_uphill)
+        return ConcentratingCommander(exposed_range=exposed_range, **common)
     raise ValueError(f"doctrine={name!r} is invalid: expected one of "
                      f"{', '.join(TEAM_DOCTRINES)}")
 

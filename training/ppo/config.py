@@ -22,6 +22,7 @@ from envs.sim.validation import (
     check_int,
     check_non_negative,
     check_number,
+    check_positive,
     check_scripted_level,
 )
 from models.battalion_policy import ORDER_HEADS
@@ -135,6 +136,13 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
         f"{FALL_BACK_UNTIL:g} of the battle's time has passed: the enemy then comes over the "
         "crest in sight from farther off and spends its first volley there.", check_bool,
         "training.warm_start_fall_back_uphill")
+    warm_start_spent_hold_range: float | None = setting(
+        60.0, "Range in metres at which the imitated doctrine halts and opens fire on an enemy "
+        "in sight that has spent its volley (DisciplinedCommander's spent_hold_range): scripted "
+        "L5 fires from 160 m on and meets the halt empty, and ten metres closer the volley hits "
+        "harder; the doctrine meets it loaded, and is met at warm_start_hold_range. null: "
+        "warm_start_hold_range whatever the enemy's readiness.", optional(check_positive),
+        "training.warm_start_spent_hold_range")
     warm_start_order_margin: float = setting(
         ORDER_MARGIN, "How far past a bound of the order space the imitation aims an order "
         "the doctrine gives at that bound (hold fire, full march). 0 aims at the bound itself, "
@@ -165,13 +173,15 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
         "hardly moves the halt that decides battles against the doctrine.",
         check_bool, "training.policy_normalize_observations")
     teacher_coef: float = setting(
-        0.0, "Weight of the pull toward the imitated doctrine on the learner's own states "
+        1.0, "Weight of the pull toward the imitated doctrine on the learner's own states "
         "(behaviour cloning added to PPO's loss) at the first update; it falls linearly to 0 "
-        "over teacher_decay_steps. 0, or no warm_start_doctrine: plain PPO.",
+        "over teacher_decay_steps. 0, or no warm_start_doctrine: plain PPO. The pull keeps "
+        "the learner at its teacher's level (without it, 0.7-1.4 points under it).",
         check_non_negative, "training.teacher_coef")
     teacher_decay_steps: int = setting(
-        300_000, "Env-steps from the first PPO update over which teacher_coef falls to 0.",
-        positive_int, "training.teacher_decay_steps")
+        700_000, "Env-steps from the first PPO update over which teacher_coef falls to 0 (the "
+        "default: the whole of a 1M-step run's PPO).", positive_int,
+        "training.teacher_decay_steps")
     # Battles
     curriculum_level: int = setting(
         5, "Scripted level (1-5) of Red in the evaluation battles, and in the training "
