@@ -176,7 +176,8 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
         1.0, "Weight of the pull toward the imitated doctrine on the learner's own states "
         "(behaviour cloning added to PPO's loss) at the first update; it falls linearly to 0 "
         "over teacher_decay_steps. 0, or no warm_start_doctrine: plain PPO. The pull keeps "
-        "the learner at its teacher's level (without it, 0.8-0.9 points under it against L5, mean of five seeds).",
+        "the learner at its teacher's level (without it, 0.8-0.9 points under it against "
+        "L5, mean of five seeds).",
         check_non_negative, "training.teacher_coef")
     teacher_decay_steps: int = setting(
         700_000, "Env-steps from the first PPO update over which teacher_coef falls to 0 (the "
