@@ -139,8 +139,8 @@ class InStepCommander(DisciplinedCommander):
     disciplined doctrine.
 
     Args:
-        hold_range, map_diagonal, max_turn_rate, min_range, fall_back_uphill,
-            spent_hold_range: as :class:`DisciplinedCommander`'s.
+        hold_range, map_diagonal, max_turn_rate, min_range, fall_back_uphill: as
+            :class:`DisciplinedCommander`'s.
         step_tolerance: metres a battalion may lead its laggard ally (> 0; at 0 the two
             would take turns to step).
         exposed_range: metres within which a battalion that sees its enemy marches on
@@ -150,10 +150,8 @@ class InStepCommander(DisciplinedCommander):
     def __init__(self, hold_range: float = HOLD_RANGE, map_diagonal: float = _DEFAULT_DIAGONAL,
                  max_turn_rate: float = C.MAX_TURN_RATE, min_range: float = 15.0,
                  step_tolerance: float = STEP_TOLERANCE,
-                 exposed_range: float | None = None, fall_back_uphill: bool = False,
-                 spent_hold_range: float | None = None) -> None:
-        super().__init__(hold_range, map_diagonal, max_turn_rate, min_range, fall_back_uphill,
-                         spent_hold_range)
+                 exposed_range: float | None = None, fall_back_uphill: bool = False) -> None:
+        super().__init__(hold_range, map_diagonal, max_turn_rate, min_range, fall_back_uphill)
         self.step_tolerance = check_positive("step_tolerance", step_tolerance)
         self.exposed_range = (None if exposed_range is None
                               else check_positive("exposed_range", exposed_range))
@@ -211,7 +209,7 @@ class ConcentratingCommander(InStepCommander):
 
     Args:
         hold_range, map_diagonal, max_turn_rate, min_range, step_tolerance,
-            exposed_range, fall_back_uphill, spent_hold_range: as :class:`InStepCommander`'s.
+            exposed_range, fall_back_uphill: as :class:`InStepCommander`'s.
         guard_range: metres within which the nearest enemy is faced whatever the
             team's target (> 0). The default, 150 m, is inside scripted L5's halt of
             160 m: L5's battalions stop and fire from beyond it, and the team keeps its
@@ -222,9 +220,9 @@ class ConcentratingCommander(InStepCommander):
                  max_turn_rate: float = C.MAX_TURN_RATE, min_range: float = 15.0,
                  step_tolerance: float = STEP_TOLERANCE,
                  guard_range: float = GUARD_RANGE, exposed_range: float | None = None,
-                 fall_back_uphill: bool = False, spent_hold_range: float | None = None) -> None:
+                 fall_back_uphill: bool = False) -> None:
         super().__init__(hold_range, map_diagonal, max_turn_rate, min_range, step_tolerance,
-                         exposed_range, fall_back_uphill, spent_hold_range)
+                         exposed_range, fall_back_uphill)
         self.guard_range = check_positive("guard_range", guard_range)
 
     def _aim(self, obs: np.ndarray, picture: _TeamPicture) -> np.ndarray:

@@ -110,6 +110,13 @@ def test_unknown_doctrine_is_rejected():
         make_doctrine("napoleon", 1000, 1000)
 
 
+def test_only_the_disciplined_doctrine_closes_on_a_spent_enemy():
+    assert make_doctrine("disciplined", 1000, 1000, spent_hold_range=60.0).spent_hold_range == 60.0
+    assert make_doctrine("in_step", 1000, 1000).spent_hold_range is None
+    with pytest.raises(ValueError, match="spent_hold_range=60.0 is invalid for doctrine='in_step'"):
+        make_doctrine("in_step", 1000, 1000, spent_hold_range=60.0)
+
+
 def test_team_cloning_without_a_finished_battle_warns_and_leaves_the_policy(caplog):
     import torch
 

@@ -34,15 +34,20 @@ def make_doctrine(name: str, map_width: float, map_height: float,
                   hold_range: float = HOLD_RANGE, exposed_range: float | None = None,
                   fall_back_uphill: bool = False, spent_hold_range: float | None = None):
     """The hand-written commander called ``name`` (of :data:`TEAM_DOCTRINES`) for a map
-    of the given size, halting at ``hold_range`` metres (at ``spent_hold_range`` from an
-    enemy in sight that has spent its volley, if given) and, with ``fall_back_uphill``,
+    of the given size, halting at ``hold_range`` metres and, with ``fall_back_uphill``,
     falling back from a hidden enemy that stands higher; the in-step doctrines march on
-    within ``exposed_range`` of an enemy in sight (None: they wait wherever they lead)."""
+    within ``exposed_range`` of an enemy in sight (None: they wait wherever they lead).
+    The disciplined doctrine halts at ``spent_hold_range`` from an enemy in sight that has
+    spent its volley, if given; the team doctrines take no such halt (in 2v2 it gained
+    nothing, ``docs/training.md``), and a ``spent_hold_range`` for them is refused."""
     diagonal = math.hypot(map_width, map_height)
+    if name != "disciplined" and spent_hold_range is not None:
+        raise ValueError(f"spent_hold_range={spent_hold_range!r} is invalid for doctrine="
+                         f"{name!r}: only the disciplined doctrine takes it")
     common = dict(hold_range=hold_range, map_diagonal=diagonal,
-                  fall_back_uphill=fall_back_uphill, spent_hold_range=spent_hold_range)
+                  fall_back_uphill=fall_back_uphill)
     if name == "disciplined":
-        return DisciplinedCommander(**common)
+        return DisciplinedCommander(spent_hold_range=spent_hold_range, **common)
     if name == "in_step":
         return InStepCommander(exposed_range=exposed_range, **common)
     if name == "concentrated":
