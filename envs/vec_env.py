@@ -217,8 +217,8 @@ class BattalionVecEnv(VecEnv):
 
     _ATTRIBUTES = ("render_mode", "curriculum_level", "red_policy", "map_width", "map_height",
                    "max_steps", "hill_speed_factor", "terrain", "randomize_terrain",
-                   "reward_weights", "observation_space", "action_space", "config",
-                   "battlefield")
+                   "reward_weights", "scripted_fire_scale", "observation_space", "action_space",
+                   "config", "battlefield")
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         """The value of a battle attribute for each selected battle."""
@@ -232,7 +232,7 @@ class BattalionVecEnv(VecEnv):
             return [self._battle.red_policy(i) for i in battles]
         if attr_name in ("map_width", "map_height", "max_steps", "hill_speed_factor"):
             return [getattr(self.config, attr_name)] * len(battles)
-        if attr_name in ("terrain", "randomize_terrain", "reward_weights"):
+        if attr_name in ("terrain", "randomize_terrain", "reward_weights", "scripted_fire_scale"):
             return [getattr(self._battle, attr_name)] * len(battles)
         if attr_name in ("observation_space", "action_space", "config", "battlefield"):
             return [getattr(self, attr_name)] * len(battles)
@@ -240,14 +240,22 @@ class BattalionVecEnv(VecEnv):
                              f"{', '.join(self._ATTRIBUTES)}")
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        """Set a battle attribute; ``curriculum_level`` and ``red_policy`` can be set."""
+        """Set a battle attribute: ``curriculum_level`` and ``red_policy`` per battle,
+        ``scripted_fire_scale`` for all battles at once
+        (:meth:`~envs.battles.battalion_batch.BattalionBatch.set_scripted_fire_scale`;
+        ``indices`` must then select every battle)."""
         if attr_name == "curriculum_level":
             self._battle.set_curriculum_level(value, self._index_array(indices))
         elif attr_name == "red_policy":
             self._battle.set_red_policy(value, self._index_array(indices))
+        elif attr_name == "scripted_fire_scale":
+            if len(self._index_array(indices)) != self.num_envs:
+                raise ValueError(f"indices={indices!r} is invalid for scripted_fire_scale: "
+                                 "expected every battle (the scale is the batch's)")
+            self._battle.set_scripted_fire_scale(value)
         else:
-            raise AttributeError(f"cannot set {attr_name!r}: expected 'curriculum_level' or "
-                                 "'red_policy'")
+            raise AttributeError(f"cannot set {attr_name!r}: expected 'curriculum_level', "
+                                 "'red_policy' or 'scripted_fire_scale'")
 
     def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
                    **method_kwargs: Any) -> list[Any]:

@@ -7,7 +7,9 @@ uses, so a v1 policy can seed a multi-agent one layer for layer.
 
 With ``orders="choices"`` the march and the fire are one categorical choice of a pair
 and the wheel alone Gaussian (:mod:`models.order_choices`); the action head then has
-seven outputs, and such a policy does not seed a MAPPO actor.
+seven outputs, and such a policy does not seed a MAPPO actor. ``orders="volleys"`` is the
+same choice for a battalion that fires only when loaded
+(:class:`~models.order_choices.VolleyChoices`).
 
 Constructor arguments are plain JSON values (``activation="tanh"``, not a
 torch class), so SB3 stores them readably in a checkpoint and loading one needs
@@ -24,14 +26,17 @@ from torch import nn
 
 from envs.sim.constants import ACTION_NAMES
 from envs.sim.validation import check_real_array
-from models.order_choices import OrderChoices
+from models.order_choices import OrderChoices, VolleyChoices
 from models.standardize import StandardizedFlatten, fit_policy_inputs
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
 DEFAULT_HIDDEN = (128, 128)
-ORDER_HEADS = ("gaussian", "choices")
-"""How a policy gives its orders: a Gaussian over all three, or move and fire as choices
-(:class:`~models.order_choices.OrderChoices`)."""
+ORDER_HEADS = ("gaussian", "choices", "volleys")
+"""How a policy gives its orders: a Gaussian over all three, move and fire as choices
+(:class:`~models.order_choices.OrderChoices`), or as choices with fire only when loaded
+(:class:`~models.order_choices.VolleyChoices`)."""
+CHOICE_HEADS = {"choices": OrderChoices, "volleys": VolleyChoices}
+"""The order heads whose march and fire are choices, and their distributions."""
 FIRE_ACTION = ACTION_NAMES.index("fire")
 """Index of the fire order in a battalion's ``[move, rotate, fire]`` action (2)."""
 
@@ -55,12 +60,14 @@ class BattalionMlpPolicy(ActorCriticPolicy):
             the statistics are saved with the weights.
         orders: ``"gaussian"`` (default): a diagonal Gaussian over ``[move, rotate,
             fire]``; ``"choices"``: march and fire chosen together from their bang-bang
-            values, the wheel Gaussian (:class:`~models.order_choices.OrderChoices`).
+            values, the wheel Gaussian (:class:`~models.order_choices.OrderChoices`);
+            ``"volleys"``: the same choices, the firing ones barred while the battalion
+            is not loaded (:class:`~models.order_choices.VolleyChoices`).
         **kwargs: passed to ``ActorCriticPolicy`` (e.g. ``log_std_init``).
 
     Raises:
         ValueError: for an unknown activation or order head, or an ``initial_fire_bias``
-            with ``orders="choices"`` (whose fire is a choice, not a mean).
+            with orders as choices (whose fire is a choice, not a mean).
     """
 
     def __init__(self, observation_space, action_space, lr_schedule,
@@ -70,12 +77,13 @@ class BattalionMlpPolicy(ActorCriticPolicy):
                  **kwargs: Any) -> None:
         if orders not in ORDER_HEADS:
             raise ValueError(f"orders={orders!r} is invalid: expected one of {ORDER_HEADS}")
-        if orders == "choices" and getattr(action_space, "shape", None) != (len(ACTION_NAMES),):
-            raise ValueError(f"orders='choices' is invalid for action_space={action_space}: "
+        if orders in CHOICE_HEADS and getattr(action_space, "shape", None) \
+                != (len(ACTION_NAMES),):
+            raise ValueError(f"orders={orders!r} is invalid for action_space={action_space}: "
                              f"expected a Box of the {len(ACTION_NAMES)} orders {ACTION_NAMES}")
-        if orders == "choices" and initial_fire_bias != 0.0:
+        if orders in CHOICE_HEADS and initial_fire_bias != 0.0:
             raise ValueError(f"initial_fire_bias={initial_fire_bias!r} is invalid with "
-                             "orders='choices': expected 0 (the fire order is a choice)")
+                             f"orders={orders!r}: expected 0 (the fire order is a choice)")
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation={activation!r} is invalid: expected one of "
                              f"{sorted(ACTIVATIONS)}")
@@ -101,9 +109,27 @@ class BattalionMlpPolicy(ActorCriticPolicy):
 
     def _build(self, lr_schedule) -> None:
         # SB3 builds the head from self.action_dist; OrderChoices is a Gaussian to it.
-        if self.orders == "choices":
-            self.action_dist = OrderChoices()
+        if self.orders in CHOICE_HEADS:
+            self.action_dist = CHOICE_HEADS[self.orders]()
         super()._build(lr_schedule)
+
+    # With volleys the distribution reads which battalions are loaded from the
+    # observation, which SB3 does not pass it: these three are the ways in.
+    def _show(self, obs: torch.Tensor) -> None:
+        if isinstance(self.action_dist, VolleyChoices):
+            self.action_dist.observation = obs
+
+    def forward(self, obs: torch.Tensor, deterministic: bool = False):
+        self._show(obs)
+        return super().forward(obs, deterministic)
+
+    def evaluate_actions(self, obs: torch.Tensor, actions: torch.Tensor):
+        self._show(obs)
+        return super().evaluate_actions(obs, actions)
+
+    def get_distribution(self, obs: torch.Tensor):
+        self._show(obs)
+        return super().get_distribution(obs)
 
     def predict(self, observation, state=None, episode_start=None, deterministic=False):
         """SB3's ``predict``, refusing observations that are not real numbers (strings,

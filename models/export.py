@@ -59,7 +59,12 @@ from envs.echelons.division_batch import DIVISION_COMMANDS, division_observation
 from envs.options import MacroAction
 from envs.sim.constants import ACTION_DIM, ACTION_HIGH, ACTION_LOW, ACTION_NAMES
 from models.mappo_policy import MAPPOPolicy
-from models.order_choices import OrderChoices, most_likely_orders
+from models.order_choices import (
+    OrderChoices,
+    VolleyChoices,
+    bar_unloaded_fire,
+    most_likely_orders,
+)
 from models.wfm1 import CARD_DIM, CARD_FEATURES, ECHELON_BATTALION, WFM1Policy, _Inputs
 
 logger = logging.getLogger(__name__)
@@ -161,8 +166,10 @@ class SB3Action(nn.Module):
     actor's trunk and head on the observation (``get_distribution``'s path), then for a
     ``Box`` action the mean clipped into the box (``predict`` clips with ``np.clip``; with
     :class:`~models.order_choices.OrderChoices` the likeliest march and fire and the
-    wheel's mean, clipped), for a ``MultiDiscrete`` one each sub-action's most likely
-    choice (the mode; the argmax of the logits is the argmax of the probabilities).
+    wheel's mean, clipped, with :class:`~models.order_choices.VolleyChoices` the firing
+    pairs barred first for a battalion that is not loaded), for a ``MultiDiscrete`` one
+    each sub-action's most likely choice (the mode; the argmax of the logits is the argmax
+    of the probabilities).
 
     Args:
         policy: an SB3 ``ActorCriticPolicy`` with a diagonal Gaussian or a multi-categorical
@@ -195,6 +202,8 @@ class SB3Action(nn.Module):
         features = super(ActorCriticPolicy, policy).extract_features(
             observation, policy.pi_features_extractor)
         out = policy.action_net(policy.mlp_extractor.forward_actor(features))
+        if isinstance(policy.action_dist, VolleyChoices):
+            out = bar_unloaded_fire(out, observation)
         if isinstance(policy.action_dist, OrderChoices):
             out = most_likely_orders(out)
         if self.choices is None:

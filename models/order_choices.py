@@ -18,6 +18,16 @@ a categorical choice of ``(move, fire)`` over :data:`ORDER_CHOICES` and a Gaussi
 ``rotate`` (the ``DiagGaussianDistribution`` it extends, with one log std). Its samples lie
 in the Box, so the env, the rollout buffer and ``predict`` see the usual three numbers. The
 action head gives :data:`HEAD_SIZE` outputs: the choices' logits, then the wheel's mean.
+
+:class:`VolleyChoices` is the same choice for a battalion that fires only volleys: the
+firing pairs are barred until it is loaded (its ``own_readiness`` at least
+:data:`VOLLEY_READINESS`). A battalion that fires every step trades ragged fire, a
+twentieth of a volley a step at whatever range it stands; one that may fire only when
+loaded reloads on every step between its volleys, so a march it chooses while reloading
+brings its next volley closer for nothing. That is the structure of the winning plan
+against scripted L5 (march in loaded, volley at close range), and PPO from scratch finds
+it with volleys where with free fire it settles on trading shots at 160 m
+(``docs/training.md``, "From scratch: volleys").
 """
 
 from __future__ import annotations
@@ -26,6 +36,8 @@ import torch
 from stable_baselines3.common.distributions import DiagGaussianDistribution
 from torch import nn
 from torch.distributions import Categorical, Normal
+
+from envs.battles.observation import OBSERVATION_FEATURES
 
 MOVE_CHOICES = (-1.0, 0.0, 1.0)
 """The ``move`` orders a battalion chooses from: fall back, halt, march."""
@@ -39,6 +51,20 @@ ORDER_CHOICES = tuple((move, fire) for move in MOVE_CHOICES for fire in FIRE_CHO
 HEAD_SIZE = len(ORDER_CHOICES) + 1
 """Outputs of the action head: the choices' logits, then the wheel's mean."""
 
+FIRING = tuple(fire > 0.0 for _, fire in ORDER_CHOICES)
+"""Whether each of :data:`ORDER_CHOICES` fires."""
+
+VOLLEY_READINESS = 0.95
+"""The readiness from which a battalion that fires only volleys may fire: loaded (from a
+spent volley it reloads to this in 18 steps, and to full in 19)."""
+
+READINESS_FEATURE = OBSERVATION_FEATURES.index("own_readiness")
+"""Index of the battalion's own readiness in an observation (every env's observation
+starts with :data:`~envs.battles.observation.OBSERVATION_FEATURES`)."""
+
+BARRED = -1.0e9
+"""The logit of a barred choice: its probability is exactly 0 in float32."""
+
 
 def choice_index(orders: torch.Tensor) -> torch.Tensor:
     """(N,) index in :data:`ORDER_CHOICES` of the pair nearest to each ``(move, fire)`` of
@@ -48,6 +74,16 @@ def choice_index(orders: torch.Tensor) -> torch.Tensor:
     move = (orders[:, :1] - moves).abs().argmin(dim=1)
     fire = (orders[:, 2:] - fires).abs().argmin(dim=1)
     return move * len(FIRE_CHOICES) + fire
+
+
+def bar_unloaded_fire(out: torch.Tensor, observation: torch.Tensor) -> torch.Tensor:
+    """The action head's output ``out`` (N, HEAD_SIZE) with the firing pairs barred for the
+    battalions of ``observation`` (N, obs_dim) that are not loaded
+    (:data:`VOLLEY_READINESS`)."""
+    unloaded = observation[:, READINESS_FEATURE] < VOLLEY_READINESS
+    firing = torch.as_tensor(FIRING, device=out.device)
+    logits = out[:, :-1].masked_fill(unloaded[:, None] & firing, BARRED)
+    return torch.cat([logits, out[:, -1:]], dim=1)
 
 
 def _orders(index: torch.Tensor, turn: torch.Tensor) -> torch.Tensor:
@@ -113,5 +149,37 @@ class OrderChoices(DiagGaussianDistribution):
         return choice + turn
 
 
-__all__ = ["FIRE_CHOICES", "HEAD_SIZE", "MOVE_CHOICES", "ORDER_CHOICES", "OrderChoices",
-           "choice_index", "most_likely_orders"]
+class VolleyChoices(OrderChoices):
+    """:class:`OrderChoices` for a battalion that fires only volleys: the firing pairs
+    are barred while it is not loaded (:func:`bar_unloaded_fire`).
+
+    Which battalions are loaded is read from their observation, which a distribution
+    does not see: the policy sets :attr:`observation` before each use
+    (:class:`~models.battalion_policy.BattalionMlpPolicy` does).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.observation: torch.Tensor | None = None
+
+    def proba_distribution(self, mean_actions: torch.Tensor,
+                           log_std: torch.Tensor) -> VolleyChoices:
+        if self.observation is None:
+            raise RuntimeError("VolleyChoices needs the observation of the battalions "
+                               "(set .observation before proba_distribution)")
+        return super().proba_distribution(bar_unloaded_fire(mean_actions, self.observation),
+                                          log_std)
+
+    def imitation_loss(self, orders: torch.Tensor) -> torch.Tensor:
+        """As :meth:`OrderChoices.imitation_loss`, a teacher's fire by a battalion that is
+        not loaded counted as the pair it can carry out: the same march, holding fire."""
+        index = choice_index(orders)
+        firing = torch.as_tensor(FIRING, device=index.device)[index]
+        unloaded = self.observation[:, READINESS_FEATURE] < VOLLEY_READINESS
+        held = torch.where(firing & unloaded, index - 1, index)  # fire is the minor index
+        return super().imitation_loss(_orders(held, orders[:, 1]))
+
+
+__all__ = ["BARRED", "FIRE_CHOICES", "FIRING", "HEAD_SIZE", "MOVE_CHOICES", "ORDER_CHOICES",
+           "OrderChoices", "READINESS_FEATURE", "VOLLEY_READINESS", "VolleyChoices",
+           "bar_unloaded_fire", "choice_index", "most_likely_orders"]

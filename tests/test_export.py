@@ -93,7 +93,7 @@ def _echelon_observations(batch, n_commanded: int) -> np.ndarray:
                              lambda rng: rng.integers(0, 6, (BATTLES, n_commanded)))
 
 
-@pytest.fixture(scope="module", params=["gaussian", "choices"])
+@pytest.fixture(scope="module", params=["gaussian", "choices", "volleys"])
 def ppo_case(tmp_path_factory, request) -> Case:
     """The 1v1 commander with each order head (``policy_orders``)."""
     from stable_baselines3 import PPO

@@ -8,7 +8,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import VecMonitor
 
 from envs.battalion_env import BattalionEnv
-from envs.battles.observation import OBS_DIM
+from envs.battles.observation import OBS_DIM, OBSERVATION_FEATURES
 from envs.sim.constants import ACTION_DIM, ACTION_HIGH, ACTION_LOW
 from envs.vec_env import BattalionVecEnv
 
@@ -136,6 +136,28 @@ def test_curriculum_level_can_differ_per_battle():
     assert vec.get_attr("curriculum_level", indices=[3]) == [3]
     with pytest.raises(ValueError, match="level"):
         vec.env_method("set_curriculum_level", 9)
+
+
+def test_scripted_fire_scale_silences_red_or_lets_it_fire():
+    strength = OBSERVATION_FEATURES.index("own_strength")
+    hold = np.zeros((8, ACTION_DIM), np.float32)  # Blue stands and holds its fire
+    left = {}
+    for scale in (0.0, 1.0):
+        vec = BattalionVecEnv(8, curriculum_level=5, max_steps=300)
+        vec.set_attr("scripted_fire_scale", scale)
+        assert vec.get_attr("scripted_fire_scale") == [scale] * 8
+        vec.seed(0)
+        vec.reset()
+        for _ in range(150):  # L5 marches to 160 m and, at full fire, opens fire
+            observation = vec.step(hold)[0]
+        left[scale] = observation[:, strength]
+    np.testing.assert_array_equal(left[0.0], 1.0)
+    assert (left[1.0] < 1.0).sum() >= 4  # (a hill between them hides some)
+    vec = BattalionVecEnv(2)
+    with pytest.raises(ValueError, match="scale=1.5 is invalid"):
+        vec.set_attr("scripted_fire_scale", 1.5)
+    with pytest.raises(ValueError, match="indices=\\[0\\] is invalid for scripted_fire_scale"):
+        vec.set_attr("scripted_fire_scale", 0.5, indices=[0])
 
 
 def test_bad_input_is_rejected_with_clear_messages():

@@ -55,6 +55,7 @@ from training.ppo.callbacks import (
     ManifestEvalCallback,
     OutcomeCallback,
     RewardBreakdownCallback,
+    ScriptedFireRamp,
     WandbCallback,
 )
 from training.ppo.checkpoints import load_ppo, save_ppo
@@ -266,6 +267,8 @@ def _callbacks(config: TrainingConfig, manifest: CheckpointManifest | None,
         RewardBreakdownCallback(config.wandb_log_freq),
         OutcomeCallback(),
     ]
+    if config.scripted_fire_ramp > 0.0:
+        callbacks.append(ScriptedFireRamp(config.scripted_fire_ramp, config.total_timesteps))
     if run is not None:
         callbacks.append(WandbCallback(config.wandb_log_freq))
     if config.elo_opponents:

@@ -24,7 +24,12 @@ from envs.sim.engine import pair_major, unit_major, writable_major
 from envs.sim.scripted import FIRE_BY_LEVEL
 from envs.sim.state import BattleState
 from envs.sim.terrain import TerrainMap
-from envs.sim.validation import check_count_fits, check_int, check_scripted_level
+from envs.sim.validation import (
+    check_count_fits,
+    check_in_range,
+    check_int,
+    check_scripted_level,
+)
 
 F32 = np.float32
 BLUE, RED = 0, 1
@@ -177,6 +182,8 @@ class BattalionBatch:
         self._red_policies: list[RedPolicy | None] = [None] * self.n_battles
         self._policy_groups: list[tuple[RedPolicy, np.ndarray]] = []
         self._scripted = np.ones(self.n_battles, bool)
+        self.scripted_fire_scale = 1.0
+        self._fire_by_level = FIRE_BY_LEVEL
         # Actions in the engine's unit-major layout (ACTION_DIM, U, B), reused every step.
         self._orders = np.zeros((ACTION_DIM, 2, self.n_battles), F32)
 
@@ -200,6 +207,20 @@ class BattalionBatch:
     def set_curriculum_level(self, level: int, battles: np.ndarray | None = None) -> None:
         """Scripted Red's level in ``battles`` (all by default)."""
         self.levels[self._indices(battles)] = check_scripted_level("level", level)
+
+    def set_scripted_fire_scale(self, scale: float) -> None:
+        """Scale scripted Red's infantry fire in every battle: its fire order is the level's
+        intensity times ``scale`` (0 to 1; 1, the default, is the level as written).
+
+        A level fires ``intensity * readiness`` each step and reloads 0.05 (the
+        config's ``reload_rate``) a step, so below ``reload_rate / intensity`` the scale
+        slows its sustained fire and above it only its opening volley grows.
+
+        Raises:
+            ValueError: for a scale outside [0, 1].
+        """
+        self.scripted_fire_scale = check_in_range("scale", scale, 0.0, 1.0)
+        self._fire_by_level = (FIRE_BY_LEVEL * np.float32(scale)).astype(F32)
 
     # --- episodes -----------------------------------------------------------------
 
@@ -262,9 +283,9 @@ class BattalionBatch:
         duel_step_kernel(n)(
             *engine.step_inputs(before, self.config, geometry_before, orders),
             pair_major(geometry_before.dist), pair_major(geometry_before.facing_cos),
-            pair_major(geometry_before.facing_sin), self.levels, self._scripted, FIRE_BY_LEVEL,
-            self._weight_vector, MIRROR_SIGN, self.config.max_steps, *blocks.arrays(),
-            observation, values, total, ends,
+            pair_major(geometry_before.facing_sin), self.levels, self._scripted,
+            self._fire_by_level, self._weight_vector, MIRROR_SIGN, self.config.max_steps,
+            *blocks.arrays(), observation, values, total, ends,
             engine.arms_inputs(before, self.config, None, blocks.modes))
         state, events = blocks.views(before)
         self.state, self.geometry, self.last_events = state, events.geometry, events

@@ -15,7 +15,10 @@ from models.order_choices import (
     HEAD_SIZE,
     MOVE_CHOICES,
     ORDER_CHOICES,
+    READINESS_FEATURE,
+    VOLLEY_READINESS,
     OrderChoices,
+    VolleyChoices,
     choice_index,
     most_likely_orders,
 )
@@ -72,10 +75,73 @@ def test_the_imitation_loss_is_the_teachers_negative_log_likelihood_at_the_sprea
                                - 0.5 * np.log(2 * np.pi) - (-1.0))
 
 
-def _model(seed: int = 0) -> PPO:
+def _model(seed: int = 0, orders: str = "choices") -> PPO:
     return PPO(BattalionMlpPolicy, BattalionVecEnv(4, max_steps=50), n_steps=16, batch_size=32,
                n_epochs=2, device="cpu", seed=seed,
-               policy_kwargs={"orders": "choices", "normalize_observations": True})
+               policy_kwargs={"orders": orders, "normalize_observations": True})
+
+
+def _readiness(values) -> torch.Tensor:
+    observation = torch.zeros(len(values), 25)
+    observation[:, READINESS_FEATURE] = torch.tensor(values)
+    return observation
+
+
+def test_volleys_bar_fire_until_the_battalion_is_loaded():
+    readiness = [0.05, 0.5, VOLLEY_READINESS - 1e-3, VOLLEY_READINESS, 1.0] * 800
+    distribution = VolleyChoices()
+    distribution.observation = _readiness(readiness)
+    head = torch.zeros(len(readiness), HEAD_SIZE)  # every pair as likely
+    distribution.proba_distribution(head, torch.tensor([-1.0]))
+    fired = distribution.sample()[:, 2] > 0.5
+    loaded = torch.tensor(readiness) >= VOLLEY_READINESS
+    assert not fired[~loaded].any()
+    assert 0.4 < fired[loaded].float().mean() < 0.6
+    # A barred pair has no probability; the others share it, so log-likelihoods stay finite.
+    held = torch.tensor([[1.0, 0.0, 0.0]]).expand(len(readiness), 3)
+    log_prob = distribution.log_prob(held) - distribution.turn.log_prob(held[:, 1])
+    torch.testing.assert_close(log_prob[~loaded], torch.full((int((~loaded).sum()),),
+                                                             float(np.log(1 / 3))))
+    torch.testing.assert_close(log_prob[loaded], torch.full((int(loaded.sum()),),
+                                                            float(np.log(1 / 6))))
+    with pytest.raises(RuntimeError, match="needs the observation"):
+        VolleyChoices().proba_distribution(head, torch.tensor([-1.0]))
+
+
+def test_a_teachers_fire_while_unloaded_is_imitated_as_holding():
+    distribution = VolleyChoices()
+    distribution.observation = _readiness([0.1, 0.1, 1.0])
+    head = torch.randn(3, HEAD_SIZE, generator=torch.Generator().manual_seed(0))
+    distribution.proba_distribution(head, torch.tensor([-1.0]))
+    fire = torch.tensor([[1.0, 0.2, 1.0], [0.0, 0.2, 1.0], [1.0, 0.2, 1.0]])
+    hold = fire.clone()
+    hold[:2, 2] = 0.0  # the unloaded ones hold; the loaded one still fires
+    loss = distribution.imitation_loss(fire)
+    assert torch.isfinite(loss)
+    torch.testing.assert_close(loss, distribution.imitation_loss(hold))
+    torch.testing.assert_close(loss, OrderChoices.imitation_loss(distribution, hold))
+
+
+def test_a_policy_of_volleys_never_fires_unloaded_in_a_battle_and_survives_a_checkpoint(
+        tmp_path):
+    model = _model(orders="volleys")
+    model.learn(64)
+    env = BattalionVecEnv(16, max_steps=60)
+    env.seed(3)
+    observation = env.reset()
+    fired_loaded = 0
+    for _ in range(60):
+        orders = model.predict(observation, deterministic=False)[0]
+        fires = orders[:, 2] > 0.5
+        assert (observation[fires, READINESS_FEATURE] >= VOLLEY_READINESS).all()
+        fired_loaded += int(fires.sum())
+        observation = env.step(orders)[0]
+    assert fired_loaded > 0
+    loaded = load_ppo(save_ppo(model, tmp_path / "volleys"))
+    assert isinstance(loaded.policy.action_dist, VolleyChoices)
+    probe = _readiness(np.linspace(0, 1, 200).tolist()).numpy()
+    np.testing.assert_array_equal(loaded.predict(probe, deterministic=True)[0],
+                                  model.predict(probe, deterministic=True)[0])
 
 
 def test_a_policy_of_choices_learns_acts_and_survives_a_checkpoint(tmp_path):

@@ -16,6 +16,7 @@ from tests.forked import run_module
 from tests.training.conftest import tiny_config
 from training import TrainingConfig, train
 from training.artifacts import CheckpointManifest, parse_step_from_checkpoint_name
+from training.ppo.callbacks import ramped_fire_scale
 from training.ppo.checkpoints import load_ppo
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +46,29 @@ def test_config_object_quick_start(tmp_path):
     model = train(config)
     assert model.num_timesteps == 512
     assert (tmp_path / "ck" / "ppo_battalion_s42_c3_final.zip").is_file()
+
+
+def test_scripted_fire_ramps_over_its_share_of_the_budget_in_the_training_battles(tmp_path):
+    assert [ramped_fire_scale(p, 0.05) for p in (0.0, 1 / 3, 2 / 3, 5 / 6, 1.0, 2.0)] == \
+        pytest.approx([0.0, 0.025, 0.05, 0.525, 1.0, 1.0])
+    model = train(total_timesteps=1024, scripted_fire_ramp=0.5, **tiny_config(tmp_path))
+    # Rollouts of 4 x 64 steps start at 0, 256, 512 and 768 (each logged at its end): the
+    # ramp ends at 512, halfway through its sustained-fire part at 256.
+    scales = {event.step: event.value for event in _scalars(tmp_path, "train/scripted_fire_scale")}
+    assert {step: scales[step] for step in (512, 768, 1024)} == \
+        pytest.approx({512: 0.0375, 768: 1.0, 1024: 1.0}), scales
+    assert model.get_env().get_attr("scripted_fire_scale", [0]) == [1.0]
+    with pytest.raises(ValueError, match="scripted_fire_ramp=1.5 is invalid"):
+        TrainingConfig(scripted_fire_ramp=1.5)
+
+
+def _scalars(root: Path, tag: str) -> list:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    (events,) = (root / "logs").rglob("events.out.tfevents.*")
+    accumulator = EventAccumulator(str(events), size_guidance={"scalars": 0})
+    accumulator.Reload()
+    return accumulator.Scalars(tag)
 
 
 def test_bad_arguments():

@@ -225,8 +225,8 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
     v1_checkpoint: str | None = setting(
         None, "A trained v1 (duel) commander to start from, layer for layer; it replaces the "
         "warm start. A v1 whose orders are choices (policy_orders: choices, the duel's "
-        "default) gives its trunks and critic only: its head does not fit the team's "
-        "Gaussian one and is skipped, with a warning.", optional(path),
+        "default, or volleys) gives its trunks and critic only: its head does not fit the "
+        "team's Gaussian one and is skipped, with a warning.", optional(path),
         "training.v1_checkpoint")
     init_policy: str | None = setting(
         None, "A MAPPO policy file (a pool snapshot or save_policy's file, same network "

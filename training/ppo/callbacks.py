@@ -16,7 +16,7 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback, EvalCallback
 
 from envs.reward import COMPONENTS
-from envs.sim.validation import check_int
+from envs.sim.validation import check_in_range, check_int
 from storage.files import atomic_write_bytes
 from training.artifacts import CheckpointManifest
 from training.common.schedule import EveryNSteps
@@ -171,6 +171,58 @@ class OutcomeCallback(BaseCallback):
             publish(self, {"rollout/win_rate": float(won), "rollout/draw_rate": float(drawn),
                            "rollout/loss_rate": float(lost)})
         self._counts[:] = 0
+
+
+def ramped_fire_scale(progress: float, reload_rate: float) -> float:
+    """Scripted Red's fire scale (:meth:`~envs.battles.battalion_batch.BattalionBatch.
+    set_scripted_fire_scale`) at ``progress`` (0 to 1 and beyond) through a ramp.
+
+    Over the first two thirds of the ramp the scale rises from 0 to ``reload_rate``, where
+    a level firing at full intensity (L5) keeps up its sustained fire: its fire grows from
+    none to all it can load. Over the last third it rises to 1, and only L5's opening
+    volley grows with it. Past the ramp it is 1.
+    """
+    if progress >= 1.0:
+        return 1.0
+    if progress < 2.0 / 3.0:
+        return reload_rate * progress * 1.5
+    return reload_rate + (1.0 - reload_rate) * (progress - 2.0 / 3.0) * 3.0
+
+
+class ScriptedFireRamp(BaseCallback):
+    """Ramps scripted Red's infantry fire in the training battles from none to full over
+    the first ``share`` of a ``total_timesteps`` budget (:func:`ramped_fire_scale`), and
+    records it as ``train/scripted_fire_scale``.
+
+    Against an enemy that does not yet shoot back, a commander learns to march in and
+    volley at close range, the plan that beats the enemy once it does; met at full fire
+    from the start, PPO from scratch settles on trading shots out of reach
+    (``docs/training.md``, "From scratch: volleys"). Only the training battles are ramped:
+    the evaluation battles are always fought at full fire. The scale is set before each
+    rollout from the run's env-step count, so a resumed run picks the ramp up where it
+    stood.
+
+    Args:
+        share: the share of the budget the ramp takes (in (0, 1]).
+        total_timesteps: the run's budget in env-steps (>= 1).
+    """
+
+    def __init__(self, share: float, total_timesteps: int, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        self.steps = check_in_range("share", share, 0.0, 1.0, low_open=True) \
+            * check_int("total_timesteps", total_timesteps, minimum=1)
+        self.reload_rate = 0.0
+
+    def _on_training_start(self) -> None:
+        self.reload_rate = self.training_env.get_attr("config", [0])[0].reload_rate
+
+    def _on_rollout_start(self) -> None:
+        scale = ramped_fire_scale(self.num_timesteps / self.steps, self.reload_rate)
+        self.training_env.set_attr("scripted_fire_scale", scale)
+        self.logger.record("train/scripted_fire_scale", scale)
+
+    def _on_step(self) -> bool:
+        return True
 
 
 class EloEvalCallback(BaseCallback):
@@ -354,4 +406,4 @@ class ManifestEvalCallback(EvalCallback):
 
 
 __all__ = ["EloEvalCallback", "ManifestCheckpointCallback", "ManifestEvalCallback",
-           "RewardBreakdownCallback", "WandbCallback"]
+           "RewardBreakdownCallback", "ScriptedFireRamp", "WandbCallback", "ramped_fire_scale"]

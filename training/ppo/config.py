@@ -163,7 +163,9 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
         "fire) chosen together as one of six pairs, the wheel Gaussian "
         "(models.order_choices). The doctrine's orders are bang-bang: a Gaussian's clone "
         "smooths each step into a trickle of fire and half a march, a choice keeps it sharp, "
-        "and one choice of the pair halts where it fires.",
+        "and one choice of the pair halts where it fires; 'volleys', the same choices with "
+        "the firing pairs barred while the battalion is not loaded (models.order_choices."
+        "VolleyChoices): no ragged fire, the plan PPO from scratch finds.",
         partial(check_choice, choices=ORDER_HEADS), "training.policy_orders")
     policy_normalize_observations: bool = setting(
         True, "Standardise each observed feature by its mean and spread in the first "
@@ -193,6 +195,15 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
         "(scripted_l1..scripted_l5, random, doctrine, doctrine_<metres>: the doctrine halting at "
         "that range; a repeat weights an entry); empty: "
         "scripted env.curriculum_level everywhere.", _opponent_list, "env.opponents")
+    scripted_fire_ramp: float = setting(
+        0.0, "Share of the budget over which scripted Red's infantry fire in the training "
+        "battles rises from none to full (training.ppo.callbacks.ramped_fire_scale: L5's "
+        "sustained fire over the ramp's first two thirds, its opening volley over the last "
+        "third); the evaluation battles are always at full fire. 0: full from the start. "
+        "PPO from scratch (no warm_start_doctrine) with policy_orders 'volleys' and a ramp of "
+        "0.6 learns to march in and volley against L5, where at full fire from the start it "
+        "trades shots out of reach (docs/training.md, 'From scratch: volleys').",
+        unit_interval, "env.scripted_fire_ramp")
     # Checkpoints and evaluation
     checkpoint_dir: str = setting(
         "checkpoints", "Folder of the periodic, best and final checkpoints.", path,
