@@ -220,7 +220,7 @@ class BattalionBatch:
             ValueError: for a scale outside [0, 1].
         """
         self.scripted_fire_scale = check_in_range("scale", scale, 0.0, 1.0)
-        self._fire_by_level = (FIRE_BY_LEVEL * np.float32(scale)).astype(F32)
+        self._fire_by_level = FIRE_BY_LEVEL * np.float32(scale)  # float32, as the kernel takes
 
     # --- episodes -----------------------------------------------------------------
 

@@ -126,17 +126,18 @@ def test_a_policy_of_volleys_never_fires_unloaded_in_a_battle_and_survives_a_che
         tmp_path):
     model = _model(orders="volleys")
     model.learn(64)
-    env = BattalionVecEnv(16, max_steps=60)
+    env = BattalionVecEnv(16, max_steps=60, map_width=300.0, map_height=300.0)  # in range
     env.seed(3)
     observation = env.reset()
-    fired_loaded = 0
+    fired_loaded = reloading = 0
     for _ in range(60):
         orders = model.predict(observation, deterministic=False)[0]
         fires = orders[:, 2] > 0.5
         assert (observation[fires, READINESS_FEATURE] >= VOLLEY_READINESS).all()
         fired_loaded += int(fires.sum())
+        reloading += int((observation[:, READINESS_FEATURE] < VOLLEY_READINESS).sum())
         observation = env.step(orders)[0]
-    assert fired_loaded > 0
+    assert fired_loaded > 0 and reloading > 100
     loaded = load_ppo(save_ppo(model, tmp_path / "volleys"))
     assert isinstance(loaded.policy.action_dist, VolleyChoices)
     probe = _readiness(np.linspace(0, 1, 200).tolist()).numpy()
