@@ -16,8 +16,8 @@ Stacks:
   n_envs=8, curriculum_level=3, enable_self_play=True)``.
 - ``scratch``: PPO from scratch, no imitation (``warm_start_doctrine=None``), firing only
   volleys (``policy_orders: volleys``) with scripted fire ramped in over the first 60 % of
-  the budget (``scripted_fire_ramp: 0.6``), paying 0.6 for each full volley
-  (``reward_fire_cost: 0.6``: a volley pays only within about 100 m), against scripted L5
+  the budget (``scripted_fire_ramp: 0.6``), paying 0.8 for each full volley
+  (``reward_fire_cost: 0.8``: a volley pays only within about 90 m), against scripted L5
   twice as often as the doctrine or L1; 5M env-steps. ``--set policy_orders=choices --set
   scripted_fire_ramp=0 --set reward_fire_cost=0 --set 'training_opponents=[scripted_l5,
   doctrine, scripted_l1]'`` gives the default config without imitation.
@@ -291,7 +291,7 @@ STACKS = {
     # PPO from scratch: the settings chosen on the validation battles (docs/training.md,
     # "From scratch: volleys").
     "scratch": Stack({"warm_start_doctrine": None, "policy_orders": "volleys",
-                      "scripted_fire_ramp": 0.6, "reward_fire_cost": 0.6,
+                      "scripted_fire_ramp": 0.6, "reward_fire_cost": 0.8,
                       "training_opponents": ["scripted_l5", "scripted_l5", "doctrine",
                                              "scripted_l1"]}, 5_000_000),
     "mappo_2v2": Stack({}, 2_000_000, TEAM),
