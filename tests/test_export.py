@@ -100,6 +100,7 @@ def ppo_case(tmp_path_factory, request) -> Case:
 
     from envs.vec_env import BattalionVecEnv
     from models.battalion_policy import BattalionMlpPolicy
+    from models.order_choices import FIRING, READINESS_FEATURE, most_likely_orders
     from training.ppo.checkpoints import save_ppo
 
     folder = tmp_path_factory.mktemp("ppo")
@@ -112,7 +113,7 @@ def ppo_case(tmp_path_factory, request) -> Case:
     _widen(model.policy.action_net, 0.5 if request.param == "gaussian" else 0.2)
     if request.param == "volleys":  # firing likeliest often, so that the bar decides orders
         with torch.no_grad():
-            model.policy.action_net.bias[[1, 3, 5]] += 2.0
+            model.policy.action_net.bias[:len(FIRING)] += 2.0 * torch.tensor(FIRING)
     # Statistics far from the identity, so that the graph must carry them.
     model.policy.fit_observation_statistics(torch.rand(500, 25) * 0.5 + 0.2)
     path = save_ppo(model, folder / "ppo_battalion_final.zip")
@@ -121,13 +122,10 @@ def ppo_case(tmp_path_factory, request) -> Case:
     observations = _sb3_observations(env.reset, lambda a: env.step(a)[0],
                                      lambda rng: rng.uniform(low, high, (BATTLES, ACTION_DIM)))
     if request.param == "volleys":  # the recorded battalions are loaded: half reloading
-        from models.order_choices import READINESS_FEATURE, most_likely_orders
-
         observations[::2, READINESS_FEATURE] = np.random.default_rng(2).uniform(
             0.0, 1.0, len(observations[::2]))
     expected = model.predict(observations, deterministic=True)[0]
     if request.param == "volleys":  # some unloaded battalion's likeliest pair must be barred
-
         policy = model.policy
         with torch.no_grad():
             features = policy.extract_features(torch.as_tensor(observations))
