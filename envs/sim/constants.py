@@ -229,8 +229,11 @@ validation battles of ``python -m benchmarks.scripted_ladder``)."""
 SCRIPTED_DEPLOY_WITHIN = 300.0
 """Scripted infantry of levels 3 to 5 in column deploys into line once the nearest enemy
 is this close (metres)."""
-SCRIPTED_SQUARE_WITHIN = 250.0
-"""Scripted level-5 infantry forms square when enemy cavalry in the fight comes this close..."""
+SCRIPTED_SQUARE_WITHIN = 350.0
+"""Scripted level-5 infantry forms square when enemy cavalry in the fight comes this close
+(beyond :data:`SCRIPTED_DEPLOY_WITHIN`, so that a column never starts deploying into line
+with horse about: a change of formation cannot be countermanded, and a charge meets a
+battalion caught in its drill)..."""
 SCRIPTED_UNSQUARE_BEYOND = 400.0
 """...and deploys back into line once no enemy cavalry is this close."""
 SCRIPTED_CHARGE_WITHIN = 250.0

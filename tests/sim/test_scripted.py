@@ -106,6 +106,14 @@ def test_level_5_infantry_forms_square_against_near_cavalry_and_level_4_does_not
     assert arms_orders(4, units, [0, 1], [INF, CAV], [C.LINE, C.LINE])[1] == KEEP
 
 
+def test_a_level_5_column_in_deploying_range_of_horse_forms_square_not_line():
+    # A change of formation cannot be countermanded, so a column that began deploying
+    # into line with horse about would meet the charge in its drill.
+    units = [(300, 500, 0), (300 + C.SCRIPTED_DEPLOY_WITHIN - 10, 500, 180)]
+    assert arms_orders(5, units, [0, 1], [INF, CAV], [C.COLUMN, C.LINE])[1] == C.SQUARE
+    assert arms_orders(4, units, [0, 1], [INF, CAV], [C.COLUMN, C.LINE])[1] == C.LINE
+
+
 def test_a_level_5_square_keeps_until_the_cavalry_is_far_then_deploys():
     between = (C.SCRIPTED_SQUARE_WITHIN + C.SCRIPTED_UNSQUARE_BEYOND) / 2
     units = [(300, 500, 0), (300 + between, 500, 180)]
