@@ -129,13 +129,12 @@ class ArmsPlan:
                              f"one of {', '.join(GUN_TARGETS)}")
 
 
-SEARCHED_PLAN = ArmsPlan(volley_range=75.0, fire_discipline=True, step_tolerance=10.0,
-                         column_beyond=800.0, charge_within=250.0, unlimber_within=400.0,
+SEARCHED_PLAN = ArmsPlan(volley_range=75.0, fire_discipline=True, step_tolerance=20.0,
+                         column_beyond=600.0, charge_within=350.0, unlimber_within=600.0,
                          gun_target="cavalry")
 """The plan that won most against scripted L5 on the ``combined_arms`` scenario, found by a
-random then a coordinate search on validation battles (``docs/performance.md``; searched
-again since L5 forms its squares before its columns deploy); on other fields it wins
-less than the default plan against the default doctrine."""
+random then a coordinate search on validation battles (``docs/performance.md``); on other
+fields it wins less than the default plan against the default doctrine."""
 
 
 ARMS_PLANS = {"standard": ArmsPlan(), "searched": SEARCHED_PLAN}
