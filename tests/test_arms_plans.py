@@ -97,10 +97,10 @@ def test_a_plan_must_be_an_arms_plan():
 
 
 def test_the_searched_plan_beats_the_doctrines_own_against_l5_on_all_arms():
-    # 100 battles: 56 won against 42 (on 400, 59 % against 41 %).
-    won = {name: int((play_plan(plan, "scripted_l5", 100, 300000) == 1).sum())
+    # 200 battles: 108 won against 83 (on 400, 52.0 % against 41.2 %).
+    won = {name: int((play_plan(plan, "scripted_l5", 200, 300000) == 1).sum())
            for name, plan in ARMS_PLANS.items()}
-    assert won["searched"] >= won["standard"] + 8, won
+    assert won["searched"] >= won["standard"] + 16, won
 
 
 def test_the_benchmark_searches_and_prints_the_plans():

@@ -33,10 +33,13 @@ def test_a_pairing_counts_from_the_higher_level_on_both_sides_of_the_map():
 def test_each_level_wins_more_than_it_loses_against_the_one_below_on_all_arms():
     # Levels 2 and 3 charge with their horse: before they used their arms, every battle
     # among levels 1 to 3 was drawn.
+    # 100 battles a pairing (8 left level 5 against level 4, which wins 61.5 % of the
+    # documented 400, to chance): won/drawn/lost 75/25/0, 62/32/6, 75/21/4, 55/35/10.
     settings = ScriptedSides(COMBINED)
     for level in range(2, 6):
-        outcomes = pairing(settings, level, level - 1, 8, 0)
-        assert (outcomes == 1).sum() >= 5 > (outcomes == -1).sum(), (level, outcomes)
+        outcomes = pairing(settings, level, level - 1, 100, 0)
+        won, lost = (outcomes == 1).sum(), (outcomes == -1).sum()
+        assert won >= 50 and won > lost, (level, won, lost)
 
 
 def test_the_command_prints_the_ladder():
