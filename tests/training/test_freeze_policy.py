@@ -150,6 +150,15 @@ def test_sizes_that_differ_from_the_file_name_the_field(tmp_path, field):
         load_and_freeze_mappo(path, **{**DIMS, field: 99})
 
 
+def test_n_agents_none_takes_a_policy_of_any_number_of_agents(tmp_path):
+    path = write_trainer_checkpoint(tmp_path / "mappo_policy.pt", small_policy())
+    loaded = load_and_freeze_mappo(path, **{**DIMS, "n_agents": None})
+    assert loaded.n_agents == DIMS["n_agents"] and fully_frozen(loaded)
+    # The other sizes are still compared.
+    with pytest.raises(ValueError, match="has obs_dim=6 but obs_dim=99"):
+        load_and_freeze_mappo(path, **{**DIMS, "n_agents": None, "obs_dim": 99})
+
+
 def test_missing_and_foreign_mappo_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="nothing.pt"):
         load_and_freeze_mappo(tmp_path / "nothing.pt", **DIMS)

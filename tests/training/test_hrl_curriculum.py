@@ -271,7 +271,8 @@ def test_load_state_dict_refuses_malformed_state(change, field):
 
 TABLE = {  # threshold, window, extra env keys, training
     HRLPhase.PHASE_1_BATTALION: (0.70, 50, {"red_level": 5, "order_period": 100,
-                                            "order_attack_share": 0.5},
+                                            "order_attack_share": 0.75, "n_blue": 4,
+                                            "n_red": 4},
                                  {"total_timesteps": 2_000_000, "n_steps": 128, "n_epochs": 4,
                                   "batch_size": 4096, "warm_start_hold_range": 80.0}),
     HRLPhase.PHASE_2_BRIGADE: (0.65, 30, {"temporal_ratio": 10, "red_level": 5},
@@ -318,6 +319,8 @@ def set_key(data, dotted, value):
     (lambda d: set_key(d, "curriculum.elo_opponent", "scripted_l9"), r"curriculum\.elo_opponent"),
     (lambda d: set_key(d, "env.map_width", 5.0), r"env\.map_width"),
     (lambda d: set_key(d, "env.temporal_ratio", 0), r"env\.temporal_ratio"),
+    (lambda d: set_key(d, "env.n_blue", 7), r"env\.n_blue"),
+    (lambda d: set_key(d, "env.n_red", 0), r"env\.n_red"),
     (lambda d: set_key(d, "training.n_epochs", [4]), r"training\.n_epochs"),
     (lambda d: d["training"].pop("batch_size"), r"training\.batch_size.*missing"),
     (lambda d: d.update(ppo={}), "'ppo'"),

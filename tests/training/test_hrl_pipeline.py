@@ -44,6 +44,9 @@ def test_three_phases_chain_freeze_register_and_rate(tmp_path):
         assert report.elo == pytest.approx(performance_rating(
             rates["won"] + rates["drawn"] / 2, 800.0, n))
     assert reports[1].env_steps == 64 * 10
+    # The battalions learned in 4v4 battles (phase 1's file) and command brigades of two.
+    from training.echelons.trainer import load_frozen_battalion_policy
+    assert load_frozen_battalion_policy(files[0]).n_agents == 4
     summary = json.loads((tmp_path / "hrl_summary.json").read_text())
     assert [s["phase"] for s in summary] == [1, 2, 3]
     # A later phase alone runs over the files already there.
@@ -66,8 +69,10 @@ def test_a_phase_file_sets_its_optional_training_keys(tmp_path, monkeypatch):
     from training.echelons.curriculum import PHASE_CONFIG_FILES, HRLPhase
     from training.echelons.pipeline import phase_settings
     # The battalions' phase pins the halt its order follower attacks to (not MAPPO's default).
-    assert phase_settings(HRLPhase.PHASE_1_BATTALION, tmp_path, {})[
-        "warm_start_hold_range"] == 80.0
+    shipped = phase_settings(HRLPhase.PHASE_1_BATTALION, tmp_path, {})
+    assert shipped["warm_start_hold_range"] == 80.0
+    # ... and learns in the division's battles (two brigades of two a side).
+    assert (shipped["n_blue"], shipped["n_red"]) == (4, 4)
     for phase in HRLPhase:
         data = yaml.safe_load((hc.HRL_CONFIG_DIR / PHASE_CONFIG_FILES[phase]).read_text())
         data["training"].update(n_envs=24, warm_start_hold_range=70.0)
@@ -77,3 +82,9 @@ def test_a_phase_file_sets_its_optional_training_keys(tmp_path, monkeypatch):
     assert (settings["n_envs"], settings["warm_start_hold_range"]) == (24, 70.0)
     with pytest.raises(ValueError, match="phase2_brigade.yaml.*warm_start_hold_range"):
         phase_settings(HRLPhase.PHASE_2_BRIGADE, tmp_path, {})
+    data = yaml.safe_load((hc.HRL_CONFIG_DIR / PHASE_CONFIG_FILES[HRLPhase(3)]).read_text())
+    data["training"].pop("warm_start_hold_range")
+    data["env"]["n_blue"] = 2
+    (tmp_path / PHASE_CONFIG_FILES[HRLPhase(3)]).write_text(yaml.safe_dump(data))
+    with pytest.raises(ValueError, match="phase3_division.yaml.*env.n_blue is for phase 1"):
+        phase_settings(HRLPhase.PHASE_3_DIVISION, tmp_path, {})

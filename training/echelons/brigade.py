@@ -71,7 +71,7 @@ def train_brigade(config: BrigadeConfig | None = None, **overrides: Any) -> Eche
     if overrides:
         config = config.replace(**overrides)
     battalion = None if config.battalion_policy is None else load_frozen_battalion_policy(
-        config.battalion_policy, n_agents=config.n_blue)
+        config.battalion_policy)
     vec_env = make_brigade_vec_env(config.n_envs, n_blue=config.n_blue, n_red=config.n_red,
                                    blue_policy=battalion, **config.battle_kwargs())
     callback = BrigadeWinRateCallback(lambda n: brigade_battles(config, n, battalion),

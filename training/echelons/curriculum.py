@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from envs.battles.multi_observation import MAX_TEAM_SIZE
 from envs.sim.validation import (
     check_in_range,
     check_int,
@@ -116,6 +117,10 @@ def _count(name: str, value: Any) -> int:
     return check_int(name, value, minimum=1)
 
 
+def _team_size(name: str, value: Any) -> int:
+    return check_int(name, value, minimum=1, maximum=MAX_TEAM_SIZE)
+
+
 # Every key of a phase file: section -> key -> (check, required). The check gets the
 # key's full name (file and key) for its message and returns the value to keep.
 _PHASE_SCHEMA: dict[str, dict[str, tuple[Callable[[str, Any], Any], bool]]] = {
@@ -135,6 +140,8 @@ _PHASE_SCHEMA: dict[str, dict[str, tuple[Callable[[str, Any], Any], bool]]] = {
         "red_level": (check_scripted_level, False),
         "order_period": (_count, False),
         "order_attack_share": (lambda n, v: check_in_range(n, v, 0.0, 1.0), False),
+        "n_blue": (_team_size, False),
+        "n_red": (_team_size, False),
     },
     "training": {
         "total_timesteps": (_count, True),
@@ -156,7 +163,8 @@ def load_phase_config(phase: HRLPhase | int) -> dict[str, Any]:
     optionally ``temporal_ratio``: lower-echelon steps per command of the trained
     echelon, ``red_level``: scripted Red's level in training, ``order_period``: steps
     each random order lasts in phase 1, ``order_attack_share``: the share of them that
-    are attacks) and ``training`` (``total_timesteps``,
+    are attacks, and in phase 1 ``n_blue`` and ``n_red``: the battalions a side in the
+    battles it learns in) and ``training`` (``total_timesteps``,
     ``n_steps``, ``n_epochs``, ``batch_size``, and optionally ``n_envs`` and, in phase 1,
     ``warm_start_hold_range``: where the imitated order follower's attacks halt).
 
@@ -213,6 +221,11 @@ def load_phase_config(phase: HRLPhase | int) -> dict[str, Any]:
         raise ValueError(f"HRL phase config {path}: key training.warm_start_hold_range is for "
                          "phase 1 only (the battalions' imitated order follower); the echelons "
                          "above imitate no halt")
+    for key in ("n_blue", "n_red"):
+        if key in config["env"] and phase != HRLPhase.PHASE_1_BATTALION:
+            raise ValueError(f"HRL phase config {path}: key env.{key} is for phase 1 only (the "
+                             "battles the battalions learn in); the brigade's and the "
+                             "division's sizes are their configs' (BrigadeConfig, DivisionConfig)")
     return config
 
 

@@ -106,7 +106,7 @@ def train_division(config: DivisionConfig | None = None, **overrides: Any) -> Ec
     brigade = None if config.brigade_policy is None else load_frozen_brigade_policy(
         config.brigade_policy)
     battalion = None if config.battalion_policy is None else load_frozen_battalion_policy(
-        config.battalion_policy, n_agents=config.n_blue_per_brigade)
+        config.battalion_policy)
     vec_env = make_division_vec_env(
         config.n_envs, n_brigades=config.n_brigades,
         n_blue_per_brigade=config.n_blue_per_brigade, n_red_brigades=config.n_red_brigades,

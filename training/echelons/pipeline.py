@@ -119,7 +119,7 @@ def phase_settings(phase: HRLPhase, root: Path, lower: dict[HRLPhase, Path],
                                             "batch_size")},
                 "checkpoint_dir": folder, "log_dir": str(root / "logs" / PHASE_FOLDERS[phase])}
     for section, keys in ((env, ("red_level", "order_period", "order_attack_share",
-                                 "temporal_ratio")),
+                                 "temporal_ratio", "n_blue", "n_red")),
                           (training, ("n_envs", "warm_start_hold_range"))):
         settings.update({key: section[key] for key in keys if key in section})
     if phase == HRLPhase.PHASE_1_BATTALION:
@@ -169,7 +169,7 @@ def evaluate_phase(phase: HRLPhase, policy_file: Path, settings: dict[str, Any],
     if phase == HRLPhase.PHASE_2_BRIGADE:
         config = BrigadeConfig(**{**settings, "red_level": red_level})
         battalion = None if config.battalion_policy is None else \
-            load_frozen_battalion_policy(config.battalion_policy, n_agents=config.n_blue)
+            load_frozen_battalion_policy(config.battalion_policy)
         model = load_frozen_brigade_policy(policy_file)
         return evaluate_commander(model, brigade_battles(config, n_battles, battalion),
                                   n_battles, EVALUATION_SEED)
@@ -177,7 +177,7 @@ def evaluate_phase(phase: HRLPhase, policy_file: Path, settings: dict[str, Any],
     brigade = None if config.brigade_policy is None else load_frozen_brigade_policy(
         config.brigade_policy)
     battalion = None if config.battalion_policy is None else load_frozen_battalion_policy(
-        config.battalion_policy, n_agents=config.n_blue_per_brigade)
+        config.battalion_policy)
     batch = division_battles(config, n_battles, brigade, battalion)
     model = load_commander(policy_file, batch.obs_dim, config.n_brigades,
                            len(DIVISION_COMMANDS))

@@ -48,10 +48,13 @@ logger = logging.getLogger(__name__)
 
 def load_frozen_battalion_policy(checkpoint_path: str | Path, obs_dim: int = OBS_DIM + ORDER_DIM,
                                  action_dim: int = ACTION_DIM, state_dim: int | None = None,
-                                 n_agents: int = 2, device: str = "cpu"):
+                                 n_agents: int | None = None, device: str = "cpu"):
     """The frozen order-following battalion policy of a MAPPO checkpoint or policy file
     (:func:`~training.utils.freeze_policy.load_and_freeze_mappo`); ``state_dim``
-    defaults to ``obs_dim + STATE_DIM``.
+    defaults to ``obs_dim + STATE_DIM``. By default (``n_agents=None``) a policy of any
+    number of agents: the echelons' battles give battalion ``s`` of a side the policy's
+    agent ``s mod n_agents``, so battalions trained in the division's battles (phase 1,
+    ``configs/hrl/phase1_battalion.yaml``) also command a brigade of two.
 
     Raises:
         FileNotFoundError, ValueError: as ``load_and_freeze_mappo``.

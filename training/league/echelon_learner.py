@@ -153,9 +153,8 @@ class EchelonLearner:
         torch.set_num_threads(config.torch_threads)
         self.config = config
         self.echelon = "brigade" if isinstance(config, BrigadeConfig) else "division"
-        per_commander = config.n_blue if self.echelon == "brigade" else config.n_blue_per_brigade
         self._battalion = None if config.battalion_policy is None else \
-            load_frozen_battalion_policy(config.battalion_policy, n_agents=per_commander)
+            load_frozen_battalion_policy(config.battalion_policy)
         self._brigade = None if self.echelon == "brigade" or config.brigade_policy is None \
             else load_frozen_brigade_policy(config.brigade_policy)
         self.batch = self.make_batch(config.n_envs)

@@ -88,7 +88,7 @@ def assert_frozen(module: Any) -> None:
 
 
 def load_and_freeze_mappo(path: str | os.PathLike, obs_dim: int, action_dim: int,
-                          state_dim: int, n_agents: int = 2,
+                          state_dim: int, n_agents: int | None = 2,
                           device: str | torch.device = "cpu") -> MAPPOPolicy:
     """Load a MAPPO policy from a file and freeze it.
 
@@ -102,7 +102,9 @@ def load_and_freeze_mappo(path: str | os.PathLike, obs_dim: int, action_dim: int
     Args:
         path: the file.
         obs_dim, action_dim, state_dim, n_agents: the sizes the caller's environment
-            needs; the file's must be the same.
+            needs; the file's must be the same. ``n_agents=None`` takes a policy of any
+            number of agents (a caller that maps its units onto the policy's agents
+            itself, as the echelons' battles do).
         device: where to put the policy.
 
     Returns:
@@ -119,7 +121,8 @@ def load_and_freeze_mappo(path: str | os.PathLike, obs_dim: int, action_dim: int
     expected = {"obs_dim": check_int("obs_dim", obs_dim, minimum=1),
                 "action_dim": check_int("action_dim", action_dim, minimum=1),
                 "state_dim": check_int("state_dim", state_dim, minimum=1),
-                "n_agents": check_int("n_agents", n_agents, minimum=1)}
+                "n_agents": None if n_agents is None else check_int("n_agents", n_agents,
+                                                                    minimum=1)}
     what = f"MAPPO policy file {path}"
     # One safe read, then the format is told from the keys: reading with
     # load_checkpoint first and load_policy on failure would read the file twice.
@@ -141,7 +144,7 @@ def load_and_freeze_mappo(path: str | os.PathLike, obs_dim: int, action_dim: int
     # field instead of surfacing later as a shape error deep inside a forward pass.
     for field in _DIM_FIELDS:
         found = kwargs.get(field)
-        if found != expected[field]:
+        if expected[field] is not None and found != expected[field]:
             raise ValueError(f"{what} has {field}={found!r} but {field}={expected[field]} "
                              "was asked for: load a policy trained for this environment")
     policy = policy_from_kwargs(kwargs, state_dict, what)
