@@ -212,10 +212,10 @@ def main(argv: list[str] | None = None) -> None:
     n_red = division.n_red_brigades * division.n_red_per_brigade
     budget = sum(steps.values())
     flat_dir = root / "flat_mappo"
-    # The flat commander imitates what the battalions imitate and meets the Red they meet:
-    # with MAPPO's own warm start (the in-step doctrine, which draws in 4v4 battles) or
-    # trained against phase 3's L3 it won 62.5 % and 44.5 % against L5 where this one won
-    # 84.5 % (seed 0, docs/performance.md, "Command echelons").
+    # The flat commander imitates what the battalions imitate and meets the Red they meet.
+    # With MAPPO's own warm start (the in-step doctrine, which draws in 4v4 battles) it won
+    # 62.5 % against L5 trained against L5 and 44.5 % trained against phase 3's L3; this
+    # one won 84.5 % (seed 0, docs/performance.md, "Command echelons").
     flat_level, hold = settings[1]["red_level"], settings[1]["warm_start_hold_range"]
     print(f"\n## Flat MAPPO on the division's battle ({n_blue}v{n_red}), {budget:,} battle "
           f"steps (the three phases' together), imitating the disciplined doctrine halting "
