@@ -154,6 +154,17 @@ _PHASE_SCHEMA: dict[str, dict[str, tuple[Callable[[str, Any], Any], bool]]] = {
 }
 
 
+_SIZES_WHY = ("the battles the battalions learn in; the brigade's and the division's sizes "
+              "are their configs' (BrigadeConfig, DivisionConfig)")
+_PHASE_1_ONLY = {
+    ("training", "warm_start_hold_range"): "the battalions' imitated order follower; the "
+    "echelons above imitate no halt",
+    ("env", "n_blue"): _SIZES_WHY,
+    ("env", "n_red"): _SIZES_WHY,
+}
+"""The keys only phase 1's file may set, and why."""
+
+
 def load_phase_config(phase: HRLPhase | int) -> dict[str, Any]:
     """The settings of ``phase`` from its file in :data:`HRL_CONFIG_DIR`, checked.
 
@@ -217,15 +228,10 @@ def load_phase_config(phase: HRLPhase | int) -> dict[str, Any]:
                 continue
             checked[key] = check(f"HRL phase config {path}: {section}.{key}", values[key])
         config[section] = checked
-    if "warm_start_hold_range" in config["training"] and phase != HRLPhase.PHASE_1_BATTALION:
-        raise ValueError(f"HRL phase config {path}: key training.warm_start_hold_range is for "
-                         "phase 1 only (the battalions' imitated order follower); the echelons "
-                         "above imitate no halt")
-    for key in ("n_blue", "n_red"):
-        if key in config["env"] and phase != HRLPhase.PHASE_1_BATTALION:
-            raise ValueError(f"HRL phase config {path}: key env.{key} is for phase 1 only (the "
-                             "battles the battalions learn in); the brigade's and the "
-                             "division's sizes are their configs' (BrigadeConfig, DivisionConfig)")
+    for (section, key), why in _PHASE_1_ONLY.items():
+        if key in config[section] and phase != HRLPhase.PHASE_1_BATTALION:
+            raise ValueError(f"HRL phase config {path}: key {section}.{key} is for phase 1 "
+                             f"only ({why})")
     return config
 
 
