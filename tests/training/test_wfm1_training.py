@@ -167,6 +167,8 @@ def test_adapter_only_training_leaves_the_base_alone(tmp_path):
 def test_the_config_checks_its_battle_split():
     with pytest.raises(ValueError, match="n_envs=10"):
         WFM1TrainConfig(n_envs=10, scenarios_per_rollout=4)
+    with pytest.raises(ValueError, match="teacher_decay_steps=0"):
+        WFM1TrainConfig(teacher_decay_steps=0)
 
 
 def test_a_win_rate_counts_draws():
@@ -291,6 +293,24 @@ def test_the_teacher_loss_pulls_the_means_towards_the_doctrine(tmp_path):
     trainer.learn()
     assert trainer.history[-1]["train/teacher_loss"] < trainer.history[0]["train/teacher_loss"]
     assert teacher_error(trainer.policy) < 0.5 * start
+
+
+def test_the_teacher_weight_falls_linearly_over_the_ppo_steps_and_resumes(tmp_path):
+    # 128 battle steps a rollout: the weight is 2 at the first update, 1 at the second,
+    # then 0; a run resumed after two updates goes on at 0.
+    config = tiny_config(tmp_path, total_timesteps=512, teacher_coef=2.0,
+                         teacher_decay_steps=256, checkpoint_every_updates=2)
+    trainer = WFM1Trainer(config).learn()
+    assert [h["train/teacher_coef"] for h in trainer.history
+            if "train/teacher_coef" in h] == [2.0, 1.0, 0.0, 0.0]
+    assert trainer.history[2]["train/teacher_loss"] > 0  # measured, weighed at 0
+    resumed = WFM1Trainer(config, resume=tmp_path / "ck" / "wfm1_256_steps.pt")
+    resumed.config.total_timesteps = 384
+    resumed.learn()
+    assert resumed.history[-1]["train/teacher_coef"] == 0.0
+    constant = WFM1Trainer(tiny_config(tmp_path / "c", total_timesteps=256, teacher_coef=2.0))
+    constant.learn()
+    assert [h["train/teacher_coef"] for h in constant.history] == [2.0, 2.0]
 
 
 def test_validation_keeps_the_best_policy(tmp_path):

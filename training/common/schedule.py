@@ -1,4 +1,5 @@
-"""The one step scheduler of both trainers: "every N env-steps", resume-safe."""
+"""The trainers' schedules in env-steps: "every N env-steps" (resume-safe) and a weight
+that falls linearly to 0."""
 
 from __future__ import annotations
 
@@ -27,4 +28,13 @@ class EveryNSteps:
         return due
 
 
-__all__ = ["EveryNSteps"]
+def linear_decay(initial: float, elapsed: int, over: int | None) -> float:
+    """A weight that starts at ``initial`` and falls linearly to 0 over ``over`` env-steps,
+    ``elapsed`` env-steps after it started; ``over`` None keeps it at ``initial`` (the
+    teachers' pull of the duel and of WFM-1)."""
+    if over is None:
+        return initial
+    return initial * max(0.0, 1.0 - elapsed / over)
+
+
+__all__ = ["EveryNSteps", "linear_decay"]

@@ -45,6 +45,7 @@ from training.common.ppo_math import (
     ppo_loss,
     rollout_diagnostics,
 )
+from training.common.schedule import linear_decay
 
 
 class GuidedPPO(PPO):
@@ -91,8 +92,8 @@ class GuidedPPO(PPO):
         if self.teacher is None or self.teacher_coef == 0.0:
             return 0.0
         start = self.num_timesteps if self.teacher_start is None else self.teacher_start
-        done = (self.num_timesteps - start) / self.teacher_decay_steps
-        return self.teacher_coef * max(0.0, 1.0 - done)
+        return linear_decay(self.teacher_coef, self.num_timesteps - start,
+                            self.teacher_decay_steps)
 
     def _teacher_loss(self, observations: torch.Tensor) -> torch.Tensor:
         orders = self.teacher.predict(observations.cpu().numpy(), deterministic=True)[0]

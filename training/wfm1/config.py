@@ -20,6 +20,7 @@ from training.common.settings import (
     ConfigFile,
     ResumeOptions,
     non_negative_int,
+    optional,
     override,
     path,
     positive_int,
@@ -82,8 +83,12 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
     teacher_coef: float = setting(
         0.0, "Weight of a loss beside PPO's: the squared error between each own unit's "
         "action mean and the doctrine's order in the states the rollout reached (the "
-        "imitation's teacher kept as a regulariser); 0: PPO alone.", check_non_negative,
-        "training.teacher_coef")
+        "imitation's teacher kept as a regulariser) at the first PPO update; 0: PPO alone.",
+        check_non_negative, "training.teacher_coef")
+    teacher_decay_steps: int | None = setting(
+        None, "Battle steps of PPO over which teacher_coef falls linearly to 0, after which "
+        "the generalist is free to leave its teacher behind; null: the weight stays "
+        "teacher_coef throughout.", optional(positive_int), "training.teacher_decay_steps")
     validate_every_updates: int = setting(
         0, "Updates between evaluations on the validation battles (fixed training "
         "scenarios, never held-out ones, every unit on its mean); the best is kept as "

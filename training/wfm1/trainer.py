@@ -18,9 +18,11 @@ ends (decided or cut off at ``max_steps``) ends its return there.
 Two extras hang on settings: ``training.teacher_coef`` adds to PPO's loss the squared
 error between each own unit's action mean and the doctrine's order in the states the
 rollout reached (the warm start's teacher kept on as a regulariser, labelled on the
-generalist's own states as in DAgger), and ``validation.every_updates`` plays fixed
-validation battles (training scenarios drawn once from the run's seed, never held-out
-ones) on the policy's means and keeps the best policy so far as ``wfm1_best.pt``.
+generalist's own states as in DAgger; with ``training.teacher_decay_steps`` its weight
+falls linearly to 0 over that many battle steps of PPO), and
+``validation.every_updates`` plays fixed validation battles (training scenarios drawn
+once from the run's seed, never held-out ones) on the policy's means and keeps the best
+policy so far as ``wfm1_best.pt``.
 
 Checkpoints (``wfm1_warm_start.pt`` after the imitation, ``wfm1_<steps>_steps.pt``,
 ``wfm1_latest.pt``, ``wfm1_best.pt`` and ``wfm1_final.pt``: the project's one training
@@ -57,6 +59,7 @@ from training.common.ppo_math import (
     shuffled_minibatches,
 )
 from training.common.run_log import RunLog
+from training.common.schedule import linear_decay
 from training.wfm1.battles import ScenarioBattles, play_out
 from training.wfm1.checkpoints import (
     BEST,
@@ -249,6 +252,9 @@ class WFM1Trainer:
         n = len(flat["advantages"])
         batch_size = min(config.batch_size or n // config.n_minibatches, n)
         generator = torch.Generator().manual_seed(int(self.rng.integers(0, 2**31)))
+        # The pull's weight falls with the PPO steps taken, which resume with the updates.
+        teacher_coef = linear_decay(config.teacher_coef, self.updates * self.rollout_steps,
+                                    config.teacher_decay_steps)
         totals = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0,
                   "clip_fraction": 0.0, "teacher_loss": 0.0}
         n_batches = 0
@@ -263,7 +269,7 @@ class WFM1Trainer:
                     b["tokens"], b["actions"], b["pad_mask"], card_vec=b["cards"], own_mask=own,
                     return_means=True)
                 teacher = AuxiliaryLoss("teacher_loss", own_action_error(mean, b["teacher"], own),
-                                        config.teacher_coef)
+                                        teacher_coef)
                 # Each battle's advantage, normalised over the minibatch, is shared by its
                 # own units' ratios (weight 1; the other tokens 0).
                 terms = ppo_loss(log_prob, b["log_probs"], normalize_advantages(b["advantages"]),
@@ -286,7 +292,7 @@ class WFM1Trainer:
         self.episodes += len(rollout.outcomes)
         metrics: dict[str, Any] = {f"train/{k}": v / max(n_batches, 1) for k, v in totals.items()}
         metrics.update({"time/total_steps": self.total_steps, "time/updates": self.updates,
-                        "time/episodes": self.episodes,
+                        "time/episodes": self.episodes, "train/teacher_coef": teacher_coef,
                         "reward/step_mean": float(rollout.rewards.mean())})
         if rollout.outcomes:
             outcomes = np.array(rollout.outcomes)
