@@ -5,7 +5,9 @@ adapter fine-tuning, and beside specialists.
 checkpoint) against the combined-arms doctrine on each held-out scenario
 (:data:`training.wfm1.scenarios.HELD_OUT_SCENARIOS`, never drawn in training) in three
 conditions, ``n_eval_episodes`` battles each (battle ``i`` seeded ``9000 + i``, the
-seed's), every unit on its policy's mean:
+seed's), every unit on its policy's mean (a policy with a formation head orders its
+units' formations too, its likeliest choice; otherwise they follow the combined-arms
+drill, as in training):
 
 - ``zero_shot``: the generalist as it is, told the scenario by its card;
 - ``finetuned``: after PPO on the scenario for ``finetune_steps`` battle steps training
@@ -408,7 +410,8 @@ class WFM1Benchmark:
             scenarios_per_rollout=1, max_steps=c.max_steps_per_episode,
             checkpoint_dir=str(folder), log_dir=str(folder / "logs"), enable_wandb=False,
             verbose=0, seed=c.seed, validate_every_updates=0,
-            **{k: kwargs[k] for k in self.train_config.model_kwargs()})
+            formation_orders=policy.formation_orders,  # in its kwargs only when True
+            **{k: kwargs[k] for k in self.train_config.model_kwargs() if k != "formation_orders"})
 
 
 def _policy(value: Any) -> WFM1Policy:

@@ -22,6 +22,10 @@ The kinds (:data:`KINDS`) and the action each graph computes:
   ``deterministic=True`` and a scenario card, as the project's battles call it), zero
   elsewhere, clipped into the action box (:class:`WFM1Action`).
 
+A ``mappo`` or ``wfm1`` policy with a formation head (``formation_orders=True``) has a
+second output, ``formation``: each unit's likeliest formation choice as the battles take
+it (-1 keep, 0 line, 1 column, 2 square, 3 limbered), so its formations are not lost.
+
 Graphs are exported with torch's ``torch.export``-based exporter (opset 18), the batch
 size (and the token count) left free.
 """
@@ -57,7 +61,15 @@ from envs.commanders.orders import ORDER_DIM, ORDER_FEATURES
 from envs.echelons.brigade_batch import brigade_observation_features
 from envs.echelons.division_batch import DIVISION_COMMANDS, division_observation_features
 from envs.options import MacroAction
-from envs.sim.constants import ACTION_DIM, ACTION_HIGH, ACTION_LOW, ACTION_NAMES
+from envs.sim.constants import (
+    ACTION_DIM,
+    ACTION_HIGH,
+    ACTION_LOW,
+    ACTION_NAMES,
+    FORMATION_NAMES,
+    KEEP_FORMATION,
+)
+from models.formation_orders import likeliest_codes
 from models.mappo_policy import MAPPOPolicy
 from models.order_choices import (
     OrderChoices,
@@ -156,6 +168,16 @@ ORDERS = Port("action", "float32", ("batch", ACTION_DIM),
               "each battalion's order, in its side's own frame (Red's rotate mirrored), "
               "clipped into the action box", ACTION_NAMES, ACTION_LOW, ACTION_HIGH)
 """The output of the kinds that give a battalion's continuous order."""
+
+
+def _formations(shape: tuple[str, ...], whose: str, rest: str = "") -> Port:
+    """The second output of a policy with a formation head: its likeliest formation
+    order for each unit, as the battles take it."""
+    codes = ", ".join(f"{code} {name}" for code, name in
+                      enumerate(("keep", *FORMATION_NAMES), start=KEEP_FORMATION))
+    return Port("formation", "int64", shape,
+                f"{whose} formation order, the formation head's likeliest choice ({codes})"
+                + rest)
 
 
 # ----------------------------------------------------------------------------- SB3 kinds
@@ -289,7 +311,8 @@ class MAPPOAction(nn.Module):
     (:meth:`~models.mappo_policy.MAPPOPolicy.act` with ``deterministic=True``), clipped into
     the action box as the battles clip every order. With one actor per agent, ``agent``
     picks each row's actor (the project's battles give battalion ``i`` of a side actor
-    ``i mod n_agents``).
+    ``i mod n_agents``). A team with a formation head also gives each row's formation
+    order, its likeliest choice (int64 codes, -1 keep, 0 line, ...).
 
     Args:
         policy: the team.
@@ -299,27 +322,34 @@ class MAPPOAction(nn.Module):
         super().__init__()
         self.actors = nn.ModuleList(policy.all_actors())
         self.shared = policy.share_parameters
+        self.formations = policy.formation_orders
+        self.action_dim = policy.action_dim
         self.register_buffer("low", torch.tensor(ACTION_LOW, dtype=torch.float32))
         self.register_buffer("high", torch.tensor(ACTION_HIGH, dtype=torch.float32))
 
     def forward(self, observation: torch.Tensor, agent: torch.Tensor | None = None
-                ) -> torch.Tensor:
+                ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         # The actors' layers without MAPPOActor.forward's padding of the batch to blocks
         # of 32 rows (a guard against batch-dependent rounding in torch's kernels), whose
         # size depends on the batch and would not trace; the rows' values are the same.
-        means = [actor.mean_action(observation) for actor in self.actors]
+        heads = [actor._heads(observation) if self.formations else actor.mean_action(observation)
+                 for actor in self.actors]
         if self.shared:
-            mean = means[0]
+            out = heads[0]
         else:
-            stacked = torch.stack(means, dim=1)  # (batch, n_agents, action)
+            stacked = torch.stack(heads, dim=1)  # (batch, n_agents, outputs)
             index = agent.reshape(-1, 1, 1).expand(-1, 1, stacked.shape[2])
-            mean = stacked.gather(1, index).squeeze(1)
-        return torch.clamp(mean, self.low, self.high)
+            out = stacked.gather(1, index).squeeze(1)
+        action = torch.clamp(out[:, :self.action_dim], self.low, self.high)
+        if not self.formations:
+            return action
+        return action, likeliest_codes(out[:, self.action_dim:])
 
 
 def mappo_graph(policy: MAPPOPolicy) -> CommanderGraph:
     """A MAPPO team's graph: ``observation`` (batch, obs_dim), and ``agent`` (batch,) when
-    each agent has its own actor, -> ``action`` (batch, 3).
+    each agent has its own actor, -> ``action`` (batch, 3), and ``formation`` (batch,)
+    for a team with a formation head.
 
     The observation is a team battle's (``OBS_DIM`` numbers,
     :mod:`envs.battles.multi_observation`) or an order-following battalion's (those, then
@@ -353,7 +383,9 @@ def mappo_graph(policy: MAPPOPolicy) -> CommanderGraph:
                            f"battalion i of a side is agent i mod {policy.n_agents}"))
         example += (torch.zeros(2, dtype=torch.long),)
         free += ({0: "batch"},)
-    return CommanderGraph("mappo", MAPPOAction(policy).eval(), inputs, [ORDERS], example, free,
+    outputs = [ORDERS, *([_formations(("batch",), "each battalion's")]
+                         if policy.formation_orders else [])]
+    return CommanderGraph("mappo", MAPPOAction(policy).eval(), inputs, outputs, example, free,
                           {"n_agents": policy.n_agents,
                            "share_parameters": policy.share_parameters})
 
@@ -365,7 +397,9 @@ class WFM1Action(nn.Module):
     """Every own token's deterministic order under WFM-1, as the project's battles ask for
     it (:meth:`~models.wfm1.WFM1Policy.act` with the battalion echelon, a scenario card
     and ``deterministic=True``): the action means, zero where the token is not own,
-    clipped into the action box as the battles clip every order.
+    clipped into the action box as the battles clip every order; with a formation head
+    also each own token's likeliest formation order (int64 codes, -1 keep, 0 line, ...;
+    -1 where the token is not own).
 
     A token marked own and padding is treated as padding (``act`` refuses such a mask;
     a graph cannot raise).
@@ -385,14 +419,18 @@ class WFM1Action(nn.Module):
         # act()'s network on inputs taken as checked: its checks read values (finiteness,
         # the own mask against the padding), which a graph cannot do.
         inputs = _Inputs(tokens, pad_mask, ECHELON_BATTALION, [], card)
-        mean = self.policy._means(*self.policy._features(inputs))
+        mean, logits = self.policy._heads(*self.policy._features(inputs))
         own = own_mask & ~pad_mask
-        return torch.clamp(mean.masked_fill(~own[..., None], 0.0), self.low, self.high)
+        action = torch.clamp(mean.masked_fill(~own[..., None], 0.0), self.low, self.high)
+        if logits is None:
+            return action
+        return action, likeliest_codes(logits).masked_fill(~own, KEEP_FORMATION)
 
 
 def wfm1_graph(policy: WFM1Policy) -> CommanderGraph:
     """WFM-1's graph: ``tokens`` (batch, tokens, 19), ``pad_mask`` and ``own_mask`` (batch,
-    tokens) and ``card`` (batch, 16) -> ``action`` (batch, tokens, 3).
+    tokens) and ``card`` (batch, 16) -> ``action`` (batch, tokens, 3), and ``formation``
+    (batch, tokens) for a policy with a formation head.
 
     Raises:
         ValueError: for a policy of another token or action size.
@@ -422,6 +460,9 @@ def wfm1_graph(policy: WFM1Policy) -> CommanderGraph:
                     "each own token's order, in its side's own frame (Red's rotate "
                     "mirrored), clipped into the action box; zeros elsewhere",
                     ACTION_NAMES, ACTION_LOW, ACTION_HIGH)]
+    if policy.formation_orders:
+        outputs.append(_formations(("batch", "tokens"), "each own token's",
+                                   "; -1 elsewhere"))
     example = (torch.zeros(2, 3, policy.token_dim), torch.zeros(2, 3, dtype=torch.bool),
                torch.ones(2, 3, dtype=torch.bool), torch.zeros(2, CARD_DIM))
     free = ({0: "batch", 1: "tokens"}, {0: "batch", 1: "tokens"}, {0: "batch", 1: "tokens"},

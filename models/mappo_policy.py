@@ -17,7 +17,10 @@ v1 commander can seed a MAPPO team exactly; see
 
 The action distribution is an unsquashed diagonal Gaussian, as in SB3 PPO:
 sampled actions are returned as drawn (the environment clips them to its
-action box) and their log-probabilities are those of the drawn values.
+action box) and their log-probabilities are those of the drawn values. With
+``formation_orders`` the actors also choose each battalion's formation: the order
+distribution :class:`Orders`, :data:`FORMATION_CHOICES` and the head's starting layer
+live in :mod:`models.formation_orders` (shared with WFM-1) and are re-exported here.
 
 Policies are saved with :func:`models.mappo_files.save_policy` as ``{"kwargs", "state_dict"}``
 and rebuilt with :func:`~models.mappo_files.load_policy`, which reads only tensors and plain values
@@ -36,9 +39,9 @@ import torch
 from torch import nn
 from torch.distributions import Categorical, Normal
 
-from envs.sim.constants import FORMATION_NAMES, KEEP_FORMATION
 from envs.sim.validation import check_int, check_number, check_real_array
 from models.battalion_policy import ACTIVATIONS, FIRE_ACTION
+from models.formation_orders import FORMATION_CHOICES, Orders, make_formation_head
 from models.limits import check_dimension, check_hidden_sizes
 from models.standardize import Standardize
 
@@ -73,73 +76,6 @@ POLICY_FILE_KEYS = ("kwargs", "state_dict")
 _HIDDEN_GAIN = math.sqrt(2.0)
 _ACTION_GAIN = 0.01
 _VALUE_GAIN = 1.0
-
-FORMATION_CHOICES = len(FORMATION_NAMES) + 1
-"""Choices of the formation head: keep the formation, or order one of
-:data:`~envs.sim.constants.FORMATION_NAMES`; choice ``c`` is the engine's formation
-code ``c + KEEP_FORMATION`` (-1 keep, 0 line, ...)."""
-_KEEP_LOGIT = 4.0
-"""The keep choice's starting logit (the others start at 0): a fresh head keeps the
-formation 93 % of the time, since every change costs drill steps in disorder."""
-
-
-class Orders:
-    """The distribution of a battalion's orders: a diagonal Gaussian over the continuous
-    orders and, for a policy with a formation head, a categorical over
-    :data:`FORMATION_CHOICES` (independent given the observation). An order vector is
-    the continuous orders, then the formation code as a float (-1 keep, 0 line, ...).
-
-    Log-probabilities and entropies are summed over the parts, so PPO's ratio is that
-    of the whole order.
-    """
-
-    def __init__(self, gaussian: Normal, formation: Categorical | None = None) -> None:
-        self.gaussian, self.formation = gaussian, formation
-        self.width = gaussian.mean.shape[-1] + (formation is not None)
-
-    def log_prob(self, orders: torch.Tensor) -> torch.Tensor:
-        """(B,) log-probability of (B, width) orders."""
-        width = self.gaussian.mean.shape[-1]
-        log_prob = self.gaussian.log_prob(orders[:, :width]).sum(-1)
-        if self.formation is None:
-            return log_prob
-        choice = (orders[:, width] - KEEP_FORMATION).round().long()
-        return log_prob + self.formation.log_prob(choice)
-
-    def entropy(self) -> torch.Tensor:
-        """(B,) entropy, summed over the parts."""
-        entropy = self.gaussian.entropy().sum(-1)
-        return entropy if self.formation is None else entropy + self.formation.entropy()
-
-    def mode(self) -> torch.Tensor:
-        """(B, width) the most likely orders: the Gaussian's mean and the likeliest formation
-        choice."""
-        if self.formation is None:
-            return self.gaussian.mean
-        return torch.cat((self.gaussian.mean, self._code(self.formation.probs.argmax(-1))), 1)
-
-    def sample(self, noise: torch.Tensor | None = None) -> torch.Tensor:
-        """(B, width) sampled orders; with ``noise`` ((B, width) standard normal draws)
-        the Gaussian part is ``mean + std * noise`` and the formation choice is the one
-        whose cumulative probability first exceeds the normal CDF of the last draw (so a
-        keyed draw decides it), else torch's generator draws."""
-        width = self.gaussian.mean.shape[-1]
-        if noise is None:
-            continuous = self.gaussian.sample()
-            if self.formation is None:
-                return continuous
-            return torch.cat((continuous, self._code(self.formation.sample())), 1)
-        continuous = self.gaussian.mean + self.gaussian.stddev * noise[:, :width]
-        if self.formation is None:
-            return continuous
-        uniform = torch.special.ndtr(noise[:, width:width + 1])
-        cumulative = self.formation.probs.cumsum(-1)
-        choice = (cumulative < uniform).sum(-1).clamp_(max=FORMATION_CHOICES - 1)
-        return torch.cat((continuous, self._code(choice)), 1)
-
-    @staticmethod
-    def _code(choice: torch.Tensor) -> torch.Tensor:
-        return (choice.to(torch.float32) + KEEP_FORMATION).unsqueeze(-1)
 
 
 def _check_activation(value: Any) -> str:
@@ -251,10 +187,7 @@ class MAPPOActor(nn.Module):
         self.log_std = nn.Parameter(torch.full((self.action_dim,), log_std_init))
         self.formation_head = None
         if _check_bool("formation_orders", formation_orders):
-            self.formation_head = nn.Linear(hidden[-1], FORMATION_CHOICES)
-            _orthogonal_(self.formation_head, _ACTION_GAIN)
-            with torch.no_grad():
-                self.formation_head.bias[-KEEP_FORMATION - 1] = _KEEP_LOGIT
+            self.formation_head = make_formation_head(hidden[-1])
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The Gaussian's mean and std for ``obs`` of shape ``(B, obs_dim)``; both ``(B, A)``."""

@@ -20,7 +20,12 @@ echelon, weather, terrain, order of battle). The network:
    vector and the battle's), with one state-independent ``log_std``: an unsquashed
    diagonal Gaussian per unit, as in :mod:`models.mappo_policy` (the environment clips).
    The caller keeps the actions of its own units' tokens (``own_mask``). The critic
-   values the battle from ``f``.
+   values the battle from ``f``. With ``formation_orders=True`` the actor also gives
+   every token a categorical over :data:`~models.formation_orders.FORMATION_CHOICES`
+   (keep the formation, or order one of the engine's), from the same hidden layer as
+   the mean and independent of the Gaussian given it: an order is then ``action_dim +
+   1`` numbers, the last the formation code (:class:`~models.formation_orders.Orders`,
+   MAPPO's order distribution); without it the units' formations are left to the caller.
 
 Differences from the seed's WFM-1, all deliberate:
 
@@ -60,15 +65,24 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from torch.distributions import Normal
+from torch.distributions import Categorical, Normal
+from torch.nn import functional as F
 
 from envs.battles.entity_tokens import ENTITY_TOKEN_DIM, MAX_TOKENS, TOKEN
+from envs.sim.constants import KEEP_FORMATION
 from envs.sim.validation import (
     check_bool,
     check_in_range,
     check_int,
     check_non_negative,
     short_repr,
+)
+from models.formation_orders import (
+    KEEP_CHOICE,
+    Orders,
+    check_formation_codes,
+    formation_choices,
+    make_formation_head,
 )
 from models.limits import check_architecture, check_dimension, check_hidden_sizes
 from models.weights import (
@@ -85,7 +99,7 @@ __all__ = [
     "GIS_AUSTERLITZ", "GIS_BORODINO", "GIS_SALAMANCA", "GIS_WATERLOO", "N_ECHELONS",
     "N_TERRAIN_TYPES", "N_WEATHER", "ScenarioCard", "TERRAIN_PROCEDURAL",
     "TRAINING_CHECKPOINT_KIND", "WEATHER_CLEAR", "WEATHER_FOG", "WEATHER_RAIN", "WEATHER_SNOW",
-    "WFM1Policy", "own_action_error",
+    "WFM1Policy", "own_action_error", "own_formation_error", "own_order_error",
 ]
 
 ECHELON_BATTALION, ECHELON_BRIGADE, ECHELON_DIVISION, ECHELON_CORPS = 0, 1, 2, 3
@@ -538,9 +552,36 @@ def own_action_error(means: torch.Tensor, targets: torch.Tensor,
     return squared.sum() / (own.sum().clamp(min=1) * means.shape[-1])
 
 
+def own_formation_error(logits: torch.Tensor, codes: torch.Tensor,
+                        own: torch.Tensor) -> torch.Tensor:
+    """The mean cross-entropy between formation logits ``(B, N, FORMATION_CHOICES)`` and
+    target formation codes ``(B, N)`` (-1 keep, 0 line, ...) over the own tokens
+    (``own``, ``(B, N)`` bool; the other tokens' codes are ignored); 0 when no token is
+    own. The imitation's and the fine-tuning's loss on the formation head."""
+    choices = formation_choices(codes).masked_fill(~own, KEEP_CHOICE)
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), choices.reshape(-1),
+                           reduction="none").view_as(choices).masked_fill(~own, 0.0)
+    return loss.sum() / own.sum().clamp(min=1)
+
+
+def own_order_error(means: torch.Tensor, logits: torch.Tensor | None, targets: torch.Tensor,
+                    own: torch.Tensor) -> torch.Tensor:
+    """How far a policy's orders for ``(B, N)`` tokens are from target orders ``(B, N,
+    width)`` over the own tokens: :func:`own_action_error` of the action ``means`` against
+    the targets' continuous numbers, plus, with formation ``logits`` (None: no formation
+    head) and targets that carry a formation code last, :func:`own_formation_error`. The
+    imitation's, the fine-tuning's and the teacher's loss."""
+    width = means.shape[-1]
+    error = own_action_error(means, targets[..., :width], own)
+    if logits is None or targets.shape[-1] == width:
+        return error
+    return error + own_formation_error(logits, targets[..., width], own)
+
+
 class WFM1Policy(nn.Module):
     """WFM-1: entity tokens (and optionally a scenario card) -> one Gaussian action per
-    token and one value per battle (module docstring).
+    token (and, with ``formation_orders``, a formation choice) and one value per battle
+    (module docstring).
 
     Shapes: ``tokens`` is ``(B, N, token_dim)`` (``B`` battles, ``N >= 1`` token
     positions), ``pad_mask`` ``(B, N)`` bool with True where the position is padding
@@ -561,6 +602,13 @@ class WFM1Policy(nn.Module):
         share_echelon_encoders: one encoder for every echelon (with an echelon
             embedding), or one encoder per echelon (without: each knows its echelon).
         card_hidden_size: width of the card adapter's MLP.
+        formation_orders: the actor also orders every unit's formation: a categorical
+            head over :data:`~models.formation_orders.FORMATION_CHOICES`, starting to
+            keep the formation 93 % of the time. Actions are then :attr:`order_width` =
+            ``action_dim + 1`` numbers, the last the formation code (-1 keep, 0 line,
+            ...); :meth:`forward` and the means of :meth:`evaluate_actions` stay the
+            Gaussian's. Saved in :attr:`kwargs` only when True, so the files of policies
+            without the head keep their layout.
 
     Raises:
         ValueError, TypeError: for an invalid argument (the message names it), such as
@@ -572,7 +620,7 @@ class WFM1Policy(nn.Module):
                  n_cross_layers: int = 2, actor_hidden_sizes: Sequence[int] = (256, 128),
                  critic_hidden_sizes: Sequence[int] = (256, 128), dropout: float = 0.0,
                  use_spatial_pe: bool = True, share_echelon_encoders: bool = True,
-                 card_hidden_size: int = 64) -> None:
+                 card_hidden_size: int = 64, formation_orders: bool = False) -> None:
         super().__init__()
         self.token_dim = check_dimension("token_dim", token_dim)
         self.action_dim = check_dimension("action_dim", action_dim)
@@ -586,6 +634,7 @@ class WFM1Policy(nn.Module):
         self.share_echelon_encoders = check_bool("share_echelon_encoders",
                                                  share_echelon_encoders)
         card_hidden_size = check_dimension("card_hidden_size", card_hidden_size)
+        self.formation_orders = check_bool("formation_orders", formation_orders)
         self._kwargs: dict[str, Any] = dict(
             token_dim=self.token_dim, action_dim=self.action_dim, d_model=self.d_model,
             n_heads=n_heads, n_echelon_layers=n_echelon_layers, n_cross_layers=n_cross_layers,
@@ -593,6 +642,11 @@ class WFM1Policy(nn.Module):
             dropout=dropout, use_spatial_pe=use_spatial_pe,
             share_echelon_encoders=self.share_echelon_encoders,
             card_hidden_size=card_hidden_size)
+        if self.formation_orders:  # absent from the files of policies without the head
+            self._kwargs["formation_orders"] = True
+        self.order_width = self.action_dim + self.formation_orders
+        """Numbers in one unit's order: ``action_dim``, plus the formation code with a
+        formation head."""
 
         def make_encoder(use_echelon_embedding: bool) -> EchelonEncoder:
             return EchelonEncoder(self.token_dim, self.d_model, n_heads, n_echelon_layers,
@@ -611,6 +665,9 @@ class WFM1Policy(nn.Module):
         self.log_std = nn.Parameter(torch.zeros(self.action_dim))
         self.critic_trunk = _mlp_trunk(self.d_model, critic_hidden)
         self.value_head = _orthogonal_(nn.Linear(critic_hidden[-1], 1), _VALUE_GAIN)
+        # Built last, so that the rest of the network starts the same with it or without.
+        self.formation_head = (make_formation_head(actor_hidden[-1]) if self.formation_orders
+                               else None)
 
     # ----------------------------------------------------------------- structure
 
@@ -790,10 +847,29 @@ class WFM1Policy(nn.Module):
             fused = fused * gamma + beta
         return per_token, fused
 
+    def _actor_hidden(self, per_token: torch.Tensor, fused: torch.Tensor) -> torch.Tensor:
+        """The actor trunk's output for each token, from ``concat(h_i, f)``."""
+        both = torch.cat((per_token, fused[:, None, :].expand_as(per_token)), dim=-1)
+        return self.actor_trunk(both)
+
     def _means(self, per_token: torch.Tensor, fused: torch.Tensor) -> torch.Tensor:
         """Each token's action mean, ``(B, N, action_dim)``."""
-        both = torch.cat((per_token, fused[:, None, :].expand_as(per_token)), dim=-1)
-        return self.action_mean(self.actor_trunk(both))
+        return self.action_mean(self._actor_hidden(per_token, fused))
+
+    def _heads(self, per_token: torch.Tensor, fused: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Each token's action mean ``(B, N, action_dim)`` and formation logits ``(B, N,
+        FORMATION_CHOICES)`` (None without the head), the trunk run once."""
+        hidden = self._actor_hidden(per_token, fused)
+        logits = None if self.formation_head is None else self.formation_head(hidden)
+        return self.action_mean(hidden), logits
+
+    def _orders(self, per_token: torch.Tensor, fused: torch.Tensor) -> Orders:
+        """Each token's order distribution (:class:`~models.formation_orders.Orders`, batch
+        shape ``(B, N)``)."""
+        mean, logits = self._heads(per_token, fused)
+        gaussian = Normal(mean, self.log_std.exp().expand_as(mean))
+        return Orders(gaussian, None if logits is None else Categorical(logits=logits))
 
     def _value(self, fused: torch.Tensor) -> torch.Tensor:
         return self.value_head(self.critic_trunk(fused)).squeeze(-1)
@@ -802,11 +878,28 @@ class WFM1Policy(nn.Module):
                 card: Any = None, card_vec: Any = None, tokens_per_echelon: Any = None,
                 pad_masks: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Action means ``(B, N, action_dim)`` of every token and values ``(B,)``, with
-        gradients (arguments as in :meth:`act`)."""
+        gradients (arguments as in :meth:`act`). The means are the Gaussian's only, with
+        a formation head too (:meth:`heads` gives its logits)."""
         inputs = self._inputs(tokens, pad_mask, echelon, card, card_vec, tokens_per_echelon,
                               pad_masks)
         per_token, fused = self._features(inputs)
         return self._means(per_token, fused), self._value(fused)
+
+    def heads(self, tokens: Any, pad_mask: Any = None, echelon: Any = ECHELON_BATTALION,
+              card: Any = None, card_vec: Any = None, tokens_per_echelon: Any = None,
+              pad_masks: Any = None) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+        """Every token's action mean ``(B, N, action_dim)`` and formation logits ``(B, N,
+        FORMATION_CHOICES)`` (None without a formation head), and values ``(B,)``, with
+        gradients, from one forward pass (arguments as in :meth:`act`): for losses on
+        both heads, as the imitation's.
+
+        Raises:
+            ValueError, TypeError: as :meth:`act`.
+        """
+        inputs = self._inputs(tokens, pad_mask, echelon, card, card_vec, tokens_per_echelon,
+                              pad_masks)
+        per_token, fused = self._features(inputs)
+        return *self._heads(per_token, fused), self._value(fused)
 
     # ----------------------------------------------------------------- acting
 
@@ -834,15 +927,19 @@ class WFM1Policy(nn.Module):
                 token_dim)``; their pooled vectors join the acting echelon's in the
                 cross-echelon transformer.
             pad_masks: their padding masks, echelon -> ``(B, N_e)`` bool (missing: none).
-            deterministic: return the means instead of samples.
+            deterministic: return the means (and the likeliest formation choices)
+                instead of samples.
             own_mask: ``(B, N)`` bool, True at the acting side's units (default: every
                 non-padded token); it must not mark padding.
-            noise: standard normal draws ``(B, N, action_dim)`` to sample with
-                (``mean + std * noise``) instead of torch's generator.
+            noise: standard normal draws ``(B, N, order_width)`` to sample with instead
+                of torch's generator: ``mean + std * noise``, and with a formation head
+                the choice the last draw decides
+                (:meth:`~models.formation_orders.Orders.sample`, as MAPPO's keyed draws).
 
         Returns:
-            ``(actions (B, N, action_dim), log_probs (B, N))``, log-probabilities summed
-            over action dimensions; both zero where the token is not own.
+            ``(actions (B, N, order_width), log_probs (B, N))``, log-probabilities summed
+            over the order's parts; both zero where the token is not own. With a formation
+            head the last column is the formation code (-1 keep, 0 line, ...).
 
         Raises:
             ValueError, TypeError: for a wrong shape, dtype or value, an invalid echelon
@@ -854,8 +951,8 @@ class WFM1Policy(nn.Module):
             inputs = self._inputs(tokens, pad_mask, echelon, card, card_vec,
                                   tokens_per_echelon, pad_masks)
             own = self._own(own_mask, inputs.pad_mask)
-            mean = self._means(*self._features(inputs))
-            return self._sample(mean, own, deterministic, noise)
+            return self._sample(self._orders(*self._features(inputs)), own, deterministic,
+                                noise)
 
     def act_and_value(self, tokens: Any, pad_mask: Any = None,
                       echelon: Any = ECHELON_BATTALION,
@@ -867,7 +964,7 @@ class WFM1Policy(nn.Module):
         """:meth:`act` and :meth:`get_value` from one forward pass (a rollout needs both).
 
         Returns:
-            ``(actions (B, N, action_dim), log_probs (B, N), values (B,))``.
+            ``(actions (B, N, order_width), log_probs (B, N), values (B,))``.
 
         Raises:
             ValueError, TypeError: as :meth:`act`.
@@ -878,28 +975,44 @@ class WFM1Policy(nn.Module):
                                   tokens_per_echelon, pad_masks)
             own = self._own(own_mask, inputs.pad_mask)
             per_token, fused = self._features(inputs)
-            actions, log_probs = self._sample(self._means(per_token, fused), own,
+            actions, log_probs = self._sample(self._orders(per_token, fused), own,
                                               deterministic, noise)
             return actions, log_probs, self._value(fused)
 
-    def _sample(self, mean: torch.Tensor, own: torch.Tensor, deterministic: bool,
+    def _sample(self, orders: Orders, own: torch.Tensor, deterministic: bool,
                 noise: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        """Actions drawn around ``mean`` (or ``mean`` itself) and their log-probabilities,
-        zero where the token is not own."""
-        dist = Normal(mean, self.log_std.exp().expand_as(mean))
+        """Orders drawn from ``orders`` (or its mode) and their log-probabilities, zero
+        where the token is not own."""
         if deterministic:
-            actions = mean
+            actions = orders.mode()
         elif noise is None:
-            actions = dist.sample()
+            actions = orders.sample()
         else:
             noise_t = _as_float("noise", noise, self.device)
-            if noise_t.shape != mean.shape:
+            expected = (*own.shape, self.order_width)
+            if tuple(noise_t.shape) != expected:
                 raise ValueError(f"noise has shape {tuple(noise_t.shape)}: expected "
-                                 f"{tuple(mean.shape)}, one draw per token and action")
-            actions = mean + dist.stddev * noise_t
-        log_probs = dist.log_prob(actions).sum(-1)
+                                 f"{expected}, one draw per token and order number"
+                                 f"{self._formation_note()}")
+            actions = orders.sample(noise_t)
+        log_probs = orders.log_prob(actions)
         not_own = ~own
         return actions.masked_fill(not_own[..., None], 0.0), log_probs.masked_fill(not_own, 0.0)
+
+    def _formation_note(self) -> str:
+        """What the last order number is, for messages about a shape."""
+        if self.formation_orders:
+            return " (the last is the formation code: formation_orders=True)"
+        return " (the policy orders no formations: formation_orders=False)"
+
+    def _checked_codes(self, name: str, orders: torch.Tensor, own: torch.Tensor
+                       ) -> torch.Tensor:
+        """``orders`` (B, N, order_width) with their own tokens' formation codes checked
+        and the other tokens' set to keep (they are ignored, and may hold anything)."""
+        codes = orders[..., self.action_dim]
+        check_formation_codes(f"{name}[..., {self.action_dim}]", codes[own])
+        return torch.cat((orders[..., :self.action_dim],
+                          codes.masked_fill(~own, float(KEEP_FORMATION)).unsqueeze(-1)), -1)
 
     def get_value(self, tokens: Any, pad_mask: Any = None, echelon: Any = ECHELON_BATTALION,
                   card: ScenarioCard | Sequence[ScenarioCard] | None = None,
@@ -921,13 +1034,14 @@ class WFM1Policy(nn.Module):
                          card_vec: Any = None, own_mask: Any = None,
                          tokens_per_echelon: Mapping[int, Any] | None = None,
                          pad_masks: Mapping[int, Any] | None = None, *,
-                         return_means: bool = False) -> tuple[torch.Tensor, ...]:
+                         return_orders: bool = False) -> tuple[Any, ...]:
         """Log-probabilities, entropies and values for a PPO update, with gradients.
 
         Args:
             tokens: as in :meth:`act`.
-            actions: the actions taken, ``(B, N, action_dim)`` (entries of tokens that
-                are not own are ignored).
+            actions: the actions taken, ``(B, N, order_width)`` (entries of tokens that
+                are not own are ignored; the own tokens' formation codes must be whole
+                numbers from -1 to the last formation's).
             pad_mask: as in :meth:`act`.
             echelon: as in :meth:`act`.
             card: as in :meth:`act`.
@@ -935,41 +1049,51 @@ class WFM1Policy(nn.Module):
             own_mask: as in :meth:`act`.
             tokens_per_echelon: as in :meth:`act`.
             pad_masks: as in :meth:`act`.
-            return_means: also return the action means ``(B, N, action_dim)`` (for a
-                loss on them beside PPO's, from the same forward pass).
+            return_orders: also return the tokens' order distribution
+                (:class:`~models.formation_orders.Orders`: the Gaussian's means, and the
+                formation logits with a formation head), for a loss on them beside PPO's
+                from the same forward pass (:func:`own_order_error`).
 
         Returns:
-            ``(log_prob (B, N), entropy (B, N), value (B,))``, and the means last with
-            ``return_means``; log-probability and entropy are summed over action
-            dimensions and zero where the token is not own.
+            ``(log_prob (B, N), entropy (B, N), value (B,))``, and the distribution last
+            with ``return_orders``; log-probability and entropy are summed over the order's
+            parts (the Gaussian's dimensions, and the formation choice with a formation
+            head) and zero where the token is not own.
 
         Raises:
-            ValueError, TypeError: as :meth:`act`, or for actions of the wrong shape.
+            ValueError, TypeError: as :meth:`act`, for actions of the wrong shape, or for
+                an own token's formation code that is not one.
         """
         inputs = self._inputs(tokens, pad_mask, echelon, card, card_vec, tokens_per_echelon,
                               pad_masks)
         own = self._own(own_mask, inputs.pad_mask)
         actions_t = _as_float("actions", actions, self.device)
-        expected = (*inputs.tokens.shape[:2], self.action_dim)
+        expected = (*inputs.tokens.shape[:2], self.order_width)
         if tuple(actions_t.shape) != expected:
-            raise ValueError(f"actions has shape {tuple(actions_t.shape)}: expected {expected}")
+            raise ValueError(f"actions has shape {tuple(actions_t.shape)}: expected "
+                             f"{expected}{self._formation_note()}")
+        if self.formation_orders:
+            actions_t = self._checked_codes("actions", actions_t, own)
         per_token, fused = self._features(inputs)
-        mean = self._means(per_token, fused)
-        dist = Normal(mean, self.log_std.exp().expand_as(mean))
+        orders = self._orders(per_token, fused)
         not_own = ~own
-        log_prob = dist.log_prob(actions_t).sum(-1).masked_fill(not_own, 0.0)
-        entropy = dist.entropy().sum(-1).masked_fill(not_own, 0.0)
-        if return_means:
-            return log_prob, entropy, self._value(fused), mean
+        log_prob = orders.log_prob(actions_t).masked_fill(not_own, 0.0)
+        entropy = orders.entropy().masked_fill(not_own, 0.0)
+        if return_orders:
+            return log_prob, entropy, self._value(fused), orders
         return log_prob, entropy, self._value(fused)
 
     def finetune_loss(self, batch: Mapping[str, Any]) -> torch.Tensor:
-        """Mean squared error between the action means and target actions over own tokens.
+        """Mean squared error between the action means and target actions over own tokens
+        (:func:`own_action_error`); with targets of :attr:`order_width` numbers (a policy
+        with a formation head), plus the formation head's cross-entropy against their
+        last number, the formation code (:func:`own_formation_error`).
 
         Args:
-            batch: ``tokens`` and ``actions`` (``(B, N, action_dim)`` targets), and
-                optionally ``pad_mask``, ``own_mask``, ``echelon`` and ``card_vec`` (as
-                in :meth:`act`).
+            batch: ``tokens`` and ``actions`` (``(B, N, action_dim)`` targets, or ``(B,
+                N, action_dim + 1)`` with a formation head), and optionally
+                ``pad_mask``, ``own_mask``, ``echelon`` and ``card_vec`` (as in
+                :meth:`act`).
 
         Returns:
             A scalar with gradients (0 when no token is own).
@@ -991,11 +1115,16 @@ class WFM1Policy(nn.Module):
                               batch.get("card_vec"), None, None)
         own = self._own(batch.get("own_mask"), inputs.pad_mask)
         targets = _as_float("actions", batch["actions"], self.device)
-        expected = (*inputs.tokens.shape[:2], self.action_dim)
-        if tuple(targets.shape) != expected:
-            raise ValueError(f"actions has shape {tuple(targets.shape)}: expected {expected}")
-        mean = self._means(*self._features(inputs))
-        return own_action_error(mean, targets, own)
+        rows = tuple(inputs.tokens.shape[:2])
+        widths = sorted({self.action_dim, self.order_width})
+        if targets.ndim != 3 or tuple(targets.shape[:2]) != rows or \
+                targets.shape[2] not in widths:
+            expected = " or ".join(str((*rows, width)) for width in widths)
+            raise ValueError(f"actions has shape {tuple(targets.shape)}: expected {expected}"
+                             f"{self._formation_note()}")
+        if targets.shape[2] > self.action_dim:
+            targets = self._checked_codes("actions", targets, own)
+        return own_order_error(*self._heads(*self._features(inputs)), targets, own)
 
     # ----------------------------------------------------------------- files
 

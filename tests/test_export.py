@@ -357,6 +357,55 @@ def test_wfm1_exports_and_orders_its_own_tokens_only(wfm1_case):
     assert (actions[~own] == 0).all() and (actions[own] != 0).any()
 
 
+def test_formation_heads_export_their_likeliest_formations(tmp_path, team_observations):
+    from training.wfm1.battles import ScenarioBattles
+    from training.wfm1.scenarios import WFMScenario
+
+    torch.manual_seed(0)
+    team = MAPPOPolicy(OBS_DIM, ACTION_DIM, CRITIC_STATE_DIM, n_agents=2,
+                       share_parameters=False, actor_hidden_sizes=(32, 32),
+                       critic_hidden_sizes=(32, 32), formation_orders=True).eval()
+    for actor in team.all_actors():
+        _widen(actor.action_mean, 0.5)
+        _widen(actor.formation_head, 2.0)  # the choices differ between observations
+    observations, agents = team_observations
+    from training.mappo.battles import team_actions
+
+    orders = team_actions(team, observations.reshape(-1, 2, OBS_DIM),
+                          deterministic=True).reshape(-1, ACTION_DIM + 1)
+    onnx_path = export_checkpoint(save_policy(team, tmp_path / "team.pt"),
+                                  tmp_path / "team.onnx").output
+    action, formation = _session(onnx_path).run(
+        ["action", "formation"], {"observation": observations, "agent": agents})
+    assert formation.dtype == np.int64 and len(np.unique(formation)) > 1
+    np.testing.assert_array_equal(formation, orders[:, ACTION_DIM].astype(np.int64))
+    assert np.abs(action - np.clip(orders[:, :ACTION_DIM], ACTION_LOW, ACTION_HIGH)).max() \
+        <= TOLERANCE
+    assert [port["name"] for port in _description(onnx_path)["outputs"]] == \
+        ["action", "formation"]
+
+    wfm1 = WFM1Policy(d_model=16, n_heads=2, n_echelon_layers=1, n_cross_layers=1,
+                      actor_hidden_sizes=(32,), critic_hidden_sizes=(32,),
+                      formation_orders=True).eval()
+    _widen(wfm1.formation_head, 2.0)
+    battles = ScenarioBattles([WFMScenario("three", "procedural", "clear", 3, 3, 77),
+                               WFMScenario("two", "procedural", "rain", 2, 2, 5)], 8,
+                              max_steps=60, seed=0)
+    view = battles.observe()
+    feeds = {"tokens": view.tokens, "pad_mask": view.pad_mask, "own_mask": view.own_mask,
+             "card": battles.cards.astype(np.float32)}
+    codes = wfm1.act(*(torch.from_numpy(feeds[k]) for k in ("tokens", "pad_mask")),
+                     card_vec=torch.from_numpy(feeds["card"]),
+                     own_mask=torch.from_numpy(feeds["own_mask"]),
+                     deterministic=True)[0][..., ACTION_DIM].numpy()
+    onnx_path = export_checkpoint(wfm1.save_checkpoint(tmp_path / "wfm1_final.pt"),
+                                  tmp_path / "wfm1.onnx").output
+    (formation,) = _session(onnx_path).run(["formation"], feeds)
+    own = view.own_mask
+    assert len(np.unique(formation[own])) > 1 and (formation[~own] == -1).all()
+    np.testing.assert_array_equal(formation[own], codes[own].astype(np.int64))
+
+
 @pytest.mark.parametrize("kind", ["brigade", "division"])
 def test_an_echelon_commander_exports(kind, request):
     case: Case = request.getfixturevalue(f"{kind}_case")

@@ -421,3 +421,22 @@ def test_the_command_line_plays_to_the_end_and_rates_the_player(tmp_path, capsys
     with pytest.raises(SystemExit):
         build_server([*args[:2], "--field", "historical:no_such_battle", *args[2:]])
     assert "no_such_battle" in capsys.readouterr().err
+
+
+def test_a_wfm1_red_with_a_formation_head_orders_its_formations(tmp_path):
+    torch.manual_seed(0)
+    policy = WFM1Policy(d_model=32, n_heads=4, n_echelon_layers=1, n_cross_layers=1,
+                        formation_orders=True)
+    with torch.no_grad():
+        policy.formation_head.bias[C.SQUARE + 1] = 100.0
+    path = policy.save_checkpoint(tmp_path / "square.pt")
+    field, site = resolve_field("site:waterloo", n_blue=2, n_red=2, max_steps=50)
+    red, _ = resolve_red(str(path), field, site=site)
+    battle = LiveBattle(field, red, seed=1)
+    orders, formations = red.orders(battle.battles, battle.red_units)
+    assert orders.shape == (1, 2, C.ACTION_DIM) and (formations == C.SQUARE).all()
+    battle.step()
+    assert (battle.battles.state.formation[0, battle.red_units] == C.SQUARE).all()
+    # Without the head, the drill's orders (which do not form square here).
+    plain, _ = resolve_red(str(wfm1_file(tmp_path / "plain.pt")), field, site=site)
+    assert not (plain.orders(battle.battles, battle.red_units)[1] == C.SQUARE).any()

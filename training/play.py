@@ -28,7 +28,8 @@ beside it) and the player's rating under ``--name`` is updated in the Elo file
   for that kind (:mod:`training.commander_files`): an SB3 ``.zip`` of a 1v1 commander
   (each battalion reads the duel's features of its observation), a MAPPO policy file or
   training checkpoint, or a WFM-1 checkpoint (told the battle by a scenario card; its
-  formations follow the combined-arms drill, as in its training);
+  formations follow the combined-arms drill, as in its training, unless it has a
+  formation head and orders them itself);
 * ``league:POOL.json:AGENT_ID``: a league snapshot, loaded by
   :meth:`training.league.agent_pool.AgentPool.load_snapshot` (refused outside the pool's
   folder).
@@ -76,6 +77,7 @@ from models.wfm1 import ECHELON_BATTALION, ScenarioCard, WFM1Policy
 from training.commander_files import identify_checkpoint, load_commander_policy
 from training.elo import TeamEloRegistry
 from training.mappo.battles import PolicyCommander
+from training.wfm1.battles import put_token_orders
 from training.wfm1.scenarios import CARD_MAP_SCALE, TERRAINS
 from training.wfm1.scenarios import MAX_SIDE as WFM1_MAX_SIDE
 
@@ -108,7 +110,9 @@ class DuelView:
 class WFM1Red:
     """A WFM-1 generalist commanding Red: Red's entity tokens in, one order per own token
     out, told the battle by ``card``; formations follow the combined-arms drill (the
-    doctrine's formation orders), as in its training (:mod:`training.wfm1.battles`)."""
+    doctrine's formation orders), as in its training (:mod:`training.wfm1.battles`), but
+    for a generalist with a formation head, whose likeliest formation choices replace
+    the drill's orders."""
 
     def __init__(self, policy: WFM1Policy, card: ScenarioCard, name: str) -> None:
         self.policy, self.card, self.name = policy.eval(), card, name
@@ -124,11 +128,13 @@ class WFM1Red:
         column = np.full(battles.n_units, -1, np.intp)
         column[units] = np.arange(len(units))
         orders = np.zeros((battles.n_battles, len(units), C.ACTION_DIM), np.float32)
-        battle, token = np.nonzero(view.own_mask)
-        orders[battle, column[view.unit[battle, token]]] = actions[battle, token]
         _, formations = CombinedArmsDoctrine(battles.config).orders(battles.state,
                                                                     battles.geometry)
-        return orders, formations[:, units]
+        formations = formations[:, units]
+        battle, token = np.nonzero(view.own_mask)
+        put_token_orders(orders, formations, (battle, column[view.unit[battle, token]]),
+                         actions[battle, token])
+        return orders, formations
 
 
 def scripted_level(spec: str) -> int | None:

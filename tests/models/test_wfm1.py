@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from envs.battles.entity_tokens import ENTITY_TOKEN_DIM, TOKEN
+from envs.sim.constants import KEEP_FORMATION, SQUARE
 from models.wfm1 import (
     CARD_DIM,
     ECHELON_BRIGADE,
@@ -21,6 +22,7 @@ from models.wfm1 import (
     EchelonEncoder,
     ScenarioCard,
     WFM1Policy,
+    own_formation_error,
 )
 from storage.files import UntrustedCheckpointError
 
@@ -290,6 +292,150 @@ def test_per_battle_echelons_match_one_echelon_at_a_time(share):
                                    rtol=0, atol=1e-5)
     assert not torch.allclose(means(policy, rows, mask, echelon=0),
                               means(policy, rows, mask, echelon=ECHELON_CORPS))
+
+
+# ----------------------------------------------------------------------------- formations
+
+
+def test_a_formation_head_adds_the_formation_code_to_every_order():
+    policy, plain = make(formation_orders=True), make()
+    assert policy.order_width == ACT + 1 and policy.kwargs["formation_orders"] is True
+    assert plain.order_width == ACT and "formation_orders" not in plain.kwargs
+    rows, mask = tokens(16, 8), padding(16, 8, [8 - b % 4 for b in range(16)])
+    own = ~mask
+    own[:, 0] = False  # an enemy token: no order
+    actions, log_probs = policy.act(rows, mask, own_mask=own)
+    codes = actions[..., ACT]
+    assert actions.shape == (16, 8, ACT + 1) and log_probs.shape == (16, 8)
+    assert torch.equal(codes, codes.round()) and codes.min() >= -1 and codes.max() <= 3
+    assert torch.all(actions[~own] == 0) and torch.all(log_probs[~own] == 0)
+    # A fresh head keeps the formation most of the time: every change costs drill steps.
+    assert (codes[own] == KEEP_FORMATION).float().mean() > 0.8
+    log_prob, entropy, _, orders = policy.evaluate_actions(rows, actions, mask, own_mask=own,
+                                                           return_orders=True)
+    mean = orders.gaussian.mean
+    torch.testing.assert_close(log_prob.detach(), log_probs, rtol=0, atol=1e-5)
+    # The rest of the network starts as without the head, so the difference is the
+    # categorical's: its log-probability of the chosen code, and its entropy.
+    base_log_prob, base_entropy, _ = plain.evaluate_actions(rows, actions[..., :ACT], mask,
+                                                            own_mask=own)
+    logits = policy.heads(rows, mask)[1]
+    chosen = torch.log_softmax(logits, -1).gather(-1, (codes + 1).long()[..., None])[..., 0]
+    torch.testing.assert_close((log_prob - base_log_prob)[own], chosen[own], rtol=0, atol=1e-5)
+    assert torch.all((entropy - base_entropy)[own] > 0)
+    # forward and the returned orders' Gaussian give the same means.
+    assert mean.shape == (16, 8, ACT)
+    torch.testing.assert_close(mean, policy(rows, mask)[0], rtol=0, atol=0)
+    deterministic = means(policy, rows, mask, own_mask=own)
+    assert torch.all(deterministic[..., ACT][own] == KEEP_FORMATION)  # the likeliest choice
+    torch.testing.assert_close(deterministic[..., :ACT][own], means(plain, rows, mask)[own])
+
+
+def test_keyed_noise_decides_the_formation_choice_by_its_probabilities():
+    policy = make(formation_orders=True)
+    with torch.no_grad():
+        policy.formation_head.bias.zero_()  # near-even choices, to see each drawn
+    rows = tokens(1, 1).repeat(4000, 1, 1)
+    noise = torch.randn(4000, 1, ACT + 1, generator=torch.Generator().manual_seed(2))
+    actions, log_probs = policy.act(rows, noise=noise)
+    again, _, _ = policy.act_and_value(rows, noise=noise)
+    assert torch.equal(actions, again)
+    probs = torch.softmax(policy.heads(rows[:1])[1][0, 0], -1).detach()
+    shares = torch.bincount((actions[:, 0, ACT] + 1).long(), minlength=5) / 4000.0
+    torch.testing.assert_close(shares, probs, atol=0.03, rtol=0)
+    # The continuous orders are mean + std * noise, as without the head.
+    mean = policy(rows[:1])[0][0, 0].detach()
+    torch.testing.assert_close(actions[:5, 0, :ACT],
+                               mean + policy.log_std.exp().detach() * noise[:5, 0, :ACT])
+    with pytest.raises(ValueError, match=r"noise has shape \(4000, 1, 3\).*formation code"):
+        policy.act(rows, noise=noise[..., :ACT])
+
+
+def test_finetune_loss_fits_the_formation_head_to_target_codes():
+    policy = make(formation_orders=True)
+    rows, mask = tokens(4, 6), padding(4, 6, [6, 6, 4, 2])
+    own = ~mask
+    targets = means(policy, rows, mask).clone()
+    # Three numbers: the means' error alone, zero at the means.
+    batch = dict(tokens=rows, actions=targets[..., :ACT], pad_mask=mask, own_mask=own)
+    assert float(policy.finetune_loss(batch).detach()) == pytest.approx(0.0, abs=1e-12)
+    # Four: plus the head's cross-entropy against the codes (the padding's ignored).
+    targets[..., ACT] = SQUARE
+    targets[mask] = 99.0
+    batch["actions"] = targets
+    logits = policy.heads(rows, mask)[1]
+    expected = own_formation_error(logits, targets[..., ACT], own)
+    cross_entropy = -torch.log_softmax(logits, -1)[..., SQUARE + 1][own].mean()
+    torch.testing.assert_close(expected, cross_entropy)
+    torch.testing.assert_close(policy.finetune_loss(batch), expected)
+    optimiser = torch.optim.Adam(policy.parameters(), lr=3e-2)
+    for _ in range(10):
+        loss = policy.finetune_loss(batch)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+    assert float(policy.finetune_loss(batch).detach()) < 0.1 * float(expected.detach())
+    assert torch.all(means(policy, rows, mask)[..., ACT][own] == SQUARE)
+    for code, found in ((1.5, r"\[1.5\]"), (7.0, r"\[7.0\]"), (-2.0, r"\[-2.0\]")):
+        targets[0, 0, ACT] = code
+        with pytest.raises(ValueError, match=rf"actions\[\.\.\., 3\] holds formation codes "
+                                             rf"{found}: expected whole numbers -1 \(keep\)"):
+            policy.finetune_loss(batch)
+    with pytest.raises(ValueError, match="formation_orders=False"):
+        make().finetune_loss(dict(batch, actions=targets.clamp(-1, 3).round()))
+
+
+def test_formation_orders_are_checked_where_they_come_in():
+    policy = make(formation_orders=True)
+    rows, mask = tokens(2, 4), padding(2, 4, [4, 2])
+    with pytest.raises(ValueError, match="formation_orders='yes'"):
+        make(formation_orders="yes")
+    with pytest.raises(ValueError, match=r"actions has shape \(2, 4, 3\): expected "
+                                         r"\(2, 4, 4\).*formation_orders=True"):
+        policy.evaluate_actions(rows, torch.zeros(2, 4, ACT), mask)
+    with pytest.raises(ValueError, match=r"actions has shape \(2, 4, 4\): expected "
+                                         r"\(2, 4, 3\).*formation_orders=False"):
+        make().evaluate_actions(rows, torch.zeros(2, 4, ACT + 1), mask)
+    actions = torch.zeros(2, 4, ACT + 1)
+    actions[1, 3, ACT] = 9.0  # padding: ignored
+    log_prob, _, _ = policy.evaluate_actions(rows, actions, mask)
+    assert log_prob[1, 3] == 0
+    actions[0, 1, ACT] = 4.0  # an own unit: a code no formation has
+    with pytest.raises(ValueError, match=r"actions\[\.\.\., 3\] holds formation codes \[4.0\]"):
+        policy.evaluate_actions(rows, actions, mask)
+
+
+def test_checkpoints_with_and_without_the_formation_head(tmp_path):
+    rows, mask = tokens(2, 5), padding(2, 5, [5, 3])
+    # A policy without the head writes the file it always did: no formation_orders key,
+    # no head weights, three-number orders.
+    plain = make()
+    old = plain.save_checkpoint(tmp_path / "old.pt")
+    saved = torch.load(old, weights_only=True)
+    assert "formation_orders" not in saved["config"]
+    assert not any(key.startswith("formation_head") for key in saved["state_dict"])
+    loaded = WFM1Policy.load_checkpoint(old)
+    assert not loaded.formation_orders and loaded.order_width == ACT
+    actions, log_probs = loaded.act(rows, mask, deterministic=True)
+    assert actions.shape == (2, 5, ACT)
+    assert torch.equal(actions, means(plain.eval(), rows, mask))
+    with pytest.raises(ValueError, match="asks for a network of"):  # no head weights
+        WFM1Policy.load_checkpoint(old, formation_orders=True)
+    # One with the head round-trips with it.
+    policy = make(formation_orders=True)
+    with torch.no_grad():
+        policy.formation_head.bias[SQUARE + 1] = 10.0
+    path = policy.save_checkpoint(tmp_path / "head.pt")
+    again = WFM1Policy.load_checkpoint(path)
+    assert again.kwargs == policy.kwargs and again.kwargs["formation_orders"] is True
+    policy.eval()
+    assert torch.equal(means(again, rows, mask), means(policy, rows, mask))
+    assert torch.all(means(again, rows, mask)[..., ACT][~mask] == SQUARE)
+    drawn, drawn_log_probs = again.act(rows, mask)
+    torch.testing.assert_close(again.evaluate_actions(rows, drawn, mask)[0].detach(),
+                               policy.evaluate_actions(rows, drawn, mask)[0].detach())
+    with pytest.raises(ValueError, match="do not fit"):
+        WFM1Policy.load_checkpoint(path, formation_orders=False)
 
 
 # ----------------------------------------------------------------------------- files

@@ -15,7 +15,7 @@ from benchmarks.wfm1 import (
     play_scenario,
 )
 from envs.battles.entity_tokens import ENTITY_TOKEN_DIM
-from envs.sim.constants import ARTILLERY, CAVALRY, INFANTRY
+from envs.sim.constants import ARTILLERY, CAVALRY, INFANTRY, KEEP_FORMATION, SQUARE
 from models.wfm1 import CARD_DIM, WFM1Policy
 from training.wfm1.battles import ScenarioBattles, play_out
 from training.wfm1.config import WFM1TrainConfig
@@ -349,3 +349,118 @@ def test_the_warm_start_imitates_the_doctrine(tmp_path):
     first = clone(policy, demos, epochs=1, learning_rate=1e-3)
     later = clone(policy, demos, epochs=5, learning_rate=1e-3)
     assert later["action"] < first["action"]
+
+
+# --- formation orders ---------------------------------------------------------------------
+
+
+def test_a_fourth_number_orders_the_units_formation():
+    def first_step(width, code):
+        battles = ScenarioBattles([SMALL], 2, max_steps=60, seed=3)
+        view = battles.observe()
+        batch = battles.batches[0]
+        infantry = view.own_mask & (batch.state.arm[view.unit] == INFANTRY)
+        battle, units = np.nonzero(infantry)[0], view.unit[infantry]
+        start = batch.state.formation[battle, units].copy()
+        actions = np.zeros((2, battles.n_tokens, width), np.float32)
+        if width > 3:
+            actions[..., 3] = KEEP_FORMATION
+            actions[..., 3][infantry] = code
+            actions[..., 3][view.pad_mask] = 99.0  # not an own unit's: ignored
+        battles.step(actions)
+        return start, batch.state.formation[battle, units], batch.state.drill[battle, units]
+
+    start, formation, drill = first_step(4, SQUARE)
+    assert len(formation) and (formation == SQUARE).all() and (drill > 0).all()
+    assert not (start == SQUARE).any()
+    # Three numbers: the drill's formations, which do not form square here.
+    _, formation, _ = first_step(3, None)
+    assert not (formation == SQUARE).any()
+    # -1 keeps the formation the battle started in.
+    start, formation, drill = first_step(4, KEEP_FORMATION)
+    assert (drill == 0).all() and (formation == start).all()
+
+
+def test_battles_label_the_doctrines_formations_and_check_the_codes():
+    battles = ScenarioBattles([SMALL], 2, max_steps=40, seed=3, formation_orders=True)
+    view = battles.observe()
+    batch, doctrine = battles.batches[0], battles.doctrines[0]
+    expected, formations = doctrine.orders(batch.state, batch.geometry)
+    taught = battles.step(None).doctrine_actions
+    assert taught.shape == (2, battles.n_tokens, 4)
+    for b in range(2):
+        for k in np.flatnonzero(view.own_mask[b]):
+            np.testing.assert_array_equal(taught[b, k, :3], expected[b, view.unit[b, k]])
+            assert taught[b, k, 3] == formations[b, view.unit[b, k]]
+        assert (taught[b, ~view.own_mask[b]] == 0).all()
+    assert ScenarioBattles([SMALL], 2, 40, seed=3).observe() is not None  # default: 3 wide
+    with pytest.raises(ValueError, match="formation_orders"):
+        ScenarioBattles([SMALL], 2, 40, formation_orders="yes")
+    view = battles.observe()
+    actions = np.zeros((2, battles.n_tokens, 4), np.float32)
+    actions[np.nonzero(view.own_mask)[0][0], np.nonzero(view.own_mask)[1][0], 3] = 2.5
+    with pytest.raises(ValueError, match=r"actions\[\.\.\., 3\] \(the formation codes\) "
+                                         r"holds \[0\.\s+2\.5\]: expected integer codes -1"):
+        battles.step(actions)
+    with pytest.raises(ValueError, match=r"\(2, 4, 5\) are invalid: expected \(2, 4, 3\), "
+                                         r"or \(2, 4, 4\)"):
+        battles.step(np.zeros((2, battles.n_tokens, 5), np.float32))
+
+
+def test_the_config_declares_formation_orders():
+    assert WFM1TrainConfig.yaml_keys()["formation_orders"] == "model.formation_orders"
+    assert WFM1TrainConfig().model_kwargs()["formation_orders"] is False
+    config = WFM1TrainConfig.from_nested({"model": {"formation_orders": True}})
+    assert config.formation_orders and config.model_kwargs()["formation_orders"] is True
+    assert WFM1Policy(**config.model_kwargs()).order_width == 4
+    with pytest.raises(ValueError, match="formation_orders"):
+        WFM1TrainConfig(formation_orders="no")
+
+
+def test_the_warm_start_fits_the_formation_head():
+    from training.wfm1.warm_start import clone, collect_demonstrations
+
+    demos, _ = collect_demonstrations(
+        lambda: ScenarioBattles([SMALL], 4, max_steps=40, seed=11, formation_orders=True),
+        480, 0.99, 40)
+    assert demos.actions.shape[-1] == 4 and len(demos) > 0
+    policy = WFM1Policy(**SMALL_MODEL, formation_orders=True)
+    first = clone(policy, demos, epochs=1, learning_rate=1e-3)
+    later = clone(policy, demos, epochs=5, learning_rate=1e-3)
+    assert later["action"] < first["action"]
+    with pytest.raises(ValueError, match="order_width=3"):
+        clone(WFM1Policy(**SMALL_MODEL), demos, epochs=1)
+
+
+def test_a_formation_ordering_generalist_trains_and_is_evaluated(tmp_path):
+    from training.train_wfm1 import train_wfm1
+
+    config = tiny_config(tmp_path, formation_orders=True, total_timesteps=512,
+                         warm_start_steps=256, warm_start_epochs=1, teacher_coef=1.0,
+                         validate_every_updates=1, validation_scenarios=1,
+                         validation_battles=2)
+    trainer = train_wfm1(config)
+    assert trainer.policy.formation_orders and trainer.total_steps == 512
+    assert {"train/entropy", "train/teacher_loss", "validation/win_rate"} <= set(
+        trainer.history[-1])
+    rollout = trainer.collect_rollout()
+    # The teacher labels the doctrine's formation orders too (its loss has their
+    # cross-entropy).
+    assert rollout.actions.shape[-1] == 4 and rollout.teacher.shape[-1] == 4
+    taught = rollout.teacher[..., 3][rollout.own_mask]
+    assert torch.equal(taught, taught.round()) and taught.min() >= -1 and taught.max() <= 3
+    codes = rollout.actions[..., 3][rollout.own_mask]
+    assert torch.equal(codes, codes.round()) and codes.min() >= -1 and codes.max() <= 3
+    final = WFM1Policy.load_checkpoint(trainer.final_checkpoint)
+    assert final.kwargs == trainer.policy.kwargs and final.kwargs["formation_orders"] is True
+    again = WFM1Trainer(config, resume=tmp_path / "ck" / LATEST)
+    assert (again.total_steps, again.updates) == (trainer.total_steps, trainer.updates)
+    # The benchmark plays it, fine-tunes it and trains a specialist of its kind.
+    benchmark = WFM1Benchmark(
+        WFM1BenchmarkConfig(n_eval_episodes=2, n_scenarios=1, finetune_steps=64,
+                            specialist_train_steps=128, max_steps_per_episode=30,
+                            finetune_battles=2),
+        tiny_config(tmp_path / "bench"))
+    summary = benchmark.run(trainer.final_checkpoint)
+    assert [r.condition for r in summary.results] == ["zero_shot", "finetuned",
+                                                      "specialist", "doctrine"]

@@ -32,9 +32,10 @@ import torch.nn.functional as F
 from envs.commanders.arms_doctrine import ArmsPlan
 from envs.commanders.orders import OrderFollower
 from envs.play.commanders import CombinedArmsRed
-from envs.sim.constants import ACTION_DIM, KEEP_FORMATION
+from envs.sim.constants import ACTION_DIM
 from envs.sim.validation import check_int, check_positive
-from models.mappo_policy import FORMATION_CHOICES, MAPPOPolicy
+from models.formation_orders import FORMATION_CHOICES, formation_choices
+from models.mappo_policy import MAPPOPolicy
 from training.common.imitation import (
     HOLD_RANGE,
     discounted_returns,
@@ -160,7 +161,7 @@ def clone_team(policy: MAPPOPolicy, demonstrations: TeamDemonstrations, *, epoch
         taught = actions[index]
         action_loss = ((heads[:, :ACTION_DIM] - taught[:, :ACTION_DIM]) ** 2).mean()
         if policy.formation_orders:
-            choice = (taught[:, ACTION_DIM] - KEEP_FORMATION).round().long()
+            choice = formation_choices(taught[:, ACTION_DIM])
             action_loss = action_loss + F.cross_entropy(heads[:, ACTION_DIM:], choice)
         value_loss = ((policy.critic(states[index]) - returns[index]) ** 2).mean() / value_scale
         return action_loss, value_loss

@@ -6,10 +6,12 @@
 presents them as one: Blue's entity tokens of every battle padded to one token count
 (:func:`envs.battles.entity_tokens.entity_tokens`), each battle's scenario card, and a
 :meth:`~ScenarioBattles.step` that takes one order per token. Blue's units move and fire
-as the generalist orders; their formations follow the combined-arms drill (the
-doctrine's formation orders: column to march, line to fight, square against horse),
-since the generalist's action has no formation channel. Red is the combined-arms
-doctrine (:class:`~envs.commanders.arms_doctrine.CombinedArmsDoctrine`). A finished battle starts
+as the generalist orders. Their formations follow the combined-arms drill (the
+doctrine's formation orders: column to march, line to fight, square against horse)
+when the orders are three numbers; a fourth number, the formation code of a generalist
+with a formation channel (``WFM1Policy(formation_orders=True)``), replaces the drill's
+order for that unit (-1 keeps the formation). Red is the combined-arms doctrine
+(:class:`~envs.commanders.arms_doctrine.CombinedArmsDoctrine`). A finished battle starts
 its next episode at once; the step reports what ended.
 """
 
@@ -25,6 +27,8 @@ from envs.battles.multi_battalion_batch import BLUE
 from envs.battles.observation import ROTATE_SIGN
 from envs.commanders.arms_doctrine import CombinedArmsDoctrine
 from envs.sim.constants import ACTION_DIM
+from envs.sim.engine import check_formation_orders
+from envs.sim.validation import check_bool
 from models.wfm1 import WFM1Policy
 from training.common.play import team_outcomes
 from training.wfm1.scenarios import WFMScenario
@@ -48,7 +52,9 @@ class BattlesStep:
     """(B, n_tokens, 3) the doctrine's order for each own token of the last
     :meth:`ScenarioBattles.observe` (zero elsewhere), whoever commanded Blue: the
     demonstration when Blue followed the doctrine, the teacher's label in the states the
-    generalist reached otherwise; None without an observation."""
+    generalist reached otherwise; None without an observation. With
+    ``ScenarioBattles(formation_orders=True)`` (B, n_tokens, 4): the doctrine's formation
+    order (-1 keep, 0 line, ...) last."""
 
 
 class ScenarioBattles:
@@ -61,18 +67,26 @@ class ScenarioBattles:
         seed: battle ``i`` of scenario ``k`` starts from seed ``seed + k * battles + i``,
             or from the scenario's own seed when ``seed`` is None (every battle of the
             scenario then differs only by its episode chain).
+        formation_orders: label the doctrine's formation orders too:
+            :attr:`BattlesStep.doctrine_actions` get a fourth number, the formation code
+            (what a generalist with a formation head imitates). :meth:`step` takes
+            orders of three or four numbers either way.
 
     Raises:
         ValueError: for no scenario or fewer than one battle each.
+        TypeError: for a ``formation_orders`` that is not a bool.
     """
 
     def __init__(self, scenarios: list[WFMScenario], battles_per_scenario: int,
-                 max_steps: int, seed: int | None = 0) -> None:
+                 max_steps: int, seed: int | None = 0, formation_orders: bool = False) -> None:
         if not scenarios:
             raise ValueError("scenarios=[] is invalid: expected at least one WFMScenario")
         if not isinstance(battles_per_scenario, int) or battles_per_scenario < 1:
             raise ValueError(f"battles_per_scenario={battles_per_scenario!r} is invalid: "
                              "expected an integer >= 1")
+        self.formation_orders = check_bool("formation_orders", formation_orders)
+        self.label_width = ACTION_DIM + self.formation_orders
+        """Numbers in each of :attr:`BattlesStep.doctrine_actions`' labels."""
         self.scenarios = list(scenarios)
         self.per = n = battles_per_scenario
         self.batches = []
@@ -98,23 +112,33 @@ class ScenarioBattles:
         return self.view
 
     def step(self, actions: np.ndarray | None) -> BattlesStep:
-        """Step every battle once with ``actions`` (B, n_tokens, 3): the order of the
-        unit of each own token of the last :meth:`observe`; None: Blue's units follow the
-        combined-arms doctrine too (the scripted baseline).
+        """Step every battle once with ``actions`` (B, n_tokens, 3) or (B, n_tokens, 4):
+        the order of the unit of each own token of the last :meth:`observe`, and with a
+        fourth number the unit's formation order (-1 keep, 0 line, ...), which replaces
+        the drill's; None: Blue's units follow the combined-arms doctrine too (the
+        scripted baseline).
 
         Raises:
             RuntimeError: before :meth:`observe` (with actions).
-            ValueError: for actions of another shape.
+            ValueError: for actions of another shape, or an own token's formation code
+                that is not one.
         """
         if actions is not None and self.view is None:
             raise RuntimeError("step() called before observe(): the actions are per token")
         actions = None if actions is None else np.asarray(actions, F32)
-        if actions is not None and actions.shape != (self.n_battles, self.n_tokens, ACTION_DIM):
-            raise ValueError(f"actions of shape {actions.shape} are invalid: expected "
-                             f"({self.n_battles}, {self.n_tokens}, {ACTION_DIM})")
+        shape = (self.n_battles, self.n_tokens)
+        if actions is not None:
+            if actions.shape not in ((*shape, ACTION_DIM), (*shape, ACTION_DIM + 1)):
+                raise ValueError(f"actions of shape {actions.shape} are invalid: expected "
+                                 f"{(*shape, ACTION_DIM)}, or {(*shape, ACTION_DIM + 1)} "
+                                 "with each unit's formation code last")
+            if actions.shape[2] > ACTION_DIM:  # the own units' codes, before any battle steps
+                codes = actions[..., ACTION_DIM][self.view.own_mask]
+                check_formation_orders(f"actions[..., {ACTION_DIM}] (the formation codes)",
+                                       codes[None], (1, len(codes)))
         taught = None
         if self.view is not None:
-            taught = np.zeros((self.n_battles, self.n_tokens, ACTION_DIM), F32)
+            taught = np.zeros((*shape, self.label_width), F32)
         reward = np.zeros(self.n_battles, F32)
         done = np.zeros(self.n_battles, bool)
         truncated = np.zeros(self.n_battles, bool)
@@ -126,9 +150,12 @@ class ScenarioBattles:
             if self.view is not None:
                 battle, token = np.nonzero(self.view.own_mask[rows])
                 units = self.view.unit[rows][battle, token]
-                taught[rows][battle, token] = orders[battle, units]
+                taught[rows][battle, token, :ACTION_DIM] = orders[battle, units]
+                if self.formation_orders:
+                    taught[rows][battle, token, ACTION_DIM] = formations[battle, units]
                 if actions is not None:
-                    orders[battle, units] = actions[rows][battle, token]
+                    put_token_orders(orders, formations, (battle, units),
+                                     actions[rows][battle, token])
             result = batch.step(orders, formations)
             reward[rows] = result.team_reward.total[BLUE * self.per:(BLUE + 1) * self.per]
             over = result.battle_over
@@ -140,9 +167,21 @@ class ScenarioBattles:
         return BattlesStep(reward, done, truncated, winner, taught)
 
 
+def put_token_orders(orders: np.ndarray, formations: np.ndarray, index: tuple,
+                     actions: np.ndarray) -> None:
+    """Write own tokens' ``actions`` (n, 3) or (n, 4) into the units' step buffers at
+    ``index`` (their battles and units): the first three numbers into ``orders`` (B, U,
+    3); a fourth, the formation code, into ``formations`` (B, U), whose entries (the
+    drill's orders) it replaces; with three numbers ``formations`` is left as it is."""
+    orders[index] = actions[:, :ACTION_DIM]
+    if actions.shape[1] > ACTION_DIM:
+        formations[index] = actions[:, ACTION_DIM]
+
+
 def play_out(battles: ScenarioBattles, policy: WFM1Policy | None) -> np.ndarray:
     """Play the first episode of every battle of ``battles`` to its end, every Blue unit
-    on ``policy``'s mean (None: Blue under the combined-arms doctrine).
+    on ``policy``'s mean (None: Blue under the combined-arms doctrine); a policy with a
+    formation head orders its units' formations too (its likeliest choice).
 
     Returns:
         ``(n_battles,)`` int8 outcomes: 1 won, 0 drawn, -1 lost.
@@ -168,4 +207,4 @@ def play_out(battles: ScenarioBattles, policy: WFM1Policy | None) -> np.ndarray:
     return outcome
 
 
-__all__ = ["BattlesStep", "ScenarioBattles", "play_out"]
+__all__ = ["BattlesStep", "ScenarioBattles", "play_out", "put_token_orders"]

@@ -10,10 +10,11 @@ every 200 updates in ``checkpoints/wfm1``); the rest says which battles a rollou
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from envs.battles.entity_tokens import ENTITY_TOKEN_DIM
 from envs.battles.multi_battalion_batch import bytes_per_battle
-from envs.sim.validation import check_int, check_non_negative, check_positive
+from envs.sim.validation import check_bool, check_int, check_non_negative, check_positive
 from models.limits import check_dimension
 from training.common.setting_groups import PPOSettings, TrackingSettings, WarmStartSettings
 from training.common.settings import (
@@ -31,7 +32,8 @@ from training.wfm1.scenarios import MAX_SIDE
 
 TOKEN_SAMPLE_BYTES = 4 * (ENTITY_TOKEN_DIM + 7) + 2
 """Memory of one token-step of a WFM-1 rollout: its float32 features, action, teacher's
-action and log-probability, and its two masks (a battle-step holds ``2 * max_side``)."""
+action and log-probability, and its two masks (a battle-step holds ``2 * max_side``); a
+formation-ordering policy's action holds one float32 more."""
 
 
 @dataclass
@@ -82,7 +84,8 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
         check_positive, "training.warm_start_std")
     teacher_coef: float = setting(
         0.0, "Weight of a loss beside PPO's: the squared error between each own unit's "
-        "action mean and the doctrine's order in the states the rollout reached (the "
+        "action mean and the doctrine's order in the states the rollout reached, plus the "
+        "formation choice's cross-entropy with model.formation_orders (the "
         "imitation's teacher kept as a regulariser) at the first PPO update; 0: PPO alone.",
         check_non_negative, "training.teacher_coef")
     teacher_decay_steps: int | None = setting(
@@ -108,6 +111,9 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
                                     "model.n_echelon_layers")
     n_cross_layers: int = setting(2, "Layers of the cross-echelon transformer.",
                                   check_dimension, "model.n_cross_layers")
+    formation_orders: bool = setting(
+        False, "The policy orders each unit's formation; false: the combined-arms drill does.",
+        check_bool, "model.formation_orders")
     checkpoint_every_updates: int = setting(
         200, "Updates between checkpoints (wfm1_<steps>_steps.pt and wfm1_latest.pt).",
         positive_int, "checkpoint.every_updates")
@@ -126,16 +132,19 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
                              f"of model.n_heads={self.n_heads}")
         # Refused here rather than by a MemoryError an hour into the run.
         n_tokens = 2 * self.max_side
-        self.check_rollout_memory(bytes_per_battle(n_tokens), n_tokens * TOKEN_SAMPLE_BYTES)
+        self.check_rollout_memory(bytes_per_battle(n_tokens),
+                                  n_tokens * (TOKEN_SAMPLE_BYTES + 4 * self.formation_orders))
 
     @property
     def battles_per_scenario(self) -> int:
         return self.n_envs // self.scenarios_per_rollout
 
-    def model_kwargs(self) -> dict[str, int]:
-        """The policy's size, for :class:`models.wfm1.WFM1Policy`."""
+    def model_kwargs(self) -> dict[str, Any]:
+        """The policy's size and whether it orders formations, for
+        :class:`models.wfm1.WFM1Policy`."""
         return dict(d_model=self.d_model, n_heads=self.n_heads,
-                    n_echelon_layers=self.n_echelon_layers, n_cross_layers=self.n_cross_layers)
+                    n_echelon_layers=self.n_echelon_layers, n_cross_layers=self.n_cross_layers,
+                    formation_orders=self.formation_orders)
 
 
 CONFIG_FILE = ConfigFile("wfm1_train", (WFM1TrainConfig, ResumeOptions), header="""

@@ -13,12 +13,17 @@ Every Blue unit of a battle acts from its own token (:class:`models.wfm1.WFM1Pol
 the battle's team reward and its value (one per battle, from the fused picture) give
 one advantage per battle, which every unit of the battle shares: the policy loss is
 PPO's clipped surrogate averaged over the units' own probability ratios. A battle that
-ends (decided or cut off at ``max_steps``) ends its return there.
+ends (decided or cut off at ``max_steps``) ends its return there. A policy with a
+formation head (``model.formation_orders``) orders each unit's formation too: its
+actions carry the formation code last, and the ratios and the entropy are those of the
+whole order (the Gaussian's and the formation choice's,
+:class:`~models.formation_orders.Orders`).
 
 Two extras hang on settings: ``training.teacher_coef`` adds to PPO's loss the squared
 error between each own unit's action mean and the doctrine's order in the states the
-rollout reached (the warm start's teacher kept on as a regulariser, labelled on the
-generalist's own states as in DAgger; with ``training.teacher_decay_steps`` its weight
+rollout reached, and with a formation head the cross-entropy of its formation choice
+against the doctrine's (the warm start's teacher kept on as a regulariser, labelled on
+the generalist's own states as in DAgger; with ``training.teacher_decay_steps`` its weight
 falls linearly to 0 over that many battle steps of PPO), and
 ``validation.every_updates`` plays fixed validation battles (training scenarios drawn
 once from the run's seed, never held-out ones) on the policy's means and keeps the best
@@ -45,7 +50,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from models.wfm1 import WFM1Policy, own_action_error
+from models.wfm1 import WFM1Policy, own_order_error
 from storage.files import clean_stale_temporaries
 from training.common.device import resolve_device
 from training.common.play import team_outcomes
@@ -94,7 +99,8 @@ class WFMRollout:
     log_probs: torch.Tensor
     values: torch.Tensor
     teacher: torch.Tensor
-    """The doctrine's order for each own token in the state reached."""
+    """The doctrine's order for each own token in the state reached (with a formation
+    head, its formation code last)."""
     rewards: torch.Tensor
     dones: torch.Tensor
     last_values: torch.Tensor
@@ -193,7 +199,8 @@ class WFM1Trainer:
             sample_training_scenario(self.rng, config.max_side, config.gis_share)
             for _ in range(config.scenarios_per_rollout)]
         self.battles = ScenarioBattles(scenarios, config.battles_per_scenario, config.max_steps,
-                                       seed=int(self.rng.integers(0, 2**31)))
+                                       seed=int(self.rng.integers(0, 2**31)),
+                                       formation_orders=self.policy.formation_orders)
         return self.battles
 
     # --- a rollout ------------------------------------------------------------------------
@@ -265,11 +272,12 @@ class WFM1Trainer:
                                               device=self.device):
                 b = {key: value[index] for key, value in flat.items()}
                 own = b["own_mask"]
-                log_prob, entropy, value, mean = policy.evaluate_actions(
+                log_prob, entropy, value, orders = policy.evaluate_actions(
                     b["tokens"], b["actions"], b["pad_mask"], card_vec=b["cards"], own_mask=own,
-                    return_means=True)
-                teacher = AuxiliaryLoss("teacher_loss", own_action_error(mean, b["teacher"], own),
-                                        teacher_coef)
+                    return_orders=True)
+                teacher = AuxiliaryLoss("teacher_loss", own_order_error(
+                    orders.gaussian.mean, orders.formation_logits, b["teacher"], own),
+                    teacher_coef)
                 # Each battle's advantage, normalised over the minibatch, is shared by its
                 # own units' ratios (weight 1; the other tokens 0).
                 terms = ppo_loss(log_prob, b["log_probs"], normalize_advantages(b["advantages"]),

@@ -6,8 +6,10 @@ training scenarios with the doctrine commanding both sides, records Blue's token
 the doctrine's order for each of its units (:attr:`BattlesStep.doctrine_actions`), and
 fits the policy to them: each own token's action mean to its order, and the value to
 the discounted return of its battle (steps whose return is known: a battle ended
-after them). The doctrine reads the whole field; the policy imitates it from its
-fogged tokens.
+after them). A policy with a formation head (``WFM1Policy(formation_orders=True)``)
+learns the doctrine's formation orders too, by cross-entropy, from battles that label
+them (``ScenarioBattles(formation_orders=True)``). The doctrine reads the whole field;
+the policy imitates it from its fogged tokens.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from models.wfm1 import WFM1Policy, own_action_error
+from models.wfm1 import WFM1Policy, own_order_error
 from training.common.imitation import discounted_returns, fit_minibatches
 from training.wfm1.battles import ScenarioBattles
 
@@ -84,7 +86,20 @@ def collect_demonstrations(draw_battles, n_steps: int, gamma: float,
 def clone(policy: WFM1Policy, demonstrations: Demonstrations, *, epochs: int,
           batch_size: int = 1024, learning_rate: float = 1e-3, seed: int = 0) -> dict[str, float]:
     """Fit the action means of own tokens to the doctrine's orders and the value to the
-    returns (module docstring), on the policy's device; the final epoch's mean losses."""
+    returns (module docstring), on the policy's device; with a formation head, its
+    choices to the doctrine's formation orders too (cross-entropy, added to the action
+    loss). Returns the final epoch's mean losses.
+
+    Raises:
+        ValueError: if the demonstrations' orders are not :attr:`WFM1Policy.order_width`
+            numbers (formation labels for a policy with a formation head, none without).
+    """
+    width = demonstrations.actions.shape[-1]
+    if width != policy.order_width:
+        raise ValueError(f"demonstrations hold orders of {width} numbers: expected the "
+                         f"policy's order_width={policy.order_width} (battles built with "
+                         "formation_orders=True label the doctrine's formations, which only "
+                         "a policy with a formation head learns)")
     if len(demonstrations) == 0:
         logger.warning("WFM-1 warm start skipped: no battle ended within the imitation steps, "
                        "so no return is known; give more warm-start steps")
@@ -96,9 +111,10 @@ def clone(policy: WFM1Policy, demonstrations: Demonstrations, *, epochs: int,
 
     def batch_losses(index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         b = {key: value[index] for key, value in data.items()}
-        mean, value = policy(b["tokens"], b["pad_mask"], card_vec=b["cards"])
-        action_loss = own_action_error(mean, b["actions"], b["own_mask"])
-        return action_loss, ((value - b["returns"]) ** 2).mean() / value_scale
+        mean, logits, value = policy.heads(b["tokens"], b["pad_mask"], card_vec=b["cards"])
+        taught, own = b["actions"], b["own_mask"]
+        return (own_order_error(mean, logits, taught, own),
+                ((value - b["returns"]) ** 2).mean() / value_scale)
 
     policy.train()
     losses = fit_minibatches(policy.parameters(), len(demonstrations), batch_losses,
