@@ -39,6 +39,7 @@ _EXPORTS = {
     "WinRateVsPoolCallback": "training.self_play",
     "evaluate_vs_pool": "training.self_play",
     "TeamOpponentPool": "training.self_play",
+    "WFM1OpponentPool": "training.self_play",
     "evaluate_team_vs_pool": "training.self_play",
     "nash_exploitability_proxy": "training.self_play",
     # curriculum

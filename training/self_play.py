@@ -16,12 +16,17 @@
   (``team_snapshot_v{version:06d}.pt``) for the Red side of N-vs-M battles;
   :func:`evaluate_team_vs_pool` and :func:`nash_exploitability_proxy` measure a
   team against them.
+* :class:`WFM1OpponentPool` holds frozen WFM-1 generalists
+  (``wfm1_snapshot_v{version:06d}.pt``), which command Red in a share of WFM-1's
+  training battles (``self_play.enabled`` in ``configs/wfm1_train.yaml``,
+  :class:`~training.wfm1.trainer.WFM1Trainer`).
 
-The pools live in :mod:`training.ppo.pool` and :mod:`training.mappo.pool` (on
-:mod:`training.common.pools`), the SB3 callbacks in :mod:`training.ppo.self_play`, the
-team measures in :mod:`training.mappo.evaluation`; this module holds the duel against a
-pool (every battle played by :func:`training.common.play.play`) and is where all of them
-are documented and imported from.
+The pools live in :mod:`training.ppo.pool`, :mod:`training.mappo.pool` and
+:mod:`training.wfm1.pool` (on :mod:`training.common.pools`), the SB3 callbacks in
+:mod:`training.ppo.self_play`, the team measures in :mod:`training.mappo.evaluation`;
+this module holds the duel against a pool (every battle played by
+:func:`training.common.play.play`) and is where all of them are documented and imported
+from.
 
 Typical use is ``train(enable_self_play=True)``; directly::
 
@@ -44,9 +49,10 @@ from training.mappo.pool import TeamOpponentPool
 from training.ppo.evaluation import EvaluationResult, play_duels
 from training.ppo.pool import OpponentPool
 from training.ppo.self_play import SelfPlayCallback, WinRateVsPoolCallback, self_play_callbacks
+from training.wfm1.pool import WFM1OpponentPool
 
 __all__ = ["OpponentPool", "SelfPlayCallback", "SnapshotPool", "TeamOpponentPool",
-           "WinRateVsPoolCallback",
+           "WFM1OpponentPool", "WinRateVsPoolCallback",
            "evaluate_team_vs_pool", "evaluate_vs_pool", "nash_exploitability_proxy",
            "pool_opponent_win_rates", "self_play_callbacks"]
 

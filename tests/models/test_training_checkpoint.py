@@ -208,7 +208,10 @@ def test_wfm1_checkpoints_of_either_layout_load_as_training_checkpoints_and_poli
         tmp_path / "new.pt", policy, optimizer, total_steps=512, updates=4, episodes=9,
         best_validation=0.5, rng=rng, config=Config())
     read = wfm1_checkpoints.load_checkpoint(path)
-    assert read.counters == legacy.counters and read.extras == {"config": {"seed": 2}}
+    # The new layout adds the self-play version (0: no snapshot; the trainer reads a
+    # checkpoint without it as 0).
+    assert read.counters == {**legacy.counters, "self_play_version": 0}
+    assert read.extras == {"config": {"seed": 2}}
     assert read.rng["numpy"] == legacy.rng["numpy"]
     for file in (path, tmp_path / "old.pt"):  # every trainer checkpoint is a policy file
         loaded = WFM1Policy.load_checkpoint(file)

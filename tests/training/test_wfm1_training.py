@@ -464,3 +464,284 @@ def test_a_formation_ordering_generalist_trains_and_is_evaluated(tmp_path):
     summary = benchmark.run(trainer.final_checkpoint)
     assert [r.condition for r in summary.results] == ["zero_shot", "finetuned",
                                                       "specialist", "doctrine"]
+
+
+# --- self-play among generalists --------------------------------------------------------
+
+
+def self_play_config(tmp_path, **kw):
+    return tiny_config(tmp_path, self_play=True, self_play_pool_dir=str(tmp_path / "pool"),
+                       **kw)
+
+
+def recording_steps(battles):
+    """Record the orders and formations each batch of ``battles`` is stepped with."""
+    seen = {}
+    for k, batch in enumerate(battles.batches):
+        def step(orders, formations, _step=batch.step, _k=k):
+            seen[_k] = (orders.copy(), formations.copy())
+            return _step(orders, formations)
+        batch.step = step
+    return seen
+
+
+def test_the_config_declares_self_play():
+    keys = WFM1TrainConfig.yaml_keys()
+    assert {name: keys[name] for name in (
+        "self_play", "self_play_pool_dir", "self_play_pool_max_size",
+        "self_play_snapshot_freq", "self_play_scripted_share")} == {
+        "self_play": "self_play.enabled", "self_play_pool_dir": "self_play.pool_dir",
+        "self_play_pool_max_size": "self_play.pool_max_size",
+        "self_play_snapshot_freq": "self_play.snapshot_freq",
+        "self_play_scripted_share": "self_play.scripted_share"}
+    default = WFM1TrainConfig()
+    assert (default.self_play, default.self_play_pool_dir, default.self_play_pool_max_size,
+            default.self_play_snapshot_freq, default.self_play_scripted_share) == (
+        False, "checkpoints/wfm1/pool", 10, 200_000, 0.5)
+    config = WFM1TrainConfig.from_nested({"self_play": {"enabled": True,
+                                                        "scripted_share": 0.25}})
+    assert config.self_play and config.self_play_scripted_share == 0.25
+    for field, value in (("self_play_scripted_share", 1.5), ("self_play_scripted_share", -0.1),
+                         ("self_play_snapshot_freq", 0), ("self_play_pool_max_size", 0),
+                         ("self_play", "yes")):
+        with pytest.raises(ValueError, match=f"{field}={value!r} is invalid"):
+            WFM1TrainConfig(**{field: value})
+
+
+def test_the_wfm1_pool_adds_evicts_and_reloads_in_version_order(tmp_path, caplog):
+    import logging
+
+    from storage.files import UnreadableFileError
+    from training.self_play import WFM1OpponentPool
+
+    folder = tmp_path / "pool"
+    pool = WFM1OpponentPool(folder, max_size=2)
+    assert pool.size == 0 and pool.sample() is None and pool.sample_latest() is None
+    policies = [WFM1Policy(**SMALL_MODEL) for _ in range(3)]
+    for version, policy in enumerate(policies, start=1):
+        path = pool.add(policy, version)
+        assert path.name == f"wfm1_snapshot_v{version:06d}.pt"
+    assert [p.name for p in pool.snapshot_paths] == ["wfm1_snapshot_v000002.pt",
+                                                     "wfm1_snapshot_v000003.pt"]
+    assert not (folder / "wfm1_snapshot_v000001.pt").exists()  # evicted from the disk too
+    latest = pool.sample_latest()
+    assert latest is pool.sample_latest()  # read once, kept while in the pool
+    assert not latest.training and not any(p.requires_grad for p in latest.parameters())
+    for name, value in policies[2].state_dict().items():
+        assert torch.equal(value, latest.state_dict()[name]), name
+    rng = np.random.default_rng(0)
+    drawn = {id(pool.sample(rng)) for _ in range(20)}
+    assert drawn == {id(pool.load(p)) for p in pool.snapshot_paths}
+    with pytest.raises(ValueError, match="version=3 is invalid"):
+        pool.add(policies[0], 3)
+    with pytest.raises(TypeError, match="expected a WFM1Policy"):
+        pool.add(object(), 4)
+    # Reloaded in version order (v10 after v9, not before it), foreign files left alone.
+    (folder / "notes.txt").write_text("mine")
+    pool.add(policies[0], 9)
+    pool.add(policies[1], 10)
+    with caplog.at_level(logging.WARNING, logger="training.common.pools"):
+        again = WFM1OpponentPool(folder, max_size=5)
+    assert [again.version_of(p) for p in again.snapshot_paths] == [9, 10]
+    assert again.latest_version == 10 and "notes.txt" in caplog.text
+    assert (folder / "notes.txt").read_text() == "mine"
+    for name, value in policies[1].state_dict().items():
+        assert torch.equal(value, again.sample_latest().state_dict()[name]), name
+    # A snapshot linking out of the folder is refused by name.
+    outside = policies[0].save_checkpoint(tmp_path / "elsewhere.pt")
+    (folder / "wfm1_snapshot_v000011.pt").symlink_to(outside)
+    with pytest.raises(UnreadableFileError, match="wfm1_snapshot_v000011.pt links to"):
+        WFM1OpponentPool(folder)
+
+
+def test_reds_card_sees_the_battle_from_reds_side():
+    from envs.battles.multi_battalion_batch import RED
+
+    scenario = HELD_OUT_SCENARIOS[6]  # 16v12
+    blue, red = scenario.card(), scenario.card(RED)
+    assert (blue.n_blue_units, blue.n_red_units) == (16, 12)
+    assert (red.n_blue_units, red.n_red_units) == (12, 16)
+    assert (red.cavalry_fraction, red.artillery_fraction) == scenario.shares(RED)
+    assert (blue.cavalry_fraction, blue.artillery_fraction) == scenario.shares(0)
+    assert (red.map_scale, red.weather_code, red.terrain_type) == (
+        blue.map_scale, blue.weather_code, blue.terrain_type)
+    other = WFMScenario("gis", "waterloo", "fog", 3, 2, 78)
+    battles = ScenarioBattles([SMALL, other], 2, max_steps=40, seed=5)
+    np.testing.assert_array_equal(battles.cards[2], other.card().to_tensor().numpy())
+    np.testing.assert_array_equal(battles.red_cards[2], other.card(RED).to_tensor().numpy())
+    with pytest.raises(ValueError, match="side=2"):
+        scenario.card(2)
+
+
+def test_a_policy_red_commands_reds_units_and_leaves_blue_alone():
+    from envs.battles.entity_tokens import entity_tokens
+    from envs.battles.multi_battalion_batch import RED
+
+    torch.manual_seed(3)
+    red_policy = WFM1Policy(**SMALL_MODEL)
+    with torch.no_grad():  # a trained-looking adapter: the card changes the orders
+        for parameter in red_policy.parameters():
+            parameter.add_(0.3 * torch.randn_like(parameter))
+    uneven = WFMScenario("uneven", "procedural", "clear", 2, 3, 77)  # the cards differ
+    other = WFMScenario("other", "procedural", "rain", 2, 3, 79)
+    plain = ScenarioBattles([uneven, other], 2, max_steps=60, seed=3)
+    dealt = ScenarioBattles([uneven, other], 2, max_steps=60, seed=3, reds=[red_policy, None])
+    assert dealt.red_is_policy.tolist() == [True, True, False, False]
+    assert not plain.red_is_policy.any()
+    # What Red's generalist sees (Red's tokens, Red's card) and would order.
+    batch = dealt.batches[0]
+    red_view = entity_tokens(batch, RED, dealt.n_tokens)
+
+    def red_means(cards):
+        return red_policy.act(torch.from_numpy(red_view.tokens),
+                              torch.from_numpy(red_view.pad_mask),
+                              card_vec=torch.from_numpy(cards),
+                              own_mask=torch.from_numpy(red_view.own_mask),
+                              deterministic=True)[0].numpy()
+
+    expected = red_means(dealt.red_cards[:2])
+    assert not np.allclose(expected, red_means(dealt.cards[:2]))  # Blue's card would differ
+    seen = {"plain": recording_steps(plain), "dealt": recording_steps(dealt)}
+    blue_orders = np.zeros((4, dealt.n_tokens, 3), np.float32)
+    blue_orders[..., 0] = 0.5
+    labels = []
+    for battles in (plain, dealt):
+        battles.observe()
+        labels.append(battles.step(blue_orders).doctrine_actions)
+    np.testing.assert_array_equal(labels[0], labels[1])  # the teacher's labels for Blue
+    (scripted, drill), (orders, formations) = seen["plain"][0], seen["dealt"][0]
+    red_units = np.flatnonzero(batch.team == RED)
+    blue_units = np.flatnonzero(batch.team != RED)
+    for b in range(2):
+        for k in np.flatnonzero(red_view.own_mask[b]):
+            np.testing.assert_allclose(orders[b, red_view.unit[b, k]], expected[b, k])
+    assert not np.allclose(orders[:, red_units], scripted[:, red_units])
+    np.testing.assert_array_equal(orders[:, blue_units], scripted[:, blue_units])
+    np.testing.assert_array_equal(formations, drill)  # three numbers: Red keeps the drill
+    for plain_array, dealt_array in zip(seen["plain"][1], seen["dealt"][1], strict=True):
+        np.testing.assert_array_equal(plain_array, dealt_array)  # the doctrine's scenario
+    for _ in range(15):
+        for battles in (plain, dealt):
+            battles.observe()
+            battles.step(blue_orders)
+    # Red went where its generalist sent it; the doctrine's scenario is untouched.
+    moved = np.hypot(plain.batches[0].state.x[:, red_units] - batch.state.x[:, red_units],
+                     plain.batches[0].state.y[:, red_units] - batch.state.y[:, red_units])
+    assert moved.max() > 1.0
+    for name in ("x", "y", "theta", "strength"):
+        np.testing.assert_array_equal(getattr(plain.batches[1].state, name),
+                                      getattr(dealt.batches[1].state, name))
+    with pytest.raises(ValueError, match="reds has 1 commanders"):
+        ScenarioBattles([uneven, other], 2, 40, reds=[red_policy])
+    with pytest.raises(TypeError, match=r"reds\[1\]"):
+        ScenarioBattles([uneven, other], 2, 40, reds=[None, "doctrine"])
+
+
+def test_a_policy_red_with_a_formation_head_orders_reds_formations():
+    from envs.battles.multi_battalion_batch import RED
+
+    red_policy = WFM1Policy(**SMALL_MODEL, formation_orders=True)
+    with torch.no_grad():  # every unit's likeliest choice: form square
+        red_policy.formation_head.weight.zero_()
+        red_policy.formation_head.bias.fill_(0.0)
+        red_policy.formation_head.bias[SQUARE + 1] = 20.0
+    battles = ScenarioBattles([SMALL], 2, max_steps=60, seed=3, reds=[red_policy])
+    batch = battles.batches[0]
+    red_infantry = (batch.team == RED) & (batch.state.arm[0] == INFANTRY)
+    assert red_infantry.any() and not (batch.state.formation[:, red_infantry] == SQUARE).any()
+    battles.observe()
+    battles.step(np.zeros((2, battles.n_tokens, 3), np.float32))
+    assert (batch.state.formation[:, red_infantry] == SQUARE).all()
+    assert (batch.state.drill[:, red_infantry] > 0).all()
+    blue = batch.team == 0
+    assert not (batch.state.formation[:, blue] == SQUARE).any()  # Blue kept the drill's
+
+
+def test_self_play_fills_the_pool_deals_snapshots_and_resumes(tmp_path):
+    from training.train_wfm1 import train_wfm1
+    from training.wfm1.checkpoints import load_checkpoint
+    from training.wfm1.pool import WFM1OpponentPool
+
+    # 128 battle steps a rollout, a snapshot every 256: at the start (v1), at 256 (v2)
+    # and at 512 (v3); the pool keeps two. Battles of 20 steps end in every rollout.
+    config = self_play_config(tmp_path, total_timesteps=512, max_steps=20,
+                              self_play_snapshot_freq=256, self_play_pool_max_size=2,
+                              self_play_scripted_share=0.0, checkpoint_every_updates=2)
+    trainer = train_wfm1(config)
+    assert trainer.self_play_version == 3
+    assert sorted(p.name for p in (tmp_path / "pool").iterdir()) == [
+        "wfm1_snapshot_v000002.pt", "wfm1_snapshot_v000003.pt"]
+    for metrics in trainer.history:  # share 0: every Red a snapshot
+        assert metrics["self_play/snapshot_share"] == 1.0
+        assert metrics["rollout/win_rate_self_play"] == metrics["rollout/win_rate"]
+        assert "rollout/win_rate_doctrine" not in metrics
+    assert [h["self_play/pool_size"] for h in trainer.history] == [1, 2, 2, 2]
+    # The last draw's Reds: frozen snapshots (v1 or v2, the pool then), not the learner.
+    assert all(isinstance(red, WFM1Policy) and red is not trainer.policy and not red.training
+               for red in trainer.battles.reds)
+    assert WFM1OpponentPool(tmp_path / "pool").latest_version == 3
+    assert all(red is None for red in trainer.validation_battles().reds)  # the doctrine
+    assert load_checkpoint(tmp_path / "ck" / "wfm1_256_steps.pt").counters[
+        "self_play_version"] == 2
+    # Resumed, the numbering goes on and no snapshot is added at the start; share 1
+    # keeps every Red scripted.
+    resumed = WFM1Trainer(config.replace(total_timesteps=768, self_play_scripted_share=1.0,
+                                         log_dir=str(tmp_path / "logs2")),
+                          resume=tmp_path / "ck" / LATEST)
+    assert resumed.self_play_version == 3
+    resumed.learn()
+    assert resumed.self_play_version == 4  # at 768, the next multiple of 256
+    metrics = resumed.history[-1]
+    assert metrics["self_play/snapshot_share"] == 0.0
+    assert metrics["rollout/win_rate_doctrine"] == metrics["rollout/win_rate"]
+    assert all(red is None for red in resumed.battles.reds)
+
+
+def test_a_checkpoint_without_a_self_play_version_resumes_at_zero(tmp_path):
+    import dataclasses
+
+    from models.weights import write_checkpoint
+    from training.wfm1.checkpoints import load_checkpoint
+
+    config = tiny_config(tmp_path, total_timesteps=128)
+    WFM1Trainer(config).learn()
+    path = tmp_path / "ck" / LATEST
+    saved = load_checkpoint(path)
+    assert saved.counters["self_play_version"] == 0
+    counters = {k: v for k, v in saved.counters.items() if k != "self_play_version"}
+    old = write_checkpoint(tmp_path / "old.pt", dataclasses.replace(saved, counters=counters))
+    assert "self_play_version" not in load_checkpoint(old).counters
+    resumed = WFM1Trainer(self_play_config(tmp_path, total_timesteps=256), resume=old)
+    assert resumed.self_play_version == 0 and resumed.total_steps == 128
+    resumed.learn()  # self-play starts now: a snapshot when PPO starts
+    assert resumed.self_play_version == 1 and resumed.pool.size == 1
+
+
+def test_without_self_play_reds_are_the_doctrine_and_nothing_is_written(tmp_path):
+    config = tiny_config(tmp_path, self_play_pool_dir=str(tmp_path / "pool"))
+    trainer = WFM1Trainer(config).learn()
+    assert trainer.pool is None and not (tmp_path / "pool").exists()
+    assert all(red is None for red in trainer.battles.reds)
+    assert not any(key.startswith("self_play/") or key.startswith("rollout/win_rate_")
+                   for metrics in trainer.history for key in metrics)
+
+
+def test_reds_are_dealt_from_the_runs_generator(tmp_path):
+    from training.wfm1.pool import WFM1OpponentPool
+
+    def dealing(folder, share=0.5):
+        trainer = WFM1Trainer(self_play_config(folder, seed=2, self_play_scripted_share=share))
+        trainer.start_self_play()  # the pool as PPO starts, with the run's first snapshot
+        names = {id(trainer.pool.load(p)): p.name for p in trainer.pool.snapshot_paths}
+        return [None if red is None else names[id(red)] for red in trainer.deal_reds(200)]
+
+    for folder in (tmp_path / "a", tmp_path / "b"):  # two pools of the same two snapshots
+        pool = WFM1OpponentPool(folder / "pool")
+        for version in (1, 2):
+            pool.add(WFM1Policy(**SMALL_MODEL), version)
+    dealt = dealing(tmp_path / "a")
+    assert 70 < dealt.count(None) < 130  # the doctrine in about half the scenarios
+    assert set(dealt) - {None} == {f"wfm1_snapshot_v00000{v}.pt" for v in (1, 2, 3)}
+    assert dealing(tmp_path / "b") == dealt  # the same seed deals the same Reds
+    assert dealing(tmp_path / "c", share=1.0) == [None] * 200
+    assert dealing(tmp_path / "d", share=0.0) == ["wfm1_snapshot_v000001.pt"] * 200

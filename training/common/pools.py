@@ -1,12 +1,14 @@
 """The snapshot pools of self-play: folders of frozen past selves, the newest kept.
 
-:class:`SnapshotPool` is what both stacks share: a folder of versioned
-snapshots, reloaded in version order, the oldest evicted when a new one comes
-in, foreign files reported and left alone, unsafe files refused. Its two kinds,
-both documented and importable as :mod:`training.self_play`'s:
+:class:`SnapshotPool` is what every stack's self-play shares: a folder of
+versioned snapshots, reloaded in version order, the oldest evicted when a new one
+comes in, foreign files reported and left alone, unsafe files refused. Its three
+kinds, all documented and importable as :mod:`training.self_play`'s:
 :class:`~training.ppo.pool.OpponentPool` (Stable-Baselines3 PPO learners as
-``snapshot_v{version:06d}.zip``) and :class:`~training.mappo.pool.TeamOpponentPool`
-(MAPPO teams as ``team_snapshot_v{version:06d}.pt``).
+``snapshot_v{version:06d}.zip``), :class:`~training.mappo.pool.TeamOpponentPool`
+(MAPPO teams as ``team_snapshot_v{version:06d}.pt``) and
+:class:`~training.wfm1.pool.WFM1OpponentPool` (WFM-1 generalists as
+``wfm1_snapshot_v{version:06d}.pt``).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class SnapshotPool:
     written and read. On construction an existing folder is reloaded in version
     order; a file there that is not a snapshot is reported (logged) and left
     alone, and a kept snapshot that is not a readable archive raises
-    ``ValueError`` naming it (both formats are zip archives). Reloading never
+    ``ValueError`` naming it (every format is a zip archive). Reloading never
     deletes anything: snapshots beyond ``max_size`` stay on disk, outside the
     pool. Only :meth:`add` evicts, and only snapshots that are in the pool.
 
@@ -86,7 +88,7 @@ class SnapshotPool:
         snapshots.sort(key=self.version_of)
         kept, excess = snapshots[-self.max_size:], snapshots[:-self.max_size]
         for path in kept:
-            # Both formats are zip archives: a cheap check that catches truncated,
+            # Every format is a zip archive: a cheap check that catches truncated,
             # foreign and oversized files without loading every snapshot.
             try:
                 check_archive(path, f"{self.kind} snapshot")

@@ -11,24 +11,29 @@ doctrine's formation orders: column to march, line to fight, square against hors
 when the orders are three numbers; a fourth number, the formation code of a generalist
 with a formation channel (``WFM1Policy(formation_orders=True)``), replaces the drill's
 order for that unit (-1 keeps the formation). Red is the combined-arms doctrine
-(:class:`~envs.commanders.arms_doctrine.CombinedArmsDoctrine`). A finished battle starts
+(:class:`~envs.commanders.arms_doctrine.CombinedArmsDoctrine`), or, scenario by scenario
+(``reds``), a frozen generalist (self-play): it reads Red's own tokens (Red's frame,
+mirrored) and Red's scenario card (``WFMScenario.card(RED)``: the counts swapped) and
+orders Red's units on its means, with its likeliest formation when it has a formation
+head (else Red's formations follow the drill, as Blue's do). A finished battle starts
 its next episode at once; the step reports what ended.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from envs.battles.entity_tokens import EntityView, entity_tokens
-from envs.battles.multi_battalion_batch import BLUE
+from envs.battles.multi_battalion_batch import BLUE, RED
 from envs.battles.observation import ROTATE_SIGN
 from envs.commanders.arms_doctrine import CombinedArmsDoctrine
 from envs.sim.constants import ACTION_DIM
 from envs.sim.engine import check_formation_orders
-from envs.sim.validation import check_bool
+from envs.sim.validation import check_bool, short_repr
 from models.wfm1 import WFM1Policy
 from training.common.play import team_outcomes
 from training.wfm1.scenarios import WFMScenario
@@ -71,14 +76,20 @@ class ScenarioBattles:
             :attr:`BattlesStep.doctrine_actions` get a fourth number, the formation code
             (what a generalist with a formation head imitates). :meth:`step` takes
             orders of three or four numbers either way.
+        reds: Red's commander in each scenario: None, the combined-arms doctrine, or a
+            frozen :class:`~models.wfm1.WFM1Policy` (self-play; module docstring). None
+            (the default): the doctrine everywhere.
 
     Raises:
-        ValueError: for no scenario or fewer than one battle each.
-        TypeError: for a ``formation_orders`` that is not a bool.
+        ValueError: for no scenario, fewer than one battle each, or ``reds`` of another
+            length than ``scenarios``.
+        TypeError: for a ``formation_orders`` that is not a bool, or a Red that is
+            neither None nor a WFM1Policy.
     """
 
     def __init__(self, scenarios: list[WFMScenario], battles_per_scenario: int,
-                 max_steps: int, seed: int | None = 0, formation_orders: bool = False) -> None:
+                 max_steps: int, seed: int | None = 0, formation_orders: bool = False,
+                 reds: Sequence[WFM1Policy | None] | None = None) -> None:
         if not scenarios:
             raise ValueError("scenarios=[] is invalid: expected at least one WFMScenario")
         if not isinstance(battles_per_scenario, int) or battles_per_scenario < 1:
@@ -102,6 +113,55 @@ class ScenarioBattles:
                                for s in self.scenarios]).reshape(self.n_battles, -1)
         """(B, CARD_DIM) each battle's scenario card."""
         self.view: EntityView | None = None
+        self.reds: list[WFM1Policy | None] = self._check_reds(reds)
+        """Red's commander in each scenario: None (the doctrine) or a frozen generalist."""
+        self.red_cards = np.stack([np.repeat(s.card(RED).to_tensor().numpy()[None], n, axis=0)
+                                   for s in self.scenarios]).reshape(self.n_battles, -1)
+        """(B, CARD_DIM) each battle's scenario card seen from Red's side (what a
+        generalist commanding Red is told)."""
+
+    def _check_reds(self, reds: Sequence[WFM1Policy | None] | None) -> list[WFM1Policy | None]:
+        if reds is None:
+            return [None] * len(self.scenarios)
+        reds = list(reds)
+        if len(reds) != len(self.scenarios):
+            raise ValueError(f"reds has {len(reds)} commanders: expected one per scenario "
+                             f"({len(self.scenarios)}), None for the doctrine")
+        for k, red in enumerate(reds):
+            if red is not None and not isinstance(red, WFM1Policy):
+                raise TypeError(f"reds[{k}]={short_repr(red)} is invalid: expected None (the "
+                                "doctrine) or a WFM1Policy")
+        return reds
+
+    @property
+    def red_is_policy(self) -> np.ndarray:
+        """(B,) bool: the battles whose Red is a generalist (self-play), not the doctrine."""
+        return np.repeat([red is not None for red in self.reds], self.per)
+
+    def red_orders(self) -> dict[int, tuple[tuple[np.ndarray, np.ndarray], np.ndarray]]:
+        """The orders of the policies commanding Red, for the battles as they stand:
+        scenario -> ``((battle, unit) index of Red's own tokens, their orders (n, 3) or
+        (n, 4))``, each policy run once over all its scenarios' battles, on its means (and
+        likeliest formation), from Red's tokens and Red's card."""
+        groups: dict[int, list[int]] = {}
+        for k, red in enumerate(self.reds):
+            if red is not None:
+                groups.setdefault(id(red), []).append(k)
+        out = {}
+        for ks in groups.values():
+            policy = self.reds[ks[0]]
+            views = [entity_tokens(self.batches[k], RED, self.n_tokens) for k in ks]
+            cards = np.concatenate([self.red_cards[k * self.per:(k + 1) * self.per] for k in ks])
+            tokens, pad, own = (torch.from_numpy(np.concatenate([getattr(v, f) for v in views]))
+                                .to(policy.device) for f in ("tokens", "pad_mask", "own_mask"))
+            with torch.no_grad():
+                actions = policy.act(tokens, pad, card_vec=torch.from_numpy(cards).to(
+                    policy.device), own_mask=own, deterministic=True)[0].cpu().numpy()
+            for i, (k, view) in enumerate(zip(ks, views, strict=True)):
+                battle, token = np.nonzero(view.own_mask)
+                out[k] = ((battle, view.unit[battle, token]),
+                          actions[i * self.per:(i + 1) * self.per][battle, token])
+        return out
 
     def observe(self) -> EntityView:
         """Blue's tokens of every battle, padded to :attr:`n_tokens` (kept as :attr:`view`
@@ -116,7 +176,8 @@ class ScenarioBattles:
         the order of the unit of each own token of the last :meth:`observe`, and with a
         fourth number the unit's formation order (-1 keep, 0 line, ...), which replaces
         the drill's; None: Blue's units follow the combined-arms doctrine too (the
-        scripted baseline).
+        scripted baseline). Red follows the doctrine, or its scenario's policy
+        (:attr:`reds`) either way.
 
         Raises:
             RuntimeError: before :meth:`observe` (with actions).
@@ -143,6 +204,7 @@ class ScenarioBattles:
         done = np.zeros(self.n_battles, bool)
         truncated = np.zeros(self.n_battles, bool)
         winner = np.full(self.n_battles, -1, np.int8)
+        red_orders = self.red_orders() if any(red is not None for red in self.reds) else {}
         for k, (batch, doctrine) in enumerate(zip(self.batches, self.doctrines, strict=True)):
             rows = slice(k * self.per, (k + 1) * self.per)
             orders, formations = doctrine.orders(batch.state, batch.geometry)
@@ -156,6 +218,8 @@ class ScenarioBattles:
                 if actions is not None:
                     put_token_orders(orders, formations, (battle, units),
                                      actions[rows][battle, token])
+            if k in red_orders:  # over the doctrine's orders for Red, after Blue's labels
+                put_token_orders(orders, formations, *red_orders[k])
             result = batch.step(orders, formations)
             reward[rows] = result.team_reward.total[BLUE * self.per:(BLUE + 1) * self.per]
             over = result.battle_over

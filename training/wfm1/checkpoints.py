@@ -3,9 +3,11 @@
 A checkpoint is the project's one training checkpoint
 (:class:`models.weights.TrainingCheckpoint`, ``kind`` ``"wfm1"``): the policy's
 constructor arguments and weights, the optimiser, the counters (``total_steps``,
-``episodes``, ``updates`` and ``best_validation``, the best validation win rate so
-far, -1 before any), the random generators (``numpy``: the run's generator, ``torch``:
-the global one) and the run's config among the extras. It is written atomically and
+``episodes``, ``updates``; ``best_validation``, the best validation win rate so far, -1
+before any; ``self_play_version``, the last snapshot the run added to its self-play
+pool, 0 for none, and 0 for a checkpoint written before the counter existed), the random
+generators (``numpy``: the run's generator, ``torch``: the global one) and the run's
+config among the extras. It is written atomically and
 read with ``weights_only=True``; :meth:`models.wfm1.WFM1Policy.load_checkpoint` reads
 its policy, so every checkpoint of a run is also a policy file.
 
@@ -54,7 +56,7 @@ _LEGACY_REQUIRED = frozenset({"config", "state_dict", "optimizer", "counters", "
 
 def save_checkpoint(path: str | Path, policy: WFM1Policy, optimizer: torch.optim.Optimizer, *,
                     total_steps: int, updates: int, episodes: int, best_validation: float,
-                    rng: np.random.Generator, config: Any) -> Path:
+                    rng: np.random.Generator, config: Any, self_play_version: int = 0) -> Path:
     """Write a resumable WFM-1 checkpoint to ``path`` atomically.
 
     Args:
@@ -64,6 +66,8 @@ def save_checkpoint(path: str | Path, policy: WFM1Policy, optimizer: torch.optim
         best_validation: the best validation win rate so far (-1: none measured).
         rng: the run's NumPy generator (the global torch generator is saved too).
         config: the run's :class:`~training.wfm1.config.WFM1TrainConfig` (kept as a dict).
+        self_play_version: the last snapshot version the run added to its self-play pool
+            (0: none), so a resumed run continues the numbering.
 
     Returns:
         ``path`` as a Path.
@@ -72,7 +76,8 @@ def save_checkpoint(path: str | Path, policy: WFM1Policy, optimizer: torch.optim
         kind=KIND, kwargs=policy.kwargs, weights=policy.state_dict(),
         optimizer=optimizer.state_dict(),
         counters={"total_steps": int(total_steps), "episodes": int(episodes),
-                  "updates": int(updates), "best_validation": float(best_validation)},
+                  "updates": int(updates), "best_validation": float(best_validation),
+                  "self_play_version": int(self_play_version)},
         rng={"numpy": rng.bit_generator.state, "torch": torch.get_rng_state()},
         extras={"config": config.to_dict()}))
 

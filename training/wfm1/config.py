@@ -43,7 +43,9 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
     Each rollout plays ``n_envs`` battles: ``scenarios_per_rollout`` scenarios drawn from
     :func:`~training.wfm1.scenarios.sample_training_scenario`, ``n_envs /
     scenarios_per_rollout`` battles of each, new scenarios every ``resample_every``
-    rollouts. Steps count battle steps (every Blue unit acts in each).
+    rollouts. Steps count battle steps (every Blue unit acts in each). With
+    ``self_play`` Red is a frozen past snapshot of the generalist in a share of the
+    scenarios (:class:`~training.wfm1.trainer.WFM1Trainer`).
     """
 
     total_timesteps: int = override(PPOSettings, "total_timesteps", default=10_000_000)
@@ -102,6 +104,26 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
     validation_battles: int = setting(
         8, "Validation battles of each of those scenarios.", positive_int,
         "validation.battles_per_scenario")
+    # Self-play among generalists: Red is a frozen past snapshot in a share of the battles.
+    self_play: bool = setting(
+        False, "In a share of each draw's scenarios Red is a frozen past snapshot of the "
+        "generalist, drawn from a pool on disk, instead of the combined-arms doctrine.",
+        check_bool, "self_play.enabled")
+    self_play_pool_dir: str = setting(
+        "checkpoints/wfm1/pool", "Folder of the self-play pool (wfm1_snapshot_v<version>.pt).",
+        path, "self_play.pool_dir")
+    self_play_pool_max_size: int = setting(
+        10, "Snapshots the pool keeps (the oldest leaves first).", positive_int,
+        "self_play.pool_max_size")
+    self_play_snapshot_freq: int = setting(
+        200_000, "Battle steps between snapshots into the pool, the first when PPO starts: "
+        "200,000 is about six default rollouts (64 x 512), some 50 snapshots in 10M steps, "
+        "so the 10 kept span the last 2M (opponents close to, not equal to, the learner).",
+        positive_int, "self_play.snapshot_freq")
+    self_play_scripted_share: float = setting(
+        0.5, "Chance that a drawn scenario's Red stays the combined-arms doctrine (so the "
+        "generalist does not forget how to beat it); else a snapshot from the pool.",
+        unit_interval, "self_play.scripted_share")
     # The architecture fields are bounded as WFM1Policy bounds them (models/limits.py),
     # so a config that checks builds.
     d_model: int = setting(128, "Width of the token embeddings.", check_dimension,
@@ -150,7 +172,8 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
 CONFIG_FILE = ConfigFile("wfm1_train", (WFM1TrainConfig, ResumeOptions), header="""
 WFM-1, one generalist commander over entity tokens, trained by PPO over a distribution of
 scenarios (1v1 to 16v16, all arms, procedural ground and the four battle sites, four
-weathers) against the combined-arms doctrine: the configuration of
+weathers) against the combined-arms doctrine (and, with self_play.enabled, against past
+snapshots of itself in a share of the scenarios): the configuration of
 `python -m training.train_wfm1` (Hydra), generated from the declarations in
 training/wfm1/config.py and checked against them: edit those, then run
 `python -m training.wfm1.config`. Override any key on the command line, e.g.

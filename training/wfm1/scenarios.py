@@ -14,7 +14,8 @@ sector of one of the four battle sites (``data/gis/sites``), in some weather:
 - **weather**: the core has none, so weather is how far a battalion sees
   (:data:`WEATHER_VISIBILITY`: fog hides an enemy beyond 180 m);
 - **Red**: the combined-arms doctrine
-  (:class:`~envs.commanders.arms_doctrine.CombinedArmsDoctrine`).
+  (:class:`~envs.commanders.arms_doctrine.CombinedArmsDoctrine`), or in self-play a past
+  snapshot of the generalist, told the battle by Red's card (:meth:`WFMScenario.card`).
 
 The held-out set (:data:`HELD_OUT_SCENARIOS`) is the seed's twenty; training draws
 (:func:`sample_training_scenario`) take their seeds from :data:`TRAINING_SEEDS`, which
@@ -30,11 +31,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from data.gis.sectors import site_terrain
-from envs.battles.multi_battalion_batch import MultiBattalionBatch
+from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
 from envs.scenario import OrderOfBattle
 from envs.sim.config import BattleConfig
 from envs.sim.constants import ARM_NAMES, ARTILLERY, CAVALRY, VISIBILITY_RADIUS
 from envs.sim.terrain import TerrainMap
+from envs.sim.validation import check_int
 from models.wfm1 import (
     ECHELON_BATTALION,
     GIS_AUSTERLITZ,
@@ -143,12 +145,18 @@ class WFMScenario:
         """The scenario's field (cached per ground, size and seed)."""
         return _ground(self.terrain, self.side, self.seed if self.terrain == "procedural" else 0)
 
-    def card(self) -> ScenarioCard:
-        """Blue's scenario card: what the generalist is told about the battle."""
-        cavalry, artillery = self.shares(0)
+    def card(self, side: int = BLUE) -> ScenarioCard:
+        """``side``'s scenario card: what the generalist is told about the battle when it
+        commands that side. Blue's (the default) counts Blue's units as its own
+        (``n_blue_units``) and Red's as the enemy's (``n_red_units``), with Blue's arms'
+        shares; Red's, for a generalist commanding Red (self-play), is the same battle seen
+        from the other side: the counts swapped, Red's shares."""
+        side = check_int("side", side, minimum=BLUE, maximum=RED)
+        cavalry, artillery = self.shares(side)
+        own, enemy = (self.n_blue, self.n_red) if side == BLUE else (self.n_red, self.n_blue)
         return ScenarioCard(map_scale=self.side / CARD_MAP_SCALE, echelon_level=ECHELON_BATTALION,
-                            weather_code=WEATHERS[self.weather], n_blue_units=float(self.n_blue),
-                            n_red_units=float(self.n_red), terrain_type=TERRAINS[self.terrain],
+                            weather_code=WEATHERS[self.weather], n_blue_units=float(own),
+                            n_red_units=float(enemy), terrain_type=TERRAINS[self.terrain],
                             cavalry_fraction=cavalry, artillery_fraction=artillery,
                             max_units=2 * MAX_SIDE)
 

@@ -29,6 +29,24 @@ falls linearly to 0 over that many battle steps of PPO), and
 once from the run's seed, never held-out ones) on the policy's means and keeps the best
 policy so far as ``wfm1_best.pt``.
 
+Self-play among generalists (``self_play.enabled``): Red is then, in a share of the
+battles, a frozen past snapshot of the generalist instead of the doctrine. When PPO
+starts (after any warm start, whose demonstrations stay the doctrine's against the
+doctrine) the policy's weights enter a pool on disk (``self_play.pool_dir``,
+:class:`~training.wfm1.pool.WFM1OpponentPool`, the newest ``self_play.pool_max_size``
+kept), then again each time the battle steps pass a multiple of
+``self_play.snapshot_freq``; the last version added is a checkpoint counter
+(``self_play_version``), so a resumed run continues the numbering. At each draw of
+battles every scenario's Red stays the doctrine with probability
+``self_play.scripted_share`` (drawn from the run's generator) and is otherwise a
+snapshot drawn uniformly from the pool (the doctrine while the pool is empty), which
+commands Red's units from Red's own tokens and Red's side of the scenario card on its
+means (:class:`~training.wfm1.battles.ScenarioBattles`' ``reds``). A snapshot added
+mid-draw first plays at the next draw. The teacher still labels Blue's states with the
+doctrine's orders; the rollouts' win rate is logged split by Red
+(``rollout/win_rate_doctrine``, ``rollout/win_rate_self_play``); validation and the
+benchmark stay against the doctrine.
+
 Checkpoints (``wfm1_warm_start.pt`` after the imitation, ``wfm1_<steps>_steps.pt``,
 ``wfm1_latest.pt``, ``wfm1_best.pt`` and ``wfm1_final.pt``: the project's one training
 checkpoint, :mod:`training.wfm1.checkpoints`, written atomically, read with
@@ -43,7 +61,7 @@ import copy
 import logging
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +82,7 @@ from training.common.ppo_math import (
     shuffled_minibatches,
 )
 from training.common.run_log import RunLog
-from training.common.schedule import linear_decay
+from training.common.schedule import EveryNSteps, linear_decay
 from training.wfm1.battles import ScenarioBattles, play_out
 from training.wfm1.checkpoints import (
     BEST,
@@ -78,6 +96,7 @@ from training.wfm1.checkpoints import (
     save_checkpoint,
 )
 from training.wfm1.config import WFM1TrainConfig
+from training.wfm1.pool import WFM1OpponentPool
 from training.wfm1.scenarios import sample_training_scenario
 from training.wfm1.warm_start import clone, collect_demonstrations
 
@@ -106,6 +125,11 @@ class WFMRollout:
     last_values: torch.Tensor
     outcomes: list[int]
     """1 won, 0 drawn, -1 lost, for each battle that ended."""
+    snapshot_red: list[bool] = field(default_factory=list)
+    """For each of :attr:`outcomes`, whether that battle's Red was a self-play snapshot
+    (else the doctrine)."""
+    snapshot_share: float = 0.0
+    """Share of the rollout's battles whose Red was a self-play snapshot."""
 
 
 class WFM1Trainer:
@@ -159,6 +183,12 @@ class WFM1Trainer:
         trained = self.policy.adapter_parameters() if adapter_only else self.policy.parameters()
         self.optimizer = torch.optim.Adam(list(trained), lr=config.learning_rate, eps=1e-5)
         self.total_steps = self.updates = self.episodes = 0
+        self.self_play_version = 0
+        """The last snapshot version this run added to its self-play pool (0: none)."""
+        self.pool: WFM1OpponentPool | None = None
+        """The self-play pool, opened when PPO starts with ``config.self_play``; until then
+        (the warm start) Red is the doctrine everywhere."""
+        self._snapshot_due: EveryNSteps | None = None
         self.battles: ScenarioBattles | None = None
         self.history: list[dict[str, Any]] = []
         self.best_validation = -1.0
@@ -193,15 +223,49 @@ class WFM1Trainer:
     # --- the battles ------------------------------------------------------------------------
 
     def draw_battles(self) -> ScenarioBattles:
-        """New training scenarios, ``battles_per_scenario`` battles of each."""
+        """New training scenarios, ``battles_per_scenario`` battles of each; with the
+        self-play pool open, Red dealt scenario by scenario (:meth:`deal_reds`)."""
         config = self.config
         scenarios = self.fixed_scenarios or [
             sample_training_scenario(self.rng, config.max_side, config.gis_share)
             for _ in range(config.scenarios_per_rollout)]
+        seed = int(self.rng.integers(0, 2**31))
+        reds = None if self.pool is None else self.deal_reds(len(scenarios))
         self.battles = ScenarioBattles(scenarios, config.battles_per_scenario, config.max_steps,
-                                       seed=int(self.rng.integers(0, 2**31)),
-                                       formation_orders=self.policy.formation_orders)
+                                       seed=seed, formation_orders=self.policy.formation_orders,
+                                       reds=reds)
         return self.battles
+
+    def deal_reds(self, n_scenarios: int) -> list[WFM1Policy | None]:
+        """Red of each of ``n_scenarios`` scenarios: the doctrine (None) with probability
+        ``self_play_scripted_share``, else a snapshot drawn uniformly from the pool (the
+        doctrine while it is empty); both draws from the run's generator."""
+        scripted = self.rng.random(n_scenarios) < self.config.self_play_scripted_share
+        return [None if keep else self.pool.sample(self.rng, device=self.device)
+                for keep in scripted]
+
+    # --- self-play ------------------------------------------------------------------------
+
+    def start_self_play(self) -> None:
+        """Open the self-play pool (``config.self_play``) and add the policy as it starts
+        PPO, unless the run (resumed) added snapshots before and the pool holds some; new
+        versions go above every version in the pool. Called by :meth:`learn`."""
+        config = self.config
+        if not config.self_play or self.pool is not None:
+            return
+        self.pool = WFM1OpponentPool(config.self_play_pool_dir, config.self_play_pool_max_size)
+        first = self.self_play_version == 0 or self.pool.size == 0
+        self.self_play_version = max(self.self_play_version, self.pool.latest_version)
+        if first:
+            self.add_snapshot()
+        self._snapshot_due = EveryNSteps(config.self_play_snapshot_freq, self.total_steps)
+
+    def add_snapshot(self) -> Path:
+        """Add the policy's current weights to the pool as the next version."""
+        self.self_play_version += 1
+        path = self.pool.add(self.policy, self.self_play_version)
+        logger.info("self-play snapshot %s at step %d", path.name, self.total_steps)
+        return path
 
     # --- a rollout ------------------------------------------------------------------------
 
@@ -215,6 +279,8 @@ class WFM1Trainer:
             "tokens", "pad_mask", "own_mask", "actions", "log_probs", "values", "teacher",
             "rewards", "dones")}
         ended: list[int] = []
+        snapshot_red: list[bool] = []
+        red_is_policy = battles.red_is_policy
         policy.eval()
         with torch.no_grad():
             for _ in range(self.n_steps):
@@ -232,11 +298,14 @@ class WFM1Trainer:
                                    ("dones", torch.from_numpy(result.done))):
                     steps[key].append(value.to(device))
                 ended.extend(team_outcomes(result.winner[result.done]).tolist())
+                snapshot_red.extend(red_is_policy[result.done].tolist())
             view = battles.observe()
             last = policy.get_value(torch.from_numpy(view.tokens).to(device),
                                     torch.from_numpy(view.pad_mask).to(device), card_vec=cards)
         stacked = {key: torch.stack(value) for key, value in steps.items()}
-        return WFMRollout(**stacked, cards=cards, last_values=last, outcomes=ended)
+        return WFMRollout(**stacked, cards=cards, last_values=last, outcomes=ended,
+                          snapshot_red=snapshot_red,
+                          snapshot_share=float(red_is_policy.mean()))
 
     # --- advantages and the update ----------------------------------------------------------
 
@@ -307,6 +376,8 @@ class WFM1Trainer:
             metrics.update({"rollout/win_rate": float(np.mean(outcomes == 1)),
                             "rollout/draw_rate": float(np.mean(outcomes == 0)),
                             "rollout/n_episodes": len(outcomes)})
+        if self.pool is not None:
+            metrics.update(self_play_metrics(rollout, self.pool.size))
         return metrics
 
     # --- validation -----------------------------------------------------------------------------
@@ -347,12 +418,16 @@ class WFM1Trainer:
                                     history=self.history).open()
         every = config.validate_every_updates
         try:
+            self.start_self_play()
             if every and self.best_validation < 0:  # the starting point is a candidate too
                 run_log.log(self.validate(), self.total_steps)
             while self.total_steps + self.rollout_steps <= config.total_timesteps:
                 started = time.perf_counter()
                 metrics = self.learn_from(self.collect_rollout())
                 metrics["time/fps"] = self.rollout_steps / (time.perf_counter() - started)
+                if self._snapshot_due is not None and self._snapshot_due(self.total_steps):
+                    self.add_snapshot()
+                    metrics["self_play/pool_size"] = float(self.pool.size)
                 if every and self.updates % every == 0:
                     metrics.update(self.validate())
                 run_log.log(metrics, self.total_steps)
@@ -376,11 +451,12 @@ class WFM1Trainer:
         """A resumable checkpoint at ``path``, written atomically
         (:func:`training.wfm1.checkpoints.save_checkpoint`): the policy's constructor
         arguments and weights (which :meth:`models.wfm1.WFM1Policy.load_checkpoint` reads
-        too), the optimiser, the counters and the generators."""
+        too), the optimiser, the counters (the self-play version among them) and the
+        generators."""
         return save_checkpoint(path, self.policy, self.optimizer, total_steps=self.total_steps,
                                updates=self.updates, episodes=self.episodes,
                                best_validation=self.best_validation, rng=self.rng,
-                               config=self.config)
+                               config=self.config, self_play_version=self.self_play_version)
 
     def _restore(self, path: Path) -> None:
         saved = load_checkpoint(path)
@@ -393,6 +469,8 @@ class WFM1Trainer:
         self.total_steps, self.updates, self.episodes = (
             int(counters[name]) for name in ("total_steps", "updates", "episodes"))
         self.best_validation = float(counters["best_validation"])
+        # A checkpoint from before self-play existed added no snapshot.
+        self.self_play_version = int(counters.get("self_play_version", 0))
         best = Path(self.config.checkpoint_dir) / BEST
         if best.exists() or best.is_symlink():
             # Written after the checkpoint resumed from, it may know better; a damaged
@@ -410,4 +488,20 @@ class WFM1Trainer:
         logger.info("resuming %s at step %d", path, self.total_steps)
 
 
-__all__ = ["BEST", "FINAL", "LATEST", "VALIDATION_SEED", "WARM_START", "WFM1Trainer", "WFMRollout"]
+def self_play_metrics(rollout: WFMRollout, pool_size: int) -> dict[str, float]:
+    """A self-play rollout's numbers: the win rate of the battles that ended split by
+    Red (``rollout/win_rate_doctrine``, ``rollout/win_rate_self_play``, each only when
+    such a battle ended), the share of battles against a snapshot and the pool's size."""
+    metrics = {"self_play/pool_size": float(pool_size),
+               "self_play/snapshot_share": rollout.snapshot_share}
+    outcomes = np.array(rollout.outcomes)
+    snapshot = np.zeros(len(outcomes), bool)  # a rollout that does not say: the doctrine's
+    snapshot[:len(rollout.snapshot_red)] = rollout.snapshot_red
+    for name, kind in (("doctrine", ~snapshot), ("self_play", snapshot)):
+        if kind.any():
+            metrics[f"rollout/win_rate_{name}"] = float(np.mean(outcomes[kind] == 1))
+    return metrics
+
+
+__all__ = ["BEST", "FINAL", "LATEST", "VALIDATION_SEED", "WARM_START", "WFM1Trainer", "WFMRollout",
+           "self_play_metrics"]
