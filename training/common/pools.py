@@ -18,6 +18,7 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from storage.files import UnreadableFileError, check_archive, clean_stale_tempor
 logger = logging.getLogger(__name__)
 
 
-__all__ = ["SnapshotPool"]
+__all__ = ["DevicePool", "SnapshotPool"]
 
 
 class SnapshotPool:
@@ -163,3 +164,25 @@ class SnapshotPool:
             return None
         rng = rng if rng is not None else np.random.default_rng()
         return self._paths[int(rng.integers(len(self._paths)))]
+
+
+class DevicePool(SnapshotPool):
+    """A :class:`SnapshotPool` whose snapshots load onto a device (``load(path, device)``):
+    the team pool and WFM-1's share their sampling."""
+
+    def load(self, path: str | Path, device: Any = None) -> Any:
+        raise NotImplementedError
+
+    def sample(self, rng: np.random.Generator | None = None, device: Any = None) -> Any:
+        """A uniformly chosen snapshot, loaded (:meth:`load`); None if the pool is empty.
+
+        Raises:
+            ValueError: if the chosen snapshot is corrupt (the message names it).
+        """
+        path = self._pick(rng)
+        return None if path is None else self.load(path, device=device)
+
+    def sample_latest(self, device: Any = None) -> Any:
+        """The newest snapshot, loaded (:meth:`load`); None if the pool is empty."""
+        return self.load(self._paths[-1], device=device) if self._paths else None
+

@@ -5,16 +5,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import numpy as np
-
 from models.mappo_files import load_policy, save_policy
 from models.mappo_policy import MAPPOPolicy
-from training.common.pools import SnapshotPool
+from training.common.pools import DevicePool
 
 TEAM_SNAPSHOT_PATTERN = re.compile(r"^team_snapshot_v(\d{6,})\.pt$")
 
 
-class TeamOpponentPool(SnapshotPool):
+class TeamOpponentPool(DevicePool):
     """Fixed-size pool of frozen MAPPO team snapshots, oldest evicted first.
 
     Each snapshot is a :func:`models.mappo_files.save_policy` file
@@ -79,20 +77,6 @@ class TeamOpponentPool(SnapshotPool):
             ValueError: if the file is not a readable MAPPO policy (the message names it).
         """
         return load_policy(self._member(path), device=device)
-
-    def sample(self, rng: np.random.Generator | None = None,
-               device: str | None = None) -> MAPPOPolicy | None:
-        """A uniformly chosen snapshot, loaded; None if the pool is empty.
-
-        Raises:
-            ValueError: if the chosen snapshot is corrupt (the message names it).
-        """
-        path = self._pick(rng)
-        return None if path is None else self.load(path, device=device)
-
-    def sample_latest(self, device: str | None = None) -> MAPPOPolicy | None:
-        """The newest snapshot, loaded; None if the pool is empty."""
-        return self.load(self._paths[-1], device=device) if self._paths else None
 
 
 __all__ = ["TEAM_SNAPSHOT_PATTERN", "TeamOpponentPool"]

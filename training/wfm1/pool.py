@@ -5,16 +5,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from models.wfm1 import WFM1Policy
-from training.common.pools import SnapshotPool
+from training.common.pools import DevicePool
 
 WFM1_SNAPSHOT_PATTERN = re.compile(r"^wfm1_snapshot_v(\d{6,})\.pt$")
 
 
-class WFM1OpponentPool(SnapshotPool):
+class WFM1OpponentPool(DevicePool):
     """Fixed-size pool of frozen WFM-1 generalists, oldest evicted first.
 
     Each snapshot is a :meth:`models.wfm1.WFM1Policy.save_checkpoint` file
@@ -34,16 +33,7 @@ class WFM1OpponentPool(SnapshotPool):
     for), frozen (eval mode, no gradients): every battle that draws it shares the one
     policy, so a caller must not train or modify it.
 
-    Args:
-        pool_dir: folder of the snapshots (created).
-        max_size: snapshots kept (>= 1).
-
-    Raises:
-        ValueError: for ``max_size < 1`` or a corrupt snapshot.
-
-    Attributes:
-        pool_dir: the folder.
-        max_size: the capacity.
+    Args and attributes as :class:`~training.common.pools.SnapshotPool`'s.
     """
 
     pattern = WFM1_SNAPSHOT_PATTERN
@@ -97,20 +87,6 @@ class WFM1OpponentPool(SnapshotPool):
             policy = WFM1Policy.load_checkpoint(path).to(key[1]).eval().requires_grad_(False)
             self._loaded[key] = policy
         return policy
-
-    def sample(self, rng: np.random.Generator | None = None,
-               device: str | torch.device | None = None) -> WFM1Policy | None:
-        """A uniformly chosen snapshot, loaded (:meth:`load`); None if the pool is empty.
-
-        Raises:
-            ValueError: if the chosen snapshot is corrupt (the message names it).
-        """
-        path = self._pick(rng)
-        return None if path is None else self.load(path, device=device)
-
-    def sample_latest(self, device: str | torch.device | None = None) -> WFM1Policy | None:
-        """The newest snapshot, loaded (:meth:`load`); None if the pool is empty."""
-        return self.load(self._paths[-1], device=device) if self._paths else None
 
 
 __all__ = ["WFM1OpponentPool", "WFM1_SNAPSHOT_PATTERN"]
