@@ -7,7 +7,8 @@ checkpoint) against the combined-arms doctrine on each held-out scenario
 conditions, ``n_eval_episodes`` battles each (battle ``i`` seeded ``9000 + i``, the
 seed's), every unit on its policy's mean (a policy with a formation head orders its
 units' formations too, its likeliest choice; otherwise they follow the combined-arms
-drill, as in training):
+drill, as in training; a policy with ``echelon_tokens`` reads Blue's brigade and division
+tokens too, and its fine-tuning and specialists are trained with them):
 
 - ``zero_shot``: the generalist as it is, told the scenario by its card;
 - ``finetuned``: after PPO on the scenario for ``finetune_steps`` battle steps training
@@ -411,8 +412,11 @@ class WFM1Benchmark:
             checkpoint_dir=str(folder), log_dir=str(folder / "logs"), enable_wandb=False,
             verbose=0, seed=c.seed, validate_every_updates=0,
             self_play=False,  # trained against the doctrine it is measured against
-            formation_orders=policy.formation_orders,  # in its kwargs only when True
-            **{k: kwargs[k] for k in self.train_config.model_kwargs() if k != "formation_orders"})
+            # In its kwargs only when True (brigade_size with echelon_tokens).
+            formation_orders=policy.formation_orders, echelon_tokens=policy.echelon_tokens,
+            brigade_size=policy.brigade_size,
+            **{k: kwargs[k] for k in self.train_config.model_kwargs()
+               if k not in ("formation_orders", "echelon_tokens", "brigade_size")})
 
 
 def _policy(value: Any) -> WFM1Policy:

@@ -24,7 +24,9 @@ The kinds (:data:`KINDS`) and the action each graph computes:
 
 A ``mappo`` or ``wfm1`` policy with a formation head (``formation_orders=True``) has a
 second output, ``formation``: each unit's likeliest formation choice as the battles take
-it (-1 keep, 0 line, 1 column, 2 square, 3 limbered), so its formations are not lost.
+it (-1 keep, 0 line, 1 column, 2 square, 3 limbered), so its formations are not lost. A
+``wfm1`` policy that reads the brigade and division tokens (``echelon_tokens=True``) is
+refused: its graph would take the battalion tokens alone and play differently.
 
 Graphs are exported with torch's ``torch.export``-based exporter (opset 18), the batch
 size (and the token count) left free.
@@ -433,8 +435,15 @@ def wfm1_graph(policy: WFM1Policy) -> CommanderGraph:
     (batch, tokens) for a policy with a formation head.
 
     Raises:
-        ValueError: for a policy of another token or action size.
+        ValueError: for a policy of another token or action size, or one that reads the
+            brigade and division tokens (``echelon_tokens=True``, ``model.echelon_tokens``):
+            the graph takes the battalion tokens alone, and would play differently.
     """
+    if policy.echelon_tokens:
+        raise ValueError("a WFM-1 policy with echelon_tokens=True (model.echelon_tokens) "
+                         "cannot be exported: its graph takes the battalion tokens alone, "
+                         "without the brigade and division tokens the policy reads, so it "
+                         "would play differently")
     if policy.token_dim != len(ENTITY_FEATURES) or policy.action_dim != ACTION_DIM:
         raise ValueError(f"token_dim={policy.token_dim}, action_dim={policy.action_dim} are "
                          f"invalid: expected {len(ENTITY_FEATURES)} (entity tokens) and "

@@ -27,6 +27,14 @@ echelon, weather, terrain, order of battle). The network:
    1`` numbers, the last the formation code (:class:`~models.formation_orders.Orders`,
    MAPPO's order distribution); without it the units' formations are left to the caller.
 
+With ``echelon_tokens=True`` the policy reads its side's brigade and division tokens
+(:mod:`envs.battles.echelon_tokens`: its battalions grouped by ``brigade_size`` in the
+order of battle, the believed enemies grouped in their token order, and each side whole)
+beside the battalions': each echelon's row is encoded and pooled, and the three pooled
+vectors meet in the cross-echelon transformer. The battalions still act, one order per
+own token; every call must give the other two echelons (:meth:`WFM1Policy.echelon_context`
+builds them from the battalion view, :meth:`WFM1Policy.echelon_inputs` passes them on).
+
 Differences from the seed's WFM-1, all deliberate:
 
 - **One action per token** instead of one per sample: the seed's WFM-1 commanded one
@@ -68,7 +76,8 @@ from torch import nn
 from torch.distributions import Categorical, Normal
 from torch.nn import functional as F
 
-from envs.battles.entity_tokens import ENTITY_TOKEN_DIM, MAX_TOKENS, TOKEN
+from envs.battles.echelon_tokens import EchelonTokens, echelon_tokens
+from envs.battles.entity_tokens import ENTITY_TOKEN_DIM, MAX_TOKENS, TOKEN, EntityView
 from envs.sim.constants import KEEP_FORMATION
 from envs.sim.validation import (
     check_bool,
@@ -609,6 +618,14 @@ class WFM1Policy(nn.Module):
             ...); :meth:`forward` and the means of :meth:`evaluate_actions` stay the
             Gaussian's. Saved in :attr:`kwargs` only when True, so the files of policies
             without the head keep their layout.
+        echelon_tokens: the policy reads its side's brigade and division tokens
+            (:mod:`envs.battles.echelon_tokens`) beside the battalions' as the other
+            echelons' context: every call then needs them (``tokens_per_echelon`` with the
+            brigade and division echelons; :meth:`echelon_context` builds them from the
+            battalion view and :meth:`echelon_inputs` passes them on). The acting echelon
+            stays the battalion. Saved in :attr:`kwargs` only when True (with
+            ``brigade_size``), so the files of policies without it keep their layout.
+        brigade_size: battalions a brigade token groups (>= 1), with ``echelon_tokens``.
 
     Raises:
         ValueError, TypeError: for an invalid argument (the message names it), such as
@@ -620,7 +637,8 @@ class WFM1Policy(nn.Module):
                  n_cross_layers: int = 2, actor_hidden_sizes: Sequence[int] = (256, 128),
                  critic_hidden_sizes: Sequence[int] = (256, 128), dropout: float = 0.0,
                  use_spatial_pe: bool = True, share_echelon_encoders: bool = True,
-                 card_hidden_size: int = 64, formation_orders: bool = False) -> None:
+                 card_hidden_size: int = 64, formation_orders: bool = False,
+                 echelon_tokens: bool = False, brigade_size: int = 4) -> None:
         super().__init__()
         self.token_dim = check_dimension("token_dim", token_dim)
         self.action_dim = check_dimension("action_dim", action_dim)
@@ -644,6 +662,11 @@ class WFM1Policy(nn.Module):
             card_hidden_size=card_hidden_size)
         if self.formation_orders:  # absent from the files of policies without the head
             self._kwargs["formation_orders"] = True
+        self.echelon_tokens = check_bool("echelon_tokens", echelon_tokens)
+        self.brigade_size = check_int("brigade_size", brigade_size, minimum=1,
+                                      maximum=MAX_TOKENS)
+        if self.echelon_tokens:  # absent from the files of policies without them
+            self._kwargs.update(echelon_tokens=True, brigade_size=self.brigade_size)
         self.order_width = self.action_dim + self.formation_orders
         """Numbers in one unit's order: ``action_dim``, plus the formation code with a
         formation head."""
@@ -705,6 +728,42 @@ class WFM1Policy(nn.Module):
         for parameter in self.base_parameters():
             parameter.requires_grad_(True)
 
+    # ----------------------------------------------------------------- echelon tokens
+
+    def echelon_context(self, view: EntityView, first_unit: int | np.ndarray = 0
+                        ) -> EchelonTokens | None:
+        """The brigade and division tokens this policy reads beside ``view`` (a side's
+        battalion tokens; ``first_unit`` as in
+        :func:`~envs.battles.echelon_tokens.echelon_tokens`: Red's is the battle's Blue
+        battalions), or None for a policy without ``echelon_tokens``."""
+        if not self.echelon_tokens:
+            return None
+        return echelon_tokens(view, self.brigade_size, first_unit)
+
+    def echelon_inputs(self, echelons: EchelonTokens | None) -> dict[str, Any]:
+        """The keyword arguments that give a call (:meth:`act`, :meth:`act_and_value`,
+        :meth:`get_value`, :meth:`evaluate_actions`, :meth:`heads`, :meth:`forward`) the
+        brigade and division tokens: ``tokens_per_echelon`` and ``pad_masks``; ``{}`` for a
+        policy without ``echelon_tokens`` (``echelons`` is then ignored). The fields of
+        ``echelons`` may be arrays or tensors (a rollout's stored rows).
+
+        Raises:
+            ValueError: for a policy with ``echelon_tokens`` and no ``echelons``, or
+                ``echelons`` of another ``brigade_size``.
+        """
+        if not self.echelon_tokens:
+            return {}
+        if echelons is None:
+            raise ValueError("echelons=None is invalid: the policy has echelon_tokens=True "
+                             "and reads its side's brigade and division tokens")
+        if echelons.brigade_size != self.brigade_size:
+            raise ValueError(f"echelons has brigade_size={echelons.brigade_size}: expected "
+                             f"the policy's brigade_size={self.brigade_size}")
+        return {"tokens_per_echelon": {ECHELON_BRIGADE: echelons.brigade,
+                                       ECHELON_DIVISION: echelons.division},
+                "pad_masks": {ECHELON_BRIGADE: echelons.brigade_pad,
+                              ECHELON_DIVISION: echelons.division_pad}}
+
     # ----------------------------------------------------------------- inputs
 
     def _inputs(self, tokens: Any, pad_mask: Any, echelon: Any, card: Any, card_vec: Any,
@@ -719,6 +778,12 @@ class WFM1Policy(nn.Module):
         if isinstance(echelon, torch.Tensor):
             echelon = echelon.to(device)
         others = self._other_echelons(tokens_per_echelon, pad_masks, echelon, batch)
+        acting_battalion = not isinstance(echelon, int) or echelon == ECHELON_BATTALION
+        if self.echelon_tokens and acting_battalion and not (
+                {ECHELON_BRIGADE, ECHELON_DIVISION} <= {level for level, _, _ in others}):
+            raise ValueError("tokens_per_echelon lacks the brigade and division tokens: the "
+                             "policy has echelon_tokens=True and reads them beside the "
+                             "battalions' (WFM1Policy.echelon_context, echelon_inputs)")
         return _Inputs(tokens_t, pad, echelon, others, self._card(card, card_vec, batch))
 
     def _tokens(self, name: str, value: Any) -> torch.Tensor:
@@ -1092,8 +1157,8 @@ class WFM1Policy(nn.Module):
         Args:
             batch: ``tokens`` and ``actions`` (``(B, N, action_dim)`` targets, or ``(B,
                 N, action_dim + 1)`` with a formation head), and optionally
-                ``pad_mask``, ``own_mask``, ``echelon`` and ``card_vec`` (as in
-                :meth:`act`).
+                ``pad_mask``, ``own_mask``, ``echelon``, ``card_vec``,
+                ``tokens_per_echelon`` and ``pad_masks`` (as in :meth:`act`).
 
         Returns:
             A scalar with gradients (0 when no token is own).
@@ -1103,7 +1168,8 @@ class WFM1Policy(nn.Module):
         """
         if not isinstance(batch, Mapping):
             raise TypeError(f"batch={short_repr(batch)} is invalid: expected a dict")
-        allowed = {"tokens", "actions", "pad_mask", "own_mask", "echelon", "card_vec"}
+        allowed = {"tokens", "actions", "pad_mask", "own_mask", "echelon", "card_vec",
+                   "tokens_per_echelon", "pad_masks"}
         missing = sorted({"tokens", "actions"} - set(batch))
         unknown = sorted(map(str, set(batch) - allowed))
         if missing or unknown:
@@ -1112,7 +1178,8 @@ class WFM1Policy(nn.Module):
                              f" (missing {missing}, unknown {unknown})")
         inputs = self._inputs(batch["tokens"], batch.get("pad_mask"),
                               batch.get("echelon", ECHELON_BATTALION), None,
-                              batch.get("card_vec"), None, None)
+                              batch.get("card_vec"), batch.get("tokens_per_echelon"),
+                              batch.get("pad_masks"))
         own = self._own(batch.get("own_mask"), inputs.pad_mask)
         targets = _as_float("actions", batch["actions"], self.device)
         rows = tuple(inputs.tokens.shape[:2])

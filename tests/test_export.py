@@ -516,3 +516,16 @@ def test_a_failed_export_leaves_an_earlier_file_whole(tmp_path):
         export_checkpoint(broken, output)
     assert output.read_bytes() == b"an earlier export"
     assert sorted(os.listdir(tmp_path)) == ["broken.pt", "commander.onnx"]
+
+
+def test_a_wfm1_policy_with_echelon_tokens_is_refused(tmp_path):
+    from models.export import wfm1_graph
+
+    policy = WFM1Policy(d_model=32, n_heads=4, n_echelon_layers=1, n_cross_layers=1,
+                        echelon_tokens=True)
+    with pytest.raises(ValueError, match="model.echelon_tokens"):
+        wfm1_graph(policy)
+    path = policy.save_checkpoint(tmp_path / "echelons.pt")
+    with pytest.raises(ValueError, match="echelon_tokens"):
+        export_checkpoint(path, tmp_path / "echelons.onnx")
+    assert not (tmp_path / "echelons.onnx").exists()

@@ -440,3 +440,29 @@ def test_a_wfm1_red_with_a_formation_head_orders_its_formations(tmp_path):
     # Without the head, the drill's orders (which do not form square here).
     plain, _ = resolve_red(str(wfm1_file(tmp_path / "plain.pt")), field, site=site)
     assert not (plain.orders(battle.battles, battle.red_units)[1] == C.SQUARE).any()
+
+
+def test_a_wfm1_red_with_echelon_tokens_reads_reds_brigades(tmp_path):
+    from envs.battles.echelon_tokens import echelon_tokens
+    from envs.battles.entity_tokens import entity_tokens
+    from envs.battles.multi_battalion_batch import RED
+
+    torch.manual_seed(0)
+    policy = WFM1Policy(d_model=32, n_heads=4, n_echelon_layers=1, n_cross_layers=1,
+                        echelon_tokens=True, brigade_size=2)
+    path = policy.save_checkpoint(tmp_path / "echelons.pt")
+    field, site = resolve_field("site:waterloo", n_blue=2, n_red=3, max_steps=50)
+    red, _ = resolve_red(str(path), field, site=site)
+    battle = LiveBattle(field, red, seed=1)
+    orders, _ = red.orders(battle.battles, battle.red_units)
+    # Red's own tokens with Red's brigades (counted from Red's first unit).
+    view = entity_tokens(battle.battles, RED)
+    context = echelon_tokens(view, 2, first_unit=battle.battles.n_blue)
+    expected = red.policy.act(torch.from_numpy(view.tokens), torch.from_numpy(view.pad_mask),
+                              card=red.card, own_mask=torch.from_numpy(view.own_mask),
+                              deterministic=True,
+                              **red.policy.echelon_inputs(context))[0].numpy()
+    column = {unit: i for i, unit in enumerate(battle.red_units)}
+    for b, k in zip(*np.nonzero(view.own_mask), strict=True):
+        np.testing.assert_allclose(orders[b, column[view.unit[b, k]]], expected[b, k])
+    battle.step()

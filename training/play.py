@@ -112,7 +112,8 @@ class WFM1Red:
     out, told the battle by ``card``; formations follow the combined-arms drill (the
     doctrine's formation orders), as in its training (:mod:`training.wfm1.battles`), but
     for a generalist with a formation head, whose likeliest formation choices replace
-    the drill's orders."""
+    the drill's orders. A generalist with ``echelon_tokens`` reads Red's brigade and
+    division tokens too, as in its training."""
 
     def __init__(self, policy: WFM1Policy, card: ScenarioCard, name: str) -> None:
         self.policy, self.card, self.name = policy.eval(), card, name
@@ -120,11 +121,13 @@ class WFM1Red:
     def orders(self, battles: MultiBattalionBatch,
                units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         view = entity_tokens(battles, RED)
+        # Red's own brigades count from Red's first unit, after Blue's.
+        context = self.policy.echelon_inputs(self.policy.echelon_context(view, battles.n_blue))
         with torch.no_grad():
             actions = self.policy.act(
                 torch.from_numpy(view.tokens), torch.from_numpy(view.pad_mask),
                 card=self.card, own_mask=torch.from_numpy(view.own_mask),
-                deterministic=True)[0].cpu().numpy()
+                deterministic=True, **context)[0].cpu().numpy()
         column = np.full(battles.n_units, -1, np.intp)
         column[units] = np.arange(len(units))
         orders = np.zeros((battles.n_battles, len(units), C.ACTION_DIM), np.float32)

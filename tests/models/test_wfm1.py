@@ -597,3 +597,177 @@ def test_the_encoder_and_cross_transformer_alone():
         cross(torch.randn(3, 5, 16))
     with pytest.raises(ValueError, match="d_model"):
         EchelonEncoder(d_model=10, n_heads=4)
+
+
+# --- brigade and division tokens ------------------------------------------------------------
+
+
+def hand_view():
+    """One battle of six tokens: three own battalions (units 0, 1, 3; unit 2 is out of the
+    fight), two believed enemies, one padding position."""
+    import numpy as np
+
+    from envs.battles.entity_tokens import EntityView
+
+    tokens = np.zeros((1, 6, ENTITY_TOKEN_DIM), np.float32)
+
+    def put(i, arm, x, y, heading, strength, morale, formation, own):
+        tokens[0, i, TOKEN["arm_infantry"] + arm] = 1.0
+        tokens[0, i, TOKEN["x"]], tokens[0, i, TOKEN["y"]] = x, y
+        tokens[0, i, TOKEN["heading_cos"]] = np.cos(heading)
+        tokens[0, i, TOKEN["heading_sin"]] = np.sin(heading)
+        tokens[0, i, TOKEN["strength"]], tokens[0, i, TOKEN["morale"]] = strength, morale
+        if formation is not None:
+            tokens[0, i, TOKEN["formation_line"] + formation] = 1.0
+        tokens[0, i, TOKEN["team_own" if own else "team_enemy"]] = 1.0
+
+    put(0, 0, 0.1, 0.2, 0.0, 1.0, 1.0, 0, True)
+    put(1, 1, 0.3, 0.4, np.pi / 2, 0.5, 0.4, 1, True)
+    put(2, 0, 0.5, 0.9, 0.0, 0.8, 0.6, 0, True)  # unit 3, the second brigade's
+    put(3, 2, 0.7, 0.5, np.pi, 1.0, 0.5, None, False)  # formation unseen
+    put(4, 0, 0.9, 0.7, np.pi, 0.6, 1.0, 0, False)
+    pad = np.array([[False] * 5 + [True]])
+    own = np.array([[True] * 3 + [False] * 3])
+    unit = np.array([[0, 1, 3, 5, 4, -1]])
+    return EntityView(tokens, pad, own, unit)
+
+
+def test_brigade_tokens_group_units_by_the_order_of_battle():
+    import numpy as np
+
+    from envs.battles.echelon_tokens import echelon_tokens
+
+    out = echelon_tokens(hand_view(), brigade_size=2)
+    # Six tokens: three positions a side; own brigades {0, 1} and {3 (2 out)}, enemy groups
+    # of two in token order.
+    assert out.brigade.shape == (1, 6, ENTITY_TOKEN_DIM) and out.brigade_size == 2
+    assert out.brigade_pad.tolist() == [[False, False, True, False, True, True]]
+    first, lone, enemy = out.brigade[0, 0], out.brigade[0, 1], out.brigade[0, 3]
+    assert first[TOKEN["x"]] == pytest.approx(0.2) and first[TOKEN["y"]] == pytest.approx(0.3)
+    assert first[TOKEN["arm_infantry"]] == first[TOKEN["arm_cavalry"]] == pytest.approx(0.5)
+    assert first[TOKEN["formation_line"]] == first[TOKEN["formation_column"]] == 0.5
+    assert first[TOKEN["strength"]] == pytest.approx(0.75)  # the plain mean
+    assert first[TOKEN["morale"]] == pytest.approx((1.0 + 0.5 * 0.4) / 1.5)  # by strength
+    # The mean of east and north headings, normalised: north-east.
+    assert first[TOKEN["heading_cos"]] == pytest.approx(np.sqrt(0.5), abs=1e-6)
+    assert first[TOKEN["heading_sin"]] == pytest.approx(np.sqrt(0.5), abs=1e-6)
+    assert first[TOKEN["team_own"]] == 1 and first[TOKEN["team_enemy"]] == 0
+    # The brigade of units 2 and 3, unit 2 out of the fight: unit 3 alone.
+    np.testing.assert_allclose(lone, hand_view().tokens[0, 2], atol=1e-6)
+    assert enemy[TOKEN["x"]] == pytest.approx(0.8) and enemy[TOKEN["team_enemy"]] == 1
+    assert enemy[TOKEN["formation_line"]] == 0.5 and enemy[TOKEN["formation_column"]] == 0
+    assert enemy[TOKEN["arm_artillery"]] == enemy[TOKEN["arm_infantry"]] == 0.5
+    assert (out.brigade[out.brigade_pad] == 0).all()
+    # The divisions: every own battalion, every believed enemy.
+    assert out.division_pad.tolist() == [[False, False]]
+    assert out.division[0, 0, TOKEN["x"]] == pytest.approx(0.3)
+    assert out.division[0, 0, TOKEN["arm_infantry"]] == pytest.approx(2 / 3)
+    assert out.division[0, 1, TOKEN["y"]] == pytest.approx(0.6)
+    # Brigades of four: one own group, one enemy group; Red counts from its first unit.
+    four = echelon_tokens(hand_view(), 4)
+    assert four.brigade_pad.tolist() == [[False, True, False, True]]
+    np.testing.assert_allclose(four.brigade[0, 0], out.division[0, 0], atol=1e-6)
+    shifted = dataclasses.replace(hand_view(), unit=hand_view().unit + 10)
+    np.testing.assert_array_equal(echelon_tokens(shifted, 2, first_unit=10).brigade,
+                                  out.brigade)
+    with pytest.raises(ValueError, match="first_unit"):
+        echelon_tokens(shifted, 2)
+    with pytest.raises(ValueError, match="brigade_size"):
+        echelon_tokens(hand_view(), 0)
+    with pytest.raises(TypeError, match="EntityView"):
+        echelon_tokens(None, 2)
+
+
+def test_brigade_tokens_of_a_real_battle():
+    import numpy as np
+
+    from envs.battles.echelon_tokens import echelon_tokens
+    from envs.battles.entity_tokens import entity_tokens
+    from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
+    from envs.sim.config import BattleConfig
+
+    battles = MultiBattalionBatch(
+        3, 5, 3, config=BattleConfig(), terrain=None, randomize_terrain=True,
+        visibility_radius=400.0, reward_weights=None,
+        order_of_battle={"blue": ["infantry", "cavalry", "artillery", "infantry", "infantry"],
+                         "red": ["infantry", "cavalry", "infantry"]})
+    battles.reset(np.arange(3), [0, 1, 2], np.zeros(3, np.int64))
+    for side, first, n_own in ((BLUE, 0, 5), (RED, 5, 3)):
+        view = entity_tokens(battles, side)
+        out = echelon_tokens(view, 2, first_unit=first)
+        assert out.brigade.shape == (3, 8, ENTITY_TOKEN_DIM)
+        own_groups = -(-n_own // 2)
+        assert not out.brigade_pad[:, :own_groups].any()  # every battalion in the fight
+        assert out.brigade_pad[:, own_groups:4].all()
+        assert not out.division_pad.any()
+        # Own brigades of two in unit order: the first is units first, first + 1.
+        members = view.tokens[:, :2]
+        np.testing.assert_allclose(out.brigade[:, 0, TOKEN["x"]],
+                                   members[..., TOKEN["x"]].mean(axis=1), atol=1e-6)
+        np.testing.assert_allclose(out.brigade[:, :, :3].sum(-1), ~out.brigade_pad, atol=1e-6)
+        assert (out.brigade[:, :4, TOKEN["team_own"]] == ~out.brigade_pad[:, :4]).all()
+        assert (out.brigade[:, 4:, TOKEN["team_enemy"]] == ~out.brigade_pad[:, 4:]).all()
+        headings = np.hypot(out.brigade[..., TOKEN["heading_cos"]],
+                            out.brigade[..., TOKEN["heading_sin"]])
+        np.testing.assert_allclose(headings[~out.brigade_pad], 1.0, atol=1e-5)
+
+
+def test_a_policy_with_echelon_tokens_reads_them():
+    import numpy as np
+
+    from envs.battles.echelon_tokens import echelon_tokens
+
+    torch.manual_seed(0)
+    view = hand_view()
+    plain = WFM1Policy(**SMALL)
+    torch.manual_seed(0)
+    policy = WFM1Policy(**SMALL, echelon_tokens=True, brigade_size=2)
+    # The setting adds no parameter: the same weights, and off the same orders as before.
+    assert plain.state_dict().keys() == policy.state_dict().keys()
+    assert "echelon_tokens" not in plain.kwargs and "brigade_size" not in plain.kwargs
+    assert policy.kwargs["echelon_tokens"] is True and policy.kwargs["brigade_size"] == 2
+    assert plain.echelon_context(view) is None and plain.echelon_inputs(None) == {}
+    torch.manual_seed(0)
+    off = WFM1Policy(**SMALL, echelon_tokens=False, brigade_size=7)  # brigade_size unused
+    assert off.kwargs == plain.kwargs
+    for name, value in plain.state_dict().items():  # built as before, draw for draw
+        assert torch.equal(value, off.state_dict()[name])
+    with torch.no_grad():
+        for parameter in policy.parameters():  # trained-looking weights
+            parameter.add_(0.3 * torch.randn_like(parameter))
+    plain.load_state_dict(policy.state_dict())
+    tokens, pad, own = (torch.from_numpy(a) for a in (view.tokens, view.pad_mask,
+                                                       view.own_mask))
+
+    def orders(echelons):
+        return policy.act(tokens, pad, own_mask=own, deterministic=True,
+                          **policy.echelon_inputs(echelons))[0]
+
+    context = policy.echelon_context(view)
+    np.testing.assert_array_equal(context.brigade, echelon_tokens(view, 2).brigade)
+    moved = dataclasses.replace(context, brigade=context.brigade.copy())
+    moved.brigade[0, 0, TOKEN["x"]] += 0.3  # the first own brigade elsewhere
+    assert not torch.allclose(orders(context), orders(moved))
+    assert not torch.allclose(orders(context), plain.act(tokens, pad, own_mask=own,
+                                                         deterministic=True)[0])
+    inputs = policy.echelon_inputs(context)
+    assert set(inputs["tokens_per_echelon"]) == {ECHELON_BRIGADE, ECHELON_DIVISION}
+    with pytest.raises(ValueError, match="echelon_tokens=True"):
+        policy.act(tokens, pad, own_mask=own)
+    with pytest.raises(ValueError, match="echelon_tokens=True"):
+        policy.echelon_inputs(None)
+    with pytest.raises(ValueError, match="brigade_size=3"):
+        policy.echelon_inputs(echelon_tokens(view, 3))
+    with pytest.raises(ValueError, match="brigade_size"):
+        WFM1Policy(**SMALL, echelon_tokens=True, brigade_size=0)
+    # finetune_loss takes them too.
+    batch = {"tokens": tokens, "actions": torch.zeros(1, 6, ACT), "pad_mask": pad,
+             "own_mask": own, **inputs}
+    assert float(policy.finetune_loss(batch).detach()) > 0
+
+
+def test_checkpoints_keep_the_echelon_token_setting(tmp_path):
+    policy = WFM1Policy(**SMALL, echelon_tokens=True, brigade_size=3)
+    loaded = WFM1Policy.load_checkpoint(policy.save_checkpoint(tmp_path / "p.pt"))
+    assert loaded.echelon_tokens and loaded.brigade_size == 3
+    assert loaded.kwargs == policy.kwargs

@@ -745,3 +745,103 @@ def test_reds_are_dealt_from_the_runs_generator(tmp_path):
     assert dealing(tmp_path / "b") == dealt  # the same seed deals the same Reds
     assert dealing(tmp_path / "c", share=1.0) == [None] * 200
     assert dealing(tmp_path / "d", share=0.0) == ["wfm1_snapshot_v000001.pt"] * 200
+
+
+# --- brigade and division tokens as context ----------------------------------------------------
+
+
+def test_the_config_declares_echelon_tokens(monkeypatch):
+    from envs.battles.echelon_tokens import brigade_count
+    from training.wfm1.config import ECHELON_TOKEN_BYTES
+
+    keys = WFM1TrainConfig.yaml_keys()
+    assert (keys["echelon_tokens"], keys["brigade_size"]) == ("model.echelon_tokens",
+                                                              "model.brigade_size")
+    default = WFM1TrainConfig()
+    assert (default.echelon_tokens, default.brigade_size) == (False, 4)
+    # Off, the policy is built as before (its kwargs without the setting).
+    assert WFM1Policy(**default.model_kwargs()).kwargs == WFM1Policy().kwargs
+    config = WFM1TrainConfig.from_nested({"model": {"echelon_tokens": True,
+                                                    "brigade_size": 3}})
+    policy = WFM1Policy(**config.model_kwargs())
+    assert policy.echelon_tokens and policy.brigade_size == 3
+    for field, value in (("brigade_size", 0), ("brigade_size", 2.5), ("echelon_tokens", "yes")):
+        with pytest.raises(ValueError, match=f"{field}={value!r} is invalid"):
+            WFM1TrainConfig(**{field: value})
+    # The memory check counts the rollout's brigade and division tokens.
+    seen = []
+    monkeypatch.setattr(WFM1TrainConfig, "check_rollout_memory",
+                        lambda self, battle, sample: seen.append(sample))
+    WFM1TrainConfig(max_side=4)
+    WFM1TrainConfig(max_side=4, echelon_tokens=True, brigade_size=3)
+    assert seen[1] - seen[0] == ECHELON_TOKEN_BYTES * (brigade_count(8, 3) + 2) == 77 * 8
+
+
+def test_a_self_play_red_with_echelon_tokens_reads_reds_own():
+    from envs.battles.echelon_tokens import echelon_tokens
+    from envs.battles.entity_tokens import entity_tokens
+    from envs.battles.multi_battalion_batch import RED
+
+    torch.manual_seed(3)
+    red_policy = WFM1Policy(**SMALL_MODEL, echelon_tokens=True, brigade_size=2)
+    with torch.no_grad():
+        for parameter in red_policy.parameters():
+            parameter.add_(0.3 * torch.randn_like(parameter))
+    uneven = WFMScenario("uneven", "procedural", "clear", 2, 3, 77)
+    other = WFMScenario("other", "procedural", "rain", 3, 2, 79)
+    battles = ScenarioBattles([uneven, other], 2, max_steps=60, seed=3,
+                              reds=[red_policy, red_policy])
+    orders = battles.red_orders()
+    for k, batch in enumerate(battles.batches):
+        view = entity_tokens(batch, RED, battles.n_tokens)
+        context = echelon_tokens(view, 2, first_unit=batch.n_blue)
+        rows = slice(2 * k, 2 * k + 2)
+        expected = red_policy.act(view.tokens, view.pad_mask,
+                                  card_vec=battles.red_cards[rows], own_mask=view.own_mask,
+                                  deterministic=True,
+                                  **red_policy.echelon_inputs(context))[0].numpy()
+        battle, token = np.nonzero(view.own_mask)
+        (b, units), actions = orders[k]
+        np.testing.assert_array_equal(units, view.unit[battle, token])
+        np.testing.assert_allclose(actions, expected[battle, token], atol=1e-4)
+    battles.observe()
+    battles.step(np.zeros((4, battles.n_tokens, 3), np.float32))
+
+
+def test_a_generalist_with_echelon_tokens_trains_and_is_evaluated(tmp_path):
+    from training.train_wfm1 import train_wfm1
+
+    config = tiny_config(tmp_path, echelon_tokens=True, brigade_size=2, total_timesteps=512,
+                         warm_start_steps=256, warm_start_epochs=1, teacher_coef=1.0,
+                         validate_every_updates=1, validation_scenarios=1,
+                         validation_battles=2)
+    trainer = train_wfm1(config)
+    assert trainer.policy.echelon_tokens and trainer.total_steps == 512
+    assert {"train/entropy", "train/teacher_loss", "validation/win_rate"} <= set(
+        trainer.history[-1])
+    assert (tmp_path / "ck" / "wfm1_warm_start.pt").is_file()
+    rollout = trainer.collect_rollout()
+    n_tokens = rollout.tokens.shape[2]
+    assert rollout.echelons["brigade"].shape == (32, 4, 2 * -(-n_tokens // 2), ENTITY_TOKEN_DIM)
+    assert rollout.echelons["division"].shape == (32, 4, 2, ENTITY_TOKEN_DIM)
+    assert not rollout.echelons["division_pad"].all()
+    final = WFM1Policy.load_checkpoint(trainer.final_checkpoint)
+    assert final.kwargs == trainer.policy.kwargs
+    assert (final.kwargs["echelon_tokens"], final.kwargs["brigade_size"]) == (True, 2)
+    again = WFM1Trainer(config, resume=tmp_path / "ck" / LATEST)
+    assert (again.total_steps, again.updates) == (trainer.total_steps, trainer.updates)
+    for name, value in trainer.policy.state_dict().items():
+        assert torch.equal(value, again.policy.state_dict()[name])
+    # Played out, and by the benchmark (zero-shot on a held-out scenario, fine-tuned with
+    # its brigade and division tokens).
+    outcomes = play_out(ScenarioBattles([HELD_OUT_SCENARIOS[0]], 2, 30, seed=1), final)
+    assert outcomes.shape == (2,)
+    np.testing.assert_array_equal(
+        outcomes, play_scenario(final, HELD_OUT_SCENARIOS[0], 2, 30, seed=1))
+    benchmark = WFM1Benchmark(
+        WFM1BenchmarkConfig(n_eval_episodes=2, n_scenarios=1, finetune_steps=64,
+                            max_steps_per_episode=30, finetune_battles=2),
+        tiny_config(tmp_path / "bench"))
+    summary = benchmark.run(trainer.final_checkpoint)
+    assert [r.condition for r in summary.results] == ["zero_shot", "finetuned", "specialist"]
+    assert summary.results[1].train_steps == 64

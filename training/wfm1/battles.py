@@ -15,18 +15,24 @@ order for that unit (-1 keeps the formation). Red is the combined-arms doctrine
 (``reds``), a frozen generalist (self-play): it reads Red's own tokens (Red's frame,
 mirrored) and Red's scenario card (``WFMScenario.card(RED)``: the counts swapped) and
 orders Red's units on its means, with its likeliest formation when it has a formation
-head (else Red's formations follow the drill, as Blue's do). A finished battle starts
-its next episode at once; the step reports what ended.
+head (else Red's formations follow the drill, as Blue's do). A generalist with
+``echelon_tokens`` reads its side's brigade and division tokens too
+(:mod:`envs.battles.echelon_tokens`): :meth:`ScenarioBattles.echelons` gives Blue's beside
+:meth:`~ScenarioBattles.observe`'s view, and a self-play Red gets Red's own (its brigades
+counted from Red's first unit). A finished battle starts its next episode at once; the
+step reports what ended.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
+from envs.battles.echelon_tokens import EchelonTokens
 from envs.battles.entity_tokens import EntityView, entity_tokens
 from envs.battles.multi_battalion_batch import BLUE, RED
 from envs.battles.observation import ROTATE_SIGN
@@ -154,9 +160,13 @@ class ScenarioBattles:
             cards = np.concatenate([self.red_cards[k * self.per:(k + 1) * self.per] for k in ks])
             tokens, pad, own = (torch.from_numpy(np.concatenate([getattr(v, f) for v in views]))
                                 .to(policy.device) for f in ("tokens", "pad_mask", "own_mask"))
+            # Red's own brigades count from Red's first unit, after Blue's.
+            first = np.repeat([self.batches[k].n_blue for k in ks], self.per)
+            context = policy.echelon_inputs(policy.echelon_context(joined_view(views), first))
             with torch.no_grad():
                 actions = policy.act(tokens, pad, card_vec=torch.from_numpy(cards).to(
-                    policy.device), own_mask=own, deterministic=True)[0].cpu().numpy()
+                    policy.device), own_mask=own, deterministic=True,
+                    **context)[0].cpu().numpy()
             for i, (k, view) in enumerate(zip(ks, views, strict=True)):
                 battle, token = np.nonzero(view.own_mask)
                 out[k] = ((battle, view.unit[battle, token]),
@@ -166,10 +176,21 @@ class ScenarioBattles:
     def observe(self) -> EntityView:
         """Blue's tokens of every battle, padded to :attr:`n_tokens` (kept as :attr:`view`
         for the next :meth:`step`)."""
-        views = [entity_tokens(batch, BLUE, self.n_tokens) for batch in self.batches]
-        self.view = EntityView(*(np.concatenate([getattr(v, f) for v in views])
-                                 for f in ("tokens", "pad_mask", "own_mask", "unit")))
+        self.view = joined_view([entity_tokens(batch, BLUE, self.n_tokens)
+                                 for batch in self.batches])
         return self.view
+
+    def echelons(self, policy: WFM1Policy) -> EchelonTokens | None:
+        """The brigade and division tokens ``policy`` reads beside Blue's tokens of the last
+        :meth:`observe` (:meth:`~models.wfm1.WFM1Policy.echelon_context`), or None for a
+        policy without ``echelon_tokens``.
+
+        Raises:
+            RuntimeError: before :meth:`observe`.
+        """
+        if self.view is None:
+            raise RuntimeError("echelons() called before observe(): they group its tokens")
+        return policy.echelon_context(self.view)
 
     def step(self, actions: np.ndarray | None) -> BattlesStep:
         """Step every battle once with ``actions`` (B, n_tokens, 3) or (B, n_tokens, 4):
@@ -242,10 +263,30 @@ def put_token_orders(orders: np.ndarray, formations: np.ndarray, index: tuple,
         formations[index] = actions[:, ACTION_DIM]
 
 
+ECHELON_KEYS = ("brigade", "brigade_pad", "division", "division_pad")
+"""The fields of :class:`~envs.battles.echelon_tokens.EchelonTokens` a rollout or the warm
+start's demonstrations keep."""
+
+
+def echelon_rows(rows: Mapping[str, Any], brigade_size: int) -> EchelonTokens | None:
+    """The brigade and division tokens among stored ``rows`` (a rollout's, a minibatch's:
+    :data:`ECHELON_KEYS` -> arrays or tensors), or None when they hold none."""
+    if ECHELON_KEYS[0] not in rows:
+        return None
+    return EchelonTokens(*(rows[key] for key in ECHELON_KEYS), brigade_size)
+
+
+def joined_view(views: Sequence[EntityView]) -> EntityView:
+    """Several batches' views of one token count as one view, their rows in turn."""
+    return EntityView(*(np.concatenate([getattr(v, f) for v in views])
+                        for f in ("tokens", "pad_mask", "own_mask", "unit")))
+
+
 def play_out(battles: ScenarioBattles, policy: WFM1Policy | None) -> np.ndarray:
     """Play the first episode of every battle of ``battles`` to its end, every Blue unit
     on ``policy``'s mean (None: Blue under the combined-arms doctrine); a policy with a
-    formation head orders its units' formations too (its likeliest choice).
+    formation head orders its units' formations too (its likeliest choice), and one with
+    ``echelon_tokens`` reads Blue's brigade and division tokens too.
 
     Returns:
         ``(n_battles,)`` int8 outcomes: 1 won, 0 drawn, -1 lost.
@@ -263,7 +304,8 @@ def play_out(battles: ScenarioBattles, policy: WFM1Policy | None) -> np.ndarray:
                 actions = policy.act(
                     torch.from_numpy(view.tokens), torch.from_numpy(view.pad_mask),
                     card_vec=cards, own_mask=torch.from_numpy(view.own_mask),
-                    deterministic=True)[0].cpu().numpy()
+                    deterministic=True,
+                    **policy.echelon_inputs(battles.echelons(policy)))[0].cpu().numpy()
             result = battles.step(actions)
             ended = result.done & ~over
             outcome[ended] = team_outcomes(result.winner[ended])
@@ -271,4 +313,5 @@ def play_out(battles: ScenarioBattles, policy: WFM1Policy | None) -> np.ndarray:
     return outcome
 
 
-__all__ = ["BattlesStep", "ScenarioBattles", "play_out", "put_token_orders"]
+__all__ = ["BattlesStep", "ECHELON_KEYS", "ScenarioBattles", "echelon_rows", "joined_view",
+           "play_out", "put_token_orders"]

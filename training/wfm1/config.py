@@ -10,9 +10,11 @@ every 200 updates in ``checkpoints/wfm1``); the rest says which battles a rollou
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from envs.battles.entity_tokens import ENTITY_TOKEN_DIM
+from envs.battles.echelon_tokens import brigade_count
+from envs.battles.entity_tokens import ENTITY_TOKEN_DIM, MAX_TOKENS
 from envs.battles.multi_battalion_batch import bytes_per_battle
 from envs.sim.validation import check_bool, check_int, check_non_negative, check_positive
 from models.limits import check_dimension
@@ -34,6 +36,9 @@ TOKEN_SAMPLE_BYTES = 4 * (ENTITY_TOKEN_DIM + 7) + 2
 """Memory of one token-step of a WFM-1 rollout: its float32 features, action, teacher's
 action and log-probability, and its two masks (a battle-step holds ``2 * max_side``); a
 formation-ordering policy's action holds one float32 more."""
+ECHELON_TOKEN_BYTES = 4 * ENTITY_TOKEN_DIM + 1
+"""Memory of one brigade or division token of a rollout step (``model.echelon_tokens``):
+its float32 features and its padding mask."""
 
 
 @dataclass
@@ -136,6 +141,15 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
     formation_orders: bool = setting(
         False, "The policy orders each unit's formation; false: the combined-arms drill does.",
         check_bool, "model.formation_orders")
+    # Model settings, not env ones: they say what the policy reads, travel with it in its
+    # kwargs, and every battle (training, validation, benchmark, play) feeds what it asks.
+    echelon_tokens: bool = setting(
+        False, "The policy also reads its side's brigade and division tokens as context; "
+        "false: battalion tokens alone.",
+        check_bool, "model.echelon_tokens")
+    brigade_size: int = setting(
+        4, "Battalions a brigade token groups, with model.echelon_tokens.",
+        partial(check_int, minimum=1, maximum=MAX_TOKENS), "model.brigade_size")
     checkpoint_every_updates: int = setting(
         200, "Updates between checkpoints (wfm1_<steps>_steps.pt and wfm1_latest.pt).",
         positive_int, "checkpoint.every_updates")
@@ -154,19 +168,23 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
                              f"of model.n_heads={self.n_heads}")
         # Refused here rather than by a MemoryError an hour into the run.
         n_tokens = 2 * self.max_side
+        echelon_bytes = (ECHELON_TOKEN_BYTES * (brigade_count(n_tokens, self.brigade_size) + 2)
+                         if self.echelon_tokens else 0)
         self.check_rollout_memory(bytes_per_battle(n_tokens),
-                                  n_tokens * (TOKEN_SAMPLE_BYTES + 4 * self.formation_orders))
+                                  n_tokens * (TOKEN_SAMPLE_BYTES + 4 * self.formation_orders)
+                                  + echelon_bytes)
 
     @property
     def battles_per_scenario(self) -> int:
         return self.n_envs // self.scenarios_per_rollout
 
     def model_kwargs(self) -> dict[str, Any]:
-        """The policy's size and whether it orders formations, for
-        :class:`models.wfm1.WFM1Policy`."""
+        """The policy's size, whether it orders formations and whether it reads the
+        brigade and division tokens, for :class:`models.wfm1.WFM1Policy`."""
         return dict(d_model=self.d_model, n_heads=self.n_heads,
                     n_echelon_layers=self.n_echelon_layers, n_cross_layers=self.n_cross_layers,
-                    formation_orders=self.formation_orders)
+                    formation_orders=self.formation_orders, echelon_tokens=self.echelon_tokens,
+                    brigade_size=self.brigade_size)
 
 
 CONFIG_FILE = ConfigFile("wfm1_train", (WFM1TrainConfig, ResumeOptions), header="""

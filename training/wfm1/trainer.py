@@ -17,7 +17,11 @@ ends (decided or cut off at ``max_steps``) ends its return there. A policy with 
 formation head (``model.formation_orders``) orders each unit's formation too: its
 actions carry the formation code last, and the ratios and the entropy are those of the
 whole order (the Gaussian's and the formation choice's,
-:class:`~models.formation_orders.Orders`).
+:class:`~models.formation_orders.Orders`). A policy that reads ``echelon_tokens``
+(``model.echelon_tokens``) gets Blue's brigade and division tokens beside the battalions'
+at every step (:meth:`~training.wfm1.battles.ScenarioBattles.echelons`); the rollout keeps
+them and their masks (:attr:`WFMRollout.echelons`) and hands them to the update, and the
+warm start's demonstrations keep them too.
 
 Two extras hang on settings: ``training.teacher_coef`` adds to PPO's loss the squared
 error between each own unit's action mean and the doctrine's order in the states the
@@ -83,7 +87,7 @@ from training.common.ppo_math import (
 )
 from training.common.run_log import RunLog
 from training.common.schedule import EveryNSteps, linear_decay
-from training.wfm1.battles import ScenarioBattles, play_out
+from training.wfm1.battles import ECHELON_KEYS, ScenarioBattles, echelon_rows, play_out
 from training.wfm1.checkpoints import (
     BEST,
     FINAL,
@@ -130,6 +134,10 @@ class WFMRollout:
     (else the doctrine)."""
     snapshot_share: float = 0.0
     """Share of the rollout's battles whose Red was a self-play snapshot."""
+    echelons: dict[str, torch.Tensor] = field(default_factory=dict)
+    """With a policy that reads ``echelon_tokens``: Blue's brigade and division tokens of
+    each step and their masks (:data:`ECHELON_KEYS`, (T, B, ...)); else empty."""
+
 
 
 class WFM1Trainer:
@@ -209,7 +217,8 @@ class WFM1Trainer:
         if steps <= 0:
             return 0
         demonstrations, used = collect_demonstrations(
-            self.draw_battles, steps, config.gamma, self.n_steps * config.resample_every)
+            self.draw_battles, steps, config.gamma, self.n_steps * config.resample_every,
+            brigade_size=self.policy.brigade_size if self.policy.echelon_tokens else None)
         clone(self.policy, demonstrations, epochs=config.warm_start_epochs,
               learning_rate=config.warm_start_learning_rate,
               seed=int(self.rng.integers(0, 2**31)))
@@ -275,9 +284,11 @@ class WFM1Trainer:
             self.draw_battles()
         battles, policy, device = self.battles, self.policy, self.device
         cards = torch.from_numpy(battles.cards).to(device)
-        steps: dict[str, list[torch.Tensor]] = {k: [] for k in (
-            "tokens", "pad_mask", "own_mask", "actions", "log_probs", "values", "teacher",
-            "rewards", "dones")}
+        keys = ("tokens", "pad_mask", "own_mask", "actions", "log_probs", "values", "teacher",
+                "rewards", "dones")
+        if policy.echelon_tokens:
+            keys += ECHELON_KEYS
+        steps: dict[str, list[torch.Tensor]] = {k: [] for k in keys}
         ended: list[int] = []
         snapshot_red: list[bool] = []
         red_is_policy = battles.red_is_policy
@@ -285,10 +296,15 @@ class WFM1Trainer:
         with torch.no_grad():
             for _ in range(self.n_steps):
                 view = battles.observe()
+                echelons = battles.echelons(policy)
                 tokens, pad, own = (torch.from_numpy(a).to(device) for a in (
                     view.tokens, view.pad_mask, view.own_mask))
                 actions, log_probs, values = policy.act_and_value(
-                    tokens, pad, card_vec=cards, own_mask=own)
+                    tokens, pad, card_vec=cards, own_mask=own,
+                    **policy.echelon_inputs(echelons))
+                if echelons is not None:
+                    for key in ECHELON_KEYS:
+                        steps[key].append(torch.from_numpy(getattr(echelons, key)).to(device))
                 result = battles.step(actions.cpu().numpy())
                 for key, value in (("tokens", tokens), ("pad_mask", pad), ("own_mask", own),
                                    ("actions", actions), ("log_probs", log_probs),
@@ -301,11 +317,13 @@ class WFM1Trainer:
                 snapshot_red.extend(red_is_policy[result.done].tolist())
             view = battles.observe()
             last = policy.get_value(torch.from_numpy(view.tokens).to(device),
-                                    torch.from_numpy(view.pad_mask).to(device), card_vec=cards)
+                                    torch.from_numpy(view.pad_mask).to(device), card_vec=cards,
+                                    **policy.echelon_inputs(battles.echelons(policy)))
         stacked = {key: torch.stack(value) for key, value in steps.items()}
+        echelons = {key: stacked.pop(key) for key in ECHELON_KEYS if key in stacked}
         return WFMRollout(**stacked, cards=cards, last_values=last, outcomes=ended,
                           snapshot_red=snapshot_red,
-                          snapshot_share=float(red_is_policy.mean()))
+                          snapshot_share=float(red_is_policy.mean()), echelons=echelons)
 
     # --- advantages and the update ----------------------------------------------------------
 
@@ -323,6 +341,7 @@ class WFM1Trainer:
         advantages, returns = self.advantages(rollout)
         flat = {key: getattr(rollout, key).flatten(0, 1) for key in (
             "tokens", "pad_mask", "own_mask", "actions", "log_probs", "values", "teacher")}
+        flat.update({key: value.flatten(0, 1) for key, value in rollout.echelons.items()})
         flat["cards"] = rollout.cards.repeat(len(rollout.rewards), 1)
         flat["advantages"], flat["returns"] = advantages.flatten(), returns.flatten()
         n = len(flat["advantages"])
@@ -343,7 +362,8 @@ class WFM1Trainer:
                 own = b["own_mask"]
                 log_prob, entropy, value, orders = policy.evaluate_actions(
                     b["tokens"], b["actions"], b["pad_mask"], card_vec=b["cards"], own_mask=own,
-                    return_orders=True)
+                    return_orders=True,
+                    **policy.echelon_inputs(echelon_rows(b, policy.brigade_size)))
                 teacher = AuxiliaryLoss("teacher_loss", own_order_error(
                     orders.gaussian.mean, orders.formation_logits, b["teacher"], own),
                     teacher_coef)

@@ -8,22 +8,25 @@ fits the policy to them: each own token's action mean to its order, and the valu
 the discounted return of its battle (steps whose return is known: a battle ended
 after them). A policy with a formation head (``WFM1Policy(formation_orders=True)``)
 learns the doctrine's formation orders too, by cross-entropy, from battles that label
-them (``ScenarioBattles(formation_orders=True)``). The doctrine reads the whole field;
-the policy imitates it from its fogged tokens.
+them (``ScenarioBattles(formation_orders=True)``). A policy with ``echelon_tokens``
+imitates from its side's brigade and division tokens too, which the demonstrations then
+keep (:func:`collect_demonstrations`' ``brigade_size``). The doctrine reads the whole
+field; the policy imitates it from its fogged tokens.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from envs.battles.echelon_tokens import echelon_tokens
 from models.wfm1 import WFM1Policy, own_order_error
 from training.common.imitation import discounted_returns, fit_minibatches
-from training.wfm1.battles import ScenarioBattles
+from training.wfm1.battles import ECHELON_KEYS, ScenarioBattles, echelon_rows
 
 logger = logging.getLogger(__name__)
 
@@ -38,16 +41,24 @@ class Demonstrations:
     cards: np.ndarray
     actions: np.ndarray
     returns: np.ndarray
+    echelons: dict[str, np.ndarray] = field(default_factory=dict)
+    """Blue's brigade and division tokens and their masks of each sample
+    (:data:`~training.wfm1.battles.ECHELON_KEYS`), when collected with a ``brigade_size``;
+    else empty."""
 
     def __len__(self) -> int:
         return len(self.tokens)
 
 
 def collect_demonstrations(draw_battles, n_steps: int, gamma: float,
-                           steps_per_draw: int) -> tuple[Demonstrations, int]:
+                           steps_per_draw: int, brigade_size: int | None = None,
+                           ) -> tuple[Demonstrations, int]:
     """Play the doctrine on both sides of battles ``draw_battles()`` gives (a new
     :class:`~training.wfm1.battles.ScenarioBattles` each ``steps_per_draw`` steps)
-    until ``n_steps`` battle steps are played.
+    until ``n_steps`` battle steps are played; with a ``brigade_size``, Blue's brigade and
+    division tokens of brigades of that many battalions are kept too
+    (:func:`~envs.battles.echelon_tokens.echelon_tokens`, for a policy with
+    ``echelon_tokens``).
 
     Returns:
         The demonstrations and the battle steps played.
@@ -55,10 +66,15 @@ def collect_demonstrations(draw_battles, n_steps: int, gamma: float,
     parts, used = [], 0
     while used < n_steps:
         battles: ScenarioBattles = draw_battles()
-        record: dict[str, list[np.ndarray]] = {k: [] for k in (
-            "tokens", "pad_mask", "own_mask", "actions", "rewards", "dones")}
+        keys = ("tokens", "pad_mask", "own_mask", "actions", "rewards", "dones")
+        record: dict[str, list[np.ndarray]] = {k: [] for k in keys + (
+            ECHELON_KEYS if brigade_size is not None else ())}
         for _ in range(min(steps_per_draw, -(-(n_steps - used) // battles.n_battles))):
             view = battles.observe()
+            if brigade_size is not None:
+                echelons = echelon_tokens(view, brigade_size)
+                for key in ECHELON_KEYS:
+                    record[key].append(getattr(echelons, key))
             result = battles.step(None)
             for key, value in (("tokens", view.tokens), ("pad_mask", view.pad_mask),
                                ("own_mask", view.own_mask),
@@ -71,16 +87,23 @@ def collect_demonstrations(draw_battles, n_steps: int, gamma: float,
         cards = np.broadcast_to(battles.cards, known.shape + battles.cards.shape[1:])
         parts.append(Demonstrations(*(np.array(record[k])[known] for k in (
             "tokens", "pad_mask", "own_mask")), cards[known],
-            np.array(record["actions"])[known], returns[known]))
+            np.array(record["actions"])[known], returns[known],
+            {k: np.array(record[k])[known] for k in ECHELON_KEYS if k in record}))
     width = max(part.tokens.shape[1] for part in parts)
 
     def joined(key: str, fill=None) -> np.ndarray:
         arrays = [getattr(part, key) for part in parts]
         return np.concatenate(arrays) if fill is None else _padded(arrays, width, fill)
 
+    echelons = {}
+    if brigade_size is not None:  # a row's brigades follow its token count: padded apart
+        fills = {"brigade": 0.0, "brigade_pad": True, "division": 0.0, "division_pad": True}
+        echelons = {key: _padded([part.echelons[key] for part in parts],
+                                 max(part.echelons[key].shape[1] for part in parts), fill)
+                    for key, fill in fills.items()}
     return Demonstrations(joined("tokens", 0.0), joined("pad_mask", True),
                           joined("own_mask", False), joined("cards"), joined("actions", 0.0),
-                          joined("returns").astype(np.float32)), used
+                          joined("returns").astype(np.float32), echelons), used
 
 
 def clone(policy: WFM1Policy, demonstrations: Demonstrations, *, epochs: int,
@@ -94,6 +117,10 @@ def clone(policy: WFM1Policy, demonstrations: Demonstrations, *, epochs: int,
         ValueError: if the demonstrations' orders are not :attr:`WFM1Policy.order_width`
             numbers (formation labels for a policy with a formation head, none without).
     """
+    if policy.echelon_tokens and not demonstrations.echelons:
+        raise ValueError("demonstrations hold no brigade and division tokens: the policy has "
+                         "echelon_tokens=True (collect them with brigade_size="
+                         f"{policy.brigade_size})")
     width = demonstrations.actions.shape[-1]
     if width != policy.order_width:
         raise ValueError(f"demonstrations hold orders of {width} numbers: expected the "
@@ -107,11 +134,16 @@ def clone(policy: WFM1Policy, demonstrations: Demonstrations, *, epochs: int,
     device = policy.device
     data = {key: torch.from_numpy(np.ascontiguousarray(getattr(demonstrations, key))).to(device)
             for key in ("tokens", "pad_mask", "own_mask", "cards", "actions", "returns")}
+    if policy.echelon_tokens:
+        data.update({key: torch.from_numpy(np.ascontiguousarray(value)).to(device)
+                     for key, value in demonstrations.echelons.items()})
     value_scale = max(1.0, float(data["returns"].var()))
 
     def batch_losses(index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         b = {key: value[index] for key, value in data.items()}
-        mean, logits, value = policy.heads(b["tokens"], b["pad_mask"], card_vec=b["cards"])
+        mean, logits, value = policy.heads(
+            b["tokens"], b["pad_mask"], card_vec=b["cards"],
+            **policy.echelon_inputs(echelon_rows(b, policy.brigade_size)))
         taught, own = b["actions"], b["own_mask"]
         return (own_order_error(mean, logits, taught, own),
                 ((value - b["returns"]) ** 2).mean() / value_scale)

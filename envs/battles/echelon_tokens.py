@@ -1,0 +1,153 @@
+"""Brigade and division tokens: a side's battalion tokens grouped into the higher echelons'
+(the context WFM-1 reads beside its battalions, :mod:`models.wfm1`'s ``echelon_tokens``).
+
+:func:`echelon_tokens` builds them from one side's battalion tokens
+(:class:`~envs.battles.entity_tokens.EntityView`), for a whole batch at once:
+
+- **Brigades.** The side's own battalions are grouped by the order of battle, as the
+  echelon battles group them (:mod:`envs.echelons.division_batch`'s
+  ``n_blue_per_brigade``): the ``k``-th battalion of the side (unit order, counted from
+  the side's first unit) belongs to brigade ``k // brigade_size``, whether or not the
+  others are still in the fight, so a brigade keeps its battalions all battle. The
+  enemy battalions the side believes in the fight are grouped as they stand in its
+  tokens (nearest first): the first ``brigade_size`` enemy tokens are one group, the
+  next ``brigade_size`` the next, and so on. A row of ``N`` battalion tokens gives
+  ``2 * ceil(N / brigade_size)`` brigade positions: the own brigades at positions
+  ``0 ..`` (brigade ``g`` at position ``g``), the enemy groups from position
+  ``ceil(N / brigade_size)`` on.
+- **Divisions.** Two positions: every own battalion in the fight as one group, every
+  believed enemy as the other.
+
+A group's token has the battalion tokens' layout
+(:data:`~envs.battles.entity_tokens.ENTITY_FEATURES`), over its members (the battalion
+tokens of the group that are not padding):
+
+- ``arm_*`` and ``formation_*``: the members' one-hots averaged, i.e. the share of the
+  group's battalions of each arm and known to be in each formation (an enemy seen in
+  no formation counts in none, so the formation shares may sum to less than 1);
+- ``x``, ``y``: the centroid, the members' plain mean;
+- ``heading_cos``, ``heading_sin``: the members' mean heading vector normalised to
+  length 1 (0, 0 where it cancels out);
+- ``strength``: the plain mean (the share of the group's men still standing, battalions
+  counted alike);
+- ``readiness``, ``morale``, ``quality``, ``disorder``, ``report_age``: means weighted by
+  the members' strength (a battalion counts as much as its men still standing; the
+  plain mean where every member's strength is 0);
+- ``team_own``, ``team_enemy``: the group's side (the members share it).
+
+A position whose group has no member (a brigade all of whose battalions are out of the
+fight, or a side with fewer groups than the row holds) is padding: all zeros, and True
+in its mask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from envs.battles.entity_tokens import ENTITY_TOKEN_DIM, MAX_TOKENS, TOKEN, EntityView
+from envs.sim.validation import check_int, short_repr
+
+F32 = np.float32
+
+_WEIGHTED = tuple(TOKEN[name] for name in ("readiness", "morale", "quality", "disorder",
+                                           "report_age"))
+_HEADING = (TOKEN["heading_cos"], TOKEN["heading_sin"])
+_STRENGTH = TOKEN["strength"]
+
+
+@dataclass(frozen=True)
+class EchelonTokens:
+    """One side's brigade and division tokens of each battle of a batch."""
+
+    brigade: np.ndarray
+    """(B, 2 * ceil(N / brigade_size), ENTITY_TOKEN_DIM) float32: own brigades, then enemy
+    groups."""
+    brigade_pad: np.ndarray
+    """(B, 2 * ceil(N / brigade_size)) True where a position holds no brigade."""
+    division: np.ndarray
+    """(B, 2, ENTITY_TOKEN_DIM) float32: the own division, then the enemy's."""
+    division_pad: np.ndarray
+    """(B, 2) True where a side has no battalion in the row."""
+    brigade_size: int
+    """Battalions a brigade groups."""
+
+
+def brigade_count(n_tokens: int, brigade_size: int) -> int:
+    """Brigade positions of a row of ``n_tokens`` battalion tokens: ``2 * ceil(n_tokens /
+    brigade_size)``."""
+    return 2 * -(-int(n_tokens) // int(brigade_size))
+
+
+def echelon_tokens(view: EntityView, brigade_size: int,
+                   first_unit: int | np.ndarray = 0) -> EchelonTokens:
+    """The brigade and division tokens of ``view``'s side (module docstring).
+
+    Args:
+        view: one side's battalion tokens (:func:`~envs.battles.entity_tokens.entity_tokens`,
+            or several battles' rows concatenated).
+        brigade_size: battalions a brigade groups (>= 1).
+        first_unit: the unit index of the side's first battalion in each battle (Blue: 0;
+            Red: the battle's Blue battalions), one for every row or ``(B,)``.
+
+    Raises:
+        TypeError: for a ``view`` that is not an :class:`EntityView`.
+        ValueError: for a ``brigade_size`` below 1 or above the token bound, or an own
+            token whose unit is not among the row's first ``N`` units of the side.
+    """
+    if not isinstance(view, EntityView):
+        raise TypeError(f"view={short_repr(view)} is invalid: expected an EntityView")
+    size = check_int("brigade_size", brigade_size, minimum=1, maximum=MAX_TOKENS)
+    tokens = np.asarray(view.tokens, F32)
+    pad, own = np.asarray(view.pad_mask, bool), np.asarray(view.own_mask, bool)
+    batch, n_tokens = pad.shape
+    first = np.broadcast_to(np.asarray(first_unit, np.intp).reshape(-1, 1), (batch, 1))
+    own = own & ~pad
+    enemy = ~pad & ~own
+    rank = np.where(own, view.unit - first, 0)
+    if (rank < 0).any() or (rank >= n_tokens).any():
+        raise ValueError(f"first_unit={short_repr(first_unit)} is invalid: the own tokens' "
+                         f"units are not among the side's first {n_tokens} units")
+    per_side = -(-n_tokens // size)
+    enemy_rank = np.cumsum(enemy, axis=1) - 1
+    brigade_slot = np.where(own, rank // size, np.where(enemy, per_side + enemy_rank // size, -1))
+    division_slot = np.where(own, 0, np.where(enemy, 1, -1))
+    brigade, brigade_pad = _pool(tokens, brigade_slot, 2 * per_side)
+    division, division_pad = _pool(tokens, division_slot, 2)
+    return EchelonTokens(brigade, brigade_pad, division, division_pad, size)
+
+
+def _pool(tokens: np.ndarray, slot: np.ndarray, n_slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """Group tokens ``(B, N, D)`` by ``slot`` ``(B, N)`` (-1: in none) into ``(B, n_slots, D)``
+    group tokens (module docstring) and their padding mask."""
+    batch = tokens.shape[0]
+    index = np.where(slot >= 0, np.arange(batch)[:, None] * n_slots + slot, batch * n_slots)
+    index = index.ravel()
+    length = batch * n_slots + 1  # the last bin takes the tokens in no group
+
+    def total(weights: np.ndarray) -> np.ndarray:
+        return np.bincount(index, weights=weights.ravel(), minlength=length)[:-1].reshape(
+            batch, n_slots)
+
+    count = total(np.ones(slot.shape))
+    strength = tokens[..., _STRENGTH].astype(np.float64)
+    weight = total(strength)
+    out = np.zeros((batch, n_slots, ENTITY_TOKEN_DIM))
+    members = np.maximum(count, 1)
+    for feature in range(ENTITY_TOKEN_DIM):
+        column = tokens[..., feature].astype(np.float64)
+        mean = total(column) / members
+        if feature in _WEIGHTED:
+            weighted = total(column * strength) / np.where(weight > 0, weight, 1.0)
+            mean = np.where(weight > 0, weighted, mean)
+        out[..., feature] = mean
+    heading = out[..., _HEADING]
+    norm = np.hypot(heading[..., 0], heading[..., 1])[..., None]
+    out[..., _HEADING] = np.where(norm > 1e-9, heading / np.where(norm > 1e-9, norm, 1.0), 0.0)
+    empty = count == 0
+    out[empty] = 0.0
+    return out.astype(F32), empty
+
+
+__all__ = ["EchelonTokens", "brigade_count", "echelon_tokens"]
