@@ -84,6 +84,18 @@ def test_a_run_learns_logs_and_checkpoints(tmp_path):
         load_checkpoint(bad)
 
 
+def test_a_resumed_run_steps_at_the_learning_rate_it_is_given(tmp_path):
+    train_mappo(**tiny(tmp_path, total_timesteps=ROLLOUT, learning_rate=3e-4))
+    periodic = tmp_path / "ck" / CHECKPOINT_NAME
+    resumed = MAPPOTrainer(MAPPOConfig(**tiny(tmp_path, learning_rate=1e-5)), resume=periodic)
+    assert [group["lr"] for group in resumed.optimizer.param_groups] == [1e-5]
+    # Adam's moments are the saved run's.
+    saved = load_checkpoint(periodic).optimizer["state"]
+    state = resumed.optimizer.state_dict()["state"]
+    assert state.keys() == saved.keys() and all(
+        torch.equal(state[k]["exp_avg"], saved[k]["exp_avg"]) for k in saved)
+
+
 def test_resume_restores_counters_optimiser_and_generators(tmp_path, monkeypatch):
     # Battles of 16 steps: every rollout finishes some, so the episode counter moves.
     first = train_mappo(**tiny(tmp_path, total_timesteps=2 * ROLLOUT, max_steps=16))

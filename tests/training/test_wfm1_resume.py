@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -123,6 +124,13 @@ def test_a_hostile_or_corrupt_resume_file_gives_a_named_error(tmp_path):
     corrupt.write_bytes(hostile.read_bytes()[:200])
     with pytest.raises(UnreadableFileError, match="corrupt.pt"):
         WFM1Trainer(tiny_config(tmp_path), resume=corrupt)
+
+
+def test_a_resumed_run_steps_at_the_learning_rate_it_is_given(finished_run, tmp_path):
+    config = copy_run(finished_run, tmp_path).replace(learning_rate=1e-5)
+    resumed = WFM1Trainer(config, resume=Path(config.checkpoint_dir) / "wfm1_256_steps.pt")
+    assert {group["lr"] for group in resumed.optimizer.param_groups} == {1e-5}
+    assert resumed.optimizer.state  # Adam's moments come back with it
 
 
 def test_resumed_counters_come_from_the_file(finished_run):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -207,6 +208,17 @@ def gradient_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor,
     optimizer.step()
 
 
+def restore_optimizer(optimizer: torch.optim.Optimizer, state: dict[str, Any],
+                      learning_rate: float) -> None:
+    """Load a resumed run's optimiser ``state`` (Adam's moments and step counts) into
+    ``optimizer``, at the run's ``learning_rate``: the state carries the step size of the
+    run that saved it, and a run resumed with another ``learning_rate`` must step with
+    the one it was given."""
+    optimizer.load_state_dict(state)
+    for group in optimizer.param_groups:
+        group["lr"] = learning_rate
+
+
 def kl_exceeded(approx_kl: float, target_kl: float | None) -> bool:
     """Whether an update stops before this minibatch's gradient step: its approx-KL from
     the rollout's policy is above ``1.5 * target_kl`` (Stable-Baselines3's rule; never
@@ -243,5 +255,5 @@ def shuffled_minibatches(n: int, batch_size: int,
 
 
 __all__ = ["AuxiliaryLoss", "PPOLoss", "explained_variance", "gae", "gradient_step",
-           "kl_exceeded", "normalize_advantages", "ppo_loss", "rollout_diagnostics",
-           "shuffled_minibatches"]
+           "kl_exceeded", "normalize_advantages", "ppo_loss", "restore_optimizer",
+           "rollout_diagnostics", "shuffled_minibatches"]

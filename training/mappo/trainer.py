@@ -34,6 +34,7 @@ from models.mappo_policy import MAPPOPolicy
 from models.v1_transfer import load_v1_weights_into_mappo
 from storage.files import clean_stale_temporaries
 from training.common.device import resolve_device
+from training.common.ppo_math import restore_optimizer
 from training.curriculum_scheduler import STAGE_ENV_KWARGS, STAGE_LABELS, CurriculumScheduler
 from training.mappo.battles import DOCTRINE_TEAM, play_team_matches
 from training.mappo.checkpoints import (
@@ -370,7 +371,7 @@ class MAPPOTrainer:
             raise ValueError(f"resume={str(resume)!r} holds a policy built with {saved.kwargs}, "
                              f"but this config builds {self.policy.kwargs}")
         self.policy.load_state_dict(saved.weights)
-        self.optimizer.load_state_dict(saved.optimizer)
+        restore_optimizer(self.optimizer, saved.optimizer, self.config.learning_rate)
         counters = saved.counters
         self.total_steps, self.episodes = counters["total_steps"], counters["episodes"]
         self.self_play_version = counters.get("self_play_version", 0)

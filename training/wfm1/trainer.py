@@ -83,6 +83,7 @@ from training.common.ppo_math import (
     kl_exceeded,
     normalize_advantages,
     ppo_loss,
+    restore_optimizer,
     shuffled_minibatches,
 )
 from training.common.run_log import RunLog
@@ -484,7 +485,7 @@ class WFM1Trainer:
             raise ValueError(f"resume={str(path)!r} holds a policy built with "
                              f"{saved.kwargs}, but this config builds {self.policy.kwargs}")
         self.policy.load_state_dict(saved.weights)
-        self.optimizer.load_state_dict(saved.optimizer)
+        restore_optimizer(self.optimizer, saved.optimizer, self.config.learning_rate)
         counters = saved.counters
         self.total_steps, self.updates, self.episodes = (
             int(counters[name]) for name in ("total_steps", "updates", "episodes"))
