@@ -432,17 +432,24 @@ def test_the_warm_start_fits_the_formation_head():
         clone(WFM1Policy(**SMALL_MODEL), demos, epochs=1)
 
 
-def test_a_formation_ordering_generalist_trains_and_is_evaluated(tmp_path):
+def _full_run(tmp_path, **model):
+    """A tiny run of every stage (imitation, PPO with the teacher, validation) of a
+    generalist built with ``model``'s settings; its config and trainer."""
     from training.train_wfm1 import train_wfm1
 
-    config = tiny_config(tmp_path, formation_orders=True, total_timesteps=512,
-                         warm_start_steps=256, warm_start_epochs=1, teacher_coef=1.0,
-                         validate_every_updates=1, validation_scenarios=1,
-                         validation_battles=2)
+    config = tiny_config(tmp_path, **model, total_timesteps=512, warm_start_steps=256,
+                         warm_start_epochs=1, teacher_coef=1.0, validate_every_updates=1,
+                         validation_scenarios=1, validation_battles=2)
     trainer = train_wfm1(config)
-    assert trainer.policy.formation_orders and trainer.total_steps == 512
+    assert trainer.total_steps == 512
     assert {"train/entropy", "train/teacher_loss", "validation/win_rate"} <= set(
         trainer.history[-1])
+    return config, trainer
+
+
+def test_a_formation_ordering_generalist_trains_and_is_evaluated(tmp_path):
+    config, trainer = _full_run(tmp_path, formation_orders=True)
+    assert trainer.policy.formation_orders
     rollout = trainer.collect_rollout()
     # The teacher labels the doctrine's formation orders too (its loss has their
     # cross-entropy).
@@ -809,16 +816,8 @@ def test_a_self_play_red_with_echelon_tokens_reads_reds_own():
 
 
 def test_a_generalist_with_echelon_tokens_trains_and_is_evaluated(tmp_path):
-    from training.train_wfm1 import train_wfm1
-
-    config = tiny_config(tmp_path, echelon_tokens=True, brigade_size=2, total_timesteps=512,
-                         warm_start_steps=256, warm_start_epochs=1, teacher_coef=1.0,
-                         validate_every_updates=1, validation_scenarios=1,
-                         validation_battles=2)
-    trainer = train_wfm1(config)
-    assert trainer.policy.echelon_tokens and trainer.total_steps == 512
-    assert {"train/entropy", "train/teacher_loss", "validation/win_rate"} <= set(
-        trainer.history[-1])
+    config, trainer = _full_run(tmp_path, echelon_tokens=True, brigade_size=2)
+    assert trainer.policy.echelon_tokens
     assert (tmp_path / "ck" / "wfm1_warm_start.pt").is_file()
     rollout = trainer.collect_rollout()
     n_tokens = rollout.tokens.shape[2]
