@@ -93,8 +93,10 @@ def echelon_tokens(view: EntityView, brigade_size: int,
 
     Raises:
         TypeError: for a ``view`` that is not an :class:`EntityView`.
-        ValueError: for a ``brigade_size`` below 1 or above the token bound, or an own
-            token whose unit is not among the row's first ``N`` units of the side.
+        ValueError: for a ``brigade_size`` below 1 or above the token bound, tokens of
+            another width, a ``first_unit`` that is not whole numbers >= 0 (one, or one a
+            row), or an own token whose unit is not among the row's first ``N`` units of
+            the side.
     """
     if not isinstance(view, EntityView):
         raise TypeError(f"view={short_repr(view)} is invalid: expected an EntityView")
@@ -102,7 +104,14 @@ def echelon_tokens(view: EntityView, brigade_size: int,
     tokens = np.asarray(view.tokens, F32)
     pad, own = np.asarray(view.pad_mask, bool), np.asarray(view.own_mask, bool)
     batch, n_tokens = pad.shape
-    first = np.broadcast_to(np.asarray(first_unit, np.intp).reshape(-1, 1), (batch, 1))
+    if tokens.shape[-1] != ENTITY_TOKEN_DIM:
+        raise ValueError(f"view.tokens has {tokens.shape[-1]} features a token: expected "
+                         f"{ENTITY_TOKEN_DIM} (envs.battles.entity_tokens)")
+    given = np.asarray(first_unit)
+    if given.shape not in ((), (batch,)) or given.dtype.kind not in "iu" or (given < 0).any():
+        raise ValueError(f"first_unit={short_repr(first_unit)} is invalid: expected a whole "
+                         f"number >= 0, or one per row ({batch},)")
+    first = np.broadcast_to(given.astype(np.intp).reshape(-1, 1), (batch, 1))
     own = own & ~pad
     enemy = ~pad & ~own
     rank = np.where(own, view.unit - first, 0)

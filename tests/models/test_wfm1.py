@@ -676,6 +676,12 @@ def test_brigade_tokens_group_units_by_the_order_of_battle():
         echelon_tokens(hand_view(), 0)
     with pytest.raises(TypeError, match="EntityView"):
         echelon_tokens(None, 2)
+    for first in (-1, 1.7, np.array([10, 10]), True):  # below 0, fractional, rows, a flag
+        with pytest.raises(ValueError, match=r"first_unit=.*whole number"):
+            echelon_tokens(shifted, 2, first_unit=first)
+    narrow = dataclasses.replace(hand_view(), tokens=hand_view().tokens[..., :16])
+    with pytest.raises(ValueError, match="16 features"):
+        echelon_tokens(narrow, 2)
 
 
 def test_brigade_tokens_of_a_real_battle():

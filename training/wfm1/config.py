@@ -35,7 +35,7 @@ from training.wfm1.scenarios import MAX_SIDE
 TOKEN_SAMPLE_BYTES = 4 * (ENTITY_TOKEN_DIM + 7) + 2
 """Memory of one token-step of a WFM-1 rollout: its float32 features, action, teacher's
 action and log-probability, and its two masks (a battle-step holds ``2 * max_side``); a
-formation-ordering policy's action holds one float32 more."""
+formation-ordering policy's action and the teacher's label each hold one float32 more."""
 ECHELON_TOKEN_BYTES = 4 * ENTITY_TOKEN_DIM + 1
 """Memory of one brigade or division token of a rollout step (``model.echelon_tokens``):
 its float32 features and its padding mask."""
@@ -115,7 +115,9 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
         "generalist, drawn from a pool on disk, instead of the combined-arms doctrine.",
         check_bool, "self_play.enabled")
     self_play_pool_dir: str = setting(
-        "checkpoints/wfm1/pool", "Folder of the self-play pool (wfm1_snapshot_v<version>.pt).",
+        "checkpoints/wfm1/pool", "Folder of the self-play pool "
+        "(wfm1_snapshot_v<version>.pt); snapshots already there are dealt too, so each run "
+        "wants its own.",
         path, "self_play.pool_dir")
     self_play_pool_max_size: int = setting(
         10, "Snapshots the pool keeps (the oldest leaves first).", positive_int,
@@ -171,7 +173,7 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
         echelon_bytes = (ECHELON_TOKEN_BYTES * (brigade_count(n_tokens, self.brigade_size) + 2)
                          if self.echelon_tokens else 0)
         self.check_rollout_memory(bytes_per_battle(n_tokens),
-                                  n_tokens * (TOKEN_SAMPLE_BYTES + 4 * self.formation_orders)
+                                  n_tokens * (TOKEN_SAMPLE_BYTES + 8 * self.formation_orders)
                                   + echelon_bytes)
 
     @property
