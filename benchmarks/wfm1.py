@@ -412,11 +412,9 @@ class WFM1Benchmark:
             checkpoint_dir=str(folder), log_dir=str(folder / "logs"), enable_wandb=False,
             verbose=0, seed=c.seed, validate_every_updates=0,
             self_play=False,  # trained against the doctrine it is measured against
-            # In its kwargs only when True (brigade_size with echelon_tokens).
-            formation_orders=policy.formation_orders, echelon_tokens=policy.echelon_tokens,
-            brigade_size=policy.brigade_size,
-            **{k: kwargs[k] for k in self.train_config.model_kwargs()
-               if k not in ("formation_orders", "echelon_tokens", "brigade_size")})
+            # A setting left at its default is absent from the policy's kwargs: its own.
+            **{k: kwargs[k] if k in kwargs else getattr(policy, k)
+               for k in self.train_config.model_kwargs()})
 
 
 def _policy(value: Any) -> WFM1Policy:

@@ -112,7 +112,8 @@ class Orders:
         formation choice."""
         if self.formation is None:
             return self.gaussian.mean
-        return torch.cat((self.gaussian.mean, self._code(self.formation.probs.argmax(-1))), -1)
+        codes = likeliest_codes(self.formation.logits).to(torch.float32).unsqueeze(-1)
+        return torch.cat((self.gaussian.mean, codes), -1)
 
     def sample(self, noise: torch.Tensor | None = None) -> torch.Tensor:
         """(..., width) sampled orders; with ``noise`` ((..., width) standard normal draws)

@@ -167,11 +167,38 @@ class SnapshotPool:
 
 
 class DevicePool(SnapshotPool):
-    """A :class:`SnapshotPool` whose snapshots load onto a device (``load(path, device)``):
-    the team pool and WFM-1's share their sampling."""
+    """A :class:`SnapshotPool` of torch policies of one kind (:attr:`policy_type`), written
+    by :meth:`_write` and loaded onto a device (``load(path, device)``): the team pool and
+    WFM-1's share their adding and sampling."""
+
+    policy_type: type
+    """The policies the pool holds."""
+
+    def _write(self, policy: Any, path: Path, version: int) -> Path:
+        """Write ``policy`` as snapshot ``version`` at ``path`` (atomically); the path."""
+        raise NotImplementedError
 
     def load(self, path: str | Path, device: Any = None) -> Any:
         raise NotImplementedError
+
+    def add(self, policy: Any, version: int) -> Path:
+        """Save ``policy`` as snapshot ``version``, then evict the oldest beyond ``max_size``.
+
+        Args:
+            policy: the policy to freeze (it is not modified).
+            version: its version, above every version in the pool.
+
+        Returns:
+            The snapshot's path.
+
+        Raises:
+            TypeError: if ``policy`` is not a :attr:`policy_type`.
+            ValueError: if ``version`` is not an integer above every version in the pool.
+        """
+        if not isinstance(policy, self.policy_type):
+            raise TypeError(f"policy={type(policy).__name__} is invalid: expected a "
+                            f"{self.policy_type.__name__}")
+        return self._add(version, lambda path: self._write(policy, path, version))
 
     def sample(self, rng: np.random.Generator | None = None, device: Any = None) -> Any:
         """A uniformly chosen snapshot, loaded (:meth:`load`); None if the pool is empty.

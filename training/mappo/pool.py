@@ -43,30 +43,15 @@ class TeamOpponentPool(DevicePool):
     """
 
     pattern = TEAM_SNAPSHOT_PATTERN
+    policy_type = MAPPOPolicy
     kind = "team pool"
 
     @classmethod
     def file_name(cls, version: int) -> str:
         return f"team_snapshot_v{version:06d}.pt"
 
-    def add(self, policy: MAPPOPolicy, version: int) -> Path:
-        """Save ``policy`` as snapshot ``version``, then evict the oldest beyond ``max_size``.
-
-        Args:
-            policy: the team policy to freeze.
-            version: its version, above every version in the pool.
-
-        Returns:
-            The snapshot's path.
-
-        Raises:
-            TypeError: if ``policy`` is not a MAPPOPolicy.
-            ValueError: if ``version`` is not an integer above every version in the pool.
-        """
-        if not isinstance(policy, MAPPOPolicy):
-            raise TypeError(f"policy={type(policy).__name__} is invalid: expected a "
-                            "MAPPOPolicy")
-        return self._add(version, lambda path: save_policy(policy, path, version=version))
+    def _write(self, policy: MAPPOPolicy, path: Path, version: int) -> Path:
+        return save_policy(policy, path, version=version)
 
     def load(self, path: str | Path, device: str | None = None) -> MAPPOPolicy:
         """The policy of snapshot ``path`` (a fresh copy, in eval mode).

@@ -157,19 +157,20 @@ class ScenarioBattles:
         for ks in groups.values():
             policy = self.reds[ks[0]]
             views = [entity_tokens(self.batches[k], RED, self.n_tokens) for k in ks]
+            view = joined_view(views)
             cards = np.concatenate([self.red_cards[k * self.per:(k + 1) * self.per] for k in ks])
-            tokens, pad, own = (torch.from_numpy(np.concatenate([getattr(v, f) for v in views]))
-                                .to(policy.device) for f in ("tokens", "pad_mask", "own_mask"))
+            tokens, pad, own = (torch.from_numpy(getattr(view, f)).to(policy.device)
+                                for f in ("tokens", "pad_mask", "own_mask"))
             # Red's own brigades count from Red's first unit, after Blue's.
             first = np.repeat([self.batches[k].n_blue for k in ks], self.per)
-            context = policy.echelon_inputs(policy.echelon_context(joined_view(views), first))
+            context = policy.echelon_inputs(policy.echelon_context(view, first))
             with torch.no_grad():
                 actions = policy.act(tokens, pad, card_vec=torch.from_numpy(cards).to(
                     policy.device), own_mask=own, deterministic=True,
                     **context)[0].cpu().numpy()
-            for i, (k, view) in enumerate(zip(ks, views, strict=True)):
-                battle, token = np.nonzero(view.own_mask)
-                out[k] = ((battle, view.unit[battle, token]),
+            for i, (k, part) in enumerate(zip(ks, views, strict=True)):
+                battle, token = np.nonzero(part.own_mask)
+                out[k] = ((battle, part.unit[battle, token]),
                           actions[i * self.per:(i + 1) * self.per][battle, token])
         return out
 

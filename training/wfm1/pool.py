@@ -37,6 +37,7 @@ class WFM1OpponentPool(DevicePool):
     """
 
     pattern = WFM1_SNAPSHOT_PATTERN
+    policy_type = WFM1Policy
     kind = "WFM-1 pool"
 
     def __init__(self, pool_dir: str | Path, max_size: int = 10) -> None:
@@ -47,25 +48,8 @@ class WFM1OpponentPool(DevicePool):
     def file_name(cls, version: int) -> str:
         return f"wfm1_snapshot_v{version:06d}.pt"
 
-    def add(self, policy: WFM1Policy, version: int) -> Path:
-        """Save ``policy``'s weights as snapshot ``version``, then evict the oldest beyond
-        ``max_size``.
-
-        Args:
-            policy: the generalist to freeze (it is not modified).
-            version: its version, above every version in the pool.
-
-        Returns:
-            The snapshot's path.
-
-        Raises:
-            TypeError: if ``policy`` is not a WFM1Policy.
-            ValueError: if ``version`` is not an integer above every version in the pool.
-        """
-        if not isinstance(policy, WFM1Policy):
-            raise TypeError(f"policy={type(policy).__name__} is invalid: expected a "
-                            "WFM1Policy")
-        return self._add(version, policy.save_checkpoint)
+    def _write(self, policy: WFM1Policy, path: Path, version: int) -> Path:
+        return policy.save_checkpoint(path)
 
     def _forget(self, path: Path) -> None:
         for key in [key for key in self._loaded if key[0] == path]:

@@ -516,8 +516,7 @@ def self_play_metrics(rollout: WFMRollout, pool_size: int) -> dict[str, float]:
     metrics = {"self_play/pool_size": float(pool_size),
                "self_play/snapshot_share": rollout.snapshot_share}
     outcomes = np.array(rollout.outcomes)
-    snapshot = np.zeros(len(outcomes), bool)  # a rollout that does not say: the doctrine's
-    snapshot[:len(rollout.snapshot_red)] = rollout.snapshot_red
+    snapshot = np.array(rollout.snapshot_red, bool)
     for name, kind in (("doctrine", ~snapshot), ("self_play", snapshot)):
         if kind.any():
             metrics[f"rollout/win_rate_{name}"] = float(np.mean(outcomes[kind] == 1))
