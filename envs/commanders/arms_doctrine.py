@@ -33,7 +33,8 @@ its training split of those battles only, and scores the choice on the others.
 
 An :class:`ArmsPlan` varies how the arms are used (the default plan is the doctrine as
 described above); :data:`SEARCHED_PLAN` is the plan found best on the ``combined_arms``
-scenario against scripted L5 (``python -m benchmarks.arms_plans``).
+scenario against scripted L5 (``python -m benchmarks.arms_plans``), and :data:`LINE_PLAN`
+the one found best against the doctrine itself on WFM-1's training battles.
 """
 
 from __future__ import annotations
@@ -98,25 +99,29 @@ class ArmsPlan:
             many metres nearer its enemy than another closing battalion of its side is to
             that one's (marching in step); None: each closes on its own.
         column_beyond: infantry farther than this from the nearest enemy marches in column.
+        unsquare_beyond: infantry in square deploys back into line once no enemy cavalry
+            is this close (at least :data:`SQUARE_WITHIN`, where it forms square).
         charge_within: cavalry charges its target from this distance.
         unlimber_within: limbered guns unlimber once the nearest enemy is this close.
         gun_target: one of :data:`GUN_TARGETS`.
 
     Raises:
-        ValueError: for a distance that is not positive or an unknown ``gun_target``.
+        ValueError: for a distance that is not positive, an ``unsquare_beyond`` below
+            :data:`SQUARE_WITHIN` or an unknown ``gun_target``.
     """
 
     volley_range: float = VOLLEY_RANGE
     fire_discipline: bool = False
     step_tolerance: float | None = None
     column_beyond: float = COLUMN_BEYOND
+    unsquare_beyond: float = UNSQUARE_BEYOND
     charge_within: float = CHARGE_WITHIN
     unlimber_within: float = UNLIMBER_WITHIN
     gun_target: str = "nearest"
 
     def __post_init__(self) -> None:
-        for name in ("volley_range", "column_beyond", "charge_within", "unlimber_within",
-                     "step_tolerance"):
+        for name in ("volley_range", "column_beyond", "unsquare_beyond", "charge_within",
+                     "unlimber_within", "step_tolerance"):
             value = getattr(self, name)
             if name == "step_tolerance" and value is None:
                 continue
@@ -124,6 +129,10 @@ class ArmsPlan:
                 raise ValueError(f"ArmsPlan {name}={value!r} is invalid: expected a positive "
                                  "number of metres" + (" or None" if name == "step_tolerance"
                                                        else ""))
+        if self.unsquare_beyond < SQUARE_WITHIN:
+            raise ValueError(f"ArmsPlan unsquare_beyond={self.unsquare_beyond!r} is invalid: "
+                             f"expected at least SQUARE_WITHIN ({SQUARE_WITHIN:g} m), where "
+                             "infantry forms square")
         if self.gun_target not in GUN_TARGETS:
             raise ValueError(f"ArmsPlan gun_target={self.gun_target!r} is invalid: expected "
                              f"one of {', '.join(GUN_TARGETS)}")
@@ -137,7 +146,15 @@ random then a coordinate search on validation battles (``docs/performance.md``);
 fields it wins less than the default plan against the default doctrine."""
 
 
-ARMS_PLANS = {"standard": ArmsPlan(), "searched": SEARCHED_PLAN}
+LINE_PLAN = ArmsPlan(fire_discipline=True, column_beyond=1000.0, unsquare_beyond=260.0)
+"""The plan that won most against the doctrine's own on WFM-1's training battles of roughly
+even sides (validation scenarios, never held-out ones; ``docs/performance.md``): fire
+only once halted within volley range, march in line (no field of those battles puts
+the enemy beyond 1,000 m), and leave the square as soon as the enemy horse is 260 m off
+instead of 400 m, so that horse hovering near a square does not pin it."""
+
+
+ARMS_PLANS = {"standard": ArmsPlan(), "searched": SEARCHED_PLAN, "line": LINE_PLAN}
 """The plans a trainer can name (``warm_start_arms_plan``)."""
 
 
@@ -251,9 +268,9 @@ class CombinedArmsDoctrine:
         # Infantry.
         foot = arm[None, :] == C.INFANTRY
         threatened = cavalry_d <= SQUARE_WITHIN
-        safe = cavalry_d > UNSQUARE_BEYOND
         in_square = state.formation == C.SQUARE
         plan = self.plan
+        safe = cavalry_d > plan.unsquare_beyond
         far = near_d > plan.column_beyond
         wanted = np.where(threatened | (in_square & ~safe), C.SQUARE,
                           np.where(far & attack, C.COLUMN, C.LINE))
@@ -316,5 +333,6 @@ class CombinedArmsDoctrine:
 
 __all__ = ["ARMS_PLANS", "ATTACK_RATIO", "ATTACK_RULES", "ArmsPlan", "CHARGE_WITHIN",
            "COLUMN_BEYOND", "CombinedArmsDoctrine", "DEFAULT_ATTACK_RULE", "GUN_TARGETS",
-           "SEARCHED_PLAN", "SQUARE_WITHIN", "UNLIMBER_WITHIN", "VOLLEY_RANGE",
+           "LINE_PLAN",
+           "SEARCHED_PLAN", "SQUARE_WITHIN", "UNLIMBER_WITHIN", "UNSQUARE_BEYOND", "VOLLEY_RANGE",
            "attacking_sides", "check_arms_plan"]

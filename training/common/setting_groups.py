@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from envs.commanders.arms_doctrine import ARMS_PLANS
 from envs.reward import COMPONENTS, RewardWeights
 from envs.sim.constants import (
     HILL_SPEED_FACTOR,
@@ -88,6 +89,14 @@ def brigade_doctrine(name: str, value: Any) -> str | None:
     if value is not None and value not in BRIGADE_DOCTRINES:
         raise ValueError(f"{name}={value!r} is invalid: expected null (no warm start) or one "
                          f"of {', '.join(BRIGADE_DOCTRINES)}")
+    return value
+
+
+def arms_plan(name: str, value: Any) -> str:
+    """A plan of :data:`envs.commanders.arms_doctrine.ARMS_PLANS`, by name."""
+    if value not in ARMS_PLANS:
+        raise ValueError(f"{name}={value!r} is invalid: expected one of "
+                         f"{', '.join(ARMS_PLANS)}")
     return value
 
 

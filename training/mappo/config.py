@@ -23,7 +23,6 @@ from envs.battles.multi_observation import (
     OBS_DIM,
     STATE_DIM,
 )
-from envs.commanders.arms_doctrine import ARMS_PLANS
 from envs.commanders.doctrine import EXPOSED_RANGE
 from envs.commanders.orders import ORDER_DIM, OrderRewards
 from envs.scenario import OrderOfBattle, ScenarioError
@@ -42,6 +41,7 @@ from training.common.setting_groups import (
     TeamBattleSettings,
     TrackingSettings,
     WarmStartSettings,
+    arms_plan,
     reward_weight,
     team_doctrine,
 )
@@ -76,14 +76,6 @@ def _order_of_battle(name: str, value: Any) -> str | dict[str, Any] | None:
         raise ValueError(f"{name}={value!r} is invalid: expected None, a scenario name of "
                          f"configs/scenarios/ or a mapping {{'blue': [...], 'red': [...]}} of "
                          f"units ({error})") from None
-    return value
-
-
-def _arms_plan(name: str, value: Any) -> str:
-    """A plan of :data:`envs.commanders.arms_doctrine.ARMS_PLANS`, by name."""
-    if value not in ARMS_PLANS:
-        raise ValueError(f"{name}={value!r} is invalid: expected one of "
-                         f"{', '.join(ARMS_PLANS)}")
     return value
 
 
@@ -175,8 +167,9 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
     warm_start_arms_plan: str = setting(
         "standard", "With an order of battle, how the combined-arms doctrine the warm start "
         "imitates uses its arms (envs.commanders.arms_doctrine.ARMS_PLANS): standard, the "
-        "doctrine's own (the doctrine team's), or searched, the plan found best on the "
-        "combined_arms scenario against scripted L5.", _arms_plan,
+        "doctrine's own (the doctrine team's), searched, the plan found best on the "
+        "combined_arms scenario against scripted L5, or line, the one found best against the "
+        "doctrine on WFM-1's training battles.", arms_plan,
         "training.warm_start_arms_plan")
     order_period: int = setting(
         0, "Steps each random order lasts (envs.commanders.orders: a posture and an objective, "

@@ -10,7 +10,10 @@ as the generalist orders. Their formations follow the combined-arms drill (the
 doctrine's formation orders: column to march, line to fight, square against horse)
 when the orders are three numbers; a fourth number, the formation code of a generalist
 with a formation channel (``WFM1Policy(formation_orders=True)``), replaces the drill's
-order for that unit (-1 keeps the formation). Red is the combined-arms doctrine
+order for that unit (-1 keeps the formation). Blue's teacher, whose orders label each
+step and command Blue when no orders are given, is the combined-arms doctrine playing an
+:class:`~envs.commanders.arms_doctrine.ArmsPlan` (``blue_plan``; the doctrine's own by
+default). Red is the combined-arms doctrine
 (:class:`~envs.commanders.arms_doctrine.CombinedArmsDoctrine`), or, scenario by scenario
 (``reds``), a frozen generalist (self-play): it reads Red's own tokens (Red's frame,
 mirrored) and Red's scenario card (``WFMScenario.card(RED)``: the counts swapped) and
@@ -36,7 +39,7 @@ from envs.battles.echelon_tokens import EchelonTokens
 from envs.battles.entity_tokens import EntityView, entity_tokens
 from envs.battles.multi_battalion_batch import BLUE, RED
 from envs.battles.observation import ROTATE_SIGN
-from envs.commanders.arms_doctrine import CombinedArmsDoctrine
+from envs.commanders.arms_doctrine import ArmsPlan, CombinedArmsDoctrine, check_arms_plan
 from envs.sim.constants import ACTION_DIM
 from envs.sim.engine import check_formation_orders
 from envs.sim.validation import check_bool, short_repr
@@ -60,7 +63,7 @@ class BattlesStep:
     winner: np.ndarray
     """int8: 0 Blue won, 1 Red won, -1 no winner (yet, or a draw)."""
     doctrine_actions: np.ndarray | None = None
-    """(B, n_tokens, 3) the doctrine's order for each own token of the last
+    """(B, n_tokens, 3) Blue's teacher's order for each own token of the last
     :meth:`ScenarioBattles.observe` (zero elsewhere), whoever commanded Blue: the
     demonstration when Blue followed the doctrine, the teacher's label in the states the
     generalist reached otherwise; None without an observation. With
@@ -85,17 +88,21 @@ class ScenarioBattles:
         reds: Red's commander in each scenario: None, the combined-arms doctrine, or a
             frozen :class:`~models.wfm1.WFM1Policy` (self-play; module docstring). None
             (the default): the doctrine everywhere.
+        blue_plan: how Blue's teacher (the doctrine whose orders label each step and
+            command Blue without orders) uses its arms; None: the doctrine's own plan, as
+            Red's.
 
     Raises:
         ValueError: for no scenario, fewer than one battle each, or ``reds`` of another
             length than ``scenarios``.
-        TypeError: for a ``formation_orders`` that is not a bool, or a Red that is
-            neither None nor a WFM1Policy.
+        TypeError: for a ``formation_orders`` that is not a bool, a Red that is
+            neither None nor a WFM1Policy, or a ``blue_plan`` that is not an ArmsPlan.
     """
 
     def __init__(self, scenarios: list[WFMScenario], battles_per_scenario: int,
                  max_steps: int, seed: int | None = 0, formation_orders: bool = False,
-                 reds: Sequence[WFM1Policy | None] | None = None) -> None:
+                 reds: Sequence[WFM1Policy | None] | None = None,
+                 blue_plan: ArmsPlan | None = None) -> None:
         if not scenarios:
             raise ValueError("scenarios=[] is invalid: expected at least one WFMScenario")
         if not isinstance(battles_per_scenario, int) or battles_per_scenario < 1:
@@ -113,6 +120,12 @@ class ScenarioBattles:
             batch.reset(np.arange(n), [base + i for i in range(n)], np.zeros(n, np.int64))
             self.batches.append(batch)
         self.doctrines = [CombinedArmsDoctrine(b.config) for b in self.batches]
+        """Red's doctrine in each scenario."""
+        plan = check_arms_plan(blue_plan)
+        self.teachers = (self.doctrines if plan == ArmsPlan() else
+                         [CombinedArmsDoctrine(b.config, plan=plan) for b in self.batches])
+        """Blue's teacher in each scenario: Red's doctrine, or the doctrine playing
+        ``blue_plan``."""
         self.n_battles = n * len(self.scenarios)
         self.n_tokens = max(b.n_units for b in self.batches)
         self.cards = np.stack([np.repeat(s.card().to_tensor().numpy()[None], n, axis=0)
@@ -197,7 +210,7 @@ class ScenarioBattles:
         """Step every battle once with ``actions`` (B, n_tokens, 3) or (B, n_tokens, 4):
         the order of the unit of each own token of the last :meth:`observe`, and with a
         fourth number the unit's formation order (-1 keep, 0 line, ...), which replaces
-        the drill's; None: Blue's units follow the combined-arms doctrine too (the
+        the drill's; None: Blue's units follow their teacher (:attr:`teachers`; the
         scripted baseline). Red follows the doctrine, or its scenario's policy
         (:attr:`reds`) either way.
 
@@ -230,6 +243,12 @@ class ScenarioBattles:
         for k, (batch, doctrine) in enumerate(zip(self.batches, self.doctrines, strict=True)):
             rows = slice(k * self.per, (k + 1) * self.per)
             orders, formations = doctrine.orders(batch.state, batch.geometry)
+            teacher = self.teachers[k]
+            if teacher is not doctrine:  # Blue's units take its orders, Red's keep the doctrine's
+                blue = batch.team == BLUE
+                taught_orders, taught_formations = teacher.orders(batch.state, batch.geometry)
+                orders[:, blue], formations[:, blue] = (taught_orders[:, blue],
+                                                        taught_formations[:, blue])
             orders[..., 1] *= ROTATE_SIGN[batch.team]  # the doctrine's are on the map
             if self.view is not None:
                 battle, token = np.nonzero(self.view.own_mask[rows])

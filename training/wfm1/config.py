@@ -18,7 +18,12 @@ from envs.battles.entity_tokens import ENTITY_TOKEN_DIM, MAX_TOKENS
 from envs.battles.multi_battalion_batch import bytes_per_battle
 from envs.sim.validation import check_bool, check_int, check_non_negative, check_positive
 from models.limits import check_dimension
-from training.common.setting_groups import PPOSettings, TrackingSettings, WarmStartSettings
+from training.common.setting_groups import (
+    PPOSettings,
+    TrackingSettings,
+    WarmStartSettings,
+    arms_plan,
+)
 from training.common.settings import (
     ConfigFile,
     ResumeOptions,
@@ -85,6 +90,13 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
         5, "Passes over the warm start's demonstrations.", positive_int,
         "training.warm_start_epochs")
     warm_start_learning_rate: float = override(WarmStartSettings, "warm_start_learning_rate")
+    warm_start_arms_plan: str = setting(
+        "standard", "How the combined-arms doctrine the generalist learns from uses its arms "
+        "(envs.commanders.arms_doctrine.ARMS_PLANS): the warm start's demonstrations and "
+        "teacher_coef's labels are its orders for Blue, while Red keeps the doctrine's own. "
+        "standard: the doctrine's own; searched: the plan found best on the combined_arms "
+        "scenario against scripted L5; line: the one found best against the doctrine on "
+        "these training battles.", arms_plan, "training.warm_start_arms_plan")
     warm_start_std: float = setting(
         0.2, "Standard deviation of every action after the warm start (the imitation fits the "
         "means only; a narrow start keeps PPO's rollouts close to the imitated play).",

@@ -1,6 +1,7 @@
 """WFM-1's multi-task PPO: one generalist over battles of many scenarios at once.
 
-Optionally the policy first imitates the combined-arms doctrine
+Optionally the policy first imitates the combined-arms doctrine, or the doctrine playing
+another plan (``training.warm_start_arms_plan``), commanding Blue against it
 (:meth:`WFM1Trainer.warm_start`, ``training.warm_start_steps``). The loop, top to bottom
 (:meth:`WFM1Trainer.learn`)::
 
@@ -72,6 +73,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from envs.commanders.arms_doctrine import ARMS_PLANS
 from models.wfm1 import WFM1Policy, own_order_error
 from storage.files import clean_stale_temporaries
 from training.common.device import resolve_device
@@ -243,7 +245,8 @@ class WFM1Trainer:
         reds = None if self.pool is None else self.deal_reds(len(scenarios))
         self.battles = ScenarioBattles(scenarios, config.battles_per_scenario, config.max_steps,
                                        seed=seed, formation_orders=self.policy.formation_orders,
-                                       reds=reds)
+                                       reds=reds,
+                                       blue_plan=ARMS_PLANS[config.warm_start_arms_plan])
         return self.battles
 
     def deal_reds(self, n_scenarios: int) -> list[WFM1Policy | None]:

@@ -2,15 +2,17 @@
 
 A policy that starts at random against the doctrine loses nearly every battle, so the
 reward for winning is rarely seen. The warm start plays ``n_steps`` battle steps of
-training scenarios with the doctrine commanding both sides, records Blue's tokens and
-the doctrine's order for each of its units (:attr:`BattlesStep.doctrine_actions`), and
-fits the policy to them: each own token's action mean to its order, and the value to
-the discounted return of its battle (steps whose return is known: a battle ended
-after them). A policy with a formation head (``WFM1Policy(formation_orders=True)``)
-learns the doctrine's formation orders too, by cross-entropy, from battles that label
-them (``ScenarioBattles(formation_orders=True)``). A policy with ``echelon_tokens``
+training scenarios with the doctrine commanding Red and Blue's teacher (the doctrine,
+or the doctrine playing the run's ``warm_start_arms_plan``) commanding Blue, records
+Blue's tokens and the teacher's order for each of its units
+(:attr:`BattlesStep.doctrine_actions`), and fits the policy to them: each own token's
+action mean to its order, and the value to the discounted return of its battle (steps
+whose return is known: a battle ended after them). A policy with a formation head
+(``WFM1Policy(formation_orders=True)``) learns the teacher's formation orders too, by
+cross-entropy, from battles that label them (``ScenarioBattles(formation_orders=True)``).
+A policy with ``echelon_tokens``
 imitates from its side's brigade and division tokens too, which the demonstrations then
-keep (:func:`collect_demonstrations`' ``brigade_size``). The doctrine reads the whole
+keep (:func:`collect_demonstrations`' ``brigade_size``). The teacher reads the whole
 field; the policy imitates it from its fogged tokens.
 """
 
@@ -53,7 +55,7 @@ class Demonstrations:
 def collect_demonstrations(draw_battles, n_steps: int, gamma: float,
                            steps_per_draw: int, brigade_size: int | None = None,
                            ) -> tuple[Demonstrations, int]:
-    """Play the doctrine on both sides of battles ``draw_battles()`` gives (a new
+    """Play Blue's teacher against the doctrine in battles ``draw_battles()`` gives (a new
     :class:`~training.wfm1.battles.ScenarioBattles` each ``steps_per_draw`` steps)
     until ``n_steps`` battle steps are played; with a ``brigade_size``, Blue's brigade and
     division tokens of brigades of that many battalions are kept too
