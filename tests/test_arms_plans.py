@@ -1,5 +1,6 @@
 """envs.commanders.arms_doctrine.ArmsPlan: each option changes the orders it names, the
-default plan is the doctrine, and the searched plan beats the doctrine's own against L5."""
+default plan is the doctrine, the searched plan beats the doctrine's own against L5 and
+the line plan beats the doctrine's own against the doctrine on WFM-1's battles."""
 
 from __future__ import annotations
 
@@ -9,8 +10,12 @@ import sys
 import pytest
 
 from benchmarks.arms_plans import play_plan
+import numpy as np
+
 from envs.commanders.arms_doctrine import (
     ARMS_PLANS,
+    LINE_PLAN,
+    SQUARE_WITHIN,
     VOLLEY_RANGE,
     ArmsPlan,
     CombinedArmsDoctrine,
@@ -20,6 +25,8 @@ from envs.scenario import scenario_from_dict
 from envs.scenario_battle import deploy_scenario
 from envs.sim import constants as C
 from envs.sim import engine
+from training.wfm1.battles import ScenarioBattles, play_out
+from training.wfm1.scenarios import sample_training_scenario
 
 
 def orders(units: dict, plan: ArmsPlan | None):
@@ -81,9 +88,19 @@ def test_distances_of_the_plan_move_the_columns_the_charge_and_the_guns():
     assert formations[0] == C.LINE and actions[1, 2] == 1.0 and formations[2] == C.LINE
 
 
+def test_a_square_deploys_once_the_horse_is_beyond_unsquare_beyond():
+    units = {"blue": [{"type": "infantry", "x": 500, "y": 500, "formation": "square"}],
+             "red": [{"type": "cavalry", "x": 800, "y": 500}]}  # 300 m off
+    _, kept = orders(units, None)  # the doctrine's own: in square until the horse is 400 m off
+    _, deployed = orders(units, ArmsPlan(unsquare_beyond=290.0))
+    assert kept[0] == C.KEEP_FORMATION and deployed[0] == C.LINE
+    assert orders(units, ArmsPlan(unsquare_beyond=310.0))[1][0] == C.KEEP_FORMATION
+
+
 @pytest.mark.parametrize("field,value", [("volley_range", 0.0), ("charge_within", -1.0),
                                          ("step_tolerance", 0.0), ("unlimber_within", "far"),
-                                         ("column_beyond", True), ("gun_target", "guns")])
+                                         ("column_beyond", True), ("gun_target", "guns"),
+                                         ("unsquare_beyond", SQUARE_WITHIN - 1)])
 def test_a_bad_plan_names_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         ArmsPlan(**{field: value})
@@ -98,9 +115,24 @@ def test_a_plan_must_be_an_arms_plan():
 
 def test_the_searched_plan_beats_the_doctrines_own_against_l5_on_all_arms():
     # 200 battles: 108 won against 83 (on 400, 52.0 % against 41.2 %).
-    won = {name: int((play_plan(plan, "scripted_l5", 200, 300000) == 1).sum())
-           for name, plan in ARMS_PLANS.items()}
+    won = {name: int((play_plan(ARMS_PLANS[name], "scripted_l5", 200, 300000) == 1).sum())
+           for name in ("standard", "searched")}
     assert won["searched"] >= won["standard"] + 16, won
+
+
+def test_the_line_plan_beats_the_doctrines_own_against_the_doctrine_on_wfm1_battles():
+    # Training scenarios of even-ish sides (as the plan was searched on, other draws):
+    # 29 battles of 48 won against 19.
+    rng, scenarios = np.random.default_rng(21), []
+    while len(scenarios) < 6:
+        scenario = sample_training_scenario(rng)
+        if min(scenario.n_blue, scenario.n_red) >= 4 and \
+                2 / 3 <= scenario.n_red / scenario.n_blue <= 3 / 2:
+            scenarios.append(scenario)
+    won = {name: int((play_out(ScenarioBattles(scenarios, 8, 500, seed=40, blue_plan=plan),
+                               None) == 1).sum())
+           for name, plan in (("standard", None), ("line", LINE_PLAN))}
+    assert won["line"] >= won["standard"] + 6, won
 
 
 def test_the_benchmark_searches_and_prints_the_plans():
@@ -109,6 +141,6 @@ def test_the_benchmark_searches_and_prints_the_plans():
                             capture_output=True, text=True, check=True)
     assert "best plan of the search" in result.stdout
     rows = [line for line in result.stdout.splitlines() if line.startswith("| ")][1:]
-    assert [row.split(" | ")[0] for row in rows] == ["| standard", "| searched",
+    assert [row.split(" | ")[0] for row in rows] == ["| standard", "| searched", "| line",
                                                     "| found by this search"]
     assert all(row.count("/") == 4 for row in rows)  # won/drawn/lost against both

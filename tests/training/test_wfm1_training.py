@@ -15,6 +15,7 @@ from benchmarks.wfm1 import (
     play_scenario,
 )
 from envs.battles.entity_tokens import ENTITY_TOKEN_DIM
+from envs.commanders.arms_doctrine import LINE_PLAN, ArmsPlan
 from envs.sim.constants import ARTILLERY, CAVALRY, INFANTRY, KEEP_FORMATION, SQUARE
 from models.wfm1 import CARD_DIM, WFM1Policy
 from training.wfm1.battles import ScenarioBattles, play_out
@@ -260,6 +261,30 @@ def test_a_demonstration_is_the_doctrines_order_of_each_own_unit():
             np.testing.assert_array_equal(taught[b, k], expected[b, view.unit[b, k]])
         assert (taught[b, ~view.own_mask[b]] == 0).all()
     assert battles.step(None).doctrine_actions is None  # no observe since: no tokens to teach
+
+
+def test_blue_can_learn_from_the_doctrine_playing_another_plan():
+    battles = ScenarioBattles([SMALL], 2, max_steps=40, seed=3, blue_plan=LINE_PLAN)
+    assert battles.doctrines[0].plan == ArmsPlan() and battles.teachers[0].plan == LINE_PLAN
+    plain = ScenarioBattles([SMALL], 2, 40)
+    assert plain.teachers is plain.doctrines  # the doctrine's own plan: one doctrine a step
+    view = battles.observe()
+    batch = battles.batches[0]
+    expected, _ = battles.teachers[0].orders(batch.state, batch.geometry)
+    taught = battles.step(None).doctrine_actions
+    for b in range(2):
+        for k in np.flatnonzero(view.own_mask[b]):
+            np.testing.assert_array_equal(taught[b, k], expected[b, view.unit[b, k]])
+    with pytest.raises(TypeError, match="plan"):
+        ScenarioBattles([SMALL], 2, 40, blue_plan="line")
+
+
+def test_the_trainer_teaches_the_plan_it_is_given(tmp_path):
+    trainer = WFM1Trainer(tiny_config(tmp_path, warm_start_arms_plan="line"))
+    assert {t.plan for t in trainer.draw_battles().teachers} == {LINE_PLAN}
+    assert WFM1TrainConfig().warm_start_arms_plan == "standard"
+    with pytest.raises(ValueError, match="warm_start_arms_plan"):
+        WFM1TrainConfig(warm_start_arms_plan="column")
 
 
 def test_the_doctrine_labels_the_states_the_generalist_reaches():

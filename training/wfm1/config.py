@@ -90,6 +90,15 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
         5, "Passes over the warm start's demonstrations.", positive_int,
         "training.warm_start_epochs")
     warm_start_learning_rate: float = override(WarmStartSettings, "warm_start_learning_rate")
+    warm_start_dagger_rounds: int = setting(
+        0, "DAgger rounds after the imitation: each plays warm_start_dagger_steps battle "
+        "steps with Blue on the policy's means, labels the states it reached with the "
+        "teacher's orders, adds them to the demonstrations and fits warm_start_epochs "
+        "passes over all of them again (the steps count towards total_timesteps); 0: none.",
+        non_negative_int, "training.warm_start_dagger_rounds")
+    warm_start_dagger_steps: int = setting(
+        100_000, "Battle steps each DAgger round plays.", positive_int,
+        "training.warm_start_dagger_steps")
     warm_start_arms_plan: str = setting(
         "standard", "How the combined-arms doctrine the generalist learns from uses its arms "
         "(envs.commanders.arms_doctrine.ARMS_PLANS): the warm start's demonstrations and "

@@ -105,7 +105,7 @@ from training.wfm1.checkpoints import (
 from training.wfm1.config import WFM1TrainConfig
 from training.wfm1.pool import WFM1OpponentPool
 from training.wfm1.scenarios import sample_training_scenario
-from training.wfm1.warm_start import clone, collect_demonstrations
+from training.wfm1.warm_start import clone, collect_demonstrations, join_demonstrations
 
 logger = logging.getLogger(__name__)
 
@@ -212,25 +212,41 @@ class WFM1Trainer:
             self.warm_start()
 
     def warm_start(self) -> int:
-        """Imitate the combined-arms doctrine for ``warm_start_steps`` battle steps of
-        training scenarios (:mod:`training.wfm1.warm_start`; they count towards the budget,
-        leaving at least one rollout); returns the steps used."""
+        """Imitate Blue's teacher for ``warm_start_steps`` battle steps of training
+        scenarios, then ``warm_start_dagger_rounds`` rounds of DAgger
+        (:mod:`training.wfm1.warm_start`; the steps count towards the budget, leaving at
+        least one rollout); returns the steps used."""
         config = self.config
-        steps = min(config.warm_start_steps, config.total_timesteps - self.rollout_steps)
+        budget = config.total_timesteps - self.rollout_steps
+        steps = min(config.warm_start_steps, budget)
         if steps <= 0:
             return 0
+        brigade_size = self.policy.brigade_size if self.policy.echelon_tokens else None
         demonstrations, used = collect_demonstrations(
             self.draw_battles, steps, config.gamma, self.n_steps * config.resample_every,
-            brigade_size=self.policy.brigade_size if self.policy.echelon_tokens else None)
-        clone(self.policy, demonstrations, epochs=config.warm_start_epochs,
-              learning_rate=config.warm_start_learning_rate,
-              seed=int(self.rng.integers(0, 2**31)))
+            brigade_size=brigade_size)
+        self._fit(demonstrations)
+        for _ in range(config.warm_start_dagger_rounds):
+            steps = min(config.warm_start_dagger_steps, budget - used)
+            if steps <= 0:
+                break
+            own, played = collect_demonstrations(
+                self.draw_battles, steps, config.gamma, self.n_steps * config.resample_every,
+                brigade_size=brigade_size, policy=self.policy)
+            demonstrations = join_demonstrations([demonstrations, own])
+            used += played
+            self._fit(demonstrations)
         with torch.no_grad():
             self.policy.log_std.fill_(math.log(config.warm_start_std))
         self.total_steps += used
         self.battles = None  # PPO starts on new scenarios
         self.save(Path(config.checkpoint_dir) / WARM_START)
         return used
+
+    def _fit(self, demonstrations) -> None:
+        clone(self.policy, demonstrations, epochs=self.config.warm_start_epochs,
+              learning_rate=self.config.warm_start_learning_rate,
+              seed=int(self.rng.integers(0, 2**31)))
 
     # --- the battles ------------------------------------------------------------------------
 

@@ -14,6 +14,12 @@ A policy with ``echelon_tokens``
 imitates from its side's brigade and division tokens too, which the demonstrations then
 keep (:func:`collect_demonstrations`' ``brigade_size``). The teacher reads the whole
 field; the policy imitates it from its fogged tokens.
+
+A clone drifts into states its teacher never led it to, where it was never taught. With
+``warm_start_dagger_rounds``, each round then lets the policy command Blue for
+``warm_start_dagger_steps`` battle steps, labels the states it reached with the
+teacher's orders, adds them to the demonstrations and fits again (DAgger: Ross, Gordon
+and Bagnell, 2011).
 """
 
 from __future__ import annotations
@@ -54,13 +60,15 @@ class Demonstrations:
 
 def collect_demonstrations(draw_battles, n_steps: int, gamma: float,
                            steps_per_draw: int, brigade_size: int | None = None,
-                           ) -> tuple[Demonstrations, int]:
+                           policy: WFM1Policy | None = None) -> tuple[Demonstrations, int]:
     """Play Blue's teacher against the doctrine in battles ``draw_battles()`` gives (a new
     :class:`~training.wfm1.battles.ScenarioBattles` each ``steps_per_draw`` steps)
     until ``n_steps`` battle steps are played; with a ``brigade_size``, Blue's brigade and
     division tokens of brigades of that many battalions are kept too
     (:func:`~envs.battles.echelon_tokens.echelon_tokens`, for a policy with
-    ``echelon_tokens``).
+    ``echelon_tokens``). With a ``policy``, Blue plays the policy's means instead (its
+    likeliest formations with a formation head) and the teacher labels the states the
+    policy reached (DAgger's data).
 
     Returns:
         The demonstrations and the battle steps played.
@@ -77,7 +85,17 @@ def collect_demonstrations(draw_battles, n_steps: int, gamma: float,
                 echelons = echelon_tokens(view, brigade_size)
                 for key in ECHELON_KEYS:
                     record[key].append(getattr(echelons, key))
-            result = battles.step(None)
+            actions = None
+            if policy is not None:
+                with torch.no_grad():
+                    actions = policy.act(
+                        torch.from_numpy(view.tokens).to(policy.device),
+                        torch.from_numpy(view.pad_mask).to(policy.device),
+                        card_vec=torch.from_numpy(battles.cards).to(policy.device),
+                        own_mask=torch.from_numpy(view.own_mask).to(policy.device),
+                        deterministic=True,
+                        **policy.echelon_inputs(battles.echelons(policy)))[0].cpu().numpy()
+            result = battles.step(actions)
             for key, value in (("tokens", view.tokens), ("pad_mask", view.pad_mask),
                                ("own_mask", view.own_mask),
                                ("actions", result.doctrine_actions),
@@ -91,6 +109,12 @@ def collect_demonstrations(draw_battles, n_steps: int, gamma: float,
             "tokens", "pad_mask", "own_mask")), cards[known],
             np.array(record["actions"])[known], returns[known],
             {k: np.array(record[k])[known] for k in ECHELON_KEYS if k in record}))
+    return join_demonstrations(parts), used
+
+
+def join_demonstrations(parts: list[Demonstrations]) -> Demonstrations:
+    """Several collections' samples as one, their tokens (and echelon tokens) padded to
+    the widest."""
     width = max(part.tokens.shape[1] for part in parts)
 
     def joined(key: str, fill=None) -> np.ndarray:
@@ -98,14 +122,14 @@ def collect_demonstrations(draw_battles, n_steps: int, gamma: float,
         return np.concatenate(arrays) if fill is None else _padded(arrays, width, fill)
 
     echelons = {}
-    if brigade_size is not None:  # a row's brigades follow its token count: padded apart
+    if parts[0].echelons:  # a row's brigades follow its token count: padded apart
         fills = {"brigade": 0.0, "brigade_pad": True, "division": 0.0, "division_pad": True}
         echelons = {key: _padded([part.echelons[key] for part in parts],
                                  max(part.echelons[key].shape[1] for part in parts), fill)
                     for key, fill in fills.items()}
     return Demonstrations(joined("tokens", 0.0), joined("pad_mask", True),
                           joined("own_mask", False), joined("cards"), joined("actions", 0.0),
-                          joined("returns").astype(np.float32), echelons), used
+                          joined("returns").astype(np.float32), echelons)
 
 
 def clone(policy: WFM1Policy, demonstrations: Demonstrations, *, epochs: int,
@@ -170,4 +194,4 @@ def _padded(arrays: list[np.ndarray], width: int, fill) -> np.ndarray:
     return np.concatenate(out)
 
 
-__all__ = ["Demonstrations", "clone", "collect_demonstrations"]
+__all__ = ["Demonstrations", "clone", "collect_demonstrations", "join_demonstrations"]
