@@ -7,11 +7,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from benchmarks.arms_plans import play_plan
-import numpy as np
-
 from envs.commanders.arms_doctrine import (
     ARMS_PLANS,
     LINE_PLAN,
@@ -144,3 +143,17 @@ def test_the_benchmark_searches_and_prints_the_plans():
     assert [row.split(" | ")[0] for row in rows] == ["| standard", "| searched", "| line",
                                                     "| found by this search"]
     assert all(row.count("/") == 4 for row in rows)  # won/drawn/lost against both
+
+
+def test_the_teachers_benchmark_prints_every_plan_on_wfm1s_battles(monkeypatch, capsys):
+    from benchmarks import wfm1_teachers
+
+    assert all(min(s.n_blue, s.n_red) >= 4 and 0.67 <= s.n_red / s.n_blue <= 1.5
+               for s in wfm1_teachers.even_scenarios(5, 6))
+    monkeypatch.setattr(wfm1_teachers, "HELD_OUT_SCENARIOS", wfm1_teachers.HELD_OUT_SCENARIOS[:2])
+    wfm1_teachers.main(["--scenarios", "1", "--battles", "2", "--held-out", "1"])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][1:]
+    assert [row.split(" | ")[0] for row in rows] == ["| standard", "| searched", "| line"]
+    assert all(row.count("/") == 6 for row in rows)  # won/drawn/lost on two splits, held out
+    with pytest.raises(SystemExit):
+        wfm1_teachers.main(["--battles", "0"])

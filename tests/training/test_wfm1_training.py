@@ -280,11 +280,14 @@ def test_blue_can_learn_from_the_doctrine_playing_another_plan():
 
 
 def test_the_trainer_teaches_the_plan_it_is_given(tmp_path):
-    trainer = WFM1Trainer(tiny_config(tmp_path, warm_start_arms_plan="line"))
+    trainer = WFM1Trainer(tiny_config(tmp_path, warm_start_arms_plan="line",
+                                      formation_orders=True))
     assert {t.plan for t in trainer.draw_battles().teachers} == {LINE_PLAN}
     assert WFM1TrainConfig().warm_start_arms_plan == "standard"
     with pytest.raises(ValueError, match="warm_start_arms_plan"):
         WFM1TrainConfig(warm_start_arms_plan="column")
+    with pytest.raises(ValueError, match="formation_orders"):  # the drill would not follow
+        WFM1TrainConfig(warm_start_arms_plan="line")
 
 
 def test_the_doctrine_labels_the_states_the_generalist_reaches():
@@ -374,6 +377,50 @@ def test_the_warm_start_imitates_the_doctrine(tmp_path):
     first = clone(policy, demos, epochs=1, learning_rate=1e-3)
     later = clone(policy, demos, epochs=5, learning_rate=1e-3)
     assert later["action"] < first["action"]
+
+
+def test_dagger_labels_the_states_the_policy_reached_with_the_teachers_orders():
+    from training.wfm1.warm_start import collect_demonstrations, join_demonstrations
+
+    def draw():
+        return ScenarioBattles([SMALL], 4, max_steps=40, seed=11)
+
+    taught, _ = collect_demonstrations(draw, 480, 0.99, 40)
+    policy = WFM1Policy(**SMALL_MODEL)  # untrained: it does not fight as the doctrine does
+    own, used = collect_demonstrations(draw, 480, 0.99, 40, policy=policy)
+    assert used == 480 and len(own) > 0
+    np.testing.assert_array_equal(own.tokens[:4], taught.tokens[:4])  # the same start
+    assert not np.array_equal(own.tokens[4:8], taught.tokens[4:8])  # then its own states
+    # Each label is the doctrine's order in the state the policy reached.
+    battles = draw()
+    view = battles.observe()
+    with torch.no_grad():
+        first = policy.act(torch.from_numpy(view.tokens), torch.from_numpy(view.pad_mask),
+                           card_vec=torch.from_numpy(battles.cards),
+                           own_mask=torch.from_numpy(view.own_mask), deterministic=True)[0]
+    battles.step(first.numpy())
+    view = battles.observe()
+    np.testing.assert_array_equal(own.tokens[4:8], view.tokens)
+    np.testing.assert_array_equal(own.actions[4:8], battles.step(None).doctrine_actions)
+    wider = ScenarioBattles([WFMScenario("wider", "procedural", "clear", 3, 3, 78)], 4, 40,
+                            seed=11)
+    more, _ = collect_demonstrations(lambda: wider, 160, 0.99, 40)
+    joined = join_demonstrations([own, more])
+    assert len(joined) == len(own) + len(more) and joined.tokens.shape[1] == 6
+    assert joined.pad_mask[:len(own), 4:].all()  # the narrower rows padded
+
+
+def test_the_trainer_runs_dagger_rounds_within_its_budget(tmp_path):
+    config = tiny_config(tmp_path, total_timesteps=2048, warm_start_steps=512,
+                         warm_start_epochs=1, resample_every=4, warm_start_dagger_rounds=2,
+                         warm_start_dagger_steps=256)
+    assert WFM1Trainer(config).total_steps == 512 + 2 * 256
+    short = tiny_config(tmp_path / "short", total_timesteps=1024, warm_start_steps=512,
+                        warm_start_epochs=1, resample_every=4, warm_start_dagger_rounds=3,
+                        warm_start_dagger_steps=256)  # a rollout of 128 is left for PPO
+    assert WFM1Trainer(short).total_steps <= 1024 - 128
+    with pytest.raises(ValueError, match="warm_start_dagger_rounds"):
+        tiny_config(tmp_path, warm_start_dagger_rounds=-1)
 
 
 # --- formation orders ---------------------------------------------------------------------

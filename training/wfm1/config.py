@@ -105,7 +105,8 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
         "teacher_coef's labels are its orders for Blue, while Red keeps the doctrine's own. "
         "standard: the doctrine's own; searched: the plan found best on the combined_arms "
         "scenario against scripted L5; line: the one found best against the doctrine on "
-        "these training battles.", arms_plan, "training.warm_start_arms_plan")
+        "these training battles. A plan other than standard needs model.formation_orders.",
+        arms_plan, "training.warm_start_arms_plan")
     warm_start_std: float = setting(
         0.2, "Standard deviation of every action after the warm start (the imitation fits the "
         "means only; a narrow start keeps PPO's rollouts close to the imitated play).",
@@ -186,6 +187,14 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
         if self.n_envs % self.scenarios_per_rollout:
             raise ValueError(f"n_envs={self.n_envs} is invalid: expected a multiple of "
                              f"scenarios.per_rollout={self.scenarios_per_rollout}")
+        if self.warm_start_arms_plan != "standard" and not self.formation_orders:
+            # Without a formation head Blue's formations follow the drill, which is the
+            # doctrine's own in validation, the benchmark and play: the plan's would be
+            # taught in training only.
+            raise ValueError(f"training.warm_start_arms_plan={self.warm_start_arms_plan!r} is "
+                             "invalid without model.formation_orders=true: a plan's formations "
+                             "are part of what it teaches, and only a formation head carries "
+                             "them beyond training (or keep the plan standard)")
         if self.d_model % self.n_heads:
             raise ValueError(f"model.d_model={self.d_model} is invalid: expected a multiple "
                              f"of model.n_heads={self.n_heads}")

@@ -1,0 +1,98 @@
+"""Which teacher for the generalist? The combined-arms doctrine playing each named plan
+(:data:`~envs.commanders.arms_doctrine.ARMS_PLANS`) commands Blue against the doctrine
+playing its own, on WFM-1's battles.
+
+Two kinds of battles:
+
+* **even training battles** (the validation splits the plans were chosen on): training
+  scenarios (:func:`~training.wfm1.scenarios.sample_training_scenario`) whose sides both
+  field at least :data:`MIN_SIDE` units and where Red fields :data:`RED_SHARE` times
+  Blue's, drawn from each seed of :data:`SPLITS`;
+* **held out**: the seed's twenty scenarios, each battle seeded as the WFM-1 benchmark
+  seeds it (never used to choose a plan).
+
+Usage::
+
+    python -m benchmarks.wfm1_teachers [--scenarios 24] [--battles 16] [--held-out 50]
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from benchmarks import argument_parser
+from benchmarks.wfm1 import EVAL_SEED
+from envs.commanders.arms_doctrine import ARMS_PLANS, ArmsPlan
+from training.common.play import share
+from training.wfm1.battles import ScenarioBattles, play_out
+from training.wfm1.scenarios import HELD_OUT_SCENARIOS, WFMScenario, sample_training_scenario
+
+SPLITS = (5, 6)
+"""Seeds of the even training battles' two validation splits."""
+MIN_SIDE = 4
+"""Fewest units a side fields in an even training battle."""
+RED_SHARE = (0.67, 1.5)
+"""Least and most of Red's units in an even training battle, in Blue's."""
+MAX_STEPS = 500
+"""Steps after which a battle is a draw (WFM-1's default)."""
+
+
+def even_scenarios(seed: int, n: int) -> list[WFMScenario]:
+    """The first ``n`` even training scenarios drawn from ``seed``."""
+    rng, scenarios = np.random.default_rng(seed), []
+    while len(scenarios) < n:
+        scenario = sample_training_scenario(rng)
+        if (min(scenario.n_blue, scenario.n_red) >= MIN_SIDE
+                and RED_SHARE[0] <= scenario.n_red / scenario.n_blue <= RED_SHARE[1]):
+            scenarios.append(scenario)
+    return scenarios
+
+
+def play_teacher(plan: ArmsPlan, scenarios: list[WFMScenario], n_battles: int,
+                 seed: int) -> np.ndarray:
+    """(n_scenarios * n_battles,) outcomes (1 won, 0 drawn, -1 lost) of the doctrine
+    playing ``plan`` for Blue against the doctrine, battle ``i`` of scenario ``k`` seeded
+    ``seed + k * n_battles + i``."""
+    return play_out(ScenarioBattles(scenarios, n_battles, MAX_STEPS, seed=seed,
+                                    blue_plan=plan), None)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argument_parser(__doc__, __spec__.name)
+    parser.add_argument("--scenarios", type=int, default=24,
+                        help="even training scenarios of each validation split (>= 1)")
+    parser.add_argument("--battles", type=int, default=16,
+                        help="battles of each of them (>= 1)")
+    parser.add_argument("--held-out", type=int, default=50,
+                        help="battles of each held-out scenario (0: none)")
+    args = parser.parse_args(argv)
+    for name in ("scenarios", "battles"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name}={getattr(args, name)} is invalid: expected at least 1")
+    if args.held_out < 0:
+        parser.error(f"--held-out={args.held_out} is invalid: expected 0 or more")
+    start = time.perf_counter()
+    splits = {seed: even_scenarios(seed, args.scenarios) for seed in SPLITS}
+    columns = [f"even, split {seed}" for seed in SPLITS] + (
+        ["held out (mean of 20)"] if args.held_out else [])
+    print(f"## Teachers against the combined-arms doctrine on WFM-1's battles (won/drawn/lost %; "
+          f"{args.scenarios} x {args.battles} even battles a split, {args.held_out} a "
+          "held-out scenario)\n")
+    print("| Blue's plan | " + " | ".join(columns) + " |")
+    print("|---|" + "---|" * len(columns))
+    for name, plan in ARMS_PLANS.items():
+        cells = [share(play_teacher(plan, scenarios, args.battles, seed * 100_000))
+                 for seed, scenarios in splits.items()]
+        if args.held_out:
+            rates = np.mean([[np.mean(out == v) for v in (1, 0, -1)] for out in (
+                play_teacher(plan, [scenario], args.held_out, EVAL_SEED)
+                for scenario in HELD_OUT_SCENARIOS)], axis=0)
+            cells.append("/".join(f"{100 * r:.1f}" for r in rates))
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print(f"\nwall time: {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
