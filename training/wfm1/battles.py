@@ -302,36 +302,40 @@ def joined_view(views: Sequence[EntityView]) -> EntityView:
                         for f in ("tokens", "pad_mask", "own_mask", "unit")))
 
 
+def mean_orders(battles: ScenarioBattles, view: EntityView, policy: WFM1Policy) -> np.ndarray:
+    """Blue's orders in ``view`` (the battles' last :meth:`~ScenarioBattles.observe`), every
+    unit on ``policy``'s mean (its likeliest formation with a formation head; its side's
+    brigade and division tokens with ``echelon_tokens``): (B, n_tokens, order_width) for
+    :meth:`~ScenarioBattles.step`."""
+    device = policy.device
+    with torch.no_grad():
+        return policy.act(
+            torch.from_numpy(view.tokens).to(device), torch.from_numpy(view.pad_mask).to(device),
+            card_vec=torch.from_numpy(battles.cards).to(device),
+            own_mask=torch.from_numpy(view.own_mask).to(device), deterministic=True,
+            **policy.echelon_inputs(battles.echelons(policy)))[0].cpu().numpy()
+
+
 def play_out(battles: ScenarioBattles, policy: WFM1Policy | None) -> np.ndarray:
     """Play the first episode of every battle of ``battles`` to its end, every Blue unit
-    on ``policy``'s mean (None: Blue under the combined-arms doctrine); a policy with a
-    formation head orders its units' formations too (its likeliest choice), and one with
-    ``echelon_tokens`` reads Blue's brigade and division tokens too.
+    on ``policy``'s mean (:func:`mean_orders`; None: Blue under its teacher,
+    :attr:`ScenarioBattles.teachers`).
 
     Returns:
         ``(n_battles,)`` int8 outcomes: 1 won, 0 drawn, -1 lost.
     """
-    cards = torch.from_numpy(battles.cards)
     outcome = np.zeros(battles.n_battles, np.int8)
     over = np.zeros(battles.n_battles, bool)
     if policy is not None:
         policy.eval()
-    with torch.no_grad():
-        while not over.all():
-            actions = None
-            if policy is not None:
-                view = battles.observe()
-                actions = policy.act(
-                    torch.from_numpy(view.tokens), torch.from_numpy(view.pad_mask),
-                    card_vec=cards, own_mask=torch.from_numpy(view.own_mask),
-                    deterministic=True,
-                    **policy.echelon_inputs(battles.echelons(policy)))[0].cpu().numpy()
-            result = battles.step(actions)
-            ended = result.done & ~over
-            outcome[ended] = team_outcomes(result.winner[ended])
-            over |= result.done
+    while not over.all():
+        actions = None if policy is None else mean_orders(battles, battles.observe(), policy)
+        result = battles.step(actions)
+        ended = result.done & ~over
+        outcome[ended] = team_outcomes(result.winner[ended])
+        over |= result.done
     return outcome
 
 
 __all__ = ["BattlesStep", "ECHELON_KEYS", "ScenarioBattles", "echelon_rows", "joined_view",
-           "play_out", "put_token_orders"]
+           "mean_orders", "play_out", "put_token_orders"]

@@ -34,7 +34,7 @@ import torch
 from envs.battles.echelon_tokens import echelon_tokens
 from models.wfm1 import WFM1Policy, own_order_error
 from training.common.imitation import discounted_returns, fit_minibatches
-from training.wfm1.battles import ECHELON_KEYS, ScenarioBattles, echelon_rows
+from training.wfm1.battles import ECHELON_KEYS, ScenarioBattles, echelon_rows, mean_orders
 
 logger = logging.getLogger(__name__)
 
@@ -85,16 +85,7 @@ def collect_demonstrations(draw_battles, n_steps: int, gamma: float,
                 echelons = echelon_tokens(view, brigade_size)
                 for key in ECHELON_KEYS:
                     record[key].append(getattr(echelons, key))
-            actions = None
-            if policy is not None:
-                with torch.no_grad():
-                    actions = policy.act(
-                        torch.from_numpy(view.tokens).to(policy.device),
-                        torch.from_numpy(view.pad_mask).to(policy.device),
-                        card_vec=torch.from_numpy(battles.cards).to(policy.device),
-                        own_mask=torch.from_numpy(view.own_mask).to(policy.device),
-                        deterministic=True,
-                        **policy.echelon_inputs(battles.echelons(policy)))[0].cpu().numpy()
+            actions = None if policy is None else mean_orders(battles, view, policy)
             result = battles.step(actions)
             for key, value in (("tokens", view.tokens), ("pad_mask", view.pad_mask),
                                ("own_mask", view.own_mask),
