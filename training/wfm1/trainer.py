@@ -103,12 +103,15 @@ from training.wfm1.checkpoints import (
     save_checkpoint,
 )
 from training.wfm1.config import WFM1TrainConfig
+from training.wfm1.minibatches import Outputs, in_length_groups
 from training.wfm1.pool import WFM1OpponentPool
 from training.wfm1.scenarios import sample_training_scenario
 from training.wfm1.warm_start import clone, collect_demonstrations, join_demonstrations
 
 logger = logging.getLogger(__name__)
 
+PER_TOKEN = ("tokens", "actions", "pad_mask", "own_mask")
+"""A rollout's inputs of the policy along the tokens."""
 VALIDATION_SEED = 7_000_000
 """Offset of the validation battles' seeds from the run's seed."""
 
@@ -374,19 +377,26 @@ class WFM1Trainer:
                   "clip_fraction": 0.0, "teacher_loss": 0.0}
         n_batches = 0
         stopped = False
+
+        inputs = ("tokens", "actions", "pad_mask", "own_mask", "cards", *rollout.echelons)
+
+        def evaluate(rows: dict[str, torch.Tensor]) -> Outputs:
+            log_prob, entropy, value, orders = policy.evaluate_actions(
+                rows["tokens"], rows["actions"], rows["pad_mask"], card_vec=rows["cards"],
+                own_mask=rows["own_mask"], return_orders=True,
+                **policy.echelon_inputs(echelon_rows(rows, policy.brigade_size)))
+            return (log_prob, entropy, orders.gaussian.mean, orders.formation_logits), (value,)
+
         policy.train()
         for _ in range(config.n_epochs):
             for index in shuffled_minibatches(n, batch_size, generator, drop_last=True,
                                               device=self.device):
                 b = {key: value[index] for key, value in flat.items()}
                 own = b["own_mask"]
-                log_prob, entropy, value, orders = policy.evaluate_actions(
-                    b["tokens"], b["actions"], b["pad_mask"], card_vec=b["cards"], own_mask=own,
-                    return_orders=True,
-                    **policy.echelon_inputs(echelon_rows(b, policy.brigade_size)))
+                (log_prob, entropy, mean, logits), (value,) = in_length_groups(
+                    evaluate, {key: b[key] for key in inputs}, PER_TOKEN)
                 teacher = AuxiliaryLoss("teacher_loss", own_order_error(
-                    orders.gaussian.mean, orders.formation_logits, b["teacher"], own),
-                    teacher_coef)
+                    mean, logits, b["teacher"], own), teacher_coef)
                 # Each battle's advantage, normalised over the minibatch, is shared by its
                 # own units' ratios (weight 1; the other tokens 0).
                 terms = ppo_loss(log_prob, b["log_probs"], normalize_advantages(b["advantages"]),

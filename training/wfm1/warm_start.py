@@ -34,7 +34,13 @@ import torch
 from envs.battles.echelon_tokens import echelon_tokens
 from models.wfm1 import WFM1Policy, own_order_error
 from training.common.imitation import discounted_returns, fit_minibatches
-from training.wfm1.battles import ECHELON_KEYS, ScenarioBattles, echelon_rows, mean_orders
+from training.wfm1.battles import (
+    ECHELON_KEYS,
+    ScenarioBattles,
+    echelon_rows,
+    mean_orders,
+)
+from training.wfm1.minibatches import Outputs, in_length_groups
 
 logger = logging.getLogger(__name__)
 
@@ -158,11 +164,17 @@ def clone(policy: WFM1Policy, demonstrations: Demonstrations, *, epochs: int,
 
     def batch_losses(index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         b = {key: value[index] for key, value in data.items()}
-        mean, logits, value = policy.heads(
-            b["tokens"], b["pad_mask"], card_vec=b["cards"],
-            **policy.echelon_inputs(echelon_rows(b, policy.brigade_size)))
-        taught, own = b["actions"], b["own_mask"]
-        return (own_order_error(mean, logits, taught, own),
+
+        def forward(rows: dict[str, torch.Tensor]) -> Outputs:
+            mean, logits, value = policy.heads(
+                rows["tokens"], rows["pad_mask"], card_vec=rows["cards"],
+                **policy.echelon_inputs(echelon_rows(rows, policy.brigade_size)))
+            return (mean, logits), (value,)
+
+        (mean, logits), (value,) = in_length_groups(
+            forward, {key: b[key] for key in ("tokens", "pad_mask", "cards", *ECHELON_KEYS)
+                      if key in b}, ("tokens", "pad_mask"))
+        return (own_order_error(mean, logits, b["actions"], b["own_mask"]),
                 ((value - b["returns"]) ** 2).mean() / value_scale)
 
     policy.train()
