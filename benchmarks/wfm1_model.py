@@ -4,10 +4,14 @@ Rows: the parameter count (total, the card adapter's, the rest), then the time o
 decision takes (``act()`` on one battle, deterministic, without gradients, one torch
 thread) with 8, 32 and 64 entity tokens (half the side's own units, half enemy units),
 and the throughput of a batch of 256 battles of 16 tokens each. A decision is one
-battle's orders: an action for every own unit. Each configuration is warmed up, then
-timed ``--repeats`` times (each repeat a fixed number of calls) and the median repeat
-is reported. The tokens are random but well formed (one-hot arms and formations,
-positions on the map, unit headings).
+battle's orders: an action for every own unit. Last, one behaviour-cloning step
+(forward, backward, Adam) on a minibatch of 1,024 battles of 1-16 units a side padded to
+32 tokens, as WFM-1's training pads its battles, run whole and in groups of similar size
+(:func:`training.wfm1.minibatches.in_length_groups`), and their ratio. Each
+configuration is warmed up, then timed ``--repeats`` times (each repeat a fixed number
+of calls, or one training step) and the median repeat is reported. The tokens are
+random but well formed (one-hot arms and formations, positions on the map, unit
+headings).
 
 Usage::
 
@@ -26,13 +30,18 @@ import torch
 from benchmarks import argument_parser
 from envs.battles.entity_tokens import ENTITY_TOKEN_DIM, TOKEN
 from envs.sim.constants import ARM_NAMES, FORMATION_NAMES
-from models.wfm1 import WFM1Policy
+from models.wfm1 import WFM1Policy, own_order_error
+from training.wfm1.minibatches import LENGTH_GROUPS, in_length_groups
 
 LATENCY_TOKENS = (8, 32, 64)
 THROUGHPUT_BATTLES = 256
 THROUGHPUT_TOKENS = 16
 CALLS = {True: 20, False: 3}
 """Calls per timed repeat: for one battle (latency) and for the batch (throughput)."""
+TRAIN_BATTLES = 1024
+TRAIN_SIDE = 16
+"""A training minibatch: battles of 1 to ``TRAIN_SIDE`` units a side, padded to
+``2 * TRAIN_SIDE`` tokens (WFM-1's largest side)."""
 
 
 def battle_tokens(n_battles: int, n_tokens: int, seed: int = 0
@@ -85,6 +94,43 @@ def seconds_per_call(policy: WFM1Policy, n_battles: int, n_tokens: int,
     return statistics.median(timings)
 
 
+def seconds_per_update(policy: WFM1Policy, n_groups: int, repeats: int) -> float:
+    """Median over ``repeats`` of one behaviour-cloning step on a training minibatch
+    (:data:`TRAIN_BATTLES`), its battles run in ``n_groups`` groups of similar size."""
+    tokens, _ = battle_tokens(TRAIN_BATTLES, 2 * TRAIN_SIDE, seed=1)
+    rng = np.random.default_rng(2)
+    slots = np.arange(TRAIN_SIDE)
+    blue, red = (slots >= rng.integers(1, TRAIN_SIDE + 1, size=(TRAIN_BATTLES, 1))
+                 for _ in range(2))
+    pad_mask = torch.from_numpy(np.concatenate([blue, red], axis=1))
+    own = torch.from_numpy(np.concatenate([~blue, np.zeros_like(red)], axis=1))
+    rows = {"tokens": tokens, "pad_mask": pad_mask}
+    targets = torch.zeros(TRAIN_BATTLES, 2 * TRAIN_SIDE, policy.order_width)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-4)
+
+    def forward(b):
+        mean, logits, value = policy.heads(b["tokens"], b["pad_mask"])
+        return (mean, logits), (value,)
+
+    def step() -> None:
+        (mean, logits), (value,) = in_length_groups(forward, rows, ("tokens", "pad_mask"),
+                                                    n_groups)
+        loss = own_order_error(mean, logits, targets, own) + value.pow(2).mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    policy.train()
+    step()  # warm-up
+    timings = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        timings.append(time.perf_counter() - start)
+    policy.eval()
+    return statistics.median(timings)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argument_parser(__doc__, __spec__.name)
     parser.add_argument("--repeats", type=int, default=7, help="timed repeats per row")
@@ -116,6 +162,16 @@ def main(argv: list[str] | None = None) -> None:
         own = n_tokens // 2
         print(f"| {n_battles} | {n_tokens} ({own} + {n_tokens - own}) | {seconds * 1e3:.2f} "
               f"| {n_battles / seconds:,.0f} | {n_battles * own / seconds:,.0f} |")
+    print()
+    print(f"| behaviour-cloning step, {TRAIN_BATTLES:,} battles of 1-{TRAIN_SIDE} units a side "
+          "| ms per step | battles/s |")
+    print("|---|---:|---:|")
+    whole = seconds_per_update(policy, 1, args.repeats)
+    grouped = seconds_per_update(policy, LENGTH_GROUPS, args.repeats)
+    for label, seconds in (("run whole (padded to its fullest battle)", whole),
+                           (f"in {LENGTH_GROUPS} groups of similar size", grouped)):
+        print(f"| {label} | {seconds * 1e3:,.0f} | {TRAIN_BATTLES / seconds:,.0f} |")
+    print(f"| ratio | {whole / grouped:.2f}x | |")
 
 
 if __name__ == "__main__":
