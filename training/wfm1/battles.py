@@ -28,6 +28,7 @@ step reports what ended.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,7 @@ from envs.sim.engine import check_formation_orders
 from envs.sim.validation import check_bool, short_repr
 from models.wfm1 import WFM1Policy
 from training.common.play import team_outcomes
+from training.wfm1.lookahead import Lookahead, PlanChoice, candidate_doctrine, copy_batch, search
 from training.wfm1.scenarios import WFMScenario
 
 F32 = np.float32
@@ -91,18 +93,23 @@ class ScenarioBattles:
         blue_plan: how Blue's teacher (the doctrine whose orders label each step and
             command Blue without orders) uses its arms; None: the doctrine's own plan, as
             Red's.
+        lookahead: Blue's teacher chooses, battle by battle, among candidate plans by
+            playing each ahead on a copy of the battles
+            (:class:`~training.wfm1.lookahead.Lookahead`); None: it plays ``blue_plan``.
 
     Raises:
         ValueError: for no scenario, fewer than one battle each, or ``reds`` of another
             length than ``scenarios``.
         TypeError: for a ``formation_orders`` that is not a bool, a Red that is
             neither None nor a WFM1Policy, or a ``blue_plan`` that is not an ArmsPlan.
+        ValueError: for both a ``blue_plan`` and a ``lookahead`` (its candidates are the
+            plans).
     """
 
     def __init__(self, scenarios: list[WFMScenario], battles_per_scenario: int,
                  max_steps: int, seed: int | None = 0, formation_orders: bool = False,
                  reds: Sequence[WFM1Policy | None] | None = None,
-                 blue_plan: ArmsPlan | None = None) -> None:
+                 blue_plan: ArmsPlan | None = None, lookahead: Lookahead | None = None) -> None:
         if not scenarios:
             raise ValueError("scenarios=[] is invalid: expected at least one WFMScenario")
         if not isinstance(battles_per_scenario, int) or battles_per_scenario < 1:
@@ -122,11 +129,30 @@ class ScenarioBattles:
         self.doctrines = [CombinedArmsDoctrine(b.config) for b in self.batches]
         """Red's doctrine in each scenario."""
         plan = check_arms_plan(blue_plan)
+        self.n_battles = n * len(self.scenarios)
         self.teachers = (self.doctrines if plan == ArmsPlan() else
                          [CombinedArmsDoctrine(b.config, plan=plan) for b in self.batches])
-        """Blue's teacher in each scenario: Red's doctrine, or the doctrine playing
-        ``blue_plan``."""
-        self.n_battles = n * len(self.scenarios)
+        """Blue's teacher in each scenario: Red's doctrine, the doctrine playing
+        ``blue_plan``, or the lookahead's choice (:class:`~training.wfm1.lookahead.
+        PlanChoice`)."""
+        self.lookahead = lookahead
+        if lookahead is not None:
+            if not isinstance(lookahead, Lookahead):
+                raise TypeError(f"lookahead={short_repr(lookahead)} is invalid: expected "
+                                "None or a Lookahead")
+            if blue_plan is not None:
+                raise ValueError("blue_plan and lookahead are both given: expected one (the "
+                                 "lookahead's candidates are Blue's plans)")
+            self._candidates = [[candidate_doctrine(name, b.config) for b in self.batches]
+                                for name in lookahead.plans]
+            self.choice = np.zeros(self.n_battles, np.intp)
+            """(B,) the candidate each battle's Blue teacher follows."""
+            self.choice_steps = np.zeros(len(lookahead.plans), np.int64)
+            """Battle steps each candidate was followed for, over this object's steps."""
+            self.teachers = [PlanChoice([c[k] for c in self._candidates],
+                                        self.choice[k * n:(k + 1) * n])
+                             for k in range(len(self.scenarios))]
+        self._steps = 0
         self.n_tokens = max(b.n_units for b in self.batches)
         self.cards = np.stack([np.repeat(s.card().to_tensor().numpy()[None], n, axis=0)
                                for s in self.scenarios]).reshape(self.n_battles, -1)
@@ -239,6 +265,11 @@ class ScenarioBattles:
         done = np.zeros(self.n_battles, bool)
         truncated = np.zeros(self.n_battles, bool)
         winner = np.full(self.n_battles, -1, np.int8)
+        if self.lookahead is not None:
+            if self._steps % self.lookahead.every == 0:
+                self.choice[:] = search(self, self._candidates, self.lookahead.horizon)[0]
+            self.choice_steps += np.bincount(self.choice, minlength=len(self.choice_steps))
+        self._steps += 1
         red_orders = self.red_orders() if any(red is not None for red in self.reds) else {}
         for k, (batch, doctrine) in enumerate(zip(self.batches, self.doctrines, strict=True)):
             rows = slice(k * self.per, (k + 1) * self.per)
@@ -270,6 +301,16 @@ class ScenarioBattles:
                 batch.next_episode(np.flatnonzero(over))
         self.view = None
         return BattlesStep(reward, done, truncated, winner, taught)
+
+
+    def copy(self, teachers: list) -> ScenarioBattles:
+        """A copy of the battles as they stand, to play ahead on (a lookahead's search):
+        Blue's teacher in each scenario ``teachers``, no view (its steps label nothing), no
+        lookahead of its own; Red's commanders are shared."""
+        twin = copy.copy(self)
+        twin.batches = [copy_batch(batch) for batch in self.batches]
+        twin.teachers, twin.view, twin.lookahead = teachers, None, None
+        return twin
 
 
 def put_token_orders(orders: np.ndarray, formations: np.ndarray, index: tuple,

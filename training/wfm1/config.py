@@ -33,8 +33,10 @@ from training.common.settings import (
     path,
     positive_int,
     setting,
+    text_list,
     unit_interval,
 )
+from training.wfm1.lookahead import Lookahead
 from training.wfm1.scenarios import MAX_SIDE
 
 TOKEN_SAMPLE_BYTES = 4 * (ENTITY_TOKEN_DIM + 7) + 2
@@ -44,6 +46,18 @@ formation-ordering policy's action and the teacher's label each hold one float32
 ECHELON_TOKEN_BYTES = 4 * ENTITY_TOKEN_DIM + 1
 """Memory of one brigade or division token of a rollout step (``model.echelon_tokens``):
 its float32 features and its padding mask."""
+
+
+def lookahead_plans(name: str, value: Any) -> list[str]:
+    """The lookahead teacher's candidates (:class:`~training.wfm1.lookahead.Lookahead`'s
+    ``plans``), or [] for none."""
+    plans = text_list(name, value)
+    if plans:
+        try:
+            Lookahead(tuple(plans))
+        except ValueError as error:
+            raise ValueError(f"{name}={plans!r} is invalid: {error}") from None
+    return plans
 
 
 @dataclass
@@ -107,6 +121,21 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
         "scenario against scripted L5; line: the one found best against the doctrine on "
         "these training battles. A plan other than standard needs model.formation_orders.",
         arms_plan, "training.warm_start_arms_plan")
+    warm_start_lookahead: list[str] = setting(
+        [], "Candidates among which Blue's teacher chooses battle by battle, every "
+        "warm_start_lookahead_every steps, by playing each warm_start_lookahead_horizon "
+        "steps ahead on a copy of the battles (training.wfm1.lookahead): names of ARMS_PLANS, "
+        "each perhaps with an attack rule after a + (line+power). The warm start's "
+        "demonstrations, DAgger's and teacher_coef's labels are then its orders (while "
+        "teacher_coef weighs them: the search costs candidates * horizon / every steps a "
+        "step). []: the teacher plays warm_start_arms_plan. Needs model.formation_orders "
+        "and warm_start_arms_plan standard.", lookahead_plans, "training.warm_start_lookahead")
+    warm_start_lookahead_every: int = setting(
+        25, "Battle steps between two searches of the lookahead teacher.", positive_int,
+        "training.warm_start_lookahead_every")
+    warm_start_lookahead_horizon: int = setting(
+        75, "Battle steps the lookahead teacher plays each candidate ahead.", positive_int,
+        "training.warm_start_lookahead_horizon")
     warm_start_std: float = setting(
         0.2, "Standard deviation of every action after the warm start (the imitation fits the "
         "means only; a narrow start keeps PPO's rollouts close to the imitated play).",
@@ -195,6 +224,15 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
                              "invalid without model.formation_orders=true: a plan's formations "
                              "are part of what it teaches, and only a formation head carries "
                              "them beyond training (or keep the plan standard)")
+        if self.warm_start_lookahead:
+            if not self.formation_orders:
+                raise ValueError("training.warm_start_lookahead is invalid without "
+                                 "model.formation_orders=true: the candidates' formations are "
+                                 "part of what the teacher teaches")
+            if self.warm_start_arms_plan != "standard":
+                raise ValueError("training.warm_start_lookahead and training.warm_start_arms_"
+                                 f"plan={self.warm_start_arms_plan!r} are both set: expected "
+                                 "one (the lookahead's candidates are Blue's plans)")
         if self.d_model % self.n_heads:
             raise ValueError(f"model.d_model={self.d_model} is invalid: expected a multiple "
                              f"of model.n_heads={self.n_heads}")

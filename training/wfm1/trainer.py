@@ -103,6 +103,7 @@ from training.wfm1.checkpoints import (
     save_checkpoint,
 )
 from training.wfm1.config import WFM1TrainConfig
+from training.wfm1.lookahead import Lookahead
 from training.wfm1.minibatches import Outputs, in_length_groups
 from training.wfm1.pool import WFM1OpponentPool
 from training.wfm1.scenarios import sample_training_scenario
@@ -208,6 +209,8 @@ class WFM1Trainer:
         self.best_validation = -1.0
         """The best validation win rate so far (-1: none measured)."""
         self.final_checkpoint: Path | None = None
+        self.warm_starting = False
+        """Whether the warm start is running (its battles' teacher is learned from)."""
         clean_stale_temporaries(config.checkpoint_dir)
         if resume is not None:
             self._restore(Path(resume))
@@ -224,6 +227,21 @@ class WFM1Trainer:
         steps = min(config.warm_start_steps, budget)
         if steps <= 0:
             return 0
+        self.warm_starting = True
+        try:
+            used = self._imitate(budget, steps)
+        finally:
+            self.warm_starting = False
+        with torch.no_grad():
+            self.policy.log_std.fill_(math.log(config.warm_start_std))
+        self.total_steps += used
+        self.battles = None  # PPO starts on new scenarios
+        self.save(Path(config.checkpoint_dir) / WARM_START)
+        return used
+
+    def _imitate(self, budget: int, steps: int) -> int:
+        """The warm start's imitation and DAgger rounds; returns the steps played."""
+        config = self.config
         brigade_size = self.policy.brigade_size if self.policy.echelon_tokens else None
         demonstrations, used = collect_demonstrations(
             self.draw_battles, steps, config.gamma, self.n_steps * config.resample_every,
@@ -239,11 +257,6 @@ class WFM1Trainer:
             demonstrations = join_demonstrations([demonstrations, own])
             used += played
             self._fit(demonstrations)
-        with torch.no_grad():
-            self.policy.log_std.fill_(math.log(config.warm_start_std))
-        self.total_steps += used
-        self.battles = None  # PPO starts on new scenarios
-        self.save(Path(config.checkpoint_dir) / WARM_START)
         return used
 
     def _fit(self, demonstrations) -> None:
@@ -262,10 +275,20 @@ class WFM1Trainer:
             for _ in range(config.scenarios_per_rollout)]
         seed = int(self.rng.integers(0, 2**31))
         reds = None if self.pool is None else self.deal_reds(len(scenarios))
+        # The lookahead teacher searches while its orders are learned from: in the warm
+        # start, and while teacher_coef weighs them.
+        lookahead = None
+        if config.warm_start_lookahead and (self.warm_starting or linear_decay(
+                config.teacher_coef, self.updates * self.rollout_steps,
+                config.teacher_decay_steps) > 0):
+            lookahead = Lookahead(tuple(config.warm_start_lookahead),
+                                  config.warm_start_lookahead_every,
+                                  config.warm_start_lookahead_horizon)
         self.battles = ScenarioBattles(scenarios, config.battles_per_scenario, config.max_steps,
                                        seed=seed, formation_orders=self.policy.formation_orders,
-                                       reds=reds,
-                                       blue_plan=ARMS_PLANS[config.warm_start_arms_plan])
+                                       reds=reds, lookahead=lookahead,
+                                       blue_plan=None if lookahead else
+                                       ARMS_PLANS[config.warm_start_arms_plan])
         return self.battles
 
     def deal_reds(self, n_scenarios: int) -> list[WFM1Policy | None]:

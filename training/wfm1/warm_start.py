@@ -79,7 +79,7 @@ def collect_demonstrations(draw_battles, n_steps: int, gamma: float,
     Returns:
         The demonstrations and the battle steps played.
     """
-    parts, used = [], 0
+    parts, used, followed = [], 0, {}
     while used < n_steps:
         battles: ScenarioBattles = draw_battles()
         keys = ("tokens", "pad_mask", "own_mask", "actions", "rewards", "dones")
@@ -99,6 +99,9 @@ def collect_demonstrations(draw_battles, n_steps: int, gamma: float,
                                ("rewards", result.reward), ("dones", result.done)):
                 record[key].append(value)
             used += battles.n_battles
+        if battles.lookahead is not None:
+            for name, count in zip(battles.lookahead.plans, battles.choice_steps, strict=True):
+                followed[name] = followed.get(name, 0) + int(count)
         returns, known = discounted_returns(np.array(record["rewards"]),
                                             np.array(record["dones"]), gamma)
         cards = np.broadcast_to(battles.cards, known.shape + battles.cards.shape[1:])
@@ -106,6 +109,10 @@ def collect_demonstrations(draw_battles, n_steps: int, gamma: float,
             "tokens", "pad_mask", "own_mask")), cards[known],
             np.array(record["actions"])[known], returns[known],
             {k: np.array(record[k])[known] for k in ECHELON_KEYS if k in record}))
+    if followed:
+        total = max(sum(followed.values()), 1)
+        logger.info("WFM-1 lookahead teacher followed %s", ", ".join(
+            f"{name} {count / total:.0%}" for name, count in followed.items()))
     return join_demonstrations(parts), used
 
 
