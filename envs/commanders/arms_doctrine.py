@@ -20,14 +20,17 @@ quality of a side's units still in the fight):
   :data:`HIGH_GROUND_ATTACK_RATIO` times stronger (a commander does not give up a ridge
   to attack an enemy no stronger than himself), so both sides may hold;
 * ``"high_ground_forced"`` (the default, :data:`DEFAULT_ATTACK_RULE`): ``"high_ground"``,
-  and when neither side would attack the stronger one does.
+  and when neither side would attack the stronger one does;
+* ``"always"`` and ``"never"``: a side attacks whatever the odds, or holds whatever they
+  are (a lookahead teacher's candidates, :mod:`training.wfm1.lookahead`, choose between
+  them by playing each ahead).
 
 A side that does not attack **defends**: it holds its ground, facing the enemy, and
 fights whoever comes within reach (:data:`DEFEND_REACH`). The doctrine reads the
 battle's state (nothing hidden from it is used beyond what both sides could see on the
 field) and is the same for both sides.
 
-The three rules were written in that order and the default was kept for its winner
+The first three rules were written in that order and the default was kept for its winner
 match on the historical battles; :mod:`benchmarks.historical` now chooses among them on
 its training split of those battles only, and scores the choice on the others.
 
@@ -75,7 +78,7 @@ HIGH_GROUND_ATTACK_RATIO = 1.5
 """A side on the higher ground gives it up to attack only when this much stronger."""
 DEFEND_REACH = 250.0
 """A defending unit moves to fight an enemy only within this distance."""
-ATTACK_RULES = ("power", "high_ground", "high_ground_forced")
+ATTACK_RULES = ("power", "high_ground", "high_ground_forced", "always", "never")
 """The rules a doctrine may follow for who attacks (module docstring)."""
 DEFAULT_ATTACK_RULE = "high_ground_forced"
 """The rule a doctrine follows unless told otherwise."""
@@ -193,6 +196,8 @@ def attacking_sides(state: BattleState, elevation: np.ndarray,
     if rule not in ATTACK_RULES:
         raise ValueError(f"attack rule {rule!r} is invalid: expected one of "
                          f"{', '.join(ATTACK_RULES)}")
+    if rule in ("always", "never"):
+        return np.full((len(state.active), 2), rule == "always")
     active = state.active
     power = state.strength * state.quality[None] * active
     sides = np.stack([power[:, state.team == t].sum(axis=1) for t in (0, 1)], axis=1)

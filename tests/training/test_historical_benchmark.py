@@ -541,3 +541,13 @@ def test_a_fitted_effectiveness_plays_the_training_battles_at_each_value_and_kee
     assert dataclasses.astuple(score_entries(summary.entries[:5])) == pytest.approx(
         dataclasses.astuple(fit.trials["British"][chosen]))
     assert "| British | 5 |" in render_markdown(summary)
+
+
+def test_the_always_and_never_rules_ignore_the_odds():
+    from envs.commanders.arms_doctrine import attacking_sides
+
+    from types import SimpleNamespace
+
+    state = SimpleNamespace(active=np.ones((3, 4), bool))
+    assert attacking_sides(state, None, "always").tolist() == [[True, True]] * 3
+    assert attacking_sides(state, None, "never").tolist() == [[False, False]] * 3
