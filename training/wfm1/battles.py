@@ -13,7 +13,8 @@ with a formation channel (``WFM1Policy(formation_orders=True)``), replaces the d
 order for that unit (-1 keeps the formation). Blue's teacher, whose orders label each
 step and command Blue when no orders are given, is the combined-arms doctrine playing an
 :class:`~envs.commanders.arms_doctrine.ArmsPlan` (``blue_plan``; the doctrine's own by
-default). Red is the combined-arms doctrine
+default), or choosing among several battle by battle by playing each ahead on a copy of
+the battles (``lookahead``, :mod:`training.wfm1.lookahead`). Red is the combined-arms doctrine
 (:class:`~envs.commanders.arms_doctrine.CombinedArmsDoctrine`), or, scenario by scenario
 (``reds``), a frozen generalist (self-play): it reads Red's own tokens (Red's frame,
 mirrored) and Red's scenario card (``WFMScenario.card(RED)``: the counts swapped) and

@@ -3,7 +3,8 @@
 A policy that starts at random against the doctrine loses nearly every battle, so the
 reward for winning is rarely seen. The warm start plays ``n_steps`` battle steps of
 training scenarios with the doctrine commanding Red and Blue's teacher (the doctrine,
-or the doctrine playing the run's ``warm_start_arms_plan``) commanding Blue, records
+the doctrine playing the run's ``warm_start_arms_plan``, or the lookahead teacher of its
+``warm_start_lookahead``, :mod:`training.wfm1.lookahead`) commanding Blue, records
 Blue's tokens and the teacher's order for each of its units
 (:attr:`BattlesStep.doctrine_actions`), and fits the policy to them: each own token's
 action mean to its order, and the value to the discounted return of its battle (steps
