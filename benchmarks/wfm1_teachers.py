@@ -1,6 +1,7 @@
 """Which teacher for the generalist? The combined-arms doctrine playing each named plan
-(:data:`~envs.commanders.arms_doctrine.ARMS_PLANS`) commands Blue against the doctrine
-playing its own, on WFM-1's battles.
+(:data:`~envs.commanders.arms_doctrine.ARMS_PLANS`), and with ``--lookahead`` the
+lookahead teacher choosing among candidates (:mod:`training.wfm1.lookahead`), commands
+Blue against the doctrine playing its own, on WFM-1's battles.
 
 Two kinds of battles:
 
@@ -14,6 +15,7 @@ Two kinds of battles:
 Usage::
 
     python -m benchmarks.wfm1_teachers [--scenarios 24] [--battles 16] [--held-out 50]
+        [--lookahead line line+always line+never standard [--every 25] [--horizon 75]]
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from benchmarks.wfm1 import EVAL_SEED
 from envs.commanders.arms_doctrine import ARMS_PLANS, ArmsPlan
 from training.common.play import share
 from training.wfm1.battles import ScenarioBattles, play_out
+from training.wfm1.lookahead import Lookahead
 from training.wfm1.scenarios import HELD_OUT_SCENARIOS, WFMScenario, sample_training_scenario
 
 SPLITS = (5, 6)
@@ -50,13 +53,14 @@ def even_scenarios(seed: int, n: int) -> list[WFMScenario]:
     return scenarios
 
 
-def play_teacher(plan: ArmsPlan, scenarios: list[WFMScenario], n_battles: int,
-                 seed: int) -> np.ndarray:
-    """(n_scenarios * n_battles,) outcomes (1 won, 0 drawn, -1 lost) of the doctrine
-    playing ``plan`` for Blue against the doctrine, battle ``i`` of scenario ``k`` seeded
-    ``seed + k * n_battles + i``."""
+def play_teacher(teacher: ArmsPlan | Lookahead, scenarios: list[WFMScenario],
+                 n_battles: int, seed: int) -> np.ndarray:
+    """(n_scenarios * n_battles,) outcomes (1 won, 0 drawn, -1 lost) of Blue's
+    ``teacher`` (the doctrine playing a plan, or a lookahead) against the doctrine,
+    battle ``i`` of scenario ``k`` seeded ``seed + k * n_battles + i``."""
+    kind = "lookahead" if isinstance(teacher, Lookahead) else "blue_plan"
     return play_out(ScenarioBattles(scenarios, n_battles, MAX_STEPS, seed=seed,
-                                    blue_plan=plan), None)
+                                    **{kind: teacher}), None)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -67,7 +71,22 @@ def main(argv: list[str] | None = None) -> None:
                         help="battles of each of them (>= 1)")
     parser.add_argument("--held-out", type=int, default=50,
                         help="battles of each held-out scenario (0: none)")
+    parser.add_argument("--lookahead", nargs="+", default=None, metavar="CANDIDATE",
+                        help="add the lookahead teacher choosing among these candidates "
+                             "(plans, perhaps with +RULE)")
+    parser.add_argument("--every", type=int, default=25,
+                        help="the lookahead's steps between searches")
+    parser.add_argument("--horizon", type=int, default=75,
+                        help="the lookahead's steps played ahead")
     args = parser.parse_args(argv)
+    teachers: dict[str, ArmsPlan | Lookahead] = dict(ARMS_PLANS)
+    if args.lookahead is not None:
+        try:
+            lookahead = Lookahead(tuple(args.lookahead), args.every, args.horizon)
+        except ValueError as error:
+            parser.error(f"--lookahead/--every/--horizon: {error}")
+        teachers[f"lookahead ({', '.join(lookahead.plans)}; every {lookahead.every}, "
+                 f"horizon {lookahead.horizon})"] = lookahead
     for name in ("scenarios", "battles"):
         if getattr(args, name) < 1:
             parser.error(f"--{name}={getattr(args, name)} is invalid: expected at least 1")
@@ -80,15 +99,15 @@ def main(argv: list[str] | None = None) -> None:
     print(f"## Teachers against the combined-arms doctrine on WFM-1's battles (won/drawn/lost %; "
           f"{args.scenarios} x {args.battles} even battles a split, {args.held_out} a "
           "held-out scenario)\n")
-    print("| Blue's plan | " + " | ".join(columns) + " |")
+    print("| Blue's teacher | " + " | ".join(columns) + " |")
     print("|---|" + "---|" * len(columns))
-    for name, plan in ARMS_PLANS.items():
-        cells = [share(play_teacher(plan, scenarios, args.battles, seed * 100_000))
+    for name, teacher in teachers.items():
+        cells = [share(play_teacher(teacher, scenarios, args.battles, seed * 100_000))
                  for seed, scenarios in splits.items()]
         if args.held_out:
             # Every scenario plays as many battles: the pooled shares are the means of 20.
             cells.append(share(np.concatenate([
-                play_teacher(plan, [scenario], args.held_out, EVAL_SEED)
+                play_teacher(teacher, [scenario], args.held_out, EVAL_SEED)
                 for scenario in HELD_OUT_SCENARIOS])))
         print(f"| {name} | " + " | ".join(cells) + " |")
     print(f"\nwall time: {time.perf_counter() - start:.0f} s")

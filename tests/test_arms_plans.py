@@ -151,9 +151,14 @@ def test_the_teachers_benchmark_prints_every_plan_on_wfm1s_battles(monkeypatch, 
     assert all(min(s.n_blue, s.n_red) >= 4 and 0.67 <= s.n_red / s.n_blue <= 1.5
                for s in wfm1_teachers.even_scenarios(5, 6))
     monkeypatch.setattr(wfm1_teachers, "HELD_OUT_SCENARIOS", wfm1_teachers.HELD_OUT_SCENARIOS[:2])
-    wfm1_teachers.main(["--scenarios", "1", "--battles", "2", "--held-out", "1"])
+    wfm1_teachers.main(["--scenarios", "1", "--battles", "2", "--held-out", "1",
+                        "--lookahead", "line", "standard+never", "--horizon", "5"])
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][1:]
-    assert [row.split(" | ")[0] for row in rows] == ["| standard", "| searched", "| line"]
+    assert [row.split(" | ")[0] for row in rows] == [
+        "| standard", "| searched", "| line",
+        "| lookahead (line, standard+never; every 25, horizon 5)"]
     assert all(row.count("/") == 6 for row in rows)  # won/drawn/lost on two splits, held out
     with pytest.raises(SystemExit):
         wfm1_teachers.main(["--battles", "0"])
+    with pytest.raises(SystemExit):
+        wfm1_teachers.main(["--lookahead", "line"])  # one candidate: nothing to choose
