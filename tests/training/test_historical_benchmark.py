@@ -544,9 +544,9 @@ def test_a_fitted_effectiveness_plays_the_training_battles_at_each_value_and_kee
 
 
 def test_the_always_and_never_rules_ignore_the_odds():
-    from envs.commanders.arms_doctrine import attacking_sides
-
     from types import SimpleNamespace
+
+    from envs.commanders.arms_doctrine import attacking_sides
 
     state = SimpleNamespace(active=np.ones((3, 4), bool))
     assert attacking_sides(state, None, "always").tolist() == [[True, True]] * 3
