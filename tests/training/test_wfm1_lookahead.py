@@ -8,7 +8,7 @@ import pytest
 
 from envs.commanders.arms_doctrine import LINE_PLAN
 from training.wfm1.battles import ScenarioBattles
-from training.wfm1.lookahead import Lookahead, candidate, search
+from training.wfm1.lookahead import Lookahead, candidate
 from training.wfm1.scenarios import WFMScenario
 
 SCENARIOS = [WFMScenario("small", "procedural", "clear", 3, 3, 77),
@@ -56,7 +56,7 @@ def test_the_search_plays_on_copies_and_leaves_the_battles_as_they_were():
     rollout(untouched, 10)
     lookahead = ScenarioBattles(SCENARIOS, 3, 60, seed=5,
                                 lookahead=Lookahead(("standard", "line+power"), horizon=30))
-    choice, scores = search(battles, lookahead._candidates, 30)
+    choice, scores = battles.look_ahead(lookahead._candidates, 30)
     assert scores.shape == (2, 6) and np.array_equal(choice, np.argmax(scores, axis=0))
     np.testing.assert_array_equal(rollout(battles, 30), rollout(untouched, 30))
 
@@ -65,7 +65,7 @@ def test_each_battle_follows_the_candidate_that_scored_most():
     look = Lookahead(("standard", "line", "line+power"), every=10, horizon=20)
     battles = ScenarioBattles(SCENARIOS, 3, 60, seed=9, formation_orders=True, lookahead=look)
     rollout(battles, 10)  # a search at step 0; the next comes with the next step
-    expected, scores = search(battles, battles._candidates, 20)
+    expected, scores = battles.look_ahead(battles._candidates, 20)
     assert np.ptp(scores, axis=0).max() > 0  # the candidates do differ here
     view = battles.observe()
     labels = battles.step(None).doctrine_actions

@@ -47,7 +47,7 @@ from envs.sim.engine import check_formation_orders
 from envs.sim.validation import check_bool, short_repr
 from models.wfm1 import WFM1Policy
 from training.common.play import team_outcomes
-from training.wfm1.lookahead import Lookahead, PlanChoice, candidate_doctrine, copy_batch, search
+from training.wfm1.lookahead import Lookahead, PlanChoice, candidate_doctrine
 from training.wfm1.scenarios import WFMScenario
 
 F32 = np.float32
@@ -131,13 +131,14 @@ class ScenarioBattles:
         """Red's doctrine in each scenario."""
         plan = check_arms_plan(blue_plan)
         self.n_battles = n * len(self.scenarios)
-        self.teachers = (self.doctrines if plan == ArmsPlan() else
-                         [CombinedArmsDoctrine(b.config, plan=plan) for b in self.batches])
-        """Blue's teacher in each scenario: Red's doctrine, the doctrine playing
-        ``blue_plan``, or the lookahead's choice (:class:`~training.wfm1.lookahead.
-        PlanChoice`)."""
         self.lookahead = lookahead
-        if lookahead is not None:
+        if lookahead is None:
+            self.teachers = (self.doctrines if plan == ArmsPlan() else
+                             [CombinedArmsDoctrine(b.config, plan=plan) for b in self.batches])
+            """Blue's teacher in each scenario: Red's doctrine, the doctrine playing
+            ``blue_plan``, or the lookahead's choice (:class:`~training.wfm1.lookahead.
+            PlanChoice`)."""
+        else:
             if not isinstance(lookahead, Lookahead):
                 raise TypeError(f"lookahead={short_repr(lookahead)} is invalid: expected "
                                 "None or a Lookahead")
@@ -268,7 +269,7 @@ class ScenarioBattles:
         winner = np.full(self.n_battles, -1, np.int8)
         if self.lookahead is not None:
             if self._steps % self.lookahead.every == 0:
-                self.choice[:] = search(self, self._candidates, self.lookahead.horizon)[0]
+                self.choice[:] = self.look_ahead(self._candidates, self.lookahead.horizon)[0]
             self.choice_steps += np.bincount(self.choice, minlength=len(self.choice_steps))
         self._steps += 1
         red_orders = self.red_orders() if any(red is not None for red in self.reds) else {}
@@ -303,13 +304,45 @@ class ScenarioBattles:
         self.view = None
         return BattlesStep(reward, done, truncated, winner, taught)
 
+    def look_ahead(self, candidates: list[list], horizon: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each candidate teacher played ``horizon`` steps ahead on a copy of the battles
+        (the lookahead's search, :mod:`training.wfm1.lookahead`); the battles are not
+        changed.
+
+        Parameters:
+            candidates: per candidate, Blue's teacher in each scenario.
+            horizon: steps played ahead.
+
+        Returns:
+            ``(choice, scores)``: (B,) the best candidate of each battle (the first of
+            equals) and (candidates, B) each one's Blue reward summed over the steps, or
+            until the battle ended.
+        """
+        scores = np.zeros((len(candidates), self.n_battles))
+        for k, teachers in enumerate(candidates):
+            twin = self.copy(teachers)
+            alive = np.ones(self.n_battles, bool)
+            for _ in range(horizon):
+                result = twin.step(None)
+                scores[k] += alive * result.reward
+                alive &= ~result.done
+                if not alive.any():
+                    break
+        return np.argmax(scores, axis=0), scores
 
     def copy(self, teachers: list) -> ScenarioBattles:
-        """A copy of the battles as they stand, to play ahead on (a lookahead's search):
-        Blue's teacher in each scenario ``teachers``, no view (its steps label nothing), no
-        lookahead of its own; Red's commanders are shared."""
+        """A copy of the battles as they stand, to play ahead on: Blue's teacher in each
+        scenario ``teachers``, no view (its steps label nothing), no lookahead of its own;
+        Red's commanders are shared, the batches' step observers (a replay recorder) are
+        left behind."""
         twin = copy.copy(self)
-        twin.batches = [copy_batch(batch) for batch in self.batches]
+        twin.batches = []
+        for batch in self.batches:
+            observers, batch.step_observers = batch.step_observers, []
+            try:
+                twin.batches.append(copy.deepcopy(batch))
+            finally:
+                batch.step_observers = observers
         twin.teachers, twin.view, twin.lookahead = teachers, None, None
         return twin
 

@@ -5,8 +5,11 @@ candidate plans (:attr:`Lookahead.plans`: the doctrine playing an
 :class:`~envs.commanders.arms_doctrine.ArmsPlan` under an attack rule) for
 :attr:`Lookahead.horizon` steps on a copy of the battles, Red commanded as it is, and
 then follows in that battle the plan whose Blue reward, summed over those steps (or until
-the battle ended), was the highest. The doctrine commanding Red is deterministic, so the
-copy foresees it exactly; against a frozen policy it foresees that policy's means.
+the battle ended), was the highest. This module holds the search's settings and the
+teacher that follows its choice; the battles play the copies
+(:meth:`training.wfm1.battles.ScenarioBattles.look_ahead`). The doctrine commanding Red
+is deterministic, so the copy foresees it exactly; against a frozen policy it foresees
+that policy's means.
 
 It is a teacher for training only (the copies cost ``len(plans) * horizon / every``
 steps a step): the generalist imitates its orders, and learns on its own tokens when
@@ -16,17 +19,12 @@ student is expert iteration's idea (Anthony, Tian and Barber, 2017).
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from envs.commanders.arms_doctrine import ARMS_PLANS, ATTACK_RULES, CombinedArmsDoctrine
 from envs.sim.validation import check_int
-
-if TYPE_CHECKING:
-    from training.wfm1.battles import ScenarioBattles
 
 CANDIDATE_SEPARATOR = "+"
 """Between a candidate's plan and its attack rule: ``"line+power"``."""
@@ -120,41 +118,5 @@ class PlanChoice:
         return orders, formations
 
 
-def search(battles: ScenarioBattles, doctrines: list[list[CombinedArmsDoctrine]],
-           horizon: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each candidate played ``horizon`` steps ahead on a copy of ``battles``.
-
-    Parameters:
-        battles: the battles as they stand (not changed).
-        doctrines: per candidate, its doctrine in each scenario.
-        horizon: steps played ahead.
-
-    Returns:
-        ``(choice, scores)``: (B,) the best candidate of each battle (the first of equals)
-        and (candidates, B) each one's summed Blue reward.
-    """
-    scores = np.zeros((len(doctrines), battles.n_battles))
-    for k, teachers in enumerate(doctrines):
-        twin = battles.copy(teachers)
-        alive = np.ones(battles.n_battles, bool)
-        for _ in range(horizon):
-            result = twin.step(None)
-            scores[k] += alive * result.reward
-            alive &= ~result.done
-            if not alive.any():
-                break
-    return np.argmax(scores, axis=0), scores
-
-
-def copy_batch(batch):
-    """A copy of a battle batch to play ahead on: its state, reports and episode chains
-    copied, its step observers (a replay recorder) left behind."""
-    observers, batch.step_observers = batch.step_observers, []
-    try:
-        return copy.deepcopy(batch)
-    finally:
-        batch.step_observers = observers
-
-
 __all__ = ["CANDIDATE_SEPARATOR", "Lookahead", "PlanChoice", "candidate",
-           "candidate_doctrine", "copy_batch", "search"]
+           "candidate_doctrine"]

@@ -170,15 +170,14 @@ def clone(policy: WFM1Policy, demonstrations: Demonstrations, *, epochs: int,
                      for key, value in demonstrations.echelons.items()})
     value_scale = max(1.0, float(data["returns"].var()))
 
+    def forward(rows: dict[str, torch.Tensor]) -> Outputs:
+        mean, logits, value = policy.heads(
+            rows["tokens"], rows["pad_mask"], card_vec=rows["cards"],
+            **policy.echelon_inputs(echelon_rows(rows, policy.brigade_size)))
+        return (mean, logits), (value,)
+
     def batch_losses(index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         b = {key: value[index] for key, value in data.items()}
-
-        def forward(rows: dict[str, torch.Tensor]) -> Outputs:
-            mean, logits, value = policy.heads(
-                rows["tokens"], rows["pad_mask"], card_vec=rows["cards"],
-                **policy.echelon_inputs(echelon_rows(rows, policy.brigade_size)))
-            return (mean, logits), (value,)
-
         (mean, logits), (value,) = in_length_groups(
             forward, {key: b[key] for key in ("tokens", "pad_mask", "cards", *ECHELON_KEYS)
                       if key in b}, ("tokens", "pad_mask"))
