@@ -92,18 +92,15 @@ def test_a_killed_worker_is_replaced_and_nothing_is_lost_or_counted_twice(ray_cl
     n = 48
     with DistributedRolloutRunner(2, LONG) as runner:
         reference = runner.collect_rollouts(n, 7)
-        started = time.monotonic()
-        runner.collect_rollouts(n, 7)
-        # Kill worker 0 a quarter of the way through the same collection once more: at
-        # work, well before it is done (the compiled step makes a collection short).
-        into = (time.monotonic() - started) / 4
         killed = []
 
+        # Kill worker 0 as soon as it holds a job of the same collection once more. Waiting
+        # a share of an earlier collection's time first made the test race the clock: on a
+        # loaded machine the collection sometimes ended before the kill.
         def kill_worker_0() -> None:
             deadline = time.monotonic() + 60
             while 0 not in runner.group.in_flight and time.monotonic() < deadline:
-                time.sleep(0.001)
-            time.sleep(into)
+                time.sleep(0.0005)
             if 0 in runner.group.in_flight:
                 killed.append(runner.group.actors[0])
                 ray.kill(runner.group.actors[0])
