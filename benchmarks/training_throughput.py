@@ -129,8 +129,8 @@ def update_arithmetic(update, rollout_steps: int, rate: float) -> tuple[float, f
 
 def arithmetic_table(duel_model, team_config: MAPPOConfig) -> None:
     """Print :func:`update_arithmetic` of the duel's update and MAPPO's."""
-    rate = gemm_rate()
-    team = MAPPOTrainer(team_config)
+    team = MAPPOTrainer(team_config)  # sets the torch threads its update runs on
+    rate = gemm_rate()  # ... which the matrix products are then timed on
     rollout = team.collect_rollout()
     rows = {"duel PPO update (GuidedPPO.train)":
             (duel_model.train, duel_model.n_steps * duel_model.n_envs),
