@@ -1,5 +1,6 @@
 """Which teacher for the generalist? The combined-arms doctrine playing each named plan
-(:data:`~envs.commanders.arms_doctrine.ARMS_PLANS`), and with ``--lookahead`` the
+(:data:`~envs.commanders.arms_doctrine.ARMS_PLANS`; with ``--teachers``, the plans named,
+each perhaps under an attack rule: ``line+always``), and with ``--lookahead`` the
 lookahead teacher choosing among candidates (:mod:`training.wfm1.lookahead`), commands
 Blue against the doctrine playing its own, on WFM-1's battles.
 
@@ -15,6 +16,7 @@ Two kinds of battles:
 Usage::
 
     python -m benchmarks.wfm1_teachers [--scenarios 24] [--battles 16] [--held-out 50]
+        [--teachers standard searched line line+always]
         [--lookahead line line+always line+never standard [--every 25] [--horizon 75]]
 """
 
@@ -29,7 +31,7 @@ from benchmarks.wfm1 import EVAL_SEED
 from envs.commanders.arms_doctrine import ARMS_PLANS, ArmsPlan
 from training.common.play import share
 from training.wfm1.battles import ScenarioBattles, play_out
-from training.wfm1.lookahead import Lookahead
+from training.wfm1.lookahead import Lookahead, candidate
 from training.wfm1.scenarios import HELD_OUT_SCENARIOS, WFMScenario, sample_training_scenario
 
 SPLITS = (5, 6)
@@ -53,10 +55,11 @@ def even_scenarios(seed: int, n: int) -> list[WFMScenario]:
     return scenarios
 
 
-def play_teacher(teacher: ArmsPlan | Lookahead, scenarios: list[WFMScenario],
+def play_teacher(teacher: ArmsPlan | str | Lookahead, scenarios: list[WFMScenario],
                  n_battles: int, seed: int) -> np.ndarray:
     """(n_scenarios * n_battles,) outcomes (1 won, 0 drawn, -1 lost) of Blue's
-    ``teacher`` (the doctrine playing a plan, or a lookahead) against the doctrine,
+    ``teacher`` (the doctrine playing a plan, or a candidate's name, or a lookahead)
+    against the doctrine,
     battle ``i`` of scenario ``k`` seeded ``seed + k * n_battles + i``."""
     kind = "lookahead" if isinstance(teacher, Lookahead) else "blue_plan"
     return play_out(ScenarioBattles(scenarios, n_battles, MAX_STEPS, seed=seed,
@@ -71,6 +74,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="battles of each of them (>= 1)")
     parser.add_argument("--held-out", type=int, default=50,
                         help="battles of each held-out scenario (0: none)")
+    parser.add_argument("--teachers", nargs="+", default=list(ARMS_PLANS), metavar="TEACHER",
+                        help="the plans that command Blue, each perhaps with +RULE "
+                             "(default: every plan of ARMS_PLANS)")
     parser.add_argument("--lookahead", nargs="+", default=None, metavar="CANDIDATE",
                         help="add the lookahead teacher choosing among these candidates "
                              "(plans, perhaps with +RULE)")
@@ -79,7 +85,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--horizon", type=int, default=75,
                         help="the lookahead's steps played ahead")
     args = parser.parse_args(argv)
-    teachers: dict[str, ArmsPlan | Lookahead] = dict(ARMS_PLANS)
+    for name in args.teachers:
+        try:
+            candidate(name)
+        except ValueError as error:
+            parser.error(f"--teachers: {error}")
+    teachers: dict[str, str | Lookahead] = {name: name for name in args.teachers}
     if args.lookahead is not None:
         try:
             lookahead = Lookahead(tuple(args.lookahead), args.every, args.horizon)

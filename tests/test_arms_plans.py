@@ -158,7 +158,12 @@ def test_the_teachers_benchmark_prints_every_plan_on_wfm1s_battles(monkeypatch, 
         "| standard", "| searched", "| line",
         "| lookahead (line, standard+never; every 25, horizon 5)"]
     assert all(row.count("/") == 6 for row in rows)  # won/drawn/lost on two splits, held out
-    with pytest.raises(SystemExit):
-        wfm1_teachers.main(["--battles", "0"])
-    with pytest.raises(SystemExit):
-        wfm1_teachers.main(["--lookahead", "line"])  # one candidate: nothing to choose
+    wfm1_teachers.main(["--scenarios", "1", "--battles", "2", "--held-out", "0",
+                        "--teachers", "line", "line+always"])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][1:]
+    assert [row.split(" | ")[0] for row in rows] == ["| line", "| line+always"]
+    assert all(row.count("/") == 4 for row in rows)  # two splits, no held-out column
+    for wrong in (["--battles", "0"], ["--lookahead", "line"],  # one candidate: no choice
+                  ["--teachers", "line+bold"]):
+        with pytest.raises(SystemExit):
+            wfm1_teachers.main(wrong)

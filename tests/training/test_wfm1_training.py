@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -276,7 +278,19 @@ def test_blue_can_learn_from_the_doctrine_playing_another_plan():
         for k in np.flatnonzero(view.own_mask[b]):
             np.testing.assert_array_equal(taught[b, k], expected[b, view.unit[b, k]])
     with pytest.raises(TypeError, match="plan"):
-        ScenarioBattles([SMALL], 2, 40, blue_plan="line")
+        ScenarioBattles([SMALL], 2, 40, blue_plan=3)
+
+
+def test_blue_s_teacher_is_named_as_a_plan_perhaps_with_an_attack_rule():
+    named = ScenarioBattles([SMALL], 2, 40, blue_plan="line")
+    assert named.teachers[0].plan == LINE_PLAN
+    assert named.teachers[0].attack_rule == named.doctrines[0].attack_rule
+    bold = ScenarioBattles([SMALL], 2, 40, blue_plan="line+always")
+    assert (bold.teachers[0].plan, bold.teachers[0].attack_rule) == (LINE_PLAN, "always")
+    assert bold.doctrines[0].attack_rule != "always"  # Red keeps the doctrine's own rule
+    for name, wrong in (("column", "column"), ("line+bold", "bold")):
+        with pytest.raises(ValueError, match=rf"blue_plan='{re.escape(name)}'.*'{wrong}'"):
+            ScenarioBattles([SMALL], 2, 40, blue_plan=name)
 
 
 def test_the_trainer_teaches_the_plan_it_is_given(tmp_path):
@@ -288,6 +302,14 @@ def test_the_trainer_teaches_the_plan_it_is_given(tmp_path):
         WFM1TrainConfig(warm_start_arms_plan="column")
     with pytest.raises(ValueError, match="formation_orders"):  # the drill would not follow
         WFM1TrainConfig(warm_start_arms_plan="line")
+    bold = WFM1Trainer(tiny_config(tmp_path / "bold", warm_start_arms_plan="line+always",
+                                   formation_orders=True))
+    assert {(t.plan, t.attack_rule) for t in bold.draw_battles().teachers} == {
+        (LINE_PLAN, "always")}
+    with pytest.raises(ValueError, match=r"warm_start_arms_plan='line\+bold'.*'bold'"):
+        WFM1TrainConfig(warm_start_arms_plan="line+bold")
+    # The standard plan's formations are the drill's whatever the rule: no formation head.
+    assert WFM1TrainConfig(warm_start_arms_plan="standard+always").formation_orders is False
 
 
 def test_the_doctrine_labels_the_states_the_generalist_reaches():

@@ -12,9 +12,10 @@ when the orders are three numbers; a fourth number, the formation code of a gene
 with a formation channel (``WFM1Policy(formation_orders=True)``), replaces the drill's
 order for that unit (-1 keeps the formation). Blue's teacher, whose orders label each
 step and command Blue when no orders are given, is the combined-arms doctrine playing an
-:class:`~envs.commanders.arms_doctrine.ArmsPlan` (``blue_plan``; the doctrine's own by
-default), or choosing among several battle by battle by playing each ahead on a copy of
-the battles (``lookahead``, :mod:`training.wfm1.lookahead`). Red is the combined-arms doctrine
+:class:`~envs.commanders.arms_doctrine.ArmsPlan`, perhaps under another attack rule
+(``blue_plan``; the doctrine's own by default), or choosing among several battle by
+battle by playing each ahead on a copy of the battles (``lookahead``,
+:mod:`training.wfm1.lookahead`). Red is the combined-arms doctrine
 (:class:`~envs.commanders.arms_doctrine.CombinedArmsDoctrine`), or, scenario by scenario
 (``reds``), a frozen generalist (self-play): it reads Red's own tokens (Red's frame,
 mirrored) and Red's scenario card (``WFMScenario.card(RED)``: the counts swapped) and
@@ -41,13 +42,18 @@ from envs.battles.echelon_tokens import EchelonTokens
 from envs.battles.entity_tokens import EntityView, entity_tokens
 from envs.battles.multi_battalion_batch import BLUE, RED
 from envs.battles.observation import ROTATE_SIGN
-from envs.commanders.arms_doctrine import ArmsPlan, CombinedArmsDoctrine, check_arms_plan
+from envs.commanders.arms_doctrine import (
+    ARMS_PLANS,
+    ArmsPlan,
+    CombinedArmsDoctrine,
+    check_arms_plan,
+)
 from envs.sim.constants import ACTION_DIM
 from envs.sim.engine import check_formation_orders
 from envs.sim.validation import check_bool, short_repr
 from models.wfm1 import WFM1Policy
 from training.common.play import team_outcomes
-from training.wfm1.lookahead import Lookahead, PlanChoice, candidate_doctrine
+from training.wfm1.lookahead import Lookahead, PlanChoice, candidate, candidate_doctrine
 from training.wfm1.scenarios import WFMScenario
 
 F32 = np.float32
@@ -92,8 +98,10 @@ class ScenarioBattles:
             frozen :class:`~models.wfm1.WFM1Policy` (self-play; module docstring). None
             (the default): the doctrine everywhere.
         blue_plan: how Blue's teacher (the doctrine whose orders label each step and
-            command Blue without orders) uses its arms; None: the doctrine's own plan, as
-            Red's.
+            command Blue without orders) uses its arms: an ArmsPlan, or a candidate's name
+            (:func:`~training.wfm1.lookahead.candidate`: a plan of ARMS_PLANS, perhaps
+            with an attack rule after a ``+``, ``"line+always"``); None: the doctrine's
+            own plan and rule, as Red's.
         lookahead: Blue's teacher chooses, battle by battle, among candidate plans by
             playing each ahead on a copy of the battles
             (:class:`~training.wfm1.lookahead.Lookahead`); None: it plays ``blue_plan``.
@@ -102,7 +110,9 @@ class ScenarioBattles:
         ValueError: for no scenario, fewer than one battle each, or ``reds`` of another
             length than ``scenarios``.
         TypeError: for a ``formation_orders`` that is not a bool, a Red that is
-            neither None nor a WFM1Policy, or a ``blue_plan`` that is not an ArmsPlan.
+            neither None nor a WFM1Policy, or a ``blue_plan`` that is neither an
+            ArmsPlan nor a name.
+        ValueError: for a ``blue_plan`` name of an unknown plan or rule.
         ValueError: for both a ``blue_plan`` and a ``lookahead`` (its candidates are the
             plans).
     """
@@ -110,12 +120,22 @@ class ScenarioBattles:
     def __init__(self, scenarios: list[WFMScenario], battles_per_scenario: int,
                  max_steps: int, seed: int | None = 0, formation_orders: bool = False,
                  reds: Sequence[WFM1Policy | None] | None = None,
-                 blue_plan: ArmsPlan | None = None, lookahead: Lookahead | None = None) -> None:
+                 blue_plan: ArmsPlan | str | None = None,
+                 lookahead: Lookahead | None = None) -> None:
         if not scenarios:
             raise ValueError("scenarios=[] is invalid: expected at least one WFMScenario")
         if not isinstance(battles_per_scenario, int) or battles_per_scenario < 1:
             raise ValueError(f"battles_per_scenario={battles_per_scenario!r} is invalid: "
                              "expected an integer >= 1")
+        if isinstance(blue_plan, str):
+            try:
+                plan_name, rule = candidate(blue_plan)
+            except ValueError as error:
+                raise ValueError(f"blue_plan={blue_plan!r} is invalid: {error}") from None
+            if rule is None:  # the doctrine's own rule: the plan's road below
+                blue_plan = ARMS_PLANS[plan_name]
+        else:
+            check_arms_plan(blue_plan)
         self.formation_orders = check_bool("formation_orders", formation_orders)
         self.label_width = ACTION_DIM + self.formation_orders
         """Numbers in each of :attr:`BattlesStep.doctrine_actions`' labels."""
@@ -129,12 +149,16 @@ class ScenarioBattles:
             self.batches.append(batch)
         self.doctrines = [CombinedArmsDoctrine(b.config) for b in self.batches]
         """Red's doctrine in each scenario."""
-        plan = check_arms_plan(blue_plan)
         self.n_battles = n * len(self.scenarios)
         self.lookahead = lookahead
         if lookahead is None:
-            self.teachers = (self.doctrines if plan == ArmsPlan() else
-                             [CombinedArmsDoctrine(b.config, plan=plan) for b in self.batches])
+            if isinstance(blue_plan, str):
+                self.teachers = [candidate_doctrine(blue_plan, b.config) for b in self.batches]
+            else:
+                plan = check_arms_plan(blue_plan)
+                self.teachers = (self.doctrines if plan == ArmsPlan() else
+                                 [CombinedArmsDoctrine(b.config, plan=plan)
+                                  for b in self.batches])
             """Blue's teacher in each scenario: Red's doctrine, the doctrine playing
             ``blue_plan``, or the lookahead's choice (:class:`~training.wfm1.lookahead.
             PlanChoice`)."""

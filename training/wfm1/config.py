@@ -22,7 +22,6 @@ from training.common.setting_groups import (
     PPOSettings,
     TrackingSettings,
     WarmStartSettings,
-    arms_plan,
 )
 from training.common.settings import (
     ConfigFile,
@@ -36,7 +35,7 @@ from training.common.settings import (
     text_list,
     unit_interval,
 )
-from training.wfm1.lookahead import Lookahead
+from training.wfm1.lookahead import Lookahead, candidate
 from training.wfm1.scenarios import MAX_SIDE
 
 TOKEN_SAMPLE_BYTES = 4 * (ENTITY_TOKEN_DIM + 7) + 2
@@ -46,6 +45,19 @@ formation-ordering policy's action and the teacher's label each hold one float32
 ECHELON_TOKEN_BYTES = 4 * ENTITY_TOKEN_DIM + 1
 """Memory of one brigade or division token of a rollout step (``model.echelon_tokens``):
 its float32 features and its padding mask."""
+
+
+def teacher_plan(name: str, value: Any) -> str:
+    """A plan of ARMS_PLANS by name, perhaps with an attack rule after a ``+`` (a
+    :func:`~training.wfm1.lookahead.candidate`'s name)."""
+    if not isinstance(value, str):
+        raise ValueError(f"{name}={value!r} is invalid: expected a plan's name, perhaps with "
+                         "+RULE")
+    try:
+        candidate(value)
+    except ValueError as error:
+        raise ValueError(f"{name}={value!r} is invalid: {error}") from None
+    return value
 
 
 def lookahead_plans(name: str, value: Any) -> list[str]:
@@ -115,12 +127,13 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
         "training.warm_start_dagger_steps")
     warm_start_arms_plan: str = setting(
         "standard", "How the combined-arms doctrine the generalist learns from uses its arms "
-        "(envs.commanders.arms_doctrine.ARMS_PLANS): the warm start's demonstrations and "
+        "(envs.commanders.arms_doctrine.ARMS_PLANS), perhaps with an attack rule of "
+        "ATTACK_RULES after a + (line+always): the warm start's demonstrations and "
         "teacher_coef's labels are its orders for Blue, while Red keeps the doctrine's own. "
         "standard: the doctrine's own; searched: the plan found best on the combined_arms "
         "scenario against scripted L5; line: the one found best against the doctrine on "
         "these training battles. A plan other than standard needs model.formation_orders.",
-        arms_plan, "training.warm_start_arms_plan")
+        teacher_plan, "training.warm_start_arms_plan")
     warm_start_lookahead: list[str] = setting(
         [], "Candidates among which Blue's teacher chooses battle by battle, every "
         "warm_start_lookahead_every steps, by playing each warm_start_lookahead_horizon "
@@ -216,7 +229,7 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
         if self.n_envs % self.scenarios_per_rollout:
             raise ValueError(f"n_envs={self.n_envs} is invalid: expected a multiple of "
                              f"scenarios.per_rollout={self.scenarios_per_rollout}")
-        if self.warm_start_arms_plan != "standard" and not self.formation_orders:
+        if candidate(self.warm_start_arms_plan)[0] != "standard" and not self.formation_orders:
             # Without a formation head Blue's formations follow the drill, which is the
             # doctrine's own in validation, the benchmark and play: the plan's would be
             # taught in training only.

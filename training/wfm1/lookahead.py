@@ -9,7 +9,9 @@ the battle ended), was the highest. This module holds the search's settings and 
 teacher that follows its choice; the battles play the copies
 (:meth:`training.wfm1.battles.ScenarioBattles.look_ahead`). The doctrine commanding Red
 is deterministic, so the copy foresees it exactly; against a frozen policy it foresees
-that policy's means.
+that policy's means. The copy keeps each battle's random key, so it also foresees the
+battle's own draws (rout tests, order noise): the search knows the dice, which its
+student cannot (docs/performance.md measures what that knowledge is worth).
 
 It is a teacher for training only (the copies cost ``len(plans) * horizon / every``
 steps a step): the generalist imitates its orders, and learns on its own tokens when

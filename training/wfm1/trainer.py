@@ -73,7 +73,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from envs.commanders.arms_doctrine import ARMS_PLANS
 from models.wfm1 import WFM1Policy, own_order_error
 from storage.files import clean_stale_temporaries
 from training.common.device import resolve_device
@@ -288,7 +287,7 @@ class WFM1Trainer:
                                        seed=seed, formation_orders=self.policy.formation_orders,
                                        reds=reds, lookahead=lookahead,
                                        blue_plan=None if lookahead else
-                                       ARMS_PLANS[config.warm_start_arms_plan])
+                                       config.warm_start_arms_plan)
         return self.battles
 
     def deal_reds(self, n_scenarios: int) -> list[WFM1Policy | None]:
