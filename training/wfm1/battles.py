@@ -44,6 +44,7 @@ from envs.battles.multi_battalion_batch import BLUE, RED
 from envs.battles.observation import ROTATE_SIGN
 from envs.commanders.arms_doctrine import (
     ARMS_PLANS,
+    DEFAULT_ATTACK_RULE,
     ArmsPlan,
     CombinedArmsDoctrine,
     check_arms_plan,
@@ -132,10 +133,10 @@ class ScenarioBattles:
                 plan_name, rule = candidate(blue_plan)
             except ValueError as error:
                 raise ValueError(f"blue_plan={blue_plan!r} is invalid: {error}") from None
-            if rule is None:  # the doctrine's own rule: the plan's road below
-                blue_plan = ARMS_PLANS[plan_name]
+            plan = ARMS_PLANS[plan_name]
         else:
-            check_arms_plan(blue_plan)
+            plan, rule = check_arms_plan(blue_plan), None
+        rule = rule or DEFAULT_ATTACK_RULE
         self.formation_orders = check_bool("formation_orders", formation_orders)
         self.label_width = ACTION_DIM + self.formation_orders
         """Numbers in each of :attr:`BattlesStep.doctrine_actions`' labels."""
@@ -152,13 +153,9 @@ class ScenarioBattles:
         self.n_battles = n * len(self.scenarios)
         self.lookahead = lookahead
         if lookahead is None:
-            if isinstance(blue_plan, str):
-                self.teachers = [candidate_doctrine(blue_plan, b.config) for b in self.batches]
-            else:
-                plan = check_arms_plan(blue_plan)
-                self.teachers = (self.doctrines if plan == ArmsPlan() else
-                                 [CombinedArmsDoctrine(b.config, plan=plan)
-                                  for b in self.batches])
+            self.teachers = (self.doctrines if (plan, rule) == (ArmsPlan(), DEFAULT_ATTACK_RULE)
+                             else [CombinedArmsDoctrine(b.config, rule, plan)
+                                   for b in self.batches])
             """Blue's teacher in each scenario: Red's doctrine, the doctrine playing
             ``blue_plan``, or the lookahead's choice (:class:`~training.wfm1.lookahead.
             PlanChoice`)."""
