@@ -13,6 +13,11 @@ Two kinds of battles:
 * **held out**: the seed's twenty scenarios, each battle seeded as the WFM-1 benchmark
   seeds it (never used to choose a plan).
 
+With held-out battles and more than one teacher it also prints how far the teachers reach
+together there (:func:`family_reach`): a specialist told which teacher wins most in each
+scenario (what a per-scenario fine-tune choosing among them could reach at best), and an
+oracle told, battle by battle, which teacher wins it.
+
 Usage::
 
     python -m benchmarks.wfm1_teachers [--scenarios 24] [--battles 16] [--held-out 50]
@@ -66,6 +71,15 @@ def play_teacher(teacher: ArmsPlan | str | Lookahead, scenarios: list[WFMScenari
                                     **{kind: teacher}), None)
 
 
+def family_reach(outcomes: np.ndarray) -> tuple[float, float]:
+    """Won shares of the teachers' (teachers, scenarios, battles) held-out ``outcomes``
+    taken together: each scenario played by the teacher that won most of its battles
+    (mean over scenarios), and each battle won if any teacher won it. Both choose with
+    the outcomes known, so they are ceilings, not commanders."""
+    won = outcomes == 1
+    return float(won.mean(axis=2).max(axis=0).mean()), float(won.any(axis=0).mean())
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argument_parser(__doc__, __spec__.name)
     parser.add_argument("--scenarios", type=int, default=24,
@@ -112,15 +126,21 @@ def main(argv: list[str] | None = None) -> None:
           "held-out scenario)\n")
     print("| Blue's teacher | " + " | ".join(columns) + " |")
     print("|---|" + "---|" * len(columns))
+    held_out = []
     for name, teacher in teachers.items():
         cells = [share(play_teacher(teacher, scenarios, args.battles, seed * 100_000))
                  for seed, scenarios in splits.items()]
         if args.held_out:
+            held_out.append([play_teacher(teacher, [scenario], args.held_out, EVAL_SEED)
+                             for scenario in HELD_OUT_SCENARIOS])
             # Every scenario plays as many battles: the pooled shares are the means of 20.
-            cells.append(share(np.concatenate([
-                play_teacher(teacher, [scenario], args.held_out, EVAL_SEED)
-                for scenario in HELD_OUT_SCENARIOS])))
+            cells.append(share(np.concatenate(held_out[-1])))
         print(f"| {name} | " + " | ".join(cells) + " |")
+    if len(held_out) > 1:
+        specialist, oracle = family_reach(np.array(held_out))
+        print(f"\nHeld out, the {len(held_out)} teachers together: {specialist:.1%} won by the "
+              f"teacher that wins most in each scenario, {oracle:.1%} of the battles won by "
+              "at least one of them (both chosen knowing the outcomes).")
     print(f"\nwall time: {time.perf_counter() - start:.0f} s")
 
 

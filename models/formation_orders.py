@@ -19,7 +19,7 @@ from torch.distributions import Categorical, Normal
 from envs.sim.constants import FORMATION_NAMES, KEEP_FORMATION
 
 __all__ = ["FORMATION_CHOICES", "KEEP_CHOICE", "KEEP_LOGIT", "Orders", "check_formation_codes",
-           "formation_choices", "likeliest_codes", "make_formation_head"]
+           "formation_choices", "formation_kl", "likeliest_codes", "make_formation_head"]
 
 FORMATION_CHOICES = len(FORMATION_NAMES) + 1
 """Choices of the formation head: keep the formation, or order one of
@@ -57,6 +57,14 @@ def likeliest_codes(logits: torch.Tensor) -> torch.Tensor:
     """The formation codes (long: -1 keep, 0 line, ...) of the likeliest choices of
     ``logits`` (..., FORMATION_CHOICES): a formation head's deterministic order."""
     return logits.argmax(-1) + KEEP_FORMATION
+
+
+def formation_kl(reference_logits: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    """(...) KL(reference || policy) between two formation heads' choices, from their
+    (..., FORMATION_CHOICES) logits: what a policy pays for giving up a formation order
+    the reference gives (MAPPO's ``formation_pull``)."""
+    reference = torch.log_softmax(reference_logits, -1)
+    return (reference.exp() * (reference - torch.log_softmax(logits, -1))).sum(-1)
 
 
 def check_formation_codes(name: str, codes: torch.Tensor) -> None:

@@ -564,9 +564,25 @@ class MAPPOPolicy(nn.Module):
         with torch.no_grad():
             return self.critic(self._batch("state", state, self.state_dim))
 
+    def formation_logits(self, obs: Any, agent_idx: int | torch.Tensor = 0) -> torch.Tensor:
+        """The formation head's logits ``(B, FORMATION_CHOICES)`` for local observations
+        ``obs`` ``(B, obs_dim)``, without gradients (a reference to pull a learner toward:
+        MAPPO's ``formation_pull``).
+
+        Raises:
+            ValueError: if the actors have no formation head; ValueError, TypeError for a
+                wrong shape, non-finite value or index.
+        """
+        if not self.formation_orders:
+            raise ValueError("formation_logits needs a policy built with formation_orders=True")
+        with torch.no_grad():
+            obs_t = self._batch("obs", obs, self.obs_dim)
+            agents = self._agent_indices(agent_idx, obs_t.shape[0])
+            return self._distribution(obs_t, agents).formation_logits
+
     def evaluate_actions(self, obs: Any, actions: Any, state: Any,
-                         agent_idx: int | torch.Tensor = 0,
-                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                         agent_idx: int | torch.Tensor = 0, *,
+                         return_orders: bool = False) -> tuple[Any, ...]:
         """Log-probabilities, entropies and values for a PPO update, with gradients.
 
         Args:
@@ -574,10 +590,13 @@ class MAPPOPolicy(nn.Module):
             actions: the actions taken ``(B, order_width)``.
             state: the agents' critic states ``(B, state_dim)``.
             agent_idx: the acting agent, or one index per sample.
+            return_orders: also return the order distribution
+                (:class:`~models.formation_orders.Orders`), for a loss on it beside PPO's
+                from the same forward pass (MAPPO's ``formation_pull``).
 
         Returns:
-            ``(log_prob, entropy, values)``, each ``(B,)``; log-prob and entropy
-            are summed over action dimensions.
+            ``(log_prob, entropy, values)``, each ``(B,)``, and the distribution last with
+            ``return_orders``; log-prob and entropy are summed over action dimensions.
 
         Raises:
             ValueError, TypeError: for a wrong shape, a batch-size mismatch, a
@@ -591,4 +610,5 @@ class MAPPOPolicy(nn.Module):
             raise ValueError(f"batch sizes differ: {sizes}; expected one size for obs, actions "
                              "and state")
         dist = self._distribution(obs_t, self._agent_indices(agent_idx, obs_t.shape[0]))
-        return dist.log_prob(actions_t), dist.entropy(), self.critic(state_t)
+        terms = (dist.log_prob(actions_t), dist.entropy(), self.critic(state_t))
+        return (*terms, dist) if _check_bool("return_orders", return_orders) else terms

@@ -145,6 +145,20 @@ def test_the_benchmark_searches_and_prints_the_plans():
     assert all(row.count("/") == 4 for row in rows)  # won/drawn/lost against both
 
 
+def test_the_teachers_reach_together_chooses_per_scenario_and_per_battle():
+    from benchmarks.wfm1_teachers import family_reach
+
+    # Two teachers, two scenarios of two battles: A wins scenario 0's first battle,
+    # B both of scenario 1's and scenario 0's second; nobody wins more than that.
+    outcomes = np.array([[[1, 0], [-1, 0]],
+                         [[0, 1], [1, 1]]])
+    specialist, oracle = family_reach(outcomes)
+    assert specialist == pytest.approx((0.5 + 1.0) / 2)
+    assert oracle == pytest.approx(1.0)
+    specialist, oracle = family_reach(outcomes[:1])
+    assert (specialist, oracle) == (pytest.approx(0.25), pytest.approx(0.25))
+
+
 def test_the_teachers_benchmark_prints_every_plan_on_wfm1s_battles(monkeypatch, capsys):
     from benchmarks import wfm1_teachers
 
@@ -153,15 +167,19 @@ def test_the_teachers_benchmark_prints_every_plan_on_wfm1s_battles(monkeypatch, 
     monkeypatch.setattr(wfm1_teachers, "HELD_OUT_SCENARIOS", wfm1_teachers.HELD_OUT_SCENARIOS[:2])
     wfm1_teachers.main(["--scenarios", "1", "--battles", "2", "--held-out", "1",
                         "--lookahead", "line", "standard+never", "--horizon", "5"])
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][1:]
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| ")][1:]
     assert [row.split(" | ")[0] for row in rows] == [
         "| standard", "| searched", "| line",
         "| lookahead (line, standard+never; every 25, horizon 5)"]
     assert all(row.count("/") == 6 for row in rows)  # won/drawn/lost on two splits, held out
+    assert "Held out, the 4 teachers together: " in out
     wfm1_teachers.main(["--scenarios", "1", "--battles", "2", "--held-out", "0",
                         "--teachers", "line", "line+always"])
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][1:]
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| ")][1:]
     assert [row.split(" | ")[0] for row in rows] == ["| line", "| line+always"]
+    assert "together" not in out  # no held-out battles to take together
     assert all(row.count("/") == 4 for row in rows)  # two splits, no held-out column
     for wrong in (["--battles", "0"], ["--lookahead", "line"],  # one candidate: no choice
                   ["--teachers", "line+bold"]):

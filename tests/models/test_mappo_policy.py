@@ -288,3 +288,33 @@ def test_a_policy_with_the_head_saves_and_loads(tmp_path):
     obs = torch.randn(8, OBS)
     assert torch.equal(loaded.act(obs, deterministic=True)[0],
                        policy.act(obs, deterministic=True)[0])
+
+
+def test_the_formation_heads_logits_and_orders_serve_a_pull_toward_a_reference():
+    from torch.distributions import Categorical, kl_divergence
+
+    from models.formation_orders import FORMATION_CHOICES, formation_kl
+
+    policy, other = make(formation_orders=True), make(formation_orders=True)
+    with torch.no_grad():
+        other.actor.formation_head.bias.add_(torch.arange(FORMATION_CHOICES, dtype=torch.float32))
+    obs = torch.randn(6, OBS)
+    logits = policy.formation_logits(obs)
+    assert logits.shape == (6, FORMATION_CHOICES) and not logits.requires_grad
+    actions, _ = policy.act(obs)
+    *terms, orders = policy.evaluate_actions(obs, actions, torch.randn(6, STATE),
+                                             return_orders=True)
+    assert len(terms) == 3 and torch.allclose(orders.formation_logits, logits)
+    assert orders.formation_logits.requires_grad
+    assert len(policy.evaluate_actions(obs, actions, torch.randn(6, STATE))) == 3
+    # KL(reference || policy): nothing between a head and itself, the textbook value else.
+    assert torch.allclose(formation_kl(logits, logits), torch.zeros(6), atol=1e-6)
+    reference = other.formation_logits(obs)
+    assert torch.allclose(formation_kl(reference, logits),
+                          kl_divergence(Categorical(logits=reference), Categorical(logits=logits)),
+                          atol=1e-5)
+    assert bool((formation_kl(reference, logits) > 0).all())
+    with pytest.raises(ValueError, match="formation_orders=True"):
+        make().formation_logits(obs)
+    with pytest.raises(TypeError, match="return_orders"):
+        policy.evaluate_actions(obs, actions, torch.randn(6, STATE), return_orders=1)

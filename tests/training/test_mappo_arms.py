@@ -4,6 +4,8 @@ imitates the combined-arms doctrine, formations included."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -12,6 +14,7 @@ from envs.battles.multi_observation import ARMS_OBS_DIM, ARMS_STATE_DIM, OBS_DIM
 from envs.play.commanders import BatchedRed, CombinedArmsRed
 from envs.rendering import write_replay_html
 from envs.sim import constants as C
+from models.formation_orders import formation_kl
 from models.mappo_policy import MAPPOPolicy
 from tests.training.test_train_mappo import ROLLOUT
 from tests.training.test_train_mappo import tiny as team_settings
@@ -56,6 +59,10 @@ def test_an_order_of_battle_is_checked_and_sizes_the_networks(tmp_path):
         tiny(tmp_path, order_of_battle={"blue": ["dragoons"], "red": ["infantry"]})
     with pytest.raises(ValueError, match="curriculum"):
         tiny(tmp_path, curriculum=True)
+    with pytest.raises(ValueError, match="formation_pull=0.5 is invalid without an order_of"):
+        tiny(tmp_path, order_of_battle=None, formation_pull=0.5)
+    with pytest.raises(ValueError, match="formation_pull"):
+        tiny(tmp_path, formation_pull=-1.0)
 
 
 def test_the_formation_head_orders_reach_the_engine():
@@ -164,3 +171,69 @@ def test_a_formation_head_commands_red_in_the_play_tool():
     orders, formations = BatchedRed(PolicyCommander(policy(False), deterministic=True),
                                     "mappo").orders(battles, red)
     assert orders.shape == (3, 2, C.ACTION_DIM) and formations is None
+
+
+def _formation_drift(trainer: MAPPOTrainer, start: MAPPOPolicy) -> float:
+    """Mean KL from ``start``'s formation choices to the trainer's on its last rollout."""
+    rollout = trainer.rollout
+    valid = torch.from_numpy(rollout.valid)
+    obs = rollout.obs[valid]
+    agents = (torch.arange(rollout.valid.shape[2]).expand(rollout.valid.shape)
+              % start.n_agents)[valid]
+    return float(formation_kl(start.formation_logits(obs, agents),
+                              trainer.policy.formation_logits(obs, agents)).mean())
+
+
+def test_the_formation_pull_holds_the_formation_choices_the_run_started_from(tmp_path):
+    drift = {}
+    for pull in (0.0, 20.0):
+        config = tiny(tmp_path / str(pull), warm_start_doctrine="disciplined",
+                      warm_start_steps=4 * ROLLOUT, total_timesteps=12 * ROLLOUT,
+                      warm_start_epochs=2, max_steps=40, learning_rate=3e-3, n_epochs=4,
+                      formation_pull=pull)
+        trainer = MAPPOTrainer(config)
+        try:
+            start = copy.deepcopy(trainer.policy)
+            assert (trainer.formation_reference is None) == (pull == 0.0)
+            metrics = [trainer.learn_from(trainer.collect_rollout()) for _ in range(8)]
+            drift[pull] = _formation_drift(trainer, start)
+        finally:
+            trainer.close()
+        assert ("train/formation_kl" in metrics[-1]) == (pull > 0)
+    # Unpulled, the choices wander from where the imitation left them; pulled, they stay.
+    assert drift[0.0] > 0.01
+    assert drift[20.0] < drift[0.0] / 3
+
+
+def test_a_resumed_run_pulls_toward_the_formations_its_run_started_from(tmp_path):
+    config = tiny(tmp_path, warm_start_doctrine="disciplined", warm_start_steps=4 * ROLLOUT,
+                  total_timesteps=12 * ROLLOUT, warm_start_epochs=2, max_steps=40,
+                  learning_rate=3e-3, formation_pull=1.0)
+    trainer = MAPPOTrainer(config)
+    try:
+        started = {k: v.clone() for k, v in trainer.formation_reference.state_dict().items()}
+        trainer.learn_from(trainer.collect_rollout())
+        path = trainer.save(tmp_path / "run.pt")
+    finally:
+        trainer.close()
+    resumed = MAPPOTrainer(config, resume=path)
+    try:
+        reference = resumed.formation_reference.state_dict()
+        assert all(torch.equal(reference[k], v) for k, v in started.items())
+        assert not all(torch.equal(resumed.policy.state_dict()[k], v) for k, v in started.items())
+        assert not any(p.requires_grad for p in resumed.formation_reference.parameters())
+    finally:
+        resumed.close()
+    # A checkpoint of a run without the pull: the pull starts from its weights.
+    unpulled = MAPPOTrainer(tiny(tmp_path, formation_pull=0.0, total_timesteps=12 * ROLLOUT))
+    try:
+        path = unpulled.save(tmp_path / "unpulled.pt")
+        weights = unpulled.policy.state_dict()
+    finally:
+        unpulled.close()
+    resumed = MAPPOTrainer(config, resume=path)
+    try:
+        assert all(torch.equal(resumed.formation_reference.state_dict()[k], v)
+                   for k, v in weights.items())
+    finally:
+        resumed.close()

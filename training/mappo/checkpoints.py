@@ -4,10 +4,11 @@ A checkpoint is the project's one training checkpoint (:class:`models.weights.Tr
 ``kind`` ``"mappo"``): the policy's constructor arguments and weights, the optimiser,
 the counters (``total_steps``, ``episodes``, ``self_play_version``, ``ppo_steps``), the random
 generators (``numpy``: the run's generator, ``torch``: the global one, ``minibatch``:
-the minibatch generator) and the extras (``config``, ``curriculum``, and ``driver``:
-what a driver of the trainer such as a league role keeps with it), as tensors and plain
-values, so it loads with ``weights_only=True``. It is written atomically: a kill leaves
-the previous checkpoint or the new one, never half of either.
+the minibatch generator) and the extras (``config``, ``curriculum``, ``driver``:
+what a driver of the trainer such as a league role keeps with it, and
+``formation_reference``: the weights a ``formation_pull`` pulls toward, or None), as
+tensors and plain values, so it loads with ``weights_only=True``. It is written
+atomically: a kill leaves the previous checkpoint or the new one, never half of either.
 
 Checkpoints written before that layout (``numpy_rng``, ``torch_rng``,
 ``minibatch_rng``, ``config``, ``curriculum``, ``self_play_version`` and ``extra`` as
@@ -45,7 +46,8 @@ def save_checkpoint(path: Path, policy: MAPPOPolicy, optimizer: torch.optim.Opti
                     total_steps: int, episodes: int, config: Any,
                     scheduler: Any, rng: np.random.Generator,
                     generator: torch.Generator, self_play_version: int,
-                    extra: dict[str, Any] | None = None, *, ppo_steps: int = 0) -> Path:
+                    extra: dict[str, Any] | None = None, *, ppo_steps: int = 0,
+                    formation_reference: MAPPOPolicy | None = None) -> Path:
     """Write a resumable checkpoint atomically (only tensors and plain values).
 
     Args:
@@ -60,6 +62,7 @@ def save_checkpoint(path: Path, policy: MAPPOPolicy, optimizer: torch.optim.Opti
         extra: plain values a driver of the trainer keeps with it (a league role's
             counters and reset state), or None.
         ppo_steps: the env-steps of MAPPO updates so far (the critic warm-up's clock).
+        formation_reference: the policy the run's ``formation_pull`` pulls toward, or None.
 
     Returns:
         ``path``.
@@ -73,7 +76,9 @@ def save_checkpoint(path: Path, policy: MAPPOPolicy, optimizer: torch.optim.Opti
              "minibatch": generator.get_state()},
         extras={"config": config.to_dict(),
                 "curriculum": None if scheduler is None else scheduler.state_dict(),
-                "driver": extra}))
+                "driver": extra,
+                "formation_reference": None if formation_reference is None
+                else formation_reference.state_dict()}))
 
 
 def load_checkpoint(path: str | Path) -> TrainingCheckpoint:

@@ -30,6 +30,7 @@ from envs.sim.validation import (
     check_bool,
     check_count_fits,
     check_int,
+    check_non_negative,
     check_number,
     check_positive,
 )
@@ -171,6 +172,14 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
         "combined_arms scenario against scripted L5, or line, the one found best against the "
         "doctrine on WFM-1's training battles.", arms_plan,
         "training.warm_start_arms_plan")
+    formation_pull: float = setting(
+        0.0, "With an order of battle, the weight of a pull of the actors' formation choices "
+        "toward those of the policy MAPPO started from (its imitation, or init_policy): each "
+        "minibatch adds this times the mean KL from the starting formation head's choices to "
+        "the learner's. Without it, a long run's formation head drifts to keeping every "
+        "formation, its foot never deploying nor its guns unlimbering, and the team loses "
+        "every battle (docs/performance.md, \"MAPPO with arms\"); 0: no pull.",
+        check_non_negative, "training.formation_pull")
     order_period: int = setting(
         0, "Steps each random order lasts (envs.commanders.orders: a posture and an objective, "
         "seen after the observation, rewarded by the order terms below; the warm start then "
@@ -303,6 +312,10 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
                     raise ValueError(f"{name}={getattr(self, name)!r} is invalid with an "
                                      "order_of_battle: the curriculum's stages, the orders and "
                                      "v1 commanders are infantry's; expected it off")
+        elif self.formation_pull:
+            raise ValueError(f"formation_pull={self.formation_pull!r} is invalid without an "
+                             "order_of_battle: only actors that order formations have formation "
+                             "choices to pull; expected 0")
         if self.warm_start_doctrine is not None and self.v1_checkpoint is None:
             check_count_fits("warm_start_steps", self.warm_start_steps,
                              # recorded, then copied for training

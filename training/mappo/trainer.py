@@ -148,8 +148,9 @@ class MAPPOTrainer:
         self.final_checkpoint: Path | None = None
         self.resumed_extra: dict[str, Any] | None = None
         self._workers: Any = None  # RolloutWorkers, started on first use when distributed
+        saved_reference = None
         if resume is not None:
-            self._restore(resume)
+            saved_reference = self._restore(resume)
         elif config.init_policy is not None:
             self._start_from(config.init_policy)
         elif config.v1_checkpoint is not None:
@@ -179,6 +180,16 @@ class MAPPOTrainer:
                 self.pending_metrics.update({"warm_start/action_loss": fit["action"],
                                              "warm_start/value_loss": fit["value"],
                                              "warm_start/samples": fit["samples"]})
+        self.formation_reference: MAPPOPolicy | None = None
+        """With ``formation_pull``: the frozen policy whose formation choices the updates
+        pull toward, the one MAPPO started from (a resumed run keeps its run's; one resumed
+        from a run without the pull starts from the checkpoint's weights)."""
+        if config.formation_pull:
+            self.formation_reference = copy.deepcopy(self.policy).eval()
+            if saved_reference is not None:
+                self.formation_reference.load_state_dict(saved_reference)
+            for parameter in self.formation_reference.parameters():
+                parameter.requires_grad_(False)
 
     # --- the loop ------------------------------------------------------------------------
 
@@ -254,7 +265,8 @@ class MAPPOTrainer:
         advantages, returns = advantages_and_returns(rollout, config.gamma, config.gae_lambda)
         train_actor = self.ppo_steps >= config.critic_warmup_steps
         metrics = update(self.policy, self.optimizer, rollout, advantages, returns, config,
-                         self.generator, train_actor=train_actor)
+                         self.generator, train_actor=train_actor,
+                         reference=self.formation_reference)
         metrics["train/actor_frozen"] = float(not train_actor)
         self.total_steps += self.rollout_steps
         self.ppo_steps += self.rollout_steps
@@ -355,7 +367,8 @@ class MAPPOTrainer:
         return save_checkpoint(path, self.policy, self.optimizer, self.total_steps,
                                self.episodes, self.config, self.scheduler, self.rng,
                                self.generator, self.self_play_version, extra,
-                               ppo_steps=self.ppo_steps)
+                               ppo_steps=self.ppo_steps,
+                               formation_reference=self.formation_reference)
 
     def _start_from(self, policy_file: str) -> None:
         start = load_policy(policy_file)
@@ -365,7 +378,9 @@ class MAPPOTrainer:
         self.policy.load_state_dict(start.state_dict())
         logger.info("starting from the policy in %s", policy_file)
 
-    def _restore(self, resume: str | Path) -> None:
+    def _restore(self, resume: str | Path) -> dict[str, torch.Tensor] | None:
+        """Load the run of checkpoint ``resume``; the weights its formation pull pulled
+        toward (None if it had none)."""
         saved = load_checkpoint(resume)
         if saved.kwargs != self.policy.kwargs:
             raise ValueError(f"resume={str(resume)!r} holds a policy built with {saved.kwargs}, "
@@ -384,6 +399,7 @@ class MAPPOTrainer:
         torch.set_rng_state(saved.rng["torch"])
         self.generator.set_state(saved.rng["minibatch"])
         logger.info("resuming %s at step %d", resume, self.total_steps)
+        return saved.extras.get("formation_reference")
 
 
 __all__ = ["MAPPOHook", "MAPPOTrainer"]

@@ -9,8 +9,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from models.formation_orders import formation_kl
 from models.mappo_policy import MAPPOPolicy
 from training.common.ppo_math import (
+    AuxiliaryLoss,
     gae,
     gradient_step,
     kl_exceeded,
@@ -39,12 +41,16 @@ def advantages_and_returns(rollout: Rollout, gamma: float,
 
 def update(policy: MAPPOPolicy, optimizer: torch.optim.Optimizer, rollout: Rollout,
            advantages: np.ndarray, returns: np.ndarray, config: MAPPOConfig,
-           generator: torch.Generator, train_actor: bool = True) -> dict[str, float]:
+           generator: torch.Generator, train_actor: bool = True,
+           reference: MAPPOPolicy | None = None) -> dict[str, float]:
     """Clipped-PPO epochs over the rollout's valid samples
     (:func:`training.common.ppo_math.ppo_loss`); mean losses and statistics, and the
     diagnostics of the rollout the update starts from: the critic's explained variance,
     the advantages' spread before normalisation and the returns' mean and spread.
-    ``train_actor`` False trains the critic alone (the actor's weights do not move)."""
+    ``train_actor`` False trains the critic alone (the actor's weights do not move).
+    With a ``reference`` policy (one with a formation head), each minibatch's loss adds
+    ``config.formation_pull`` times the mean KL from the reference's formation choices
+    to the policy's on the same observations (``formation_kl`` among the statistics)."""
     device = policy.device
     valid = torch.from_numpy(rollout.valid)
     nb = rollout.valid.shape[2]
@@ -57,20 +63,24 @@ def update(policy: MAPPOPolicy, optimizer: torch.optim.Optimizer, rollout: Rollo
     adv = normalize_advantages(raw_adv)
     ret = torch.from_numpy(returns)[valid].to(device)
     diagnostics = rollout_diagnostics(rollout.values[valid].to(device), raw_adv, ret)
+    reference_logits = None if reference is None else reference.formation_logits(obs, agent_of)
     n = len(adv)
     sums = dict(policy_loss=0.0, value_loss=0.0, entropy=0.0, total_loss=0.0, approx_kl=0.0,
-                clip_fraction=0.0)
+                clip_fraction=0.0, **({} if reference is None else {"formation_kl": 0.0}))
     n_batches = 0
     batch_size = config.minibatch_size(n)
     policy.train()
     stopped = False
     for _ in range(config.n_epochs):
         for mb in shuffled_minibatches(n, batch_size, generator, device=device):
-            log_prob, entropy, value = policy.evaluate_actions(obs[mb], actions[mb], state[mb],
-                                                               agent_idx=agent_of[mb])
+            log_prob, entropy, value, orders = policy.evaluate_actions(
+                obs[mb], actions[mb], state[mb], agent_idx=agent_of[mb], return_orders=True)
+            pull = None if reference_logits is None else AuxiliaryLoss(
+                "formation_kl", formation_kl(reference_logits[mb], orders.formation_logits).mean(),
+                config.formation_pull)
             terms = ppo_loss(log_prob, old_log_probs[mb], adv[mb], value, ret[mb], entropy,
                              clip_range=config.clip_range, vf_coef=config.vf_coef,
-                             ent_coef=config.ent_coef, train_actor=train_actor)
+                             ent_coef=config.ent_coef, auxiliary=pull, train_actor=train_actor)
             for name, number in terms.statistics().items():
                 sums[name] += number
             n_batches += 1
