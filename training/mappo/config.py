@@ -177,9 +177,9 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
         "toward those of the policy MAPPO started from (its imitation, or init_policy): each "
         "minibatch adds this times the mean KL from the starting formation head's choices to "
         "the learner's. Without it a long run's formation head can drift to keeping every "
-        "formation (one run of 10M env-steps on combined_arms: its foot never deployed nor "
-        "its guns unlimbered, and it won 1 % against L5 where it started at 48 %; "
-        "docs/performance.md, \"MAPPO with arms\"); 0: no pull.",
+        "formation (on combined_arms, two seeds: from 3-5M env-steps on, the foot never "
+        "deployed nor the guns unlimbered, and 48-49 % won against L5 fell to 1-3 %; 1.0 "
+        "held both; docs/performance.md, \"MAPPO with arms\"); 0: no pull.",
         check_non_negative, "training.formation_pull")
     order_period: int = setting(
         0, "Steps each random order lasts (envs.commanders.orders: a posture and an objective, "
