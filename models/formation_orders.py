@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch.distributions import Categorical, Normal
+from torch.distributions import Categorical, Normal, kl_divergence
 
 from envs.sim.constants import FORMATION_NAMES, KEEP_FORMATION
 
@@ -63,8 +63,7 @@ def formation_kl(reference_logits: torch.Tensor, logits: torch.Tensor) -> torch.
     """(...) KL(reference || policy) between two formation heads' choices, from their
     (..., FORMATION_CHOICES) logits: what a policy pays for giving up a formation order
     the reference gives (MAPPO's ``formation_pull``)."""
-    reference = torch.log_softmax(reference_logits, -1)
-    return (reference.exp() * (reference - torch.log_softmax(logits, -1))).sum(-1)
+    return kl_divergence(Categorical(logits=reference_logits), Categorical(logits=logits))
 
 
 def check_formation_codes(name: str, codes: torch.Tensor) -> None:

@@ -314,6 +314,11 @@ def test_the_formation_heads_logits_and_orders_serve_a_pull_toward_a_reference()
                           kl_divergence(Categorical(logits=reference), Categorical(logits=logits)),
                           atol=1e-5)
     assert bool((formation_kl(reference, logits) > 0).all())
+    # By hand: KL([1/2, 1/2, 0...] || uniform over the choices) = log(choices / 2).
+    half = torch.full((1, FORMATION_CHOICES), -1e9)
+    half[0, :2] = 0.0
+    assert float(formation_kl(half, torch.zeros(1, FORMATION_CHOICES))) == pytest.approx(
+        float(np.log(FORMATION_CHOICES / 2)), abs=1e-5)
     with pytest.raises(ValueError, match="formation_orders=True"):
         make().formation_logits(obs)
     with pytest.raises(TypeError, match="return_orders"):
