@@ -228,13 +228,13 @@ class TeamRunner:
     def train(self, config: Any, curve: Curve) -> tuple[Any, int]:
         """Train, feeding ``curve`` through a MAPPO hook; the policy and the env-steps
         trained (imitation included)."""
-        from training.mappo.trainer import MAPPOHook
+        from training.common.on_policy import TrainerHook
         from training.train_mappo import train_mappo
 
-        class Points(MAPPOHook):
+        class Points(TrainerHook):
             """The curve's points: after the warm start, then after each update."""
 
-            def on_training_start(self, trainer: Any) -> None:
+            def on_training_start(self, trainer: Any, metrics: dict[str, Any]) -> None:
                 curve.start(trainer.policy, trainer.total_steps, trainer.rollout_steps)
 
             def on_update_end(self, trainer: Any, metrics: dict[str, Any]) -> None:

@@ -45,6 +45,7 @@ from training.artifacts import (
 )
 from training.common.device import resolve_device
 from training.common.imitation import make_doctrine
+from training.common.on_policy import steps_to_learn
 from training.common.tracking import log_artifact, start_wandb
 from training.elo import EloRegistry
 from training.plots import plot_run
@@ -86,9 +87,10 @@ def train(config: TrainingConfig | None = None, *,
             counter goes on from the checkpoint's.
         **override_kwargs: TrainingConfig fields to override.
 
-    Training stops at the last whole rollout (``n_steps * n_envs`` steps) that
-    fits in ``total_timesteps``, warm-start demonstrations included, so a run
-    never exceeds its budget.
+    Training runs whole rollouts (``n_steps * n_envs`` steps) until
+    ``total_timesteps`` is trained, warm-start demonstrations included, with at least
+    one PPO update after a warm start: ``num_timesteps >= total_timesteps``, as
+    Stable-Baselines3's ``learn`` gives (the log says when the last rollout passes it).
 
     Returns:
         The trained model. Periodic, best and final checkpoints and the manifest
@@ -147,9 +149,9 @@ def train(config: TrainingConfig | None = None, *,
     callbacks = _callbacks(config, manifest, names, rows, run, checkpoint_dir)
     callbacks += list(extra_callbacks or [])
 
-    # PPO learns in whole rollouts; stop at the last one that fits the budget.
-    rollout = config.rollout_n_steps() * config.n_envs
-    remaining = max(0, config.total_timesteps - model.num_timesteps) // rollout * rollout
+    remaining = steps_to_learn(config.total_timesteps, model.num_timesteps,
+                               config.rollout_n_steps() * config.n_envs,
+                               after_warm_start=resume_path is None)
     if remaining:
         model.learn(total_timesteps=remaining, callback=CallbackList(callbacks),
                     reset_num_timesteps=model.num_timesteps == 0,

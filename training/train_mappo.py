@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from models.mappo_policy import MAPPOPolicy
+from training.common.on_policy import TrainerHook
 from training.common.tracking import log_artifact, start_wandb
 from training.elo import TeamEloRegistry
 from training.mappo.checkpoints import (
@@ -57,7 +58,7 @@ from training.mappo.hooks import (
     SelfPlayHook,
 )
 from training.mappo.rollout import Rollout, TrainingBattles, collect
-from training.mappo.trainer import MAPPOHook, MAPPOTrainer
+from training.mappo.trainer import MAPPOTrainer
 from training.mappo.update import advantages_and_returns, update
 
 logger = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ class MAPPOResult:
 
 
 def train_mappo(config: MAPPOConfig | None = None, *, resume: str | Path | None = None,
-                extra_hooks: list[MAPPOHook] | None = None, **overrides: Any) -> MAPPOResult:
+                extra_hooks: list[TrainerHook] | None = None, **overrides: Any) -> MAPPOResult:
     """Train Blue with MAPPO; see the module docstring.
 
     Builds a :class:`~training.mappo.trainer.MAPPOTrainer` and runs it with the
@@ -96,7 +97,7 @@ def train_mappo(config: MAPPOConfig | None = None, *, resume: str | Path | None 
         config: the settings (defaults when None).
         resume: a checkpoint of an earlier run to continue (its step counter,
             optimiser, curriculum and random generators go on).
-        extra_hooks: more :class:`~training.mappo.trainer.MAPPOHook`\\ s, run after the
+        extra_hooks: more :class:`~training.common.on_policy.TrainerHook`\\ s, run after the
             built-in ones at every update.
         **overrides: MAPPOConfig fields to change.
 
@@ -115,7 +116,7 @@ def train_mappo(config: MAPPOConfig | None = None, *, resume: str | Path | None 
                                  tags=config.wandb_tags, config=config.to_dict(),
                                  log_dir=config.log_dir)
                      if config.enable_wandb else (None, False))
-    hooks: list[MAPPOHook] = []
+    hooks: list[TrainerHook] = []
     if config.curriculum:
         hooks.append(CurriculumHook(run))
     if config.self_play:
@@ -163,7 +164,7 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["CHECKPOINT_NAME", "FINAL_CHECKPOINT_NAME", "MAPPOConfig", "MAPPOHook",
+__all__ = ["CHECKPOINT_NAME", "FINAL_CHECKPOINT_NAME", "MAPPOConfig", "TrainerHook",
            "MAPPOResult", "MAPPOTrainer", "Rollout", "TrainingBattles",
            "advantages_and_returns", "collect", "load_checkpoint", "policy_from_checkpoint",
            "resolve_resume", "save_checkpoint", "train_mappo", "update"]

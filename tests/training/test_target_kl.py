@@ -42,10 +42,10 @@ def counting_steps(monkeypatch, module):
 
 @pytest.mark.parametrize("target_kl, expected", [(None, 4), (TINY_KL, 1)])
 def test_mappo_stops_its_passes(tmp_path, monkeypatch, target_kl, expected):
-    from training.mappo import update
+    from training.common import on_policy
     from training.mappo.trainer import MAPPOTrainer
 
-    steps = counting_steps(monkeypatch, update)
+    steps = counting_steps(monkeypatch, on_policy)
     # 4 battles x 8 steps x 2 battalions = 64 samples: 4 minibatches of 16, 1 pass.
     trainer = MAPPOTrainer(mappo_config(tmp_path, target_kl=target_kl))
     trainer.learn_from(trainer.collect_rollout())
@@ -54,12 +54,12 @@ def test_mappo_stops_its_passes(tmp_path, monkeypatch, target_kl, expected):
 
 @pytest.mark.parametrize("target_kl, expected", [(None, 2), (TINY_KL, 1)])
 def test_wfm1_stops_its_passes(tmp_path, monkeypatch, target_kl, expected):
-    from training.wfm1 import trainer as wfm1_trainer
+    from training.common import on_policy
+    from training.wfm1.trainer import WFM1Trainer
 
-    steps = counting_steps(monkeypatch, wfm1_trainer)
+    steps = counting_steps(monkeypatch, on_policy)
     # 4 battles x 16 steps = 64 samples in whole minibatches of 32, 1 pass.
-    trainer = wfm1_trainer.WFM1Trainer(wfm1_config(tmp_path, n_epochs=1,
-                                                   target_kl=target_kl))
+    trainer = WFM1Trainer(wfm1_config(tmp_path, n_epochs=1, target_kl=target_kl))
     trainer.learn_from(trainer.collect_rollout())
     assert len(steps) == expected
 
@@ -67,10 +67,10 @@ def test_wfm1_stops_its_passes(tmp_path, monkeypatch, target_kl, expected):
 @pytest.mark.parametrize("target_kl, expected", [(None, 8), (TINY_KL, 1)])
 def test_train_s_guided_ppo_stops_its_passes(tmp_path, monkeypatch, target_kl, expected):
     from tests.training.conftest import tiny_config
-    from training.ppo import guided
+    from training.common import on_policy
     from training.train import train
 
-    steps = counting_steps(monkeypatch, guided)
+    steps = counting_steps(monkeypatch, on_policy)
     # The first 256 steps fit the observation statistics, the next 256 are one rollout.
     model = train(**tiny_config(tmp_path, total_timesteps=512, n_envs=4, n_steps=64,
                                 batch_size=128, n_epochs=4, target_kl=target_kl))

@@ -119,8 +119,8 @@ class PPOSettings(Settings):
     """
 
     total_timesteps: int = setting(
-        1_000_000, "Env-steps to train, warm-start demonstrations included; training stops "
-        "at the last whole rollout that fits.", positive_int, "training.total_timesteps")
+        1_000_000, "Env-steps to train, warm-start demonstrations included; training runs "
+        "whole rollouts until it is reached.", positive_int, "training.total_timesteps")
     n_envs: int = setting(
         64, "Battles stepped together, as one batch.", positive_int, "env.num_envs")
     learning_rate: float = setting(

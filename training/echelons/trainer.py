@@ -35,6 +35,7 @@ from models.echelon_policy import EchelonMlpPolicy
 from storage.files import clean_stale_temporaries
 from training.common.device import resolve_device
 from training.common.imitation import make_brigade_doctrine
+from training.common.on_policy import steps_to_learn
 from training.common.setting_groups import warm_start_budget
 from training.common.tracking import start_wandb
 from training.echelons.config import BrigadeConfig, EchelonConfig
@@ -236,10 +237,8 @@ def train_commander(config: EchelonConfig, vec_env: Any, callback: EchelonWinRat
         callbacks.append(WandbCallback())
     try:
         model.num_timesteps = imitate_doctrine(model, vec_env, config)
-        # PPO learns in whole rollouts; stop at the last one that fits the budget.
-        rollout = model.n_steps * model.n_envs
-        remaining = max(0, config.total_timesteps - model.num_timesteps) // rollout * rollout
-        # Even with nothing left to learn, learn() sets up the logger the callbacks write to.
+        remaining = steps_to_learn(config.total_timesteps, model.num_timesteps,
+                                   model.n_steps * model.n_envs, after_warm_start=True)
         model.learn(remaining, callback=CallbackList(callbacks),
                     reset_num_timesteps=model.num_timesteps == 0,
                     progress_bar=config.progress_bar, tb_log_name=prefix)

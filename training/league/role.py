@@ -288,9 +288,10 @@ class LeagueRole:
 
     @property
     def done(self) -> bool:
-        """Whether the next rollout would overrun the trainer's ``total_timesteps``."""
+        """Whether the trainer's ``total_timesteps`` is trained (whole rollouts: the last
+        may pass it)."""
         trainer = self.trainer
-        return trainer.total_steps + trainer.rollout_steps > trainer.config.total_timesteps
+        return trainer.total_steps >= trainer.config.total_timesteps
 
     def finish(self) -> LeagueRole:
         """The final snapshot (unless one was taken at this step), the checkpoints

@@ -1,4 +1,4 @@
-"""The extras of a MAPPO run, as :class:`~training.mappo.trainer.MAPPOHook`\\ s.
+"""The extras of a MAPPO run, as :class:`~training.common.on_policy.TrainerHook`\\ s.
 
 :func:`training.train_mappo.train_mappo` hangs them on the trainer in this order
 (each sees the metrics of those before it):
@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from models.mappo_policy import MAPPOPolicy
+from training.common.on_policy import TrainerHook
 from training.common.run_log import RunLog
 from training.common.schedule import EveryNSteps
 from training.elo import TEAM_BASELINE_RATINGS, TeamEloRegistry
@@ -33,7 +34,7 @@ from training.mappo.battles import WIN, score
 from training.mappo.checkpoints import CHECKPOINT_NAME, FINAL_CHECKPOINT_NAME
 from training.mappo.evaluation import nash_exploitability_proxy
 from training.mappo.pool import TeamOpponentPool
-from training.mappo.trainer import MAPPOHook, MAPPOTrainer
+from training.mappo.trainer import MAPPOTrainer
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ OPPONENTS_PER_SWAP = 4
 """Pool members dealt across the self-play battles at each swap."""
 
 
-class CurriculumHook(MAPPOHook):
+class CurriculumHook(TrainerHook):
     """Promotes the team through the curriculum's stages (1v1 -> 2v1 -> 2v2 ...).
 
     Args:
@@ -66,7 +67,7 @@ class CurriculumHook(MAPPOHook):
         metrics.update(scheduler.wandb_metrics())
 
 
-class SelfPlayHook(MAPPOHook):
+class SelfPlayHook(TrainerHook):
     """Team self-play: snapshots of the learner become its opponents.
 
     Args:
@@ -77,7 +78,7 @@ class SelfPlayHook(MAPPOHook):
         self.registry = registry
         self.pool: TeamOpponentPool | None = None
 
-    def on_training_start(self, trainer: MAPPOTrainer) -> None:
+    def on_training_start(self, trainer: MAPPOTrainer, metrics: dict[str, Any]) -> None:
         config = trainer.config
         self.pool = TeamOpponentPool(config.self_play_pool_dir, config.self_play_pool_max_size)
         trainer.self_play_version = max(trainer.self_play_version, self.pool.latest_version)
@@ -119,7 +120,7 @@ class SelfPlayHook(MAPPOHook):
                 "elo/team_rating": self.registry.get_rating(config.elo_agent_name)}
 
 
-class ScriptEvaluationHook(MAPPOHook):
+class ScriptEvaluationHook(TrainerHook):
     """Deterministic battles against scripted Red at the current team sizes.
 
     Args:
@@ -129,7 +130,7 @@ class ScriptEvaluationHook(MAPPOHook):
     def __init__(self, registry: TeamEloRegistry) -> None:
         self.registry = registry
 
-    def on_training_start(self, trainer: MAPPOTrainer) -> None:
+    def on_training_start(self, trainer: MAPPOTrainer, metrics: dict[str, Any]) -> None:
         self.due = EveryNSteps(trainer.config.eval_freq, trainer.total_steps)
 
     def on_update_end(self, trainer: MAPPOTrainer, metrics: dict[str, Any]) -> None:
@@ -148,7 +149,7 @@ class ScriptEvaluationHook(MAPPOHook):
                         "elo/team_rating": self.registry.get_rating(config.elo_agent_name)})
 
 
-class MetricsLogHook(MAPPOHook):
+class MetricsLogHook(TrainerHook):
     """Every update's numbers to the run log (:class:`~training.common.run_log.RunLog`:
     TensorBoard in ``log_dir/mappo`` and the W&B run); at the end, the run's pictures
     drawn from those TensorBoard files, beside them (:func:`training.plots.write_run_plots`).
@@ -166,10 +167,10 @@ class MetricsLogHook(MAPPOHook):
         """The folder of a run's TensorBoard files (and pictures)."""
         return Path(config.log_dir) / "mappo"
 
-    def on_training_start(self, trainer: MAPPOTrainer) -> None:
+    def on_training_start(self, trainer: MAPPOTrainer, metrics: dict[str, Any]) -> None:
         self.run_log = RunLog(self.log_folder(trainer.config), run=self.run).open()
         counts = trainer.policy.parameter_count()
-        self.run_log.log({"model/actor_params": counts["actor"],
+        self.run_log.log({**metrics, "model/actor_params": counts["actor"],
                           "model/critic_params": counts["critic"],
                           "model/total_params": counts["total"]}, trainer.total_steps)
 
@@ -181,12 +182,16 @@ class MetricsLogHook(MAPPOHook):
         opponent = trainer.scripted_opponent_id  # the evaluations' opponent
         self.run_log.draw_plots(anchors={opponent: TEAM_BASELINE_RATINGS[opponent]})
 
+    def on_close(self, trainer: MAPPOTrainer) -> None:
+        if self.run_log is not None:
+            self.run_log.close()
 
-class CheckpointHook(MAPPOHook):
+
+class CheckpointHook(TrainerHook):
     """``mappo_policy.pt`` every ``checkpoint_freq`` steps (replaced atomically) and
     ``mappo_policy_final.pt`` at the end, in ``checkpoint_dir``."""
 
-    def on_training_start(self, trainer: MAPPOTrainer) -> None:
+    def on_training_start(self, trainer: MAPPOTrainer, metrics: dict[str, Any]) -> None:
         self.due = EveryNSteps(trainer.config.checkpoint_freq, trainer.total_steps)
 
     def on_update_end(self, trainer: MAPPOTrainer, metrics: dict[str, Any]) -> None:
@@ -197,19 +202,19 @@ class CheckpointHook(MAPPOHook):
         trainer.final_checkpoint = trainer.save(trainer.checkpoint_dir / FINAL_CHECKPOINT_NAME)
 
 
-class ProgressHook(MAPPOHook):
+class ProgressHook(TrainerHook):
     """A progress bar in env-steps (``progress_bar``), else a log line per update
     (``verbose``)."""
 
     def __init__(self) -> None:
         self.bar = None
 
-    def on_training_start(self, trainer: MAPPOTrainer) -> None:
+    def on_training_start(self, trainer: MAPPOTrainer, metrics: dict[str, Any]) -> None:
         if trainer.config.progress_bar:
             from tqdm.auto import tqdm
 
-            remaining = trainer.config.total_timesteps - trainer.total_steps
-            total = remaining // trainer.rollout_steps * trainer.rollout_steps
+            remaining = max(0, trainer.config.total_timesteps - trainer.total_steps)
+            total = -(-remaining // trainer.rollout_steps) * trainer.rollout_steps
             self.bar = tqdm(total=total, unit="step", desc="MAPPO", dynamic_ncols=True)
 
     def on_update_end(self, trainer: MAPPOTrainer, metrics: dict[str, Any]) -> None:
@@ -222,7 +227,7 @@ class ProgressHook(MAPPOHook):
             logger.info("step %d: %dv%d, win rate %.2f, %.0f env-steps/s", trainer.total_steps,
                         battles.n_blue, battles.n_red, win_rate, metrics["time/fps"])
 
-    def on_training_end(self, trainer: MAPPOTrainer) -> None:
+    def on_close(self, trainer: MAPPOTrainer) -> None:
         if self.bar is not None:
             self.bar.close()
 

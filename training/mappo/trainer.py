@@ -10,15 +10,13 @@ The loop, top to bottom::
 drives the same two calls itself and changes, between rollouts, who the
 learner fights (:meth:`TrainingBattles.deal`) and which side it learns from
 (:meth:`TrainingBattles.set_learning_side`). Curriculum, self-play, evaluation,
-logging, checkpoints and progress are :class:`~training.mappo.hooks.MAPPOHook`\\ s,
-in the style of Stable-Baselines3's callbacks.
+logging, checkpoints and progress are hooks (:mod:`training.mappo.hooks`).
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +32,7 @@ from models.mappo_policy import MAPPOPolicy
 from models.v1_transfer import load_v1_weights_into_mappo
 from storage.files import clean_stale_temporaries
 from training.common.device import resolve_device
-from training.common.ppo_math import restore_optimizer
+from training.common.on_policy import OnPolicyTrainer
 from training.curriculum_scheduler import STAGE_ENV_KWARGS, STAGE_LABELS, CurriculumScheduler
 from training.mappo.battles import DOCTRINE_TEAM, play_team_matches
 from training.mappo.checkpoints import (
@@ -51,24 +49,7 @@ from training.mappo.warm_start import warm_start_team
 logger = logging.getLogger(__name__)
 
 
-class MAPPOHook:
-    """Something hung on :meth:`MAPPOTrainer.learn`; override what you need.
-
-    Hooks run in the order given, so a hook sees the metrics added by those
-    before it.
-    """
-
-    def on_training_start(self, trainer: MAPPOTrainer) -> None:
-        """Before the first rollout (after the warm start or the resume)."""
-
-    def on_update_end(self, trainer: MAPPOTrainer, metrics: dict[str, Any]) -> None:
-        """After each rollout and update; add to ``metrics`` to have them logged."""
-
-    def on_training_end(self, trainer: MAPPOTrainer) -> None:
-        """After the last update."""
-
-
-class MAPPOTrainer:
+class MAPPOTrainer(OnPolicyTrainer):
     """MAPPO on ``config``'s battles: the policy, its optimiser, the battles, the counters.
 
     Building it builds the policy (big enough for every team size of the
@@ -113,8 +94,7 @@ class MAPPOTrainer:
         self.device = resolve_device(config.device, field="device")
         self.n_steps, self.rollout_steps = config.rollout_size()
         torch.set_num_threads(config.torch_threads)
-        self.rng = np.random.default_rng(config.seed)
-        torch.manual_seed(config.seed)
+        self.seed(config.seed)
         self.generator = torch.Generator().manual_seed(config.seed)
         self.checkpoint_dir = Path(config.checkpoint_dir)
         clean_stale_temporaries(self.checkpoint_dir)  # left by a run killed mid-write
@@ -192,26 +172,6 @@ class MAPPOTrainer:
                 parameter.requires_grad_(False)
 
     # --- the loop ------------------------------------------------------------------------
-
-    def learn(self, hooks: list[MAPPOHook] = ()) -> MAPPOTrainer:
-        """Rollouts and updates until ``total_timesteps``, calling ``hooks`` around them."""
-        for hook in hooks:
-            hook.on_training_start(self)
-        n_updates = (self.config.total_timesteps - self.total_steps) // self.rollout_steps
-        for _ in range(n_updates):
-            started = time.perf_counter()
-            rollout = self.collect_rollout()
-            collected = time.perf_counter()
-            metrics = self.learn_from(rollout)
-            metrics["time/fps"] = self.rollout_steps / (time.perf_counter() - started)
-            metrics["time/rollout_fps"] = self.rollout_steps / (collected - started)
-            for hook in hooks:
-                hook.on_update_end(self, metrics)
-            self.history.append(metrics)
-        for hook in hooks:
-            hook.on_training_end(self)
-        self.close()
-        return self
 
     def collect_rollout(self) -> Rollout:
         """``n_steps`` of every battle, the learner sampling from its policy: in this
@@ -382,24 +342,18 @@ class MAPPOTrainer:
         """Load the run of checkpoint ``resume``; the weights its formation pull pulled
         toward (None if it had none)."""
         saved = load_checkpoint(resume)
-        if saved.kwargs != self.policy.kwargs:
-            raise ValueError(f"resume={str(resume)!r} holds a policy built with {saved.kwargs}, "
-                             f"but this config builds {self.policy.kwargs}")
-        self.policy.load_state_dict(saved.weights)
-        restore_optimizer(self.optimizer, saved.optimizer, self.config.learning_rate)
+        self.restore_learner(saved, resume)
         counters = saved.counters
         self.total_steps, self.episodes = counters["total_steps"], counters["episodes"]
         self.self_play_version = counters.get("self_play_version", 0)
-        # A checkpoint from before the counter existed: its run is past any critic warm-up.
+        # A checkpoint without the counter: its run is past any critic warm-up.
         self.ppo_steps = counters.get("ppo_steps", self.total_steps)
         self.resumed_extra = saved.extras.get("driver")
         if self.scheduler is not None and saved.extras.get("curriculum") is not None:
             self.scheduler.load_state_dict(saved.extras["curriculum"])
-        self.rng.bit_generator.state = saved.rng["numpy"]
-        torch.set_rng_state(saved.rng["torch"])
         self.generator.set_state(saved.rng["minibatch"])
         logger.info("resuming %s at step %d", resume, self.total_steps)
         return saved.extras.get("formation_reference")
 
 
-__all__ = ["MAPPOHook", "MAPPOTrainer"]
+__all__ = ["MAPPOTrainer"]

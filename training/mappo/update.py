@@ -11,11 +11,11 @@ import torch
 
 from models.formation_orders import formation_kl
 from models.mappo_policy import MAPPOPolicy
+from training.common.on_policy import ppo_epochs
 from training.common.ppo_math import (
     AuxiliaryLoss,
+    PPOLoss,
     gae,
-    gradient_step,
-    kl_exceeded,
     normalize_advantages,
     ppo_loss,
     rollout_diagnostics,
@@ -64,34 +64,27 @@ def update(policy: MAPPOPolicy, optimizer: torch.optim.Optimizer, rollout: Rollo
     ret = torch.from_numpy(returns)[valid].to(device)
     diagnostics = rollout_diagnostics(rollout.values[valid].to(device), raw_adv, ret)
     reference_logits = None if reference is None else reference.formation_logits(obs, agent_of)
-    n = len(adv)
-    sums = dict(policy_loss=0.0, value_loss=0.0, entropy=0.0, total_loss=0.0, approx_kl=0.0,
-                clip_fraction=0.0, **({} if reference is None else {"formation_kl": 0.0}))
-    n_batches = 0
-    batch_size = config.minibatch_size(n)
+    batch_size = config.minibatch_size(len(adv))
+
+    def loss(mb: torch.Tensor) -> PPOLoss:
+        log_prob, entropy, value, orders = policy.evaluate_actions(
+            obs[mb], actions[mb], state[mb], agent_idx=agent_of[mb], return_orders=True)
+        pull = None if reference_logits is None else AuxiliaryLoss(
+            "formation_kl", formation_kl(reference_logits[mb], orders.formation_logits).mean(),
+            config.formation_pull)
+        return ppo_loss(log_prob, old_log_probs[mb], adv[mb], value, ret[mb], entropy,
+                        clip_range=config.clip_range, vf_coef=config.vf_coef,
+                        ent_coef=config.ent_coef, auxiliary=pull, train_actor=train_actor)
+
     policy.train()
-    stopped = False
-    for _ in range(config.n_epochs):
-        for mb in shuffled_minibatches(n, batch_size, generator, device=device):
-            log_prob, entropy, value, orders = policy.evaluate_actions(
-                obs[mb], actions[mb], state[mb], agent_idx=agent_of[mb], return_orders=True)
-            pull = None if reference_logits is None else AuxiliaryLoss(
-                "formation_kl", formation_kl(reference_logits[mb], orders.formation_logits).mean(),
-                config.formation_pull)
-            terms = ppo_loss(log_prob, old_log_probs[mb], adv[mb], value, ret[mb], entropy,
-                             clip_range=config.clip_range, vf_coef=config.vf_coef,
-                             ent_coef=config.ent_coef, auxiliary=pull, train_actor=train_actor)
-            for name, number in terms.statistics().items():
-                sums[name] += number
-            n_batches += 1
-            stopped = kl_exceeded(terms.approx_kl, config.target_kl)
-            if stopped:
-                break
-            gradient_step(optimizer, terms.total, policy.parameters(), config.max_grad_norm)
-        if stopped:
-            break
+    statistics = ppo_epochs(
+        config.n_epochs, lambda: shuffled_minibatches(len(adv), batch_size, generator,
+                                                      device=device),
+        loss, optimizer, list(policy.parameters()), config.max_grad_norm, config.target_kl)
     policy.eval()
-    means = {name: value / max(n_batches, 1) for name, value in sums.items()}
+    names = ["policy_loss", "value_loss", "entropy", "total_loss", "approx_kl",
+             "clip_fraction", *([] if reference is None else ["formation_kl"])]
+    means = statistics.means(names)
     return {f"train/{name}": value for name, value in {**means, **diagnostics}.items()}
 
 

@@ -37,10 +37,10 @@ from stable_baselines3 import PPO
 
 from envs.sim.validation import check_int, check_non_negative
 from training.common.imitation import order_loss
+from training.common.on_policy import ppo_epochs
 from training.common.ppo_math import (
     AuxiliaryLoss,
-    gradient_step,
-    kl_exceeded,
+    PPOLoss,
     normalize_advantages,
     ppo_loss,
     rollout_diagnostics,
@@ -108,34 +108,26 @@ class GuidedPPO(PPO):
         if self.teacher_start is None:  # the teacher's decay counts from the first update
             self.teacher_start = self.num_timesteps
         coef = self.current_teacher_coef()
-        stats: dict[str, list[float]] = {}
-        continue_training = True
-        for _ in range(self.n_epochs):
-            for batch in self.rollout_buffer.get(self.batch_size):
-                values, log_prob, entropy = self.policy.evaluate_actions(batch.observations,
-                                                                          batch.actions)
-                advantages = batch.advantages
-                if self.normalize_advantage and len(advantages) > 1:
-                    advantages = normalize_advantages(advantages)
-                auxiliary = None
-                if coef > 0.0:
-                    auxiliary = AuxiliaryLoss("teacher_loss",
-                                              self._teacher_loss(batch.observations), coef)
-                loss = ppo_loss(log_prob, batch.old_log_prob, advantages, values.flatten(),
-                                batch.returns, entropy, clip_range=clip_range,
-                                vf_coef=self.vf_coef, ent_coef=self.ent_coef,
-                                auxiliary=auxiliary)
-                for key, value in loss.statistics().items():
-                    stats.setdefault(key, []).append(value)
-                if kl_exceeded(loss.approx_kl, self.target_kl):
-                    continue_training = False
-                    break
-                gradient_step(self.policy.optimizer, loss.total, self.policy.parameters(),
-                              self.max_grad_norm)
-            self._n_updates += 1
-            if not continue_training:
-                break
-        self._record(stats, clip_range, coef)
+
+        def loss(batch: Any) -> PPOLoss:
+            values, log_prob, entropy = self.policy.evaluate_actions(batch.observations,
+                                                                      batch.actions)
+            advantages = batch.advantages
+            if self.normalize_advantage and len(advantages) > 1:
+                advantages = normalize_advantages(advantages)
+            auxiliary = None
+            if coef > 0.0:
+                auxiliary = AuxiliaryLoss("teacher_loss",
+                                          self._teacher_loss(batch.observations), coef)
+            return ppo_loss(log_prob, batch.old_log_prob, advantages, values.flatten(),
+                            batch.returns, entropy, clip_range=clip_range,
+                            vf_coef=self.vf_coef, ent_coef=self.ent_coef, auxiliary=auxiliary)
+
+        statistics = ppo_epochs(self.n_epochs, lambda: self.rollout_buffer.get(self.batch_size),
+                                loss, self.policy.optimizer, list(self.policy.parameters()),
+                                self.max_grad_norm, self.target_kl)
+        self._n_updates += statistics.epochs
+        self._record(statistics.values, clip_range, coef)
 
     def _record(self, stats: dict[str, list[float]], clip_range: float, coef: float) -> None:
         buffer = self.rollout_buffer

@@ -1,63 +1,14 @@
-"""WFM-1's multi-task PPO: one generalist over battles of many scenarios at once.
+"""WFM1Trainer: WFM-1's multi-task PPO, one generalist over battles of many scenarios.
 
-Optionally the policy first imitates the combined-arms doctrine, or the doctrine playing
-another plan (``training.warm_start_arms_plan``), commanding Blue against it
-(:meth:`WFM1Trainer.warm_start`, ``training.warm_start_steps``). The loop, top to bottom
-(:meth:`WFM1Trainer.learn`)::
+The loop (:meth:`~training.common.on_policy.OnPolicyTrainer.learn`)::
 
-    battles = draw scenarios every resample_every rollouts   # ScenarioBattles
     rollout = trainer.collect_rollout()      # n_steps of every battle, one order per unit
-    metrics = trainer.learn_from(rollout)    # GAE per battle, clipped PPO per unit
-    log, checkpoint
+    metrics = trainer.learn_from(rollout)    # GAE per battle, clipped PPO per own unit
+    for hook in hooks: hook.on_update_end(trainer, metrics)
 
-Every Blue unit of a battle acts from its own token (:class:`models.wfm1.WFM1Policy`);
-the battle's team reward and its value (one per battle, from the fused picture) give
-one advantage per battle, which every unit of the battle shares: the policy loss is
-PPO's clipped surrogate averaged over the units' own probability ratios. A battle that
-ends (decided or cut off at ``max_steps``) ends its return there. A policy with a
-formation head (``model.formation_orders``) orders each unit's formation too: its
-actions carry the formation code last, and the ratios and the entropy are those of the
-whole order (the Gaussian's and the formation choice's,
-:class:`~models.formation_orders.Orders`). A policy that reads ``echelon_tokens``
-(``model.echelon_tokens``) gets Blue's brigade and division tokens beside the battalions'
-at every step (:meth:`~training.wfm1.battles.ScenarioBattles.echelons`); the rollout keeps
-them and their masks (:attr:`WFMRollout.echelons`) and hands them to the update, and the
-warm start's demonstrations keep them too.
-
-Two extras hang on settings: ``training.teacher_coef`` adds to PPO's loss the squared
-error between each own unit's action mean and the doctrine's order in the states the
-rollout reached, and with a formation head the cross-entropy of its formation choice
-against the doctrine's (the warm start's teacher kept on as a regulariser, labelled on
-the generalist's own states as in DAgger; with ``training.teacher_decay_steps`` its weight
-falls linearly to 0 over that many battle steps of PPO), and
-``validation.every_updates`` plays fixed validation battles (training scenarios drawn
-once from the run's seed, never held-out ones) on the policy's means and keeps the best
-policy so far as ``wfm1_best.pt``.
-
-Self-play among generalists (``self_play.enabled``): Red is then, in a share of the
-battles, a frozen past snapshot of the generalist instead of the doctrine. When PPO
-starts (after any warm start, whose demonstrations stay the doctrine's against the
-doctrine) the policy's weights enter a pool on disk (``self_play.pool_dir``,
-:class:`~training.wfm1.pool.WFM1OpponentPool`, the newest ``self_play.pool_max_size``
-kept), then again each time the battle steps pass a multiple of
-``self_play.snapshot_freq``; the last version added is a checkpoint counter
-(``self_play_version``), so a resumed run continues the numbering. At each draw of
-battles every scenario's Red stays the doctrine with probability
-``self_play.scripted_share`` (drawn from the run's generator) and is otherwise a
-snapshot drawn uniformly from the pool (the doctrine while the pool is empty), which
-commands Red's units from Red's own tokens and Red's side of the scenario card on its
-means (:class:`~training.wfm1.battles.ScenarioBattles`' ``reds``). A snapshot added
-mid-draw first plays at the next draw. The teacher still labels Blue's states with the
-doctrine's orders; the rollouts' win rate is logged split by Red
-(``rollout/win_rate_doctrine``, ``rollout/win_rate_self_play``); validation and the
-benchmark stay against the doctrine.
-
-Checkpoints (``wfm1_warm_start.pt`` after the imitation, ``wfm1_<steps>_steps.pt``,
-``wfm1_latest.pt``, ``wfm1_best.pt`` and ``wfm1_final.pt``: the project's one training
-checkpoint, :mod:`training.wfm1.checkpoints`, written atomically, read with
-``torch.load(weights_only=True)``) hold the weights, the optimiser, the counters and
-the generators, so a run resumes where it stopped. Metrics go through the run log
-(:class:`~training.common.run_log.RunLog`).
+Battles of new scenarios are drawn every ``resample_every`` rollouts; the warm start
+imitates Blue's teacher first; self-play, validation, checkpoints and the run log are
+hooks (:mod:`training.wfm1.hooks`). ``docs/wfm1.md`` explains each part.
 """
 
 from __future__ import annotations
@@ -65,8 +16,6 @@ from __future__ import annotations
 import copy
 import logging
 import math
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -76,35 +25,38 @@ import torch
 from models.wfm1 import WFM1Policy, own_order_error
 from storage.files import clean_stale_temporaries
 from training.common.device import resolve_device
-from training.common.play import team_outcomes
+from training.common.on_policy import OnPolicyTrainer, TrainerHook, ppo_epochs
 from training.common.ppo_math import (
     AuxiliaryLoss,
+    PPOLoss,
     gae,
-    gradient_step,
-    kl_exceeded,
     normalize_advantages,
     ppo_loss,
-    restore_optimizer,
     shuffled_minibatches,
 )
-from training.common.run_log import RunLog
 from training.common.schedule import EveryNSteps, linear_decay
-from training.wfm1.battles import ECHELON_KEYS, ScenarioBattles, echelon_rows, play_out
+from training.wfm1.battles import ScenarioBattles, echelon_rows, play_out
 from training.wfm1.checkpoints import (
     BEST,
     FINAL,
     LATEST,
-    STEP_PREFIX,
-    STEP_SUFFIX,
     WARM_START,
     load_checkpoint,
     resume_file,
     save_checkpoint,
 )
 from training.wfm1.config import WFM1TrainConfig
+from training.wfm1.hooks import (
+    CheckpointHook,
+    ProgressHook,
+    RunLogHook,
+    SelfPlayHook,
+    ValidationHook,
+)
 from training.wfm1.lookahead import Lookahead
 from training.wfm1.minibatches import Outputs, in_length_groups
 from training.wfm1.pool import WFM1OpponentPool
+from training.wfm1.rollout import WFMRollout, collect
 from training.wfm1.scenarios import sample_training_scenario
 from training.wfm1.warm_start import clone, collect_demonstrations, join_demonstrations
 
@@ -116,37 +68,7 @@ VALIDATION_SEED = 7_000_000
 """Offset of the validation battles' seeds from the run's seed."""
 
 
-@dataclass
-class WFMRollout:
-    """``n_steps`` of every battle: (T, B, ...) tensors, and the battles that ended."""
-
-    tokens: torch.Tensor
-    pad_mask: torch.Tensor
-    own_mask: torch.Tensor
-    cards: torch.Tensor
-    actions: torch.Tensor
-    log_probs: torch.Tensor
-    values: torch.Tensor
-    teacher: torch.Tensor
-    """The doctrine's order for each own token in the state reached (with a formation
-    head, its formation code last)."""
-    rewards: torch.Tensor
-    dones: torch.Tensor
-    last_values: torch.Tensor
-    outcomes: list[int]
-    """1 won, 0 drawn, -1 lost, for each battle that ended."""
-    snapshot_red: list[bool] = field(default_factory=list)
-    """For each of :attr:`outcomes`, whether that battle's Red was a self-play snapshot
-    (else the doctrine)."""
-    snapshot_share: float = 0.0
-    """Share of the rollout's battles whose Red was a self-play snapshot."""
-    echelons: dict[str, torch.Tensor] = field(default_factory=dict)
-    """With a policy that reads ``echelon_tokens``: Blue's brigade and division tokens of
-    each step and their masks (:data:`ECHELON_KEYS`, (T, B, ...)); else empty."""
-
-
-
-class WFM1Trainer:
+class WFM1Trainer(OnPolicyTrainer):
     """PPO for WFM-1 on ``config``'s scenarios (module docstring).
 
     Args:
@@ -157,8 +79,8 @@ class WFM1Trainer:
             then be their number.
         init_policy: start from these weights: a :class:`~models.wfm1.WFM1Policy` (copied)
             or its checkpoint (a trained generalist).
-        adapter_only: train the scenario-card adapter only, the base frozen (the seed's
-            fine-tuning).
+        adapter_only: train the scenario-card adapter only, the base frozen (fine-tuning
+            on one scenario).
 
     Raises:
         TypeError: if ``config`` is not a WFM1TrainConfig.
@@ -179,8 +101,7 @@ class WFM1Trainer:
         self.device = resolve_device(config.device, field="device")
         """Where the policy, every rollout tensor and every update live."""
         self.n_steps, self.rollout_steps = config.rollout_size()
-        torch.manual_seed(config.seed)
-        self.rng = np.random.default_rng(config.seed)
+        self.seed(config.seed)
         if scenarios is not None and len(scenarios) != config.scenarios_per_rollout:
             raise ValueError(f"scenarios has {len(scenarios)} scenarios: expected "
                              f"scenarios.per_rollout={config.scenarios_per_rollout}")
@@ -202,7 +123,8 @@ class WFM1Trainer:
         self.pool: WFM1OpponentPool | None = None
         """The self-play pool, opened when PPO starts with ``config.self_play``; until then
         (the warm start) Red is the doctrine everywhere."""
-        self._snapshot_due: EveryNSteps | None = None
+        self.snapshot_due: EveryNSteps | None = None
+        """When the next self-play snapshot is due (set as self-play starts)."""
         self.battles: ScenarioBattles | None = None
         self.history: list[dict[str, Any]] = []
         self.best_validation = -1.0
@@ -303,7 +225,7 @@ class WFM1Trainer:
     def start_self_play(self) -> None:
         """Open the self-play pool (``config.self_play``) and add the policy as it starts
         PPO, unless the run (resumed) added snapshots before and the pool holds some; new
-        versions go above every version in the pool. Called by :meth:`learn`."""
+        versions go above every version in the pool. Called as :meth:`learn` starts."""
         config = self.config
         if not config.self_play or self.pool is not None:
             return
@@ -312,7 +234,7 @@ class WFM1Trainer:
         self.self_play_version = max(self.self_play_version, self.pool.latest_version)
         if first:
             self.add_snapshot()
-        self._snapshot_due = EveryNSteps(config.self_play_snapshot_freq, self.total_steps)
+        self.snapshot_due = EveryNSteps(config.self_play_snapshot_freq, self.total_steps)
 
     def add_snapshot(self) -> Path:
         """Add the policy's current weights to the pool as the next version."""
@@ -324,51 +246,11 @@ class WFM1Trainer:
     # --- a rollout ------------------------------------------------------------------------
 
     def collect_rollout(self) -> WFMRollout:
-        """``n_steps`` of every battle, each Blue unit sampling its order."""
+        """``n_steps`` of every battle, each Blue unit sampling its order (new battles
+        every ``resample_every`` rollouts)."""
         if self.battles is None or self.updates % self.config.resample_every == 0:
             self.draw_battles()
-        battles, policy, device = self.battles, self.policy, self.device
-        cards = torch.from_numpy(battles.cards).to(device)
-        keys = ("tokens", "pad_mask", "own_mask", "actions", "log_probs", "values", "teacher",
-                "rewards", "dones")
-        if policy.echelon_tokens:
-            keys += ECHELON_KEYS
-        steps: dict[str, list[torch.Tensor]] = {k: [] for k in keys}
-        ended: list[int] = []
-        snapshot_red: list[bool] = []
-        red_is_policy = battles.red_is_policy
-        policy.eval()
-        with torch.no_grad():
-            for _ in range(self.n_steps):
-                view = battles.observe()
-                echelons = battles.echelons(policy)
-                tokens, pad, own = (torch.from_numpy(a).to(device) for a in (
-                    view.tokens, view.pad_mask, view.own_mask))
-                actions, log_probs, values = policy.act_and_value(
-                    tokens, pad, card_vec=cards, own_mask=own,
-                    **policy.echelon_inputs(echelons))
-                if echelons is not None:
-                    for key in ECHELON_KEYS:
-                        steps[key].append(torch.from_numpy(getattr(echelons, key)).to(device))
-                result = battles.step(actions.cpu().numpy())
-                for key, value in (("tokens", tokens), ("pad_mask", pad), ("own_mask", own),
-                                   ("actions", actions), ("log_probs", log_probs),
-                                   ("values", values),
-                                   ("teacher", torch.from_numpy(result.doctrine_actions)),
-                                   ("rewards", torch.from_numpy(result.reward)),
-                                   ("dones", torch.from_numpy(result.done))):
-                    steps[key].append(value.to(device))
-                ended.extend(team_outcomes(result.winner[result.done]).tolist())
-                snapshot_red.extend(red_is_policy[result.done].tolist())
-            view = battles.observe()
-            last = policy.get_value(torch.from_numpy(view.tokens).to(device),
-                                    torch.from_numpy(view.pad_mask).to(device), card_vec=cards,
-                                    **policy.echelon_inputs(battles.echelons(policy)))
-        stacked = {key: torch.stack(value) for key, value in steps.items()}
-        echelons = {key: stacked.pop(key) for key in ECHELON_KEYS if key in stacked}
-        return WFMRollout(**stacked, cards=cards, last_values=last, outcomes=ended,
-                          snapshot_red=snapshot_red,
-                          snapshot_share=float(red_is_policy.mean()), echelons=echelons)
+        return collect(self.policy, self.battles, self.n_steps, self.device)
 
     # --- advantages and the update ----------------------------------------------------------
 
@@ -395,10 +277,6 @@ class WFM1Trainer:
         # The pull's weight falls with the PPO steps taken, which resume with the updates.
         teacher_coef = linear_decay(config.teacher_coef, self.updates * self.rollout_steps,
                                     config.teacher_decay_steps)
-        totals = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0,
-                  "clip_fraction": 0.0, "teacher_loss": 0.0}
-        n_batches = 0
-        stopped = False
 
         inputs = ("tokens", "actions", "pad_mask", "own_mask", "cards", *rollout.echelons)
 
@@ -409,37 +287,32 @@ class WFM1Trainer:
                 **policy.echelon_inputs(echelon_rows(rows, policy.brigade_size)))
             return (log_prob, entropy, orders.gaussian.mean, orders.formation_logits), (value,)
 
+        def loss(index: torch.Tensor) -> PPOLoss:
+            b = {key: value[index] for key, value in flat.items()}
+            own = b["own_mask"]
+            (log_prob, entropy, mean, logits), (value,) = in_length_groups(
+                evaluate, {key: b[key] for key in inputs}, PER_TOKEN)
+            teacher = AuxiliaryLoss("teacher_loss", own_order_error(
+                mean, logits, b["teacher"], own), teacher_coef)
+            # Each battle's advantage, normalised over the minibatch, is shared by its
+            # own units' ratios (weight 1; the other tokens 0).
+            return ppo_loss(log_prob, b["log_probs"], normalize_advantages(b["advantages"]),
+                            value, b["returns"], entropy, clip_range=config.clip_range,
+                            vf_coef=config.vf_coef, ent_coef=config.ent_coef,
+                            weights=own.float(), auxiliary=teacher)
+
         policy.train()
-        for _ in range(config.n_epochs):
-            for index in shuffled_minibatches(n, batch_size, generator, drop_last=True,
-                                              device=self.device):
-                b = {key: value[index] for key, value in flat.items()}
-                own = b["own_mask"]
-                (log_prob, entropy, mean, logits), (value,) = in_length_groups(
-                    evaluate, {key: b[key] for key in inputs}, PER_TOKEN)
-                teacher = AuxiliaryLoss("teacher_loss", own_order_error(
-                    mean, logits, b["teacher"], own), teacher_coef)
-                # Each battle's advantage, normalised over the minibatch, is shared by its
-                # own units' ratios (weight 1; the other tokens 0).
-                terms = ppo_loss(log_prob, b["log_probs"], normalize_advantages(b["advantages"]),
-                                 value, b["returns"], entropy, clip_range=config.clip_range,
-                                 vf_coef=config.vf_coef, ent_coef=config.ent_coef,
-                                 weights=own.float(), auxiliary=teacher)
-                statistics = terms.statistics()
-                for name in totals:
-                    totals[name] += statistics[name]
-                n_batches += 1
-                stopped = kl_exceeded(terms.approx_kl, config.target_kl)
-                if stopped:
-                    break
-                gradient_step(self.optimizer, terms.total, policy.parameters(),
-                              config.max_grad_norm)
-            if stopped:
-                break
+        statistics = ppo_epochs(
+            config.n_epochs, lambda: shuffled_minibatches(n, batch_size, generator,
+                                                          drop_last=True, device=self.device),
+            loss, self.optimizer, list(policy.parameters()), config.max_grad_norm,
+            config.target_kl)
         self.total_steps += self.rollout_steps
         self.updates += 1
         self.episodes += len(rollout.outcomes)
-        metrics: dict[str, Any] = {f"train/{k}": v / max(n_batches, 1) for k, v in totals.items()}
+        means = statistics.means(("policy_loss", "value_loss", "entropy", "approx_kl",
+                                  "clip_fraction", "teacher_loss"))
+        metrics: dict[str, Any] = {f"train/{k}": v for k, v in means.items()}
         metrics.update({"time/total_steps": self.total_steps, "time/updates": self.updates,
                         "time/episodes": self.episodes, "train/teacher_coef": teacher_coef,
                         "reward/step_mean": float(rollout.rewards.mean())})
@@ -480,42 +353,12 @@ class WFM1Trainer:
 
     # --- the run --------------------------------------------------------------------------------
 
-    def learn(self) -> WFM1Trainer:
-        """Rollouts and updates until ``total_timesteps``; checkpoints, the run log
-        (TensorBoard in ``log_dir/wfm1``, W&B as the config says, :attr:`history`) and
-        ``wfm1_final.pt`` at the end."""
-        config = self.config
-        folder = Path(config.checkpoint_dir)
-        run_log = RunLog.for_config(Path(config.log_dir) / "wfm1", config,
-                                    history=self.history).open()
-        every = config.validate_every_updates
-        try:
-            self.start_self_play()
-            if every and self.best_validation < 0:  # the starting point is a candidate too
-                run_log.log(self.validate(), self.total_steps)
-            while self.total_steps + self.rollout_steps <= config.total_timesteps:
-                started = time.perf_counter()
-                metrics = self.learn_from(self.collect_rollout())
-                metrics["time/fps"] = self.rollout_steps / (time.perf_counter() - started)
-                if self._snapshot_due is not None and self._snapshot_due(self.total_steps):
-                    self.add_snapshot()
-                    metrics["self_play/pool_size"] = float(self.pool.size)
-                if every and self.updates % every == 0:
-                    metrics.update(self.validate())
-                run_log.log(metrics, self.total_steps)
-                if config.verbose:
-                    logger.info("step %d: win rate %.2f, %.0f steps/s", self.total_steps,
-                                metrics.get("rollout/win_rate", float("nan")),
-                                metrics["time/fps"])
-                if self.updates % config.checkpoint_every_updates == 0:
-                    self.save(folder / f"{STEP_PREFIX}{self.total_steps}{STEP_SUFFIX}")
-                    self.save(folder / LATEST)
-            self.save(folder / LATEST)
-            self.final_checkpoint = self.save(folder / FINAL)
-        finally:
-            run_log.close()
-        run_log.draw_plots()  # learning curves and losses beside the logs
-        return self
+    def default_hooks(self) -> list[TrainerHook]:
+        """Self-play snapshots, validation, checkpoints (``wfm1_final.pt`` at the end), the
+        run log (TensorBoard in ``log_dir/wfm1``, W&B as the config says, :attr:`history`)
+        and a log line per update (:mod:`training.wfm1.hooks`)."""
+        return [SelfPlayHook(), ValidationHook(), CheckpointHook(), RunLogHook(),
+                ProgressHook()]
 
     # --- files ------------------------------------------------------------------------------------
 
@@ -532,16 +375,11 @@ class WFM1Trainer:
 
     def _restore(self, path: Path) -> None:
         saved = load_checkpoint(path)
-        if saved.kwargs != self.policy.kwargs:
-            raise ValueError(f"resume={str(path)!r} holds a policy built with "
-                             f"{saved.kwargs}, but this config builds {self.policy.kwargs}")
-        self.policy.load_state_dict(saved.weights)
-        restore_optimizer(self.optimizer, saved.optimizer, self.config.learning_rate)
+        self.restore_learner(saved, path)
         counters = saved.counters
         self.total_steps, self.updates, self.episodes = (
             int(counters[name]) for name in ("total_steps", "updates", "episodes"))
         self.best_validation = float(counters["best_validation"])
-        # A checkpoint from before self-play existed added no snapshot.
         self.self_play_version = int(counters.get("self_play_version", 0))
         best = Path(self.config.checkpoint_dir) / BEST
         if best.exists() or best.is_symlink():
@@ -555,8 +393,6 @@ class WFM1Trainer:
                                error)
             else:
                 self.best_validation = max(self.best_validation, kept)
-        self.rng.bit_generator.state = saved.rng["numpy"]
-        torch.set_rng_state(saved.rng["torch"])
         logger.info("resuming %s at step %d", path, self.total_steps)
 
 
