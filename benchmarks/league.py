@@ -116,7 +116,7 @@ def train_mappo_arm(args: Any, folder: Path, arm: str) -> dict[str, Any]:
     """The ``self_play`` or ``scripted`` arm: :func:`train_mappo` for ``--steps``."""
     where = folder / arm
     config = MAPPOConfig(**common(args, folder), total_timesteps=args.steps, seed=args.seed,
-                         self_play=arm == "self_play",
+                         enable_self_play=arm == "self_play",
                          self_play_pool_dir=str(where / "pool"),
                          checkpoint_dir=str(where), log_dir=str(where / "logs"),
                          elo_registry_path=str(where / "elo.json"))

@@ -411,7 +411,7 @@ class WFM1Benchmark:
             scenarios_per_rollout=1, max_steps=c.max_steps_per_episode,
             checkpoint_dir=str(folder), log_dir=str(folder / "logs"), enable_wandb=False,
             verbose=0, seed=c.seed, validate_every_updates=0,
-            self_play=False,  # trained against the doctrine it is measured against
+            enable_self_play=False,  # trained against the doctrine it is measured against
             # A setting left at its default is absent from the policy's kwargs: its own.
             **{k: kwargs[k] if k in kwargs else getattr(policy, k)
                for k in self.train_config.model_kwargs()})

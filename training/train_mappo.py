@@ -1,32 +1,17 @@
 """MAPPO for N-vs-M battalion battles, top to bottom.
 
-Blue's battalions share one actor (or one each) that sees only its own
-fog-of-war observation, and a centralised critic that also reads the whole
-battle; Red is scripted, or with self-play a frozen snapshot of Blue. The
-rollout steps ``n_envs`` battles as one NumPy batch; the update is clipped PPO
-over every Blue battalion's samples. One network serves every team size, so a
-curriculum promotion really swaps the battles (1v1 -> 2v1 -> 2v2) and training
-goes on with the same weights.
+Blue's battalions share one actor (or one each) that sees only its own fog-of-war
+observation, and a centralised critic that also reads the whole battle; Red is scripted,
+or with self-play a frozen snapshot of Blue. The rollout steps ``n_envs`` battles as one
+NumPy batch; the update is clipped PPO over every Blue battalion's samples. One network
+serves every team size, so a curriculum promotion swaps the battles (1v1 -> 2v1 -> 2v2)
+and training goes on with the same weights. A run writes ``mappo_policy.pt`` every
+``checkpoint_freq`` env-steps and ``mappo_policy_final.pt`` at the end, from which a
+killed run resumes (``resume.auto=true``). ``docs/training.md`` ("Multi-agent") has the
+guide. In Python, and from the command line (Hydra, ``configs/experiment_mappo_2v2.yaml``)::
 
-Programmatic use::
-
-    from training.train_mappo import train_mappo
     result = train_mappo(total_timesteps=1_000_000, enable_wandb=False)
-    result = train_mappo(curriculum=True,
-                         v1_checkpoint="checkpoints/ppo_battalion_s42_c5_final.zip")
-
-Command line (Hydra; ``configs/experiment_mappo_2v2.yaml``, override any key)::
-
     python training/train_mappo.py training.total_timesteps=500000 self_play.enabled=true
-    python training/train_mappo.py resume.auto=true      # continue mappo_policy.pt
-
-A run writes ``mappo_policy.pt`` every ``checkpoint_freq`` env-steps (replaced
-atomically) and ``mappo_policy_final.pt`` at the end, each with the policy's
-constructor arguments, the optimiser, the step and episode counters, the
-curriculum, the self-play version and the random generators, so a killed run
-resumes from its last checkpoint with all of that restored; the battles in
-progress at that moment are not saved, and the resumed run starts new ones
-(drawn from the restored generator). Metrics go to TensorBoard under ``log_dir`` and to W&B.
 """
 
 from __future__ import annotations
@@ -119,7 +104,7 @@ def train_mappo(config: MAPPOConfig | None = None, *, resume: str | Path | None 
     hooks: list[TrainerHook] = []
     if config.curriculum:
         hooks.append(CurriculumHook(run))
-    if config.self_play:
+    if config.enable_self_play:
         hooks.append(SelfPlayHook(registry))
     hooks += [ScriptEvaluationHook(registry), MetricsLogHook(run), CheckpointHook(),
               ProgressHook(), *(extra_hooks or [])]

@@ -377,7 +377,7 @@ def _boundaries(workdir: Path) -> list[Boundary]:
         "n_envs": ints(1, too_big=huge), "n_blue": ints(1, MAX_TEAM_SIZE),
         "n_red": ints(1, MAX_TEAM_SIZE), "map_width": maps, "map_height": maps,
         "max_steps": ints(1, MAX_STEPS_LIMIT), "randomize_terrain": bools(),
-        "share_parameters": bools(), "curriculum": bools(), "self_play": bools(),
+        "share_parameters": bools(), "curriculum": bools(), "enable_self_play": bools(),
         "visibility_radius": floats(0, None, low_open=True), "seed": ints(0),
         "n_eval_episodes": ints(1, too_big=huge), "warm_start_steps": ints(1, too_big=huge),
         "red_level": ints(1, 5), "log_dir": paths(), "v1_checkpoint": paths(optional=True),

@@ -85,7 +85,7 @@ def mappo_config(folder: Path):
         checkpoint_freq=128, eval_freq=256, n_eval_episodes=2, warm_start_doctrine=None,
         enable_wandb=False, progress_bar=False, verbose=0, checkpoint_dir=str(folder / "ck"),
         log_dir=str(folder / "logs"), elo_registry_path=str(folder / "ck" / "team_elo.json"),
-        self_play=True, self_play_snapshot_freq=256, self_play_eval_freq=256,
+        enable_self_play=True, self_play_snapshot_freq=256, self_play_eval_freq=256,
         self_play_n_eval_episodes=2, self_play_exploitability_episodes=1,
         self_play_pool_dir=str(folder / "ck" / "pool"))
 

@@ -185,7 +185,7 @@ def test_bounds_and_booleans_are_checked_in_both_configs(changes, field):
             MAPPOConfig(**changes)
 
 
-@pytest.mark.parametrize("setting", ["self_play", "curriculum"])
+@pytest.mark.parametrize("setting", ["enable_self_play", "curriculum"])
 def test_a_league_role_refuses_the_mappo_extras_it_would_ignore(setting):
     from training.league.config import (
         LeagueExploiterConfig,
@@ -194,7 +194,8 @@ def test_a_league_role_refuses_the_mappo_extras_it_would_ignore(setting):
     )
 
     for config_class in (MainAgentConfig, MainExploiterConfig, LeagueExploiterConfig):
-        with pytest.raises(ValueError, match=f"{setting}.enabled=True is invalid for a league"):
+        key = {"enable_self_play": "self_play"}.get(setting, setting)
+        with pytest.raises(ValueError, match=f"{key}.enabled=True is invalid for a league"):
             config_class(**{setting: True})
 
 

@@ -168,7 +168,7 @@ def test_curriculum_promotion_swaps_the_battles(tmp_path):
 
 
 def test_team_self_play_from_the_config(tmp_path):
-    result = train_mappo(**tiny(tmp_path, self_play=True, self_play_snapshot_freq=ROLLOUT,
+    result = train_mappo(**tiny(tmp_path, enable_self_play=True, self_play_snapshot_freq=ROLLOUT,
                                 self_play_eval_freq=ROLLOUT, self_play_n_eval_episodes=4,
                                 self_play_exploitability_episodes=2,
                                 self_play_scripted_share=0.5, total_timesteps=3 * ROLLOUT))

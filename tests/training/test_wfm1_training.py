@@ -571,7 +571,7 @@ def test_a_formation_ordering_generalist_trains_and_is_evaluated(tmp_path):
 
 
 def self_play_config(tmp_path, **kw):
-    return tiny_config(tmp_path, self_play=True, self_play_pool_dir=str(tmp_path / "pool"),
+    return tiny_config(tmp_path, enable_self_play=True, self_play_pool_dir=str(tmp_path / "pool"),
                        **kw)
 
 
@@ -589,22 +589,22 @@ def recording_steps(battles):
 def test_the_config_declares_self_play():
     keys = WFM1TrainConfig.yaml_keys()
     assert {name: keys[name] for name in (
-        "self_play", "self_play_pool_dir", "self_play_pool_max_size",
+        "enable_self_play", "self_play_pool_dir", "self_play_pool_max_size",
         "self_play_snapshot_freq", "self_play_scripted_share")} == {
-        "self_play": "self_play.enabled", "self_play_pool_dir": "self_play.pool_dir",
+        "enable_self_play": "self_play.enabled", "self_play_pool_dir": "self_play.pool_dir",
         "self_play_pool_max_size": "self_play.pool_max_size",
         "self_play_snapshot_freq": "self_play.snapshot_freq",
         "self_play_scripted_share": "self_play.scripted_share"}
     default = WFM1TrainConfig()
-    assert (default.self_play, default.self_play_pool_dir, default.self_play_pool_max_size,
+    assert (default.enable_self_play, default.self_play_pool_dir, default.self_play_pool_max_size,
             default.self_play_snapshot_freq, default.self_play_scripted_share) == (
         False, "checkpoints/wfm1/pool", 10, 200_000, 0.5)
     config = WFM1TrainConfig.from_nested({"self_play": {"enabled": True,
                                                         "scripted_share": 0.25}})
-    assert config.self_play and config.self_play_scripted_share == 0.25
+    assert config.enable_self_play and config.self_play_scripted_share == 0.25
     for field, value in (("self_play_scripted_share", 1.5), ("self_play_scripted_share", -0.1),
                          ("self_play_snapshot_freq", 0), ("self_play_pool_max_size", 0),
-                         ("self_play", "yes")):
+                         ("enable_self_play", "yes")):
         with pytest.raises(ValueError, match=f"{field}={value!r} is invalid"):
             WFM1TrainConfig(**{field: value})
 

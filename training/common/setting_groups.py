@@ -327,6 +327,49 @@ class RewardSettings(Settings):
 
 
 @dataclass
+class CheckpointSettings(Settings):
+    """Where a run's checkpoints go."""
+
+    checkpoint_dir: str = setting(
+        "checkpoints", "Folder of the run's checkpoints and final model.", path,
+        "eval.checkpoint_dir")
+
+
+@dataclass
+class SelfPlaySettings(Settings):
+    """Self-play: in a share of the training battles Red is one of the learner's past
+    snapshots, dealt from a pool on disk."""
+
+    enable_self_play: bool = setting(
+        False, "Deal Red from a pool of the learner's past snapshots in some battles.",
+        check_bool, "self_play.enabled")
+    self_play_pool_dir: str = setting(
+        "checkpoints/pool", "Folder of the self-play pool (snapshots already there are dealt "
+        "too, so each run wants its own).", path, "self_play.pool_dir")
+    self_play_pool_max_size: int = setting(
+        10, "Snapshots the pool keeps (the oldest leaves first).", positive_int,
+        "self_play.pool_max_size")
+    self_play_snapshot_freq: int = setting(
+        50_000, "Env-steps between snapshots into the pool.", positive_int,
+        "self_play.snapshot_freq")
+    self_play_scripted_share: float = setting(
+        0.75, "Share of the training battles whose Red stays scripted, so the learner does "
+        "not forget how to beat it.", unit_interval, "self_play.scripted_share")
+
+
+@dataclass
+class SelfPlayEvaluationSettings(Settings):
+    """Matches of the learner against members of its self-play pool."""
+
+    self_play_eval_freq: int = setting(
+        50_000, "Env-steps between evaluations against a pool member.", positive_int,
+        "self_play.eval_freq")
+    self_play_n_eval_episodes: int = setting(
+        20, "Battles per evaluation against the pool, played as one batch.", positive_int,
+        "self_play.n_eval_episodes")
+
+
+@dataclass
 class TrackingSettings(Settings):
     """Where a run reports: Weights & Biases, TensorBoard, the console."""
 

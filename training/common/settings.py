@@ -7,17 +7,12 @@ about a setting is written in one place::
 
 The groups both trainers have are declared once in
 :mod:`training.common.setting_groups` and inherited; a trainer that needs another
-default or check for one of their settings says so with :func:`override`. From
-the declarations come:
-
-* the checks, run whenever a config is made (:meth:`Settings.__post_init__`);
-* the Hydra schema (:meth:`ConfigFile.schema`): one dataclass per YAML section,
-  registered in Hydra's ConfigStore, so Hydra checks every key and type of the
-  YAML file and of the command-line overrides against the declarations;
-* the YAML file itself (:meth:`ConfigFile.text`), each setting's doc as a comment
-  above it; a test checks that the files in ``configs/`` are what the declarations
-  give, and ``python -m training.ppo.config`` (or ``training.mappo.config``)
-  rewrites them.
+default or check for one of their settings says so with :func:`override`. From the
+declarations come the checks (:meth:`Settings.__post_init__`), the Hydra schema
+(:meth:`ConfigFile.schema`) and the YAML file itself (:meth:`ConfigFile.text`, each
+setting's doc as a comment above it), which ``python -m training.ppo.config`` (or
+``training.mappo.config``) rewrites. ``docs/training.md`` ("Settings: declared once")
+says more.
 """
 
 from __future__ import annotations
@@ -78,13 +73,13 @@ def setting(default: Any, doc: str, check: Check, yaml: str) -> Any:
 
 
 def override(group: type, name: str, *, default: Any = MISSING,
-             check: Check | None = None) -> Any:
-    """Setting ``name`` of ``group`` with this trainer's default or check; its doc and
-    YAML key stay those of the declaration."""
+             check: Check | None = None, yaml: str | None = None) -> Any:
+    """Setting ``name`` of ``group`` with this trainer's default, check or place in its
+    YAML file; its doc stays the declaration's."""
     declared = group.__dataclass_fields__[name]
     return setting(default_of(declared) if default is MISSING else default,
                    declared.metadata["doc"], check or declared.metadata["check"],
-                   declared.metadata["yaml"])
+                   yaml or declared.metadata["yaml"])
 
 
 def default_of(spec: dataclasses.Field) -> Any:

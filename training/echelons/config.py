@@ -13,6 +13,7 @@ from typing import Any
 
 from training.common.setting_groups import (
     BattlefieldSettings,
+    CheckpointSettings,
     PPOSettings,
     TeamBattleSettings,
     TrackingSettings,
@@ -30,7 +31,8 @@ from training.common.settings import (
 
 
 @dataclass
-class EchelonConfig(PPOSettings, BattlefieldSettings, TeamBattleSettings, TrackingSettings):
+class EchelonConfig(PPOSettings, BattlefieldSettings, TeamBattleSettings, TrackingSettings,
+                    CheckpointSettings):
     """A brigade or division commander's PPO run (``configs/experiment_brigade.yaml``,
     ``configs/experiment_division.yaml``). Steps and frequencies count the commander's
     steps (one command, ``temporal_ratio`` battalion steps)."""
@@ -91,9 +93,8 @@ class BrigadeConfig(EchelonConfig):
     warm_start_learning_rate: float = override(WarmStartSettings, "warm_start_learning_rate",
                                                default=1e-3)
     warm_start_max_share: float = override(WarmStartSettings, "warm_start_max_share")
-    checkpoint_dir: str = setting(
-        "checkpoints/brigade", "Folder of ppo_brigade_<steps>_steps.zip and "
-        "ppo_brigade_final.zip.", path, "eval.checkpoint_dir")
+    checkpoint_dir: str = override(CheckpointSettings, "checkpoint_dir",
+                                   default="checkpoints/brigade")
 
 
 BRIGADE_FILE = ConfigFile("experiment_brigade", (BrigadeConfig,), header="""
@@ -128,9 +129,8 @@ class DivisionConfig(EchelonConfig):
         "brigades of n_blue_per_brigade) commanding each Blue brigade within its command; "
         "null: every battalion runs the command's drill.", optional(path),
         "hierarchy.brigade_policy")
-    checkpoint_dir: str = setting(
-        "checkpoints/division", "Folder of ppo_division_<steps>_steps.zip and "
-        "ppo_division_final.zip.", path, "eval.checkpoint_dir")
+    checkpoint_dir: str = override(CheckpointSettings, "checkpoint_dir",
+                                   default="checkpoints/division")
 
 
 DIVISION_FILE = ConfigFile("experiment_division", (DivisionConfig,), header="""

@@ -142,7 +142,7 @@ class _RoleChecks:
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name, key in (("self_play", "self_play.enabled"),
+        for name, key in (("enable_self_play", "self_play.enabled"),
                           ("curriculum", "curriculum.enabled")):
             if getattr(self, name):
                 raise ValueError(f"{key}=True is invalid for a league role: expected false "

@@ -36,9 +36,12 @@ from envs.sim.validation import (
 )
 from training.common.setting_groups import (
     BattlefieldSettings,
+    CheckpointSettings,
     DistributedSettings,
     PPOSettings,
     RewardSettings,
+    SelfPlayEvaluationSettings,
+    SelfPlaySettings,
     TeamBattleSettings,
     TrackingSettings,
     WarmStartSettings,
@@ -96,7 +99,8 @@ def _stage(name: str, value: Any) -> str:
 
 @dataclass
 class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattleSettings,
-                  RewardSettings, TrackingSettings, DistributedSettings):
+                  RewardSettings, TrackingSettings, DistributedSettings, CheckpointSettings,
+                  SelfPlaySettings, SelfPlayEvaluationSettings):
     """Configuration of a MAPPO run on :class:`~envs.multi_battalion_env.MultiBattalionEnv`
     battles (Blue learns; Red is scripted or, with self-play, a frozen snapshot).
 
@@ -163,7 +167,7 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
         "or {type: artillery, formation: limbered}); its sides' sizes must be env.n_blue and "
         "env.n_red. With one, the observations carry each unit's arm, formation, quality "
         "and disorder, the actors order formations, and the doctrine battles are commanded "
-        "by the combined-arms doctrine; None: infantry of quality 1 in line, as always.",
+        "by the combined-arms doctrine; None: infantry of quality 1 in line.",
         _order_of_battle, "env.order_of_battle")
     warm_start_arms_plan: str = setting(
         "standard", "With an order of battle, how the combined-arms doctrine the warm start "
@@ -176,10 +180,8 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
         0.0, "With an order of battle, the weight of a pull of the actors' formation choices "
         "toward those of the policy MAPPO started from (its imitation, or init_policy): each "
         "minibatch adds this times the mean KL from the starting formation head's choices to "
-        "the learner's. Without it a long run's formation head can drift to keeping every "
-        "formation (on combined_arms, two seeds: from 3-5M env-steps on, the foot never "
-        "deployed nor the guns unlimbered, and 48-49 % won against L5 fell to 1-3 %; 1.0 "
-        "held both; docs/performance.md, \"MAPPO with arms\"); 0: no pull.",
+        "the learner's, so that a long run's formation head does not drift to keeping every "
+        "formation (docs/training.md, \"Arms\"); 0: no pull.",
         check_non_negative, "training.formation_pull")
     order_period: int = setting(
         0, "Steps each random order lasts (envs.commanders.orders: a posture and an objective, "
@@ -236,9 +238,8 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
         "shapes) to start from; it replaces the warm start and v1_checkpoint.",
         optional(path), "training.init_policy")
     # Evaluation and checkpoints
-    checkpoint_dir: str = setting(
-        "checkpoints/mappo_2v2", "Folder of mappo_policy.pt and mappo_policy_final.pt.", path,
-        "eval.checkpoint_dir")
+    checkpoint_dir: str = override(CheckpointSettings, "checkpoint_dir",
+                                   default="checkpoints/mappo_2v2")
     checkpoint_freq: int = setting(
         100_000, "Env-steps between checkpoints (mappo_policy.pt, replaced).", positive_int,
         "eval.checkpoint_freq")
@@ -262,27 +263,14 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
         "1v1", f"The stage to start at: {', '.join(STAGE_LABELS.values())}.", _stage,
         "curriculum.initial_stage")
     # Team self-play
-    self_play: bool = setting(
-        False, "Deal Red from a pool of the team's past snapshots in some battles.",
-        check_bool, "self_play.enabled")
-    self_play_pool_dir: str = setting(
-        "checkpoints/mappo_2v2/pool", "Folder of the team self-play pool.", path,
-        "self_play.pool_dir")
-    self_play_pool_max_size: int = setting(
-        10, "Snapshots the pool keeps (the oldest leaves first).", positive_int,
-        "self_play.pool_max_size")
-    self_play_snapshot_freq: int = setting(
-        200_000, "Env-steps between snapshots into the pool.", positive_int,
-        "self_play.snapshot_freq")
-    self_play_scripted_share: float = setting(
-        0.5, "Share of the training battles that keep scripted Red.", unit_interval,
-        "self_play.scripted_share")
-    self_play_eval_freq: int = setting(
-        200_000, "Env-steps between evaluations against the pool.", positive_int,
-        "self_play.eval_freq")
-    self_play_n_eval_episodes: int = setting(
-        20, "Battles against a sampled pool member per evaluation, played as one batch.",
-        positive_int, "self_play.n_eval_episodes")
+    self_play_pool_dir: str = override(SelfPlaySettings, "self_play_pool_dir",
+                                       default="checkpoints/mappo_2v2/pool")
+    self_play_snapshot_freq: int = override(SelfPlaySettings, "self_play_snapshot_freq",
+                                            default=200_000)
+    self_play_scripted_share: float = override(SelfPlaySettings, "self_play_scripted_share",
+                                               default=0.5)
+    self_play_eval_freq: int = override(SelfPlayEvaluationSettings, "self_play_eval_freq",
+                                        default=200_000)
     self_play_exploitability_episodes: int = setting(
         10, "Battles against each pool member for the exploitability estimate.",
         positive_int, "self_play.exploitability_episodes")

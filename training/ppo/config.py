@@ -29,8 +29,11 @@ from models.battalion_policy import ORDER_HEADS
 from training.common.imitation import ORDER_MARGIN
 from training.common.setting_groups import (
     BattlefieldSettings,
+    CheckpointSettings,
     PPOSettings,
     RewardSettings,
+    SelfPlayEvaluationSettings,
+    SelfPlaySettings,
     TrackingSettings,
     WarmStartSettings,
 )
@@ -88,8 +91,8 @@ def _sb3_seed(name: str, value: Any) -> int:
 
 # Scripted L5, the imitated doctrine itself and scripted L1, in turn: measured on the
 # validation battles (docs/training.md, "Fine-tuning after imitation"), PPO improves on
-# the clone only when it meets the teacher, and the old ladder of every level and random
-# play held it level; without L1, which stands still, a learner that halts a step short of
+# the clone only when it meets the teacher, and a ladder of every level and random play
+# holds it level; without L1, which stands still, a learner that halts a step short of
 # its volley is never made to pay for it, and drew up to a quarter of its battles against
 # L1-L3 ("Orders as choices").
 _TRAINING_OPPONENTS = ["scripted_l5", "doctrine", "scripted_l1"]
@@ -97,7 +100,8 @@ _TRAINING_OPPONENTS = ["scripted_l5", "doctrine", "scripted_l1"]
 
 @dataclass
 class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, RewardSettings,
-                     TrackingSettings):
+                     TrackingSettings, CheckpointSettings, SelfPlaySettings,
+                     SelfPlayEvaluationSettings):
     """Configuration for a single PPO training run on :class:`~envs.battalion_env.BattalionEnv`.
 
     All fields are optional; the defaults match ``configs/default.yaml``. Pass an
@@ -133,21 +137,16 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
     warm_start_fall_back_uphill: bool = setting(
         True, "The imitated doctrine falls back from a hidden enemy that stands higher "
         "instead of climbing to it blind (DisciplinedCommander's fall_back_uphill), until "
-        f"{FALL_BACK_UNTIL:g} of the battle's time has passed: the enemy then comes over the "
-        "crest in sight from farther off and spends its first volley there.", check_bool,
+        f"{FALL_BACK_UNTIL:g} of the battle's time has passed.", check_bool,
         "training.warm_start_fall_back_uphill")
     warm_start_spent_hold_range: float | None = setting(
         60.0, "Range in metres at which the imitated doctrine halts and opens fire on an enemy "
-        "in sight that has spent its volley (DisciplinedCommander's spent_hold_range): scripted "
-        "L5 fires from 160 m on and meets the halt empty, and ten metres closer the volley hits "
-        "harder; the doctrine meets it loaded, and is met at warm_start_hold_range. null: "
+        "in sight that has spent its volley (DisciplinedCommander's spent_hold_range); null: "
         "warm_start_hold_range whatever the enemy's readiness.", optional(check_positive),
         "training.warm_start_spent_hold_range")
     warm_start_order_margin: float = setting(
         ORDER_MARGIN, "How far past a bound of the order space the imitation aims an order "
-        "the doctrine gives at that bound (hold fire, full march). 0 aims at the bound itself, "
-        "where PPO's samples cross it half the time and so find what firing or halting earlier "
-        "is worth; with 0.25 they never do, and PPO cannot move the clone.",
+        "the doctrine gives at that bound (hold fire, full march); 0 aims at the bound itself.",
         check_non_negative, "training.warm_start_order_margin")
     policy_hidden_sizes: list[int] = setting(
         [128, 128], "Hidden layer widths of the actor and of the critic (separate Tanh MLPs; "
@@ -161,25 +160,19 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
         "choices", "How the policy gives its orders: 'gaussian', one Gaussian over move, "
         "rotate and fire; 'choices', the march (fall back, halt, march) and the fire (hold, "
         "fire) chosen together as one of six pairs, the wheel Gaussian "
-        "(models.order_choices). The doctrine's orders are bang-bang: a Gaussian's clone "
-        "smooths each step into a trickle of fire and half a march, a choice keeps it sharp, "
-        "and one choice of the pair halts where it fires; 'volleys', the same choices with "
-        "the firing pairs barred while the battalion is not loaded (models.order_choices."
-        "VolleyChoices): no ragged fire, the plan PPO from scratch finds.",
+        "(models.order_choices); 'volleys', the same choices with the firing pairs barred "
+        "while the battalion is not loaded (models.order_choices.VolleyChoices).",
         partial(check_choice, choices=ORDER_HEADS), "training.policy_orders")
     policy_normalize_observations: bool = setting(
         True, "Standardise each observed feature by its mean and spread in the first "
         "recorded play (the imitation's demonstrations, or a rollout of the untrained policy "
-        "without one) before the actor and critic; the statistics are saved with the weights. "
-        "Raw, the enemy's distance moves by 0.05 of its spread from 60 m to 70 m, and PPO "
-        "hardly moves the halt that decides battles against the doctrine.",
+        "without one) before the actor and critic; the statistics are saved with the "
+        "weights.",
         check_bool, "training.policy_normalize_observations")
     teacher_coef: float = setting(
         1.0, "Weight of the pull toward the imitated doctrine on the learner's own states "
         "(behaviour cloning added to PPO's loss) at the first update; it falls linearly to 0 "
-        "over teacher_decay_steps. 0, or no warm_start_doctrine: plain PPO. The pull keeps "
-        "the learner at its teacher's level (without it, 0.8-0.9 points under it against "
-        "L5, mean of five seeds).",
+        "over teacher_decay_steps. 0, or no warm_start_doctrine: plain PPO.",
         check_non_negative, "training.teacher_coef")
     teacher_decay_steps: int = setting(
         700_000, "Env-steps from the first PPO update over which teacher_coef falls to 0 (the "
@@ -199,15 +192,9 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
         0.0, "Share of the budget over which scripted Red's infantry fire in the training "
         "battles rises from none to full (training.ppo.callbacks.ramped_fire_scale: L5's "
         "sustained fire over the ramp's first two thirds, its opening volley over the last "
-        "third); the evaluation battles are always at full fire. 0: full from the start. "
-        "PPO from scratch (no warm_start_doctrine) with policy_orders 'volleys' and a ramp of "
-        "0.6 learns to march in and volley against L5, where at full fire from the start it "
-        "trades shots out of reach (docs/training.md, 'From scratch: volleys').",
+        "third); the evaluation battles are always at full fire. 0: full from the start.",
         unit_interval, "env.scripted_fire_ramp")
     # Checkpoints and evaluation
-    checkpoint_dir: str = setting(
-        "checkpoints", "Folder of the periodic, best and final checkpoints.", path,
-        "eval.checkpoint_dir")
     checkpoint_freq: int = setting(
         100_000, "Env-steps between periodic checkpoints.", positive_int, "eval.checkpoint_freq")
     eval_freq: int = setting(
@@ -227,7 +214,7 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
         "artifacts.manifest_path")
     enable_naming_v2: bool = setting(
         True, "Name checkpoints with the seed and level (ppo_battalion_s42_c5_...); false: "
-        "the old names.", check_bool, "artifacts.enable_naming_v2")
+        "the plain ppo_battalion_... names.", check_bool, "artifacts.enable_naming_v2")
     keep_legacy_aliases: bool = setting(
         True, "With v2 names, also save the final model as ppo_battalion_final.zip.",
         check_bool, "artifacts.keep_legacy_aliases")
@@ -236,30 +223,12 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
         1000, "Env-steps between the rollout statistics logged to W&B.", positive_int,
         "wandb.log_freq")
     # Self-play
-    enable_self_play: bool = setting(
-        False, "Deal Red from a pool of the learner's past snapshots in some battles.",
-        check_bool, "self_play.enabled")
-    self_play_pool_dir: str = setting(
-        "checkpoints/pool", "Folder of the self-play pool.", path, "self_play.pool_dir")
-    self_play_pool_max_size: int = setting(
-        10, "Snapshots the pool keeps (the oldest leaves first).", positive_int,
-        "self_play.pool_max_size")
-    self_play_snapshot_freq: int = setting(
-        50_000, "Env-steps between snapshots into the pool.", positive_int,
-        "self_play.snapshot_freq")
-    self_play_eval_freq: int = setting(
-        50_000, "Env-steps between evaluations against a pool member.", positive_int,
-        "self_play.eval_freq")
-    self_play_n_eval_episodes: int = setting(
-        20, "Battles per evaluation against the pool, played as one batch.",
-        check_duel_batch_size, "self_play.n_eval_episodes")
+    self_play_n_eval_episodes: int = override(SelfPlayEvaluationSettings,
+                                              "self_play_n_eval_episodes",
+                                              check=check_duel_batch_size)
     self_play_use_latest_for_eval: bool = setting(
         False, "Evaluate against the newest snapshot rather than a random member.",
         check_bool, "self_play.use_latest_for_eval")
-    self_play_scripted_share: float = setting(
-        0.75, "Share of the training battles that keep their scripted opponents (so the "
-        "learner does not forget how to beat simple doctrines).", unit_interval,
-        "self_play.scripted_share")
     # Elo
     elo_opponents: list[str] = setting(
         [], "Opponents to rate the learner against (names as in env.opponents); empty: no "

@@ -1,8 +1,8 @@
 """The settings of WFM-1's multi-task training, each declared once.
 
 ``configs/wfm1_train.yaml`` is generated from these declarations (a test checks it;
-``python -m training.wfm1.config`` rewrites it). The PPO constants are the seed's
-(REFERENCE §J.3: 512 steps a rollout, minibatches of 256, 4 epochs, learning rate
+``python -m training.wfm1.config`` rewrites it). The PPO constants are the reference
+design's (REFERENCE §J.3: 512 steps a rollout, minibatches of 256, 4 epochs, learning rate
 3e-4, clip 0.2, value weight 0.5, entropy 0.01, gradients clipped at 0.5, a checkpoint
 every 200 updates in ``checkpoints/wfm1``); the rest says which battles a rollout holds.
 """
@@ -19,7 +19,9 @@ from envs.battles.multi_battalion_batch import bytes_per_battle
 from envs.sim.validation import check_bool, check_int, check_non_negative, check_positive
 from models.limits import check_dimension
 from training.common.setting_groups import (
+    CheckpointSettings,
     PPOSettings,
+    SelfPlaySettings,
     TrackingSettings,
     WarmStartSettings,
 )
@@ -29,7 +31,6 @@ from training.common.settings import (
     non_negative_int,
     optional,
     override,
-    path,
     positive_int,
     setting,
     text_list,
@@ -73,7 +74,7 @@ def lookahead_plans(name: str, value: Any) -> list[str]:
 
 
 @dataclass
-class WFM1TrainConfig(PPOSettings, TrackingSettings):
+class WFM1TrainConfig(PPOSettings, TrackingSettings, CheckpointSettings, SelfPlaySettings):
     """WFM-1 trained by PPO over a distribution of scenarios (``configs/wfm1_train.yaml``).
 
     Each rollout plays ``n_envs`` battles: ``scenarios_per_rollout`` scenarios drawn from
@@ -173,28 +174,12 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
     validation_battles: int = setting(
         8, "Validation battles of each of those scenarios.", positive_int,
         "validation.battles_per_scenario")
-    # Self-play among generalists: Red is a frozen past snapshot in a share of the battles.
-    self_play: bool = setting(
-        False, "In a share of each draw's scenarios Red is a frozen past snapshot of the "
-        "generalist, drawn from a pool on disk, instead of the combined-arms doctrine.",
-        check_bool, "self_play.enabled")
-    self_play_pool_dir: str = setting(
-        "checkpoints/wfm1/pool", "Folder of the self-play pool "
-        "(wfm1_snapshot_v<version>.pt); snapshots already there are dealt too, so each run "
-        "wants its own.",
-        path, "self_play.pool_dir")
-    self_play_pool_max_size: int = setting(
-        10, "Snapshots the pool keeps (the oldest leaves first).", positive_int,
-        "self_play.pool_max_size")
-    self_play_snapshot_freq: int = setting(
-        200_000, "Battle steps between snapshots into the pool, the first when PPO starts: "
-        "200,000 is about six default rollouts (64 x 512), some 50 snapshots in 10M steps, "
-        "so the 10 kept span the last 2M (opponents close to, not equal to, the learner).",
-        positive_int, "self_play.snapshot_freq")
-    self_play_scripted_share: float = setting(
-        0.5, "Chance that a drawn scenario's Red stays the combined-arms doctrine (so the "
-        "generalist does not forget how to beat it); else a snapshot from the pool.",
-        unit_interval, "self_play.scripted_share")
+    self_play_pool_dir: str = override(SelfPlaySettings, "self_play_pool_dir",
+                                       default="checkpoints/wfm1/pool")
+    self_play_snapshot_freq: int = override(SelfPlaySettings, "self_play_snapshot_freq",
+                                            default=200_000)
+    self_play_scripted_share: float = override(SelfPlaySettings, "self_play_scripted_share",
+                                               default=0.5)
     # The architecture fields are bounded as WFM1Policy bounds them (models/limits.py),
     # so a config that checks builds.
     d_model: int = setting(128, "Width of the token embeddings.", check_dimension,
@@ -219,9 +204,8 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings):
     checkpoint_every_updates: int = setting(
         200, "Updates between checkpoints (wfm1_<steps>_steps.pt and wfm1_latest.pt).",
         positive_int, "checkpoint.every_updates")
-    checkpoint_dir: str = setting(
-        "checkpoints/wfm1", "Folder of the checkpoints and of wfm1_final.pt.", path,
-        "checkpoint.dir")
+    checkpoint_dir: str = override(CheckpointSettings, "checkpoint_dir",
+                                   default="checkpoints/wfm1", yaml="checkpoint.dir")
 
     def __post_init__(self) -> None:
         super().__post_init__()

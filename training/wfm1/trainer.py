@@ -121,7 +121,7 @@ class WFM1Trainer(OnPolicyTrainer):
         self.self_play_version = 0
         """The last snapshot version this run added to its self-play pool (0: none)."""
         self.pool: WFM1OpponentPool | None = None
-        """The self-play pool, opened when PPO starts with ``config.self_play``; until then
+        """The self-play pool, opened when PPO starts with ``config.enable_self_play``; until then
         (the warm start) Red is the doctrine everywhere."""
         self.snapshot_due: EveryNSteps | None = None
         """When the next self-play snapshot is due (set as self-play starts)."""
@@ -223,11 +223,11 @@ class WFM1Trainer(OnPolicyTrainer):
     # --- self-play ------------------------------------------------------------------------
 
     def start_self_play(self) -> None:
-        """Open the self-play pool (``config.self_play``) and add the policy as it starts
+        """Open the self-play pool (``config.enable_self_play``) and add the policy as it starts
         PPO, unless the run (resumed) added snapshots before and the pool holds some; new
         versions go above every version in the pool. Called as :meth:`learn` starts."""
         config = self.config
-        if not config.self_play or self.pool is not None:
+        if not config.enable_self_play or self.pool is not None:
             return
         self.pool = WFM1OpponentPool(config.self_play_pool_dir, config.self_play_pool_max_size)
         first = self.self_play_version == 0 or self.pool.size == 0
