@@ -207,7 +207,11 @@ def mappo_curriculum_self_play(folder: Path) -> dict[str, str]:
     from training.train_mappo import MAPPOConfig, train_mappo
 
     # On a 60 m field a passive Red (level 1) is always in reach, so random volleys
-    # win battles and the curriculum promotes within the budget.
+    # win battles and the curriculum promotes within the budget. Self-play's switch is
+    # named as the config under test names it (enable_self_play; self_play in older
+    # trees), so one script fingerprints both trees of a comparison.
+    switch = ("enable_self_play" if "enable_self_play" in MAPPOConfig.__dataclass_fields__
+              else "self_play")
     config = MAPPOConfig(
         n_envs=8, n_steps=50, batch_size=200, n_epochs=2, learning_rate=3e-4, gamma=0.995,
         gae_lambda=0.95, clip_range=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5,
@@ -217,7 +221,7 @@ def mappo_curriculum_self_play(folder: Path) -> dict[str, str]:
         actor_hidden_sizes=[64, 64], critic_hidden_sizes=[64, 64], log_std_init=-1.0,
         curriculum=True, curriculum_threshold=0.25, curriculum_window=4,
         curriculum_initial_stage="1v1",
-        self_play=True, self_play_snapshot_freq=800, self_play_eval_freq=1600,
+        **{switch: True}, self_play_snapshot_freq=800, self_play_eval_freq=1600,
         self_play_n_eval_episodes=4, self_play_exploitability_episodes=2,
         self_play_scripted_share=0.5, self_play_pool_max_size=10,
         checkpoint_freq=1600, eval_freq=1600, n_eval_episodes=4,

@@ -336,6 +336,20 @@ class CheckpointSettings(Settings):
 
 
 @dataclass
+class EvaluationSettings(Settings):
+    """How often a run checkpoints and plays its evaluation battles against scripted Red."""
+
+    checkpoint_freq: int = setting(
+        100_000, "Env-steps between periodic checkpoints.", positive_int, "eval.checkpoint_freq")
+    eval_freq: int = setting(
+        50_000, "Env-steps between evaluations against scripted Red.", positive_int,
+        "eval.eval_freq")
+    n_eval_episodes: int = setting(
+        20, "Battles per evaluation, played as one batch.", positive_int,
+        "eval.n_eval_episodes")
+
+
+@dataclass
 class SelfPlaySettings(Settings):
     """Self-play: in a share of the training battles Red is one of the learner's past
     snapshots, dealt from a pool on disk."""

@@ -14,6 +14,7 @@ from typing import Any
 from training.common.setting_groups import (
     BattlefieldSettings,
     CheckpointSettings,
+    EvaluationSettings,
     PPOSettings,
     TeamBattleSettings,
     TrackingSettings,
@@ -32,7 +33,7 @@ from training.common.settings import (
 
 @dataclass
 class EchelonConfig(PPOSettings, BattlefieldSettings, TeamBattleSettings, TrackingSettings,
-                    CheckpointSettings):
+                    CheckpointSettings, EvaluationSettings):
     """A brigade or division commander's PPO run (``configs/experiment_brigade.yaml``,
     ``configs/experiment_division.yaml``). Steps and frequencies count the commander's
     steps (one command, ``temporal_ratio`` battalion steps)."""
@@ -50,15 +51,9 @@ class EchelonConfig(PPOSettings, BattlefieldSettings, TeamBattleSettings, Tracki
         None, "A frozen order-following battalion policy (phase 1's mappo_policy_final.pt, "
         "or a policy file) commanding Blue's battalions, each following its drill as an "
         "order; null: the drills' own orders.", optional(path), "hierarchy.battalion_policy")
-    checkpoint_freq: int = setting(
-        50_000, "Commander steps between checkpoints (<prefix>_<steps>_steps.zip).",
-        positive_int, "eval.checkpoint_freq")
-    eval_freq: int = setting(
-        10_000, "Commander steps between evaluations against the scripted Red.", positive_int,
-        "eval.eval_freq")
-    n_eval_episodes: int = setting(
-        50, "Battles per evaluation, played as one batch.", positive_int,
-        "eval.n_eval_episodes")
+    checkpoint_freq: int = override(EvaluationSettings, "checkpoint_freq", default=50_000)
+    eval_freq: int = override(EvaluationSettings, "eval_freq", default=10_000)
+    n_eval_episodes: int = override(EvaluationSettings, "n_eval_episodes", default=50)
 
     def battle_kwargs(self) -> dict[str, Any]:
         """The battles' settings every echelon shares (its sizes and policies apart)."""
@@ -116,8 +111,8 @@ class DivisionConfig(EchelonConfig):
                                      default=["v3", "hrl", "division"])
     log_dir: str = override(TrackingSettings, "log_dir", default="logs/division")
     total_timesteps: int = override(PPOSettings, "total_timesteps", default=1_000_000)
-    eval_freq: int = override(EchelonConfig, "eval_freq", default=20_000)
-    checkpoint_freq: int = override(EchelonConfig, "checkpoint_freq", default=100_000)
+    eval_freq: int = override(EvaluationSettings, "eval_freq", default=20_000)
+    checkpoint_freq: int = override(EvaluationSettings, "checkpoint_freq", default=100_000)
     n_brigades: int = setting(2, "Blue brigades.", positive_int, "env.n_brigades")
     n_blue_per_brigade: int = setting(
         2, "Battalions of each Blue brigade.", positive_int, "env.n_blue_per_brigade")

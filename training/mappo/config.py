@@ -26,6 +26,7 @@ from envs.battles.multi_observation import (
 from envs.commanders.doctrine import EXPOSED_RANGE
 from envs.commanders.orders import ORDER_DIM, OrderRewards
 from envs.scenario import OrderOfBattle, ScenarioError
+from envs.sim.constants import ACTION_DIM
 from envs.sim.validation import (
     check_bool,
     check_count_fits,
@@ -38,6 +39,7 @@ from training.common.setting_groups import (
     BattlefieldSettings,
     CheckpointSettings,
     DistributedSettings,
+    EvaluationSettings,
     PPOSettings,
     RewardSettings,
     SelfPlayEvaluationSettings,
@@ -100,7 +102,7 @@ def _stage(name: str, value: Any) -> str:
 @dataclass
 class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattleSettings,
                   RewardSettings, TrackingSettings, DistributedSettings, CheckpointSettings,
-                  SelfPlaySettings, SelfPlayEvaluationSettings):
+                  EvaluationSettings, SelfPlaySettings, SelfPlayEvaluationSettings):
     """Configuration of a MAPPO run on :class:`~envs.multi_battalion_env.MultiBattalionEnv`
     battles (Blue learns; Red is scripted or, with self-play, a frozen snapshot).
 
@@ -240,15 +242,8 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
     # Evaluation and checkpoints
     checkpoint_dir: str = override(CheckpointSettings, "checkpoint_dir",
                                    default="checkpoints/mappo_2v2")
-    checkpoint_freq: int = setting(
-        100_000, "Env-steps between checkpoints (mappo_policy.pt, replaced).", positive_int,
-        "eval.checkpoint_freq")
-    eval_freq: int = setting(
-        100_000, "Env-steps between evaluations against scripted env.red_level.", positive_int,
-        "eval.eval_freq")
-    n_eval_episodes: int = setting(
-        50, "Battles per evaluation, played as one batch.", positive_int,
-        "eval.n_eval_episodes")
+    eval_freq: int = override(EvaluationSettings, "eval_freq", default=100_000)
+    n_eval_episodes: int = override(EvaluationSettings, "n_eval_episodes", default=50)
     # Curriculum
     curriculum: bool = setting(
         False, "Train 1v1, then 2v1, then 2v2 (configs/scenarios/), promoting on the win "
@@ -345,6 +340,17 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
         state."""
         state = ARMS_STATE_DIM if self.order_of_battle is not None else STATE_DIM
         return self.obs_dim() + state
+
+    def policy_kwargs(self) -> dict[str, Any]:
+        """The :class:`~models.mappo_policy.MAPPOPolicy` these settings build, but for its
+        ``n_agents``."""
+        return dict(obs_dim=self.obs_dim(), action_dim=ACTION_DIM, state_dim=self.critic_dim(),
+                    share_parameters=self.share_parameters,
+                    actor_hidden_sizes=tuple(self.actor_hidden_sizes),
+                    critic_hidden_sizes=tuple(self.critic_hidden_sizes),
+                    log_std_init=self.log_std_init,
+                    normalize_observations=self.normalize_observations,
+                    formation_orders=self.order_of_battle is not None)
 
 
 CONFIG_FILE = ConfigFile("experiment_mappo_2v2", (MAPPOConfig, ResumeOptions), header="""

@@ -24,9 +24,7 @@ import numpy as np
 import torch
 
 from envs.battles.multi_battalion_batch import RED
-from envs.commanders.arms_doctrine import ARMS_PLANS
 from envs.play.commanders import CombinedArmsRed
-from envs.sim.constants import ACTION_DIM
 from models.mappo_files import load_policy, save_policy
 from models.mappo_policy import MAPPOPolicy
 from models.v1_transfer import load_v1_weights_into_mappo
@@ -99,22 +97,8 @@ class MAPPOTrainer(OnPolicyTrainer):
         self.checkpoint_dir = Path(config.checkpoint_dir)
         clean_stale_temporaries(self.checkpoint_dir)  # left by a run killed mid-write
 
-        self.scheduler = None
-        if config.curriculum:
-            initial = next(s for s, label in STAGE_LABELS.items()
-                           if label == config.curriculum_initial_stage)
-            self.scheduler = CurriculumScheduler(config.curriculum_threshold,
-                                                 config.curriculum_window, initial)
-        largest_team = max([config.n_blue] + [kw["n_blue"] for kw in STAGE_ENV_KWARGS.values()]
-                           if config.curriculum else [config.n_blue])
-        self.policy = MAPPOPolicy(
-            config.obs_dim(), ACTION_DIM, config.critic_dim(), n_agents=largest_team,
-            share_parameters=config.share_parameters,
-            actor_hidden_sizes=tuple(config.actor_hidden_sizes),
-            critic_hidden_sizes=tuple(config.critic_hidden_sizes),
-            log_std_init=config.log_std_init,
-            normalize_observations=config.normalize_observations,
-            formation_orders=config.order_of_battle is not None).to(self.device)
+        self.scheduler = self._curriculum()
+        self.policy = self._new_policy()
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.learning_rate,
                                           eps=1e-5)
         self.total_steps = self.episodes = self.self_play_version = 0
@@ -128,16 +112,7 @@ class MAPPOTrainer(OnPolicyTrainer):
         self.final_checkpoint: Path | None = None
         self.resumed_extra: dict[str, Any] | None = None
         self._workers: Any = None  # RolloutWorkers, started on first use when distributed
-        saved_reference = None
-        if resume is not None:
-            saved_reference = self._restore(resume)
-        elif config.init_policy is not None:
-            self._start_from(config.init_policy)
-        elif config.v1_checkpoint is not None:
-            self.transfer = load_v1_weights_into_mappo(config.v1_checkpoint, self.policy)
-            logger.info("warm start from %s: %d tensors loaded, %d skipped",
-                        config.v1_checkpoint, len(self.transfer["loaded"]),
-                        len(self.transfer["skipped"]))
+        saved_reference = self._start(resume)
         self.policy.eval()
 
         sizes = self.scheduler.env_kwargs() if self.scheduler else dict(n_blue=config.n_blue,
@@ -145,31 +120,68 @@ class MAPPOTrainer(OnPolicyTrainer):
         self.battles = TrainingBattles(config, sizes["n_blue"], sizes["n_red"], self.rng)
         if resume is None and config.v1_checkpoint is None and config.init_policy is None \
                 and config.warm_start_doctrine:
-            steps = min(config.warm_start_budget(config.total_timesteps),
-                        config.total_timesteps - self.rollout_steps)
-            if steps >= config.n_envs:
-                self.total_steps, fit = warm_start_team(
-                    self.policy, self.battles, config.warm_start_doctrine, steps,
-                    gamma=config.gamma, epochs=config.warm_start_epochs,
-                    learning_rate=config.warm_start_learning_rate,
-                    hold_range=config.warm_start_hold_range,
-                    exposed_range=config.warm_start_exposed_range,
-                    arms_plan=ARMS_PLANS[config.warm_start_arms_plan], seed=config.seed)
-                # Logged with the first update: how closely the clone fits its teacher
-                # explains where a run starts (docs/training.md, "What undoes a good start").
-                self.pending_metrics.update({"warm_start/action_loss": fit["action"],
-                                             "warm_start/value_loss": fit["value"],
-                                             "warm_start/samples": fit["samples"]})
-        self.formation_reference: MAPPOPolicy | None = None
+            self._warm_start()
+        self.formation_reference = self._formation_reference(saved_reference)
         """With ``formation_pull``: the frozen policy whose formation choices the updates
         pull toward, the one MAPPO started from (a resumed run keeps its run's; one resumed
         from a run without the pull starts from the checkpoint's weights)."""
-        if config.formation_pull:
-            self.formation_reference = copy.deepcopy(self.policy).eval()
-            if saved_reference is not None:
-                self.formation_reference.load_state_dict(saved_reference)
-            for parameter in self.formation_reference.parameters():
-                parameter.requires_grad_(False)
+
+    def _curriculum(self) -> CurriculumScheduler | None:
+        config = self.config
+        if not config.curriculum:
+            return None
+        initial = next(s for s, label in STAGE_LABELS.items()
+                       if label == config.curriculum_initial_stage)
+        return CurriculumScheduler(config.curriculum_threshold, config.curriculum_window,
+                                   initial)
+
+    def _new_policy(self) -> MAPPOPolicy:
+        """A policy big enough for every team size of the curriculum."""
+        config = self.config
+        largest_team = max([config.n_blue] + [kw["n_blue"] for kw in STAGE_ENV_KWARGS.values()]
+                           if config.curriculum else [config.n_blue])
+        return MAPPOPolicy(**config.policy_kwargs(), n_agents=largest_team).to(self.device)
+
+    def _start(self, resume: str | Path | None) -> dict[str, torch.Tensor] | None:
+        """The starting weights: ``resume``'s run, ``init_policy``'s or v1's; returns the
+        weights a resumed run's formation pull pulls toward (None if none)."""
+        config = self.config
+        if resume is not None:
+            return self._restore(resume)
+        if config.init_policy is not None:
+            self._start_from(config.init_policy)
+        elif config.v1_checkpoint is not None:
+            self.transfer = load_v1_weights_into_mappo(config.v1_checkpoint, self.policy)
+            logger.info("warm start from %s: %d tensors loaded, %d skipped",
+                        config.v1_checkpoint, len(self.transfer["loaded"]),
+                        len(self.transfer["skipped"]))
+        return None
+
+    def _warm_start(self) -> None:
+        """Imitate the warm start's doctrine; those steps count towards the budget, leaving
+        at least one rollout."""
+        config = self.config
+        steps = min(config.warm_start_budget(config.total_timesteps),
+                    config.total_timesteps - self.rollout_steps)
+        if steps < config.n_envs:
+            return
+        self.total_steps, fit = warm_start_team(self.policy, self.battles, steps)
+        # Logged with the first update: how closely the clone fits its teacher explains
+        # where a run starts (docs/training.md, "What undoes a good start").
+        self.pending_metrics.update({"warm_start/action_loss": fit["action"],
+                                     "warm_start/value_loss": fit["value"],
+                                     "warm_start/samples": fit["samples"]})
+
+    def _formation_reference(self, saved: dict[str, torch.Tensor] | None
+                             ) -> MAPPOPolicy | None:
+        if not self.config.formation_pull:
+            return None
+        reference = copy.deepcopy(self.policy).eval()
+        if saved is not None:
+            reference.load_state_dict(saved)
+        for parameter in reference.parameters():
+            parameter.requires_grad_(False)
+        return reference
 
     # --- the loop ------------------------------------------------------------------------
 

@@ -1,21 +1,16 @@
 """Warm start for MAPPO: every Blue battalion imitates a doctrine before PPO.
 
-As in the duel (:mod:`training.ppo.warm_start`), a side that must hold its fire
-until close range against a scripted enemy that shoots from afar practically
-never discovers that plan by random exploration: MAPPO from scratch wins no 2v2
-battle against scripted L5 in 2M env-steps (``docs/performance.md``). The
-doctrine (:class:`~envs.commanders.doctrine.DisciplinedCommander`) commands each battalion
-from the first 25 features of its observation, which are the duel's view of its
-focus enemy; by default a team imitates it marching in step
+The doctrine (:class:`~envs.commanders.doctrine.DisciplinedCommander`) commands each
+battalion from the first 25 features of its observation, the duel's view of its focus
+enemy; by default a team imitates it marching in step
 (:class:`~envs.commanders.doctrine.InStepCommander`, which also reads where the allies
-stand). The policy's actor learns the orders and the critic the returns they earned,
-then MAPPO improves on it. (A trained v1 commander, given as
-``v1_checkpoint``, is the other way in and takes precedence.)
-
-In battles with an order of battle the teacher is the combined-arms doctrine
-(:class:`~envs.play.commanders.CombinedArmsRed`, which reads the field, not the
-observation), formations included: the formation head learns its formation orders by
-cross-entropy beside the mean orders.
+stand). The policy's actor learns the orders and the critic the returns they earned, then
+MAPPO improves on it; a trained v1 commander (``v1_checkpoint``) is the other way in and
+takes precedence. In battles with an order of battle the teacher is the combined-arms
+doctrine (:class:`~envs.play.commanders.CombinedArmsRed`, which reads the field),
+formations included: the formation head learns its formation orders by cross-entropy
+beside the mean orders. ``docs/training.md`` ("Where a run starts") says why a run
+starts this way.
 """
 
 from __future__ import annotations
@@ -29,7 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from envs.commanders.arms_doctrine import ArmsPlan
+from envs.commanders.arms_doctrine import ARMS_PLANS
 from envs.commanders.orders import OrderFollower
 from envs.play.commanders import CombinedArmsRed
 from envs.sim.constants import ACTION_DIM
@@ -37,7 +32,6 @@ from envs.sim.validation import check_int, check_positive
 from models.formation_orders import FORMATION_CHOICES, formation_choices
 from models.mappo_policy import MAPPOPolicy
 from training.common.imitation import (
-    HOLD_RANGE,
     discounted_returns,
     fit_minibatches,
     make_doctrine,
@@ -193,35 +187,35 @@ def _mean_orders(policy: MAPPOPolicy, observations: torch.Tensor,
     return out
 
 
-def warm_start_team(policy: MAPPOPolicy, battles, doctrine: str, n_steps: int, *,
-                    gamma: float, epochs: int = 10, learning_rate: float = 1e-3,
-                    hold_range: float = HOLD_RANGE, exposed_range: float | None = None,
-                    arms_plan: ArmsPlan | None = None,
-                    seed: int = 0) -> tuple[int, dict[str, float]]:
-    """Imitate ``doctrine`` halting at ``hold_range`` metres (an in-step doctrine marching
-    on within ``exposed_range`` of an enemy in sight) in ``battles`` for ``n_steps``
-    env-steps (:func:`clone_team` with ``epochs`` and ``learning_rate``); battles with
-    orders imitate the :class:`~envs.commanders.orders.OrderFollower`, its attacks halting
-    at ``hold_range``, and battles with an order of battle the combined-arms doctrine
-    playing ``arms_plan`` (None: its own). A policy that normalises its observations fits
-    their statistics to the demonstrations first.
+def warm_start_team(policy: MAPPOPolicy, battles, n_steps: int) -> tuple[int, dict[str, float]]:
+    """Imitate the warm start ``battles.config`` declares (its doctrine, halting at
+    ``warm_start_hold_range`` metres, an in-step doctrine marching on within
+    ``warm_start_exposed_range`` of an enemy in sight) in ``battles`` for ``n_steps``
+    env-steps (:func:`clone_team` with ``warm_start_epochs`` at
+    ``warm_start_learning_rate``); battles with orders imitate the
+    :class:`~envs.commanders.orders.OrderFollower`, its attacks halting at the hold range,
+    and battles with an order of battle the combined-arms doctrine playing
+    ``warm_start_arms_plan``. A policy that normalises its observations fits their
+    statistics to the demonstrations first.
 
     Returns:
         The env-steps used, and the fit: the final epoch's action and value losses
         (:func:`clone_team`) and the number of samples it learnt from.
     """
     config = battles.config
+    hold_range = config.warm_start_hold_range
     # Battalions that follow orders learn from one that does, and battalions of several
     # arms from the combined-arms doctrine, not from the disciplined doctrine.
     if config.order_period:
         teacher = OrderFollower(map_diagonal=math.hypot(config.map_width, config.map_height),
                                 hold_range=hold_range)
     elif config.order_of_battle is not None:
-        teacher = CombinedArmsRed(arms_plan)
+        teacher = CombinedArmsRed(ARMS_PLANS[config.warm_start_arms_plan])
     else:
-        teacher = make_doctrine(doctrine, config.map_width, config.map_height, hold_range,
-                                exposed_range)
-    demonstrations, used = collect_team_demonstrations(battles, teacher, n_steps, gamma)
+        teacher = make_doctrine(config.warm_start_doctrine, config.map_width,
+                                config.map_height, hold_range, config.warm_start_exposed_range)
+    demonstrations, used = collect_team_demonstrations(battles, teacher, n_steps,
+                                                       config.gamma)
     if policy.normalize_observations:
         if len(demonstrations.observations):
             policy.fit_observation_statistics(
@@ -230,8 +224,8 @@ def warm_start_team(policy: MAPPOPolicy, battles, doctrine: str, n_steps: int, *
         else:  # clone_team says why it skips too
             logger.warning("observation statistics not fitted: no battle ended within the "
                            "imitation steps; the policy sees its observations unscaled")
-    losses = clone_team(policy, demonstrations, epochs=epochs, learning_rate=learning_rate,
-                        seed=seed)
+    losses = clone_team(policy, demonstrations, epochs=config.warm_start_epochs,
+                        learning_rate=config.warm_start_learning_rate, seed=config.seed)
     return used, {**losses, "samples": float(len(demonstrations.observations))}
 
 

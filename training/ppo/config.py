@@ -30,6 +30,7 @@ from training.common.imitation import ORDER_MARGIN
 from training.common.setting_groups import (
     BattlefieldSettings,
     CheckpointSettings,
+    EvaluationSettings,
     PPOSettings,
     RewardSettings,
     SelfPlayEvaluationSettings,
@@ -100,8 +101,8 @@ _TRAINING_OPPONENTS = ["scripted_l5", "doctrine", "scripted_l1"]
 
 @dataclass
 class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, RewardSettings,
-                     TrackingSettings, CheckpointSettings, SelfPlaySettings,
-                     SelfPlayEvaluationSettings):
+                     TrackingSettings, CheckpointSettings, EvaluationSettings,
+                     SelfPlaySettings, SelfPlayEvaluationSettings):
     """Configuration for a single PPO training run on :class:`~envs.battalion_env.BattalionEnv`.
 
     All fields are optional; the defaults match ``configs/default.yaml``. Pass an
@@ -195,14 +196,8 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
         "third); the evaluation battles are always at full fire. 0: full from the start.",
         unit_interval, "env.scripted_fire_ramp")
     # Checkpoints and evaluation
-    checkpoint_freq: int = setting(
-        100_000, "Env-steps between periodic checkpoints.", positive_int, "eval.checkpoint_freq")
-    eval_freq: int = setting(
-        50_000, "Env-steps between evaluations against scripted env.curriculum_level (the best "
-        "model is kept).", positive_int, "eval.eval_freq")
-    n_eval_episodes: int = setting(
-        20, "Battles per evaluation, played as one batch.", check_duel_batch_size,
-        "eval.n_eval_episodes")
+    n_eval_episodes: int = override(EvaluationSettings, "n_eval_episodes",
+                                    check=check_duel_batch_size)
     eval_deterministic: bool = setting(
         True, "Evaluate the policy's mean orders rather than samples.", check_bool,
         "eval.deterministic")
