@@ -1,6 +1,7 @@
 """GPU probe: whole-loop training and simulator throughput on the CPU cores and the GPU.
 
-One command that measures, on a machine lent for a few minutes, the table of issue 37.
+One command that measures, on a machine lent for a few minutes, the table of
+``docs/performance.md``'s "Whole-loop training speed".
 
 Rows (``--rows`` picks groups; every row is its own Python process, so that Numba's and
 torch's thread counts are fixed before either is imported, and a crash or a timeout

@@ -118,11 +118,11 @@ WINNER_MATCH_TARGET = 0.60
 """The seeds' acceptance criterion: the simulated winner is history's in this share of
 all battles."""
 HELD_OUT_MATCH_TARGET = 0.80
-"""Issue 36's target: the held-out winner match."""
+"""The held-out target: the winner match."""
 BASELINE_MARGIN_TARGET = 0.10
-"""Issue 36's target: the held-out winner match above every baseline's by this much."""
+"""The held-out target: the winner match above every baseline's by this much."""
 CASUALTY_RATIO_ERROR_TARGET = 0.25
-"""Issue 36's target: the held-out mean casualty-ratio error, in orders of magnitude."""
+"""The held-out target: the mean casualty-ratio error, in orders of magnitude."""
 DEFAULT_SEEDS = 16
 """Battles played per historical battle (each its own deployment jitter and routs)."""
 CANDIDATE_ATTACK_RULES = (DEFAULT_ATTACK_RULE, "power", "high_ground")
@@ -394,7 +394,7 @@ class BenchmarkSummary:
         return min(self.baselines, key=rank)
 
     def out_of_sample_targets(self) -> list[tuple[str, str, bool]]:
-        """Issue 36's targets on the held-out battles: (criterion, what was measured,
+        """The targets on the held-out battles: (criterion, what was measured,
         met). A target that cannot be measured (no held-out battle) is not met."""
         sim = self.simulation_scores("held-out")
         best = self.best_baseline("held-out")
@@ -742,7 +742,7 @@ def _category_table(summary: BenchmarkSummary) -> list[str]:
 
 def render_markdown(summary: BenchmarkSummary) -> str:
     """The report of ``summary`` as Markdown: the headline (held-out, training and all
-    battles), the attack rule's choice, the baselines, issue 36's targets, the misses
+    battles), the attack rule's choice, the baselines, the held-out targets, the misses
     by category and every battle."""
     verdict = "PASS" if summary.meets_target else "FAIL"
     held_out = summary.indices("held-out")

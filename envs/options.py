@@ -1,20 +1,15 @@
 """Options: the scripted macro-actions a higher echelon can give a battalion.
 
 An :class:`Option` is a small closed-loop drill: whether it may start in a situation
-(its initiation set), the orders it gives while it runs, and when it is done. The six
-default ones (:func:`make_default_options`, named by :class:`MacroAction`) read only
-the duel's observation features that every env's observation starts with
-(:data:`envs.battles.observation.OBSERVATION_FEATURES`: own strength and morale, the focus
-enemy's relative bearing, the hit chances), so they work on a
+(its initiation set, :meth:`Option.can_initiate`, which an executor honours), the orders
+it gives while it runs, and when it is done. The six default ones
+(:func:`make_default_options`, named by :class:`MacroAction`) read only the duel's
+observation features that every env's observation starts with
+(:data:`envs.battles.observation.OBSERVATION_FEATURES`), so they work on a
 :class:`~envs.battalion_env.BattalionEnv` observation and on a
 :class:`~envs.multi_battalion_env.MultiBattalionEnv` agent's alike, and on a batch of
-them at once (every function takes ``obs[..., :]``).
-
-Where the reference design's options went wrong, these do not: ``flank_left`` wheels
-left (counter-clockwise, a positive ``rotate``) and ``flank_right`` right;
-``withdraw`` may be ordered at any time and withdraws until the enemy can no longer
-hit the unit, instead of stopping after one step whenever morale is healthy; and an
-executor is expected to honour the initiation sets (:meth:`Option.can_initiate`).
+them at once (every function takes ``obs[..., :]``). ``docs/echelons.md`` ("Drills")
+says what each drill does.
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """Compile every simulator kernel once, so that later processes load them from the cache.
 
-A process that finds the Numba cache empty compiles the kernels it reaches (about two
-minutes for all of them on two cores). Several processes started together on a cold
-cache (a league's roles, a test suite's workers) would each compile the same kernels at
-once. ``make test`` runs this module first: it steps every kind of battle batch and the
-bare engine once, below and above the parallel batch size (in two halves, two processes
-at once where there are two cores), which fills the cache for every later process.
-
-The envs (``BattalionEnv``, ``MultiBattalionEnv``, ``BattalionVecEnv``) step these same
-batches, so the kernels they reach are these. This module imports only the battles'
-own modules (NumPy, Numba, filelock and PyYAML; no Gymnasium, Stable-Baselines3 or
-torch), which lets ``make test`` compile the kernels while the rest installs.
+It steps every kind of battle batch and the bare engine once, below and above the
+parallel batch size (in two halves, two processes at once where there are two cores),
+which fills the Numba cache for every later process; ``make test`` runs it first, so that
+a test suite's workers or a league's roles do not each compile the same kernels at once.
+It imports only the battles' own modules (NumPy, Numba, filelock and PyYAML), which lets
+the kernels compile while the rest installs. ``docs/simulation.md`` ("Compiling the
+kernels") says more.
 
 Usage::
 

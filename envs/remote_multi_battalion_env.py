@@ -1,4 +1,4 @@
-"""The seed's ``RemoteMultiBattalionEnv``: a batch of N-vs-M battles as a Ray actor.
+"""The reference API's ``RemoteMultiBattalionEnv``: a batch of N-vs-M battles as a Ray actor.
 
 A face over the project's one Ray stack (:mod:`envs.remote`): the battles live in
 :class:`~envs.remote.batch_env.MultiBattalionBatchEnv` (REFERENCE §I.7's methods on a

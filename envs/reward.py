@@ -1,26 +1,15 @@
 """Shaped rewards of a batch of battles: one function for the duel and the team battles.
 
 The reward is a weighted sum of ten components, the fields of :class:`RewardWeights`
-(:data:`COMPONENTS`); ``info`` carries each component under ``reward/<name>`` and
-their sum under ``reward/total``, so a training run can see which part of the
-shaping drives its behaviour.
-
-:func:`side_reward` (compiled) computes the components of each side from one step of
-a battle; a side's reward is shared by its battalions in the fight:
-
-* damage dealt, as a fraction of the enemy side's starting strength, and damage
-  taken, as a fraction of one's own side's;
-* the win bonus or loss penalty when the battle is decided, and the time penalty;
-* survival: the side's mean strength; routs: the fraction of each side that routed
-  this step (a rout is paid once, on the step it happens);
-* approach: the mean distance by which the side's battalions closed on their
-  nearest enemy in the fight, of the map diagonal (potential-based shaping);
-* fire cost: the mean volley of the side's battalions that acted.
-
-The 1v1 duel (:class:`~envs.battles.battalion_batch.BattalionBatch`) is the case of one
-battalion a side, and its reward is Blue's; the team battles
-(:class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch`) reward both sides. With
-one battalion a side the team reward is therefore the duel's.
+(:data:`COMPONENTS`: damage dealt and taken, win, loss, time, survival, routs each way,
+approach and fire cost); ``info`` carries each component under ``reward/<name>`` and
+their sum under ``reward/total``, so a training run can see which part of the shaping
+drives its behaviour. :func:`side_reward` (compiled) computes the components of each
+side from one step of a battle; a side's reward is shared by its battalions in the
+fight. The 1v1 duel (:class:`~envs.battles.battalion_batch.BattalionBatch`) is the case
+of one battalion a side, and its reward is Blue's; the team battles
+(:class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch`) reward both sides.
+``docs/simulation.md`` ("Reward") defines each component.
 """
 
 from __future__ import annotations

@@ -4,17 +4,12 @@
 battles (each battle a seed: the units stand where the scenario puts them, give or take
 :data:`DEPLOYMENT_JITTER`, and the routs are drawn from the battle's own key), lets a
 commander for each side give orders every step (by default the scripted combined-arms
-doctrine, :class:`~envs.commanders.arms_doctrine.CombinedArmsDoctrine`) and stops each battle
-when a side is beaten:
-
-* a side whose **losses** (strength lost, plus the whole remaining strength of its
-  routed and destroyed units) reach the scenario's ``break_fraction`` of its starting
-  strength is beaten; both at once is a draw;
-* at ``max_steps`` the side with the smaller losses wins if they differ by at least
-  :data:`TIMEOUT_MARGIN`, otherwise it is a draw.
-
-Casualties are reported as historians count them: strength lost, plus
-:data:`ROUTED_LOSS` of the strength of routed units (prisoners and stragglers).
+doctrine, :class:`~envs.commanders.arms_doctrine.CombinedArmsDoctrine`) and stops each
+battle when a side is beaten by the scenario's break rule (:func:`judge`: losses reaching
+``break_fraction``, or the smaller losses by :data:`TIMEOUT_MARGIN` at ``max_steps``).
+Casualties are reported as historians count them, with :data:`ROUTED_LOSS` of the
+strength of routed units. ``docs/scenarios.md`` ("How a played scenario ends") has the
+rule.
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
 """The v1 commander's network: an SB3 actor-critic MLP for the 1v1 duel.
 
 Separate actor and critic MLPs of 128-128 units with Tanh. The actor's trunk
-(``mlp_extractor.policy_net``), its action head (``action_net``) and
-``log_std`` have the shapes the MAPPO actor of :mod:`models.mappo_policy`
-uses, so a v1 policy can seed a multi-agent one layer for layer.
-
-With ``orders="choices"`` the march and the fire are one categorical choice of a pair
-and the wheel alone Gaussian (:mod:`models.order_choices`); the action head then has
-seven outputs, and such a policy does not seed a MAPPO actor. ``orders="volleys"`` is the
-same choice for a battalion that fires only when loaded
-(:class:`~models.order_choices.VolleyChoices`).
-
-Constructor arguments are plain JSON values (``activation="tanh"``, not a
-torch class), so SB3 stores them readably in a checkpoint and loading one needs
-no unpickling.
+(``mlp_extractor.policy_net``), its action head (``action_net``) and ``log_std`` have
+the shapes the MAPPO actor of :mod:`models.mappo_policy` uses, so a v1 policy can seed a
+multi-agent one layer for layer. With ``orders="choices"`` the march and the fire are
+one categorical choice of a pair and the wheel alone Gaussian (:mod:`models.order_choices`);
+the action head then has seven outputs, and such a policy does not seed a MAPPO actor.
+``orders="volleys"`` is the same choice for a battalion that fires only when loaded
+(:class:`~models.order_choices.VolleyChoices`). Constructor arguments are plain JSON
+values (``activation="tanh"``, not a torch class), so SB3 stores them readably in a
+checkpoint and loading one needs no unpickling.
 """
 
 from __future__ import annotations

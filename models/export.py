@@ -3,33 +3,15 @@ what its inputs and outputs mean written into the model.
 
 A game or a tool outside this project runs a trained commander with nothing but an ONNX
 runtime: the graph takes what the battle shows the commander and gives the orders the
-project's own deterministic play gives, bounds applied. :func:`to_onnx` writes, into the
-model's ``metadata_props`` under :data:`METADATA_KEY`, one JSON object: the kind, the
-project's version, and for every input and output its shape, dtype, feature or channel
-names, and bounds (``docs/deployment.md`` shows one).
-
-The kinds (:data:`KINDS`) and the action each graph computes:
-
-- ``ppo``, the 1v1 commander (SB3 PPO, :class:`~models.battalion_policy.BattalionMlpPolicy`):
-  ``predict(observation, deterministic=True)``: the Gaussian's mean, clipped into the action
-  box as SB3 clips it (:class:`SB3Action`);
-- ``brigade`` and ``division``, the echelon commanders (SB3 PPO on a ``MultiDiscrete``
-  action): each commanded unit's most likely choice (:class:`SB3Action`);
-- ``mappo``: each battalion's actor mean (:meth:`~models.mappo_policy.MAPPOPolicy.act` with
-  ``deterministic=True``), clipped into the action box as the battles clip orders
-  (:class:`MAPPOAction`);
-- ``wfm1``: every own token's action mean (:meth:`~models.wfm1.WFM1Policy.act` with
-  ``deterministic=True`` and a scenario card, as the project's battles call it), zero
-  elsewhere, clipped into the action box (:class:`WFM1Action`).
-
-A ``mappo`` or ``wfm1`` policy with a formation head (``formation_orders=True``) has a
-second output, ``formation``: each unit's likeliest formation choice as the battles take
-it (-1 keep, 0 line, 1 column, 2 square, 3 limbered), so its formations are not lost. A
-``wfm1`` policy that reads the brigade and division tokens (``echelon_tokens=True``) is
-refused: its graph would take the battalion tokens alone and play differently.
-
-Graphs are exported with torch's ``torch.export``-based exporter (opset 18), the batch
-size (and the token count) left free.
+project's own deterministic play gives, bounds applied (:class:`SB3Action`,
+:class:`MAPPOAction`, :class:`WFM1Action`; a formation head adds a second output,
+``formation``). Each kind of :data:`KINDS` has its graph builder (:func:`ppo_graph`,
+:func:`mappo_graph`, :func:`wfm1_graph`, :func:`brigade_graph`, :func:`division_graph`);
+:func:`to_onnx` exports one with torch's ``torch.export``-based exporter (opset
+:data:`OPSET`, the batch size and the token count left free) and writes into the model's
+``metadata_props`` under :data:`METADATA_KEY` one JSON object: the kind, the project's
+version, and every input's and output's shape, dtype, names and bounds.
+``docs/deployment.md`` says what each kind computes and shows the metadata.
 """
 
 from __future__ import annotations
@@ -79,7 +61,7 @@ from models.order_choices import (
     bar_unloaded_fire,
     most_likely_orders,
 )
-from models.wfm1 import CARD_DIM, CARD_FEATURES, ECHELON_BATTALION, WFM1Policy, _Inputs
+from models.wfm1 import CARD_DIM, CARD_FEATURES, WFM1Batch, WFM1Policy
 
 logger = logging.getLogger(__name__)
 
@@ -418,11 +400,11 @@ class WFM1Action(nn.Module):
 
     def forward(self, tokens: torch.Tensor, pad_mask: torch.Tensor, own_mask: torch.Tensor,
                 card: torch.Tensor) -> torch.Tensor:
-        # act()'s network on inputs taken as checked: its checks read values (finiteness,
-        # the own mask against the padding), which a graph cannot do.
-        inputs = _Inputs(tokens, pad_mask, ECHELON_BATTALION, [], card)
-        mean, logits = self.policy._heads(*self.policy._features(inputs))
+        # act()'s network on a batch taken as it is: WFM1Batch.checked reads values
+        # (finiteness, the own mask against the padding), which a graph cannot do.
         own = own_mask & ~pad_mask
+        batch = WFM1Batch(tokens, pad_mask, own, card)
+        mean, logits = self.policy._heads(*self.policy._features(batch))
         action = torch.clamp(mean.masked_fill(~own[..., None], 0.0), self.low, self.high)
         if logits is None:
             return action

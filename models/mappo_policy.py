@@ -1,30 +1,18 @@
 """MAPPO networks: decentralised Gaussian actors and one centralised critic.
 
 Each battalion acts from its own local observation through an actor (decentralised
-execution). One critic, shared by the team, values each battalion's situation from
-its *critic state*: whatever fog-free picture training gives it. In this project
-that is the battalion's own observation followed by its side's global state
-(:func:`envs.battles.multi_observation.critic_states`, ``CRITIC_STATE_DIM`` numbers), the
-agent-specific global state MAPPO works best with, so there is one value per
-battalion, not one per battle (centralised training). Actors are shared by all
-agents of a team (``share_parameters=True``) or one per agent.
-
-The networks line up layer for layer with the v1 SB3 policy of
-:mod:`models.battalion_policy` (separate 128-128 Tanh MLPs, a linear action
-head, a state-independent ``log_std`` and a linear value head), so a trained
-v1 commander can seed a MAPPO team exactly; see
-:func:`models.v1_transfer.load_v1_weights_into_mappo`.
-
-The action distribution is an unsquashed diagonal Gaussian, as in SB3 PPO:
-sampled actions are returned as drawn (the environment clips them to its
-action box) and their log-probabilities are those of the drawn values. With
-``formation_orders`` the actors also choose each battalion's formation: the order
-distribution :class:`Orders`, :data:`FORMATION_CHOICES` and the head's starting layer
-live in :mod:`models.formation_orders` (shared with WFM-1) and are re-exported here.
-
-Policies are saved with :func:`models.mappo_files.save_policy` as ``{"kwargs", "state_dict"}``
-and rebuilt with :func:`~models.mappo_files.load_policy`, which reads only tensors and plain values
-(``torch.load(weights_only=True)``), so a shared file cannot run code.
+execution), shared by all agents of a team (``share_parameters=True``) or one per agent.
+One critic, shared by the team, values each battalion's situation from its *critic
+state*: its own observation followed by its side's global state
+(:func:`envs.battles.multi_observation.critic_states`), so there is one value per
+battalion (centralised training). The networks line up layer for layer with the v1 SB3
+policy of :mod:`models.battalion_policy`, so a trained v1 commander can seed a MAPPO team
+(:func:`models.v1_transfer.load_v1_weights_into_mappo`). Actions are an unsquashed
+diagonal Gaussian, as in SB3 PPO; with ``formation_orders`` the actors also choose each
+battalion's formation (:class:`Orders`, :data:`FORMATION_CHOICES`, re-exported from
+:mod:`models.formation_orders`). Policies are saved and rebuilt by
+:mod:`models.mappo_files`, tensors and plain values only. ``docs/training.md``
+("Multi-agent: MAPPO") describes the networks.
 """
 
 from __future__ import annotations

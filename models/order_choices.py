@@ -1,33 +1,16 @@
 """Orders as choices: a battalion's march and fire chosen together, its wheel Gaussian.
 
-The doctrines a commander imitates give bang-bang orders: march, halt or fall back
-(``move`` 1, 0 or -1); fire or hold (``fire`` 1 or 0). A Gaussian policy fitted to them
-by regression puts a smooth mean through each step, so near the halt and the volley it
-gives a trickle of fire and half a march. Chosen as categories instead, the clone's most
-likely order is exactly the teacher's on either side of the step, and PPO's samples cross
-a step only where the choice is close: where a better halt or volley is to be found.
-
-The march and the fire are one choice of a pair (:data:`ORDER_CHOICES`), not two. The
-doctrine halts and volleys at the same range: two separate choices learn that range twice,
-each a little off, and a clone that halts a metre before it would fire stands there in
-silence, which against an enemy that does not come to it is a draw. One choice has one
-boundary between marching in silence and halting to fire.
-
-:class:`OrderChoices` is an SB3 distribution for the ``[move, rotate, fire]`` Box action:
-a categorical choice of ``(move, fire)`` over :data:`ORDER_CHOICES` and a Gaussian
-``rotate`` (the ``DiagGaussianDistribution`` it extends, with one log std). Its samples lie
-in the Box, so the env, the rollout buffer and ``predict`` see the usual three numbers. The
-action head gives :data:`HEAD_SIZE` outputs: the choices' logits, then the wheel's mean.
-
-:class:`VolleyChoices` is the same choice for a battalion that fires only volleys: the
-firing pairs are barred until it is loaded (its ``own_readiness`` at least
-:data:`VOLLEY_READINESS`). A battalion that fires every step trades ragged fire, a
-twentieth of a volley a step at whatever range it stands; one that may fire only when
-loaded reloads on every step between its volleys, so a march it chooses while reloading
-brings its next volley closer for nothing. That is the structure of the winning plan
-against scripted L5 (march in loaded, volley at close range), and PPO from scratch finds
-it with volleys where with free fire it settles on trading shots at 160 m
-(``docs/training.md``, "From scratch: volleys").
+The doctrines a commander imitates give bang-bang orders (march, halt or fall back; fire
+or hold). Chosen as categories instead of regressed by a Gaussian, the clone's most
+likely order is exactly the teacher's on either side of the step; the march and the fire
+are one choice of a pair (:data:`ORDER_CHOICES`), so halting and firing share one
+boundary. :class:`OrderChoices` is an SB3 distribution for the ``[move, rotate, fire]``
+Box action: a categorical choice of ``(move, fire)`` and a Gaussian ``rotate`` (the
+``DiagGaussianDistribution`` it extends, with one log std); its samples lie in the Box,
+and the action head gives :data:`HEAD_SIZE` outputs, the choices' logits then the wheel's
+mean. :class:`VolleyChoices` bars the firing pairs until the battalion is loaded (its
+``own_readiness`` at least :data:`VOLLEY_READINESS`). ``docs/training.md`` ("Orders as
+choices", "From scratch: volleys") gives the reasons.
 """
 
 from __future__ import annotations

@@ -1,34 +1,16 @@
 """Reading torch weight files from elsewhere: tensors and plain values only, within limits.
 
-Every torch file we load (MAPPO policies and checkpoints, team snapshots, the
-``policy.pth`` of an SB3 archive) goes through :func:`load_weights`: the file
-must be a regular file holding an archive of bounded size
-(:func:`storage.files.check_archive`), it is read with ``torch.load(weights_only=True)``,
-and a refusal is one of our named errors, never torch's advice to unpickle.
-:func:`check_module_size` bounds a network that a file's constructor arguments
-ask for before any memory is allocated for it, counting only the weights the file
-really stores; the architecture fields themselves are bounded by :mod:`models.limits`.
-
-Every trainer of the project that writes torch checkpoints (MAPPO, WFM-1, the league
-roles that drive MAPPO) writes one shape, :class:`TrainingCheckpoint`, with
-:func:`write_checkpoint` (atomically) and reads it back with :func:`read_checkpoint`
-(``weights_only=True``). On disk it is one dict:
-
-* ``checkpoint_format``: :data:`CHECKPOINT_FORMAT`, the version of this layout;
-* ``kind``: which trainer wrote it (``"mappo"``, ``"wfm1"``): a checkpoint of another
-  kind is refused by name;
-* ``kwargs``: the policy's constructor arguments; ``policy_state_dict``: its weights;
-* ``optimizer_state_dict``: the optimiser's state;
-* ``total_steps`` and ``episodes``: the counters every run has; ``counters``: the
-  trainer's others (updates, the self-play version, the best validation win rate...);
-* ``rng``: every random generator's state, by name (``numpy``, ``torch``, ...);
-* ``extras``: the trainer's other plain values (its config, its curriculum, what a
-  driver such as a league role keeps with it).
-
-Files without ``checkpoint_format`` are the layouts of before this one; each trainer
-passes :func:`read_checkpoint` a ``legacy`` reader that turns them into the same shape,
-so checkpoints written by earlier versions still resume. SB3 archives are SB3's format
-and do not go through here.
+Every torch file the project loads (MAPPO policies and checkpoints, team snapshots, the
+``policy.pth`` of an SB3 archive) goes through :func:`load_weights`: a regular file holding
+an archive of bounded size (:func:`storage.files.check_archive`), read with
+``torch.load(weights_only=True)``, a refusal one of our named errors, never torch's advice
+to unpickle. :func:`check_module_size` bounds a network that a file's constructor
+arguments ask for before any memory is allocated for it (the architecture fields
+themselves are bounded by :mod:`models.limits`). Every trainer that writes torch
+checkpoints (MAPPO, WFM-1, the league roles that drive MAPPO) writes one shape,
+:class:`TrainingCheckpoint`, with :func:`write_checkpoint` (atomically) and reads it back
+with :func:`read_checkpoint`, whose ``legacy`` reader takes a file without
+``checkpoint_format``. ``docs/training.md`` ("Training checkpoints") gives the layout.
 """
 
 from __future__ import annotations
@@ -157,8 +139,9 @@ def checkpoint_path(path: str | Path, name: str = "path") -> Path | None:
 # --- the one training checkpoint ---------------------------------------------------------
 
 CHECKPOINT_FORMAT = 2
-"""The version of the layout :func:`write_checkpoint` writes (module docstring); files
-without a ``checkpoint_format`` key have the trainers' earlier layouts (version 1)."""
+"""The version of the layout :func:`write_checkpoint` writes (``docs/training.md``, "Training
+checkpoints"); files without a ``checkpoint_format`` key are in a trainer's own version-1
+layout."""
 
 REQUIRED_COUNTERS = ("total_steps", "episodes")
 """The counters every training checkpoint holds (stored as top-level keys)."""
@@ -194,7 +177,8 @@ class TrainingCheckpoint:
 
 def write_checkpoint(path: str | Path, checkpoint: TrainingCheckpoint) -> Path:
     """Write ``checkpoint`` to ``path`` atomically (temporary sibling, fsync,
-    ``os.replace``; folders are created) in the layout of the module docstring.
+    ``os.replace``; folders are created) in the layout of ``docs/training.md``
+    ("Training checkpoints").
 
     Its values should be tensors and plain values (numbers, strings, lists, dicts), so
     that :func:`read_checkpoint` can read it with ``weights_only=True``.
@@ -236,7 +220,7 @@ def write_checkpoint(path: str | Path, checkpoint: TrainingCheckpoint) -> Path:
 
 
 LegacyReader = Callable[[Any, str], TrainingCheckpoint]
-"""Turns the loaded contents of a file of an earlier layout (and the file's name, for
+"""Turns the loaded contents of a file of a version-1 layout (and the file's name, for
 messages) into a :class:`TrainingCheckpoint`, or raises ``ValueError``."""
 
 
@@ -249,7 +233,7 @@ def read_checkpoint(path: str | Path, what: str, kind: str, *,
         path: the file.
         what: what the file should be, for messages (e.g. "MAPPO checkpoint").
         kind: the ``kind`` it must have.
-        legacy: the reader of the trainer's earlier layout, for files without
+        legacy: the reader of the trainer's version-1 layout, for files without
             ``checkpoint_format``; None refuses them.
         device: where its tensors go.
 
@@ -275,7 +259,7 @@ def checkpoint_from_data(data: Any, source: str, kind: str,
     Raises:
         ValueError: naming ``source``, for a format other than :data:`CHECKPOINT_FORMAT`,
             another ``kind``, a missing key or a key of the wrong type, or (without
-            ``legacy``) a file of an earlier layout.
+            ``legacy``) a file of a version-1 layout.
     """
     if not is_training_checkpoint(data):
         if legacy is None:

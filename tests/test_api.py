@@ -80,7 +80,7 @@ DOCUMENTED: dict[str, str | None] = {
     "training.curriculum_scheduler.CurriculumStage": None,
     "training.curriculum_scheduler.load_v1_weights_into_mappo": (
         "v1_checkpoint_path, mappo_policy, *, strict=False"),
-    # Policy registry (issue 17 adds the module)
+    # Policy registry
     "training.policy_registry.PolicyRegistry": "path='checkpoints/policy_registry.json'",
     "training.policy_registry.PolicyRegistry.get": "self, echelon, version",
     "training.policy_registry.PolicyRegistry.list": "self, echelon=None",

@@ -247,7 +247,7 @@ def test_reward_weights_shape_the_reward():
     assert np.allclose(no_time - plain, 0.01, atol=1e-6)
 
 
-# --- issue 11, silent acceptance: each reproducer now raises a named ValueError ----------
+# --- silent acceptance: each reproducer raises a named ValueError ----------------------
 
 def test_a_string_boolean_is_refused_not_read_by_truthiness():
     with pytest.raises(ValueError, match=r"randomize_terrain='false' is invalid: expected "

@@ -467,7 +467,7 @@ def test_a_cavalry_battalion_is_cavalry_to_all_and_shows_its_formation_to_enemie
     assert guns.tolist() == [0, 0, 1, 1, 0, 0, 0, 0.5, 0]
 
 
-# --- issue 11, silent acceptance ------------------------------------------------------------
+# --- silent acceptance ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("actions", [None, [("blue_0", [0, 0, 0])], "blue_0"])
 def test_step_needs_a_dict_of_actions(actions):

@@ -1,6 +1,6 @@
 """Playing a battle against a commander: the orders a person gives, the live battle, the
 server that must be safe to leave running, and the command line that resolves Red and
-rates the player (issue 38). The browser plays it in ``tests/test_play_browser.py``."""
+rates the player. The browser plays it in ``tests/test_play_browser.py``."""
 
 from __future__ import annotations
 

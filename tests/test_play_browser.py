@@ -1,4 +1,4 @@
-"""The play page in a browser: a short battle played by clicks (issue 38).
+"""The play page in a browser: a short battle played by clicks.
 
 Like the replay viewer's browser tests (whose ``browser`` fixture this module uses), it
 drives Debian's chromium with Playwright, and skips without them except under ``CI=true``.

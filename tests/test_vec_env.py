@@ -188,7 +188,7 @@ def test_stable_baselines3_ppo_trains_on_it():
     assert len(model.ep_info_buffer) > 0  # episodes finished and were counted
 
 
-# --- issue 11, silent acceptance ------------------------------------------------------------
+# --- silent acceptance ---------------------------------------------------------------------
 
 def test_a_batch_that_cannot_fit_in_memory_is_refused_with_the_memory_it_needs():
     with pytest.raises(ValueError, match=r"n_envs=1000000000000 is invalid: .* would need "

@@ -1,21 +1,14 @@
 """Checkpoint names and the checkpoint manifest.
 
-Names (``enable_v2`` on, prefix ``P = ppo_battalion_s{seed}_c{curriculum_level}``;
-off, ``P = ppo_battalion``):
-
-========== ================================ ==============================
-kind       file                             legacy (``enable_v2`` off)
-========== ================================ ==============================
-periodic   ``{P}_{N}_steps.zip``            ``ppo_battalion_{N}_steps.zip``
-final      ``{P}_final.zip``                ``ppo_battalion_final.zip``
-best       ``best/{P}_best.zip``            ``best/best_model.zip``
-========== ================================ ==============================
-
-The manifest is an append-only JSON-lines file, one row per artifact event:
-``{"config_hash", "curriculum_level", "path", "run_id", "seed", "step",
-"timestamp", "type"}`` with sorted keys. Rows are appended whole under a file
-lock, so several processes can share one manifest; a reader skips (and logs)
-a torn last line. Rows are never removed, even when pruning deletes files.
+Names (:func:`checkpoint_name_prefix`, :func:`checkpoint_final_stem`,
+:func:`checkpoint_best_filename`) carry the seed and the curriculum level with
+``enable_v2`` on (``ppo_battalion_s{seed}_c{curriculum_level}_...``) and are the plain
+``ppo_battalion_...`` names with it off. :class:`CheckpointManifest` is an append-only
+JSON-lines file, one row per artifact event: ``{"config_hash", "curriculum_level",
+"path", "run_id", "seed", "step", "timestamp", "type"}`` with sorted keys. Rows are
+appended whole under a file lock, so several processes can share one manifest; a reader
+skips (and logs) a torn last line. Rows are never removed, even when pruning deletes
+files. ``docs/training.md`` ("What a run writes") lists every name.
 """
 
 from __future__ import annotations

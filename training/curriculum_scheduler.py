@@ -1,21 +1,14 @@
 """Curriculum for multi-agent training: 1v1, then 2v1, then 2v2.
 
-* :class:`CurriculumScheduler` tracks Blue's recent win rate and promotes the
-  team to the next scenario once it wins often enough over a full window of
-  episodes. Its state round-trips through :meth:`CurriculumScheduler.state_dict`,
-  so a resumed run continues the curriculum where it stopped.
-* :func:`load_scenario` reads a scenario file of ``configs/scenarios/``: the
-  :class:`~envs.multi_battalion_env.MultiBattalionEnv` arguments of one battle
-  size (``1v1`` .. ``6v6``). Each stage's battle (:data:`STAGE_SCENARIOS`, and its
-  team sizes :data:`STAGE_ENV_KWARGS`) comes from the file named like the stage.
-* :func:`load_v1_weights_into_mappo` (from :mod:`models.v1_transfer`) seeds a MAPPO
-  team with a trained v1 (single-battalion SB3) commander, layer for layer.
-
-Typical use::
+:class:`CurriculumScheduler` tracks Blue's recent win rate and promotes the team to the
+next scenario once it wins often enough over a full window of episodes; its state
+round-trips through :meth:`CurriculumScheduler.state_dict`, so a resumed run continues
+the curriculum. :func:`load_scenario` reads a scenario file of ``configs/scenarios/``
+(``1v1`` .. ``6v6``; each stage's is :data:`STAGE_SCENARIOS`), and
+:func:`load_v1_weights_into_mappo` seeds a MAPPO team with a trained v1 commander::
 
     scheduler = CurriculumScheduler(promote_threshold=0.7, win_rate_window=50)
     env = MultiBattalionEnv(**scheduler.env_kwargs())
-    ...
     scheduler.record_episodes(episode_wins)
     if scheduler.should_promote():
         scheduler.promote()

@@ -1,4 +1,4 @@
-"""The brigade and division commanders' settings, where the earlier docs imported them:
+"""The brigade and division commanders' settings under a second import path:
 :mod:`training.echelons.config` holds them, and this module hands their names on.
 
 The project itself imports :mod:`training.echelons.config`; ``python -m

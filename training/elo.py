@@ -1,25 +1,15 @@
 """Elo ratings of trained agents on one shared scale.
 
-The scripted opponents and the random one are fixed baselines
-(:data:`BASELINE_RATINGS`) that are never updated, so ratings from different
-runs are comparable: beating ``scripted_l5`` half the time means about 1000.
-
-Update rule: ``delta = K * (outcome - expected)``, with ``expected = 1 / (1 +
-10 ** ((r_opponent - r_agent) / 400))`` and ``outcome`` the mean score of a batch
-of games (1 win, 0.5 draw, 0 loss). One update per batch; ``K`` is 40 for an
-agent with fewer than 30 games, 20 below 100, then 10, judged by the game
-count before the update. :meth:`EloRegistry.update` moves the agent's rating
-only (an opponent that is not itself being rated: a scripted level, a frozen
-snapshot of a past self); :meth:`EloRegistry.update_pair` moves both players'
-(league members that all keep ratings), from the ratings before the game.
-
-File format (indent 2, sorted keys): ``{"game_counts": {name: int}, "ratings":
-{name: float}}``. Several processes may share a file and rate the same agent:
-a registry keeps the games it recorded since its last save, and
-:meth:`EloRegistry.save` replays them, in order, on the ratings in the file under
-its lock, then writes atomically. So N processes recording M games each leave
-N x M games in the file whatever the interleaving, as if they had played one
-after another.
+The scripted opponents and the random one are fixed baselines (:data:`BASELINE_RATINGS`)
+that are never updated, so ratings from different runs are comparable.
+:class:`EloRegistry` updates a rating once per batch of games by
+``K * (outcome - expected)``, with ``K`` falling as the agent's game count grows:
+:meth:`EloRegistry.update` moves the agent's rating only (an opponent that is not itself
+being rated), :meth:`EloRegistry.update_pair` both players'. The file (indent 2, sorted
+keys) is ``{"game_counts": {name: int}, "ratings": {name: float}}``; several processes
+may share it, since :meth:`EloRegistry.save` replays the games recorded since the last
+save on the ratings in the file, under its lock, then writes atomically.
+``docs/training.md`` ("Elo ratings") gives the rule in full.
 """
 
 from __future__ import annotations

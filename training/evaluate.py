@@ -1,18 +1,15 @@
 """Evaluate a commander against an opponent: wins, draws and losses over many battles.
 
-Opponents are ``scripted_l1`` .. ``scripted_l5`` (the built-in scripted Red of
-that curriculum level), ``random`` (uniformly random orders), or the path of an
-SB3 ``.zip`` checkpoint that then commands Red. Blue wins when Red is routed or
-destroyed while Blue is neither; it loses in the mirror case; anything else
-(both broken on the same step, or the step limit) is a draw.
-
-The seed's module: the objects live in :mod:`training.ppo.evaluation` (where the SB3
-stack's callbacks take them from) and are handed on here; this module holds the command
-line.
+Opponents are ``scripted_l1`` .. ``scripted_l5`` (the built-in scripted Red of that
+curriculum level), ``random`` (uniformly random orders), or the path of an SB3 ``.zip``
+checkpoint that then commands Red. Blue wins when Red is routed or destroyed while Blue
+is neither; it loses in the mirror case; anything else (both broken on the same step, or
+the step limit) is a draw. This module, the path the reference API documents, holds the
+command line and hands on the objects of :mod:`training.ppo.evaluation` (where the SB3
+stack's callbacks take them from).
 
 Usage::
 
-    python training/evaluate.py --checkpoint checkpoints/run/final --opponent scripted_l3
     python training/evaluate.py --checkpoint checkpoints/run/final --opponent scripted_l3 \\
         --n-episodes 100 --seed 0 --elo-registry checkpoints/elo_registry.json \\
         --agent-name my_run_v1

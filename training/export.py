@@ -5,15 +5,13 @@ Usage::
     wargames-export CHECKPOINT -o commander.onnx
     python -m training.export checkpoints/run/ppo_battalion_final.zip -o commander.onnx
 
-Every policy kind the project trains exports (:data:`models.export.KINDS`): the 1v1 PPO
-commander (an SB3 ``.zip`` of :func:`training.train.train`), a MAPPO team (a training
-checkpoint or a policy file), WFM-1 (a training checkpoint or a policy file), and the
-brigade and division commanders (SB3 ``.zip`` files). The kind is told from the file
-itself, never from its name, and the file is then loaded by the project's own loader for
-that kind, which runs no code from it (:mod:`training.commander_files`). The model computes
-the deterministic action and carries the observation layout and the action's meaning in
-its metadata (:mod:`models.export`; ``docs/deployment.md``). It is written atomically: a
-run killed mid-write leaves any earlier file whole.
+Every policy kind the project trains exports (:data:`models.export.KINDS`). The kind is
+told from the file itself, never from its name, and the file is loaded by the project's
+own loader for that kind, which runs no code from it (:mod:`training.commander_files`).
+:func:`export_checkpoint` writes the model atomically: a run killed mid-write leaves any
+earlier file whole. The model computes the deterministic action and carries the
+observation layout and the action's meaning in its metadata (:mod:`models.export`;
+``docs/deployment.md``).
 """
 
 from __future__ import annotations

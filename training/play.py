@@ -3,48 +3,16 @@
 Usage::
 
     wargames-play --name alice --red L5                       # or python -m training.play
-    wargames-play --name alice --red doctrine --size 3v3 --seed 7
     wargames-play --name alice --red checkpoints/run/final.zip --field site:waterloo
-    wargames-play --name alice --red checkpoints/mappo/mappo_policy_final.pt \\
-        --field historical:austerlitz_1805
-    wargames-play --name alice --red wfm1_best.pt --field configs/scenarios/2v2.yaml
-    wargames-play --name alice --red league:league/pool.json:main_agent_v3 --no-browser
 
 It starts the play server of :mod:`envs.play.server` on ``127.0.0.1`` and a free port,
 opens the page in the browser (or prints its address with ``--no-browser``) and serves
-until interrupted (Ctrl-C), or until the battle is over with ``--exit-when-over``. When
-the battle ends its replay is written to ``--out`` (``.npz``, and the viewer's ``.html``
-beside it) and the player's rating under ``--name`` is updated in the Elo file
-``--elo`` (:class:`~training.elo.TeamEloRegistry`, one game against Red's name).
-
-**Red** (``--red``, :func:`resolve_red`) is any commander the project has:
-
-* ``L1`` .. ``L5`` (or ``scripted_l1`` ..): a scripted level, rated as the fixed
-  baseline ``scripted_team_l<n>``;
-* ``doctrine``: the disciplined doctrine commanding every battalion (the baseline
-  ``doctrine_team``); ``combined_arms``: the combined-arms doctrine of the scenarios, with
-  formations;
-* a checkpoint file, its kind told from its contents and loaded by the project's loader
-  for that kind (:mod:`training.commander_files`): an SB3 ``.zip`` of a 1v1 commander
-  (each battalion reads the duel's features of its observation), a MAPPO policy file or
-  training checkpoint, or a WFM-1 checkpoint (told the battle by a scenario card; its
-  formations follow the combined-arms drill, as in its training, unless it has a
-  formation head and orders them itself);
-* ``league:POOL.json:AGENT_ID``: a league snapshot, loaded by
-  :meth:`training.league.agent_pool.AgentPool.load_snapshot` (refused outside the pool's
-  folder).
-
-Every file is read as the project reads files from elsewhere: torch files with
-``weights_only=True``, SB3 archives without unpickling, sizes bounded first. Trained
-commanders act on their policy's mean. Red's Elo name is the baseline's, the agent's id,
-or the ``--red`` text for a checkpoint.
-
-**The field** (``--field``, :func:`resolve_field`): ``procedural`` (hills and woods drawn
-from ``--seed``), ``site:NAME`` (the sector of a battle site, :func:`data.gis.sectors.
-site_terrain`), ``historical:ID`` (a battle of :data:`data.historical.BATTLES_JSON`) or the
-path of a scenario file (``docs/scenarios.md``). ``--size`` sets the sides of procedural
-and site fields; a scenario brings its own forces, places them and is won by its break
-rule.
+until interrupted, or until the battle is over with ``--exit-when-over``; the replay is
+then written to ``--out`` and the player's rating under ``--name`` updated in the Elo file
+``--elo`` (:class:`~training.elo.TeamEloRegistry`). Red (``--red``, :func:`resolve_red`) is
+any commander the project has, read as the project reads files from elsewhere; the field
+(``--field``, :func:`resolve_field`) is procedural ground, a battle site's sector, a
+historical battle or a scenario file. ``docs/play.md`` lists every choice.
 """
 
 from __future__ import annotations
@@ -73,7 +41,7 @@ from envs.play.server import DEFAULT_SPEED, PlayResult, PlayServer
 from envs.scenario import load_scenario_file
 from envs.sim import constants as C
 from models.mappo_policy import MAPPOPolicy
-from models.wfm1 import ECHELON_BATTALION, ScenarioCard, WFM1Policy
+from models.wfm1 import ECHELON_BATTALION, ScenarioCard, WFM1Batch, WFM1Policy
 from training.commander_files import identify_checkpoint, load_commander_policy
 from training.elo import TeamEloRegistry
 from training.mappo.battles import PolicyCommander
@@ -121,13 +89,15 @@ class WFM1Red:
     def orders(self, battles: MultiBattalionBatch,
                units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         view = entity_tokens(battles, RED)
-        # Red's own brigades count from Red's first unit, after Blue's.
-        context = self.policy.echelon_inputs(self.policy.echelon_context(view, battles.n_blue))
+        device = self.policy.device
+        batch = WFM1Batch.trusted(
+            *(torch.from_numpy(a).to(device) for a in (view.tokens, view.pad_mask,
+                                                       view.own_mask)),
+            self.card.to_tensor()[None].to(device),
+            # Red's own brigades count from Red's first unit, after Blue's.
+            self.policy.echelon_context(view, battles.n_blue))
         with torch.no_grad():
-            actions = self.policy.act(
-                torch.from_numpy(view.tokens), torch.from_numpy(view.pad_mask),
-                card=self.card, own_mask=torch.from_numpy(view.own_mask),
-                deterministic=True, **context)[0].cpu().numpy()
+            actions = self.policy.act(batch, deterministic=True)[0].cpu().numpy()
         column = np.full(battles.n_units, -1, np.intp)
         column[units] = np.arange(len(units))
         orders = np.zeros((battles.n_battles, len(units), C.ACTION_DIM), np.float32)
@@ -196,7 +166,7 @@ def _file_red(path: Path, field: PlayField, site: str | None) -> RedCommander:
 
 def resolve_red(spec: str, field: PlayField, *, site: str | None = None
                 ) -> tuple[RedCommander, str]:
-    """Red's commander for ``spec`` (module docstring) on ``field``, and its Elo name.
+    """Red's commander for ``spec`` (``docs/play.md``) on ``field``, and its Elo name.
 
     Args:
         spec: what ``--red`` says.
@@ -248,7 +218,7 @@ def resolve_red(spec: str, field: PlayField, *, site: str | None = None
 
 def resolve_field(spec: str, *, n_blue: int = 2, n_red: int = 2,
                   max_steps: int | None = None) -> tuple[PlayField, str | None]:
-    """The field for ``spec`` (module docstring), and the battle site it is on, if any.
+    """The field for ``spec`` (``docs/play.md``), and the battle site it is on, if any.
 
     Args:
         spec: ``procedural``, ``site:NAME``, ``historical:ID`` or a scenario file's path.

@@ -1,23 +1,15 @@
 """Pictures of a run, drawn from what it logged, so it can be read without TensorBoard or W&B.
 
 :func:`write_run_plots` reads the TensorBoard event files a trainer wrote into a folder
-(:func:`read_scalars`) and writes PNGs beside them, each replaced atomically; it writes
-only the pictures it has numbers for:
-
-* ``learning_curves.png``: win rates (in training, in evaluation, against each named
-  opponent), rewards and episode lengths over env-steps;
-* ``elo.png``: the learner's Elo ratings, the fixed-rating anchors it played dashed;
-* ``coordination.png``: the coordination metrics (``coordination/*``,
-  ``docs/metrics_reference.md``);
-* ``losses.png``: the update's numbers (``train/*``: losses, entropy, KL...).
-
-``train()`` (:mod:`training.train`), ``train_mappo()``, the league's roles and WFM-1's
-trainer call it at the end of a run (:func:`plot_run`); the benchmarks draw their
-results with :func:`draw_historical_benchmark`, :func:`draw_transfer_benchmark` and
+(:func:`read_scalars`) and writes PNGs beside them, each replaced atomically, only those
+it has numbers for: ``learning_curves.png``, ``elo.png``, ``coordination.png`` and
+``losses.png``. The trainers and the league's roles call it at the end of a run
+(:func:`plot_run`); the benchmarks draw their results with
+:func:`draw_historical_benchmark`, :func:`draw_transfer_benchmark` and
 :func:`draw_wfm1_benchmark`. Drawing uses matplotlib's bare
 :class:`~matplotlib.figure.Figure`, which renders with Agg and never touches pyplot or
-the process's backend. From the command line, for a run in progress or one that was
-killed::
+the process's backend. ``docs/training.md`` ("Pictures of a run") says what each picture
+shows. From the command line, for a run in progress or one that was killed::
 
     python -m training.plots logs/mappo
 """

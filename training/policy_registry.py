@@ -1,29 +1,17 @@
 """Which trained policy commands each echelon: a small registry of frozen policies.
 
-The hierarchy reuses trained commanders as fixed sub-policies: a brigade commander
-drives battalions with a frozen battalion policy, a division commander drives
-brigades with a frozen brigade policy. This registry names those policies by
-echelon and version and loads them frozen (:mod:`training.utils.freeze_policy`):
-battalion policies are MAPPO files, brigade and division policies SB3 PPO archives.
+The hierarchy reuses trained commanders as fixed sub-policies: a brigade commander drives
+battalions with a frozen battalion policy, a division commander drives brigades with a
+frozen brigade policy. This registry names those policies by echelon and version and
+loads them frozen (:mod:`training.utils.freeze_policy`): battalion policies are MAPPO
+files, brigade and division policies SB3 PPO archives.
 
-File format (indent 2, sorted keys, entries sorted by echelon then version)::
-
-    {"entries": [{"echelon": "battalion", "path": "checkpoints/run1/mappo_policy_final.pt",
-                  "run_id": "run1", "version": "v1"}, ...]}
-
-``run_id`` may be null. Paths are stored as given; a relative one is resolved
-against the working directory when the policy is loaded, as the trainers' paths are.
-
-Several processes may share a file: a registry keeps what it registered and
-removed since its last save, and :meth:`PolicyRegistry.save` applies that, under
-the file's lock, to the entries in the file as they are then, and writes
-atomically. So two processes registering different policies leave both in the file.
-
-Command line::
-
-    python -m training.policy_registry [--registry PATH] list [--echelon E]
-    python -m training.policy_registry [--registry PATH] register --echelon E \\
-        --version V --path P [--run-id R] [--overwrite]
+:class:`PolicyRegistry` keeps a JSON file (indent 2, sorted keys, entries sorted by
+echelon then version) of ``{"entries": [{"echelon", "path", "run_id", "version"}, ...]}``;
+several processes may share it, since :meth:`PolicyRegistry.save` applies what a registry
+registered and removed since its last save to the entries in the file, under its lock,
+and writes atomically. ``docs/echelons.md`` ("Freezing and the policy registry") has the
+format and the command line (``python -m training.policy_registry list``).
 """
 
 from __future__ import annotations

@@ -1,36 +1,16 @@
 """Self-play: a pool of frozen past selves as opponents, and play against it.
 
-* :class:`OpponentPool` keeps the latest ``max_size`` snapshots of a learner as
-  SB3 ``.zip`` files (``snapshot_v{version:06d}.zip``), written atomically.
-* :class:`SelfPlayCallback` snapshots the learner every ``snapshot_freq`` steps
-  and re-deals Red in the training battles: most battles face pool members
-  (several different ones at once, each queried once per step for all its
-  battles), and a share keeps facing the config's scripted opponents so the
-  learner does not forget how to beat simple doctrines.
-* :class:`WinRateVsPoolCallback` and :func:`evaluate_vs_pool` measure the
-  learner against pool members, with the training battles' settings. Each
-  snapshot enters the Elo registry at the learner's rating when it was taken,
-  so progress against past selves is a number on the same scale as the
-  scripted baselines.
-* :class:`TeamOpponentPool` is the multi-agent counterpart: frozen MAPPO teams
-  (``team_snapshot_v{version:06d}.pt``) for the Red side of N-vs-M battles;
-  :func:`evaluate_team_vs_pool` and :func:`nash_exploitability_proxy` measure a
-  team against them.
-* :class:`WFM1OpponentPool` holds frozen WFM-1 generalists
-  (``wfm1_snapshot_v{version:06d}.pt``), which command Red in a share of WFM-1's
-  training battles (``self_play.enabled`` in ``configs/wfm1_train.yaml``,
-  :class:`~training.wfm1.trainer.WFM1Trainer`).
+:class:`OpponentPool` keeps the latest ``max_size`` snapshots of a learner as SB3 ``.zip``
+files; :class:`SelfPlayCallback` snapshots the learner every ``snapshot_freq`` steps and
+deals pool members (most battles) and the config's scripted opponents (a share) as Red;
+:class:`WinRateVsPoolCallback` and :func:`evaluate_vs_pool` rate the learner against pool
+members. :class:`TeamOpponentPool` holds frozen MAPPO teams (:func:`evaluate_team_vs_pool`,
+:func:`nash_exploitability_proxy`), :class:`WFM1OpponentPool` frozen WFM-1 generalists.
+They live in ``training/{ppo,mappo,wfm1}/pool.py``, :mod:`training.ppo.self_play` and
+:mod:`training.mappo.evaluation`; this module holds the duel against a pool and is where
+all of them are imported from (``docs/training.md``, "Self-play"). Besides
+``train(enable_self_play=True)``, directly, with an ``OpponentPool``::
 
-The pools live in :mod:`training.ppo.pool`, :mod:`training.mappo.pool` and
-:mod:`training.wfm1.pool` (on :mod:`training.common.pools`), the SB3 callbacks in
-:mod:`training.ppo.self_play`, the team measures in :mod:`training.mappo.evaluation`;
-this module holds the duel against a pool (every battle played by
-:func:`training.common.play.play`) and is where all of them are documented and imported
-from.
-
-Typical use is ``train(enable_self_play=True)``; directly::
-
-    pool = OpponentPool("checkpoints/pool", max_size=10)
     model.learn(1_000_000, callback=[SelfPlayCallback(pool, 50_000),
                                      WinRateVsPoolCallback(pool, 50_000)])
 """

@@ -1,27 +1,15 @@
 """Writes the shipped terrain files of the four battle sites: ``data/gis/sites/<site>.tif``
 and ``data/gis/sites/<site>.osm``, the inputs :mod:`data.gis.terrain_importer` reads.
 
-* ``<site>.tif``: a single-band float32 GeoTIFF (deflate) of ground height in metres,
-  EPSG:4326, 204 x 204 pixels over the site's box plus two pixels on every side;
-* ``<site>.osm``: OSM XML (version 0.6, negative ids as for unsaved data) with the
-  roads (``highway=*``), woods (``natural=wood``, ``landuse=forest``), settlements
-  (``place=*`` nodes and ``landuse=residential`` areas) and water (``natural=water``
-  areas, ``waterway=river|stream`` lines) the importer rasterises.
-
-**These are not survey data.** Every feature below is a hand-written approximation of
-the battlefield's documented geography (ridges, hills, streams, villages, roads and
-woods as histories of the battles describe them), placed by eye in longitude and
-latitude, and the ground is a sum of smooth shapes (Gaussian and flat-topped hills,
-ridges along polylines, valleys cut along the streams) on a gently tilted plane, with
-heights in each site's documented range. They give the simulator a battlefield of the
-right shape, not a map to navigate by. Where a site's box does not hold a feature's
-real position (the Goldbach villages and the Satschan and Menitz ponds lie on or just
-beyond the Austerlitz box's west and south edges and Austerlitz town some 2 km east of
-it; the Arapiles lie several kilometres west of the Salamanca box), the feature is
-drawn inside the box, keeping its place relative to the others.
-
-The files are written deterministically (no randomness; heights are rounded to 0.1 m
-before they are stored), so running the script again reproduces them byte for byte::
+``<site>.tif`` is a single-band float32 GeoTIFF (deflate) of ground height in metres,
+EPSG:4326, :data:`PIXELS` pixels square over the site's box plus :data:`MARGIN_PIXELS`
+on every side; ``<site>.osm`` is OSM XML (version 0.6, negative ids as for unsaved data)
+with the roads, woods, settlements and water the importer rasterises. **These are not
+survey data**: every feature is a hand-written approximation of the battlefield's
+documented geography, placed by eye, on ground made of smooth shapes; they give the
+simulator a battlefield of the right shape, not a map to navigate by
+(``docs/scenarios.md``, "Battle sites"). The files are written deterministically, so
+running the script again reproduces them byte for byte::
 
     python -m data.gis.build_sites                  # writes data/gis/sites/
     python -m data.gis.build_sites --out-dir /tmp/sites --site waterloo

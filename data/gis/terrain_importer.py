@@ -1,41 +1,17 @@
 """Real terrain for historical battle sites, from an SRTM GeoTIFF and an OpenStreetMap extract.
 
 :class:`GISTerrainBuilder` turns two files into the simulator's
-:class:`~envs.sim.terrain.TerrainMap`:
-
-* a single-band elevation GeoTIFF in EPSG:4326 (WGS-84 longitude/latitude), read
-  with rasterio and sampled bilinearly at the centre of every grid cell;
-* an OSM XML file, whose tagged ways and nodes are rasterised into road, forest,
-  settlement and water masks.
-
-Coordinate conventions (those of :mod:`envs.sim.terrain`): the site's bounding box
-is cut into ``rows x cols`` equal cells in longitude and latitude. **Row 0 is the
-south edge** (``lat_min``) and rows run north, because the simulator's ``y`` grows
-northward from 0 and maps to ``row = y * rows / height``; column 0 is the west edge
-(``lon_min``) and columns run east. Cell ``(r, c)`` is centred on
-``lat_min + (r + 0.5) * dlat`` and ``lon_min + (c + 0.5) * dlon``. Sizes in metres use
-111 320 m per degree of latitude and, for longitude, that times the cosine of the
-box's mid-latitude: at ~10 km the flat-earth error is far below one cell.
-
-There is no synthetic fallback: a missing file raises :class:`FileNotFoundError`
-naming it, so a benchmark never silently runs on terrain nobody chose. When no path is
-given the builder looks for the site's shipped files ``data/gis/sites/<site>.tif``
-and ``data/gis/sites/<site>.osm``: these are not survey data but the sites'
-documented geography (ridges, villages, streams, roads, woods at their places and
-heights) described by hand in :mod:`data.gis.build_sites`, which writes them in the
-same formats as a real SRTM tile and OSM extract, so either reads the same way.
-
-Water: rivers, canals and lakes are impassable (going 0) but where a road crosses
-them (a bridge); streams, brooks and ditches slow a unit crossing them
-(:attr:`TerrainLayers.going`). A sector of a site can be mapped on its own at a finer
-scale (``window_m``).
-
-Files may come from elsewhere, so sizes are checked before anything is read: the grid
-has at most :data:`MAX_GRID_SIDE` rows and columns; a raster declares one band of
-plain numbers (:data:`RASTER_DTYPES`), sides of at most :data:`MAX_RASTER_SIDE` pixels
-and blocks of at most :data:`MAX_RASTER_READ_PIXELS`, and the part of it the site's box
-needs is at most :data:`MAX_RASTER_READ_PIXELS` too; an OSM file is a regular file of at
-most :data:`MAX_OSM_BYTES`.
+:class:`~envs.sim.terrain.TerrainMap`: a single-band elevation GeoTIFF in EPSG:4326,
+sampled bilinearly at the centre of every grid cell (:func:`read_elevation`), and an OSM
+XML file whose tagged ways and nodes are rasterised into road, forest, settlement and
+water masks (:func:`read_osm_masks`). Row 0 of the grid is the south edge and column 0
+the west edge, as in :mod:`envs.sim.terrain`. There is no synthetic fallback: a missing
+file raises :class:`FileNotFoundError` naming it; with no path given the builder reads
+the site's shipped files ``data/gis/sites/<site>.tif`` and ``.osm``
+(:mod:`data.gis.build_sites`). A sector of a site can be mapped on its own at a finer
+scale (``window_m``). Files may come from elsewhere, so sizes are checked before anything
+is read (:data:`MAX_GRID_SIDE`, :data:`MAX_RASTER_SIDE`, :data:`MAX_RASTER_READ_PIXELS`,
+:data:`MAX_OSM_BYTES`). ``docs/scenarios.md`` ("Battle sites") gives the conventions.
 """
 
 from __future__ import annotations

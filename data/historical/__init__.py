@@ -1,27 +1,15 @@
 """Historical battles: field engagements of 1792-1815 as scenarios (``battles.json``, in the
 scenario format of ``docs/scenarios.md`` with each battle's history beside it), read by
 :func:`load_battles` (:func:`envs.scenario.load_scenarios` and a check of each battle's
-``historical_outcome``) and fought by :mod:`benchmarks.historical`. The French side is
-always Blue; about half the battles are French defeats (``winner: "red"``) or draws (null).
+``historical_outcome``, :func:`check_historical_outcome`) and fought by
+:mod:`benchmarks.historical`. The French side is always Blue; about half the battles are
+French defeats (``winner: "red"``) or draws (null).
 
 A unit's ``strength`` is the men (sabres, guns) engaged divided by the entry's
-``scale.men_per_unit`` (``sabres_per_squadron_unit``, ``guns_per_battery``). Its ``quality``
-comes from one reputation rule, by army and year, never from the battle's result: 1.3 the
-Old Guard infantry of the French Imperial Guard; 1.2 other Guards of any army and picked
-elites (converged grenadier and flank battalions, British Foot Guards, the Light Division);
-1.1 veteran regulars (the French line, cavalry and artillery of 1796-1812 and of 1815,
-British and King's German Legion regulars, Austrian and Russian grenadiers); 1.0 other
-regulars (Austrian, Russian, Prussian, Dutch, Swedish, allied German, Italian, Polish and
-Swiss line, foreign corps in French or British pay, Portuguese regulars from 1809, the
-French line of 1792-93 drawn from the royal army and of 1794-95 and 1813-14); 0.9
-second-line regulars (French volunteer battalions of 1792-93 and the mixed formations they filled,
-Spanish regulars, Portuguese regulars before 1809, Cossacks, Janissaries and Ottoman
-gunners); 0.85 militia (Landwehr, National Guards, opolchenie, insurrection levies, Irish
-militia and fencibles); 0.8 Spanish and Portuguese militia and new levies; 0.75 irregulars
-(Ottoman, Mamluk and Arab levies, Irish rebels, guerrillas). A mixed formation takes the
-class of most of its men. The rule was written for the entries added by issue 36 (from
-``valmy_1792`` on in the file); the first 61 entries, set by hand before it in steps of 0.05,
-were re-rated by it afterwards, unit by unit from each unit's name, army and year."""
+``scale.men_per_unit`` (``sabres_per_squadron_unit``, ``guns_per_battery``). Its
+``quality`` comes from one reputation rule, by army and year, never from the battle's
+result (``docs/scenarios.md``, "Historical battles", gives the classes).
+"""
 
 from __future__ import annotations
 

@@ -2,42 +2,13 @@
 (the context WFM-1 reads beside its battalions, :mod:`models.wfm1`'s ``echelon_tokens``).
 
 :func:`echelon_tokens` builds them from one side's battalion tokens
-(:class:`~envs.battles.entity_tokens.EntityView`), for a whole batch at once:
-
-- **Brigades.** The side's own battalions are grouped by the order of battle, as the
-  echelon battles group them (:mod:`envs.echelons.division_batch`'s
-  ``n_blue_per_brigade``): the ``k``-th battalion of the side (unit order, counted from
-  the side's first unit) belongs to brigade ``k // brigade_size``, whether or not the
-  others are still in the fight, so a brigade keeps its battalions all battle. The
-  enemy battalions the side believes in the fight are grouped as they stand in its
-  tokens (nearest first): the first ``brigade_size`` enemy tokens are one group, the
-  next ``brigade_size`` the next, and so on. A row of ``N`` battalion tokens gives
-  ``2 * ceil(N / brigade_size)`` brigade positions: the own brigades at positions
-  ``0 ..`` (brigade ``g`` at position ``g``), the enemy groups from position
-  ``ceil(N / brigade_size)`` on.
-- **Divisions.** Two positions: every own battalion in the fight as one group, every
-  believed enemy as the other.
-
-A group's token has the battalion tokens' layout
-(:data:`~envs.battles.entity_tokens.ENTITY_FEATURES`), over its members (the battalion
-tokens of the group that are not padding):
-
-- ``arm_*`` and ``formation_*``: the members' one-hots averaged, i.e. the share of the
-  group's battalions of each arm and known to be in each formation (an enemy seen in
-  no formation counts in none, so the formation shares may sum to less than 1);
-- ``x``, ``y``: the centroid, the members' plain mean;
-- ``heading_cos``, ``heading_sin``: the members' mean heading vector normalised to
-  length 1 (0, 0 where it cancels out);
-- ``strength``: the plain mean (the share of the group's men still standing, battalions
-  counted alike);
-- ``readiness``, ``morale``, ``quality``, ``disorder``, ``report_age``: means weighted by
-  the members' strength (a battalion counts as much as its men still standing; the
-  plain mean where every member's strength is 0);
-- ``team_own``, ``team_enemy``: the group's side (the members share it).
-
-A position whose group has no member (a brigade all of whose battalions are out of the
-fight, or a side with fewer groups than the row holds) is padding: all zeros, and True
-in its mask.
+(:class:`~envs.battles.entity_tokens.EntityView`), for a whole batch at once: the side's
+own battalions in brigades of ``brigade_size`` by the order of battle, the enemies it
+believes in the fight in groups as they stand in its tokens, and one division token per
+side. A group's token has the battalion tokens' layout
+(:data:`~envs.battles.entity_tokens.ENTITY_FEATURES`), aggregated over its members; a
+position with no member is padding (all zeros, True in its mask). ``docs/wfm1.md``
+("Brigade and division tokens") gives the positions and each feature's aggregation.
 """
 
 from __future__ import annotations
@@ -82,7 +53,7 @@ def brigade_count(n_tokens: int, brigade_size: int) -> int:
 
 def echelon_tokens(view: EntityView, brigade_size: int,
                    first_unit: int | np.ndarray = 0) -> EchelonTokens:
-    """The brigade and division tokens of ``view``'s side (module docstring).
+    """The brigade and division tokens of ``view``'s side (``docs/wfm1.md``).
 
     Args:
         view: one side's battalion tokens (:func:`~envs.battles.entity_tokens.entity_tokens`,
@@ -129,7 +100,7 @@ def echelon_tokens(view: EntityView, brigade_size: int,
 
 def _pool(tokens: np.ndarray, slot: np.ndarray, n_slots: int) -> tuple[np.ndarray, np.ndarray]:
     """Group tokens ``(B, N, D)`` by ``slot`` ``(B, N)`` (-1: in none) into ``(B, n_slots, D)``
-    group tokens (module docstring) and their padding mask."""
+    group tokens (``docs/wfm1.md``) and their padding mask."""
     batch = tokens.shape[0]
     index = np.where(slot >= 0, np.arange(batch)[:, None] * n_slots + slot, batch * n_slots)
     index = index.ravel()

@@ -1,36 +1,13 @@
 """Entity tokens: a battle as one token per battalion a side knows of, for any number of
 units (WFM-1's observation, :mod:`models.wfm1`).
 
-Each token has :data:`ENTITY_TOKEN_DIM` numbers (:data:`ENTITY_FEATURES`), the seed's
-sixteen and three the core adds:
-
-====  ==========================  =====================================================
-0-2   ``arm_*``                   the arm, one-hot: infantry, cavalry, artillery
-3-4   ``x``, ``y``                position over the map's width and height, in the
-                                  side's own frame (Red's mirrored east-west, as every
-                                  observation of Red is: :mod:`envs.battles.multi_observation`)
-5-6   ``heading_cos``, ``_sin``   facing, in the same frame
-7     ``strength``                share of its men still standing
-8-11  ``formation_*``             the formation, one-hot: line, column, square, limbered
-12    ``readiness``               how ready its volley is (1: loaded)
-13    ``morale``
-14-15 ``team_own``, ``_enemy``    whose it is, from the side's point of view
-16    ``quality``                 the battalion's quality over :data:`QUALITY_SCALE`,
-                                  capped at 1
-17    ``disorder``                drill steps left in a change of formation over the arm's
-                                  drill steps (0: formed)
-18    ``report_age``              for an enemy: steps since the side last saw it, over
-                                  the report's lifetime (0: seen now); 0 for own units
-====  ==========================  =====================================================
-
-A side's tokens are its own battalions in the fight (in unit order), then the enemy
-battalions it believes in the fight, nearest to its own first. An enemy is where the
-side's report of it puts it (:class:`~envs.battles.multi_observation.FogReports`: the armies
-know each other's deployment, then a report is refreshed only while the enemy is in
-sight), with the report's strength, morale and readiness and its age; its arm and
-quality are known, its formation and disorder only while it is in sight (all zeros
-otherwise). The rest of a row, up to the token budget, is padding, which the mask
-marks.
+:func:`entity_tokens` gives one side's tokens of every battle of a batch
+(:class:`EntityView`: the tokens, the padding mask and the own-unit mask). A token has
+:data:`ENTITY_TOKEN_DIM` numbers (:data:`ENTITY_FEATURES`, listed with their scales in
+``docs/wfm1.md``). A side's tokens are its own battalions in the fight (in unit order),
+then the enemy battalions it believes in the fight, nearest to its own first, each where
+the side's report puts it (:class:`~envs.battles.multi_observation.FogReports`); the rest
+of a row, up to the token budget, is padding, which the mask marks.
 """
 
 from __future__ import annotations
@@ -51,10 +28,10 @@ ENTITY_FEATURES = (
     "strength", *(f"formation_{name}" for name in FORMATION_NAMES), "readiness", "morale",
     "team_own", "team_enemy", "quality", "disorder", "report_age",
 )
-"""The features of a token, in order (module docstring)."""
+"""The features of a token, in order (``docs/wfm1.md`` lists them)."""
 ENTITY_TOKEN_DIM = len(ENTITY_FEATURES)
 SEED_TOKEN_DIM = 16
-"""The seed's token: the first sixteen features, in the seed's order."""
+"""The reference design's token: the first sixteen features, in its order."""
 TOKEN = {name: i for i, name in enumerate(ENTITY_FEATURES)}
 """Index of each feature."""
 MAX_TOKENS = 4096

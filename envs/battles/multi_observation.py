@@ -1,69 +1,16 @@
 """What each battalion of an N-vs-M battle knows: its own view under fog of war,
 and the global state a centralised critic reads.
 
-**Fog of war.** A side sees an enemy battalion while one of its own battalions
-still in the fight has it within ``visibility_radius`` and in line of sight.
-Each side keeps a *report* of every enemy: where it was, which way it faced and
-what shape it was in when last seen, and when that was. Both deployments are
-known at the start (the armies have scouted each other); afterwards a report is
-refreshed only while the enemy is in sight, so a battalion that slips behind a
-crest is remembered where it vanished. Allies are always known.
-
-**One layout for every team size.** A battalion's observation is :data:`OBS_DIM`
-numbers whatever the scenario (:data:`ARMS_OBS_DIM` in battles with an order of
-battle), so one network serves 1v1 to 6v6:
-
-1. The 25 features of the 1v1 duel (:data:`envs.battles.observation.OBSERVATION_FEATURES`,
-   same order and scaling), taken against the *focus* enemy: the nearest enemy
-   believed still in the fight, at its reported position. In a 1v1 battle with
-   the enemy in sight they equal the duel's observation, which is what lets a v1
-   policy seed a multi-agent one (:func:`models.v1_transfer.load_v1_weights_into_mappo`).
-2. Whether the focus enemy is in sight now, how old its report is, and how well
-   the allies can hit it (who else is engaging it).
-3. :data:`ALLY_SLOTS` slots for the nearest allies in the fight, nearest first.
-4. :data:`ENEMY_SLOTS` slots for the other enemies believed in the fight, nearest
-   first, each with one's own and the allies' best hit chance on it.
-5. How many battalions each side still has in the fight.
-6. In battles with an order of battle only, the arms block
-   (:data:`ARMS_OBSERVATION_FEATURES`): what each battalion described above is, as
-   WFM-1's entity tokens say it (:data:`ARMS_FEATURES`: arm and formation one-hot,
-   quality, disorder), for the battalion itself, the focus enemy, each ally slot and
-   each enemy slot, in the slots' order. An enemy's arm and quality are always known,
-   its formation and disorder only while it is in sight now.
-
-Empty slots are all zeros, with ``present`` 0. Teams of up to
-:data:`MAX_TEAM_SIZE` fit every slot; in bigger teams the farthest are left out.
-
-**Battles of one arm.** Without an order of battle every battalion is infantry of
-quality 1 in line and stays so, and the arms blocks would say nothing: the
-observation is the first :data:`OBS_DIM` (140) entries and the global state the first
-:data:`STATE_DIM` (97), exactly as before the blocks existed, and the kernels do not
-compute the blocks (:func:`observation_dims`).
-
-**Each side in its own frame.** Red's observations and state are mirrored across
-the map's north-south centre line, so every battalion sees the battle as if its
-side had deployed in the west, facing east: one policy can command either side
-(self-play), and the battle is the same game from both chairs. Orders are in
-the same frame (:data:`ROTATE_SIGN`): Red's "turn left" turns it right on the
-real map.
-
-**Global state.** :func:`global_states` gives each side's fog-free picture of the
-battle: :data:`MAX_TEAM_SIZE` slots of its own battalions, then as many of the
-enemy's, then the time, then the same slots' arms blocks (:data:`ARMS_STATE_FEATURES`,
-every formation shown). The critic of battalion ``i`` reads ``i``'s observation
-followed by its side's global state (:func:`critic_states`), the "agent-specific
-global state" that MAPPO works best with.
-
-**Compiled.** Sight, reports, observations and global states are computed by Numba
-kernels: :func:`observe_battles` does a run of battles (the fused team step calls it
-right after stepping them), :func:`observe` a whole batch. They compute the float32
-operations, in the same order, of the NumPy implementation they replaced (kept as the
-tests' reference in ``tests/envs_kernels/reference_team_observation.py``); only the
-power in the hit chance may round differently in the last bit, as in
-:mod:`envs.sim.kernels`. The arms blocks, which came later, are the entity tokens'
-numbers (the reference computes them as :func:`envs.battles.entity_tokens.entity_tokens`
-does), except that an enemy's formation shows only while it is in sight now, also at
-deployment, when the tokens show every formation the armies scouted.
+A side sees an enemy battalion while one of its own in the fight has it within
+``visibility_radius`` and in line of sight, and keeps a report of every enemy as last
+seen (:class:`FogReports`). A battalion's observation is :data:`OBS_DIM` numbers whatever
+the team size (:data:`ARMS_OBS_DIM` in battles with an order of battle,
+:func:`observation_dims`), so one network serves 1v1 to 6v6. :func:`global_states` gives
+each side's fog-free picture and :func:`critic_states` a battalion's observation followed
+by its side's global state. Red's observations, state and orders are in Red's own,
+mirrored frame (:data:`ROTATE_SIGN`). Numba kernels compute it all:
+:func:`observe_battles` for a run of battles, :func:`observe` for a whole batch.
+``docs/simulation.md`` ("N-vs-M battles") gives the layout and the rules of sight.
 """
 
 from __future__ import annotations
@@ -255,7 +202,7 @@ def sightings(state: BattleState, geometry: Geometry, visibility_radius: float) 
 def battalion_observations(state: BattleState, geometry: Geometry, reports: FogReports,
                            sees: np.ndarray, config: BattleConfig, *,
                            arms: bool = False) -> np.ndarray:
-    """Every battalion's observation (see the module docstring).
+    """Every battalion's observation (``docs/simulation.md``, "N-vs-M battles").
 
     Args:
         state: the batch, after the step.
@@ -359,9 +306,9 @@ def _unit_arrays(state: BattleState, geometry: Geometry) -> tuple[np.ndarray, ..
 # (_shown_arms), then i's observation: the others ordered nearest first and written
 # into the slots, then their arms blocks (_write_observations); and each side's global
 # state (_write_global_state, then its arms blocks, _write_global_arms). Every number
-# before the arms blocks is the retired NumPy implementation's float32 operation in its
-# order, and the arms blocks are the entity tokens' (tests/envs_kernels holds them to
-# the reference).
+# ahead of the arms blocks is the NumPy reference's float32 operation in its order, and
+# the arms blocks are the entity tokens' (tests/envs_kernels holds them to the
+# reference).
 # Each step is inlined into its caller (Numba's inline="always"): a call passing this
 # many arrays costs more than the step's work in a small battle. For the same reason
 # the loops index the arrays directly rather than through row views.

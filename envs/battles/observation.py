@@ -1,20 +1,13 @@
 """Observations of the 1v1 battalion duel, for both sides of a whole batch at once.
 
-Features 0-16 follow the reference layout (REFERENCE §A.5). Features 17-24 add
-what a commander needs to use this simulator's fire and flank model: how loaded
-each side's muskets are; where the enemy lies relative to one's own front (and
-oneself relative to the enemy's front), which the absolute bearing only gives
-after trigonometry the policy would have to learn; and the hit chance a volley
-would have right now, each way (zero out of range, arc or sight). The last two
-matter most: the whole fire range is under a seventh of the normalised
-distance, too fine a band for a network to read fire effect from.
-
-**Each side in its own frame.** Red's observation is mirrored across the map's
-north-south centre line, so both battalions see the battle as if their side had
-deployed in the west, facing east, and a policy's orders are read in the same
-frame (:data:`ROTATE_SIGN`: Red's "turn left" turns it right on the real map).
-One policy can then command either side: a snapshot of the learner meets it as
-Red in the situations it learnt as Blue.
+Features 0-16 follow the reference layout (REFERENCE §A.5); features 17-24 add what a
+commander needs to use this simulator's fire and flank model: how loaded each side's
+muskets are, where the enemy lies relative to one's own front (and oneself relative to
+the enemy's), and the hit chance a volley would have right now, each way
+(:data:`OBSERVATION_FEATURES`). Red's observation is mirrored into its own frame, as if
+it had deployed in the west facing east, and its orders are read in that frame
+(:data:`ROTATE_SIGN`), so one policy can command either side. ``docs/simulation.md``
+("Observation of the 1v1 duel") says why each feature is there.
 """
 
 from __future__ import annotations

@@ -1,35 +1,16 @@
 """Orders a battalion can follow: a posture and an objective point, in its observation.
 
 A higher echelon commands a battalion by an *order*: one of the six postures of
-:class:`~envs.options.MacroAction` (advance, hold, flank by the left or the right,
-withdraw, concentrate fire) and the point on the map that posture aims at, worked out
-from where the battalion and its nearest enemy stand when the order is given
-(:func:`objectives`):
-
-===================  ===========================================================
-posture              objective
-===================  ===========================================================
-advance_sector       :data:`ENGAGE_DISTANCE` short of the enemy, on the line to it
-defend_position      where the battalion stands
-flank_left / right   :data:`FLANK_OFFSET` beside the enemy, on the battalion's left
-                     or right as it faces the enemy (each side in its own frame)
-withdraw             :data:`WITHDRAW_DISTANCE` straight back from the enemy
-concentrate_fire     where the battalion stands
-===================  ===========================================================
-
-The order-conditioned battalion policy reads its order as :data:`ORDER_DIM` numbers
-after its usual observation (:func:`order_features`: the posture one-hot, then the
-objective's distance over :data:`ORDER_DISTANCE_SCALE` and its bearing from the
-battalion's facing, cosine and sine, in the side's own frame).
-
+:class:`~envs.options.MacroAction` and the point on the map that posture aims at, worked
+out from where the battalion and its nearest enemy stand when the order is given
+(:func:`objectives`). The order-conditioned battalion policy reads its order as
+:data:`ORDER_DIM` numbers after its usual observation (:func:`order_features`);
+:class:`OrderFollower` is the scripted battalion that follows orders.
 :class:`OrderedBattalionBatch` is the battles phase 1 of the HRL curriculum trains in:
-a :class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch` whose battalions get random
-orders at the start of each episode and every ``period`` steps, whose observations
-carry them, and whose reward adds an order term per battalion (:class:`OrderRewards`:
-progress towards the objective, and a bonus for each step within
-:data:`HOLD_RADIUS` of it) to the team reward. An order is *met* when the battalion is
-within :data:`HOLD_RADIUS` of its objective when the order's period ends
-(:attr:`OrderedBattalionBatch.orders_met` over :attr:`OrderedBattalionBatch.orders_issued`).
+random orders every ``period`` steps, seen in the observations and paid by an order term
+beside the team reward (:class:`OrderRewards`); an order is *met* when the battalion is
+within :data:`HOLD_RADIUS` of its objective as its period ends. ``docs/echelons.md``
+("Orders") gives each posture's objective and the order features.
 """
 
 from __future__ import annotations

@@ -4,16 +4,12 @@
 :class:`~envs.echelons.brigade_batch.BrigadeBatch` (which says what a macro step is, what the
 brigadier sees and earns, and who commands the battalions): its action picks one
 option of :func:`envs.options.make_default_options` for each Blue battalion, and a
-step plays ``temporal_ratio`` battalion steps of them. For many battles at once, for
-SB3, use :class:`~envs.echelons.echelon_env.EchelonVecEnv` over a brigade batch
-(:func:`make_brigade_vec_env`).
-
-Where the reference design's brigade env went wrong, this one does not: an option
-whose initiation set does not hold is not run (the battalion holds its position, and
-the info's ``refused_options`` says so); the flanks and the withdrawal turn and
-withdraw the way their names say (:mod:`envs.options`); and Blue's battalions can be
-commanded by a frozen order-following policy (``blue_policy``), not only by the
-drills.
+step plays ``temporal_ratio`` battalion steps of them. An option whose initiation set
+does not hold is not run (the battalion holds its position; the info's
+``refused_options`` says so), and Blue's battalions may follow a frozen order-following
+policy (``blue_policy``) instead of the drills. For many battles at once, for SB3, use
+:class:`~envs.echelons.echelon_env.EchelonVecEnv` over a brigade batch
+(:func:`make_brigade_vec_env`). ``docs/echelons.md`` ("The brigadier") has the design.
 """
 
 from __future__ import annotations

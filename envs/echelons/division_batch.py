@@ -4,32 +4,14 @@
 :class:`~envs.echelons.brigade_batch.BrigadeBatch` whose Blue battalions are grouped in
 brigades of ``n_blue_per_brigade``. Its action gives each Blue brigade one of the
 :data:`DIVISION_COMMANDS`; one division step is one brigade macro step. Each brigade's
-brigadier passes the command on to its battalions:
-
-- with no ``blue_brigade_policy``, as the matching drill for every battalion (advance,
-  hold, envelop by the left or the right, withdraw, mass fires);
-- with a frozen brigade policy (an SB3 brigade commander trained on brigades of
-  ``n_blue_per_brigade``, phase 2 of the HRL curriculum), the brigadier chooses each
-  battalion's drill himself, on his own brigade's observation, among the drills the
-  command allows (:data:`COMMAND_DRILLS`: within the division's intent).
-
-Red's battalions are commanded as the brigade batch's are (scripted commanders, random
-orders, a frozen battalion policy), or by a frozen Red ``brigade_policy`` (anything with
-``predict(observations, deterministic) -> (drill indices, _)`` on the (B, D) batch of
-Red's brigade observations of all its battalions, giving at least ``n_red`` drills a
-battle, as an SB3 model does), whose drills Red's battalions run as Blue's run theirs.
-In the battles where a frozen Red division commander is dealt
-(:attr:`DivisionBatch.red_commanders`, a league's members), his commands pass down
-Red's brigades as Blue's commands pass down Blue's, each side in its own frame.
-
-Observation (``5 + 8 * n_brigades + 1`` numbers, :func:`division_observations`): the
-share of the strength that is Blue's in each of :data:`N_THEATRE_SECTORS` north-south
-strips (0.5 where nobody stands); per Blue brigade its mean strength and morale over its
-battalions in the fight and the share of them still in it (0 if none); per Blue brigade
-the nearest Red brigade's centroid from its own (distance over the diagonal, bearing
-cosine and sine, that brigade's mean strength and morale; ``[1, 0, 0, 0, 0]`` when
-either has nobody in the fight); and the time fraction. Reward and termination are the
-brigade batch's.
+brigadier passes the command on to its battalions: as the matching drill for every
+battalion, or, with a frozen ``blue_brigade_policy``, as the drill he chooses for each
+battalion among those the command allows (:data:`COMMAND_DRILLS`). Red's battalions are
+commanded as the brigade batch's are, by a frozen Red ``brigade_policy``, or, in the
+battles where one is dealt, by a frozen Red division commander
+(:attr:`DivisionBatch.red_commanders`), each side in its own frame. The observation is
+:func:`division_observations` (:func:`division_obs_dim` numbers); reward and termination
+are the brigade batch's. ``docs/echelons.md`` ("The division commander") has the details.
 """
 
 from __future__ import annotations
@@ -110,7 +92,7 @@ def _brigade_means(values: np.ndarray, active: np.ndarray) -> np.ndarray:
 
 def division_observations(battles: Any, own: np.ndarray, enemy: np.ndarray,
                           side: int = BLUE) -> np.ndarray:
-    """(B, division_obs_dim) ``side``'s division observations (module docstring) of a
+    """(B, division_obs_dim) ``side``'s division observations (``docs/echelons.md``) of a
     :class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch`, in the side's own frame
     (:func:`~envs.echelons.brigade_batch.own_frame_x`); ``own`` and ``enemy`` are the two sides'
     brigades as (brigades, battalions) unit indices."""

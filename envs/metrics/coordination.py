@@ -1,20 +1,14 @@
 """How well a side's battalions fight together: fire concentration, flanking, mutual support.
 
-A battalion is a line segment across its heading, ``2 * arm_radius`` long (its frontage):
-its front is the long side facing along the heading, its flanks are its two ends and its
-rear the other long side. The metrics read the battle core's own geometry
-(:class:`envs.sim.engine.Geometry`: distances and bearings between the segments' centres,
-as the engine measures ranges and contacts) and apply its rules: who can fire at whom
-(the range, arc and sight of the shooter's arm and formation), who touches whom in melee,
-and where a blow strikes (more than ``front_half_angle`` off the target's front: its flank
-or rear; a square has neither). So each metric measures what the engine rewards.
-
-Every metric is computed over a whole batch at once (no loop over battles) from a step's
-result: the state after the step and the step's events (:func:`envs.sim.engine.step`).
-It returns one float64 per battle, NaN where it is not defined in that battle at that
-step (nobody to measure). :class:`CoordinationTally` adds them up over a rollout;
-:meth:`CoordinationTally.means` gives the ``coordination/<name>`` numbers the trainers log.
-``docs/metrics_reference.md`` defines each metric, its range and how to read it.
+The metrics read the battle core's own geometry (:class:`envs.sim.engine.Geometry`) and
+apply its rules (who can fire at whom, who touches whom in melee, where a blow strikes),
+so each metric measures what the engine rewards. Every metric is computed over a whole
+batch at once from a step's result (:func:`envs.sim.engine.step`'s state and events),
+one float64 per battle, NaN where it is not defined in that battle at that step;
+:func:`compute_all` computes them all. :class:`CoordinationTally` adds them up over a
+rollout; :meth:`CoordinationTally.means` gives the ``coordination/<name>`` numbers the
+trainers log. ``docs/metrics_reference.md`` defines each metric, its range and how to
+read it.
 """
 
 from __future__ import annotations

@@ -1,22 +1,16 @@
 """A battle a person plays as Blue against a Red commander, one step at a time.
 
 :class:`PlayField` says where the battle is fought and with what forces: procedural
-ground with battalions deployed in their sides' bands (:meth:`PlayField.procedural`), a
-fixed map such as a battle site's sector (:meth:`PlayField.on_ground`), or a scenario
-(:meth:`PlayField.from_scenario`: a scenario file or a historical battle, its units where
-it places them and beaten by its break rule, :func:`envs.scenario_battle.judge`).
-
+ground (:meth:`PlayField.procedural`), a fixed map such as a battle site's sector
+(:meth:`PlayField.on_ground`), or a scenario (:meth:`PlayField.from_scenario`).
 :class:`LiveBattle` is a batch of one
 :class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch` battle: each step Blue's
 battalions carry out the person's standing orders (:mod:`envs.play.orders`), Red's
-commander (:mod:`envs.play.commanders`) gives Red's, and the step is recorded for a replay
-(:mod:`envs.rendering.replay`). A battle on a procedural field or a site ends when a side
-has nobody left in the fight or at the step limit (a draw), as the batch decides; a
-scenario's, by the scenario's break rule.
-
-Orders come from outside (a browser, through :mod:`envs.play.server`), so
-:meth:`LiveBattle.order` checks every field and changes nothing unless the whole order
-is valid; a refusal is an :class:`OrderError` carrying the HTTP status that fits it.
+commander (:mod:`envs.play.commanders`) gives Red's, and the step is recorded for a
+replay (:mod:`envs.rendering.replay`). Orders come from outside (a browser, through
+:mod:`envs.play.server`), so :meth:`LiveBattle.order` checks every field and changes
+nothing unless the whole order is valid; a refusal is an :class:`OrderError` carrying the
+HTTP status that fits it. ``docs/play.md`` ("The field") says how each battle ends.
 """
 
 from __future__ import annotations

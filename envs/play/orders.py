@@ -1,22 +1,13 @@
 """A person's orders to Blue's battalions, and how a battalion carries them out each step.
 
-A person does not steer a battalion every step: they give it *standing orders*, which it
-follows until told otherwise (:class:`StandingOrders`):
-
-* **move**: march to a point of the map. The battalion wheels towards it at the battle's
-  turn rate, marches once it faces within :data:`ON_LINE` of the way, shortens its last
-  stride so as not to overshoot, and halts within :data:`ARRIVED` of the point;
-* **face**: a heading (radians on the map: 0 east, anticlockwise) to turn to once it
-  stands, after any march;
-* **fire**: fire at will (the engine's fire order: a volley at the nearest enemy in range,
-  arc and sight; for cavalry, the charge) or hold fire;
-* **formation**: the formation to form, one its arm can take
-  (:data:`~envs.sim.constants.ARM_FORMATIONS`); a battalion changing formation obeys no
-  other order until it is done (the engine's drill).
-
+A person gives a battalion *standing orders* (:class:`StandingOrders`), which it follows
+until told otherwise: **move** to a point (it wheels towards it, marches once it faces
+within :data:`ON_LINE` of the way and halts within :data:`ARRIVED` of the point);
+**face** a heading once it stands; **fire** at will or hold fire; and **formation**, one
+its arm can take (:data:`~envs.sim.constants.ARM_FORMATIONS`).
 :meth:`StandingOrders.actions` turns the orders into the engine's ``[move, rotate, fire]``
 orders (Blue's own frame is the map's) and :meth:`StandingOrders.formations` into its
-formation orders.
+formation orders. ``docs/play.md`` ("Giving orders") describes them in full.
 """
 
 from __future__ import annotations

@@ -1,42 +1,15 @@
 """The play server: one live battle served to a browser on the loopback interface.
 
 :class:`PlayServer` binds ``127.0.0.1`` (never another interface) on a free port and
-serves:
-
-==========================  ===========================================================
-``GET /``                   the page (the replay viewer's look, :mod:`envs.rendering`)
-``GET /static/NAME``        its scripts and style sheets, from a fixed list
-                            (:data:`ASSETS`; no path of the request reaches the disk)
-``GET /api/battle``         the map and the forces, once
-                            (:func:`~envs.rendering.viewer.viewer_payload` of step 0)
-``GET /api/state``          the battle now (:meth:`~envs.play.battle.LiveBattle.view`),
-                            the clock, the result once it is over, and ``revision``
-                            (see below)
-``POST /api/order``         ``{"unit": i, "move": [x, y], "face": radians, "fire": bool,
-                            "formation": name}``: an order to one of Blue's units
-                            (:meth:`~envs.play.battle.LiveBattle.order`)
-``POST /api/clock``         ``{"action": "run" | "pause" | "step", "speed": steps/s}``
-==========================  ===========================================================
-
-**Safe to leave running.** A request that is not a valid order or clock command for the
-live battle gets a 4xx answer and changes nothing: another path (404) or method (405), a
-``Host`` other than the server's own (400; a web page cannot reach the server by a name of
-its own, DNS rebinding), a POST without the page's token (403; another site's page cannot
-read it), without a length (411), longer than :data:`MAX_BODY_BYTES` (413, unread), not
-JSON (415, 400), a field of the wrong type or out of range (400, named), a unit that is
-not there (404), Red's (403) or out of the fight, or a battle that is over (409). A
-connection that stalls is dropped after :data:`REQUEST_TIMEOUT_S`. Every request is
-handled on its own thread; an error inside one is logged and answered 500, and the
-server goes on. Since answers can arrive out of order, every state carries ``revision``,
-a count of the changes made so far (orders, clock commands, steps): the page keeps the
-newest it has seen, so a slow poll cannot undo an order the player has just given.
-
-**The clock** runs on a thread of its own at the chosen speed (:data:`SPEED_RANGE` steps
-a second) while it runs. When the battle ends the replay is written to ``out_dir``
-(``.npz`` for :func:`~envs.rendering.replay.load_replay`, and the viewer's ``.html``
-beside it), and ``on_result`` is called with the :class:`PlayResult`; what it returns
-(the player's new Elo rating, for :mod:`training.play`) is shown on the page. The server
-keeps serving the finished battle until it is closed.
+serves the page (the replay viewer's look, :mod:`envs.rendering`), its scripts and style
+sheets from a fixed list (:data:`ASSETS`), the battle's map and state, and two POST
+endpoints: an order to one of Blue's units (:meth:`~envs.play.battle.LiveBattle.order`)
+and a clock command. A request that is not a valid order or clock command for the live
+battle gets a 4xx answer and changes nothing; every request is handled on its own
+thread, and every state carries a ``revision`` so that a slow poll cannot undo a newer
+order. The clock runs on its own thread at the chosen speed (:data:`SPEED_RANGE`); when
+the battle ends the replay is written to ``out_dir`` and ``on_result`` is called with the
+:class:`PlayResult`. ``docs/play.md`` ("The server") lists the endpoints and the answers.
 """
 
 from __future__ import annotations
@@ -439,7 +412,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, handler(self._body()))
 
     def _body(self) -> Any:
-        """The POST's JSON body, checked before and after it is read (module docstring)."""
+        """The POST's JSON body, checked before and after it is read (``docs/play.md``)."""
         play = self.server.play
         length = self.headers.get("Content-Length")
         if length is None:

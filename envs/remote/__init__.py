@@ -8,7 +8,7 @@ It lives with the envs because ``RemoteMultiBattalionEnv`` is one of its actors 
 ``envs`` never imports ``training``. The jobs that need policies build on it from
 ``training``: :mod:`training.mappo.distributed` (MAPPO rollouts and evaluation matches,
 the league's included) and :mod:`training.league.distributed_runner` (whole episodes,
-the seed's runner).
+the reference API's runner).
 
 Ray is an optional extra (``pip install -e ".[distributed]"``); nothing here imports it
 until it is used.

@@ -2,22 +2,17 @@
 
 :class:`MultiBattalionBatchEnv` holds ``n_battles`` battles of
 :class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch` and offers the methods of
-the seed's ``RemoteMultiBattalionEnv`` (REFERENCE §I.7) on the whole batch:
-:meth:`~MultiBattalionBatchEnv.reset` and :meth:`~MultiBattalionBatchEnv.step`
-take and give per-agent arrays with one row per battle. Its workhorse,
-:meth:`~MultiBattalionBatchEnv.run_episodes`, plays many whole battles as one batch,
-so that one call to a remote worker carries thousands of env-steps;
-:meth:`~MultiBattalionBatchEnv.run_episode` is the seed's one-battle form.
-
-The seed's ``RemoteMultiBattalionEnv`` (:mod:`envs.remote_multi_battalion_env`) is this
-class as a Ray actor; ``make_remote_envs`` and the rollout runner's workers are its
-actors (:mod:`envs.remote.battles`). The class itself is plain: it runs in-process the
-same way, which is how the tests and the benchmark compare a Ray run with a sequential
-one.
-
-Every battle's random draws (random orders, a policy's sampled orders, the
-battle itself) are keyed by its seed and step, never by a generator's position,
-so a battle plays the same whichever batch, worker or machine plays it.
+the reference API's ``RemoteMultiBattalionEnv`` (REFERENCE §I.7) on the whole batch:
+:meth:`~MultiBattalionBatchEnv.reset` and :meth:`~MultiBattalionBatchEnv.step` take and
+give per-agent arrays with one row per battle, and
+:meth:`~MultiBattalionBatchEnv.run_episodes` plays many whole battles as one batch, so
+that one call to a remote worker carries thousands of env-steps
+(:meth:`~MultiBattalionBatchEnv.run_episode` plays one). ``RemoteMultiBattalionEnv``
+(:mod:`envs.remote_multi_battalion_env`), ``make_remote_envs`` and the rollout runner's
+workers are this class as a Ray actor (:mod:`envs.remote.battles`); in-process it runs
+the same way. Every battle's random draws are keyed by its seed and step, never by a
+generator's position, so a battle plays the same whichever batch, worker or machine
+plays it.
 """
 
 from __future__ import annotations
@@ -84,7 +79,7 @@ def random_orders(battles: Any) -> np.ndarray:
 
 
 class MultiBattalionBatchEnv:
-    """``n_battles`` N-vs-M battles with the API of the seed's ``RemoteMultiBattalionEnv``.
+    """``n_battles`` N-vs-M battles with the reference API of ``RemoteMultiBattalionEnv``.
 
     Args:
         n_battles: battles in the batch of :meth:`reset` and :meth:`step` (>= 1).
@@ -133,7 +128,7 @@ class MultiBattalionBatchEnv:
     def _new_battles(self, n_battles: int) -> MultiBattalionBatch:
         return MultiBattalionBatch(n_battles, self.n_blue, self.n_red, **self._battle_kwargs)
 
-    # --- the seed's API, batched ------------------------------------------------------
+    # --- the reference API, batched -------------------------------------------------
 
     def get_agents(self) -> list[str]:
         """Agents still in the fight in at least one battle that is not over."""
@@ -259,7 +254,7 @@ class MultiBattalionBatchEnv:
         return self._battles.global_state[BLUE].copy()
 
     def close(self) -> None:
-        """Nothing to release (the seed's API has it)."""
+        """Nothing to release (the reference API has it)."""
 
     # --- whole episodes -------------------------------------------------------------------
 

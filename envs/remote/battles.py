@@ -1,9 +1,9 @@
 """Batches of N-vs-M battles on Ray workers: the worker that owns them, and the actors of
-the seed's ``make_remote_envs``.
+the reference API's ``make_remote_envs``.
 
 :class:`BattleWorker` is a :class:`~envs.remote.batch_env.MultiBattalionBatchEnv`
 that plays the seeds it is dealt as one batch, on one thread, and says how long that
-took; a :class:`~envs.remote.workers.WorkerGroup` of them is what the seed's
+took; a :class:`~envs.remote.workers.WorkerGroup` of them is what the reference API's
 ``DistributedRolloutRunner`` drives (its workers add only the shape of their answer).
 :func:`make_remote_envs` starts ``RemoteMultiBattalionEnv`` actors through the same
 worker group.

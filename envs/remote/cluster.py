@@ -1,21 +1,15 @@
 """Connecting to Ray: an existing cluster, or a local one that listens and connects on
 loopback only.
 
-A local cluster started here has no dashboard, no usage statistics, no metrics
-collection and no cloud-metadata probes, and every Ray process binds and connects to
+:func:`connect` uses a cluster reached through an address as it is (its owner chose how
+it listens), or starts a local one with no dashboard, no usage statistics, no metrics
+collection and no cloud-metadata probes, every Ray process binding and connecting to
 127.0.0.1 or to Unix sockets (``tests/distributed/test_loopback.py`` checks it with
-``strace``). Ray's own switches do most of it; two need help:
-
-- Ray takes a machine's routable address as the node address unless clusters are
-  "disabled" (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, its setting for laptops), in
-  which case it uses loopback.
-- The head's usage module probes cloud metadata addresses (169.254.169.254) to name
-  the provider, even with usage statistics off, unless ``~/ray_bootstrap_config.yaml``
-  names one. The head therefore starts with ``HOME`` pointing at a folder of ours
-  holding ``provider: {type: local}``, never the user's home.
-
-Clusters reached through an address are used as they are: their owner chose how they
-listen.
+``strace``). Two of those need more than Ray's own switches, which
+:func:`loopback_environment` and :func:`private_home` supply: the node address
+(``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``) and the cloud probe (``HOME`` pointing at a
+folder of ours that names a local provider). ``docs/distributed.md`` ("A local cluster
+stays on loopback") says why each is needed.
 """
 
 from __future__ import annotations

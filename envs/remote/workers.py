@@ -10,7 +10,7 @@ seed and, mid-collection, of the state the driver sent). An exception raised by 
 job itself is a bug, not a fault: it is raised again, naming the worker.
 
 Whole battles are dealt to workers by :func:`deal` (item ``i`` to worker ``i mod W``,
-the seed's rule for episodes) and their answers put back in order by :func:`gather`.
+the reference API's rule for episodes) and their answers put back in order by :func:`gather`.
 A class becomes an actor class once, through :func:`remote_class`, so that
 ``RemoteMultiBattalionEnv`` and a group's workers of the same class are one class.
 """

@@ -2,28 +2,14 @@
 
 :func:`write_replay_html` turns a :class:`~envs.rendering.replay.Replay` (or a replay
 file) into a single HTML file with everything inlined (the script, the style sheet and
-the battle's data), so it opens from disk in any modern browser with no network. The
-page draws the map on a canvas (shaded relief, contour lines, woods, water, fords and
-roads), the units as oriented rectangles as the GIFs draw them (:data:`~envs.rendering.
-draw.SHAPES`), fire, melee and routs, and under it each side's strength and morale over
-the battle; play, pause, a scrubber and a speed selector drive it (``docs/training.md``).
-
-The battle's data travels as base64 little-endian typed arrays in a JSON block:
-positions and headings as 32-bit floats, strength, morale, readiness and volleys as
-16-bit fractions, flags and codes as bytes. Melee is not recorded in a replay; the page
-shows it where the battle model fights it: between enemies, both in the fight at the
-start of the step, that stand within touching distance after it
-(:meth:`~envs.sim.config.BattleConfig.melee_distance` of the default battle model: a
-replay does not record its model). The inference looks at pairs of enemies only, a
-few steps at a time (:data:`MELEE_CHUNK_PAIRS` pairs at once), so its memory does not
-grow with the battle's length; it refuses, before any work, a replay of more than
-:data:`~envs.rendering.replay.MAX_REPLAY_UNITS` units or more than
-:data:`MAX_MELEE_PAIR_STEPS` steps times enemy pairs, and one whose melee would list
-more than :data:`MAX_MELEE_ROWS` rows.
-
+the battle's data as base64 typed arrays), so it opens from disk in any modern browser
+with no network. Melee is not recorded in a replay, so the page infers it from where the
+units stand, a few steps at a time (:data:`MELEE_CHUNK_PAIRS`), and refuses before any
+work a replay too big to infer (:data:`MAX_MELEE_PAIR_STEPS`, :data:`MAX_MELEE_ROWS`).
 The scripts and the style sheet are package data next to this module (``battle_draw.js``,
-which draws a battle and is shared with the play page of :mod:`envs.play`, ``viewer.js``
-and ``viewer.css``); the command line is :mod:`envs.rendering.view`.
+shared with the play page of :mod:`envs.play`, ``viewer.js`` and ``viewer.css``); the
+command line is :mod:`envs.rendering.view`. ``docs/training.md`` ("Watching a battle in
+the browser") describes the page.
 """
 
 from __future__ import annotations

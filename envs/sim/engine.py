@@ -3,23 +3,11 @@
 ``step(state, actions, config) -> (state, events)`` is a pure function of its
 inputs over a whole batch (B battles x U battalions), computed by the compiled
 kernels of :mod:`envs.sim.kernels` (loops over battles, spread over Numba's
-threads, then over units). The model, with every constant, is documented in
-``docs/simulation.md``. In short, all battalions act at once:
-
-1. **Manoeuvre.** Each wheels by ``rotate * max_turn_rate`` and then marches
-   ``move * max_speed * dt`` metres along its new heading (half speed backwards),
-   slowed on high ground and in woods, and stays on the map.
-2. **Sight.** Distances, bearings and line of sight are measured from the new
-   positions; a crest between two battalions hides them from each other.
-3. **Fire.** A battalion fires at the nearest enemy in range, inside its frontal
-   arc and in sight. A volley spends ``fire * readiness`` of its loaded muskets
-   (readiness refills by ``reload_rate`` a step), so holding fire for close range
-   pays. Damage falls with range, is ragged on the move or while wheeling, grows
-   on the enemy's flank and rear and from higher ground, and is absorbed by cover.
-4. **Casualties and morale.** Damage costs strength and morale, more from the
-   flank and rear; a battalion not under fire recovers morale; one whose morale
-   has fallen below the rout threshold may rout; one at 1 % strength is destroyed.
-   Routed and destroyed battalions take no further part.
+threads, then over units). All battalions act at once: they wheel and march
+(slowed by the ground), then sight is measured from the new positions (a crest
+hides), then each fires at the nearest enemy in range, arc and sight, spending its
+readiness, and damage costs strength and morale, so that a battalion may rout or
+be destroyed. The model, with every constant, is documented in ``docs/simulation.md``.
 """
 
 from __future__ import annotations

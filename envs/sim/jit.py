@@ -1,45 +1,15 @@
 """How the simulator's kernels are compiled: one decorator, and a cache that never goes stale.
 
-Every compiled function of the package is declared with :func:`kernel`, Numba's
-``njit`` with the on-disk cache on: the first process compiles (a few seconds per
-module) and every later one loads the machine code from ``__pycache__`` (or
-``NUMBA_CACHE_DIR``).
-
-Numba keys a function's cache to its own source file only, but a kernel compiles the
-kernels it calls (from other files) into itself: edit a callee and a caller's cache
-would silently keep the old code. So every kernel's cache is keyed to the digest of
-all of :data:`KERNEL_SOURCES` together: any edit to any of them recompiles them all.
-Processes sharing a cache directory read and write it one at a time
-(:func:`cache_lock`), so concurrent first compilations cannot mix up entries.
-
-**Loops over battles.** A kernel working on battles ``lo`` to ``hi - 1`` loops
-``for c in range(hi - lo)`` and indexes battle ``lo + c``, after ``assert lo >= 0``.
-Numba wraps negative indices around (``a[-1]`` is the last element) with a select on
-every index it cannot prove non-negative; LLVM then loads the lanes of a vector one by
-one (a gather), about ten times slower than a contiguous load. ``range(lo, hi)`` or an
-unchecked ``lo`` leave the index's sign unknown; the assertion and a count from zero
-prove it.
-
-**Literal arguments.** A kernel calling another with a constant (``0``, ``True``, a
-module's integer) compiles the callee once more for that value: Numba types a literal
-apart from a variable, and a callee of the whole step is the whole step's compile time
-again. Kernels pass such constants as NumPy scalars (``np.intp(0)``,
-``np.bool_(True)``), which Numba types as plain ``int64`` and ``bool``.
-
-**Threads that wait asleep.** The parallel kernels run on Numba's OpenMP threads. By
-default OpenMP keeps an idle thread spinning on its core for a while; on a machine where
-another process holds a core, the spinning thread and the one doing the work then take
-turns, and two threads run a batch slower than one (1,024 2v2 battles on 2 cores with one
-busy: 3.1 ms a step on 2 threads, 1.8 ms on 1; ``python -m benchmarks.thread_policy``).
-Importing this module therefore sets ``OMP_WAIT_POLICY=PASSIVE`` (:data:`WAIT_POLICY`)
-unless the environment already sets one: idle threads sleep, and the same step takes
-1.8 ms beside a busy core, at the price of 1.3 ms instead of 1.1 ms on a quiet machine.
-OpenMP reads the policy when it starts, which for Numba is the first parallel kernel,
-after this import. torch's own OpenMP (a separate copy) reads it at ``import torch``, so
-it holds there too when the project is imported first: at the trainers' default of one
-torch thread it changes nothing, and an update on two torch threads beside a busy core
-takes 0.76 s instead of 1.44 s (quiet: 0.67 s instead of 0.41 s). A machine that runs
-nothing else can set ``OMP_WAIT_POLICY=ACTIVE`` before starting Python.
+Every compiled function of the package is declared with :func:`kernel`, Numba's ``njit``
+with the on-disk cache on: the first process compiles (a few seconds per module) and
+every later one loads the machine code from ``__pycache__`` (or ``NUMBA_CACHE_DIR``).
+Every kernel's cache is keyed to the digest of all of :data:`KERNEL_SOURCES` together, so
+an edit to any of them recompiles them all, and processes sharing a cache directory read
+and write it one at a time (:func:`cache_lock`). Importing this module sets
+``OMP_WAIT_POLICY=PASSIVE`` (:data:`WAIT_POLICY`) unless the environment already sets one.
+``docs/simulation.md`` ("Compiling the kernels") gives the reasons, and the conventions
+every kernel follows: loops over battles counted from zero after ``assert lo >= 0``, and
+constants passed to other kernels as NumPy scalars.
 """
 
 from __future__ import annotations
@@ -56,7 +26,8 @@ import numpy as np
 from numba import njit
 
 WAIT_POLICY = "PASSIVE"
-"""The ``OMP_WAIT_POLICY`` this module sets when the environment sets none (above)."""
+"""The ``OMP_WAIT_POLICY`` this module sets when the environment sets none
+(``docs/simulation.md``, "Compiling the kernels")."""
 os.environ.setdefault("OMP_WAIT_POLICY", WAIT_POLICY)
 
 _ENVS = Path(__file__).resolve().parent.parent

@@ -1,38 +1,14 @@
 """Scripted commanders of curriculum levels 1-5, compiled, for a whole batch at once.
 
-Each scripted battalion deals with the nearest enemy still in the fight:
-
-* **L1** stands still and holds fire.
-* **L2** wheels to face the enemy (by the shortest arc) but neither advances nor fires.
-* **L3** wheels to face the enemy and marches on it until it is within
-  ``SCRIPTED_HALT_FRACTION`` of fire range; it never fires.
-* **L4** does the same and fires at half intensity.
-* **L5** does the same and fires at full intensity every step, whatever the range
-  (no fire discipline).
-
-Levels 2 to 5 also use their other arms (:func:`arms_orders`), their cavalry's charge
-and their guns' fire at the level's ``SCRIPTED_ARMS_INTENSITY``; level 1 is arm-blind
-(its cavalry and guns stand as its infantry does). Levels 2 and 3 never fire a musket,
-as above, but charge with their horse, so that each level beats the one below in a
-battle of all arms (``python -m benchmarks.scripted_ladder``):
-
-* **Infantry** (from L3) in column deploys into line once the enemy is within
-  ``SCRIPTED_DEPLOY_WITHIN``. L5 forms square (and stands) when enemy cavalry comes
-  within ``SCRIPTED_SQUARE_WITHIN`` and back into line once none is within
-  ``SCRIPTED_UNSQUARE_BEYOND``, and closes with a battery (no halt) when guns are the
-  nearest enemy.
-* **Cavalry** (from L2) rides at its target without halting and charges (its ``fire``
-  order) within ``SCRIPTED_CHARGE_WITHIN``. Up to L4 its target is the nearest enemy,
-  squares included; L5's is the nearest enemy that is not a square, and with only
-  squares about it backs away to ``SCRIPTED_CAVALRY_SHY``.
-* **Artillery** (from L4) limbered moves up until the enemy is within
-  ``SCRIPTED_UNLIMBER_FRACTION`` of its range, then unlimbers; in battery it stands,
-  turns on the nearest enemy and fires. L5 limbers up again to follow when no enemy is
-  within range. The guns of L2 and L3 move as their infantry does and never fire.
-
-An infantry battle in line (every duel and the default N-vs-M battles) gets exactly
-the orders of the arm-blind levels: there is no column to deploy and no cavalry to
-form square against.
+Each scripted battalion deals with the nearest enemy still in the fight: L1 stands
+still and holds fire, L2 wheels to face the enemy, L3 also marches on it until it is
+within ``SCRIPTED_HALT_FRACTION`` of fire range, L4 also fires at half intensity, and L5
+fires at full intensity every step, whatever the range. Levels 2 to 5 also use their
+other arms (:func:`arms_orders`: infantry deploying and forming square, cavalry charging,
+guns unlimbering and firing) at the level's ``SCRIPTED_ARMS_INTENSITY``, so that each
+level beats the one below in a battle of all arms (``python -m benchmarks.scripted_ladder``);
+an infantry battle in line gets exactly the orders of the arm-blind levels.
+``docs/simulation.md`` ("Scripted opponents") gives each level's rules per arm.
 """
 
 from __future__ import annotations
@@ -157,7 +133,7 @@ def arms_orders(i, levels, arm, formation, team, routed, destroyed, dist, facing
     inv_turn_rate = np.float64(k[K_INV_TURN_RATE])
     for b in range(levels.shape[0]):
         form[b] = KEEP
-        # The level from which each arm acts as its arm (module docstring).
+        # The level from which each arm acts as its arm (docs/simulation.md).
         first = 3 if arm[i] == INFANTRY else 2 if arm[i] == CAVALRY else 4
         level = levels[b]
         if level < first or routed[i, b] or destroyed[i, b]:

@@ -1,13 +1,11 @@
-"""The retired NumPy implementation of :mod:`envs.battles.multi_observation`'s fog of war,
-observations and global states, kept as the reference the compiled kernels are tested
-against (``tests/envs_kernels/test_team_observation_kernel.py``).
+"""A NumPy implementation of :mod:`envs.battles.multi_observation`'s fog of war,
+observations and global states, the reference the compiled kernels are tested against
+(``tests/envs_kernels/test_team_observation_kernel.py``).
 
-The functions are the ones the module ran before its kernels, moved verbatim:
-``FogReports.refresh`` is :func:`refresh` (``self`` is ``reports``); the feature
-layout, constants and mirroring tables are imported from the module itself. The
-observations' and global states' arms blocks, which came after the kernels, are added
-at the end of each (:func:`unit_arms`, computed as the entity tokens compute them); the
-arm-blind entries before them are still the verbatim code's.
+``FogReports.refresh`` is :func:`refresh` (``self`` is ``reports``); the feature layout,
+constants and mirroring tables are imported from the module itself. The observations'
+and global states' arms blocks are added at the end of each (:func:`unit_arms`, computed
+as the entity tokens compute them), after the arm-blind entries.
 """
 
 from __future__ import annotations
@@ -51,7 +49,7 @@ def team_layout(team: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 def hit_chance(dist: np.ndarray, config: BattleConfig) -> np.ndarray:
-    """The retired NumPy hit chance: ``(1 - dist / fire_range) ** hit_falloff_exponent``,
+    """The NumPy hit chance: ``(1 - dist / fire_range) ** hit_falloff_exponent``,
     at least 0, float32 like ``dist``."""
     k = config.f32
     return np.maximum(np.float32(1) - dist * k.inv_fire_range,

@@ -1,11 +1,10 @@
 """The compiled fog of war, observations and global states of :mod:`envs.battles.multi_observation`
-compute what the retired NumPy implementation computed
+compute what the NumPy reference computes
 (``tests/envs_kernels/reference_team_observation.py``), battle by battle, through whole
 stretches of battle under fog, with battalions out of the fight, distance ties, teams
 bigger than the slots, deployments (every report revealed), restarts of a few
-battles, and orders of battle of every arm changing formation (the arms blocks; the
-arm-blind entries before them stay the verbatim NumPy code's, so what they were before
-the arms blocks came). (One thread or many give the same bits: ``tests/sim/test_kernels.py``.)"""
+battles, and orders of battle of every arm changing formation (the arms blocks, after
+the arm-blind entries). (One thread or many give the same bits: ``tests/sim/test_kernels.py``.)"""
 
 from __future__ import annotations
 
@@ -74,8 +73,7 @@ def assert_observations_match(observations: np.ndarray, expected: np.ndarray) ->
 
 
 def assert_arm_blind_then_all_match(obs, states, expected_obs, expected_state) -> None:
-    """The arm-blind entries (those of the layout before the arms blocks, computed by the
-    verbatim NumPy code of before) first, then everything."""
+    """The arm-blind entries (those ahead of the arms blocks) first, then everything."""
     assert_observations_match(obs[..., :OBS_DIM], expected_obs[..., :OBS_DIM])
     np.testing.assert_array_equal(states[..., :STATE_DIM],
                                   expected_state[..., :STATE_DIM])
@@ -413,8 +411,7 @@ COMBINED_ARMS = {"blue": ["infantry", {"type": "cavalry", "quality": 1.5},
 def test_the_team_step_of_every_arm_gives_the_reference(n_battles):
     """The fused team step (one thread and many) and the deployment of a
     :class:`MultiBattalionBatch` of every arm, changing formation under scripted L5
-    orders: the arm-blind entries are the verbatim NumPy code's of before the arms
-    blocks (what they were), and the arms blocks the reference's."""
+    orders: the arm-blind entries and the arms blocks are the reference's."""
     battles = MultiBattalionBatch(n_battles, 3, 3, config=CONFIG, terrain=None,
                                   randomize_terrain=True, visibility_radius=RADIUS,
                                   reward_weights=None, order_of_battle=COMBINED_ARMS)

@@ -17,6 +17,7 @@ model = train(config)
 # --- checks (not in the seed) ---
 from pathlib import Path  # noqa: E402
 
-assert model.num_timesteps <= config.total_timesteps
+rollout = config.rollout_n_steps() * config.n_envs  # whole rollouts until the budget
+assert config.total_timesteps <= model.num_timesteps < config.total_timesteps + rollout
 assert Path("checkpoints/ppo_battalion_s42_c3_final.zip").is_file()
 assert Path("checkpoints/ppo_battalion_s42_c5_final.zip").is_file()

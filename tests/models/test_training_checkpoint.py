@@ -1,5 +1,5 @@
 """The one training checkpoint (models.weights): every field round-trips, bad files are
-refused by name, and the trainers' earlier layouts still load."""
+refused by name, and the trainers' version-1 layouts load."""
 
 from __future__ import annotations
 

@@ -31,8 +31,8 @@ def test_a_pairing_counts_from_the_higher_level_on_both_sides_of_the_map():
 
 
 def test_each_level_wins_more_than_it_loses_against_the_one_below_on_all_arms():
-    # Levels 2 and 3 charge with their horse: before they used their arms, every battle
-    # among levels 1 to 3 was drawn.
+    # Levels 2 and 3 charge with their horse: without their arms, every battle among
+    # levels 1 to 3 would be drawn.
     # 100 battles a pairing (8 left level 5 against level 4, which wins 61.5 % of the
     # documented 400, to chance): won/drawn/lost 75/25/0, 62/32/6, 75/21/4, 55/35/10.
     settings = ScriptedSides(COMBINED)

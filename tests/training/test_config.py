@@ -156,7 +156,7 @@ def test_nested_config_rejects_unknown_keys():
         config_from_nested({"training": {"learning_rat": 1e-3}})
 
 
-# --- issue 11, silent acceptance ------------------------------------------------------------
+# --- silent acceptance ---------------------------------------------------------------------
 
 def test_a_run_that_cannot_fit_in_memory_is_refused_when_configured():
     with pytest.raises(ValueError, match=r"n_envs=1000000000000 is invalid: .* GiB of memory"):

@@ -78,7 +78,7 @@ def test_cli_runs_as_a_script(tiny_checkpoint):
     assert "vs random over 3 battles" in done.stdout
 
 
-# --- issue 11, silent acceptance ------------------------------------------------------------
+# --- silent acceptance ---------------------------------------------------------------------
 
 def test_a_string_deterministic_flag_is_refused_before_anything_is_loaded(tmp_path):
     from training.evaluate import evaluate

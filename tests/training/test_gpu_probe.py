@@ -1,4 +1,4 @@
-"""benchmarks.gpu_probe: one command measures every row of issue 37's table, each in its own
+"""benchmarks.gpu_probe: one command measures every row of its table, each in its own
 process; ``--tiny`` runs them all on a CPU-only machine, the CUDA rows answering "no GPU",
 and ``--json`` keeps the results."""
 

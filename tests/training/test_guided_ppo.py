@@ -135,10 +135,12 @@ def test_a_short_run_caps_the_imitation_and_says_so(tmp_path, caplog):
     assert "warm start cut from 300000 to 614" in caplog.text
     caplog.clear()
     assert config.warm_start_budget(10**7) == 300_000 and not caplog.text
-    # The run trains with PPO after the capped imitation: its policy moved past it.
+    # The run trains with PPO after the capped imitation: its policy moved past it. The
+    # imitation's 612 steps (whole rounds of 4 battles), then whole rollouts of 256 until
+    # the 2,048 are trained: six, the last passing them.
     model = train(total_timesteps=2048, **tiny_config(
         tmp_path, warm_start_doctrine="disciplined", warm_start_steps=300_000))
-    assert 614 < model.num_timesteps <= 2048 and model._n_updates > 0
+    assert model.num_timesteps == 612 + 6 * 256 and model._n_updates > 0
 
 
 def test_the_doctrine_is_a_named_opponent_in_training_and_evaluation(tmp_path):

@@ -172,7 +172,7 @@ def test_the_report_escapes_battle_names_and_errors():
     assert len(row.replace("\\|", "").split("|")) == 13 + 2
 
 
-# ------------------------------------------------------------ out of sample (issue 36)
+# ------------------------------------------------------------ out of sample
 
 
 def _battle(battle_id, blue, red, winner, scale=(2000, 1000, 10), factions=("French", "Austrian"),

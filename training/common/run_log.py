@@ -1,20 +1,14 @@
 """The one run log every trainer of the project writes through.
 
-A :class:`RunLog` owns what a training run leaves for people to read:
-
-* the TensorBoard event files of one folder (``log_dir/mappo``, ``log_dir/wfm1``,
-  ``log_dir/<agent_id>`` of a league role): every number of every :meth:`RunLog.log`
-  call, one scalar per tag at the run's env-step;
-* the W&B run (:mod:`training.common.tracking`: online with credentials, else offline
-  under ``log_dir/wandb``), which gets every logged dict whole;
-* the run's history: the logged dicts kept in a list the trainer hands over (WFM-1's
-  ``history``), and a JSON-lines file of rows the trainer composes (a league role's
-  ``history.jsonl``, :meth:`RunLog.append_history`);
-* the pictures drawn from those event files at the end (:meth:`RunLog.draw_plots`,
-  :func:`training.plots.plot_run`).
-
-Logging never touches the maths: no random draw, no tensor of the run. The SB3 stack
-(:func:`training.train`) logs through SB3's own logger instead.
+A :class:`RunLog` owns what a training run leaves for people to read: the TensorBoard
+event files of one folder (``log_dir/mappo``, ``log_dir/wfm1``, ``log_dir/<agent_id>`` of
+a league role), every number of every :meth:`RunLog.log` call at the run's env-step; the
+W&B run (:mod:`training.common.tracking`), which gets every logged dict whole; the run's
+history (the logged dicts kept in a list the trainer hands over, and a JSON-lines file of
+rows the trainer composes, :meth:`RunLog.append_history`); and the pictures drawn from
+the event files at the end (:meth:`RunLog.draw_plots`). Logging never touches the maths:
+no random draw, no tensor of the run. The SB3 stack (:func:`training.train`) logs through
+SB3's own logger instead.
 """
 
 from __future__ import annotations

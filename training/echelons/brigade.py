@@ -2,28 +2,16 @@
 
 The brigadier (SB3 PPO, :class:`~models.echelon_policy.EchelonMlpPolicy`; by default it
 first imitates :class:`~envs.echelons.doctrine.InStepBrigadier`, ``warm_start_doctrine``)
-gives each Blue battalion a drill every
-``temporal_ratio`` battalion steps (:class:`~envs.echelons.brigade_batch.BrigadeBatch`, ``n_envs``
-battles as one :class:`~envs.echelons.echelon_env.EchelonVecEnv`); the battalions carry the
-drills out themselves, or, with ``hierarchy.battalion_policy``, a frozen
-order-following battalion policy (phase 1 of the HRL curriculum) carries each out as
-an order. Red is scripted at ``env.red_level``. Shared machinery:
-:mod:`training.echelons.trainer`.
-
-Programmatic use::
-
-    from training.echelons.brigade import train_brigade
-    result = train_brigade(total_timesteps=100_000, enable_wandb=False,
-                           battalion_policy="checkpoints/hrl/phase1_battalion/mappo_policy_final.pt")
-
-Command line (Hydra; ``configs/experiment_brigade.yaml``, override any key)::
-
-    python -m training.train_brigade training.total_timesteps=200000 env.red_level=3
-
-A run writes ``ppo_brigade_<steps>_steps.zip`` every ``checkpoint_freq`` commander
-steps and ``ppo_brigade_final.zip`` at the end (atomically), evaluates every
-``eval_freq`` steps (``brigade/win_rate``, ``draw_rate``, ``loss_rate``), and logs to
-TensorBoard under ``log_dir`` and to W&B.
+gives each Blue battalion a drill every ``temporal_ratio`` battalion steps
+(:func:`brigade_battles`: ``n_envs`` battles of a
+:class:`~envs.echelons.brigade_batch.BrigadeBatch` as one
+:class:`~envs.echelons.echelon_env.EchelonVecEnv`); the battalions carry the drills out
+themselves, or, with ``hierarchy.battalion_policy``, a frozen order-following battalion
+policy (phase 1 of the HRL curriculum) carries each out as an order. Red is scripted at
+``env.red_level``. :func:`train_brigade` runs it (``python -m training.train_brigade``,
+Hydra, ``configs/experiment_brigade.yaml``), evaluating with
+:class:`BrigadeWinRateCallback` and writing ``ppo_brigade_*.zip`` checkpoints; shared
+machinery: :mod:`training.echelons.trainer`. ``docs/echelons.md`` has the guide.
 """
 
 from __future__ import annotations

@@ -1,29 +1,18 @@
 """Curriculum for hierarchical training: battalion, then brigade, then division commanders.
 
-* :class:`HRLCurriculumScheduler` tracks the recent win rate of the echelon being
-  trained and, optionally, its Elo rating, and promotes training to the next
-  echelon (:class:`HRLPhase`) once both are high enough over a full window of
-  episodes. Its state round-trips through
-  :meth:`HRLCurriculumScheduler.state_dict`, so a resumed run continues the
-  curriculum where it stopped.
-* :func:`load_phase_config` reads a phase's settings from ``configs/hrl/``
-  (:data:`PHASE_CONFIG_FILES`): its promotion thresholds, the Elo opponent, the
-  environment and the PPO budget. :meth:`HRLCurriculumScheduler.for_phase` builds a
-  scheduler with a phase's thresholds.
-
-The Elo rating is the one of :mod:`training.elo`: :meth:`HRLCurriculumScheduler.update_elo`
-records a batch of evaluation episodes in an :class:`~training.elo.EloRegistry` and
-keeps the agent's new rating.
-
-Typical use::
+:class:`HRLCurriculumScheduler` tracks the recent win rate of the echelon being trained
+and, optionally, its Elo rating (:meth:`HRLCurriculumScheduler.update_elo`, the ratings
+of :mod:`training.elo`), and promotes training to the next echelon (:class:`HRLPhase`)
+once both are high enough over a full window of episodes; its state round-trips through
+:meth:`HRLCurriculumScheduler.state_dict`. :func:`load_phase_config` reads a phase's
+settings from ``configs/hrl/`` (:data:`PHASE_CONFIG_FILES`), and
+:meth:`HRLCurriculumScheduler.for_phase` builds a scheduler with a phase's thresholds::
 
     scheduler = HRLCurriculumScheduler.for_phase(HRLPhase.PHASE_1_BATTALION)
-    ...
     scheduler.record_episodes(episode_wins)
     scheduler.update_elo(registry, "hrl_battalion", "scripted_l3", eval_win_rate)
     if scheduler.should_promote():
         scheduler.promote()
-        scheduler.log_promotion_event(total_steps, wandb_run)
 """
 
 from __future__ import annotations

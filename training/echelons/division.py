@@ -1,30 +1,17 @@
 """A division commander trained with PPO over frozen brigade and battalion commanders.
 
 The division commander (SB3 PPO, :class:`~models.echelon_policy.EchelonMlpPolicy`) gives
-each Blue brigade one of the
-:data:`~envs.echelons.division_batch.DIVISION_COMMANDS` every ``temporal_ratio`` battalion steps
-(:class:`~envs.echelons.division_batch.DivisionBatch`, ``n_envs`` battles as one
+each Blue brigade one of the :data:`~envs.echelons.division_batch.DIVISION_COMMANDS` every
+``temporal_ratio`` battalion steps (:func:`division_battles`: ``n_envs`` battles of a
+:class:`~envs.echelons.division_batch.DivisionBatch` as one
 :class:`~envs.echelons.echelon_env.EchelonVecEnv`). With ``hierarchy.brigade_policy`` a
-frozen brigade commander (phase 2 of the HRL curriculum) chooses each battalion's drill
-within the command, and with ``hierarchy.battalion_policy`` a frozen order-following
-battalion policy (phase 1) carries each drill out as an order; without them the
-command is every battalion's drill, run by the drill itself. Red is scripted at
-``env.red_level``. Shared machinery: :mod:`training.echelons.trainer`.
-
-Programmatic use::
-
-    from training.echelons.division import train_division
-    result = train_division(total_timesteps=100_000, enable_wandb=False,
-                            brigade_policy="checkpoints/hrl/phase2_brigade/ppo_brigade_final.zip")
-
-Command line (Hydra; ``configs/experiment_division.yaml``, override any key)::
-
-    python -m training.train_division training.total_timesteps=200000
-
-A run writes ``ppo_division_<steps>_steps.zip`` every ``checkpoint_freq`` commander
-steps and ``ppo_division_final.zip`` at the end (atomically), evaluates every
-``eval_freq`` steps (``division/win_rate``, ``draw_rate``, ``loss_rate``), and logs to
-TensorBoard under ``log_dir`` and to W&B.
+frozen brigade commander (phase 2, :func:`load_frozen_brigade_policy`) chooses each
+battalion's drill within the command, and with ``hierarchy.battalion_policy`` a frozen
+order-following battalion policy (phase 1) carries each drill out as an order; without
+them the command is every battalion's drill. Red is scripted at ``env.red_level``.
+:func:`train_division` runs it (``python -m training.train_division``, Hydra,
+``configs/experiment_division.yaml``), evaluating with :class:`DivisionWinRateCallback`
+and writing ``ppo_division_*.zip`` checkpoints. ``docs/echelons.md`` has the guide.
 """
 
 from __future__ import annotations

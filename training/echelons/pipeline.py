@@ -1,32 +1,18 @@
 """The chain of command in one command: battalion, then brigade, then division.
 
-:func:`run_hrl` trains the three echelons of the HRL curriculum in order, each over
-the frozen policies of the ones below, with the settings of ``configs/hrl/``
-(:func:`~training.echelons.curriculum.load_phase_config`):
+:func:`run_hrl` trains the three echelons of the HRL curriculum in order, each over the
+frozen policies of the ones below, with the settings of ``configs/hrl/``
+(:func:`~training.echelons.curriculum.load_phase_config`): order-following battalions
+(MAPPO, :func:`~training.train_mappo.train_mappo` with ``order_period``), then a
+brigadier (:func:`~training.echelons.brigade.train_brigade`), then a division commander
+(:func:`~training.echelons.division.train_division`), each frozen and registered as its
+echelon. After each phase :func:`evaluate_phase` plays the commander against the
+scripted level of the phase's Elo opponent, and an
+:class:`~training.echelons.curriculum.HRLCurriculumScheduler` rates it and says whether
+the phase met its promotion criteria; the next phase trains over the policy either way,
+unless ``stop_unless_promoted``. ``docs/echelons.md`` has the guide. Command line::
 
-1. **Battalion** (MAPPO, :func:`~training.train_mappo.train_mappo` with
-   ``order_period``): order-following battalions (:mod:`envs.commanders.orders`) against scripted
-   Red. The final policy is frozen and registered as the ``battalion`` echelon.
-2. **Brigade** (:func:`~training.echelons.brigade.train_brigade`): a brigadier whose
-   drills the frozen battalion policy carries out as orders. Registered as ``brigade``.
-3. **Division** (:func:`~training.echelons.division.train_division`): a division
-   commander whose commands the frozen brigadiers pass on, within their intent, to the
-   frozen battalions. Registered as ``division``.
-
-After each phase the trained commander plays ``win_rate_window`` evaluation battles
-against the scripted level of the phase's Elo opponent; an
-:class:`~training.echelons.curriculum.HRLCurriculumScheduler` built from the phase file
-records them, takes the commander's Elo (the performance rating of its score against
-the opponent's fixed rating, draws counting half, also entered in
-``<root>/hrl_elo.json``), and says whether the phase met its promotion criteria. The
-next phase trains over the policy as it is either way, unless ``stop_unless_promoted``.
-Battalion evaluations give every battalion attack orders (the order a brigadier gives
-to win); the others are the echelon's own battles.
-
-Command line::
-
-    python -m training.echelons.pipeline --root checkpoints/hrl
-    python -m training.echelons.pipeline --phases 2 3    # over the phase-1 policy already there
+    python -m training.echelons.pipeline --root checkpoints/hrl [--phases 2 3]
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ __all__ = [
     "DEFAULT_PFSP_WEIGHTING",
     "get_pfsp_weighting",
     "pfsp_probabilities",
-    # The seed's distributed runner (loaded on first use).
+    # The reference API's distributed runner (loaded on first use).
     "DistributedRolloutRunner",
     "RemoteMultiBattalionEnv",
     "RolloutResult",

@@ -1,27 +1,17 @@
-"""Whole episodes on Ray: the seed's distributed rollout runner (REFERENCE §I.7).
+"""Whole episodes on Ray: the reference API's distributed rollout runner (REFERENCE §I.7).
 
 :class:`DistributedRolloutRunner` is a face over the project's one Ray stack
 (:mod:`envs.remote`): it keeps a :class:`~envs.remote.workers.WorkerGroup` of
-``num_workers`` battle workers (:class:`~envs.remote.battles.BattleWorker`, a
-:class:`~envs.remote.batch_env.MultiBattalionBatchEnv`), spread over the
-cluster's nodes. Episode ``i`` of a collection has seed ``base_seed + i`` and belongs to
-worker ``i mod num_workers``, the seed's rule (:func:`~envs.remote.workers.deal`); each
-worker plays all its episodes as one batch in one call, so a call carries thousands of
-env-steps rather than one. Blue can be a MAPPO policy: its weights travel to the
-workers once per collection, through the object store. A worker that dies is replaced
-and its episodes are played again from their seeds, which give the same battles, so
-nothing is lost or counted twice.
-
-:func:`benchmark` compares the runner with the same episodes played in one process;
-the command line runs it::
-
-    python -m training.league.distributed_runner benchmark --workers 4 --episodes 16 \\
-        --n-blue 2 --n-red 2 --seed 0
-    python -m training.league.distributed_runner benchmark \\
-        --config configs/distributed/ray_cluster.yaml
-
-Ray is an optional extra (``pip install -e ".[distributed]"``): this module imports
-without it and says how to install it when a runner is made.
+``num_workers`` battle workers spread over the cluster's nodes. Episode ``i`` of a
+collection has seed ``base_seed + i`` and belongs to worker ``i mod num_workers``
+(:func:`~envs.remote.workers.deal`); each worker plays all its episodes as one batch in
+one call. Blue can be a MAPPO policy, whose weights travel to the workers once per
+collection; a worker that dies is replaced and its episodes played again from their
+seeds. :func:`benchmark` compares the runner with the same episodes played in one
+process (``python -m training.league.distributed_runner benchmark --workers 4``; settings
+in ``configs/distributed/ray_cluster.yaml``). Ray is an optional extra
+(``pip install -e ".[distributed]"``): this module imports without it and says how to
+install it when a runner is made. ``docs/distributed.md`` has the guide.
 """
 
 from __future__ import annotations

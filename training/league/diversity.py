@@ -1,22 +1,14 @@
 """Behavioural diversity of the league: trajectory embeddings and cosine distances.
 
-Each agent's evaluation trajectory is summarised by a fixed-length, unit-norm
-embedding (:func:`embed_trajectory`):
-
-1. for each action dimension, the histogram of actions clipped to
-   ``[-action_clip, action_clip]`` over ``n_action_bins`` equal bins (sums to 1);
-2. a ``n_pos_bins x n_pos_bins`` heatmap of the positions clipped to [0, 1],
-   indexed ``[x_bin, y_bin]`` and flattened row-major (sums to 1);
-3. four statistics: mean and standard deviation of the per-step action L2
-   norm, mean per-step displacement (0 for a single step), and the fraction
-   of steps whose action norm is above the median (0.5 for a single step).
-
-The parts are concatenated and L2-normalised, giving
-``action_dim * n_action_bins + n_pos_bins**2 + 4`` numbers (44 for 3-D
-actions with the defaults). The league's diversity score reduces the pairwise
-cosine distances ``1 - cos`` between agents' embeddings: 0 means identical
-behaviour; as a rule of thumb, above 0.3 is a healthy league and below 0.1
-suggests the agents have collapsed onto one strategy.
+Each agent's evaluation trajectory (:class:`TrajectoryBatch`) is summarised by a
+fixed-length, unit-norm embedding (:func:`embed_trajectory`): a histogram of each action
+dimension, a heatmap of the positions and four statistics of the actions and the
+movement, concatenated and L2-normalised (:func:`embedding_dim` numbers, 44 for 3-D
+actions with the defaults). :func:`diversity_score` reduces the pairwise cosine distances
+``1 - cos`` between agents' embeddings (:func:`pairwise_cosine_distances`): 0 means
+identical behaviour; as a rule of thumb, above 0.3 is a healthy league and below 0.1
+suggests the agents have collapsed onto one strategy. :class:`DiversityTracker` keeps the
+score over training. ``docs/league.md`` ("Diversity") gives the embedding in full.
 """
 
 from __future__ import annotations

@@ -1,24 +1,16 @@
 """The league launcher: the three roles as processes on one league folder, watched,
 restarted when they crash, stopped together (``python -m training.league``).
 
-Each role runs its own command line (:func:`training.league.launch.run_role_cli`, through
-the role's module)::
-
-    python -m training.league.<module> --config-path <repo>/configs/league \\
-        --config-name <role> resume.auto=true hydra.run.dir=<league>/<role>/hydra \\
-        [the league folder's overrides] [your overrides]
-
-with its output appended to ``<league>/<role>/role.log``. The launcher shows one line
-per role, read from the role's ``status.json`` (:meth:`LeagueRole.write_status
-<training.league.role.LeagueRole.write_status>`); restarts a role that exits with an
-error or is killed, up to ``max_restarts`` times; and on SIGINT or SIGTERM passes SIGINT
-on to every role (each stops after its rollout with a checkpoint), waits ``grace``
-seconds, then kills those still running.
-
-One launcher per league: it claims the league folder
+:class:`Launcher` runs each role's own command line (:func:`role_command`, through
+:func:`training.league.launch.run_role_cli`), its output appended to
+``<league>/<role>/role.log`` (:data:`ROLE_LOG`). It shows one line per role, read from the
+role's ``status.json``; restarts a role that exits with an error or is killed, up to
+``max_restarts`` times; and on SIGINT or SIGTERM passes SIGINT on to every role (each
+stops after its rollout with a checkpoint), waits ``grace`` seconds, then kills those
+still running. One launcher per league: it claims the league folder
 (:data:`~training.league.layout.LAUNCHER_LOCK_FILE`) and refuses to start while another
-launcher holds it, or while another process owns a role's folder (an earlier launch's
-role still running), naming that process; nothing is written then.
+launcher holds it, or while another process owns a role's folder, naming that process.
+``docs/league_training_guide.md`` ("Running a league") has the guide.
 """
 
 from __future__ import annotations

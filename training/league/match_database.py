@@ -1,30 +1,16 @@
 """The league's match log: one JSON object per line, append-only.
 
-File format (``matches.jsonl``, UTF-8), one match per line::
-
-    {"match_id": "...", "agent_id": "a", "opponent_id": "b", "outcome": 1.0,
-     "timestamp": 1700000000.0, "metadata": {}}
-
-plus ``territory_control``, ``blue_casualties``, ``red_casualties`` and
-``supply_consumed`` only when they are set. ``outcome`` is from
-``agent_id``'s side: 1 win, 0.5 draw, 0 loss, or a fraction for a batch.
-Win rates use the focal agent's own records only; the reverse perspective is
-used only by :func:`training.league.nash.build_payoff_matrix`.
-
-Safety, beyond the reference design:
-
-* Each ``record`` appends one complete line with a single ``os.write`` on a
-  file opened with ``O_APPEND``, under an inter-process lock on
-  ``matches.jsonl.lock``, so several processes can record into one file
-  without interleaving. If a crashed writer left a torn last line, the next
-  writer terminates it first so that its own line stays intact.
-* A reader skips malformed lines and a torn last line, counts them
-  (:attr:`MatchDatabase.skipped_lines`) and logs a warning.
-* Queries first pick up lines appended by other processes (a cheap ``stat``
-  when nothing changed); :meth:`MatchDatabase.rewrite` replaces the file
-  atomically and other readers notice and reload.
-* A killed process never loses a line it finished writing; pass
-  ``fsync=True`` to survive power loss too, at a cost per match.
+:class:`MatchDatabase` keeps ``matches.jsonl`` (UTF-8), one
+:class:`~training.league.records.MatchResult` a line: ``match_id``, ``agent_id``,
+``opponent_id``, ``outcome`` (from ``agent_id``'s side: 1 win, 0.5 draw, 0 loss, or a
+fraction for a batch), ``timestamp``, ``metadata``, and four optional keys only when they
+are set. Win rates use the focal agent's own records only. Several processes may record
+into one file: each ``record`` appends one complete line with a single ``os.write`` under
+an inter-process lock, a torn last line is ended by the next writer and skipped (and
+counted, :attr:`MatchDatabase.skipped_lines`) by readers, queries pick up other
+processes' lines, and :meth:`MatchDatabase.rewrite` replaces the file atomically;
+``fsync=True`` survives power loss too. ``docs/league.md`` ("File formats", "Several
+processes, one league") gives the format and the guarantees.
 """
 
 from __future__ import annotations

@@ -1,31 +1,17 @@
 """Opponent selection for league training: PFSP by default, Nash weights on demand.
 
-Who may face whom (AlphaStar's roles):
-
-===================  ==========================================
-focal agent type     eligible opponent types
-===================  ==========================================
-``MAIN_AGENT``       all types
-``MAIN_EXPLOITER``   ``MAIN_AGENT`` only
-``LEAGUE_EXPLOITER`` all types
-===================  ==========================================
-
-The focal agent itself is never eligible. Among the eligible opponents:
-
-* with Nash weights set (:meth:`LeagueMatchmaker.set_nash_weights`), the
-  weight of an opponent is its Nash probability (0 if absent);
-* otherwise PFSP: the weight is ``f(win rate of the focal agent against it)``
-  with the weighting chosen by name (``"squared"`` by default, hard-first;
-  ``"variance"``, ``"linear"``, ``"linear_capped"``) or a callable; an
-  opponent never played counts as ``unknown_win_rate``.
-
-Negative weights count as 0. If the weights of the eligible opponents sum to
-less than 1e-10, the choice is uniform among them.
-
-The league's roles ask the same object for the opponents of every rollout
-(:meth:`LeagueMatchmaker.league_opponents`): the rules of
-:mod:`training.league.matchmaking` (``pfsp``, ``nash``, ``alphastar``) over every
-role's members, with the matchmaker's PFSP weighting and Nash weights.
+:class:`LeagueMatchmaker` picks opponents among the eligible ones (AlphaStar's roles: a
+main agent and a league exploiter may face every type, a main exploiter only main
+agents, the focal agent never itself). With Nash weights set
+(:meth:`LeagueMatchmaker.set_nash_weights`, :func:`make_nash_weight_fn`) an opponent's
+weight is its Nash probability (0 if absent); otherwise PFSP weighs it by the focal
+agent's win rate against it, with a named weighting (``"squared"`` by default) or a
+callable, an opponent never played counting as ``unknown_win_rate``. Negative weights
+count as 0, and weights summing to less than 1e-10 give a uniform choice. The league's
+roles ask the same object for the opponents of every rollout
+(:meth:`LeagueMatchmaker.league_opponents`: the rules of
+:mod:`training.league.matchmaking`). ``docs/league.md`` ("PFSP weightings") has the
+details.
 """
 
 from __future__ import annotations

@@ -1,30 +1,17 @@
 """Who a league role plays next: the three matchmaking rules, in one place.
 
-Every rule picks opponents for one role from the league's members (the records
-of every role's pool), given the role's win rate against each of them:
-
-* ``pfsp`` (the seeds' rules, their holes closed): the main agent and the league
-  exploiter draw by PFSP ``f_T(w) = (1 - w) ** (1 / T)`` over every member (the
-  league exploiter leaving out its own lineage); the main exploiter plays the
-  newest main-agent snapshot.
-* ``nash``: draws follow the Nash distribution of the league's payoff matrix,
-  restricted to the members the role may meet (:func:`nash_weights` computes it;
-  the role recomputes it at every evaluation). Until the first evaluation, or
-  when the distribution gives those members no weight, the ``pfsp`` rule draws.
-* ``alphastar``: the published rules (REFERENCE §M): the main agent plays PFSP
-  ``squared`` over every past player half the time, a verification match
-  (against main exploiters it loses to, else against its own past selves it
-  forgets) 15 % of the time, and otherwise itself, or PFSP ``variance`` over its
-  snapshots while it loses to itself; the main exploiter plays the newest main
-  agent while it wins more than 10 % of the time, else PFSP ``variance`` over the
-  main agent's snapshots; the league exploiter plays PFSP ``linear_capped`` over
-  every past player.
-
-The draws are :data:`SELF` (the learner's own current weights) or records. A role
-asks for them through its :class:`~training.league.matchmaker.LeagueMatchmaker`
-(:meth:`~training.league.matchmaker.LeagueMatchmaker.league_opponents`), whose PFSP
-weighting and Nash weights the rules use; every PFSP draw is
-:func:`~training.league.pfsp.pfsp_choice`.
+Every rule (:data:`MATCHMAKING`, :func:`choose`) picks opponents for one role from the
+league's members (the records of every role's pool), given the role's win rate against
+each of them (:class:`Matchup`): ``pfsp`` (the reference API's rules, PFSP with a
+temperature for the main agent and the league exploiter, the newest main-agent snapshot
+for the main exploiter), ``nash`` (draws from the Nash distribution of the league's
+payoff matrix over the members the role may meet, :func:`nash_weights`; the ``pfsp`` rule
+while there is none) and ``alphastar`` (the published rules, REFERENCE §M). The draws
+are :data:`SELF` (the learner's own current weights) or records. A role asks for them
+through its :class:`~training.league.matchmaker.LeagueMatchmaker`, whose PFSP weighting
+and Nash weights the rules use; every PFSP draw is
+:func:`~training.league.pfsp.pfsp_choice`. ``docs/league_training_guide.md``
+("Matchmaking") gives each rule in full.
 """
 
 from __future__ import annotations

@@ -1,20 +1,15 @@
 """Nash equilibria of the league's payoff matrix, with the solver's quality reported.
 
-The league is a two-player zero-sum game: ``M[i, j]`` is the payoff of agent
-``i`` (the row player) against agent ``j`` (the column player), usually the
-win rate, in which case the column player's payoff is ``1 - M[i, j]``. The
-Nash distribution is the row player's maximin mixed strategy ``sigma``: it
-maximises ``min_j (sigma^T M)_j``, the payoff it guarantees against any pure
-column response; that maximum is the game value ``v*``.
-
-Solvers (:mod:`training.league.nash_solvers`): ``"lp"``, the linear programme
-on SciPy's HiGHS, first; ``"regret_matching"``, two-player regret matching,
-when the LP is disabled, SciPy is missing, or the LP raises, fails or returns a
-solution summing to less than ``epsilon``.
-
-Every answer is certified on the full matrix (see :class:`NashSolution`):
-the exploitability is computed, never assumed, and a fallback is logged at
-WARNING level together with its reason and gap.
+The league is a two-player zero-sum game: ``M[i, j]`` is the payoff of agent ``i`` (the
+row player) against agent ``j``, usually the win rate (:func:`build_payoff_matrix`). The
+Nash distribution is the row player's maximin mixed strategy ``sigma``: it maximises
+``min_j (sigma^T M)_j``, the payoff it guarantees against any pure column response; that
+maximum is the game value ``v*``. :func:`solve_nash` tries the linear programme on
+SciPy's HiGHS first and falls back on regret matching
+(:mod:`training.league.nash_solvers`); every answer is certified on the full matrix
+(:class:`NashSolution`: the exploitability is computed, never assumed), and a fallback
+is logged at WARNING level with its reason and gap. ``docs/league.md`` ("Nash solver and
+its report") says when each solver runs.
 """
 
 from __future__ import annotations

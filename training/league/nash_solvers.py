@@ -1,22 +1,16 @@
 """The Nash solvers behind :func:`training.league.nash.solve_nash`, and their certificates.
 
-``M[i, j]`` is the payoff of the row player's strategy ``i`` against the column
-player's ``j`` in a two-player zero-sum game; every function here takes a
-checked, finite, square float64 matrix.
-
-* :func:`solve_lp`: the linear programme on SciPy's HiGHS
-  (``linprog(method="highs")``). Equivalent to the reference formulation
-  (maximise ``v`` subject to ``M^T sigma >= v``, ``sum(sigma) = 1``), but
-  written in the classic von Neumann form on the shifted matrix
-  ``P = M - min(M) + 1 > 0``: minimise ``sum(u)`` subject to ``P^T u >= 1``,
-  ``u >= 0``; then ``sigma = u / sum(u)`` and ``v* = 1 / sum(u) + min(M) - 1``.
-  This form has no free variable or equality row and solves faster.
-* :func:`most_uniform_equilibrium`: when the LP's answer is degenerate
-  (:func:`is_degenerate`), the equilibrium closest to uniform instead of a vertex.
-* :func:`regret_matching`: two-player regret matching, the fallback; it
-  returns both players' average strategies.
-* :func:`certify`: the value, guaranteed value and exploitability of an answer,
-  computed on the full matrix, never assumed.
+``M[i, j]`` is the payoff of the row player's strategy ``i`` against the column player's
+``j`` in a two-player zero-sum game; every function here takes a checked, finite, square
+float64 matrix. :func:`solve_lp` is the linear programme on SciPy's HiGHS, in the classic
+von Neumann form on the shifted matrix ``P = M - min(M) + 1 > 0`` (minimise ``sum(u)``
+subject to ``P^T u >= 1``, ``u >= 0``; then ``sigma = u / sum(u)``), equivalent to the
+reference formulation and faster, with no free variable or equality row.
+:func:`most_uniform_equilibrium` replaces a degenerate answer (:func:`is_degenerate`) by
+the equilibrium closest to uniform; :func:`regret_matching` is the fallback, giving both
+players' average strategies; :func:`certify` computes an answer's value, guaranteed value
+and exploitability on the full matrix. ``docs/league.md`` ("Nash solver and its report")
+has the details.
 """
 
 from __future__ import annotations

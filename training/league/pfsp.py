@@ -1,34 +1,16 @@
 """Prioritised Fictitious Self-Play (PFSP) weightings, selectable by name.
 
-PFSP turns the focal agent's win rate ``x`` against each candidate opponent
-into a sampling weight ``f(x)``; the weights are then normalised into
-probabilities. The named weightings follow the AlphaStar league pseudocode:
-
-==================  ====================  =====================================
-name                f(x)                  effect
-==================  ====================  =====================================
-``squared``         ``(1 - x) ** 2``      hard-first (the paper's f_hard, p=2);
-                                          the default
-``variance``        ``x * (1 - x)``       prefers even matches (a curriculum)
-``linear``          ``1 - x``             mildly hard-first
-``linear_capped``   ``min(0.5, 1 - x)``   hard-first but never ignores opponents
-                                          the focal agent already beats
-==================  ====================  =====================================
-
-The league's roles weigh with a temperature instead:
-:func:`make_pfsp_weight_fn` ``f_T(x) = max((1 - x) ** (1 / T), 0)``.
-
-Every PFSP draw of the league goes through :func:`pfsp_choice` (the weights of
-:func:`pfsp_probabilities`, then one draw of the generator):
-:meth:`~training.league.agent_pool.AgentPool.sample_pfsp`,
-:meth:`~training.league.matchmaker.LeagueMatchmaker.select_opponent` and the roles'
-matchmaking rules (:mod:`training.league.matchmaking`).
-
-A custom callable ``f(win_rate) -> weight`` may be used anywhere a name is
-accepted. Negative weights count as 0; a NaN or infinite weight is a bug in
-the callable and raises ``ValueError``. When all weights sum to less than
-``1e-10`` (for example every opponent is always beaten under ``squared``),
-sampling is uniform, as in AlphaStar.
+PFSP turns the focal agent's win rate ``x`` against each candidate opponent into a
+sampling weight ``f(x)``; the weights are then normalised into probabilities
+(:func:`pfsp_probabilities`). The named weightings (:func:`get_pfsp_weighting`:
+``squared``, the default, ``variance``, ``linear``, ``linear_capped``) follow the
+AlphaStar league pseudocode; the league's roles weigh with a temperature instead
+(:func:`make_pfsp_weight_fn`: ``f_T(x) = max((1 - x) ** (1 / T), 0)``). A custom callable
+``f(win_rate) -> weight`` may be used anywhere a name is accepted. Negative weights count
+as 0, a NaN or infinite weight raises ``ValueError``, and weights summing to less than
+:data:`UNIFORM_FALLBACK_THRESHOLD` give uniform sampling, as in AlphaStar. Every PFSP draw
+of the league goes through :func:`pfsp_choice`. ``docs/league.md`` ("PFSP weightings")
+tabulates the weightings.
 """
 
 from __future__ import annotations

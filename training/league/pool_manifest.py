@@ -1,32 +1,16 @@
 """The agent pool's manifest file: its format, its last good copy and recovery from corruption.
 
-Manifest format (``pool.json``, UTF-8, indent 2)::
-
-    {
-      "max_size": 200,
-      "agents": [
-        {"agent_id": "...", "agent_type": "main_agent", "version": 1,
-         "snapshot_path": "snapshots/main_agent_x_v000001.pt",
-         "created_at": 1700000000.0, "metadata": {}}
-      ]
-    }
-
-Agents are listed in insertion order (oldest first).
-
-Safety, beyond the reference design (:class:`PoolManifest` does all three):
-
-* **Atomic writes.** Every save writes a temporary sibling, fsyncs it and
-  renames it over the manifest, so a reader sees the old or the new pool,
-  never half of one.
-* **Several processes.** Every change takes an inter-process lock on
-  ``pool.json.lock`` and re-reads the manifest under it before changing
-  anything, so two trainers adding agents at once both keep their agents.
-* **Last good copy.** Every save first copies the manifest it is about to
-  replace (if that one is valid) to ``pool.tmp`` (``<stem>.tmp`` next to the
-  manifest). A corrupt manifest raises :class:`PoolManifestError` naming the
-  file, the problem and the copy; :func:`recover_manifest` (behind
-  ``AgentPool.recover``) restores the copy and keeps the corrupt file aside as
-  ``pool.json.corrupt-<UTC time>``.
+The manifest (``pool.json``, UTF-8, indent 2) is ``{"max_size": N, "agents": [...]}``,
+one record per agent (``agent_id``, ``agent_type``, ``version``, ``snapshot_path``,
+``created_at``, ``metadata``), oldest first (:func:`manifest_text`). :class:`PoolManifest`
+makes it safe to share: every save writes a temporary sibling, fsyncs it and renames it
+over the manifest; every change takes an inter-process lock on ``pool.json.lock`` and
+re-reads the manifest under it; and every save first copies the valid manifest it
+replaces to ``pool.tmp`` (:func:`backup_path_for`). A corrupt manifest raises
+:class:`PoolManifestError` naming the file, the problem and the copy;
+:func:`recover_manifest` (behind ``AgentPool.recover``) restores the copy and keeps the
+corrupt file aside as ``pool.json.corrupt-<UTC time>``. ``docs/league.md`` ("File
+formats", "Corrupt manifest: recovery") has the details.
 """
 
 from __future__ import annotations
@@ -74,7 +58,7 @@ class PoolManifestError(ValueError):
 
 
 def backup_path_for(manifest: Path) -> Path:
-    """``pool.json`` -> ``pool.tmp``: the last-good copy the seed's docs tell users about."""
+    """``pool.json`` -> ``pool.tmp``: the last-good copy the reference docs tell users about."""
     return manifest.with_name(manifest.stem + ".tmp")
 
 

@@ -3,19 +3,12 @@
 :func:`write_league_report` reads a league directory (the layout the roles of
 :mod:`training.league.role` write: ``<role>/pool.json``, ``<role>/history.jsonl``,
 ``matches.jsonl``, ``elo.json``) and writes into it, each file replaced atomically:
-
-* ``league_elo.png``: the Elo of every member and learner over training, the anchors'
-  fixed ratings and the exploiters' resets;
-* ``league_payoff.png``: the payoff matrix, each learner's (and any member's) win rate
-  against every member and anchor;
-* ``league_nash.png``: the latest Nash distribution over the members, and the Nash
-  entropy over training;
-* ``league_diversity.png``: the diversity score over training, the resets marked;
-* ``league_report.html``: a page with a summary table and the four pictures, embedded:
-  it needs no other file, fetches nothing and runs no script.
-
-:func:`read_league` gathers the numbers (:class:`LeagueData`) apart from the drawing.
-From the command line::
+``league_elo.png``, ``league_payoff.png``, ``league_nash.png``, ``league_diversity.png``
+and ``league_report.html``, a page with a summary table and the four pictures embedded
+(it needs no other file, fetches nothing and runs no script). :func:`read_league`
+gathers the numbers (:class:`LeagueData`) apart from the drawing.
+``docs/league_training_guide.md`` ("League report") says what each picture shows. From
+the command line::
 
     python -m training.league.report checkpoints/league
 """

@@ -63,7 +63,7 @@ class MainExploiterTrainer(ExploiterRole):
     """The main exploiter: meets main-agent snapshots only (the newest under ``pfsp``;
     the published rule under ``alphastar``) and resets when it stops beating them.
 
-    Metrics (the seed's names): ``exploiter/win_rate_vs_main``,
+    Metrics (the reference API's names): ``exploiter/win_rate_vs_main``,
     ``exploiter/rolling_win_rate_vs_main``, ``exploiter/mean_win_rate_vs_main``,
     ``exploiter/elo``, ``exploiter/elo_delta``, ``exploiter/reset_count``,
     ``exploiter/reset_step``, ``exploiter/target_main_agent``.
@@ -134,7 +134,8 @@ class MainExploiterTrainer(ExploiterRole):
 
     def after_evaluation(self, evaluation: dict[str, Any]) -> dict[str, Any]:
         metrics = super().after_evaluation(evaluation)
-        if "exploiter/rolling_win_rate" in metrics:  # the seed's name for the main exploiter
+        # The reference API's name for the main exploiter's rolling win rate.
+        if "exploiter/rolling_win_rate" in metrics:
             metrics["exploiter/rolling_win_rate_vs_main"] = metrics.pop(
                 "exploiter/rolling_win_rate")
         target = self.target()

@@ -9,12 +9,9 @@ what a driver of the trainer such as a league role keeps with it, and
 ``formation_reference``: the weights a ``formation_pull`` pulls toward, or None), as
 tensors and plain values, so it loads with ``weights_only=True``. It is written
 atomically: a kill leaves the previous checkpoint or the new one, never half of either.
-
-Checkpoints written before that layout (``numpy_rng``, ``torch_rng``,
-``minibatch_rng``, ``config``, ``curriculum``, ``self_play_version`` and ``extra`` as
-top-level keys beside the same ``kwargs``, ``policy_state_dict``,
-``optimizer_state_dict``, ``total_steps`` and ``episodes``) still load
-(:func:`read_legacy_checkpoint`).
+A file without ``checkpoint_format`` (``numpy_rng``, ``torch_rng``, ``minibatch_rng``,
+``config``, ``curriculum``, ``self_play_version`` and ``extra`` as top-level keys beside
+``kwargs``, the weights and the counters) loads through :func:`read_legacy_checkpoint`.
 """
 
 from __future__ import annotations
@@ -82,8 +79,8 @@ def save_checkpoint(path: Path, policy: MAPPOPolicy, optimizer: torch.optim.Opti
 
 
 def load_checkpoint(path: str | Path) -> TrainingCheckpoint:
-    """Read a checkpoint written by :func:`save_checkpoint`, or by an earlier version
-    (:func:`read_legacy_checkpoint`); never unpickles code.
+    """Read a checkpoint written by :func:`save_checkpoint`, or one without
+    ``checkpoint_format`` (:func:`read_legacy_checkpoint`); never unpickles code.
 
     Raises:
         FileNotFoundError: if ``path`` does not exist.
@@ -93,8 +90,8 @@ def load_checkpoint(path: str | Path) -> TrainingCheckpoint:
 
 
 def read_legacy_checkpoint(data: Any, source: str) -> TrainingCheckpoint:
-    """A MAPPO checkpoint of the layout before :data:`models.weights.CHECKPOINT_FORMAT`
-    (module docstring), as a :class:`~models.weights.TrainingCheckpoint`.
+    """A MAPPO checkpoint without ``checkpoint_format`` (the version-1 layout of the module
+    docstring), as a :class:`~models.weights.TrainingCheckpoint`.
 
     Raises:
         ValueError: naming ``source`` if ``data`` is not one.

@@ -2,18 +2,15 @@
 
 :class:`RolloutWorkers` is what a trainer with ``distributed.enabled=true`` collects
 through. Each rollout, the driver splits its battles into one part per worker
-(:meth:`~training.mappo.rollout.TrainingBattles.split`), puts the learner's weights
-and the dealt opponents' into the object store once, and each worker plays its part
-for ``n_steps`` with :func:`~training.mappo.rollout.collect`, the function a local run
-calls. The parts come back with their rollouts and are joined
-(:func:`~training.mappo.rollout.join_rollouts`): sampling draws are keyed per battle
-and the networks' inference does not depend on the batch, so the rollout equals, bit
-for bit, the one a local run collects, and the battles go on exactly as they would
-have (``tests/distributed/test_mappo_distributed.py``).
-
-A part is the whole state of its battles, and a job is a pure function of what the
+(:meth:`~training.mappo.rollout.TrainingBattles.split`), puts the learner's weights and
+the dealt opponents' into the object store once, and each worker plays its part for
+``n_steps`` with :func:`~training.mappo.rollout.collect`, the function a local run calls;
+the parts come back and are joined (:func:`~training.mappo.rollout.join_rollouts`).
+Sampling draws are keyed per battle and the networks' inference does not depend on the
+batch, so the rollout equals, bit for bit, the one a local run collects
+(``tests/distributed/test_mappo_distributed.py``). A job is a pure function of what the
 driver sent, so a worker that dies mid-rollout is replaced and its part played again
-(:class:`~envs.remote.workers.WorkerGroup`).
+(:class:`~envs.remote.workers.WorkerGroup`). ``docs/distributed.md`` has the guide.
 """
 
 from __future__ import annotations

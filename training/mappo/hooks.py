@@ -1,20 +1,15 @@
 """The extras of a MAPPO run, as :class:`~training.common.on_policy.TrainerHook`\\ s.
 
-:func:`training.train_mappo.train_mappo` hangs them on the trainer in this order
-(each sees the metrics of those before it):
-
-* :class:`CurriculumHook`: feeds the battles' outcomes to the curriculum and, on a
-  promotion, swaps the battles for the next team sizes (same weights).
-* :class:`SelfPlayHook`: adds a snapshot to the team pool every
-  ``self_play_snapshot_freq`` steps, deals pool members to the battles, and rates
-  the learner against the pool every ``self_play_eval_freq`` steps.
-* :class:`ScriptEvaluationHook`: deterministic battles against scripted Red every
-  ``eval_freq`` steps, with the team Elo update.
-* :class:`MetricsLogHook`: the run log (TensorBoard and W&B); the run's pictures at
-  the end.
-* :class:`CheckpointHook`: ``mappo_policy.pt`` every ``checkpoint_freq`` steps and
-  ``mappo_policy_final.pt`` at the end.
-* :class:`ProgressHook`: the progress bar, or a log line per update.
+:func:`training.train_mappo.train_mappo` hangs them on the trainer in this order, each
+seeing the metrics of those before it: :class:`CurriculumHook` (a promotion swaps the
+battles for the next team sizes, same weights), :class:`SelfPlayHook` (snapshots into the
+team pool every ``self_play_snapshot_freq`` steps, pool members dealt to the battles, the
+learner rated against the pool every ``self_play_eval_freq`` steps),
+:class:`ScriptEvaluationHook` (deterministic battles against scripted Red every
+``eval_freq`` steps, with the team Elo update), :class:`MetricsLogHook` (the run log; the
+run's pictures at the end), :class:`CheckpointHook` (``mappo_policy.pt`` every
+``checkpoint_freq`` steps and ``mappo_policy_final.pt`` at the end) and
+:class:`ProgressHook` (the progress bar, or a log line per update).
 """
 
 from __future__ import annotations

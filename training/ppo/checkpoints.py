@@ -1,21 +1,16 @@
 """Saving and loading PPO checkpoints without trusting their pickles: the one door
 through which the project reads SB3 archives.
 
-SB3 archives pickle a few objects into their metadata: the policy class, the
-spaces, the rollout-buffer class and the learning-rate and clip schedules.
-Unpickling a shared file can run arbitrary code, so :func:`load_ppo` never
-does. SB3 (``stable_baselines3.common.save_util.json_to_data``) unpickles every
-top-level entry of the archive's ``data`` that holds a ``:serialized:`` key unless
-``custom_objects`` names that key; :func:`safe_replacements` therefore gives every
-such entry, whatever its key, a trusted replacement identified from the readable
-description SB3 stores beside it, and refuses a file with an entry it cannot vouch
-for. The archive is read once into memory and SB3 parses those very bytes, so a
-file swapped after the check is never read. The network settings and the rollout
-buffer the archive declares are checked against their bounds before SB3 builds
-anything (:mod:`models.limits`, :data:`MAX_ROLLOUT_BYTES`). Weights load with
-``torch.load(weights_only=True)`` inside SB3. :func:`save_ppo` writes archives
-atomically, so a run killed mid-save leaves the previous checkpoint intact;
-:func:`copy_model` copies a live model in memory.
+SB3 archives pickle a few objects into their metadata (the policy class, the spaces, the
+rollout-buffer class, the schedules), and unpickling a shared file can run arbitrary
+code, so :func:`load_ppo` never does: :func:`safe_replacements` gives every pickled entry
+a trusted replacement identified from the readable description SB3 stores beside it, and
+refuses a file with an entry it cannot vouch for. The archive is read once into memory
+and SB3 parses those very bytes; the network settings and the rollout buffer it declares
+are checked against their bounds before SB3 builds anything (:mod:`models.limits`,
+:data:`MAX_ROLLOUT_BYTES`); weights load with ``torch.load(weights_only=True)``.
+:func:`save_ppo` writes archives atomically; :func:`copy_model` copies a live model in
+memory. ``docs/reliability.md`` ("Files from elsewhere") has the details.
 """
 
 from __future__ import annotations
