@@ -9,16 +9,12 @@ Programmatic use::
 Command line (Hydra; ``configs/default.yaml``, override any key)::
 
     python training/train.py training.learning_rate=1e-4 env.curriculum_level=3
-    python -m training.train --config-name self_play
     python training/train.py resume.auto=true          # continue the newest checkpoint
 
-A run writes periodic, best and final checkpoints under ``checkpoint_dir``
-(atomically; see :mod:`training.artifacts` for names), indexes them in the
-manifest, logs to TensorBoard under ``log_dir`` (and draws its pictures there at
-the end, :mod:`training.plots`) and, when enabled, to Weights & Biases. A run
-killed at any moment can be resumed from its newest complete checkpoint: the step
-counter goes on and the manifest gains rows.
+Checkpoints, the manifest, the logs and a run's resume are described in
+``docs/training.md``.
 """
+
 
 from __future__ import annotations
 

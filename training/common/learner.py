@@ -1,24 +1,14 @@
 """What a league role drives: the :class:`Learner` protocol.
 
 A :class:`~training.league.role.LeagueRole` trains one learner against the league's
-members, one rollout at a time. Two classes implement the protocol:
-:class:`~training.mappo.trainer.MAPPOTrainer` (battalion commanders) and
-:class:`~training.league.echelon_learner.EchelonLearner` (brigade or division
-commanders on Stable-Baselines3 PPO). The protocol lists exactly what the role, its
-exploiters and :func:`~training.league.role.train_in_turns` read and call, nothing
-more; ``isinstance(obj, Learner)`` checks that every member is present (not their
-signatures: the tests compare those).
-
-A role's rollout, in the order the role calls the members::
-
-    learner.deal(policies, scripted_share)     # the dealt members command Red
-    rollout = learner.collect_rollout()        # only the learner's side is recorded
-    metrics = learner.learn_from(rollout)      # the PPO epochs; total_steps moves on
-    learner.opponent_battles()                 # who commanded Red where (match records)
-    learner.save_snapshot(path, version)       # a member of the league
-    learner.play_matches(opponents, n, seed)   # evaluations (Elo, Nash, resets)
-    learner.save(path, extra)                  # a resumable checkpoint
+members, one rollout at a time: a :class:`~training.mappo.trainer.MAPPOTrainer`
+(battalion commanders) or an :class:`~training.league.echelon_learner.EchelonLearner`
+(brigade or division commanders). The protocol lists exactly what the role calls, in
+this order each rollout: ``deal``, ``collect_rollout``, ``learn_from``,
+``opponent_battles``, then ``save_snapshot``, ``play_matches`` and ``save`` when due.
+``isinstance(obj, Learner)`` checks that every member is present.
 """
+
 
 from __future__ import annotations
 

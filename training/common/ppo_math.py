@@ -1,23 +1,15 @@
 """The one home of PPO's maths: advantages, losses, statistics and minibatches.
 
-MAPPO (:mod:`training.mappo.update`) and WFM-1 (:class:`training.wfm1.trainer.WFM1Trainer`)
-take every formula of their learning step from here, and the warm starts' behaviour
-cloning (:func:`training.common.imitation.fit_minibatches`) its minibatches; the SB3
-trainers use SB3's own PPO. Each function is the operations a trainer used to write
-inline, in the same order and dtypes, so a run gives the same numbers bit for bit.
+MAPPO, WFM-1 and :class:`~training.ppo.guided.GuidedPPO` take every formula of their
+update from here (:func:`training.common.on_policy.ppo_epochs` runs it), and the warm
+starts' behaviour cloning its minibatches:
 
-- :func:`gae`: generalised advantage estimation over the first (time) axis, each sample
-  with its own episode ends (MAPPO: one series per battalion; WFM-1: one per battle).
-- :func:`normalize_advantages`: zero mean, unit spread.
-- :func:`ppo_loss`: the clipped surrogate, the value loss, the entropy bonus and an
-  optional :class:`AuxiliaryLoss`, with approx-KL and clip-fraction statistics; per-unit
-  ``weights`` average several ratios per sample (WFM-1: one per own unit).
-- :func:`rollout_diagnostics`: the critic's explained variance (:func:`explained_variance`),
-  the advantages' spread and the returns' scale, as every learner logs them.
-- :func:`gradient_step`: zero, backward, clip the global norm, step.
-- :func:`kl_exceeded`: the early stop of an update's passes (``target_kl``).
-- :func:`shuffled_minibatches`: one pass over ``n`` samples in shuffled minibatches.
+- :func:`gae` and :func:`normalize_advantages`: advantages;
+- :func:`ppo_loss` (with an optional :class:`AuxiliaryLoss`) and :func:`gradient_step`;
+- :func:`rollout_diagnostics`, :func:`explained_variance`: what every learner logs;
+- :func:`kl_exceeded`, :func:`shuffled_minibatches`: the update's passes.
 """
+
 
 from __future__ import annotations
 

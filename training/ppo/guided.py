@@ -1,31 +1,15 @@
 """GuidedPPO: Stable-Baselines3's PPO, updated by the project's PPO core, with a teacher.
 
-:func:`training.train.train` returns one (it is a ``PPO``: everything SB3 offers,
-``predict``, ``save``, ``learn``, callbacks, works as for ``PPO``). Two things differ
-from SB3's own ``PPO.train``:
-
-1. **One PPO core.** The update takes its loss, advantage normalisation and
-   gradient step from :mod:`training.common.ppo_math`, the module MAPPO and WFM-1
-   use, so a change to how PPO learns is made once.
-2. **A pull toward the teacher on the learner's own states.** With a ``teacher``
-   (any object with ``predict(obs, deterministic)``, such as the doctrine the run
-   imitated) and ``teacher_coef > 0``, each minibatch adds
-   ``coef`` times the imitation's own loss
-   (:func:`training.common.imitation.order_loss`) to the loss: behaviour cloning
-   on the states the learner itself visits (as DAgger does), so the imitation's
-   mistakes on states the doctrine never led to are corrected, and PPO's first
-   updates cannot undo what the imitation taught. ``coef`` falls linearly from
-   ``teacher_coef`` to 0 over ``teacher_decay_steps`` env-steps from the first
-   update, after which the learner is free to leave its teacher behind.
-
-Every update also records the diagnostics a run is read by (``train/`` in the SB3
-logger, TensorBoard and W&B): explained variance, approx-KL, clip fraction, entropy,
-the action std, value loss, the spread of the advantages and the scale of the
-returns, and the teacher term with its weight (``docs/training.md`` reads them).
-
-The teacher is not saved in the archive (it is code, not weights); a resumed run
-attaches it again (:func:`training.train.train` does).
+:func:`training.train.train` returns one: everything SB3's ``PPO`` offers works as for
+``PPO``. Its update is :func:`training.common.on_policy.ppo_epochs` over
+:mod:`training.common.ppo_math`'s loss, and with a ``teacher`` (any object with
+``predict(obs, deterministic)``) each minibatch adds a behaviour-cloning pull toward the
+teacher's orders on the learner's own states, its weight falling linearly from
+``teacher_coef`` to 0 over ``teacher_decay_steps`` env-steps. The teacher is not saved
+with the model; a resumed run attaches it again. ``docs/training.md`` ("Fine-tuning after
+imitation") explains the pull and the diagnostics each update logs.
 """
+
 
 from __future__ import annotations
 
