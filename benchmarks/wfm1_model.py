@@ -30,7 +30,7 @@ import torch
 from benchmarks import argument_parser
 from envs.battles.entity_tokens import ENTITY_TOKEN_DIM, TOKEN
 from envs.sim.constants import ARM_NAMES, FORMATION_NAMES
-from models.wfm1 import WFM1Policy, own_order_error
+from models.wfm1 import WFM1Batch, WFM1Policy, own_order_error
 from training.wfm1.minibatches import LENGTH_GROUPS, in_length_groups
 
 LATENCY_TOKENS = (8, 32, 64)
@@ -109,7 +109,7 @@ def seconds_per_update(policy: WFM1Policy, n_groups: int, repeats: int) -> float
     optimizer = torch.optim.Adam(policy.parameters(), lr=1e-4)
 
     def forward(b):
-        mean, logits, value = policy.heads(b["tokens"], b["pad_mask"])
+        mean, logits, value = policy.heads(WFM1Batch.trusted(b["tokens"], b["pad_mask"]))
         return (mean, logits), (value,)
 
     def step() -> None:

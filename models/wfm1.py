@@ -1,64 +1,18 @@
 """WFM-1: one generalist commander for any number of units, any echelon and any scenario.
 
-A battle reaches WFM-1 as a row of entity tokens (:mod:`envs.battles.entity_tokens`: one token
-per battalion a side knows of, its own and the enemy's, the rest of the row padding),
-and optionally as a :class:`ScenarioCard` that says what kind of battle it is (scale,
-echelon, weather, terrain, order of battle). The network:
-
-1. :class:`EchelonEncoder` embeds each token (a Linear layer), adds a 2-D Fourier
-   encoding of its position and a learned embedding of the echelon, and runs a
-   pre-norm transformer over the tokens (padding masked). It gives one vector per
-   token and one pooled vector for the whole row. One encoder serves every echelon
-   (``share_echelon_encoders=True``) or each echelon has its own.
-2. :class:`CrossEchelonTransformer` fuses the pooled vectors of the echelons given
-   (battalions alone, or battalions and brigades...) into one vector ``f``.
-3. A FiLM adapter reads the card and scales and shifts ``f`` (``f * gamma + beta``).
-   It starts as the identity, so a card changes nothing until the adapter is trained;
-   fine-tuning to a new kind of battle can train the adapter alone
-   (:meth:`WFM1Policy.freeze_base`).
-4. The actor gives every token an action mean from ``concat(h_i, f)`` (the token's own
-   vector and the battle's), with one state-independent ``log_std``: an unsquashed
-   diagonal Gaussian per unit, as in :mod:`models.mappo_policy` (the environment clips).
-   The caller keeps the actions of its own units' tokens (``own_mask``). The critic
-   values the battle from ``f``. With ``formation_orders=True`` the actor also gives
-   every token a categorical over :data:`~models.formation_orders.FORMATION_CHOICES`
-   (keep the formation, or order one of the engine's), from the same hidden layer as
-   the mean and independent of the Gaussian given it: an order is then ``action_dim +
-   1`` numbers, the last the formation code (:class:`~models.formation_orders.Orders`,
-   MAPPO's order distribution); without it the units' formations are left to the caller.
-
-With ``echelon_tokens=True`` the policy reads its side's brigade and division tokens
-(:mod:`envs.battles.echelon_tokens`: its battalions grouped by ``brigade_size`` in the
-order of battle, the believed enemies grouped in their token order, and each side whole)
-beside the battalions': each echelon's row is encoded and pooled, and the three pooled
-vectors meet in the cross-echelon transformer. The battalions still act, one order per
-own token; every call must give the other two echelons (:meth:`WFM1Policy.echelon_context`
-builds them from the battalion view, :meth:`WFM1Policy.echelon_inputs` passes them on).
-
-Differences from the seed's WFM-1, all deliberate:
-
-- **One action per token** instead of one per sample: the seed's WFM-1 commanded one
-  unit from a pooled vector; here one forward pass orders every unit of a side.
-- **The card has** :data:`CARD_DIM` **= 16 numbers**: the seed's 12 (map scale, echelon
-  and weather one-hot, the two sides' unit counts over ``max_units``, terrain type)
-  then ``cavalry_fraction``, ``artillery_fraction``, ``supply_pressure`` and
-  ``time_of_day``, which the seed's card held but did not encode; a card that
-  describes the order of battle should carry its mix of arms.
-- **A token has** :data:`~envs.battles.entity_tokens.ENTITY_TOKEN_DIM` **= 19 features**: the
-  seed's 16 then quality, disorder and report age.
-- The encoder's transformer stack ends with a LayerNorm (pre-norm stacks leave the
-  residual stream unnormalised, and the per-token vectors feed the actor directly).
-- The transformers' activation is GELU.
-
-Size: the seed counted about 1.37 M parameters with the defaults and shared encoders
-(16-number tokens, a 12-number card, an actor over the pooled vector alone);
-:meth:`WFM1Policy.n_parameters` gives ours (1.40 M with the defaults: the actor reads
-``2 * d_model`` numbers, and the card and token are wider).
-
-Policies are saved with :meth:`WFM1Policy.save_checkpoint` as ``{"config",
-"state_dict"}`` and rebuilt with :meth:`WFM1Policy.load_checkpoint`, which reads only
-tensors and plain values (``torch.load(weights_only=True)``), so a shared file cannot
-run code.
+A battle reaches WFM-1 as a row of entity tokens (:mod:`envs.battles.entity_tokens`) and
+optionally as a :class:`ScenarioCard` that says what kind of battle it is.
+:class:`EchelonEncoder` embeds the tokens and runs a pre-norm transformer over them;
+:class:`CrossEchelonTransformer` fuses the pooled vectors of the echelons given into one
+vector; a FiLM adapter, the identity until trained, modulates it by the card
+(:meth:`WFM1Policy.freeze_base` leaves the adapter alone to train). The actor gives every
+token an action mean from its own vector and the battle's (one order per own unit, an
+unsquashed diagonal Gaussian), with ``formation_orders=True`` also a formation choice
+(:class:`~models.formation_orders.Orders`); the critic values the battle. With
+``echelon_tokens=True`` the policy also reads its side's brigade and division tokens
+(:meth:`WFM1Policy.echelon_context`). :meth:`WFM1Policy.save_checkpoint` and
+:meth:`WFM1Policy.load_checkpoint` write and read policies, tensors and plain values only.
+``docs/wfm1.md`` ("The model") gives the design and its reasons.
 """
 
 from __future__ import annotations
@@ -108,7 +62,7 @@ __all__ = [
     "GIS_AUSTERLITZ", "GIS_BORODINO", "GIS_SALAMANCA", "GIS_WATERLOO", "N_ECHELONS",
     "N_TERRAIN_TYPES", "N_WEATHER", "ScenarioCard", "TERRAIN_PROCEDURAL",
     "TRAINING_CHECKPOINT_KIND", "WEATHER_CLEAR", "WEATHER_FOG", "WEATHER_RAIN", "WEATHER_SNOW",
-    "WFM1Policy", "own_action_error", "own_formation_error", "own_order_error",
+    "WFM1Batch", "WFM1Policy", "own_action_error", "own_formation_error", "own_order_error",
 ]
 
 ECHELON_BATTALION, ECHELON_BRIGADE, ECHELON_DIVISION, ECHELON_CORPS = 0, 1, 2, 3
@@ -196,8 +150,8 @@ class ScenarioCard:
         n_blue_units / max_units, n_red_units / max_units, terrain_type / 4,
         cavalry_fraction, artillery_fraction, supply_pressure, time_of_day]``. The
         codes are clamped into their ranges and the last four numbers into [0, 1], as
-        the seed clamps its codes, so a card whose fields were changed after it was
-        built still encodes to a valid vector.
+        the reference design clamps its codes, so a card whose fields are changed after
+        it is built still encodes to a valid vector.
         """
         vector = torch.zeros(CARD_DIM, dtype=torch.float32)
         vector[0] = float(self.map_scale)
@@ -538,18 +492,224 @@ class _ScenarioCardEncoder(nn.Module):
         return self.gamma(hidden), self.beta(hidden)
 
 
+# ----------------------------------------------------------------------------- inputs
+
+
+def _checked_tokens(name: str, value: Any, token_dim: int, device: torch.device
+                    ) -> torch.Tensor:
+    """``value`` as ``(batch >= 1, n_tokens >= 1, token_dim)`` float32 tokens on ``device``,
+    rows of at most :data:`~envs.battles.entity_tokens.MAX_TOKENS` tokens."""
+    shape = getattr(value, "shape", None)
+    if isinstance(shape, tuple | torch.Size) and all(isinstance(d, int) for d in shape):
+        _check_token_count(name, tuple(shape))  # bounded before it is converted
+    tokens = _as_float(name, value, device)
+    _check_token_count(name, tuple(tokens.shape))
+    if tokens.ndim != 3 or tokens.shape[0] < 1 or tokens.shape[1] < 1 or \
+            tokens.shape[2] != token_dim:
+        raise ValueError(f"{name} has shape {tuple(tokens.shape)}: expected (batch >= 1, "
+                         f"n_tokens >= 1, {token_dim})")
+    return tokens
+
+
+def _checked_others(tokens_per_echelon: Any, pad_masks: Any, echelon: int | torch.Tensor,
+                    batch: int, token_dim: int, device: torch.device
+                    ) -> tuple[tuple[int, torch.Tensor, torch.Tensor], ...]:
+    """The checked ``(echelon, tokens, pad_mask)`` of the other echelons, in order."""
+    if tokens_per_echelon is None:
+        if pad_masks is not None:
+            raise ValueError("pad_masks is given without tokens_per_echelon: expected "
+                             "both or neither")
+        return ()
+    if not isinstance(tokens_per_echelon, Mapping):
+        raise TypeError(f"tokens_per_echelon={short_repr(tokens_per_echelon)} is invalid: "
+                        "expected a dict of echelon -> (batch, n_tokens, token_dim) tokens")
+    if pad_masks is not None and not isinstance(pad_masks, Mapping):
+        raise TypeError(f"pad_masks={short_repr(pad_masks)} is invalid: expected a dict "
+                        "of echelon -> (batch, n_tokens) bool masks")
+    if isinstance(echelon, torch.Tensor):
+        raise ValueError("echelon is a tensor with tokens_per_echelon: expected one int "
+                         "echelon for the whole batch when several echelons are given")
+    pad_masks = pad_masks or {}
+    unknown = sorted(map(repr, set(pad_masks) - set(tokens_per_echelon)))
+    if unknown:
+        raise ValueError(f"pad_masks has echelons {unknown} that tokens_per_echelon lacks")
+    others = []
+    for key in sorted(tokens_per_echelon, key=repr):
+        level = check_int("tokens_per_echelon key", key, minimum=0, maximum=N_ECHELONS - 1)
+        if level == echelon:
+            raise ValueError(f"tokens_per_echelon key {level} is invalid: it is the "
+                             "acting echelon, whose tokens are `tokens`; expected the "
+                             "other echelons only")
+        tokens = _checked_tokens(f"tokens_per_echelon[{level}]", tokens_per_echelon[key],
+                                 token_dim, device)
+        if tokens.shape[0] != batch:
+            raise ValueError(f"tokens_per_echelon[{level}] has {tokens.shape[0]} rows: "
+                             f"expected {batch}, one per battle")
+        shape = tuple(tokens.shape[:2])
+        mask = pad_masks.get(key)
+        mask = (torch.zeros(shape, dtype=torch.bool, device=device) if mask is None
+                else _as_mask(f"pad_masks[{level}]", mask, shape, device))
+        others.append((level, tokens, mask))
+    return tuple(sorted(others, key=lambda item: item[0]))
+
+
+def _checked_card(card: Any, card_vec: Any, batch: int, device: torch.device
+                  ) -> torch.Tensor | None:
+    """The encoded card(s), ``(batch or 1, CARD_DIM)``, or None."""
+    if card is not None and card_vec is not None:
+        raise ValueError("card and card_vec are both given: expected at most one")
+    if card is not None:
+        cards = [card] if isinstance(card, ScenarioCard) else card
+        if not isinstance(cards, Sequence) or not cards or \
+                not all(isinstance(c, ScenarioCard) for c in cards):
+            raise TypeError(f"card={short_repr(card)} is invalid: expected a ScenarioCard "
+                            "or a list of them, one per battle")
+        if len(cards) not in (1, batch):
+            raise ValueError(f"card holds {len(cards)} cards: expected 1 or {batch}, one "
+                             "per battle")
+        return torch.stack([c.to_tensor() for c in cards]).to(device)
+    if card_vec is None:
+        return None
+    vector = _as_float("card_vec", card_vec, device)
+    if vector.ndim == 1:
+        vector = vector[None]
+    if vector.ndim != 2 or vector.shape[1] != CARD_DIM or vector.shape[0] not in (1, batch):
+        raise ValueError(f"card_vec has shape {tuple(vector.shape)}: expected ({CARD_DIM},)"
+                         f" or (1 or {batch}, {CARD_DIM})")
+    return vector
+
+
+def _checked_own(own_mask: Any, pad_mask: torch.Tensor) -> torch.Tensor:
+    """The acting side's tokens: ``own_mask`` checked against ``pad_mask``, or every
+    non-padded token."""
+    if own_mask is None:
+        return ~pad_mask
+    own = _as_mask("own_mask", own_mask, tuple(pad_mask.shape), pad_mask.device)
+    if bool((own & pad_mask).any()):
+        raise ValueError("own_mask marks padding positions as own units: expected own "
+                         "tokens among the non-padded ones")
+    return own
+
+
+# Tensors compare element-wise, so the batch has no value equality (identity only).
+@dataclasses.dataclass(frozen=True, eq=False)
+class WFM1Batch:
+    """One call's inputs to a :class:`WFM1Policy`, as tensors on its device: what its
+    :meth:`~WFM1Policy.act`, :meth:`~WFM1Policy.act_and_value`,
+    :meth:`~WFM1Policy.get_value`, :meth:`~WFM1Policy.evaluate_actions`,
+    :meth:`~WFM1Policy.heads`, :meth:`~WFM1Policy.forward` and
+    :meth:`~WFM1Policy.finetune_loss` read.
+
+    :meth:`checked` builds one from a caller's inputs (tensors or array-likes), refusing
+    invalid ones by name; the policy then reads the batch as it is, so a batch is checked
+    once however many passes read it. The project's rollouts and battles, whose tensors
+    are valid as they are made, build theirs with :meth:`trusted`, unchecked. A batch is
+    built for one policy: its token size, device and ``echelon_tokens``.
+    """
+
+    tokens: torch.Tensor
+    """``(B, N, token_dim)`` float32: the acting echelon's tokens (the actions are theirs)."""
+    pad_mask: torch.Tensor
+    """``(B, N)`` bool, True at padding."""
+    own_mask: torch.Tensor
+    """``(B, N)`` bool, True at the acting side's units (never at padding)."""
+    card: torch.Tensor | None = None
+    """``(B or 1, CARD_DIM)`` float32 encoded cards, or None: the adapter is left out."""
+    echelon: int | torch.Tensor = ECHELON_BATTALION
+    """The acting echelon (``ECHELON_*``), or ``(B,)`` long, one per battle."""
+    others: tuple[tuple[int, torch.Tensor, torch.Tensor], ...] = ()
+    """The other echelons' ``(echelon, tokens (B, N_e, token_dim), pad_mask (B, N_e))``,
+    in echelon order; their pooled vectors join the acting echelon's in the
+    cross-echelon transformer."""
+
+    @classmethod
+    def checked(cls, policy: WFM1Policy, tokens: Any, pad_mask: Any = None, *,
+                own_mask: Any = None, echelon: Any = ECHELON_BATTALION,
+                card: ScenarioCard | Sequence[ScenarioCard] | None = None,
+                card_vec: Any = None, tokens_per_echelon: Mapping[int, Any] | None = None,
+                pad_masks: Mapping[int, Any] | None = None) -> WFM1Batch:
+        """``policy``'s inputs checked and moved to its device, as a batch.
+
+        Args:
+            policy: the policy that reads the batch (its ``token_dim``, device and
+                ``echelon_tokens``).
+            tokens: the acting echelon's tokens ``(B, N, token_dim)``; the actions are
+                theirs.
+            pad_mask: ``(B, N)`` bool, True at padding (None: no padding).
+            own_mask: ``(B, N)`` bool, True at the acting side's units (None: every
+                non-padded token); it must not mark padding.
+            echelon: the acting echelon (``ECHELON_*``), or one per battle (``(B,)`` long;
+                not with ``tokens_per_echelon``).
+            card: a :class:`ScenarioCard` for every battle, or a list of one per battle.
+            card_vec: encoded card(s), ``(CARD_DIM,)`` or ``(B, CARD_DIM)``; not with
+                ``card``. Without either, the adapter is left out (the identity).
+            tokens_per_echelon: the other echelons' tokens, echelon -> ``(B, N_e,
+                token_dim)``; required with the brigade and division echelons for a
+                policy with ``echelon_tokens`` (:meth:`WFM1Policy.echelon_inputs`).
+            pad_masks: their padding masks, echelon -> ``(B, N_e)`` bool (missing: none).
+
+        Raises:
+            ValueError, TypeError: for a wrong shape, dtype or value, an invalid echelon
+                or card, or rows longer than :data:`~envs.battles.entity_tokens.MAX_TOKENS`
+                tokens (checked before any work); the message names the argument.
+        """
+        device = policy.device
+        tokens_t = _checked_tokens("tokens", tokens, policy.token_dim, device)
+        batch, n_tokens = tokens_t.shape[:2]
+        pad = (torch.zeros(batch, n_tokens, dtype=torch.bool, device=device)
+               if pad_mask is None else _as_mask("pad_mask", pad_mask, (batch, n_tokens), device))
+        echelon = _check_echelon(echelon, batch)
+        if isinstance(echelon, torch.Tensor):
+            echelon = echelon.to(device)
+        others = _checked_others(tokens_per_echelon, pad_masks, echelon, batch,
+                                 policy.token_dim, device)
+        acting_battalion = not isinstance(echelon, int) or echelon == ECHELON_BATTALION
+        if policy.echelon_tokens and acting_battalion and not (
+                {ECHELON_BRIGADE, ECHELON_DIVISION} <= {level for level, _, _ in others}):
+            raise ValueError("tokens_per_echelon lacks the brigade and division tokens: the "
+                             "policy has echelon_tokens=True and reads them beside the "
+                             "battalions' (WFM1Policy.echelon_context, echelon_inputs)")
+        card_t = _checked_card(card, card_vec, batch, device)
+        return cls(tokens_t, pad, _checked_own(own_mask, pad), card_t, echelon, others)
+
+    @classmethod
+    def trusted(cls, tokens: torch.Tensor, pad_mask: torch.Tensor,
+                own_mask: torch.Tensor | None = None, card: torch.Tensor | None = None,
+                echelons: EchelonTokens | None = None) -> WFM1Batch:
+        """The battalion echelon's batch from inputs valid as they are made (the project's
+        views, rollouts and stored rows), taken as they are: nothing is checked.
+
+        Args:
+            tokens: ``(B, N, token_dim)`` float32, on the policy's device.
+            pad_mask: ``(B, N)`` bool, True at padding, on that device.
+            own_mask: ``(B, N)`` bool, True at own units only (None: every non-padded
+                token).
+            card: ``(B or 1, CARD_DIM)`` float32 encoded cards (None: no card).
+            echelons: the brigade and division tokens a policy with ``echelon_tokens``
+                reads (arrays or tensors, moved to ``tokens``' device), or None.
+        """
+        others: tuple[tuple[int, torch.Tensor, torch.Tensor], ...] = ()
+        if echelons is not None:
+            device = tokens.device
+            others = tuple(
+                (level, torch.as_tensor(rows, dtype=torch.float32, device=device),
+                 torch.as_tensor(pad, device=device))
+                for level, rows, pad in (
+                    (ECHELON_BRIGADE, echelons.brigade, echelons.brigade_pad),
+                    (ECHELON_DIVISION, echelons.division, echelons.division_pad)))
+        own = ~pad_mask if own_mask is None else own_mask
+        return cls(tokens, pad_mask, own, card, ECHELON_BATTALION, others)
+
+
+def _as_batch(value: Any) -> WFM1Batch:
+    """``value`` if it is a :class:`WFM1Batch`; a caller's raw inputs are refused by name."""
+    if not isinstance(value, WFM1Batch):
+        raise TypeError(f"batch={short_repr(value)} is invalid: expected a WFM1Batch "
+                        "(WFM1Batch.checked builds one from tokens, masks and cards)")
+    return value
+
+
 # ----------------------------------------------------------------------------- the policy
-
-
-@dataclasses.dataclass
-class _Inputs:
-    """Checked inputs of one call: the acting echelon's tokens and the others'."""
-
-    tokens: torch.Tensor  # (B, N, T)
-    pad_mask: torch.Tensor  # (B, N) bool, True = padding
-    echelon: int | torch.Tensor  # int, or (B,) long
-    others: list[tuple[int, torch.Tensor, torch.Tensor]]  # (echelon, tokens, pad_mask)
-    card: torch.Tensor | None  # (B, CARD_DIM) or (1, CARD_DIM)
 
 
 def own_action_error(means: torch.Tensor, targets: torch.Tensor,
@@ -592,10 +752,10 @@ class WFM1Policy(nn.Module):
     token (and, with ``formation_orders``, a formation choice) and one value per battle
     (module docstring).
 
-    Shapes: ``tokens`` is ``(B, N, token_dim)`` (``B`` battles, ``N >= 1`` token
-    positions), ``pad_mask`` ``(B, N)`` bool with True where the position is padding
-    (None: no padding). Inputs may be tensors or array-likes; they are moved to the
-    policy's device.
+    Inputs reach the policy as a :class:`WFM1Batch` (``tokens`` ``(B, N, token_dim)``:
+    ``B`` battles, ``N >= 1`` token positions; masks ``(B, N)``), which
+    :meth:`WFM1Batch.checked` builds from tensors or array-likes; :meth:`act` also takes
+    the raw inputs and builds it.
 
     Args:
         token_dim: numbers per token (:data:`~envs.battles.entity_tokens.ENTITY_TOKEN_DIM`).
@@ -620,8 +780,8 @@ class WFM1Policy(nn.Module):
             without the head keep their layout.
         echelon_tokens: the policy reads its side's brigade and division tokens
             (:mod:`envs.battles.echelon_tokens`) beside the battalions' as the other
-            echelons' context: every call then needs them (``tokens_per_echelon`` with the
-            brigade and division echelons; :meth:`echelon_context` builds them from the
+            echelons' context: every batch then holds them (``tokens_per_echelon`` with
+            the brigade and division echelons; :meth:`echelon_context` builds them from the
             battalion view and :meth:`echelon_inputs` passes them on). The acting echelon
             stays the battalion. Saved in :attr:`kwargs` only when True (with
             ``brigade_size``), so the files of policies without it keep their layout.
@@ -741,11 +901,10 @@ class WFM1Policy(nn.Module):
         return echelon_tokens(view, self.brigade_size, first_unit)
 
     def echelon_inputs(self, echelons: EchelonTokens | None) -> dict[str, Any]:
-        """The keyword arguments that give a call (:meth:`act`, :meth:`act_and_value`,
-        :meth:`get_value`, :meth:`evaluate_actions`, :meth:`heads`, :meth:`forward`) the
-        brigade and division tokens: ``tokens_per_echelon`` and ``pad_masks``; ``{}`` for a
-        policy without ``echelon_tokens`` (``echelons`` is then ignored). The fields of
-        ``echelons`` may be arrays or tensors (a rollout's stored rows).
+        """The keyword arguments that give :meth:`WFM1Batch.checked` (and :meth:`act` on
+        tokens) the brigade and division tokens: ``tokens_per_echelon`` and ``pad_masks``;
+        ``{}`` for a policy without ``echelon_tokens`` (``echelons`` is then ignored). The
+        fields of ``echelons`` may be arrays or tensors.
 
         Raises:
             ValueError: for a policy with ``echelon_tokens`` and no ``echelons``, or
@@ -763,116 +922,6 @@ class WFM1Policy(nn.Module):
                                        ECHELON_DIVISION: echelons.division},
                 "pad_masks": {ECHELON_BRIGADE: echelons.brigade_pad,
                               ECHELON_DIVISION: echelons.division_pad}}
-
-    # ----------------------------------------------------------------- inputs
-
-    def _inputs(self, tokens: Any, pad_mask: Any, echelon: Any, card: Any, card_vec: Any,
-                tokens_per_echelon: Any, pad_masks: Any) -> _Inputs:
-        """Check and convert one call's inputs."""
-        device = self.device
-        tokens_t = self._tokens("tokens", tokens)
-        batch, n_tokens = tokens_t.shape[:2]
-        pad = (torch.zeros(batch, n_tokens, dtype=torch.bool, device=device)
-               if pad_mask is None else _as_mask("pad_mask", pad_mask, (batch, n_tokens), device))
-        echelon = _check_echelon(echelon, batch)
-        if isinstance(echelon, torch.Tensor):
-            echelon = echelon.to(device)
-        others = self._other_echelons(tokens_per_echelon, pad_masks, echelon, batch)
-        acting_battalion = not isinstance(echelon, int) or echelon == ECHELON_BATTALION
-        if self.echelon_tokens and acting_battalion and not (
-                {ECHELON_BRIGADE, ECHELON_DIVISION} <= {level for level, _, _ in others}):
-            raise ValueError("tokens_per_echelon lacks the brigade and division tokens: the "
-                             "policy has echelon_tokens=True and reads them beside the "
-                             "battalions' (WFM1Policy.echelon_context, echelon_inputs)")
-        return _Inputs(tokens_t, pad, echelon, others, self._card(card, card_vec, batch))
-
-    def _tokens(self, name: str, value: Any) -> torch.Tensor:
-        shape = getattr(value, "shape", None)
-        if isinstance(shape, tuple | torch.Size) and all(isinstance(d, int) for d in shape):
-            _check_token_count(name, tuple(shape))  # bounded before it is converted
-        tokens = _as_float(name, value, self.device)
-        _check_token_count(name, tuple(tokens.shape))
-        if tokens.ndim != 3 or tokens.shape[0] < 1 or tokens.shape[1] < 1 or \
-                tokens.shape[2] != self.token_dim:
-            raise ValueError(f"{name} has shape {tuple(tokens.shape)}: expected (batch >= 1, "
-                             f"n_tokens >= 1, {self.token_dim})")
-        return tokens
-
-    def _other_echelons(self, tokens_per_echelon: Any, pad_masks: Any,
-                        echelon: int | torch.Tensor, batch: int
-                        ) -> list[tuple[int, torch.Tensor, torch.Tensor]]:
-        """The checked ``(echelon, tokens, pad_mask)`` of the other echelons, in order."""
-        if tokens_per_echelon is None:
-            if pad_masks is not None:
-                raise ValueError("pad_masks is given without tokens_per_echelon: expected "
-                                 "both or neither")
-            return []
-        if not isinstance(tokens_per_echelon, Mapping):
-            raise TypeError(f"tokens_per_echelon={short_repr(tokens_per_echelon)} is invalid: "
-                            "expected a dict of echelon -> (batch, n_tokens, token_dim) tokens")
-        if pad_masks is not None and not isinstance(pad_masks, Mapping):
-            raise TypeError(f"pad_masks={short_repr(pad_masks)} is invalid: expected a dict "
-                            "of echelon -> (batch, n_tokens) bool masks")
-        if isinstance(echelon, torch.Tensor):
-            raise ValueError("echelon is a tensor with tokens_per_echelon: expected one int "
-                             "echelon for the whole batch when several echelons are given")
-        pad_masks = pad_masks or {}
-        unknown = sorted(map(repr, set(pad_masks) - set(tokens_per_echelon)))
-        if unknown:
-            raise ValueError(f"pad_masks has echelons {unknown} that tokens_per_echelon lacks")
-        others = []
-        for key in sorted(tokens_per_echelon, key=repr):
-            level = check_int("tokens_per_echelon key", key, minimum=0,
-                              maximum=N_ECHELONS - 1)
-            if level == echelon:
-                raise ValueError(f"tokens_per_echelon key {level} is invalid: it is the "
-                                 "acting echelon, whose tokens are `tokens`; expected the "
-                                 "other echelons only")
-            tokens = self._tokens(f"tokens_per_echelon[{level}]", tokens_per_echelon[key])
-            if tokens.shape[0] != batch:
-                raise ValueError(f"tokens_per_echelon[{level}] has {tokens.shape[0]} rows: "
-                                 f"expected {batch}, one per battle")
-            shape = tuple(tokens.shape[:2])
-            mask = pad_masks.get(key)
-            mask = (torch.zeros(shape, dtype=torch.bool, device=self.device) if mask is None
-                    else _as_mask(f"pad_masks[{level}]", mask, shape, self.device))
-            others.append((level, tokens, mask))
-        return sorted(others, key=lambda item: item[0])
-
-    def _card(self, card: Any, card_vec: Any, batch: int) -> torch.Tensor | None:
-        """The encoded card(s), ``(batch or 1, CARD_DIM)``, or None."""
-        if card is not None and card_vec is not None:
-            raise ValueError("card and card_vec are both given: expected at most one")
-        if card is not None:
-            cards = [card] if isinstance(card, ScenarioCard) else card
-            if not isinstance(cards, Sequence) or not cards or \
-                    not all(isinstance(c, ScenarioCard) for c in cards):
-                raise TypeError(f"card={short_repr(card)} is invalid: expected a ScenarioCard "
-                                "or a list of them, one per battle")
-            if len(cards) not in (1, batch):
-                raise ValueError(f"card holds {len(cards)} cards: expected 1 or {batch}, one "
-                                 "per battle")
-            return torch.stack([c.to_tensor() for c in cards]).to(self.device)
-        if card_vec is None:
-            return None
-        vector = _as_float("card_vec", card_vec, self.device)
-        if vector.ndim == 1:
-            vector = vector[None]
-        if vector.ndim != 2 or vector.shape[1] != CARD_DIM or vector.shape[0] not in (1, batch):
-            raise ValueError(f"card_vec has shape {tuple(vector.shape)}: expected ({CARD_DIM},)"
-                             f" or (1 or {batch}, {CARD_DIM})")
-        return vector
-
-    def _own(self, own_mask: Any, pad_mask: torch.Tensor) -> torch.Tensor:
-        """The acting side's tokens: ``own_mask`` checked against ``pad_mask``, or every
-        non-padded token."""
-        if own_mask is None:
-            return ~pad_mask
-        own = _as_mask("own_mask", own_mask, tuple(pad_mask.shape), self.device)
-        if bool((own & pad_mask).any()):
-            raise ValueError("own_mask marks padding positions as own units: expected own "
-                             "tokens among the non-padded ones")
-        return own
 
     # ----------------------------------------------------------------- network
 
@@ -894,21 +943,21 @@ class WFM1Policy(nn.Module):
             pooled = pooled.index_put((rows,), p)
         return per_token, pooled
 
-    def _features(self, inputs: _Inputs) -> tuple[torch.Tensor, torch.Tensor]:
+    def _features(self, batch: WFM1Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """``(h (B, N, d), f (B, d))``: the acting echelon's per-token vectors and the
         battle's fused, card-modulated vector."""
-        per_token, pooled = self._encode(inputs.tokens, inputs.pad_mask, inputs.echelon)
-        vectors, levels = [pooled], [inputs.echelon]
-        for level, tokens, mask in inputs.others:
+        per_token, pooled = self._encode(batch.tokens, batch.pad_mask, batch.echelon)
+        vectors, levels = [pooled], [batch.echelon]
+        for level, tokens, mask in batch.others:
             vectors.append(self._encode(tokens, mask, level)[1])
             levels.append(level)
-        if isinstance(inputs.echelon, torch.Tensor):
-            echelons = inputs.echelon[:, None]
+        if isinstance(batch.echelon, torch.Tensor):
+            echelons = batch.echelon[:, None]
         else:
             echelons = torch.tensor(levels, device=pooled.device)
         fused = self.cross._fuse(torch.stack(vectors, dim=1), echelons)
-        if inputs.card is not None:
-            gamma, beta = self.card_encoder(inputs.card)
+        if batch.card is not None:
+            gamma, beta = self.card_encoder(batch.card)
             fused = fused * gamma + beta
         return per_token, fused
 
@@ -939,40 +988,34 @@ class WFM1Policy(nn.Module):
     def _value(self, fused: torch.Tensor) -> torch.Tensor:
         return self.value_head(self.critic_trunk(fused)).squeeze(-1)
 
-    def forward(self, tokens: Any, pad_mask: Any = None, echelon: Any = ECHELON_BATTALION,
-                card: Any = None, card_vec: Any = None, tokens_per_echelon: Any = None,
-                pad_masks: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, batch: WFM1Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """Action means ``(B, N, action_dim)`` of every token and values ``(B,)``, with
-        gradients (arguments as in :meth:`act`). The means are the Gaussian's only, with
-        a formation head too (:meth:`heads` gives its logits)."""
-        inputs = self._inputs(tokens, pad_mask, echelon, card, card_vec, tokens_per_echelon,
-                              pad_masks)
-        per_token, fused = self._features(inputs)
-        return self._means(per_token, fused), self._value(fused)
-
-    def heads(self, tokens: Any, pad_mask: Any = None, echelon: Any = ECHELON_BATTALION,
-              card: Any = None, card_vec: Any = None, tokens_per_echelon: Any = None,
-              pad_masks: Any = None) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
-        """Every token's action mean ``(B, N, action_dim)`` and formation logits ``(B, N,
-        FORMATION_CHOICES)`` (None without a formation head), and values ``(B,)``, with
-        gradients, from one forward pass (arguments as in :meth:`act`): for losses on
-        both heads, as the imitation's.
+        gradients. The means are the Gaussian's only, with a formation head too
+        (:meth:`heads` gives its logits).
 
         Raises:
-            ValueError, TypeError: as :meth:`act`.
+            TypeError: for a ``batch`` that is not a :class:`WFM1Batch`.
         """
-        inputs = self._inputs(tokens, pad_mask, echelon, card, card_vec, tokens_per_echelon,
-                              pad_masks)
-        per_token, fused = self._features(inputs)
+        per_token, fused = self._features(_as_batch(batch))
+        return self._means(per_token, fused), self._value(fused)
+
+    def heads(self, batch: WFM1Batch
+              ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+        """Every token's action mean ``(B, N, action_dim)`` and formation logits ``(B, N,
+        FORMATION_CHOICES)`` (None without a formation head), and values ``(B,)``, with
+        gradients, from one forward pass: for losses on both heads, as the imitation's.
+
+        Raises:
+            TypeError: for a ``batch`` that is not a :class:`WFM1Batch`.
+        """
+        per_token, fused = self._features(_as_batch(batch))
         return *self._heads(per_token, fused), self._value(fused)
 
     # ----------------------------------------------------------------- acting
 
-    def act(self, tokens: Any, pad_mask: Any = None, echelon: Any = ECHELON_BATTALION,
-            card: ScenarioCard | Sequence[ScenarioCard] | None = None, card_vec: Any = None,
-            tokens_per_echelon: Mapping[int, Any] | None = None,
-            pad_masks: Mapping[int, Any] | None = None, deterministic: bool = False,
-            own_mask: Any = None, noise: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def act(self, batch: WFM1Batch | Any, pad_mask: Any = None, *,
+            deterministic: bool = False, noise: Any = None, **inputs: Any
+            ) -> tuple[torch.Tensor, torch.Tensor]:
         """Sample (or take the mean of) every own unit's action, without gradients.
 
         Actions are the raw Gaussian draws, not clipped (the environment clips), and
@@ -980,26 +1023,19 @@ class WFM1Policy(nn.Module):
         :meth:`evaluate_actions` on the same actions.
 
         Args:
-            tokens: the acting echelon's tokens ``(B, N, token_dim)``; the actions are
-                theirs.
-            pad_mask: ``(B, N)`` bool, True at padding (None: no padding).
-            echelon: the acting echelon (``ECHELON_*``), or one per battle (``(B,)`` long;
-                not with ``tokens_per_echelon``).
-            card: a :class:`ScenarioCard` for every battle, or a list of one per battle.
-            card_vec: encoded card(s), ``(CARD_DIM,)`` or ``(B, CARD_DIM)``; not with
-                ``card``. Without either, the adapter is left out (the identity).
-            tokens_per_echelon: the other echelons' tokens, echelon -> ``(B, N_e,
-                token_dim)``; their pooled vectors join the acting echelon's in the
-                cross-echelon transformer.
-            pad_masks: their padding masks, echelon -> ``(B, N_e)`` bool (missing: none).
+            batch: a :class:`WFM1Batch`, or the acting echelon's tokens ``(B, N,
+                token_dim)``, which :meth:`WFM1Batch.checked` makes a batch of with
+                ``pad_mask`` and ``inputs``.
+            pad_mask: with tokens, ``(B, N)`` bool, True at padding (None: no padding).
             deterministic: return the means (and the likeliest formation choices)
                 instead of samples.
-            own_mask: ``(B, N)`` bool, True at the acting side's units (default: every
-                non-padded token); it must not mark padding.
             noise: standard normal draws ``(B, N, order_width)`` to sample with instead
                 of torch's generator: ``mean + std * noise``, and with a formation head
                 the choice the last draw decides
                 (:meth:`~models.formation_orders.Orders.sample`, as MAPPO's keyed draws).
+            **inputs: with tokens, the other inputs of :meth:`WFM1Batch.checked`
+                (``own_mask``, ``echelon``, ``card``, ``card_vec``, ``tokens_per_echelon``,
+                ``pad_masks``).
 
         Returns:
             ``(actions (B, N, order_width), log_probs (B, N))``, log-probabilities summed
@@ -1007,40 +1043,41 @@ class WFM1Policy(nn.Module):
             head the last column is the formation code (-1 keep, 0 line, ...).
 
         Raises:
-            ValueError, TypeError: for a wrong shape, dtype or value, an invalid echelon
-                or card, or rows longer than :data:`~envs.battles.entity_tokens.MAX_TOKENS`
-                tokens (checked before any work).
+            ValueError, TypeError: as :meth:`WFM1Batch.checked`, for noise of the wrong
+                shape, or for a batch given with ``pad_mask`` or ``inputs``.
         """
         deterministic = check_bool("deterministic", deterministic)
+        batch = self._batch(batch, pad_mask, inputs)
         with torch.no_grad():
-            inputs = self._inputs(tokens, pad_mask, echelon, card, card_vec,
-                                  tokens_per_echelon, pad_masks)
-            own = self._own(own_mask, inputs.pad_mask)
-            return self._sample(self._orders(*self._features(inputs)), own, deterministic,
-                                noise)
+            return self._sample(self._orders(*self._features(batch)), batch.own_mask,
+                                deterministic, noise)
 
-    def act_and_value(self, tokens: Any, pad_mask: Any = None,
-                      echelon: Any = ECHELON_BATTALION,
-                      card: ScenarioCard | Sequence[ScenarioCard] | None = None,
-                      card_vec: Any = None, tokens_per_echelon: Mapping[int, Any] | None = None,
-                      pad_masks: Mapping[int, Any] | None = None, deterministic: bool = False,
-                      own_mask: Any = None, noise: Any = None,
-                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _batch(self, batch: Any, pad_mask: Any, inputs: dict[str, Any]) -> WFM1Batch:
+        """:meth:`act`'s batch: ``batch`` itself, or raw inputs checked once."""
+        if not isinstance(batch, WFM1Batch):
+            return WFM1Batch.checked(self, batch, pad_mask, **inputs)
+        given = ["pad_mask"] * (pad_mask is not None) + sorted(inputs)
+        if given:
+            raise ValueError(f"{', '.join(given)} given with a WFM1Batch: expected the batch "
+                             "alone, which holds every input")
+        return batch
+
+    def act_and_value(self, batch: WFM1Batch, *, deterministic: bool = False,
+                      noise: Any = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """:meth:`act` and :meth:`get_value` from one forward pass (a rollout needs both).
 
         Returns:
             ``(actions (B, N, order_width), log_probs (B, N), values (B,))``.
 
         Raises:
-            ValueError, TypeError: as :meth:`act`.
+            ValueError, TypeError: for a ``batch`` that is not a :class:`WFM1Batch`, or
+                as :meth:`act` for ``deterministic`` and ``noise``.
         """
         deterministic = check_bool("deterministic", deterministic)
+        batch = _as_batch(batch)
         with torch.no_grad():
-            inputs = self._inputs(tokens, pad_mask, echelon, card, card_vec,
-                                  tokens_per_echelon, pad_masks)
-            own = self._own(own_mask, inputs.pad_mask)
-            per_token, fused = self._features(inputs)
-            actions, log_probs = self._sample(self._orders(per_token, fused), own,
+            per_token, fused = self._features(batch)
+            actions, log_probs = self._sample(self._orders(per_token, fused), batch.own_mask,
                                               deterministic, noise)
             return actions, log_probs, self._value(fused)
 
@@ -1079,41 +1116,25 @@ class WFM1Policy(nn.Module):
         return torch.cat((orders[..., :self.action_dim],
                           codes.masked_fill(~own, float(KEEP_FORMATION)).unsqueeze(-1)), -1)
 
-    def get_value(self, tokens: Any, pad_mask: Any = None, echelon: Any = ECHELON_BATTALION,
-                  card: ScenarioCard | Sequence[ScenarioCard] | None = None,
-                  card_vec: Any = None, tokens_per_echelon: Mapping[int, Any] | None = None,
-                  pad_masks: Mapping[int, Any] | None = None) -> torch.Tensor:
-        """Each battle's value, ``(B,)``, without gradients (arguments as in :meth:`act`).
+    def get_value(self, batch: WFM1Batch) -> torch.Tensor:
+        """Each battle's value, ``(B,)``, without gradients.
 
         Raises:
-            ValueError, TypeError: as :meth:`act`.
+            TypeError: for a ``batch`` that is not a :class:`WFM1Batch`.
         """
+        batch = _as_batch(batch)
         with torch.no_grad():
-            inputs = self._inputs(tokens, pad_mask, echelon, card, card_vec,
-                                  tokens_per_echelon, pad_masks)
-            return self._value(self._features(inputs)[1])
+            return self._value(self._features(batch)[1])
 
-    def evaluate_actions(self, tokens: Any, actions: Any, pad_mask: Any = None,
-                         echelon: Any = ECHELON_BATTALION,
-                         card: ScenarioCard | Sequence[ScenarioCard] | None = None,
-                         card_vec: Any = None, own_mask: Any = None,
-                         tokens_per_echelon: Mapping[int, Any] | None = None,
-                         pad_masks: Mapping[int, Any] | None = None, *,
+    def evaluate_actions(self, batch: WFM1Batch, actions: Any, *,
                          return_orders: bool = False) -> tuple[Any, ...]:
         """Log-probabilities, entropies and values for a PPO update, with gradients.
 
         Args:
-            tokens: as in :meth:`act`.
+            batch: the states the actions were taken in.
             actions: the actions taken, ``(B, N, order_width)`` (entries of tokens that
                 are not own are ignored; the own tokens' formation codes must be whole
                 numbers from -1 to the last formation's).
-            pad_mask: as in :meth:`act`.
-            echelon: as in :meth:`act`.
-            card: as in :meth:`act`.
-            card_vec: as in :meth:`act`.
-            own_mask: as in :meth:`act`.
-            tokens_per_echelon: as in :meth:`act`.
-            pad_masks: as in :meth:`act`.
             return_orders: also return the tokens' order distribution
                 (:class:`~models.formation_orders.Orders`: the Gaussian's means, and the
                 formation logits with a formation head), for a loss on them beside PPO's
@@ -1126,20 +1147,20 @@ class WFM1Policy(nn.Module):
             head) and zero where the token is not own.
 
         Raises:
-            ValueError, TypeError: as :meth:`act`, for actions of the wrong shape, or for
-                an own token's formation code that is not one.
+            ValueError, TypeError: for a ``batch`` that is not a :class:`WFM1Batch`, for
+                actions of the wrong shape or with non-finite values, or for an own
+                token's formation code that is not one.
         """
-        inputs = self._inputs(tokens, pad_mask, echelon, card, card_vec, tokens_per_echelon,
-                              pad_masks)
-        own = self._own(own_mask, inputs.pad_mask)
+        batch = _as_batch(batch)
+        own = batch.own_mask
         actions_t = _as_float("actions", actions, self.device)
-        expected = (*inputs.tokens.shape[:2], self.order_width)
+        expected = (*batch.tokens.shape[:2], self.order_width)
         if tuple(actions_t.shape) != expected:
             raise ValueError(f"actions has shape {tuple(actions_t.shape)}: expected "
                              f"{expected}{self._formation_note()}")
         if self.formation_orders:
             actions_t = self._checked_codes("actions", actions_t, own)
-        per_token, fused = self._features(inputs)
+        per_token, fused = self._features(batch)
         orders = self._orders(per_token, fused)
         not_own = ~own
         log_prob = orders.log_prob(actions_t).masked_fill(not_own, 0.0)
@@ -1148,41 +1169,29 @@ class WFM1Policy(nn.Module):
             return log_prob, entropy, self._value(fused), orders
         return log_prob, entropy, self._value(fused)
 
-    def finetune_loss(self, batch: Mapping[str, Any]) -> torch.Tensor:
+    def finetune_loss(self, batch: WFM1Batch, actions: Any) -> torch.Tensor:
         """Mean squared error between the action means and target actions over own tokens
         (:func:`own_action_error`); with targets of :attr:`order_width` numbers (a policy
         with a formation head), plus the formation head's cross-entropy against their
         last number, the formation code (:func:`own_formation_error`).
 
         Args:
-            batch: ``tokens`` and ``actions`` (``(B, N, action_dim)`` targets, or ``(B,
-                N, action_dim + 1)`` with a formation head), and optionally
-                ``pad_mask``, ``own_mask``, ``echelon``, ``card_vec``,
-                ``tokens_per_echelon`` and ``pad_masks`` (as in :meth:`act`).
+            batch: the states to fit.
+            actions: the targets, ``(B, N, action_dim)``, or ``(B, N, action_dim + 1)``
+                with a formation head (entries of tokens that are not own are ignored).
 
         Returns:
             A scalar with gradients (0 when no token is own).
 
         Raises:
-            ValueError, TypeError: for a missing or unknown key, or as :meth:`act`.
+            ValueError, TypeError: for a ``batch`` that is not a :class:`WFM1Batch`, or
+                for targets of the wrong shape, with non-finite values or with an own
+                token's formation code that is not one.
         """
-        if not isinstance(batch, Mapping):
-            raise TypeError(f"batch={short_repr(batch)} is invalid: expected a dict")
-        allowed = {"tokens", "actions", "pad_mask", "own_mask", "echelon", "card_vec",
-                   "tokens_per_echelon", "pad_masks"}
-        missing = sorted({"tokens", "actions"} - set(batch))
-        unknown = sorted(map(str, set(batch) - allowed))
-        if missing or unknown:
-            raise ValueError(f"batch has keys {sorted(map(str, batch))}: expected 'tokens' and "
-                             f"'actions', and optionally {sorted(allowed - {'tokens', 'actions'})}"
-                             f" (missing {missing}, unknown {unknown})")
-        inputs = self._inputs(batch["tokens"], batch.get("pad_mask"),
-                              batch.get("echelon", ECHELON_BATTALION), None,
-                              batch.get("card_vec"), batch.get("tokens_per_echelon"),
-                              batch.get("pad_masks"))
-        own = self._own(batch.get("own_mask"), inputs.pad_mask)
-        targets = _as_float("actions", batch["actions"], self.device)
-        rows = tuple(inputs.tokens.shape[:2])
+        batch = _as_batch(batch)
+        own = batch.own_mask
+        targets = _as_float("actions", actions, self.device)
+        rows = tuple(batch.tokens.shape[:2])
         widths = sorted({self.action_dim, self.order_width})
         if targets.ndim != 3 or tuple(targets.shape[:2]) != rows or \
                 targets.shape[2] not in widths:
@@ -1191,7 +1200,7 @@ class WFM1Policy(nn.Module):
                              f"{self._formation_note()}")
         if targets.shape[2] > self.action_dim:
             targets = self._checked_codes("actions", targets, own)
-        return own_order_error(*self._heads(*self._features(inputs)), targets, own)
+        return own_order_error(*self._heads(*self._features(batch)), targets, own)
 
     # ----------------------------------------------------------------- files
 

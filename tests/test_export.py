@@ -1,4 +1,4 @@
-"""Exported commanders (issue 38): for every policy kind, ONNX Runtime gives the actions the
+"""Exported commanders: for every policy kind, ONNX Runtime gives the actions the
 project's own deterministic play gives, on 1,000 observations recorded from real battles;
 the metadata says what the inputs and outputs mean; bad input is refused by name."""
 

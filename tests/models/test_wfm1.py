@@ -21,6 +21,7 @@ from models.wfm1 import (
     CrossEchelonTransformer,
     EchelonEncoder,
     ScenarioCard,
+    WFM1Batch,
     WFM1Policy,
     own_formation_error,
 )
@@ -58,6 +59,11 @@ def padding(batch: int, n: int, lengths: list[int]) -> torch.Tensor:
     return torch.arange(n)[None, :] >= torch.tensor(lengths)[:, None]
 
 
+def batch_of(policy: WFM1Policy, *args, **kwargs) -> WFM1Batch:
+    """``policy``'s checked batch of the inputs given (as :meth:`WFM1Policy.act` takes them)."""
+    return WFM1Batch.checked(policy, *args, **kwargs)
+
+
 def means(policy: WFM1Policy, *args, **kwargs) -> torch.Tensor:
     return policy.act(*args, deterministic=True, **kwargs)[0]
 
@@ -79,8 +85,8 @@ def test_shapes_for_any_number_of_tokens_and_battles(n, batch):
     rows, mask = tokens(batch, n), padding(batch, n, [max(n - b, 1) for b in range(batch)])
     actions, log_probs = policy.act(rows, mask)
     assert actions.shape == (batch, n, ACT) and log_probs.shape == (batch, n)
-    assert policy.get_value(rows, mask).shape == (batch,)
-    log_prob, entropy, value = policy.evaluate_actions(rows, actions, mask)
+    assert policy.get_value(batch_of(policy, rows, mask)).shape == (batch,)
+    log_prob, entropy, value = policy.evaluate_actions(batch_of(policy, rows, mask), actions)
     assert log_prob.shape == entropy.shape == (batch, n) and value.shape == (batch,)
     assert log_prob.requires_grad and value.requires_grad
     per_token, pooled = policy.encoder.encode(rows, 0, mask)
@@ -106,12 +112,13 @@ def test_padded_tokens_change_nothing_else():
     policy = make().eval()
     rows, mask = tokens(3, 10), padding(3, 10, [10, 6, 2])
     before_actions = means(policy, rows, mask)
-    before_value = policy.get_value(rows, mask)
+    before_value = policy.get_value(batch_of(policy, rows, mask))
     changed = rows.clone()
     changed[mask] = torch.randn(int(mask.sum()), ENTITY_TOKEN_DIM) * 50
     after_actions = means(policy, changed, mask)
     torch.testing.assert_close(after_actions, before_actions, rtol=0, atol=1e-6)
-    torch.testing.assert_close(policy.get_value(changed, mask), before_value, rtol=0, atol=1e-6)
+    torch.testing.assert_close(policy.get_value(batch_of(policy, changed, mask)), before_value,
+                               rtol=0, atol=1e-6)
     assert torch.all(after_actions[mask] == 0)  # padding has no action
 
 
@@ -123,8 +130,8 @@ def test_permuting_tokens_permutes_actions_and_keeps_the_value():
     actions = means(policy, rows, mask)
     permuted = means(policy, rows[:, order], mask[:, order])
     torch.testing.assert_close(permuted, actions[:, order], rtol=0, atol=1e-5)
-    torch.testing.assert_close(policy.get_value(rows[:, order], mask[:, order]),
-                               policy.get_value(rows, mask), rtol=0, atol=1e-5)
+    torch.testing.assert_close(policy.get_value(batch_of(policy, rows[:, order], mask[:, order])),
+                               policy.get_value(batch_of(policy, rows, mask)), rtol=0, atol=1e-5)
 
 
 def test_a_fully_padded_row_gives_finite_zeros():
@@ -132,17 +139,18 @@ def test_a_fully_padded_row_gives_finite_zeros():
     rows, mask = tokens(3, 5), padding(3, 5, [5, 0, 2])
     actions, log_probs = policy.act(rows, mask)
     assert torch.all(actions[1] == 0) and torch.all(log_probs[1] == 0)
-    assert torch.isfinite(actions).all() and torch.isfinite(policy.get_value(rows, mask)).all()
+    assert torch.isfinite(actions).all()
+    assert torch.isfinite(policy.get_value(batch_of(policy, rows, mask))).all()
     per_token, pooled = policy.encoder.encode(rows, 0, mask)
     assert torch.all(per_token[1] == 0) and torch.all(pooled[1] == 0)
     # No NaN reaches the gradients either.
-    log_prob, entropy, value = policy.evaluate_actions(rows, actions, mask)
+    log_prob, entropy, value = policy.evaluate_actions(batch_of(policy, rows, mask), actions)
     (log_prob.sum() + entropy.sum() + value.sum()).backward()
     assert all(torch.isfinite(p.grad).all() for p in policy.parameters() if p.grad is not None)
     # A batch of empty rows alone.
     empty = torch.ones(2, 4, dtype=torch.bool)
     assert torch.all(policy.act(tokens(2, 4), empty)[0] == 0)
-    assert torch.isfinite(policy.get_value(tokens(2, 4), empty)).all()
+    assert torch.isfinite(policy.get_value(batch_of(policy, tokens(2, 4), empty))).all()
 
 
 # ----------------------------------------------------------------------------- the adapter
@@ -155,8 +163,9 @@ def test_the_card_adapter_is_the_identity_at_initialisation():
     with_card = means(policy, rows, mask, card=tweaked_card())
     with_vectors = means(policy, rows, mask, card_vec=torch.rand(2, CARD_DIM))
     assert torch.equal(with_card, plain) and torch.equal(with_vectors, plain)
-    assert torch.equal(policy.get_value(rows, mask, card=[tweaked_card(), ScenarioCard()]),
-                       policy.get_value(rows, mask))
+    cards = [tweaked_card(), ScenarioCard()]
+    assert torch.equal(policy.get_value(batch_of(policy, rows, mask, card=cards)),
+                       policy.get_value(batch_of(policy, rows, mask)))
 
 
 def test_a_step_on_the_adapter_alone_changes_outputs_with_a_card():
@@ -166,7 +175,8 @@ def test_a_step_on_the_adapter_alone_changes_outputs_with_a_card():
     base_before = [p.detach().clone() for p in policy.base_parameters()]
     before = means(policy, rows, mask, card=card)
     optimiser = torch.optim.Adam(policy.adapter_parameters(), lr=1e-2)
-    log_prob, _, value = policy.evaluate_actions(rows, torch.ones(2, 6, ACT), mask, card=card)
+    log_prob, _, value = policy.evaluate_actions(batch_of(policy, rows, mask, card=card),
+                                                 torch.ones(2, 6, ACT))
     (-log_prob.sum() + value.pow(2).sum()).backward()
     optimiser.step()
     assert not torch.allclose(means(policy, rows, mask, card=card), before)
@@ -192,22 +202,24 @@ def test_finetune_loss_is_zero_at_the_means_and_falls_when_the_adapter_trains():
     own[:, 4:] = False  # the first four tokens are the side's units
     card_vec = tweaked_card().to_tensor()
     targets = means(policy, rows, mask, own_mask=own, card_vec=card_vec)
-    batch = dict(tokens=rows, actions=targets, pad_mask=mask, own_mask=own, card_vec=card_vec)
-    assert float(policy.finetune_loss(batch).detach()) == pytest.approx(0.0, abs=1e-12)
+    batch = batch_of(policy, rows, mask, own_mask=own, card_vec=card_vec)
+    assert float(policy.finetune_loss(batch, targets).detach()) == pytest.approx(0.0, abs=1e-12)
 
-    batch["actions"] = targets + torch.tensor([0.3, -0.2, 0.1])
+    targets = targets + torch.tensor([0.3, -0.2, 0.1])
     policy.freeze_base()
     optimiser = torch.optim.Adam(policy.adapter_parameters(), lr=3e-2)
     losses = []
     for _ in range(15):
-        loss = policy.finetune_loss(batch)
+        loss = policy.finetune_loss(batch, targets)
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
         losses.append(float(loss.detach()))
     assert losses[-1] < losses[0]
     with pytest.raises(ValueError, match="actions"):
-        policy.finetune_loss({"tokens": rows})
+        policy.finetune_loss(batch, targets[..., :2])
+    with pytest.raises(TypeError, match="batch=.*expected a WFM1Batch"):
+        policy.finetune_loss({"tokens": rows}, targets)
 
 
 # ----------------------------------------------------------------------------- acting
@@ -223,8 +235,8 @@ def test_evaluate_actions_matches_the_log_probs_act_drew():
     for mode in (policy.train, policy.eval):
         mode()
         actions, log_probs = policy.act(rows, mask, own_mask=own, card=tweaked_card())
-        log_prob, entropy, _ = policy.evaluate_actions(rows, actions, mask, own_mask=own,
-                                                       card=tweaked_card())
+        log_prob, entropy, _ = policy.evaluate_actions(
+            batch_of(policy, rows, mask, own_mask=own, card=tweaked_card()), actions)
         torch.testing.assert_close(log_prob.detach(), log_probs, rtol=0, atol=1e-5)
         assert torch.all(log_probs[~own] == 0) and torch.all(actions[~own] == 0)
         assert torch.all(entropy[~own] == 0) and torch.all(entropy[own] > 0)
@@ -234,7 +246,7 @@ def test_deterministic_actions_are_the_means_and_noise_is_used_as_given():
     policy = make()
     rows, mask = tokens(2, 5), padding(2, 5, [5, 3])
     with torch.no_grad():
-        mean, _ = policy(rows, mask)
+        mean, _ = policy(batch_of(policy, rows, mask))
         policy.log_std.copy_(torch.tensor([-1.0, 0.0, 0.5]))
     mean = mean.masked_fill(mask[..., None], 0.0)
     torch.testing.assert_close(means(policy, rows, mask), mean)
@@ -243,10 +255,10 @@ def test_deterministic_actions_are_the_means_and_noise_is_used_as_given():
     expected = (mean + policy.log_std.exp().detach() * noise).masked_fill(mask[..., None], 0.0)
     torch.testing.assert_close(drawn, expected)
     assert torch.equal(policy.act(rows, mask, noise=noise)[0], drawn)
-    actions, log_probs, values = policy.act_and_value(rows, mask, noise=noise)
+    actions, log_probs, values = policy.act_and_value(batch_of(policy, rows, mask), noise=noise)
     assert torch.equal(actions, drawn)
     assert torch.equal(log_probs, policy.act(rows, mask, noise=noise)[1])
-    assert torch.equal(values, policy.get_value(rows, mask))
+    assert torch.equal(values, policy.get_value(batch_of(policy, rows, mask)))
     with pytest.raises(ValueError, match="noise"):
         policy.act(rows, mask, noise=torch.randn(2, 5, 2))
 
@@ -260,15 +272,18 @@ def test_several_echelons_fuse_in_the_cross_echelon_transformer():
                  pad_masks={ECHELON_BRIGADE: brigade_mask})
     actions, log_probs = policy.act(battalions, mask, **given)
     assert actions.shape == (2, 9, ACT) and log_probs.shape == (2, 9)
-    value = policy.get_value(battalions, mask, **given)
+    value = policy.get_value(batch_of(policy, battalions, mask, **given))
     assert value.shape == (2,)
-    assert not torch.allclose(value, policy.get_value(battalions, mask))
+    assert not torch.allclose(value, policy.get_value(batch_of(policy, battalions, mask)))
     moved = dict(given, tokens_per_echelon={ECHELON_BRIGADE: brigades + 1.0})
-    assert not torch.allclose(policy.get_value(battalions, mask, **moved), value)
-    log_prob, _, _ = policy.evaluate_actions(battalions, actions, mask, **given)
+    assert not torch.allclose(policy.get_value(batch_of(policy, battalions, mask, **moved)),
+                              value)
+    log_prob, _, _ = policy.evaluate_actions(batch_of(policy, battalions, mask, **given),
+                                             actions)
     torch.testing.assert_close(log_prob.detach(), log_probs, rtol=0, atol=1e-5)
     three = {ECHELON_BRIGADE: brigades, ECHELON_DIVISION: tokens(2, 2, seed=6)}
-    assert policy.get_value(battalions, mask, tokens_per_echelon=three).shape == (2,)
+    assert policy.get_value(batch_of(policy, battalions, mask,
+                                     tokens_per_echelon=three)).shape == (2,)
     with pytest.raises(ValueError, match="acting echelon"):
         policy.act(battalions, mask, tokens_per_echelon={0: brigades})
     with pytest.raises(ValueError, match="rows"):
@@ -283,12 +298,13 @@ def test_per_battle_echelons_match_one_echelon_at_a_time(share):
     rows, mask = tokens(4, 6), padding(4, 6, [6, 5, 4, 3])
     echelons = torch.tensor([0, ECHELON_CORPS, 0, ECHELON_BRIGADE])
     mixed = means(policy, rows, mask, echelon=echelons)
-    values = policy.get_value(rows, mask, echelon=echelons)
+    values = policy.get_value(batch_of(policy, rows, mask, echelon=echelons))
     for b, level in enumerate(echelons.tolist()):
         alone = means(policy, rows[b:b + 1], mask[b:b + 1], echelon=level)
         torch.testing.assert_close(mixed[b:b + 1], alone, rtol=0, atol=1e-5)
         torch.testing.assert_close(values[b:b + 1],
-                                   policy.get_value(rows[b:b + 1], mask[b:b + 1], echelon=level),
+                                   policy.get_value(batch_of(policy, rows[b:b + 1],
+                                                             mask[b:b + 1], echelon=level)),
                                    rtol=0, atol=1e-5)
     assert not torch.allclose(means(policy, rows, mask, echelon=0),
                               means(policy, rows, mask, echelon=ECHELON_CORPS))
@@ -311,21 +327,21 @@ def test_a_formation_head_adds_the_formation_code_to_every_order():
     assert torch.all(actions[~own] == 0) and torch.all(log_probs[~own] == 0)
     # A fresh head keeps the formation most of the time: every change costs drill steps.
     assert (codes[own] == KEEP_FORMATION).float().mean() > 0.8
-    log_prob, entropy, _, orders = policy.evaluate_actions(rows, actions, mask, own_mask=own,
-                                                           return_orders=True)
+    log_prob, entropy, _, orders = policy.evaluate_actions(
+        batch_of(policy, rows, mask, own_mask=own), actions, return_orders=True)
     mean = orders.gaussian.mean
     torch.testing.assert_close(log_prob.detach(), log_probs, rtol=0, atol=1e-5)
     # The rest of the network starts as without the head, so the difference is the
     # categorical's: its log-probability of the chosen code, and its entropy.
-    base_log_prob, base_entropy, _ = plain.evaluate_actions(rows, actions[..., :ACT], mask,
-                                                            own_mask=own)
-    logits = policy.heads(rows, mask)[1]
+    base_log_prob, base_entropy, _ = plain.evaluate_actions(
+        batch_of(plain, rows, mask, own_mask=own), actions[..., :ACT])
+    logits = policy.heads(batch_of(policy, rows, mask))[1]
     chosen = torch.log_softmax(logits, -1).gather(-1, (codes + 1).long()[..., None])[..., 0]
     torch.testing.assert_close((log_prob - base_log_prob)[own], chosen[own], rtol=0, atol=1e-5)
     assert torch.all((entropy - base_entropy)[own] > 0)
     # forward and the returned orders' Gaussian give the same means.
     assert mean.shape == (16, 8, ACT)
-    torch.testing.assert_close(mean, policy(rows, mask)[0], rtol=0, atol=0)
+    torch.testing.assert_close(mean, policy(batch_of(policy, rows, mask))[0], rtol=0, atol=0)
     deterministic = means(policy, rows, mask, own_mask=own)
     assert torch.all(deterministic[..., ACT][own] == KEEP_FORMATION)  # the likeliest choice
     torch.testing.assert_close(deterministic[..., :ACT][own], means(plain, rows, mask)[own])
@@ -338,13 +354,13 @@ def test_keyed_noise_decides_the_formation_choice_by_its_probabilities():
     rows = tokens(1, 1).repeat(4000, 1, 1)
     noise = torch.randn(4000, 1, ACT + 1, generator=torch.Generator().manual_seed(2))
     actions, log_probs = policy.act(rows, noise=noise)
-    again, _, _ = policy.act_and_value(rows, noise=noise)
+    again, _, _ = policy.act_and_value(batch_of(policy, rows), noise=noise)
     assert torch.equal(actions, again)
-    probs = torch.softmax(policy.heads(rows[:1])[1][0, 0], -1).detach()
+    probs = torch.softmax(policy.heads(batch_of(policy, rows[:1]))[1][0, 0], -1).detach()
     shares = torch.bincount((actions[:, 0, ACT] + 1).long(), minlength=5) / 4000.0
     torch.testing.assert_close(shares, probs, atol=0.03, rtol=0)
     # The continuous orders are mean + std * noise, as without the head.
-    mean = policy(rows[:1])[0][0, 0].detach()
+    mean = policy(batch_of(policy, rows[:1]))[0][0, 0].detach()
     torch.testing.assert_close(actions[:5, 0, :ACT],
                                mean + policy.log_std.exp().detach() * noise[:5, 0, :ACT])
     with pytest.raises(ValueError, match=r"noise has shape \(4000, 1, 3\).*formation code"):
@@ -357,32 +373,32 @@ def test_finetune_loss_fits_the_formation_head_to_target_codes():
     own = ~mask
     targets = means(policy, rows, mask).clone()
     # Three numbers: the means' error alone, zero at the means.
-    batch = dict(tokens=rows, actions=targets[..., :ACT], pad_mask=mask, own_mask=own)
-    assert float(policy.finetune_loss(batch).detach()) == pytest.approx(0.0, abs=1e-12)
+    batch = batch_of(policy, rows, mask, own_mask=own)
+    assert float(policy.finetune_loss(batch, targets[..., :ACT]).detach()) == pytest.approx(
+        0.0, abs=1e-12)
     # Four: plus the head's cross-entropy against the codes (the padding's ignored).
     targets[..., ACT] = SQUARE
     targets[mask] = 99.0
-    batch["actions"] = targets
-    logits = policy.heads(rows, mask)[1]
+    logits = policy.heads(batch_of(policy, rows, mask))[1]
     expected = own_formation_error(logits, targets[..., ACT], own)
     cross_entropy = -torch.log_softmax(logits, -1)[..., SQUARE + 1][own].mean()
     torch.testing.assert_close(expected, cross_entropy)
-    torch.testing.assert_close(policy.finetune_loss(batch), expected)
+    torch.testing.assert_close(policy.finetune_loss(batch, targets), expected)
     optimiser = torch.optim.Adam(policy.parameters(), lr=3e-2)
     for _ in range(10):
-        loss = policy.finetune_loss(batch)
+        loss = policy.finetune_loss(batch, targets)
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
-    assert float(policy.finetune_loss(batch).detach()) < 0.1 * float(expected.detach())
+    assert float(policy.finetune_loss(batch, targets).detach()) < 0.1 * float(expected.detach())
     assert torch.all(means(policy, rows, mask)[..., ACT][own] == SQUARE)
     for code, found in ((1.5, r"\[1.5\]"), (7.0, r"\[7.0\]"), (-2.0, r"\[-2.0\]")):
         targets[0, 0, ACT] = code
         with pytest.raises(ValueError, match=rf"actions\[\.\.\., 3\] holds formation codes "
                                              rf"{found}: expected whole numbers -1 \(keep\)"):
-            policy.finetune_loss(batch)
+            policy.finetune_loss(batch, targets)
     with pytest.raises(ValueError, match="formation_orders=False"):
-        make().finetune_loss(dict(batch, actions=targets.clamp(-1, 3).round()))
+        make().finetune_loss(batch, targets.clamp(-1, 3).round())
 
 
 def test_formation_orders_are_checked_where_they_come_in():
@@ -392,17 +408,17 @@ def test_formation_orders_are_checked_where_they_come_in():
         make(formation_orders="yes")
     with pytest.raises(ValueError, match=r"actions has shape \(2, 4, 3\): expected "
                                          r"\(2, 4, 4\).*formation_orders=True"):
-        policy.evaluate_actions(rows, torch.zeros(2, 4, ACT), mask)
+        policy.evaluate_actions(batch_of(policy, rows, mask), torch.zeros(2, 4, ACT))
     with pytest.raises(ValueError, match=r"actions has shape \(2, 4, 4\): expected "
                                          r"\(2, 4, 3\).*formation_orders=False"):
-        make().evaluate_actions(rows, torch.zeros(2, 4, ACT + 1), mask)
+        make().evaluate_actions(batch_of(policy, rows, mask), torch.zeros(2, 4, ACT + 1))
     actions = torch.zeros(2, 4, ACT + 1)
     actions[1, 3, ACT] = 9.0  # padding: ignored
-    log_prob, _, _ = policy.evaluate_actions(rows, actions, mask)
+    log_prob, _, _ = policy.evaluate_actions(batch_of(policy, rows, mask), actions)
     assert log_prob[1, 3] == 0
     actions[0, 1, ACT] = 4.0  # an own unit: a code no formation has
     with pytest.raises(ValueError, match=r"actions\[\.\.\., 3\] holds formation codes \[4.0\]"):
-        policy.evaluate_actions(rows, actions, mask)
+        policy.evaluate_actions(batch_of(policy, rows, mask), actions)
 
 
 def test_checkpoints_with_and_without_the_formation_head(tmp_path):
@@ -432,8 +448,8 @@ def test_checkpoints_with_and_without_the_formation_head(tmp_path):
     assert torch.equal(means(again, rows, mask), means(policy, rows, mask))
     assert torch.all(means(again, rows, mask)[..., ACT][~mask] == SQUARE)
     drawn, drawn_log_probs = again.act(rows, mask)
-    torch.testing.assert_close(again.evaluate_actions(rows, drawn, mask)[0].detach(),
-                               policy.evaluate_actions(rows, drawn, mask)[0].detach())
+    torch.testing.assert_close(again.evaluate_actions(batch_of(again, rows, mask), drawn)[0],
+                               policy.evaluate_actions(batch_of(policy, rows, mask), drawn)[0])
     with pytest.raises(ValueError, match="do not fit"):
         WFM1Policy.load_checkpoint(path, formation_orders=False)
 
@@ -457,8 +473,8 @@ def test_checkpoints_round_trip_and_take_overrides(tmp_path):
     policy.eval()
     card = tweaked_card()
     assert torch.equal(means(loaded, rows, mask, card=card), means(policy, rows, mask, card=card))
-    assert torch.equal(loaded.get_value(rows, mask, echelon=2),
-                       policy.get_value(rows, mask, echelon=2))
+    assert torch.equal(loaded.get_value(batch_of(loaded, rows, mask, echelon=2)),
+                       policy.get_value(batch_of(policy, rows, mask, echelon=2)))
     assert WFM1Policy.load_checkpoint(path, dropout=0.1).kwargs["dropout"] == 0.1
     with pytest.raises(ValueError, match="asks for a network of"):
         WFM1Policy.load_checkpoint(path, action_dim=4)
@@ -562,7 +578,7 @@ def test_invalid_inputs_are_named():
                                          f"{ENTITY_TOKEN_DIM}\\)"):
         policy.act(tokens(2, 4)[..., :16], mask)
     with pytest.raises(ValueError, match="tokens"):
-        policy.get_value(rows[0], mask)
+        WFM1Batch.checked(policy, rows[0], mask)
     with pytest.raises(ValueError, match="pad_mask"):
         policy.act(rows, mask[:, :3])
     with pytest.raises(TypeError, match="pad_mask"):
@@ -570,7 +586,7 @@ def test_invalid_inputs_are_named():
     with pytest.raises(ValueError, match="own_mask"):
         policy.act(rows, mask, own_mask=torch.ones(2, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match="actions"):
-        policy.evaluate_actions(rows, torch.zeros(2, 4, 2), mask)
+        policy.evaluate_actions(batch_of(policy, rows, mask), torch.zeros(2, 4, 2))
     with pytest.raises(ValueError, match="non-finite"):
         policy.act(torch.full((2, 4, ENTITY_TOKEN_DIM), float("nan")), mask)
     with pytest.raises(ValueError, match="card"):
@@ -581,6 +597,52 @@ def test_invalid_inputs_are_named():
         policy.act(rows, mask, card=[ScenarioCard()] * 3)
     with pytest.raises(TypeError, match="card"):
         policy.act(rows, mask, card="clear")
+
+
+def test_a_batch_is_checked_once_and_read_as_it_is():
+    policy = make().eval()
+    rows, mask = tokens(2, 5), padding(2, 5, [5, 3])
+    own = ~mask
+    own[0, 4] = False
+    card = tweaked_card()
+    batch = WFM1Batch.checked(policy, rows.numpy(), mask.numpy().tolist(), own_mask=own,
+                              card=card)
+    assert batch.tokens.dtype == torch.float32 and batch.pad_mask.dtype == torch.bool
+    assert batch.card.shape == (1, CARD_DIM) and batch.others == ()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        batch.tokens = rows
+    # The keyword form of act builds the same batch; a trusted one of the same tensors
+    # reads the same.
+    expected = policy.act(rows, mask, own_mask=own, card=card, deterministic=True)
+    trusted = WFM1Batch.trusted(rows, mask, own, card.to_tensor()[None])
+    for given in (batch, trusted):
+        for got, want in zip(policy.act(given, deterministic=True), expected, strict=True):
+            assert torch.equal(got, want)
+    assert torch.equal(WFM1Batch.trusted(rows, mask).own_mask, ~mask)
+    noise = torch.randn(2, 5, ACT)
+    actions, log_probs, values = policy.act_and_value(batch, noise=noise)
+    assert torch.equal(actions, policy.act(batch, noise=noise)[0])
+    assert torch.equal(values, policy.get_value(batch))
+    torch.testing.assert_close(policy.evaluate_actions(batch, actions)[0].detach(), log_probs,
+                               rtol=0, atol=1e-5)
+
+
+def test_raw_inputs_and_batches_are_not_mixed():
+    policy = make()
+    rows, mask = tokens(2, 4), padding(2, 4, [4, 2])
+    batch = batch_of(policy, rows, mask)
+    for call in (lambda: policy.get_value(rows), lambda: policy.act_and_value(rows),
+                 lambda: policy.evaluate_actions(rows, torch.zeros(2, 4, ACT)),
+                 lambda: policy.heads(rows), lambda: policy(rows),
+                 lambda: policy.finetune_loss(rows, torch.zeros(2, 4, ACT))):
+        with pytest.raises(TypeError, match="batch=.*expected a WFM1Batch"):
+            call()
+    with pytest.raises(ValueError, match="pad_mask, own_mask given with a WFM1Batch"):
+        policy.act(batch, mask, own_mask=~mask)
+    with pytest.raises(ValueError, match="deterministic"):
+        policy.act_and_value(batch, deterministic="yes")
+    with pytest.raises(TypeError, match="unknown"):
+        policy.act(rows, mask, unknown=1)
 
 
 def test_the_encoder_and_cross_transformer_alone():
@@ -766,10 +828,12 @@ def test_a_policy_with_echelon_tokens_reads_them():
         policy.echelon_inputs(echelon_tokens(view, 3))
     with pytest.raises(ValueError, match="brigade_size"):
         WFM1Policy(**SMALL, echelon_tokens=True, brigade_size=0)
-    # finetune_loss takes them too.
-    batch = {"tokens": tokens, "actions": torch.zeros(1, 6, ACT), "pad_mask": pad,
-             "own_mask": own, **inputs}
-    assert float(policy.finetune_loss(batch).detach()) > 0
+    # A checked batch holds them, and a trusted one built from the context reads the same.
+    checked = WFM1Batch.checked(policy, tokens, pad, own_mask=own, **inputs)
+    trusted = WFM1Batch.trusted(tokens, pad, own, echelons=context)
+    assert torch.equal(policy.act(checked, deterministic=True)[0], orders(context))
+    assert torch.equal(policy.act(trusted, deterministic=True)[0], orders(context))
+    assert float(policy.finetune_loss(checked, torch.zeros(1, 6, ACT)).detach()) > 0
 
 
 def test_checkpoints_keep_the_echelon_token_setting(tmp_path):

@@ -536,7 +536,7 @@ def _boundaries(workdir: Path) -> list[Boundary]:
     ]
 
 
-# --- the echelon, scenario and WFM-1 boundaries (issue 33) ---------------------------------
+# --- the echelon, scenario and WFM-1 boundaries ------------------------------------------
 
 _SCENARIO = {"id": "fuzz", "field": {"width_m": 400.0, "height_m": 400.0, "rows": 4,
                                      "cols": 4, "max_steps": 3},

@@ -1,4 +1,4 @@
-"""Fuzz of the public API (issue 11, silent acceptance): every invalid call raises a named
+"""Fuzz of the public API (silent acceptance): every invalid call raises a named
 error from our code; none is accepted, none fails inside NumPy, torch or pathlib, none hangs.
 
 ``benchmarks/fuzz.py`` runs the same fuzz with 10,000 calls and more.

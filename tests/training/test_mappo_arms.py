@@ -132,8 +132,9 @@ def test_a_run_imitates_the_combined_arms_doctrine_then_learns(tmp_path):
     assert set(codes.unique().tolist()) <= {-1.0, 0.0, 1.0, 2.0, 3.0}
     # The whole run, evaluation and checkpoints included.
     result = train_mappo(config)
-    # The imitation's rounds (28 of 8 battles), then four rollouts.
-    assert result.total_steps == 28 * 8 + 4 * ROLLOUT and result.policy.formation_orders
+    # The imitation's rounds (28 of 8 battles), then whole rollouts until the budget of
+    # six is reached: five.
+    assert result.total_steps == 28 * 8 + 5 * ROLLOUT and result.policy.formation_orders
     assert "eval/win_rate" in result.history[-1]
     assert policy_from_checkpoint(result.final_checkpoint).formation_orders
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from envs.battles.entity_tokens import ENTITY_TOKEN_DIM
-from models.wfm1 import CARD_DIM, WFM1Policy, own_order_error
+from models.wfm1 import CARD_DIM, WFM1Batch, WFM1Policy, own_order_error
 from training.wfm1.minibatches import in_length_groups
 
 
@@ -36,8 +36,8 @@ def test_groups_give_the_outputs_and_gradients_of_the_whole_minibatch(n_groups):
 
     def evaluate(b):
         log_prob, entropy, value, orders = policy.evaluate_actions(
-            b["tokens"], b["actions"], b["pad_mask"], card_vec=b["cards"],
-            own_mask=b["own_mask"], return_orders=True)
+            WFM1Batch.trusted(b["tokens"], b["pad_mask"], b["own_mask"], b["cards"]),
+            b["actions"], return_orders=True)
         return (log_prob, entropy, orders.gaussian.mean, orders.formation_logits), (value,)
 
     def loss(outputs):
@@ -67,7 +67,8 @@ def test_a_policy_without_a_formation_head_gets_none_back():
     rows = minibatch(seed=1)
 
     def heads(b):
-        mean, logits, value = policy.heads(b["tokens"], b["pad_mask"], card_vec=b["cards"])
+        mean, logits, value = policy.heads(WFM1Batch.trusted(b["tokens"], b["pad_mask"],
+                                                             card=b["cards"]))
         return (mean, logits), (value,)
 
     (mean, logits), (value,) = in_length_groups(heads, rows, ("tokens", "pad_mask"))

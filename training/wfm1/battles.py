@@ -2,30 +2,17 @@
 
 :class:`ScenarioBattles` holds a batch of battles for each of its scenarios
 (:class:`~training.wfm1.scenarios.WFMScenario`, each a
-:class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch` of its own size and ground) and
-presents them as one: Blue's entity tokens of every battle padded to one token count
-(:func:`envs.battles.entity_tokens.entity_tokens`), each battle's scenario card, and a
-:meth:`~ScenarioBattles.step` that takes one order per token. Blue's units move and fire
-as the generalist orders. Their formations follow the combined-arms drill (the
-doctrine's formation orders: column to march, line to fight, square against horse)
-when the orders are three numbers; a fourth number, the formation code of a generalist
-with a formation channel (``WFM1Policy(formation_orders=True)``), replaces the drill's
-order for that unit (-1 keeps the formation). Blue's teacher, whose orders label each
-step and command Blue when no orders are given, is the combined-arms doctrine playing an
-:class:`~envs.commanders.arms_doctrine.ArmsPlan`, perhaps under another attack rule
-(``blue_plan``; the doctrine's own by default), or choosing among several battle by
-battle by playing each ahead on a copy of the battles (``lookahead``,
-:mod:`training.wfm1.lookahead`). Red is the combined-arms doctrine
-(:class:`~envs.commanders.arms_doctrine.CombinedArmsDoctrine`), or, scenario by scenario
-(``reds``), a frozen generalist (self-play): it reads Red's own tokens (Red's frame,
-mirrored) and Red's scenario card (``WFMScenario.card(RED)``: the counts swapped) and
-orders Red's units on its means, with its likeliest formation when it has a formation
-head (else Red's formations follow the drill, as Blue's do). A generalist with
-``echelon_tokens`` reads its side's brigade and division tokens too
-(:mod:`envs.battles.echelon_tokens`): :meth:`ScenarioBattles.echelons` gives Blue's beside
-:meth:`~ScenarioBattles.observe`'s view, and a self-play Red gets Red's own (its brigades
-counted from Red's first unit). A finished battle starts its next episode at once; the
-step reports what ended.
+:class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch` of its own size and
+ground) and presents them as one: Blue's entity tokens of every battle padded to one
+token count (:meth:`~ScenarioBattles.observe`), each battle's scenario card, and a
+:meth:`~ScenarioBattles.step` that takes one order per token (three numbers, or four with
+a formation code) and reports what ended (:class:`BattlesStep`); a finished battle starts
+its next episode at once. Blue's teacher (the combined-arms doctrine playing an
+:class:`~envs.commanders.arms_doctrine.ArmsPlan`, ``blue_plan``, or searching among
+several, ``lookahead``) labels every step and commands Blue when no orders are given; Red
+is the combined-arms doctrine or, scenario by scenario (``reds``), a frozen generalist.
+:meth:`~ScenarioBattles.echelons` gives the brigade and division tokens of a generalist
+that reads them. ``docs/wfm1.md`` ("Training") has the details.
 """
 
 from __future__ import annotations
@@ -52,7 +39,7 @@ from envs.commanders.arms_doctrine import (
 from envs.sim.constants import ACTION_DIM
 from envs.sim.engine import check_formation_orders
 from envs.sim.validation import check_bool, short_repr
-from models.wfm1 import WFM1Policy
+from models.wfm1 import WFM1Batch, WFM1Policy
 from training.common.play import team_outcomes
 from training.wfm1.lookahead import Lookahead, PlanChoice, candidate, candidate_doctrine
 from training.wfm1.scenarios import WFMScenario
@@ -225,11 +212,10 @@ class ScenarioBattles:
                                 for f in ("tokens", "pad_mask", "own_mask"))
             # Red's own brigades count from Red's first unit, after Blue's.
             first = np.repeat([self.batches[k].n_blue for k in ks], self.per)
-            context = policy.echelon_inputs(policy.echelon_context(view, first))
+            batch = WFM1Batch.trusted(tokens, pad, own, torch.from_numpy(cards).to(
+                policy.device), policy.echelon_context(view, first))
             with torch.no_grad():
-                actions = policy.act(tokens, pad, card_vec=torch.from_numpy(cards).to(
-                    policy.device), own_mask=own, deterministic=True,
-                    **context)[0].cpu().numpy()
+                actions = policy.act(batch, deterministic=True)[0].cpu().numpy()
             for i, (k, part) in enumerate(zip(ks, views, strict=True)):
                 battle, token = np.nonzero(part.own_mask)
                 out[k] = ((battle, part.unit[battle, token]),
@@ -405,11 +391,10 @@ def mean_orders(battles: ScenarioBattles, view: EntityView, policy: WFM1Policy) 
     :meth:`~ScenarioBattles.step`."""
     device = policy.device
     with torch.no_grad():
-        return policy.act(
-            torch.from_numpy(view.tokens).to(device), torch.from_numpy(view.pad_mask).to(device),
-            card_vec=torch.from_numpy(battles.cards).to(device),
-            own_mask=torch.from_numpy(view.own_mask).to(device), deterministic=True,
-            **policy.echelon_inputs(battles.echelons(policy)))[0].cpu().numpy()
+        batch = WFM1Batch.trusted(*(torch.from_numpy(a).to(device) for a in (
+            view.tokens, view.pad_mask, view.own_mask, battles.cards)),
+            echelons=battles.echelons(policy))
+        return policy.act(batch, deterministic=True)[0].cpu().numpy()
 
 
 def play_out(battles: ScenarioBattles, policy: WFM1Policy | None) -> np.ndarray:

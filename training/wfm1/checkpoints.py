@@ -1,26 +1,18 @@
 """WFM-1 training checkpoints: the weights, the optimiser, the counters and the generators.
 
 A checkpoint is the project's one training checkpoint
-(:class:`models.weights.TrainingCheckpoint`, ``kind`` ``"wfm1"``): the policy's
-constructor arguments and weights, the optimiser, the counters (``total_steps``,
-``episodes``, ``updates``; ``best_validation``, the best validation win rate so far, -1
-before any; ``self_play_version``, the last snapshot the run added to its self-play
-pool, 0 for none, and 0 for a checkpoint written before the counter existed), the random
-generators (``numpy``: the run's generator, ``torch``: the global one) and the run's
-config among the extras. It is written atomically and
-read with ``weights_only=True``; :meth:`models.wfm1.WFM1Policy.load_checkpoint` reads
-its policy, so every checkpoint of a run is also a policy file.
-
-A run's folder holds ``wfm1_<steps>_steps.pt`` every ``checkpoint.every_updates``
-updates, then ``wfm1_latest.pt`` (the same state), ``wfm1_warm_start.pt`` after the
-imitation, ``wfm1_best.pt`` and ``wfm1_final.pt``. :func:`newest_checkpoint` finds the
-one to resume from: the newest complete one of the step files, the latest and the warm
-start (a run killed between a step file and ``wfm1_latest.pt`` resumes from the step
-file), skipping, with a warning naming it, any that cannot be read.
-
-Checkpoints written before that layout (``config``, ``state_dict``, ``optimizer``,
-``counters`` as ``[total_steps, updates, episodes]``, ``best_validation``,
-``numpy_rng`` and ``torch_rng``) still load (:func:`read_legacy_checkpoint`).
+(:class:`models.weights.TrainingCheckpoint`, ``kind`` ``"wfm1"``): the policy's constructor
+arguments and weights, the optimiser, the counters (``total_steps``, ``episodes``,
+``updates``, ``best_validation``, ``self_play_version``), the random generators and the
+run's config. It is written atomically and read with ``weights_only=True``;
+:meth:`models.wfm1.WFM1Policy.load_checkpoint` reads its policy, so every checkpoint of a
+run is also a policy file. :func:`newest_checkpoint` finds the one to resume from among
+a run's folder's ``wfm1_<steps>_steps.pt``, ``wfm1_latest.pt`` and ``wfm1_warm_start.pt``,
+skipping, with a warning naming it, any that cannot be read. A file without
+``checkpoint_format`` (``config``, ``state_dict``, ``optimizer``, ``counters`` as
+``[total_steps, updates, episodes]``, ``best_validation``, ``numpy_rng``, ``torch_rng``)
+loads through :func:`read_legacy_checkpoint`. ``docs/wfm1.md`` ("Training") lists a run's
+checkpoints.
 """
 
 from __future__ import annotations
@@ -83,8 +75,8 @@ def save_checkpoint(path: str | Path, policy: WFM1Policy, optimizer: torch.optim
 
 
 def load_checkpoint(path: str | Path) -> TrainingCheckpoint:
-    """Read a checkpoint written by :func:`save_checkpoint`, or by an earlier version
-    (:func:`read_legacy_checkpoint`); never unpickles code.
+    """Read a checkpoint written by :func:`save_checkpoint`, or one without
+    ``checkpoint_format`` (:func:`read_legacy_checkpoint`); never unpickles code.
 
     Raises:
         FileNotFoundError: if ``path`` does not exist.
@@ -137,8 +129,8 @@ def newest_checkpoint(folder: str | Path) -> Path | None:
 
 
 def read_legacy_checkpoint(data: Any, source: str) -> TrainingCheckpoint:
-    """A WFM-1 checkpoint of the layout before :data:`models.weights.CHECKPOINT_FORMAT`
-    (module docstring), as a :class:`~models.weights.TrainingCheckpoint`.
+    """A WFM-1 checkpoint without ``checkpoint_format`` (the version-1 layout of the module
+    docstring), as a :class:`~models.weights.TrainingCheckpoint`.
 
     Raises:
         ValueError: naming ``source`` if ``data`` is not one.

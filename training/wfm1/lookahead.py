@@ -4,19 +4,13 @@ Every :attr:`Lookahead.every` steps, for each battle, the teacher plays each of 
 candidate plans (:attr:`Lookahead.plans`: the doctrine playing an
 :class:`~envs.commanders.arms_doctrine.ArmsPlan` under an attack rule) for
 :attr:`Lookahead.horizon` steps on a copy of the battles, Red commanded as it is, and
-then follows in that battle the plan whose Blue reward, summed over those steps (or until
-the battle ended), was the highest. This module holds the search's settings and the
-teacher that follows its choice; the battles play the copies
-(:meth:`training.wfm1.battles.ScenarioBattles.look_ahead`). The doctrine commanding Red
-is deterministic, so the copy foresees it exactly; against a frozen policy it foresees
-that policy's means. The copy keeps each battle's random key, so it also foresees the
-battle's own draws (rout tests, order noise): the search knows the dice, which its
-student cannot (docs/performance.md measures what that knowledge is worth).
-
-It is a teacher for training only (the copies cost ``len(plans) * horizon / every``
-steps a step): the generalist imitates its orders, and learns on its own tokens when
-each plan pays (:mod:`training.wfm1.warm_start`). Search as a teacher for a reactive
-student is expert iteration's idea (Anthony, Tian and Barber, 2017).
+then follows in that battle the plan whose Blue reward over those steps (or until the
+battle ended) was the highest. This module holds the search's settings and the teacher
+that follows its choice; the battles play the copies
+(:meth:`training.wfm1.battles.ScenarioBattles.look_ahead`). It is a teacher for training
+only (the copies cost ``len(plans) * horizon / every`` steps a step): the generalist
+imitates its orders (:mod:`training.wfm1.warm_start`), as in expert iteration (Anthony,
+Tian and Barber, 2017). ``docs/wfm1.md`` ("Training") says what the search foresees.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ layer; :func:`in_length_groups` sorts its rows by their count of real tokens, ru
 policy on a few groups of them, each cut to its fullest row's count, and lays the
 outputs back out as if the minibatch had been run whole. The policy reads a battle as a
 set of tokens (no position is encoded), so the numbers are the same, less the padding's
-cost; the losses are then computed once, on the whole minibatch, as before.
+cost; the losses are then computed once, on the whole minibatch.
 """
 
 from __future__ import annotations

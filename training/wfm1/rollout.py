@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from models.wfm1 import WFM1Policy
+from models.wfm1 import WFM1Batch, WFM1Policy
 from training.common.play import team_outcomes
 from training.wfm1.battles import ECHELON_KEYS, ScenarioBattles
 
@@ -61,8 +61,7 @@ def collect(policy: WFM1Policy, battles: ScenarioBattles, n_steps: int,
             tokens, pad, own = (torch.from_numpy(a).to(device) for a in (
                 view.tokens, view.pad_mask, view.own_mask))
             actions, log_probs, values = policy.act_and_value(
-                tokens, pad, card_vec=cards, own_mask=own,
-                **policy.echelon_inputs(echelons))
+                WFM1Batch.trusted(tokens, pad, own, cards, echelons))
             if echelons is not None:
                 for key in ECHELON_KEYS:
                     steps[key].append(torch.from_numpy(getattr(echelons, key)).to(device))
@@ -77,9 +76,9 @@ def collect(policy: WFM1Policy, battles: ScenarioBattles, n_steps: int,
             ended.extend(team_outcomes(result.winner[result.done]).tolist())
             snapshot_red.extend(red_is_policy[result.done].tolist())
         view = battles.observe()
-        last = policy.get_value(torch.from_numpy(view.tokens).to(device),
-                                torch.from_numpy(view.pad_mask).to(device), card_vec=cards,
-                                **policy.echelon_inputs(battles.echelons(policy)))
+        last = policy.get_value(WFM1Batch.trusted(
+            torch.from_numpy(view.tokens).to(device), torch.from_numpy(view.pad_mask).to(device),
+            card=cards, echelons=battles.echelons(policy)))
     stacked = {key: torch.stack(value) for key, value in steps.items()}
     echelons = {key: stacked.pop(key) for key in ECHELON_KEYS if key in stacked}
     return WFMRollout(**stacked, cards=cards, last_values=last, outcomes=ended,

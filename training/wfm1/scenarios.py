@@ -1,25 +1,17 @@
-"""WFM-1's battles: the distribution the generalist trains on, and the seed's 20 held-out
-scenarios it is judged on.
+"""WFM-1's battles: the distribution the generalist trains on, and the reference design's
+20 held-out scenarios it is judged on.
 
 A :class:`WFMScenario` is an N-vs-M battle of all arms on procedural ground or on a
-sector of one of the four battle sites (``data/gis/sites``), in some weather:
-
-- **forces**: ``n_blue`` and ``n_red`` units (1 to :data:`MAX_SIDE`), each side's arms
-  drawn from the scenario's seed (cavalry up to :data:`MAX_CAVALRY_SHARE`, artillery up
-  to :data:`MAX_ARTILLERY_SHARE` of a side, the rest infantry, at least one infantry
-  battalion), qualities 0.75 to 1.25;
-- **field**: a square of :func:`map_side` metres, growing with the forces; procedural
-  ground (40 x 40 cells, 4 hills, 3 woods, drawn from the seed) or the site's sector
-  (:data:`data.gis.sectors.SITE_WINDOWS`);
-- **weather**: the core has none, so weather is how far a battalion sees
-  (:data:`WEATHER_VISIBILITY`: fog hides an enemy beyond 180 m);
-- **Red**: the combined-arms doctrine
-  (:class:`~envs.commanders.arms_doctrine.CombinedArmsDoctrine`), or in self-play a past
-  snapshot of the generalist, told the battle by Red's card (:meth:`WFMScenario.card`).
-
-The held-out set (:data:`HELD_OUT_SCENARIOS`) is the seed's twenty; training draws
-(:func:`sample_training_scenario`) take their seeds from :data:`TRAINING_SEEDS`, which
-no held-out seed is in, so no training battle is a held-out one.
+sector of one of the four battle sites (``data/gis/sites``), in some weather: ``n_blue``
+and ``n_red`` units (1 to :data:`MAX_SIDE`), each side's arms drawn from the scenario's
+seed (cavalry up to :data:`MAX_CAVALRY_SHARE`, artillery up to
+:data:`MAX_ARTILLERY_SHARE`), on a square field of :func:`map_side` metres, with weather
+as how far a battalion sees (:data:`WEATHER_VISIBILITY`); Red is the combined-arms
+doctrine or, in self-play, a past snapshot of the generalist, told the battle by Red's
+card (:meth:`WFMScenario.card`). The held-out set (:data:`HELD_OUT_SCENARIOS`) is the
+reference design's twenty; training draws (:func:`sample_training_scenario`) take their
+seeds from :data:`TRAINING_SEEDS`, which no held-out seed is in. ``docs/wfm1.md``
+("Scenarios") has the details.
 """
 
 from __future__ import annotations
@@ -120,7 +112,7 @@ class WFMScenario:
 
     @functools.cached_property
     def order_of_battle(self) -> OrderOfBattle:
-        """Both sides' arms and qualities, drawn from the seed (module docstring)."""
+        """Both sides' arms and qualities, drawn from the seed (``docs/wfm1.md``)."""
         rng = np.random.default_rng([self.seed, 7])
         sides = {}
         for name, n in (("blue", self.n_blue), ("red", self.n_red)):
@@ -194,8 +186,8 @@ def _held_out() -> tuple[WFMScenario, ...]:
 
 
 HELD_OUT_SCENARIOS = _held_out()
-"""The seed's twenty held-out scenarios: twelve on procedural ground (seeds 1001-1012,
-the weathers in turn), two on each site."""
+"""The reference design's twenty held-out scenarios: twelve on procedural ground (seeds
+1001-1012, the weathers in turn), two on each site."""
 assert len(HELD_OUT_SCENARIOS) == 20
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from models.wfm1 import WFM1Policy, own_order_error
+from models.wfm1 import WFM1Batch, WFM1Policy, own_order_error
 from storage.files import clean_stale_temporaries
 from training.common.device import resolve_device
 from training.common.on_policy import OnPolicyTrainer, TrainerHook, ppo_epochs
@@ -281,10 +281,10 @@ class WFM1Trainer(OnPolicyTrainer):
         inputs = ("tokens", "actions", "pad_mask", "own_mask", "cards", *rollout.echelons)
 
         def evaluate(rows: dict[str, torch.Tensor]) -> Outputs:
+            batch = WFM1Batch.trusted(rows["tokens"], rows["pad_mask"], rows["own_mask"],
+                                      rows["cards"], echelon_rows(rows, policy.brigade_size))
             log_prob, entropy, value, orders = policy.evaluate_actions(
-                rows["tokens"], rows["actions"], rows["pad_mask"], card_vec=rows["cards"],
-                own_mask=rows["own_mask"], return_orders=True,
-                **policy.echelon_inputs(echelon_rows(rows, policy.brigade_size)))
+                batch, rows["actions"], return_orders=True)
             return (log_prob, entropy, orders.gaussian.mean, orders.formation_logits), (value,)
 
         def loss(index: torch.Tensor) -> PPOLoss:

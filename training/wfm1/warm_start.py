@@ -1,26 +1,17 @@
 """WFM-1's warm start: imitate the combined-arms doctrine before PPO.
 
 A policy that starts at random against the doctrine loses nearly every battle, so the
-reward for winning is rarely seen. The warm start plays ``n_steps`` battle steps of
-training scenarios with the doctrine commanding Red and Blue's teacher (the doctrine,
-the doctrine playing the run's ``warm_start_arms_plan``, or the lookahead teacher of its
-``warm_start_lookahead``, :mod:`training.wfm1.lookahead`) commanding Blue, records
-Blue's tokens and the teacher's order for each of its units
-(:attr:`BattlesStep.doctrine_actions`), and fits the policy to them: each own token's
-action mean to its order, and the value to the discounted return of its battle (steps
-whose return is known: a battle ended after them). A policy with a formation head
-(``WFM1Policy(formation_orders=True)``) learns the teacher's formation orders too, by
-cross-entropy, from battles that label them (``ScenarioBattles(formation_orders=True)``).
-A policy with ``echelon_tokens``
-imitates from its side's brigade and division tokens too, which the demonstrations then
-keep (:func:`collect_demonstrations`' ``brigade_size``). The teacher reads the whole
-field; the policy imitates it from its fogged tokens.
-
-A clone drifts into states its teacher never led it to, where it was never taught. With
-``warm_start_dagger_rounds``, each round then lets the policy command Blue for
-``warm_start_dagger_steps`` battle steps, labels the states it reached with the
-teacher's orders, adds them to the demonstrations and fits again (DAgger: Ross, Gordon
-and Bagnell, 2011).
+reward for winning is rarely seen. :func:`collect_demonstrations` plays ``n_steps``
+battle steps of training scenarios with the doctrine commanding Red and Blue's teacher
+(the doctrine, the doctrine playing the run's ``warm_start_arms_plan``, or the lookahead
+teacher of its ``warm_start_lookahead``) commanding Blue, and records Blue's tokens and the
+teacher's order for each of its units (:attr:`BattlesStep.doctrine_actions`); the policy
+is then fitted to them: each own token's action mean to its order, the value to the
+discounted return of its battle, and a formation head, if any, to the teacher's
+formation orders by cross-entropy. The teacher reads the whole field; the policy imitates
+it from its fogged tokens. With ``warm_start_dagger_rounds``, each round lets the policy
+command Blue, labels the states it reached with the teacher's orders and fits again
+(DAgger: Ross, Gordon and Bagnell, 2011). ``docs/wfm1.md`` ("Training") has the details.
 """
 
 from __future__ import annotations
@@ -33,7 +24,7 @@ import numpy as np
 import torch
 
 from envs.battles.echelon_tokens import echelon_tokens
-from models.wfm1 import WFM1Policy, own_order_error
+from models.wfm1 import WFM1Batch, WFM1Policy, own_order_error
 from training.common.imitation import discounted_returns, fit_minibatches
 from training.wfm1.battles import (
     ECHELON_KEYS,
@@ -171,9 +162,9 @@ def clone(policy: WFM1Policy, demonstrations: Demonstrations, *, epochs: int,
     value_scale = max(1.0, float(data["returns"].var()))
 
     def forward(rows: dict[str, torch.Tensor]) -> Outputs:
-        mean, logits, value = policy.heads(
-            rows["tokens"], rows["pad_mask"], card_vec=rows["cards"],
-            **policy.echelon_inputs(echelon_rows(rows, policy.brigade_size)))
+        mean, logits, value = policy.heads(WFM1Batch.trusted(
+            rows["tokens"], rows["pad_mask"], card=rows["cards"],
+            echelons=echelon_rows(rows, policy.brigade_size)))
         return (mean, logits), (value,)
 
     def batch_losses(index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
