@@ -116,7 +116,7 @@ def wandb_history(log_dir: Path) -> list[dict]:
 
 
 def write_history(path: Path, rows: list[dict]) -> None:
-    """``history.jsonl`` as ``LeagueRole.record_history`` writes it, one row a line:
+    """``history.jsonl`` as ``role_hooks.record_history`` writes it, one row a line:
     time, agent_id, role, step, elo {id: rating}, nash {id: probability}, metrics."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))

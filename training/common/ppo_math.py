@@ -28,7 +28,8 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, ends: torch.Tensor,
     """Generalised advantage estimation over ``T`` steps of independent series.
 
     Parameters:
-        rewards, values: (T, ...) the reward after each step and the value before it.
+        rewards: (T, ...) the reward after each step.
+        values: (T, ...) the value before each step.
         ends: (T, ...) true (or 1.0) where a series' episode ended at that step: its
             return stops there (no bootstrap, no advantage carried back across it).
         last_values: (...) the values after the last step (the bootstrap).
@@ -120,13 +121,16 @@ def ppo_loss(log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: tor
     """PPO's clipped loss on one minibatch.
 
     Parameters:
-        log_prob, old_log_prob: log-probabilities of the actions taken under the policy
-            now and when they were sampled: (n,), or (n, U) for ``U`` ratios per sample.
+        log_prob: log-probabilities of the actions taken under the policy now: (n,), or
+            (n, U) for ``U`` ratios per sample.
+        old_log_prob: the same when they were sampled.
         advantages: (n,) one advantage per sample, shared by its ``U`` ratios.
-        value, returns: (n,) the critic's values now and their targets.
+        value: (n,) the critic's values now.
+        returns: (n,) their targets.
         entropy: the action distributions' entropies, shaped like ``log_prob``.
         clip_range: how far the ratio may move from 1.
-        vf_coef, ent_coef: the weights of the value loss and of the entropy bonus.
+        vf_coef: the weight of the value loss.
+        ent_coef: the weight of the entropy bonus.
         weights: shaped like ``log_prob``, the weight of each ratio (WFM-1: 1 for the
             units a side commands, 0 for the rest); the policy loss, the entropy and the
             statistics are then weighted means over them. None: plain means.

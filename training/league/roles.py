@@ -24,7 +24,17 @@ from training.league.exploiters import ExploiterRole, reset_rule_of
 from training.league.records import AgentRecord, AgentType
 from training.league.resets import ResetRule
 from training.league.role import LeagueRole
+from training.league.role_config import LeagueFiles, RoleSettings
 from training.mappo.battles import WIN, play_team_battles
+
+
+def role_parts(agent_pool: Any, match_database: Any, matchmaker: Any, elo_registry: Any, *,
+               run: Any = None, folder_lock: Any = None, **settings: Any) -> dict[str, Any]:
+    """:class:`~training.league.role.LeagueRole`'s arguments from the roles' constructors'
+    (the reference API's): the league's files, the :class:`RoleSettings`, ``run`` and
+    ``folder_lock``."""
+    return dict(files=LeagueFiles(agent_pool, match_database, matchmaker, elo_registry),
+                settings=RoleSettings(**settings), run=run, folder_lock=folder_lock)
 
 
 class MainAgentTrainer(LeagueRole):
@@ -53,10 +63,12 @@ class MainAgentTrainer(LeagueRole):
                  n_eval_episodes: int = 20, pfsp_temperature: float = 1.0,
                  log_interval: int = 2_000, checkpoint_dir: str | Path | None = None,
                  checkpoint_freq: int = 100_000, **league: Any) -> None:
-        super().__init__(trainer, agent_pool, match_database, matchmaker, elo_registry,
-                         agent_id, snapshot_dir, snapshot_freq, eval_freq, n_eval_episodes,
-                         log_interval, checkpoint_dir, checkpoint_freq,
-                         pfsp_temperature=pfsp_temperature, **league)
+        super().__init__(trainer, **role_parts(
+            agent_pool, match_database, matchmaker, elo_registry, agent_id=agent_id,
+            snapshot_dir=snapshot_dir, snapshot_freq=snapshot_freq, eval_freq=eval_freq,
+            n_eval_episodes=n_eval_episodes, log_interval=log_interval,
+            checkpoint_dir=checkpoint_dir, checkpoint_freq=checkpoint_freq,
+            pfsp_temperature=pfsp_temperature, **league))
 
 
 class MainExploiterTrainer(ExploiterRole):
@@ -106,11 +118,13 @@ class MainExploiterTrainer(ExploiterRole):
                              "an int >= 1")
         if main_agent_pool_manifest is not None:
             league.setdefault("league_pools", [main_agent_pool_manifest])
-        super().__init__(trainer, agent_pool, match_database, matchmaker, elo_registry,
-                         agent_id, snapshot_dir, snapshot_freq, eval_freq, n_eval_episodes,
-                         log_interval, checkpoint_dir, checkpoint_freq,
-                         reset_rule=reset_rule or ResetRule("rolling", reset_win_rate_threshold,
-                                                            reset_window_size), **league)
+        super().__init__(trainer, **role_parts(
+            agent_pool, match_database, matchmaker, elo_registry, agent_id=agent_id,
+            snapshot_dir=snapshot_dir, snapshot_freq=snapshot_freq, eval_freq=eval_freq,
+            n_eval_episodes=n_eval_episodes, log_interval=log_interval,
+            checkpoint_dir=checkpoint_dir, checkpoint_freq=checkpoint_freq, **league),
+            reset_rule=reset_rule or ResetRule("rolling", reset_win_rate_threshold,
+                                               reset_window_size))
 
     @property
     def metric_prefix(self) -> str:
@@ -213,12 +227,14 @@ class LeagueExploiterTrainer(ExploiterRole):
             league.setdefault("league_pools", list(additional_pool_manifests))
         self.exploitability_eval_freq = exploitability_eval_freq
         self.n_exploitability_opponents = n_exploitability_opponents
-        super().__init__(trainer, agent_pool, match_database, matchmaker, elo_registry,
-                         agent_id, snapshot_dir, snapshot_freq, eval_freq, n_eval_episodes,
-                         log_interval, checkpoint_dir, checkpoint_freq,
-                         pfsp_temperature=pfsp_temperature,
-                         reset_rule=reset_rule or ResetRule("rolling", reset_win_rate_threshold,
-                                                            reset_window_size), **league)
+        super().__init__(trainer, **role_parts(
+            agent_pool, match_database, matchmaker, elo_registry, agent_id=agent_id,
+            snapshot_dir=snapshot_dir, snapshot_freq=snapshot_freq, eval_freq=eval_freq,
+            n_eval_episodes=n_eval_episodes, log_interval=log_interval,
+            checkpoint_dir=checkpoint_dir, checkpoint_freq=checkpoint_freq,
+            pfsp_temperature=pfsp_temperature, **league),
+            reset_rule=reset_rule or ResetRule("rolling", reset_win_rate_threshold,
+                                               reset_window_size))
         self.exploitability_due = EveryNSteps(exploitability_eval_freq or 1,
                                               trainer.total_steps)
 
@@ -246,7 +262,7 @@ class LeagueExploiterTrainer(ExploiterRole):
             # workers when distributed; an echelon learner's battles for an echelon).
             played = self.trainer.play_matches(
                 {record.agent_id: self.load(record) for record in chosen},
-                self.n_eval_episodes, self.trainer.config.seed + 7 * step,
+                self.settings.n_eval_episodes, self.trainer.config.seed + 7 * step,
                 opponent_deterministic=True)
             metrics["league_exploiter/exploitability"] = float(np.mean(
                 [(outcomes == WIN).mean() for outcomes in played.values()])) if played else 0.0
