@@ -153,21 +153,48 @@ def load_v1_weights_into_mappo(v1_checkpoint_path: str | os.PathLike,
                                 f"tried {v1_checkpoint_path}.zip)")
     v1, v1_activation = _read_v1_checkpoint(path)
     _fold_standardisation(v1)
-    if mappo_policy.layer_norm:
-        logger.warning("MAPPO policy uses LayerNorm: the v1 weights are copied, but the "
-                       "MAPPO networks will not compute the v1 functions")
-    if v1_activation is not None and v1_activation != mappo_policy.activation:
-        logger.warning("v1 checkpoint %s uses activation %r but the MAPPO policy uses %r: the "
-                       "copied networks will not compute the v1 functions", path,
-                       v1_activation, mappo_policy.activation)
-
+    _warn_if_functions_differ(mappo_policy, path, v1_activation)
     targets = dict(mappo_policy.named_parameters())
     actor_prefixes = (["actor."] if mappo_policy.share_parameters
                       else [f"actors.{i}." for i in range(mappo_policy.n_agents)])
-    # (v1 layer, MAPPO layers, whether input columns may be padded); a "layer"
-    # is a prefix whose .weight and .bias move together.
-    layer_pairs: list[tuple[str, list[str], bool]] = []
-    problems: dict[str, str] = {}
+    problems: dict[str, str] = {}  # v1 key -> why it is not transferred
+    plan, used = _plan(v1, targets, _layer_pairs(v1, mappo_policy, actor_prefixes, problems),
+                       actor_prefixes, problems)
+    for key in v1:
+        if key not in used and key not in problems:
+            problems[key] = "no MAPPO counterpart"
+    skipped = [key for key in v1 if key in problems]
+    if skipped and strict:
+        raise ValueError(f"v1 checkpoint {path} does not fit the MAPPO policy (strict=True); "
+                         "skipped: " + "; ".join(f"{k}: {problems[k]}" for k in skipped))
+    with torch.no_grad():
+        for name, value in plan:
+            targets[name].copy_(value.to(dtype=targets[name].dtype, device=targets[name].device))
+    if skipped:
+        logger.warning("v1 checkpoint %s: skipped %d tensor(s): %s", path, len(skipped),
+                       "; ".join(f"{k}: {problems[k]}" for k in skipped))
+    logger.info("v1 checkpoint %s: loaded %d MAPPO tensor(s)", path, len(plan))
+    return {"loaded": [name for name, _ in plan], "skipped": skipped}
+
+
+def _warn_if_functions_differ(policy: MAPPOPolicy, path: Path,
+                              v1_activation: str | None) -> None:
+    """Warn when the copied networks cannot compute the v1 functions."""
+    if policy.layer_norm:
+        logger.warning("MAPPO policy uses LayerNorm: the v1 weights are copied, but the "
+                       "MAPPO networks will not compute the v1 functions")
+    if v1_activation is not None and v1_activation != policy.activation:
+        logger.warning("v1 checkpoint %s uses activation %r but the MAPPO policy uses %r: the "
+                       "copied networks will not compute the v1 functions", path,
+                       v1_activation, policy.activation)
+
+
+def _layer_pairs(v1: dict[str, torch.Tensor], policy: MAPPOPolicy, actor_prefixes: list[str],
+                 problems: dict[str, str]) -> list[tuple[str, list[str], bool]]:
+    """``(v1 layer, MAPPO layers, whether input columns may be padded)`` by position, a
+    "layer" being a prefix whose ``.weight`` and ``.bias`` move together; v1 layers
+    MAPPO has no place for go to ``problems``."""
+    pairs: list[tuple[str, list[str], bool]] = []
 
     def pair_trunks(v1_prefix: str, trunk: nn.Sequential, mappo_prefixes: list[str]) -> None:
         v1_layers = _v1_linear_layers(v1, v1_prefix)
@@ -178,18 +205,25 @@ def load_v1_weights_into_mappo(v1_checkpoint_path: str | os.PathLike,
                     problems[v1_layer + suffix] = (f"v1 has {len(v1_layers)} hidden layers, "
                                                    f"MAPPO only {len(mappo_layers)}")
                 continue
-            layer_pairs.append((v1_layer, [p + mappo_layers[position] for p in mappo_prefixes],
-                                position == 0))
+            pairs.append((v1_layer, [p + mappo_layers[position] for p in mappo_prefixes],
+                          position == 0))
         if len(mappo_layers) > len(v1_layers):
             logger.warning("MAPPO %strunk has %d Linear layers, v1 %s only %d: the extra "
                            "layers keep their initialisation", mappo_prefixes[0],
                            len(mappo_layers), v1_prefix.rstrip("."), len(v1_layers))
 
-    pair_trunks(_V1_ACTOR_TRUNK, mappo_policy.all_actors()[0].trunk, actor_prefixes)
-    layer_pairs.append(("action_net", [p + "action_mean" for p in actor_prefixes], False))
-    pair_trunks(_V1_CRITIC_TRUNK, mappo_policy.critic.trunk, ["critic."])
-    layer_pairs.append(("value_net", ["critic.value_head"], False))
+    pair_trunks(_V1_ACTOR_TRUNK, policy.all_actors()[0].trunk, actor_prefixes)
+    pairs.append(("action_net", [p + "action_mean" for p in actor_prefixes], False))
+    pair_trunks(_V1_CRITIC_TRUNK, policy.critic.trunk, ["critic."])
+    pairs.append(("value_net", ["critic.value_head"], False))
+    return pairs
 
+
+def _plan(v1: dict[str, torch.Tensor], targets: dict[str, nn.Parameter],
+          layer_pairs: list[tuple[str, list[str], bool]], actor_prefixes: list[str],
+          problems: dict[str, str]) -> tuple[list[tuple[str, torch.Tensor]], set[str]]:
+    """The ``(MAPPO parameter, value)`` copies of every layer that fits, and the v1 keys
+    they use; a layer that does not fit goes to ``problems`` whole."""
     plan: list[tuple[str, torch.Tensor]] = []
     used: set[str] = set()
 
@@ -215,19 +249,4 @@ def load_v1_weights_into_mappo(v1_checkpoint_path: str | os.PathLike,
         transfer([f"{v1_layer}.weight", f"{v1_layer}.bias"],
                  [[f"{m}.weight", f"{m}.bias"] for m in mappo_layers], [pad, False])
     transfer(["log_std"], [[p + "log_std"] for p in actor_prefixes], [False])
-
-    for key in v1:
-        if key not in used and key not in problems:
-            problems[key] = "no MAPPO counterpart"
-    skipped = [key for key in v1 if key in problems]
-    if skipped and strict:
-        raise ValueError(f"v1 checkpoint {path} does not fit the MAPPO policy (strict=True); "
-                         "skipped: " + "; ".join(f"{k}: {problems[k]}" for k in skipped))
-    with torch.no_grad():
-        for name, value in plan:
-            targets[name].copy_(value.to(dtype=targets[name].dtype, device=targets[name].device))
-    if skipped:
-        logger.warning("v1 checkpoint %s: skipped %d tensor(s): %s", path, len(skipped),
-                       "; ".join(f"{k}: {problems[k]}" for k in skipped))
-    logger.info("v1 checkpoint %s: loaded %d MAPPO tensor(s)", path, len(plan))
-    return {"loaded": [name for name, _ in plan], "skipped": skipped}
+    return plan, used
