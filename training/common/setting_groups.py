@@ -75,21 +75,34 @@ def step_size(name: str, value: Any) -> float:
     return rate
 
 
+def _one_of_doctrines(name: str, value: Any, doctrines: tuple[str, ...],
+                      hint: str = "") -> str | None:
+    """``value`` if it is None or one of ``doctrines``.
+
+    Args:
+        name: the setting's name, for the message.
+        value: the setting's value.
+        doctrines: the names allowed.
+        hint: added to the message when ``value`` is refused.
+
+    Raises:
+        ValueError: otherwise.
+    """
+    if value is not None and value not in doctrines:
+        raise ValueError(f"{name}={value!r} is invalid: expected null (no warm start) or one "
+                         f"of {', '.join(doctrines)}{hint}")
+    return value
+
+
 def doctrine(name: str, value: Any) -> str | None:
     """A doctrine a battalion can imitate, or None."""
-    if value is not None and value not in DOCTRINES:
-        raise ValueError(f"{name}={value!r} is invalid: expected null (no warm start) or one "
-                         f"of {', '.join(DOCTRINES)}"
-                         + (" (a team doctrine: MAPPO's)" if value in TEAM_DOCTRINES else ""))
-    return value
+    hint = " (a team doctrine: MAPPO's)" if value in TEAM_DOCTRINES else ""
+    return _one_of_doctrines(name, value, DOCTRINES, hint)
 
 
 def brigade_doctrine(name: str, value: Any) -> str | None:
     """A doctrine a brigadier can imitate, or None."""
-    if value is not None and value not in BRIGADE_DOCTRINES:
-        raise ValueError(f"{name}={value!r} is invalid: expected null (no warm start) or one "
-                         f"of {', '.join(BRIGADE_DOCTRINES)}")
-    return value
+    return _one_of_doctrines(name, value, BRIGADE_DOCTRINES)
 
 
 def arms_plan(name: str, value: Any) -> str:
@@ -102,10 +115,7 @@ def arms_plan(name: str, value: Any) -> str:
 
 def team_doctrine(name: str, value: Any) -> str | None:
     """A doctrine a team can imitate, or None."""
-    if value is not None and value not in TEAM_DOCTRINES:
-        raise ValueError(f"{name}={value!r} is invalid: expected null (no warm start) or one "
-                         f"of {', '.join(TEAM_DOCTRINES)}")
-    return value
+    return _one_of_doctrines(name, value, TEAM_DOCTRINES)
 
 
 @dataclass
@@ -381,6 +391,14 @@ class SelfPlayEvaluationSettings(Settings):
     self_play_n_eval_episodes: int = setting(
         20, "Battles per evaluation against the pool, played as one batch.", positive_int,
         "self_play.n_eval_episodes")
+
+
+@dataclass
+class EloSettings(Settings):
+    """Where a run keeps its Elo ratings."""
+
+    elo_registry_path: str = setting(
+        "checkpoints/elo_registry.json", "The Elo ratings file.", path, "elo.registry_path")
 
 
 @dataclass

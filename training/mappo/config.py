@@ -39,6 +39,7 @@ from training.common.setting_groups import (
     BattlefieldSettings,
     CheckpointSettings,
     DistributedSettings,
+    EloSettings,
     EvaluationSettings,
     PPOSettings,
     RewardSettings,
@@ -102,7 +103,8 @@ def _stage(name: str, value: Any) -> str:
 @dataclass
 class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattleSettings,
                   RewardSettings, TrackingSettings, DistributedSettings, CheckpointSettings,
-                  EvaluationSettings, SelfPlaySettings, SelfPlayEvaluationSettings):
+                  EvaluationSettings, SelfPlaySettings, SelfPlayEvaluationSettings,
+                  EloSettings):
     """Configuration of a MAPPO run on :class:`~envs.multi_battalion_env.MultiBattalionEnv`
     battles (Blue learns; Red is scripted or, with self-play, a frozen snapshot).
 
@@ -270,9 +272,8 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
         10, "Battles against each pool member for the exploitability estimate.",
         positive_int, "self_play.exploitability_episodes")
     # Ratings
-    elo_registry_path: str = setting(
-        "checkpoints/mappo_2v2/team_elo.json", "The team Elo ratings file.", path,
-        "elo.registry_path")
+    elo_registry_path: str = override(EloSettings, "elo_registry_path",
+                                      default="checkpoints/mappo_2v2/team_elo.json")
     elo_agent_name: str = setting(
         "mappo_blue", "The learner's name in the Elo registry.", text, "elo.agent_name")
 

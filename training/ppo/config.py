@@ -30,6 +30,7 @@ from training.common.imitation import ORDER_MARGIN
 from training.common.setting_groups import (
     BattlefieldSettings,
     CheckpointSettings,
+    EloSettings,
     EvaluationSettings,
     PPOSettings,
     RewardSettings,
@@ -102,7 +103,7 @@ _TRAINING_OPPONENTS = ["scripted_l5", "doctrine", "scripted_l1"]
 @dataclass
 class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, RewardSettings,
                      TrackingSettings, CheckpointSettings, EvaluationSettings,
-                     SelfPlaySettings, SelfPlayEvaluationSettings):
+                     SelfPlaySettings, SelfPlayEvaluationSettings, EloSettings):
     """Configuration for a single PPO training run on :class:`~envs.battalion_env.BattalionEnv`.
 
     All fields are optional; the defaults match ``configs/default.yaml``. Pass an
@@ -228,8 +229,6 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
     elo_opponents: list[str] = setting(
         [], "Opponents to rate the learner against (names as in env.opponents); empty: no "
         "Elo evaluation.", _opponent_list, "elo.opponents")
-    elo_registry_path: str = setting(
-        "checkpoints/elo_registry.json", "The Elo ratings file.", path, "elo.registry_path")
     elo_eval_freq: int = setting(
         50_000, "Env-steps between Elo evaluations.", positive_int, "elo.eval_freq")
     elo_n_eval_episodes: int = setting(
