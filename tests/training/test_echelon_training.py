@@ -116,13 +116,14 @@ def test_a_brigade_warm_start_clones_the_in_step_brigadier(tmp_path):
 
     settings = {**TINY, "n_envs": 8, "max_steps": 100, "map_width": 500.0,
                 "map_height": 500.0}
-    # The whole budget imitates: the final policy is the clone.
+    # The whole budget imitates, then the one PPO rollout that follows every warm start
+    # (8 battles x 8 commands, one pass): the final policy is the clone, barely moved.
     result = train_brigade(checkpoint_dir=str(tmp_path / "ck"), log_dir=str(tmp_path / "logs"),
                            warm_start_doctrine="in_step", warm_start_steps=4000,
                            warm_start_max_share=1.0, warm_start_epochs=30,
                            warm_start_learning_rate=3e-3,
                            **{**settings, "total_timesteps": 4000})
-    assert result.model.num_timesteps == 4000
+    assert result.model.num_timesteps == 4000 + 8 * 8 and result.model._n_updates == 1
     # The clone gives the brigadier's drills on battles it was not shown.
     battles = brigade_battles(BrigadeConfig(**settings), 16)
     battles.reset(np.arange(16), [10_000 + i for i in range(16)], np.zeros(16, np.int64))
@@ -141,13 +142,13 @@ def test_a_brigade_warm_start_counts_in_the_budget(tmp_path):
     result = train_brigade(checkpoint_dir=str(tmp_path / "ck"), log_dir=str(tmp_path / "logs"),
                            warm_start_doctrine="in_step", warm_start_steps=40,
                            **{**TINY, "total_timesteps": 128})
-    # 36 steps of imitation (9 rounds of 4 battles), then the two whole rollouts of 32 that
-    # fit the 92 left.
-    assert result.model.num_timesteps == 36 + 2 * 32
+    # 36 steps of imitation (9 rounds of 4 battles), then whole rollouts of 32 until the
+    # 128 are trained: three, the last passing them.
+    assert result.model.num_timesteps == 36 + 3 * 32
     # Evaluations start after the imitation, one at each multiple of eval_freq passed, and
     # one at the end.
     steps = [s for s, _ in result.evaluations]
-    assert steps == [40, 64, 96, 100]
+    assert steps == [40, 64, 96, 128, 132]
 
 
 def test_a_brigade_doctrine_must_be_known():
