@@ -4,8 +4,8 @@ included, with at least one PPO update after a warm start
 (:func:`training.common.on_policy.steps_to_learn`).
 
 Each run's rollout does not divide what the warm start leaves of the budget (checked by
-:func:`old_floor_rule_fell_short`), so the old rule, "stop at the last whole rollout that
-fits", would have stopped short of ``total_timesteps``, and for the duel's default rollout
+:func:`floor_rule_falls_short`), so a floor rule, "stop at the last whole rollout that
+fits", would stop short of ``total_timesteps``, and for the duel's default rollout
 (8,192 env-steps after a 30 % warm start) with no PPO update at all: every test here
 fails under it.
 """
@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BUDGETS = [4096, 10_000]
 
 
-def old_floor_rule_fell_short(total: int, warm: int, rollout: int) -> bool:
-    """Whether the old rule (whole rollouts while one more fits) stopped before ``total``
+def floor_rule_falls_short(total: int, warm: int, rollout: int) -> bool:
+    """Whether a floor rule (whole rollouts while one more fits) stops before ``total``
     after ``warm`` steps of warm start: the rounding is exercised."""
     return warm + (total - warm) // rollout * rollout < total
 
@@ -69,8 +69,8 @@ def test_train_trains_its_budget_after_the_default_warm_start(tmp_path, monkeypa
     rollout = model.n_steps * model.n_envs
     assert rollout == min(8192, total)  # the default, no more than the budget
     assert len(warm) == 1 and warm[0] == int(0.3 * total) // 4 * 4  # the default warm start
-    assert old_floor_rule_fell_short(total, warm[0], rollout)
-    assert warm[0] + rollout > total  # the old rule trained no PPO at all here
+    assert floor_rule_falls_short(total, warm[0], rollout)
+    assert warm[0] + rollout > total  # a floor rule trains no PPO at all here
     rollouts = assert_whole_rollouts_to_the_budget(model.num_timesteps, total, warm[0],
                                                    rollout)
     assert model._n_updates == rollouts >= 1  # one pass each
@@ -96,7 +96,7 @@ def test_mappo_trains_its_budget_after_its_warm_start(tmp_path, total):
     trainer = MAPPOTrainer(mappo_config(tmp_path, total))
     warm, rollout = trainer.total_steps, trainer.rollout_steps
     assert warm > 0 and trainer.config.warm_start_doctrine == "in_step"
-    assert old_floor_rule_fell_short(total, warm, rollout)
+    assert floor_rule_falls_short(total, warm, rollout)
     trainer.learn()
     rollouts = assert_whole_rollouts_to_the_budget(trainer.total_steps, total, warm, rollout)
     updates = [row for row in trainer.history if "train/approx_kl" in row]
@@ -126,7 +126,7 @@ def test_wfm1_trains_its_budget_after_its_warm_start(tmp_path, total):
     trainer = WFM1Trainer(wfm1_config(tmp_path, total))
     warm, rollout = trainer.total_steps, trainer.rollout_steps
     assert warm > 0
-    assert old_floor_rule_fell_short(total, warm, rollout)
+    assert floor_rule_falls_short(total, warm, rollout)
     trainer.learn()
     rollouts = assert_whole_rollouts_to_the_budget(trainer.total_steps, total, warm, rollout)
     assert trainer.updates == rollouts
@@ -161,7 +161,7 @@ def test_a_brigade_trains_its_budget_after_its_warm_start(tmp_path, monkeypatch,
     model = result.model
     rollout = model.n_steps * model.n_envs
     assert len(warm) == 1 and warm[0] > 0
-    assert old_floor_rule_fell_short(total, warm[0], rollout)
+    assert floor_rule_falls_short(total, warm[0], rollout)
     assert_whole_rollouts_to_the_budget(model.num_timesteps, total, warm[0], rollout)
     assert model._n_updates >= 1
     assert result.evaluations[-1][0] == model.num_timesteps  # the final evaluation
@@ -189,7 +189,7 @@ def test_a_league_role_trains_its_budget_after_its_warm_start(tmp_path, total):
     trainer = role.trainer
     warm, rollout = trainer.total_steps, trainer.rollout_steps
     assert warm > 0 and not role.done
-    assert old_floor_rule_fell_short(total, warm, rollout)
+    assert floor_rule_falls_short(total, warm, rollout)
     role.learn()
     rollouts = assert_whole_rollouts_to_the_budget(trainer.total_steps, total, warm, rollout)
     assert role.done and trainer.ppo_steps == rollouts * rollout
@@ -203,7 +203,7 @@ def test_the_league_tutorial_cli_snapshots_through_its_whole_budget(tmp_path):
     """The tutorial's main-agent command (docs/league_training_guide.md, seed 002) at 16,384
     env-steps with a snapshot every 4,096, its other settings the config file's: the warm
     start (4,864 env-steps), then rollouts of 8,192 to step 21,248. The initial weights and
-    a snapshot at 13,056 and at 21,248: three pool records, where the old rule stopped at
+    a snapshot at 13,056 and at 21,248: three pool records, where a floor rule stops at
     13,056 with two."""
     from training.league import AgentPool
 
