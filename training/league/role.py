@@ -12,8 +12,7 @@
 
 Snapshots, evaluation, checkpoints, the run log and the status file are hooks
 (:mod:`training.league.role_hooks`); whom the learner meets is
-:class:`~training.league.opponents.LeagueOpponents`. ``docs/league.md`` explains the
-league's files, resumes and the claim each role holds on its folder.
+:class:`~training.league.opponents.LeagueOpponents` (``docs/league.md``).
 """
 
 from __future__ import annotations
