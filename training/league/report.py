@@ -65,7 +65,8 @@ class Reset(NamedTuple):
 
 @dataclass(frozen=True)
 class Evaluation:
-    """One line of a role's ``history.jsonl`` (written by :func:`training.league.role_hooks.record_history`).
+    """One line of a role's ``history.jsonl`` (written by
+    :func:`training.league.role_hooks.record_history`).
 
     Attributes:
         agent_id, role: the learner that evaluated and its role.
