@@ -9,8 +9,9 @@ imported (e.g. by ``from envs import BattalionEnv``).
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from envs.lazy import lazy_getattr
 
 _EXPORTS = {
     "BattalionEnv": "envs.battalion_env",
@@ -34,8 +35,4 @@ if TYPE_CHECKING:
     from envs.sim.terrain import TerrainMap
     from envs.vec_env import BattalionVecEnv
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'envs' has no attribute {name!r}")
+__getattr__ = lazy_getattr("envs", _EXPORTS)

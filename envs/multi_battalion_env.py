@@ -94,7 +94,40 @@ def formation_action_space() -> spaces.Box:
                       dtype=np.float32)
 
 
-class MultiBattalionEnv(ParallelEnv):
+class TeamAgents:
+    """The agents of an N-vs-M battle by name, and their spaces: what the team envs share
+    (:class:`MultiBattalionEnv`, :class:`~envs.remote.batch_env.MultiBattalionBatchEnv`).
+
+    Attributes:
+        possible_agents: every agent of a battle, Blue's first (:func:`agent_names`).
+    """
+
+    possible_agents: list[str]
+    _observation_space: spaces.Box
+    _action_space: spaces.Box
+
+    def _name_agents(self, n_blue: int, n_red: int) -> None:
+        """Name the agents of a battle of ``n_blue`` against ``n_red`` battalions."""
+        self.possible_agents = agent_names(n_blue, n_red)
+        self._index = {name: i for i, name in enumerate(self.possible_agents)}
+
+    def observation_space(self, agent: str) -> spaces.Box:
+        """One battle's observation space of ``agent``."""
+        self._check_name(agent)
+        return self._observation_space
+
+    def action_space(self, agent: str) -> spaces.Box:
+        """One battle's action space of ``agent``."""
+        self._check_name(agent)
+        return self._action_space
+
+    def _check_name(self, agent: Any) -> None:
+        if not isinstance(agent, str) or agent not in self._index:
+            raise ValueError(f"agent={short_repr(agent)} is invalid: expected one of "
+                             f"{self.possible_agents}")
+
+
+class MultiBattalionEnv(TeamAgents, ParallelEnv):
     """An N-vs-M battle of battalions; every battalion is an agent.
 
     Args:
@@ -181,9 +214,8 @@ class MultiBattalionEnv(ParallelEnv):
             1, self.n_blue, self.n_red, battlefield=self.battlefield, config=self.config,
             reward_weights=reward_weights, order_of_battle=order_of_battle)
         self.visibility_radius = self._battle.visibility_radius
-        self.possible_agents = agent_names(self.n_blue, self.n_red)
+        self._name_agents(self.n_blue, self.n_red)
         self.agents: list[str] = []
-        self._index = {name: i for i, name in enumerate(self.possible_agents)}
         self.arms = self._battle.order_of_battle is not None
         self._observation_space, self._action_space, self.state_space = team_spaces(self.arms)
         self._width = self._action_space.shape[0]
@@ -192,14 +224,6 @@ class MultiBattalionEnv(ParallelEnv):
         self._formations = np.full((1, len(self.possible_agents)), KEEP_FORMATION, np.int8)
 
     # --- PettingZoo API -----------------------------------------------------------
-
-    def observation_space(self, agent: str) -> spaces.Box:
-        self._check_name(agent)
-        return self._observation_space
-
-    def action_space(self, agent: str) -> spaces.Box:
-        self._check_name(agent)
-        return self._action_space
 
     def reset(self, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[dict, dict]:
@@ -355,8 +379,3 @@ class MultiBattalionEnv(ParallelEnv):
     def last_events(self):
         """What happened in the last step (fire, damage), or None right after a reset."""
         return self._battle.last_events
-
-    def _check_name(self, agent: str) -> None:
-        if not isinstance(agent, str) or agent not in self._index:
-            raise ValueError(f"agent={short_repr(agent)} is invalid: expected one of "
-                             f"{self.possible_agents}")

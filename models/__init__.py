@@ -6,8 +6,9 @@ package does not pay for torch.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from envs.lazy import lazy_getattr
 
 _EXPORTS = {
     "MAPPOActor": "models.mappo_policy",
@@ -20,10 +21,4 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from models.mappo_policy import MAPPOActor, MAPPOCritic, MAPPOPolicy  # noqa: F401
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'models' has no attribute {name!r}")
+__getattr__ = lazy_getattr("models", _EXPORTS, globals())

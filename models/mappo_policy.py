@@ -32,6 +32,7 @@ from models.battalion_policy import ACTIVATIONS, FIRE_ACTION
 from models.formation_orders import FORMATION_CHOICES, Orders, make_formation_head
 from models.limits import check_dimension, check_hidden_sizes
 from models.standardize import Standardize
+from models.weights import RebuildablePolicy
 
 __all__ = ["FORMATION_CHOICES", "MAPPOActor", "MAPPOCritic", "MAPPOPolicy", "Orders"]
 
@@ -127,7 +128,45 @@ def _check_last_dim(name: str, tensor: torch.Tensor, expected: int) -> None:
                          f"or (batch, {expected})")
 
 
-class MAPPOActor(nn.Module):
+class _Trunk(nn.Module):
+    """What the actor and the critic share: the input standardisation and the hidden
+    layers their heads read.
+
+    Attributes:
+        standardize: the input standardisation, or None.
+        trunk: the hidden layers (``nn.Sequential``).
+    """
+
+    def _make_trunk(self, in_dim: int, hidden_sizes: Sequence[int], activation: str,
+                    layer_norm: bool, normalize_observations: bool) -> int:
+        """Check the arguments and build :attr:`standardize` and :attr:`trunk`.
+
+        Args:
+            in_dim: size of the input (checked already).
+            hidden_sizes: hidden layer widths.
+            activation: ``"tanh"`` or ``"relu"``.
+            layer_norm: put a LayerNorm after each hidden Linear layer.
+            normalize_observations: standardise the input by fixed statistics.
+
+        Returns:
+            The width of the last hidden layer.
+        """
+        self.standardize = Standardize(in_dim) if _check_bool(
+            "normalize_observations", normalize_observations) else None
+        hidden = check_hidden_sizes("hidden_sizes", hidden_sizes)
+        activation = _check_activation(activation)
+        layer_norm = _check_bool("layer_norm", layer_norm)
+        self.trunk = _build_trunk(in_dim, hidden, activation, layer_norm)
+        return hidden[-1]
+
+    def _hidden(self, x: torch.Tensor) -> torch.Tensor:
+        """The last hidden layer's output for inputs ``x`` (B, in_dim), standardised first."""
+        if self.standardize is not None:
+            x = self.standardize(x)
+        return self.trunk(x)
+
+
+class MAPPOActor(_Trunk):
     """Gaussian actor: local observation -> mean action, with a state-independent std.
 
     Args:
@@ -149,8 +188,7 @@ class MAPPOActor(nn.Module):
             an architecture field past its bound in :mod:`models.limits`.
 
     Attributes:
-        standardize: the input standardisation, or None.
-        trunk: the hidden layers (``nn.Sequential``).
+        standardize, trunk: as for every trunk (:class:`_Trunk`).
         action_mean: the linear head giving the Gaussian mean.
         log_std: the learned log standard deviation, shape ``(action_dim,)``.
         formation_head: the linear head giving the formation logits, or None.
@@ -163,19 +201,15 @@ class MAPPOActor(nn.Module):
         super().__init__()
         self.obs_dim = check_dimension("obs_dim", obs_dim)
         self.action_dim = check_dimension("action_dim", action_dim)
-        self.standardize = Standardize(self.obs_dim) if _check_bool(
-            "normalize_observations", normalize_observations) else None
-        hidden = check_hidden_sizes("hidden_sizes", hidden_sizes)
-        activation = _check_activation(activation)
-        layer_norm = _check_bool("layer_norm", layer_norm)
+        width = self._make_trunk(self.obs_dim, hidden_sizes, activation, layer_norm,
+                                  normalize_observations)
         log_std_init = check_number("log_std_init", log_std_init)
-        self.trunk = _build_trunk(self.obs_dim, hidden, activation, layer_norm)
-        self.action_mean = nn.Linear(hidden[-1], self.action_dim)
+        self.action_mean = nn.Linear(width, self.action_dim)
         _orthogonal_(self.action_mean, _ACTION_GAIN)
         self.log_std = nn.Parameter(torch.full((self.action_dim,), log_std_init))
         self.formation_head = None
         if _check_bool("formation_orders", formation_orders):
-            self.formation_head = make_formation_head(hidden[-1])
+            self.formation_head = make_formation_head(width)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The Gaussian's mean and std for ``obs`` of shape ``(B, obs_dim)``; both ``(B, A)``."""
@@ -185,9 +219,7 @@ class MAPPOActor(nn.Module):
 
     def mean_action(self, obs: torch.Tensor) -> torch.Tensor:
         """The Gaussian's mean for ``obs`` (B, obs_dim): standardisation, trunk and head."""
-        if self.standardize is not None:
-            obs = self.standardize(obs)
-        return self.action_mean(self.trunk(obs))
+        return self.action_mean(self._hidden(obs))
 
     def distribution(self, obs: torch.Tensor) -> Normal:
         """The action distribution (a diagonal Normal, batch shape ``(B, A)``) for ``obs``."""
@@ -220,9 +252,7 @@ class MAPPOActor(nn.Module):
         return _row_invariant(self._heads, obs)
 
     def _heads(self, obs: torch.Tensor) -> torch.Tensor:
-        if self.standardize is not None:
-            obs = self.standardize(obs)
-        hidden = self.trunk(obs)
+        hidden = self._hidden(obs)
         return torch.cat((self.action_mean(hidden), self.formation_head(hidden)), 1)
 
     def orders(self, obs: torch.Tensor) -> Orders:
@@ -236,7 +266,7 @@ class MAPPOActor(nn.Module):
                       Categorical(logits=heads[:, self.action_dim:]))
 
 
-class MAPPOCritic(nn.Module):
+class MAPPOCritic(_Trunk):
     """Centralised critic: one agent's critic state -> the value of its situation.
 
     The critic state is fog-free and may cover the whole battle; in the team battles
@@ -259,8 +289,7 @@ class MAPPOCritic(nn.Module):
             an architecture field past its bound in :mod:`models.limits`.
 
     Attributes:
-        standardize: the input standardisation, or None.
-        trunk: the hidden layers (``nn.Sequential``).
+        standardize, trunk: as for every trunk (:class:`_Trunk`).
         value_head: the linear output layer.
     """
 
@@ -269,13 +298,9 @@ class MAPPOCritic(nn.Module):
                  normalize_observations: bool = False) -> None:
         super().__init__()
         self.state_dim = check_dimension("state_dim", state_dim)
-        self.standardize = Standardize(self.state_dim) if _check_bool(
-            "normalize_observations", normalize_observations) else None
-        hidden = check_hidden_sizes("hidden_sizes", hidden_sizes)
-        activation = _check_activation(activation)
-        layer_norm = _check_bool("layer_norm", layer_norm)
-        self.trunk = _build_trunk(self.state_dim, hidden, activation, layer_norm)
-        self.value_head = nn.Linear(hidden[-1], 1)
+        width = self._make_trunk(self.state_dim, hidden_sizes, activation, layer_norm,
+                                  normalize_observations)
+        self.value_head = nn.Linear(width, 1)
         _orthogonal_(self.value_head, _VALUE_GAIN)
 
     def forward(self, state: torch.Tensor) -> torch.Tensor:
@@ -284,12 +309,10 @@ class MAPPOCritic(nn.Module):
         return _row_invariant(self._value, state).squeeze(-1)
 
     def _value(self, state: torch.Tensor) -> torch.Tensor:
-        if self.standardize is not None:
-            state = self.standardize(state)
-        return self.value_head(self.trunk(state))
+        return self.value_head(self._hidden(state))
 
 
-class MAPPOPolicy(nn.Module):
+class MAPPOPolicy(RebuildablePolicy):
     """A MAPPO team: Gaussian actor(s) on local observations, one centralised critic on
     each agent's critic state (see :class:`MAPPOCritic`).
 
@@ -390,17 +413,6 @@ class MAPPOPolicy(nn.Module):
                                   self.layer_norm, self.normalize_observations)
 
     # ----------------------------------------------------------------- structure
-
-    @property
-    def kwargs(self) -> dict[str, Any]:
-        """The constructor arguments as plain JSON values: ``MAPPOPolicy(**policy.kwargs)``."""
-        return {key: list(value) if isinstance(value, list) else value
-                for key, value in self._kwargs.items()}
-
-    @property
-    def device(self) -> torch.device:
-        """The device the parameters live on."""
-        return self.critic.value_head.weight.device
 
     def fit_observation_statistics(self, observations: torch.Tensor,
                                    states: torch.Tensor) -> None:

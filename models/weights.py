@@ -80,6 +80,24 @@ def save_weights(path: str | Path, data: Any) -> Path:
     return Path(path)
 
 
+class RebuildablePolicy(nn.Module):
+    """A policy that keeps its constructor arguments (``_kwargs``, set by the subclass), so
+    that a file holding them and the weights rebuilds it: ``type(policy)(**policy.kwargs)``."""
+
+    _kwargs: dict[str, Any]
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        """The constructor arguments as plain values, lists copied."""
+        return {key: list(value) if isinstance(value, list) else value
+                for key, value in self._kwargs.items()}
+
+    @property
+    def device(self) -> torch.device:
+        """The device the parameters live on."""
+        return next(self.parameters()).device
+
+
 def check_module_size(build: Callable[[], nn.Module], state_dict: Mapping[str, Any],
                       what: str) -> None:
     """Refuse constructor arguments that ask for a network other than the weights given.
@@ -224,6 +242,24 @@ LegacyReader = Callable[[Any, str], TrainingCheckpoint]
 messages) into a :class:`TrainingCheckpoint`, or raises ``ValueError``."""
 
 
+def check_legacy_keys(data: Any, source: str, trainer: str, required: frozenset[str]) -> None:
+    """Raise unless ``data`` is a dict holding every key of a trainer's version-1 layout.
+
+    Args:
+        data: the loaded contents of a file without ``checkpoint_format``.
+        source: the file, for the message.
+        trainer: the trainer whose layout it should be (``"MAPPO"``), for the message.
+        required: the keys every file of that layout holds.
+
+    Raises:
+        ValueError: naming ``source`` and the keys it lacks.
+    """
+    missing = required - set(data if isinstance(data, dict) else ())
+    if missing:
+        raise ValueError(f"{source} is not a {trainer} training checkpoint: missing "
+                         f"{sorted(missing)}")
+
+
 def read_checkpoint(path: str | Path, what: str, kind: str, *,
                     legacy: LegacyReader | None = None,
                     device: str | torch.device = "cpu") -> TrainingCheckpoint:
@@ -288,7 +324,8 @@ def checkpoint_from_data(data: Any, source: str, kind: str,
         rng=data["rng"], extras=data["extras"])
 
 
-__all__ = ["CHECKPOINT_FORMAT", "LegacyReader", "REQUIRED_COUNTERS", "TrainingCheckpoint",
-           "check_module_size", "checkpoint_from_data", "checkpoint_path",
+__all__ = ["CHECKPOINT_FORMAT", "LegacyReader", "REQUIRED_COUNTERS", "RebuildablePolicy",
+           "TrainingCheckpoint",
+           "check_legacy_keys", "check_module_size", "checkpoint_from_data", "checkpoint_path",
            "is_training_checkpoint", "load_weights", "read_checkpoint", "save_weights",
            "write_checkpoint"]

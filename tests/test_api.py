@@ -15,15 +15,11 @@ import ast
 import importlib
 import importlib.util
 import inspect
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 import training
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.fresh import run_python
 
 DOCUMENTED: dict[str, str | None] = {
     # Training runners
@@ -269,6 +265,4 @@ def test_functions_win_over_submodules_in_any_import_order(preamble: str) -> Non
         "from training import train, evaluate\n"
         "assert inspect.signature(train).parameters['config'].default is None\n"
         "assert inspect.signature(evaluate).parameters['n_episodes'].default == 50\n")
-    result = subprocess.run([sys.executable, "-c", check], cwd=ROOT, capture_output=True,
-                            text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
+    run_python(["-c", check], timeout=120)

@@ -1,14 +1,13 @@
-"""The brigade env and its batch: the Gymnasium contract, macro steps at a fixed tempo,
-drills then holding, initiation sets honoured, Blue's battalions under a frozen
-order-following policy, Red scripted or frozen, a battle the same in any batch."""
+"""The brigade env and its batch: macro steps at a fixed tempo, drills then holding,
+initiation sets honoured, Blue's battalions under a frozen order-following policy, Red
+scripted or frozen, a battle the same in any batch."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
 
-from envs.echelons.brigade_env import BrigadeEnv, brigade_obs_dim
+from envs.echelons.brigade_env import BrigadeEnv
 from envs.options import MacroAction, Option, make_default_options
 
 
@@ -22,13 +21,6 @@ def play(env, choose, seed=0, limit=200):
         if terminated or truncated:
             return infos, terminated, truncated
     raise AssertionError("the battle did not end")
-
-
-def test_the_gymnasium_contract_holds():
-    check_env(BrigadeEnv(), skip_render_check=True)
-    env = BrigadeEnv(n_blue=3, n_red=2)
-    assert env.observation_space.shape == (brigade_obs_dim(3),) == (25,)
-    assert list(env.action_space.nvec) == [6, 6, 6]
 
 
 def test_a_macro_step_lasts_the_tempo_and_a_finished_drill_holds():

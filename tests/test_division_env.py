@@ -1,21 +1,13 @@
-"""The division env: the Gymnasium contract, commands reach every battalion of a
-brigade, Red under a frozen brigade policy."""
+"""The division env: commands reach every battalion of a brigade, Red under a frozen
+brigade policy."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
 
-from envs.echelons.division_env import DIVISION_COMMANDS, DivisionEnv, division_obs_dim
+from envs.echelons.division_env import DIVISION_COMMANDS, DivisionEnv
 from envs.options import MacroAction
-
-
-def test_the_gymnasium_contract_holds():
-    check_env(DivisionEnv(), skip_render_check=True)
-    env = DivisionEnv(n_brigades=3, n_blue_per_brigade=2)
-    assert env.observation_space.shape == (division_obs_dim(3),) == (30,)
-    assert list(env.action_space.nvec) == [6, 6, 6]
 
 
 def test_a_brigade_command_becomes_every_battalion_drill():

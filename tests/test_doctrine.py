@@ -164,12 +164,18 @@ def test_the_in_step_doctrine_does_not_wait_under_fire_within_its_exposed_range(
         InStepCommander(exposed_range=0)
 
 
-def test_the_in_step_doctrine_without_allies_is_the_disciplined_doctrine():
+def _alone_observations():
+    """200 random team observations of battalions with no ally present."""
     from envs.battles.multi_observation import OBS_DIM, OBSERVATION_FEATURES
-    from envs.commanders.doctrine import InStepCommander
     obs = np.random.default_rng(0).uniform(-1, 1, (200, OBS_DIM)).astype(np.float32)
     obs[:, [i for i, name in enumerate(OBSERVATION_FEATURES)
             if name.startswith("ally_") and name.endswith("_present")]] = 0.0
+    return obs
+
+
+def test_the_in_step_doctrine_without_allies_is_the_disciplined_doctrine():
+    from envs.commanders.doctrine import InStepCommander
+    obs = _alone_observations()
     assert np.array_equal(InStepCommander(hold_range=70).predict(obs)[0],
                           DisciplinedCommander(hold_range=70).predict(obs)[0])
 
@@ -204,11 +210,9 @@ def test_the_concentrating_doctrine_marches_on_the_enemy_nearest_the_team():
 
 
 def test_the_concentrating_doctrine_without_allies_is_the_disciplined_doctrine():
-    from envs.battles.multi_observation import OBS_DIM, OBSERVATION_FEATURES
+    from envs.battles.multi_observation import OBSERVATION_FEATURES
     from envs.commanders.doctrine import ConcentratingCommander
-    obs = np.random.default_rng(0).uniform(-1, 1, (200, OBS_DIM)).astype(np.float32)
-    obs[:, [i for i, name in enumerate(OBSERVATION_FEATURES)
-            if name.startswith("ally_") and name.endswith("_present")]] = 0.0
+    obs = _alone_observations()
     # The focus is the nearest enemy: every other slot lies farther off.
     focus = obs[:, OBSERVATION_FEATURES.index("enemy_distance")].copy()
     for i, name in enumerate(OBSERVATION_FEATURES):

@@ -1,15 +1,26 @@
-"""Brigade and division battles as SB3 VecEnvs: the contract, and battle i of the
-VecEnv seeded s is the single env reset with seed s + i."""
+"""Brigade and division battles: the single envs' Gymnasium contract, the SB3 VecEnvs'
+contract, and battle i of the VecEnv seeded s is the single env reset with seed s + i."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from gymnasium.utils.env_checker import check_env as check_gymnasium_env
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_checker import check_env
 
-from envs.echelons.brigade_env import BrigadeEnv, make_brigade_vec_env
-from envs.echelons.division_env import DivisionEnv, make_division_vec_env
+from envs.echelons.brigade_env import BrigadeEnv, brigade_obs_dim, make_brigade_vec_env
+from envs.echelons.division_env import DivisionEnv, division_obs_dim, make_division_vec_env
+
+
+@pytest.mark.parametrize("make_one, sizes, obs_dim, expected", [
+    (BrigadeEnv, dict(n_blue=3, n_red=2), brigade_obs_dim(3), 25),
+    (DivisionEnv, dict(n_brigades=3, n_blue_per_brigade=2), division_obs_dim(3), 30)])
+def test_the_gymnasium_contract_holds(make_one, sizes, obs_dim, expected):
+    check_gymnasium_env(make_one(), skip_render_check=True)
+    env = make_one(**sizes)
+    assert env.observation_space.shape == (obs_dim,) == (expected,)
+    assert list(env.action_space.nvec) == [6, 6, 6]
 
 
 @pytest.mark.parametrize("make_vec, make_one, width", [

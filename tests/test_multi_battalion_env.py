@@ -69,29 +69,37 @@ def test_spaces_are_shared_and_fit_every_team_size():
 def test_with_one_battalion_a_side_every_reward_component_is_the_duels():
     """The duel is the one-battalion case of the team reward, component by component,
     in battles that end by destruction (volleys that take more than is left) too."""
-    n = 64
     config = BattleConfig(rout_threshold=0.0, volley_damage=1.0, reload_rate=0.2)
     weights = RewardWeights(**{name: 0.5 + i for i, name in enumerate(COMPONENTS)})
-    multi = batch(n, 1, 1, config=config, visibility_radius=1e9, reward_weights=weights)
+    destroyed = 0
+    for result, expected, duel in side_by_side(64, 400, 1, config, weights):
+        np.testing.assert_array_equal(result.team_reward.values[:, :64],
+                                      expected.reward.values)
+        destroyed += duel.state.destroyed.sum()
+    assert destroyed > 0
+
+
+def side_by_side(n, n_steps, seed, config, reward_weights):
+    """``n`` 1v1 team battles in sight of each other and ``n`` duels of the same seeds,
+    random Blue (``seed``) against scripted L5 Red, stepped together for ``n_steps``
+    steps (a finished battle restarts in both); yields each step's team result, duel
+    result and the duel batch, before the restarts."""
+    multi = batch(n, 1, 1, config=config, visibility_radius=1e9,
+                  reward_weights=reward_weights)
     duel = BattalionBatch(n, config=config, terrain=None, randomize_terrain=True,
-                          curriculum_level=5, reward_weights=weights)
+                          curriculum_level=5, reward_weights=reward_weights)
     for b in (multi, duel):
         b.reset(np.arange(n), list(range(n)), np.zeros(n, np.int64))
-    rng = np.random.default_rng(1)
-    destroyed = 0
-    for _ in range(400):
+    rng = np.random.default_rng(seed)
+    for _ in range(n_steps):
         blue = rng.uniform(-1, 1, (n, 3)).astype(np.float32)
         red = multi.scripted_actions(np.array([1]), 5)[:, 0]
         result = multi.step(np.stack([blue, red], axis=1))
-        expected = duel.step(blue)
-        np.testing.assert_array_equal(result.team_reward.values[:, :n],
-                                      expected.reward.values)
-        destroyed += duel.state.destroyed.sum()
+        yield result, duel.step(blue), duel
         over = np.flatnonzero(result.battle_over)
         if len(over):
             multi.next_episode(over)
             duel.next_episode(over)
-    assert destroyed > 0
 
 
 def play(env, seed, n_steps, rng):
@@ -160,20 +168,8 @@ def test_batch_equals_parallel_env_for_the_same_seeds():
 
 
 def test_one_against_one_in_sight_is_the_duel():
-    n = 32
-    config = BattleConfig()
-    multi = batch(n, 1, 1, visibility_radius=1e9)
-    duel = BattalionBatch(n, config=config, terrain=None, randomize_terrain=True,
-                          curriculum_level=5, reward_weights=None)
-    for b in (multi, duel):
-        b.reset(np.arange(n), list(range(n)), np.zeros(n, np.int64))
-    rng = np.random.default_rng(0)
     compared = 0
-    for _ in range(300):
-        blue = rng.uniform(-1, 1, (n, 3)).astype(np.float32)
-        red = multi.scripted_actions(np.array([1]), 5)[:, 0]
-        result = multi.step(np.stack([blue, red], axis=1))
-        expected = duel.step(blue)
+    for result, expected, _ in side_by_side(32, 300, 0, BattleConfig(), None):
         np.testing.assert_array_equal(result.reward[:, 0][result.acted[:, 0]],
                                       expected.reward.total[result.acted[:, 0]])
         # The enemy in sight: its report is live, so the views agree exactly.
@@ -181,10 +177,6 @@ def test_one_against_one_in_sight_is_the_duel():
         np.testing.assert_array_equal(result.observation[in_sight, 0, :25],
                                       expected.observation[in_sight])
         compared += in_sight.sum()
-        over = np.flatnonzero(result.battle_over)
-        if len(over):
-            multi.next_episode(over)
-            duel.next_episode(over)
     assert compared > 1000
 
 

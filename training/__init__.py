@@ -15,9 +15,10 @@ training.train import TrainingConfig`` or ``importlib.import_module``.
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
+
+from envs.lazy import lazy_getattr
 
 _EXPORTS = {
     # training API
@@ -85,13 +86,7 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'training' has no attribute {name!r}")
+__getattr__ = lazy_getattr("training", _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:

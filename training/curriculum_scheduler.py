@@ -17,13 +17,10 @@ the curriculum. :func:`load_scenario` reads a scenario file of ``configs/scenari
 
 from __future__ import annotations
 
-import logging
 import re
 from enum import IntEnum
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from envs.scenario import SCENARIO_KEYS, OrderOfBattle, ScenarioError, load_scenario_file
 from envs.sim.validation import (
@@ -31,8 +28,6 @@ from envs.sim.validation import (
 )
 from models.v1_transfer import load_v1_weights_into_mappo  # noqa: F401  (documented here)
 from training.common.promotion import EpisodeWindow, PromotionLog, WindowedPromotion
-
-logger = logging.getLogger(__name__)
 
 __all__ = ["STAGE_ENV_KWARGS", "STAGE_LABELS", "STAGE_SCENARIOS", "SCENARIO_DIR", "SCENARIO_KEYS",
            "CurriculumScheduler", "CurriculumStage", "available_scenarios",
@@ -53,8 +48,6 @@ STAGE_LABELS: dict[CurriculumStage, str] = {
     CurriculumStage.STAGE_2V2: "2v2",
 }
 """Short name of each stage; also the name of the scenario file it takes its team sizes from."""
-
-_FINAL_STAGE = max(CurriculumStage)
 
 # ---------------------------------------------------------------------------- scenarios
 
@@ -150,14 +143,6 @@ stage."""
 # ---------------------------------------------------------------------------- scheduler
 
 
-def _check_stage(name: str, value: Any) -> CurriculumStage:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
-            or int(value) not in {int(stage) for stage in CurriculumStage}:
-        allowed = ", ".join(f"{int(s)} ({s.name})" for s in CurriculumStage)
-        raise ValueError(f"{name}={value!r} is invalid: expected a CurriculumStage: {allowed}")
-    return CurriculumStage(int(value))
-
-
 class CurriculumScheduler(WindowedPromotion):
     """Promotes a team through 1v1 -> 2v1 -> 2v2 on its recent win rate.
 
@@ -175,8 +160,13 @@ class CurriculumScheduler(WindowedPromotion):
         ValueError: for an argument out of range (the message names it).
     """
 
+    LEVELS = CurriculumStage
+    LABELS = STAGE_LABELS
     LEVEL_NOUN = "stage"
+    LEVEL_TYPE = "a CurriculumStage"
     METRIC_PREFIX = "curriculum"
+    STATE_NAME = "curriculum"
+    SETTINGS = ("promote_threshold", "win_rate_window")
 
     def __init__(self, promote_threshold: float = 0.70, win_rate_window: int = 50,
                  initial_stage: CurriculumStage | int = CurriculumStage.STAGE_1V1) -> None:
@@ -184,28 +174,14 @@ class CurriculumScheduler(WindowedPromotion):
                                                 1.0, low_open=True)
         self._window = EpisodeWindow(win_rate_window)
         self.win_rate_window = self._window.size
-        self._stage = _check_stage("initial_stage", initial_stage)
+        self._level = self._check_level("initial_stage", initial_stage)
         self._promotions = PromotionLog("to_stage")
 
     # --------------------------------------------------------------- properties
 
-    @property
-    def stage(self) -> CurriculumStage:
-        """The current stage."""
-        return self._stage
-
-    @property
-    def stage_label(self) -> str:
-        """The current stage's short name (``"1v1"``, ``"2v1"``, ``"2v2"``)."""
-        return STAGE_LABELS[self._stage]
-
-    @property
-    def is_final_stage(self) -> bool:
-        """Whether the team is at the last stage (no further promotion)."""
-        return self._stage == _FINAL_STAGE
-
-    def current_level(self) -> tuple[int, str]:
-        return int(self._stage), self.stage_label
+    stage = WindowedPromotion.level
+    stage_label = WindowedPromotion.level_label
+    is_final_stage = WindowedPromotion.is_final_level
 
     # --------------------------------------------------------------- promotion
 
@@ -214,32 +190,19 @@ class CurriculumScheduler(WindowedPromotion):
         return (not self.is_final_stage and self._window.full
                 and self.win_rate() >= self.promote_threshold)
 
-    def promote(self) -> CurriculumStage:
-        """Advance one stage and clear the window; returns the new stage.
-
-        Raises:
-            RuntimeError: at the final stage.
-        """
-        if self.is_final_stage:
-            raise RuntimeError(f"cannot promote past the final stage {self.stage_label}")
-        self._stage = CurriculumStage(self._stage + 1)
-        self._window.next_level()
-        self._promotions.add(self._stage, self._window.total_episodes)
-        return self._stage
-
     def env_kwargs(self) -> dict[str, Any]:
         """The current stage's MultiBattalionEnv arguments, as its scenario file under
         ``configs/scenarios/`` holds them (:data:`STAGE_SCENARIOS`; a copy): its team
         sizes (``n_blue``, ``n_red``, as in :data:`STAGE_ENV_KWARGS`) and its map, steps,
         terrain, hill factor and visibility, so ``MultiBattalionEnv(**env_kwargs())`` is
         the stage's battle."""
-        return dict(STAGE_SCENARIOS[self._stage])
+        return dict(STAGE_SCENARIOS[self._level])
 
     # --------------------------------------------------------------- logging
 
     def wandb_metrics(self) -> dict[str, Any]:
         """The ``curriculum/*`` metrics of the current state."""
-        return {"curriculum/stage": int(self._stage),
+        return {"curriculum/stage": int(self._level),
                 "curriculum/stage_label": self.stage_label,
                 "curriculum/win_rate": self.win_rate(),
                 "curriculum/total_episodes": self._window.total_episodes}
@@ -248,7 +211,7 @@ class CurriculumScheduler(WindowedPromotion):
 
     def state_dict(self) -> dict[str, Any]:
         """The scheduler's progress as plain values (JSON- and ``weights_only``-safe)."""
-        return {"stage": int(self._stage), "window": self._window.results(),
+        return {"stage": int(self._level), "window": self._window.results(),
                 "total_episodes": self._window.total_episodes, "promotions": self.promotions,
                 "promote_threshold": self.promote_threshold,
                 "win_rate_window": self.win_rate_window}
@@ -263,28 +226,5 @@ class CurriculumScheduler(WindowedPromotion):
         Raises:
             TypeError, ValueError: for a malformed state (the message names the field).
         """
-        if not isinstance(state, dict):
-            raise TypeError(f"state={type(state).__name__} is invalid: expected the dict of "
-                            "CurriculumScheduler.state_dict()")
-        required = {"stage", "window", "total_episodes", "promotions"}
-        missing = sorted(required - set(state))
-        unknown = sorted(str(k) for k in set(state) - required
-                         - {"promote_threshold", "win_rate_window"})
-        if missing or unknown:
-            raise ValueError(f"curriculum state is invalid: missing keys {missing}, unknown "
-                             f"keys {unknown}; expected {sorted(required)} (and optionally "
-                             "promote_threshold, win_rate_window)")
-        stage = _check_stage("state['stage']", state["stage"])
-        window = EpisodeWindow(self.win_rate_window)
-        window.restore(state)
-        promotions = self._promotions.checked(state["promotions"], _check_stage,
-                                              CurriculumStage.STAGE_1V1, stage,
-                                              window.total_episodes)
-        for key, own in (("promote_threshold", self.promote_threshold),
-                         ("win_rate_window", self.win_rate_window)):
-            if key in state and state[key] != own:
-                logger.warning("curriculum state was saved with %s=%r; continuing with %r",
-                               key, state[key], own)
-        self._stage = stage
-        self._window = window
-        self._promotions.restore(promotions)
+        self._check_state_keys(state, {"stage", "window", "total_episodes", "promotions"})
+        self._restore_progress(state, *self._checked_progress(state))

@@ -91,6 +91,34 @@ def check_battle_setup(config: BattleConfig, terrain: TerrainMap | None,
                         "RewardWeights or None")
 
 
+class BattlefieldBatch:
+    """What every batch of battles keeps of its :class:`~envs.battlefield.Battlefield`
+    (``battlefield``): the battle model's parameters, the ground and the reward weights."""
+
+    battlefield: Battlefield
+
+    def _keep_battlefield(self, config: BattleConfig,
+                          reward_weights: RewardWeights | None) -> tuple[int, int]:
+        """Check (:func:`check_battle_setup`) and keep ``config``, the battlefield's ground
+        and ``reward_weights`` (None: the defaults).
+
+        Args:
+            config: the battle model's parameters.
+            reward_weights: reward shaping, or None.
+
+        Returns:
+            The rows and columns of the terrain grids the battles' state holds.
+        """
+        terrain = self.battlefield.terrain
+        check_battle_setup(config, terrain, reward_weights)
+        self.config = config
+        self.terrain = terrain
+        self.randomize_terrain = self.battlefield.procedural
+        self.reward_weights = reward_weights or RewardWeights()
+        self._weight_vector = self.reward_weights.as_array()
+        return terrain_grid_shape(terrain, self.randomize_terrain)
+
+
 @dataclass(frozen=True, eq=False)
 class DuelStep:
     """Result of stepping every battle of a batch once (arrays over battles)."""
@@ -130,7 +158,7 @@ class DuelStep:
                            for name, value in vars(self).items()})
 
 
-class BattalionBatch:
+class BattalionBatch(BattlefieldBatch):
     """``n_battles`` independent 1v1 battles stepped as one batch.
 
     Args:
@@ -164,16 +192,9 @@ class BattalionBatch:
                              f"{self.battlefield.visibility_radius!r} is invalid for a duel: "
                              f"expected the default {VISIBILITY_RADIUS} (both battalions "
                              "always see each other; the fog of war is the N-vs-M battles')")
-        terrain = self.battlefield.terrain
-        check_battle_setup(config, terrain, reward_weights)
-        self.config = config
-        self.terrain = terrain
-        self.randomize_terrain = self.battlefield.procedural
-        self.reward_weights = reward_weights or RewardWeights()
-        self._weight_vector = self.reward_weights.as_array()
+        rows, cols = self._keep_battlefield(config, reward_weights)
         self.levels = np.full(self.n_battles,
                               check_scripted_level("curriculum_level", curriculum_level), np.int8)
-        rows, cols = terrain_grid_shape(terrain, self.randomize_terrain)
         self.state = BattleState.empty(self.n_battles, np.array([BLUE, RED]), rows, cols)
         self.geometry: engine.Geometry | None = None
         self.last_events: engine.StepEvents | None = None
@@ -321,5 +342,5 @@ class BattalionBatch:
 
 
 __all__ = ["BattalionBatch", "DuelStep", "INFO_STEP_KEYS", "RedPolicy", "OBS_DIM",
-           "check_battle_setup", "check_red_policy", "BYTES_PER_BATTLE",
+           "BattlefieldBatch", "check_battle_setup", "check_red_policy", "BYTES_PER_BATTLE",
            "check_duel_batch_size"]

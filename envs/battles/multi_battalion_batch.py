@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from envs.battlefield import Battlefield
-from envs.battles.battalion_batch import check_battle_setup
+from envs.battles.battalion_batch import BattlefieldBatch
 from envs.battles.episodes import EpisodeChains
 from envs.battles.multi_observation import (
     ROTATE_SIGN,
@@ -43,7 +43,7 @@ from envs.sim import engine
 from envs.sim import random as rnd
 from envs.sim.config import BattleConfig
 from envs.sim.constants import ACTION_DIM
-from envs.sim.deploy import Placement, deploy, terrain_grid_shape
+from envs.sim.deploy import Placement, deploy
 from envs.sim.engine import pair_major, team_codes, unit_major, writable_major
 from envs.sim.jit import read_only
 from envs.sim.scripted import scripted_actions
@@ -155,7 +155,7 @@ class TeamStep:
         return critic_states(self.observation, self.global_state, self.team)
 
 
-class MultiBattalionBatch:
+class MultiBattalionBatch(BattlefieldBatch):
     """``n_battles`` independent N-vs-M battles stepped as one batch.
 
     Args:
@@ -196,16 +196,9 @@ class MultiBattalionBatch:
             visibility_radius=visibility_radius)
         self.visibility_radius = check_positive("visibility_radius",
                                                 self.battlefield.visibility_radius)
-        terrain = self.battlefield.terrain
-        check_battle_setup(config, terrain, reward_weights)
-        self.config = config
-        self.terrain = terrain
-        self.randomize_terrain = self.battlefield.procedural
-        self.reward_weights = reward_weights or RewardWeights()
-        self._weight_vector = self.reward_weights.as_array()
+        rows, cols = self._keep_battlefield(config, reward_weights)
         self.team = np.array([BLUE] * self.n_blue + [RED] * self.n_red, dtype=np.int8)
         self.n_units = len(self.team)
-        rows, cols = terrain_grid_shape(terrain, self.randomize_terrain)
         self._constants = observation_constants(config, self.visibility_radius, rows, cols)
         self.order_of_battle = None if order_of_battle is None else OrderOfBattle.of(
             order_of_battle)

@@ -76,13 +76,9 @@ def make_division_batch(n_battles: int = 1, n_brigades: int = 2, n_blue_per_brig
 
 
 def make_division_vec_env(n_envs: int = 8, **settings: Any) -> EchelonVecEnv:
-    """``n_envs`` division battles as one SB3 ``VecEnv``
-    (:class:`~envs.echelons.echelon_env.EchelonVecEnv`); ``settings`` are
-    :func:`make_division_batch`'s.
-
-    Raises:
-        ValueError: for a setting out of range (the message names it).
-    """
+    """``n_envs`` division battles as one SB3 ``VecEnv``, as
+    :func:`~envs.echelons.brigade_env.make_brigade_vec_env` makes brigade battles;
+    ``settings`` are :func:`make_division_batch`'s."""
     batch = make_division_batch(n_envs, **settings)
     return EchelonVecEnv(batch, len(DIVISION_COMMANDS), batch.n_brigades)
 

@@ -22,12 +22,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from gymnasium import spaces
 
 from envs.battlefield import Battlefield
 from envs.battles.multi_battalion_batch import BLUE, MultiBattalionBatch, check_team_batch_size
 from envs.battles.multi_observation import MAX_TEAM_SIZE
-from envs.multi_battalion_env import agent_names, team_spaces
+from envs.multi_battalion_env import TeamAgents, team_spaces
 from envs.reward import RewardWeights
 from envs.sim import random as rnd
 from envs.sim.constants import (
@@ -78,7 +77,7 @@ def random_orders(battles: Any) -> np.ndarray:
     return _ACTION_LOW + draws * _ACTION_SPAN
 
 
-class MultiBattalionBatchEnv:
+class MultiBattalionBatchEnv(TeamAgents):
     """``n_battles`` N-vs-M battles with the reference API of ``RemoteMultiBattalionEnv``.
 
     Args:
@@ -116,8 +115,7 @@ class MultiBattalionBatchEnv:
                                    reward_weights=reward_weights)
         self._battles = self._new_battles(check_int("n_battles", n_battles, minimum=1))
         self.n_battles = self._battles.n_battles
-        self.possible_agents = agent_names(self.n_blue, self.n_red)
-        self._index = {name: i for i, name in enumerate(self.possible_agents)}
+        self._name_agents(self.n_blue, self.n_red)
         self._blue_units = np.arange(self.n_blue)
         self._red_units = np.arange(self.n_blue, self.n_blue + self.n_red)
         self._observation_space, self._action_space, self.state_space = team_spaces()
@@ -146,17 +144,6 @@ class MultiBattalionBatchEnv:
 
     def get_n_red(self) -> int:
         return self.n_red
-
-    def observation_space(self, agent: str) -> spaces.Box:
-        """One battle's observation space of ``agent`` (arrays here have a leading
-        battle axis)."""
-        self._check_name(agent)
-        return self._observation_space
-
-    def action_space(self, agent: str) -> spaces.Box:
-        """One battle's action space of ``agent``: ``[move, rotate, fire]``."""
-        self._check_name(agent)
-        return self._action_space
 
     def reset(self, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict]:
@@ -428,10 +415,6 @@ class MultiBattalionBatchEnv:
                  "blue_won": bool(blue_won[b]),
                  "observations": observations[b]} for b in range(n)]
 
-    def _check_name(self, agent: Any) -> None:
-        if not isinstance(agent, str) or agent not in self._index:
-            raise ValueError(f"agent={short_repr(agent)} is invalid: expected one of "
-                             f"{self.possible_agents}")
 
 
 def _check_seeds(name: str, seeds: Any) -> list[int]:

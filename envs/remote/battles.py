@@ -14,14 +14,14 @@ from __future__ import annotations
 import inspect
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from envs.remote.batch_env import Commander, MultiBattalionBatchEnv
 from envs.remote.cluster import import_ray
 from envs.remote.workers import WorkerGroup
 from envs.sim.kernels import set_num_threads
-from envs.sim.validation import check_int, check_positive, short_repr
+from envs.sim.validation import check_int, check_keywords, check_positive
 
 ENV_KEYS = tuple(name for name in inspect.signature(MultiBattalionBatchEnv).parameters
                  if name != "n_battles")
@@ -35,16 +35,8 @@ def check_env_kwargs(env_kwargs: Any) -> dict[str, Any]:
     Raises:
         ValueError: for anything but None or a dict, an unknown key or a bad value.
     """
-    if env_kwargs is None:
-        return {}
-    if not isinstance(env_kwargs, Mapping):
-        raise ValueError(f"env_kwargs={short_repr(env_kwargs)} is invalid: expected None or a "
-                         "dict of MultiBattalionEnv keyword arguments")
-    for key in env_kwargs:
-        if key not in ENV_KEYS:
-            raise ValueError(f"env_kwargs key {short_repr(key)} is invalid: expected some of "
-                             f"{', '.join(ENV_KEYS)}")
-    kwargs = dict(env_kwargs)
+    kwargs = check_keywords("env_kwargs", env_kwargs, ENV_KEYS,
+                            "MultiBattalionEnv keyword arguments")
     MultiBattalionBatchEnv(**kwargs)
     return kwargs
 

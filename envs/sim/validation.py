@@ -258,6 +258,32 @@ def check_options(name: str, value: Any, allowed: Collection[str] = ()) -> dict[
     return dict(value)
 
 
+def check_keywords(name: str, value: Any, allowed: Collection[str], what: str,
+                   note: str = "") -> dict[str, Any]:
+    """None (as ``{}``) or a dict whose keys are all in ``allowed``, copied.
+
+    Args:
+        name: the argument's name, for the messages.
+        value: the argument.
+        allowed: the keys it may have.
+        what: what its keys are, for the message (``"BattalionEnv settings"``).
+        note: added to the message of an unknown key.
+
+    Raises:
+        ValueError: for anything but None or a dict, or an unknown key (named).
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{name}={short_repr(value)} is invalid: expected None or a dict of "
+                         f"{what}")
+    for key in value:
+        if key not in allowed:
+            raise ValueError(f"{name} key {short_repr(key)} is invalid: expected some of "
+                             f"{', '.join(allowed)}{note}")
+    return dict(value)
+
+
 def check_map_size(name: str, value: Any) -> float:
     """A map side in metres within :data:`~envs.sim.constants.MAP_SIZE_RANGE`."""
     low, high = MAP_SIZE_RANGE

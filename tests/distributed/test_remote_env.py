@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -17,6 +15,7 @@ from envs.remote_multi_battalion_env import (
     random_orders,
 )
 from tests.distributed.helpers import FAST, same, small_policy
+from tests.fresh import run_python
 from training.mappo.battles import PolicyCommander
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -207,10 +206,7 @@ def test_remote_class_is_made_on_first_use_and_needs_ray() -> None:
         "except ImportError as error:\n"
         "    print(error)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
-    assert 'pip install -e ".[distributed]"' in done.stdout
+    assert 'pip install -e ".[distributed]"' in run_python(["-c", code], timeout=120)
 
 
 # --- on Ray -------------------------------------------------------------------------------

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 
@@ -11,6 +9,7 @@ import pytest
 
 from envs.remote_multi_battalion_env import MultiBattalionBatchEnv
 from tests.distributed.helpers import FAST, played, small_policy
+from tests.fresh import run_python
 from training.league.distributed_runner import (
     CONFIG_FILE,
     DistributedRolloutRunner,
@@ -38,10 +37,7 @@ def test_make_remote_envs_needs_ray_initialised() -> None:
             "    make_remote_envs(1)\n"
             "except RuntimeError as error:\n"
             "    print(error)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
-    assert "Ray initialised" in done.stdout
+    assert "Ray initialised" in run_python(["-c", code], timeout=120)
 
 
 @pytest.fixture(scope="module")

@@ -3,10 +3,8 @@ place among the layers (no Ray, no training module, until a worker is made)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 from envs.remote.workers import deal, gather
+from tests.fresh import run_python
 
 
 def test_deal_is_the_seeds_rule_and_gather_undoes_it() -> None:
@@ -37,7 +35,4 @@ def test_the_stack_sits_below_training_and_loads_ray_on_first_use() -> None:
         "assert m.RemoteMultiBattalionEnv is remote_class(E)  # one actor class\n"
         "print('ok')\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip() == "ok"
+    assert run_python(["-c", code], timeout=300).strip() == "ok"

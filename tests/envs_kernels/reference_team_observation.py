@@ -122,14 +122,9 @@ def sightings(state: BattleState, geometry: Geometry, visibility_radius: float) 
 
 def battalion_observations(state: BattleState, geometry: Geometry, reports: FogReports,
                            sees: np.ndarray, config: BattleConfig) -> np.ndarray:
-    """Every battalion's observation (see the module docstring).
-
-    Args:
-        state: the batch, after the step.
-        geometry: :func:`envs.sim.engine.sense` of ``state``.
-        reports: each side's reports, already refreshed with ``sees``.
-        sees: :func:`sightings` of ``state``.
-        config: the battle model's parameters.
+    """Every battalion's observation (see the module docstring), from the arguments of
+    :func:`envs.battles.multi_observation.battalion_observations` (``sees`` from this
+    module's :func:`sightings`), always with the arms block.
 
     Returns:
         (B, U, ARMS_OBS_DIM) float32, C-contiguous.

@@ -247,8 +247,8 @@ EXIT = "import sys; print('{line}', file=sys.stderr); sys.exit({code})"
 
 class _ExitsInTheWindow(Launcher):
     """A launcher whose roles always end between two looks: after each look it waits for
-    every role it started to end (before the change, the loop then stopped with their
-    exits never processed). ``after_first_look`` runs once, after the first look."""
+    every role it started to end (a loop that stopped there would never process their
+    exits). ``after_first_look`` runs once, after the first look."""
 
     after_first_look = None
 

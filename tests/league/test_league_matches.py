@@ -169,7 +169,7 @@ def test_fsync_option_and_bad_paths(tmp_path: Path) -> None:
         db.win_rate(3, "b")  # type: ignore[arg-type]
 
 
-# --- issue 11, silent acceptance ------------------------------------------------------------
+# --- silent acceptance ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("field", ["agent_id", "opponent_id", "match_id"])
 @pytest.mark.parametrize("bad", ["a\nb", "a\0b", "\x7f"])

@@ -232,7 +232,7 @@ def test_nash_entropy() -> None:
         nash_entropy([[0.5]])
 
 
-# --- issue 11, silent acceptance ------------------------------------------------------------
+# --- silent acceptance ---------------------------------------------------------------------
 
 def test_regret_matching_iterations_are_bounded() -> None:
     from training.league.nash import MAX_REGRET_ITERATIONS

@@ -292,7 +292,7 @@ def test_missing_manifest_with_leftover_copy_warns(manifest: Path, caplog) -> No
     assert [r.agent_id for r in AgentPool.recover(manifest).list()] == ["a"]
 
 
-# --- issue 11, silent acceptance ------------------------------------------------------------
+# --- silent acceptance ---------------------------------------------------------------------
 
 def test_a_string_force_flag_is_refused_and_evicts_nothing(manifest: Path) -> None:
     pool = AgentPool(manifest, max_size=1)

@@ -74,23 +74,40 @@ def torch_payload(path: Path, marker: Path) -> None:
                 "policy_state_dict": Payload(str(marker))}, path)
 
 
+def rewritten_archive(path: Path, valid: Path, member: str,
+                      rewrite: Callable[[bytes], bytes]) -> Path:
+    """A copy at ``path`` of the zip archive ``valid`` (an SB3 model) with ``member``'s
+    bytes replaced by ``rewrite`` of them; returns ``path``."""
+    with zipfile.ZipFile(valid) as source, zipfile.ZipFile(path, "w") as target:
+        for item in source.infolist():
+            data = source.read(item)
+            target.writestr(item, rewrite(data) if item.filename == member else data)
+    return path
+
+
+def rewritten_sb3_data(path: Path, valid: Path, edit: Callable[[dict], None]) -> Path:
+    """A copy at ``path`` of the SB3 archive ``valid`` whose JSON ``data`` member ``edit``
+    has changed in place; returns ``path``."""
+
+    def rewrite(raw: bytes) -> bytes:
+        fields = json.loads(raw)
+        edit(fields)
+        return json.dumps(fields).encode()
+
+    return rewritten_archive(path, valid, "data", rewrite)
+
+
 def sb3_with_weights_payload(path: Path, valid: Path, marker: Path) -> None:
     """A real SB3 archive whose ``policy.pth`` unpickles a payload."""
     import torch
 
     buffer = io.BytesIO()
     torch.save({"mlp_extractor.policy_net.0.weight": Payload(str(marker))}, buffer)
-    with zipfile.ZipFile(valid) as source, zipfile.ZipFile(path, "w") as target:
-        for item in source.infolist():
-            data = buffer.getvalue() if item.filename == "policy.pth" else source.read(item)
-            target.writestr(item, data)
+    rewritten_archive(path, valid, "policy.pth", lambda _: buffer.getvalue())
 
 
 def sb3_with_nested_data(path: Path, valid: Path) -> None:
-    with zipfile.ZipFile(valid) as source, zipfile.ZipFile(path, "w") as target:
-        for item in source.infolist():
-            data = nested_json().encode() if item.filename == "data" else source.read(item)
-            target.writestr(item, data)
+    rewritten_archive(path, valid, "data", lambda _: nested_json().encode())
 
 
 def huge_team_snapshot(path: Path) -> None:

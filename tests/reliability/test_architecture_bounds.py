@@ -19,6 +19,7 @@ from models.mappo_files import load_policy, save_policy
 from models.mappo_policy import MAPPOPolicy
 from models.wfm1 import WFM1Policy
 from storage.files import UnreadableFileError
+from tests.reliability.hostile import rewritten_sb3_data
 from tests.reliability.test_loading_door import measured
 
 MiB = 2**20
@@ -169,9 +170,6 @@ def test_every_mappo_reader_refuses_an_unbounded_architecture(tmp_path):
 
 
 def test_an_sb3_archive_past_the_net_arch_bounds_is_refused(tmp_path):
-    import json
-    import zipfile
-
     from stable_baselines3 import PPO
 
     from envs.vec_env import BattalionVecEnv
@@ -179,15 +177,8 @@ def test_an_sb3_archive_past_the_net_arch_bounds_is_refused(tmp_path):
 
     valid = save_ppo(PPO("MlpPolicy", BattalionVecEnv(2), n_steps=8, batch_size=16,
                          device="cpu"), tmp_path / "valid.zip")
-    path = tmp_path / "wide.zip"
-    with zipfile.ZipFile(valid) as source, zipfile.ZipFile(path, "w") as out:
-        for item in source.infolist():
-            raw = source.read(item)
-            if item.filename == "data":
-                data = json.loads(raw)
-                data["policy_kwargs"] = {"net_arch": [64] * 2_000_000}
-                raw = json.dumps(data).encode()
-            out.writestr(item, raw)
+    path = rewritten_sb3_data(tmp_path / "wide.zip", valid, lambda data: data.update(
+        policy_kwargs={"net_arch": [64] * 2_000_000}))
     refused_quickly(lambda: load_ppo(path), str(path), "net_arch", "2,000,000",
                     str(limits.MAX_LAYERS))
 

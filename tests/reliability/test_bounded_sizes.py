@@ -4,10 +4,9 @@ through every loader with a size limit: each refused by name, in bounded memory.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.fresh import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTRA_MEMORY_MIB = 1024
@@ -17,13 +16,9 @@ EXTRA_MEMORY_MIB = 1024
 def test_every_oversize_input_is_refused_by_name_in_bounded_memory(tmp_path):
     # A small replay limit keeps the zip bomb small here; the same module run without
     # --replay-limit-mib uses the real limit against a multi-GB bomb.
-    result = subprocess.run(
-        [sys.executable, "-m", "tests.reliability.sizes", str(tmp_path / "campaign"),
-         "--bomb-mib", "40", "--replay-limit-mib", "16"],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
-        timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
-    cases = {c["case"]: c for c in map(json.loads, result.stdout.splitlines())}
+    output = run_python(["-m", "tests.reliability.sizes", str(tmp_path / "campaign"),
+                         "--bomb-mib", "40", "--replay-limit-mib", "16"], timeout=900)
+    cases = {c["case"]: c for c in map(json.loads, output.splitlines())}
     assert set(cases) >= {
         "replay_zip_bomb", "replay_forged_header", "replay_100k_units",
         "viewer_melee_pair_steps", "viewer_melee_rows", "raster_window_3.6G_pixels",

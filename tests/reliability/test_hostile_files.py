@@ -4,24 +4,16 @@ arguments, nested JSON, pickled payloads) through every loader: each refused by 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.fresh import run_python
 
 
 def test_every_loader_refuses_every_hostile_file_by_name(tmp_path):
     # A small archive limit keeps the zip bomb small here; benchmarks/reliability.py
     # runs the real limit against a multi-GB bomb.
-    result = subprocess.run(
-        [sys.executable, "-m", "tests.reliability.hostile", str(tmp_path / "campaign"),
-         "--bomb-mib", "40", "--archive-limit-mib", "16"],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
-        timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    cases = [json.loads(line) for line in result.stdout.splitlines()]
+    output = run_python(["-m", "tests.reliability.hostile", str(tmp_path / "campaign"),
+                         "--bomb-mib", "40", "--archive-limit-mib", "16"], timeout=600)
+    cases = [json.loads(line) for line in output.splitlines()]
     assert len(cases) >= 45
     failures = [c for c in cases if c["outcome"] not in ("refused", "skipped")
                 or c["payload_ran"]]

@@ -7,8 +7,7 @@ import Gymnasium, Stable-Baselines3 or torch.
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from tests.fresh import run_python
 
 
 def test_the_precompile_module_imports_no_env_library() -> None:
@@ -16,6 +15,4 @@ def test_the_precompile_module_imports_no_env_library() -> None:
             "import envs.precompile\n"
             "print(sorted(m for m in ('gymnasium', 'pettingzoo', 'stable_baselines3', 'torch')"
             " if m in sys.modules))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, check=True)
-    assert done.stdout.strip() == "[]"
+    assert run_python(["-c", code], timeout=120).strip() == "[]"

@@ -48,3 +48,13 @@ def record_teachers(monkeypatch, module) -> list:
 
     monkeypatch.setattr(module, "make_doctrine", recorded)
     return teachers
+
+
+class FakeRun:
+    """A stand-in W&B run that keeps every ``log`` call as ``(data, step)``."""
+
+    def __init__(self):
+        self.calls = []
+
+    def log(self, data, step=None):
+        self.calls.append((data, step))

@@ -58,9 +58,7 @@ def mappo_config(tmp_path, **changes):
 
 
 def test_mappo_updates_on_the_cpu(tmp_path):
-    from training.mappo.trainer import MAPPOTrainer
-
-    trainer = MAPPOTrainer(mappo_config(tmp_path, device="cpu"))
+    trainer = trainer_on("mappo", tmp_path, "cpu")
     assert trainer.device == torch.device("cpu")
     assert all(p.device.type == "cpu" for p in trainer.policy.parameters())
     before = [p.detach().clone() for p in trainer.policy.parameters()]
@@ -68,14 +66,6 @@ def test_mappo_updates_on_the_cpu(tmp_path):
     assert metrics["train/approx_kl"] == metrics["train/approx_kl"]  # a number, not NaN
     after = list(trainer.policy.parameters())
     assert any(not torch.equal(a, p) for a, p in zip(before, after, strict=True))
-
-
-@NO_CUDA
-def test_mappo_refuses_cuda_without_cuda(tmp_path):
-    from training.mappo.trainer import MAPPOTrainer
-
-    with pytest.raises(ValueError, match=CUDA_REFUSED):
-        MAPPOTrainer(mappo_config(tmp_path, device="cuda"))
 
 
 def wfm1_config(tmp_path, **changes):
@@ -89,9 +79,7 @@ def wfm1_config(tmp_path, **changes):
 
 
 def test_wfm1_rolls_out_and_updates_on_its_device(tmp_path):
-    from training.wfm1.trainer import WFM1Trainer
-
-    trainer = WFM1Trainer(wfm1_config(tmp_path, device="cpu"))
+    trainer = trainer_on("wfm1", tmp_path, "cpu")
     assert trainer.device == torch.device("cpu") == trainer.policy.device
     rollout = trainer.collect_rollout()
     tensors = {name: value for name, value in vars(rollout).items()
@@ -105,21 +93,15 @@ def test_wfm1_rolls_out_and_updates_on_its_device(tmp_path):
     assert any(not torch.equal(a, p) for a, p in zip(before, after, strict=True))
 
 
-@NO_CUDA
-def test_wfm1_refuses_cuda_without_cuda(tmp_path):
-    from training.wfm1.trainer import WFM1Trainer
-
-    with pytest.raises(ValueError, match=CUDA_REFUSED):
-        WFM1Trainer(wfm1_config(tmp_path, device="cuda"))
-
-
 def test_sb3_train_runs_on_the_cpu(tmp_path):
     from tests.training.conftest import tiny_config
     from training.train import train
 
     model = train(total_timesteps=256, device="cpu", **tiny_config(tmp_path))
     assert model.device == torch.device("cpu")
-    assert model.num_timesteps == 256
+    # The observation statistics' fit takes the budget's 256 steps (one rollout's worth);
+    # the PPO rollout that always follows it is learned on the CPU too.
+    assert model.num_timesteps == 256 + 256 and model._n_updates == 1
 
 
 @NO_CUDA
@@ -143,9 +125,7 @@ def brigade_config(tmp_path, **changes):
 
 
 def test_echelon_learner_updates_on_the_cpu(tmp_path):
-    from training.league.echelon_learner import EchelonLearner
-
-    learner = EchelonLearner(brigade_config(tmp_path, device="cpu"))
+    learner = trainer_on("echelon", tmp_path, "cpu")
     try:
         assert learner.model.device == torch.device("cpu")
         metrics = learner.learn_from(learner.collect_rollout())
@@ -154,9 +134,24 @@ def test_echelon_learner_updates_on_the_cpu(tmp_path):
         learner.close()
 
 
-@NO_CUDA
-def test_echelon_learner_refuses_cuda_without_cuda(tmp_path):
+def trainer_on(trainer, tmp_path, device):
+    """A tiny run's ``trainer`` (``"mappo"``, ``"wfm1"`` or ``"echelon"``, the league's
+    brigade learner) on ``device``, writing under ``tmp_path``."""
+    if trainer == "mappo":
+        from training.mappo.trainer import MAPPOTrainer
+
+        return MAPPOTrainer(mappo_config(tmp_path, device=device))
+    if trainer == "wfm1":
+        from training.wfm1.trainer import WFM1Trainer
+
+        return WFM1Trainer(wfm1_config(tmp_path, device=device))
     from training.league.echelon_learner import EchelonLearner
 
+    return EchelonLearner(brigade_config(tmp_path, device=device))
+
+
+@NO_CUDA
+@pytest.mark.parametrize("trainer", ["mappo", "wfm1", "echelon"])
+def test_a_trainer_refuses_cuda_without_cuda(tmp_path, trainer):
     with pytest.raises(ValueError, match=CUDA_REFUSED):
-        EchelonLearner(brigade_config(tmp_path, device="cuda"))
+        trainer_on(trainer, tmp_path, "cuda")

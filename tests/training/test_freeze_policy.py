@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import base64
-import json
 import pickle
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +15,7 @@ from envs.vec_env import BattalionVecEnv
 from models.mappo_files import save_policy
 from models.mappo_policy import MAPPOPolicy
 from storage.files import UntrustedCheckpointError
+from tests.reliability.hostile import rewritten_sb3_data
 from training.mappo.checkpoints import save_checkpoint
 from training.mappo.config import MAPPOConfig
 from training.ppo.checkpoints import save_ppo
@@ -206,16 +205,9 @@ def test_an_sb3_archive_with_a_pickled_payload_is_refused_without_running_it(tmp
                                                                               ppo_model):
     marker = tmp_path / "marker"
     clean = save_ppo(ppo_model, tmp_path / "clean")
-    evil = tmp_path / "evil.zip"
-    with zipfile.ZipFile(clean) as source, zipfile.ZipFile(evil, "w") as target:
-        for item in source.infolist():
-            data = source.read(item)
-            if item.filename == "data":
-                fields = json.loads(data)
-                fields["evil"] = {":type:": "<class 'tests.Payload'>", ":serialized:":
-                                  base64.b64encode(pickle.dumps(Payload(marker))).decode()}
-                data = json.dumps(fields).encode()
-            target.writestr(item, data)
+    evil = rewritten_sb3_data(tmp_path / "evil.zip", clean, lambda fields: fields.update(evil={
+        ":type:": "<class 'tests.Payload'>",
+        ":serialized:": base64.b64encode(pickle.dumps(Payload(marker))).decode()}))
     with pytest.raises(UntrustedCheckpointError, match="stores a pickled 'evil'"):
         load_and_freeze_sb3(evil)
     assert not marker.exists()

@@ -122,9 +122,15 @@ def test_malformed_files_are_named_in_the_error(tmp_path, text, message):
     assert "registry.json" in str(error.value)
 
 
-def test_two_registries_saving_one_file_keep_both_entries(tmp_path):
+@pytest.fixture
+def two_registries(tmp_path):
+    """The file ``registry.json`` and two registries of it, as two processes hold them."""
     path = tmp_path / "registry.json"
-    first, second = PolicyRegistry(path), PolicyRegistry(path)
+    return path, PolicyRegistry(path), PolicyRegistry(path)
+
+
+def test_two_registries_saving_one_file_keep_both_entries(two_registries):
+    path, first, second = two_registries
     first.register("battalion", "v1", "a.pt")
     second.register("brigade", "v1", "b.zip")
     first.save()
@@ -140,9 +146,8 @@ def test_two_registries_saving_one_file_keep_both_entries(tmp_path):
                                                                  Echelon.DIVISION]
 
 
-def test_a_conflicting_registration_is_an_error_not_a_silent_loss(tmp_path):
-    path = tmp_path / "registry.json"
-    first, second = PolicyRegistry(path), PolicyRegistry(path)
+def test_a_conflicting_registration_is_an_error_not_a_silent_loss(two_registries):
+    path, first, second = two_registries
     first.register("brigade", "v3", "mine.zip")
     second.register("brigade", "v3", "theirs.zip")
     first.save()

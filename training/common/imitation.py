@@ -3,6 +3,7 @@ the episodes of a recording, and the fitting loop of behaviour cloning."""
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Iterable
 
@@ -152,4 +153,36 @@ def fit_minibatches(parameters: Iterable[torch.nn.Parameter], n_samples: int,
             totals += (action_loss.item(), value_loss.item())
             batches += 1
         result = {"action": totals[0] / batches, "value": totals[1] / batches}
+    return result
+
+
+def clone_policy(policy: torch.nn.Module, n_samples: int,
+                 losses: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]], *,
+                 epochs: int, batch_size: int, learning_rate: float, seed: int,
+                 log: logging.Logger, name: str) -> dict[str, float]:
+    """Behaviour cloning of a torch policy of our own (MAPPO's, WFM-1's):
+    :func:`fit_minibatches` over its parameters in train mode, on its ``device``, then
+    eval mode, and an info line with the final losses.
+
+    Args:
+        policy: the policy fitted; it has a ``device``.
+        n_samples: the demonstrations' samples.
+        losses: ``losses(index) -> (action loss, value loss)`` of a minibatch.
+        epochs: passes over the samples.
+        batch_size: samples per minibatch.
+        learning_rate: Adam's step size.
+        seed: seeds the minibatch orders.
+        log: the caller's logger, which the info line goes to.
+        name: the policy's name in the info line (``"MAPPO"``).
+
+    Returns:
+        The last pass's mean ``action`` and ``value`` losses.
+    """
+    policy.train()
+    result = fit_minibatches(policy.parameters(), n_samples, losses, epochs=epochs,
+                             batch_size=batch_size, learning_rate=learning_rate, seed=seed,
+                             device=policy.device)
+    policy.eval()
+    log.info("%s behaviour cloning on %d samples: action loss %.4f, value loss %.4f", name,
+             n_samples, result["action"], result["value"])
     return result

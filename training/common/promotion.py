@@ -13,7 +13,10 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable
+from enum import IntEnum
 from typing import Any
+
+import numpy as np
 
 from envs.sim.validation import check_bool, check_int, short_repr
 
@@ -101,6 +104,25 @@ class EpisodeWindow:
         self.total_episodes, self.level_episodes = total, level
 
 
+def check_level(name: str, value: Any, levels: type[IntEnum], noun: str) -> Any:
+    """``value`` as the member of ``levels`` with that number.
+
+    Args:
+        name: the argument's name, for the message.
+        value: the level's number (an integer, not a bool).
+        levels: the curriculum's levels, in order.
+        noun: what the message expects, article included (``"an HRLPhase"``).
+
+    Raises:
+        ValueError: for anything else.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
+            or int(value) not in {int(level) for level in levels}:
+        allowed = ", ".join(f"{int(level)} ({level.name})" for level in levels)
+        raise ValueError(f"{name}={short_repr(value)} is invalid: expected {noun}: {allowed}")
+    return levels(int(value))
+
+
 class PromotionLog:
     """Each promotion: the level reached (under ``key``), the run's episodes then, and the
     step it was logged at (None until :meth:`stamp`)."""
@@ -173,27 +195,72 @@ def check_wandb_run(wandb_run: Any) -> Any:
 
 
 class WindowedPromotion:
-    """The methods a scheduler with an :class:`EpisodeWindow` (``_window``) and a
-    :class:`PromotionLog` (``_promotions``) offers: recording episodes, the window's win
-    rate, the promotion log, and logging a promotion.
+    """The methods a scheduler with an :class:`EpisodeWindow` (``_window``), a
+    :class:`PromotionLog` (``_promotions``) and a current level (``_level``) offers:
+    the level, recording episodes, the window's win rate, promotion, the promotion log,
+    logging a promotion, and the checks of a saved state.
 
-    A subclass names its levels (:attr:`LEVEL_NOUN`, ``"stage"`` or ``"phase"``), its
-    metrics' prefix (:attr:`METRIC_PREFIX`), and gives :meth:`current_level` and
-    :meth:`wandb_metrics`.
+    A subclass names its levels (:attr:`LEVELS`, :attr:`LABELS`, :attr:`LEVEL_NOUN`,
+    ``"stage"`` or ``"phase"``, :attr:`LEVEL_TYPE`), its metrics' prefix
+    (:attr:`METRIC_PREFIX`), and gives :meth:`wandb_metrics`.
     """
 
+    LEVELS: type[IntEnum]
+    """The levels, in order."""
+    LABELS: dict[Any, str]
+    """Each level's short name."""
     LEVEL_NOUN = "level"
+    LEVEL_TYPE = "a level"
+    """What a message expects where a level is refused, article included."""
     METRIC_PREFIX = "curriculum"
+    STATE_NAME = "curriculum"
+    """What the messages about a saved state call it."""
+    SETTINGS: tuple[str, ...] = ()
+    """The settings a saved state records and a resumed scheduler keeps its own of."""
+    _level: Any
     _window: EpisodeWindow
     _promotions: PromotionLog
 
+    def _check_level(self, name: str, value: Any) -> Any:
+        """``value`` as one of :attr:`LEVELS` (:func:`check_level`)."""
+        return check_level(name, value, self.LEVELS, self.LEVEL_TYPE)
+
+    @property
+    def level(self) -> Any:
+        """The current level."""
+        return self._level
+
+    @property
+    def level_label(self) -> str:
+        """The current level's short name."""
+        return self.LABELS[self._level]
+
+    @property
+    def is_final_level(self) -> bool:
+        """Whether training is at the last level (no further promotion)."""
+        return self._level == max(self.LEVELS)
+
     def current_level(self) -> tuple[int, str]:
         """The current level's number and label."""
-        raise NotImplementedError
+        return int(self._level), self.level_label
 
     def wandb_metrics(self) -> dict[str, Any]:
         """The ``<METRIC_PREFIX>/*`` metrics of the current state."""
         raise NotImplementedError
+
+    def promote(self) -> Any:
+        """Advance one level and clear the window; returns the new level.
+
+        Raises:
+            RuntimeError: at the final level.
+        """
+        if self.is_final_level:
+            raise RuntimeError(f"cannot promote past the final {self.LEVEL_NOUN} "
+                               f"{self.level_label}")
+        self._level = self.LEVELS(self._level + 1)
+        self._window.next_level()
+        self._promotions.add(self._level, self._window.total_episodes)
+        return self._level
 
     @property
     def total_episodes(self) -> int:
@@ -230,6 +297,76 @@ class WindowedPromotion:
         """Win rate over the window (0.0 when no episode has been recorded at this level)."""
         return self._window.win_rate()
 
+    def _check_state_keys(self, state: Any, required: set[str]) -> None:
+        """Raise unless ``state`` is a dict with the keys ``required``, and perhaps some of
+        :attr:`SETTINGS`, and no others.
+
+        Args:
+            state: a saved state, as :meth:`load_state_dict` receives it.
+            required: the keys every saved state has.
+
+        Raises:
+            TypeError: if ``state`` is not a dict.
+            ValueError: for a missing or an unknown key (the message names them).
+        """
+        if not isinstance(state, dict):
+            raise TypeError(f"state={type(state).__name__} is invalid: expected the dict of "
+                            f"{type(self).__name__}.state_dict()")
+        missing = sorted(required - set(state))
+        unknown = sorted(str(k) for k in set(state) - required - set(self.SETTINGS))
+        if missing or unknown:
+            raise ValueError(f"{self.STATE_NAME} state is invalid: missing keys {missing}, "
+                             f"unknown keys {unknown}; expected {sorted(required)} (and "
+                             f"optionally {', '.join(self.SETTINGS)})")
+
+    def _checked_progress(self, state: dict[str, Any], level_key: str | None = None
+                          ) -> tuple[Any, EpisodeWindow, list[dict[str, Any]]]:
+        """The level, the window and the promotion log of a saved state, checked; nothing
+        changes here.
+
+        Args:
+            state: a saved state with the keys :meth:`_check_state_keys` checked.
+            level_key: the key of the episodes at the saved level, if it keeps them
+                (:meth:`EpisodeWindow.restore`).
+
+        Raises:
+            TypeError, ValueError: for a malformed entry (the message names it).
+        """
+        level = self._check_level(f"state[{self.LEVEL_NOUN!r}]", state[self.LEVEL_NOUN])
+        window = EpisodeWindow(self._window.size)
+        window.restore(state, level_key)
+        promotions = self._promotions.checked(state["promotions"], self._check_level,
+                                              min(self.LEVELS), level, window.total_episodes)
+        return level, window, promotions
+
+    def _restore_progress(self, state: dict[str, Any], level: Any, window: EpisodeWindow,
+                          promotions: list[dict[str, Any]]) -> None:
+        """Take the progress :meth:`_checked_progress` returned for ``state``, warning of
+        the settings it was saved with that differ from this scheduler's
+        (:meth:`_warn_of_other_settings`).
+
+        Args:
+            state: the saved state.
+            level: its level.
+            window: its window.
+            promotions: its promotion log.
+        """
+        self._warn_of_other_settings(state)
+        self._level = level
+        self._window = window
+        self._promotions.restore(promotions)
+
+    def _warn_of_other_settings(self, state: dict[str, Any]) -> None:
+        """Log a warning for each of :attr:`SETTINGS` that ``state`` was saved with at
+        another value than this scheduler's, which it keeps."""
+        for key in self.SETTINGS:
+            own = getattr(self, key)
+            if key in state and state[key] != own:
+                # Logged under the scheduler's own module, where its users look.
+                logging.getLogger(type(self).__module__).warning(
+                    "%s state was saved with %s=%r; continuing with %r", self.STATE_NAME, key,
+                    state[key], own)
+
     def log_promotion_event(self, total_steps: int, wandb_run: Any = None) -> None:
         """Log that training reached its current level at ``total_steps``.
 
@@ -256,4 +393,5 @@ class WindowedPromotion:
                           step=total_steps)
 
 
-__all__ = ["EpisodeWindow", "PromotionLog", "WindowedPromotion", "check_wandb_run"]
+__all__ = ["EpisodeWindow", "PromotionLog", "WindowedPromotion", "check_level",
+           "check_wandb_run"]

@@ -62,11 +62,8 @@ def train_brigade(config: BrigadeConfig | None = None, **overrides: Any) -> Eche
         config.battalion_policy)
     vec_env = make_brigade_vec_env(config.n_envs, n_blue=config.n_blue, n_red=config.n_red,
                                    blue_policy=battalion, **config.battle_kwargs())
-    callback = BrigadeWinRateCallback(lambda n: brigade_battles(config, n, battalion),
-                                      config.eval_freq, config.n_eval_episodes,
-                                      verbose=config.verbose)
-    return train_commander(config, vec_env, callback, CHECKPOINT_PREFIX,
-                           config.checkpoint_dir)
+    return train_commander(config, vec_env, BrigadeWinRateCallback,
+                           lambda n: brigade_battles(config, n, battalion), CHECKPOINT_PREFIX)
 
 
 def main() -> None:

@@ -17,13 +17,10 @@ settings from ``configs/hrl/`` (:data:`PHASE_CONFIG_FILES`), and
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from enum import IntEnum
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from envs.battles.multi_observation import MAX_TEAM_SIZE
 from envs.sim.validation import (
@@ -36,10 +33,13 @@ from envs.sim.validation import (
     short_repr,
 )
 from storage.files import MAX_JSON_BYTES, loads_yaml, read_regular_file
-from training.common.promotion import EpisodeWindow, PromotionLog, WindowedPromotion
+from training.common.promotion import (
+    EpisodeWindow,
+    PromotionLog,
+    WindowedPromotion,
+    check_level,
+)
 from training.elo import EloRegistry, TeamEloRegistry
-
-logger = logging.getLogger(__name__)
 
 __all__ = ["HRL_CONFIG_DIR", "PHASE_CONFIG_FILES", "PHASE_LABELS", "HRLCurriculumScheduler",
            "HRLPhase", "load_phase_config"]
@@ -64,12 +64,7 @@ _FINAL_PHASE = max(HRLPhase)
 
 
 def _check_phase(name: str, value: Any) -> HRLPhase:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
-            or int(value) not in {int(phase) for phase in HRLPhase}:
-        allowed = ", ".join(f"{int(p)} ({p.name})" for p in HRLPhase)
-        raise ValueError(f"{name}={short_repr(value)} is invalid: expected an HRLPhase: "
-                         f"{allowed}")
-    return HRLPhase(int(value))
+    return check_level(name, value, HRLPhase, "an HRLPhase")
 
 
 def _check_elo(name: str, value: Any) -> float | None:
@@ -247,8 +242,13 @@ class HRLCurriculumScheduler(WindowedPromotion):
         ValueError: for an argument out of range (the message names it).
     """
 
+    LEVELS = HRLPhase
+    LABELS = PHASE_LABELS
     LEVEL_NOUN = "phase"
+    LEVEL_TYPE = "an HRLPhase"
     METRIC_PREFIX = "hrl_curriculum"
+    STATE_NAME = "HRL curriculum"
+    SETTINGS = ("win_rate_threshold", "win_rate_window", "elo_threshold")
 
     def __init__(self, win_rate_threshold: float = 0.70, win_rate_window: int = 50,
                  elo_threshold: float | None = 800.0,
@@ -258,7 +258,7 @@ class HRLCurriculumScheduler(WindowedPromotion):
         self._window = EpisodeWindow(win_rate_window)
         self.win_rate_window = self._window.size
         self.elo_threshold = _check_elo("elo_threshold", elo_threshold)
-        self._phase = _check_phase("initial_phase", initial_phase)
+        self._level = self._check_level("initial_phase", initial_phase)
         self._elo: float | None = None
         self._promotions = PromotionLog("to_phase")
 
@@ -274,28 +274,14 @@ class HRLCurriculumScheduler(WindowedPromotion):
 
     # --------------------------------------------------------------- properties
 
-    @property
-    def phase(self) -> HRLPhase:
-        """The current phase."""
-        return self._phase
-
-    @property
-    def phase_label(self) -> str:
-        """The current phase's short name (``"battalion"``, ``"brigade"``, ``"division"``)."""
-        return PHASE_LABELS[self._phase]
-
-    @property
-    def is_final_phase(self) -> bool:
-        """Whether training is at the last phase (no further promotion)."""
-        return self._phase == _FINAL_PHASE
+    phase = WindowedPromotion.level
+    phase_label = WindowedPromotion.level_label
+    is_final_phase = WindowedPromotion.is_final_level
 
     @property
     def phase_episodes(self) -> int:
         """Episodes recorded since the last promotion (or the start)."""
         return self._window.level_episodes
-
-    def current_level(self) -> tuple[int, str]:
-        return int(self._phase), self.phase_label
 
     @property
     def elo(self) -> float | None:
@@ -346,7 +332,7 @@ class HRLCurriculumScheduler(WindowedPromotion):
         elo_checked = self.elo_threshold is not None
         return {
             "not_final_phase": {"holds": not self.is_final_phase,
-                                "phase": int(self._phase), "final_phase": int(_FINAL_PHASE)},
+                                "phase": int(self._level), "final_phase": int(_FINAL_PHASE)},
             "window_full": {"holds": window_full, "episodes": len(self._window),
                             "needed": self.win_rate_window},
             "win_rate": {"holds": win_rate >= self.win_rate_threshold, "value": win_rate,
@@ -371,7 +357,7 @@ class HRLCurriculumScheduler(WindowedPromotion):
             condition holds when ``checked`` is False: no Elo threshold).
         """
         conditions = self._conditions()
-        return {"phase": int(self._phase), "phase_label": self.phase_label,
+        return {"phase": int(self._level), "phase_label": self.phase_label,
                 "should_promote": all(c["holds"] for c in conditions.values()),
                 "conditions": conditions}
 
@@ -381,20 +367,16 @@ class HRLCurriculumScheduler(WindowedPromotion):
         Raises:
             RuntimeError: at the final phase.
         """
-        if self.is_final_phase:
-            raise RuntimeError(f"cannot promote past the final phase {self.phase_label}")
-        self._phase = HRLPhase(self._phase + 1)
-        self._window.next_level()
+        phase = super().promote()
         self._elo = None
-        self._promotions.add(self._phase, self._window.total_episodes)
-        return self._phase
+        return phase
 
     # --------------------------------------------------------------- logging
 
     def wandb_metrics(self) -> dict[str, Any]:
         """The ``hrl_curriculum/*`` metrics of the current state (``elo`` None before one
         is recorded at this phase)."""
-        return {"hrl_curriculum/phase": int(self._phase),
+        return {"hrl_curriculum/phase": int(self._level),
                 "hrl_curriculum/phase_label": self.phase_label,
                 "hrl_curriculum/win_rate": self.win_rate(),
                 "hrl_curriculum/elo": self._elo,
@@ -403,11 +385,9 @@ class HRLCurriculumScheduler(WindowedPromotion):
 
     # --------------------------------------------------------------- resume
 
-    _SETTINGS = ("win_rate_threshold", "win_rate_window", "elo_threshold")
-
     def state_dict(self) -> dict[str, Any]:
         """The scheduler's progress as plain values (JSON- and ``weights_only``-safe)."""
-        return {"phase": int(self._phase), "window": self._window.results(),
+        return {"phase": int(self._level), "window": self._window.results(),
                 "phase_episodes": self._window.level_episodes,
                 "total_episodes": self._window.total_episodes, "elo": self._elo,
                 "promotions": self.promotions,
@@ -424,30 +404,9 @@ class HRLCurriculumScheduler(WindowedPromotion):
         Raises:
             TypeError, ValueError: for a malformed state (the message names the field).
         """
-        if not isinstance(state, dict):
-            raise TypeError(f"state={type(state).__name__} is invalid: expected the dict of "
-                            "HRLCurriculumScheduler.state_dict()")
-        required = {"phase", "window", "phase_episodes", "total_episodes", "elo",
-                    "promotions"}
-        missing = sorted(required - set(state))
-        unknown = sorted(str(k) for k in set(state) - required - set(self._SETTINGS))
-        if missing or unknown:
-            raise ValueError(f"HRL curriculum state is invalid: missing keys {missing}, "
-                             f"unknown keys {unknown}; expected {sorted(required)} (and "
-                             f"optionally {', '.join(self._SETTINGS)})")
-        phase = _check_phase("state['phase']", state["phase"])
-        window = EpisodeWindow(self.win_rate_window)
-        window.restore(state, "phase_episodes")
+        self._check_state_keys(state, {"phase", "window", "phase_episodes", "total_episodes",
+                                       "elo", "promotions"})
+        progress = self._checked_progress(state, "phase_episodes")
         elo = _check_elo("state['elo']", state["elo"])
-        promotions = self._promotions.checked(state["promotions"], _check_phase,
-                                              HRLPhase.PHASE_1_BATTALION, phase,
-                                              window.total_episodes)
-        for key in self._SETTINGS:
-            own = getattr(self, key)
-            if key in state and state[key] != own:
-                logger.warning("HRL curriculum state was saved with %s=%r; continuing with %r",
-                               key, state[key], own)
-        self._phase = phase
-        self._window = window
+        self._restore_progress(state, *progress)
         self._elo = elo
-        self._promotions.restore(promotions)

@@ -99,11 +99,9 @@ def train_division(config: DivisionConfig | None = None, **overrides: Any) -> Ec
         n_blue_per_brigade=config.n_blue_per_brigade, n_red_brigades=config.n_red_brigades,
         n_red_per_brigade=config.n_red_per_brigade, blue_brigade_policy=brigade,
         blue_policy=battalion, **config.battle_kwargs())
-    callback = DivisionWinRateCallback(lambda n: division_battles(config, n, brigade, battalion),
-                                       config.eval_freq, config.n_eval_episodes,
-                                       verbose=config.verbose)
-    return train_commander(config, vec_env, callback, CHECKPOINT_PREFIX,
-                                   config.checkpoint_dir)
+    return train_commander(config, vec_env, DivisionWinRateCallback,
+                           lambda n: division_battles(config, n, brigade, battalion),
+                           CHECKPOINT_PREFIX)
 
 
 def main() -> None:

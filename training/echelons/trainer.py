@@ -215,17 +215,28 @@ def imitate_doctrine(model: PPO, vec_env: Any, config: EchelonConfig) -> int:
                    learning_rate=config.warm_start_learning_rate, seed=config.seed)
 
 
-def train_commander(config: EchelonConfig, vec_env: Any, callback: EchelonWinRateCallback,
-                    prefix: str, checkpoint_dir: str) -> EchelonResult:
+def train_commander(config: EchelonConfig, vec_env: Any,
+                    evaluation: type[EchelonWinRateCallback], make_batch: Callable[[int], Any],
+                    prefix: str) -> EchelonResult:
     """Train PPO (:class:`~models.echelon_policy.EchelonMlpPolicy`) commanding ``vec_env``
     (module docstring), a brigadier after its warm start (:func:`imitate_doctrine`).
 
+    Args:
+        config: the run's settings.
+        vec_env: the training battles.
+        evaluation: the echelon's evaluation callback, which plays ``config``'s
+            ``n_eval_episodes`` battles every ``eval_freq`` commander steps.
+        make_batch: builds its battles (a batch of ``n`` battles for ``make_batch(n)``).
+        prefix: the checkpoints' file-name prefix.
+
     Returns:
-        The model, the path of ``<prefix>_final.zip`` in ``checkpoint_dir``, and the
-        callback's evaluations.
+        The model, the path of ``<prefix>_final.zip`` in ``config.checkpoint_dir``, and
+        the evaluations.
     """
     torch.set_num_threads(config.torch_threads)
-    folder = Path(checkpoint_dir)
+    callback = evaluation(make_batch, config.eval_freq, config.n_eval_episodes,
+                          verbose=config.verbose)
+    folder = Path(config.checkpoint_dir)
     clean_stale_temporaries(folder)
     model = make_commander_ppo(config, vec_env)
     run, owns_run = (start_wandb(project=config.wandb_project, entity=config.wandb_entity,

@@ -1,27 +1,17 @@
 """A brigade or division commander as a league learner: SB3 PPO whose opponents command
 Red's echelon.
 
-:class:`EchelonLearner` is what a :class:`~training.league.role.LeagueRole` drives when
-the league's agents are brigadiers or division commanders instead of battalion
-commanders. It keeps the :class:`~training.common.learner.Learner` protocol, as
-:class:`MAPPOTrainer` does:
-``collect_rollout`` then ``learn_from`` once a rollout, ``deal`` the league's members
+:class:`EchelonLearner` is what a :class:`~training.league.role.LeagueRole` drives when the
+league's agents are brigadiers or division commanders instead of battalion commanders. It
+keeps the :class:`~training.common.learner.Learner` protocol, as :class:`MAPPOTrainer`
+does: ``collect_rollout`` then ``learn_from`` once a rollout, ``deal`` the league's members
 into the battles, ``play_matches`` for the evaluations, snapshots and resumable
-checkpoints. Under it:
-
-- the battles are the echelon's (:func:`~training.echelons.brigade.brigade_battles`,
-  :func:`~training.echelons.division.division_battles`), Blue's lower echelon the config's
-  frozen policies (``hierarchy.battalion_policy``, ``hierarchy.brigade_policy``) or the
-  drills;
-- a dealt member (an SB3 commander of the same echelon: a snapshot, or the learner's
-  current weights) commands Red in its share of the battles, in Red's own frame, over the
-  same lower echelon as Blue's (:class:`~envs.echelons.brigade_batch.RedCommanders`); the other
-  battles keep Red's scripted battalions (``env.red_level``);
-- an anchor is Red's battalions under a battalion commander: ``scripted_team_l5`` the
-  scripted level 5, ``doctrine_team`` the disciplined doctrine.
-
-Steps are the commander's (one command per battle); a snapshot is the commander's SB3
-archive (``.zip``, written atomically, loaded without running code from it).
+checkpoints. The battles are the echelon's, Blue's lower echelon the config's frozen
+policies or the drills; a dealt member commands Red's echelon in its share of the battles,
+in Red's own frame, over the same lower echelon as Blue's; the anchors are Red's
+battalions under ``scripted_team_l5`` or ``doctrine_team``. Steps are the commander's (one
+command per battle); a snapshot is the commander's SB3 archive. ``docs/echelons.md``
+("Brigadiers and division commanders in the league") has the details.
 """
 
 from __future__ import annotations

@@ -24,7 +24,12 @@ import torch
 
 from models.mappo_files import policy_from_kwargs
 from models.mappo_policy import MAPPOPolicy
-from models.weights import TrainingCheckpoint, read_checkpoint, write_checkpoint
+from models.weights import (
+    TrainingCheckpoint,
+    check_legacy_keys,
+    read_checkpoint,
+    write_checkpoint,
+)
 from storage.files import existing_regular_file
 
 CHECKPOINT_NAME = "mappo_policy.pt"
@@ -94,12 +99,9 @@ def read_legacy_checkpoint(data: Any, source: str) -> TrainingCheckpoint:
     docstring), as a :class:`~models.weights.TrainingCheckpoint`.
 
     Raises:
-        ValueError: naming ``source`` if ``data`` is not one.
+        ValueError: naming ``source`` if a key of that layout is missing.
     """
-    missing = _LEGACY_REQUIRED - set(data if isinstance(data, dict) else ())
-    if missing:
-        raise ValueError(f"{source} is not a MAPPO training checkpoint: missing "
-                         f"{sorted(missing)}")
+    check_legacy_keys(data, source, "MAPPO", _LEGACY_REQUIRED)
     return TrainingCheckpoint(
         kind=KIND, kwargs=data["kwargs"], weights=data["policy_state_dict"],
         optimizer=data["optimizer_state_dict"],

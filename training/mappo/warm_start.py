@@ -32,8 +32,8 @@ from envs.sim.validation import check_int, check_positive
 from models.formation_orders import FORMATION_CHOICES, formation_choices
 from models.mappo_policy import MAPPOPolicy
 from training.common.imitation import (
+    clone_policy,
     discounted_returns,
-    fit_minibatches,
     make_doctrine,
 )
 from training.mappo.battles import order_noise, put_orders, step_team
@@ -160,14 +160,9 @@ def clone_team(policy: MAPPOPolicy, demonstrations: TeamDemonstrations, *, epoch
         value_loss = ((policy.critic(states[index]) - returns[index]) ** 2).mean() / value_scale
         return action_loss, value_loss
 
-    policy.train()
-    losses = fit_minibatches(policy.parameters(), len(observations), batch_losses,
-                             epochs=epochs, batch_size=batch_size,
-                             learning_rate=learning_rate, seed=seed, device=device)
-    policy.eval()
-    logger.info("MAPPO behaviour cloning on %d samples: action loss %.4f, value loss %.4f",
-                len(observations), losses["action"], losses["value"])
-    return losses
+    return clone_policy(policy, len(observations), batch_losses, epochs=epochs,
+                        batch_size=batch_size, learning_rate=learning_rate, seed=seed,
+                        log=logger, name="MAPPO")
 
 
 def _mean_orders(policy: MAPPOPolicy, observations: torch.Tensor,

@@ -288,7 +288,34 @@ class EloEvalCallback(BaseCallback):
         return metrics
 
 
-class ManifestCheckpointCallback(CheckpointCallback):
+class _ManifestRows:
+    """What the manifest callbacks share: the manifest, the fields of the rows they
+    register in it, and a clock of environment steps started at the model's count (a
+    resumed run keeps its rhythm). Put before the SB3 callback among the bases."""
+
+    def _keep_rows(self, every: int, manifest: CheckpointManifest | None, seed: int,
+                   curriculum_level: int, run_id: str | None, config_hash: str) -> None:
+        """Keep the manifest and its rows' fields, and act every ``every`` env-steps.
+
+        Args:
+            every: environment steps between two actions of the callback.
+            manifest: the manifest to register files in, or None.
+            seed: recorded in manifest rows.
+            curriculum_level: recorded in manifest rows.
+            run_id: recorded in manifest rows.
+            config_hash: recorded in manifest rows.
+        """
+        self.manifest = manifest
+        self.row = dict(seed=seed, curriculum_level=curriculum_level, run_id=run_id,
+                        config_hash=config_hash)
+        self._due = EveryNSteps(every)
+
+    def _init_callback(self) -> None:
+        super()._init_callback()
+        self._due.start(self.model.num_timesteps)
+
+
+class ManifestCheckpointCallback(_ManifestRows, CheckpointCallback):
     """Periodic checkpoints, written atomically and indexed in the manifest.
 
     Saves ``{save_path}/{name_prefix}_{num_timesteps}_steps.zip`` every
@@ -313,14 +340,7 @@ class ManifestCheckpointCallback(CheckpointCallback):
                  curriculum_level: int = 5, run_id: str | None = None,
                  config_hash: str = "", verbose: int = 0) -> None:
         super().__init__(save_freq, save_path, name_prefix, verbose=verbose)
-        self.manifest = manifest
-        self.row = dict(seed=seed, curriculum_level=curriculum_level, run_id=run_id,
-                        config_hash=config_hash)
-        self._due = EveryNSteps(save_freq)
-
-    def _init_callback(self) -> None:
-        super()._init_callback()
-        self._due.start(self.model.num_timesteps)
+        self._keep_rows(save_freq, manifest, seed, curriculum_level, run_id, config_hash)
 
     def _on_step(self) -> bool:
         if self._due(self.num_timesteps):
@@ -338,7 +358,7 @@ class ManifestCheckpointCallback(CheckpointCallback):
         return path
 
 
-class ManifestEvalCallback(EvalCallback):
+class ManifestEvalCallback(_ManifestRows, EvalCallback):
     """SB3 evaluation that keeps the best model, atomically and in the manifest.
 
     Every ``eval_freq`` environment steps it runs SB3's evaluation on
@@ -374,14 +394,7 @@ class ManifestEvalCallback(EvalCallback):
                          deterministic=deterministic, verbose=verbose, warn=False)
         self.best_dir = Path(best_model_save_path) if best_model_save_path else None
         self.best_filename = best_filename
-        self.manifest = manifest
-        self.row = dict(seed=seed, curriculum_level=curriculum_level, run_id=run_id,
-                        config_hash=config_hash)
-        self._due = EveryNSteps(eval_freq)
-
-    def _init_callback(self) -> None:
-        super()._init_callback()
-        self._due.start(self.model.num_timesteps)
+        self._keep_rows(eval_freq, manifest, seed, curriculum_level, run_id, config_hash)
 
     def _on_step(self) -> bool:
         if not self._due(self.num_timesteps):

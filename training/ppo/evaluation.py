@@ -28,6 +28,7 @@ from envs.battalion_env import BattalionEnv
 from envs.battles.battalion_batch import check_duel_batch_size
 from envs.sim.validation import (
     check_bool,
+    check_keywords,
     check_path,
     check_seed,
     short_repr,
@@ -232,17 +233,8 @@ class _ActingAs:
 
 def _check_env_kwargs(env_kwargs: Any) -> dict[str, Any]:
     """``env_kwargs`` as a dict of battle settings (values are checked by the env)."""
-    if env_kwargs is None:
-        return {}
-    if not isinstance(env_kwargs, Mapping):
-        raise ValueError(f"env_kwargs={short_repr(env_kwargs)} is invalid: expected None or "
-                         "a dict of BattalionEnv settings")
-    for key in env_kwargs:
-        if key not in _ENV_SETTINGS:
-            raise ValueError(
-                f"env_kwargs key {short_repr(key)} is invalid: expected some of "
-                f"{', '.join(_ENV_SETTINGS)} (Red and its level come from opponent)")
-    return dict(env_kwargs)
+    return check_keywords("env_kwargs", env_kwargs, _ENV_SETTINGS, "BattalionEnv settings",
+                          " (Red and its level come from opponent)")
 
 
 def evaluate_detailed(checkpoint_path: str, n_episodes: int = 50, deterministic: bool = True,

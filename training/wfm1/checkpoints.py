@@ -24,7 +24,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from models.weights import TrainingCheckpoint, read_checkpoint, write_checkpoint
+from models.weights import (
+    TrainingCheckpoint,
+    check_legacy_keys,
+    read_checkpoint,
+    write_checkpoint,
+)
 from models.wfm1 import TRAINING_CHECKPOINT_KIND as KIND
 from models.wfm1 import WFM1Policy
 from storage.files import existing_regular_file, numbered_files
@@ -133,12 +138,10 @@ def read_legacy_checkpoint(data: Any, source: str) -> TrainingCheckpoint:
     docstring), as a :class:`~models.weights.TrainingCheckpoint`.
 
     Raises:
-        ValueError: naming ``source`` if ``data`` is not one.
+        ValueError: naming ``source`` if a key of that layout is missing or the counters
+            are not ``[total_steps, updates, episodes]``.
     """
-    missing = _LEGACY_REQUIRED - set(data if isinstance(data, dict) else ())
-    if missing:
-        raise ValueError(f"{source} is not a WFM-1 training checkpoint: missing "
-                         f"{sorted(missing)}")
+    check_legacy_keys(data, source, "WFM-1", _LEGACY_REQUIRED)
     counters = data["counters"]
     if not isinstance(counters, (list, tuple)) or len(counters) != 3:
         raise ValueError(f"{source} has counters={counters!r}: expected [total_steps, "

@@ -25,7 +25,7 @@ import torch
 
 from envs.battles.echelon_tokens import echelon_tokens
 from models.wfm1 import WFM1Batch, WFM1Policy, own_order_error
-from training.common.imitation import discounted_returns, fit_minibatches
+from training.common.imitation import clone_policy, discounted_returns
 from training.wfm1.battles import (
     ECHELON_KEYS,
     ScenarioBattles,
@@ -175,14 +175,9 @@ def clone(policy: WFM1Policy, demonstrations: Demonstrations, *, epochs: int,
         return (own_order_error(mean, logits, b["actions"], b["own_mask"]),
                 ((value - b["returns"]) ** 2).mean() / value_scale)
 
-    policy.train()
-    losses = fit_minibatches(policy.parameters(), len(demonstrations), batch_losses,
-                             epochs=epochs, batch_size=batch_size,
-                             learning_rate=learning_rate, seed=seed, device=device)
-    policy.eval()
-    logger.info("WFM-1 behaviour cloning on %d samples: action loss %.4f, value loss %.4f",
-                len(demonstrations), losses["action"], losses["value"])
-    return losses
+    return clone_policy(policy, len(demonstrations), batch_losses, epochs=epochs,
+                        batch_size=batch_size, learning_rate=learning_rate, seed=seed,
+                        log=logger, name="WFM-1")
 
 
 def _padded(arrays: list[np.ndarray], width: int, fill) -> np.ndarray:
