@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
 from envs.battles.echelon_tokens import EchelonTokens
 from envs.battles.entity_tokens import MAX_TOKENS
@@ -23,9 +24,6 @@ from envs.sim.validation import (
     check_non_negative,
     short_repr,
 )
-
-if TYPE_CHECKING:  # the policy module imports this one
-    from models.wfm1 import WFM1Policy
 
 ECHELON_BATTALION, ECHELON_BRIGADE, ECHELON_DIVISION, ECHELON_CORPS = 0, 1, 2, 3
 N_ECHELONS = 4
@@ -319,7 +317,7 @@ class WFM1Batch:
     cross-echelon transformer."""
 
     @classmethod
-    def checked(cls, policy: WFM1Policy, tokens: Any, pad_mask: Any = None, *,
+    def checked(cls, policy: nn.Module, tokens: Any, pad_mask: Any = None, *,
                 own_mask: Any = None, echelon: Any = ECHELON_BATTALION,
                 card: ScenarioCard | Sequence[ScenarioCard] | None = None,
                 card_vec: Any = None, tokens_per_echelon: Mapping[int, Any] | None = None,
