@@ -23,3 +23,25 @@ def test_simulation_md_states_the_kernels_chunking_and_threading():
     doc = " ".join((ROOT / "docs/simulation.md").read_text().split())
     assert f"chunks of {kernels.CHUNK} battles" in doc
     assert f"Batches of {kernels.PARALLEL_MIN_BATTLES} battles or more" in doc
+
+
+def test_research_pages_state_their_date_commit_and_machine_and_are_in_the_nav():
+    nav = (ROOT / "mkdocs.yml").read_text()
+    for page in sorted((ROOT / "docs" / "research").glob("*.md")):
+        assert f"research/{page.name}" in nav, f"{page.name} is not in mkdocs.yml's nav"
+        if page.name == "design-notes.md":  # dated per entry
+            continue
+        head = page.read_text()[:1500]
+        for field in ("- Date:", "- Commit:", "- Machine:"):
+            assert field in head, f"docs/research/{page.name} does not state {field!r}"
+
+
+def test_guides_leave_work_log_labels_to_the_research_notes():
+    """Experiment logs (per-issue and per-session studies) live in docs/research/."""
+    import re
+
+    label = re.compile(r"\b(issue|session)s? [0-9]", re.IGNORECASE)
+    found = [f"{page.name}:{n}" for page in sorted((ROOT / "docs").glob("*.md"))
+             if "_benchmark" not in page.name
+             for n, line in enumerate(page.read_text().splitlines(), 1) if label.search(line)]
+    assert not found, f"work-log labels in guides (move the log to docs/research/): {found}"
