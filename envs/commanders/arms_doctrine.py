@@ -1,43 +1,16 @@
 """The scripted combined-arms doctrine: how a competent commander of the period used
 each arm, as orders for every unit of a batch of battles.
 
-* **Infantry** marches in column while the enemy is far (:data:`COLUMN_BEYOND`), deploys
-  into line to fight, closes to :data:`VOLLEY_RANGE` and gives fire there, and forms
-  square when enemy horse comes within :data:`SQUARE_WITHIN` (back into line once it
-  is beyond :data:`UNSQUARE_BEYOND`).
-* **Cavalry** picks the nearest enemy that is not a square, rides at it and charges
-  within :data:`CHARGE_WITHIN`; with only squares about, it keeps its distance.
-* **Artillery** limbered moves up until the enemy is within :data:`UNLIMBER_WITHIN`
-  and unlimbers; in battery it turns on the nearest enemy in range and fires; with
-  nothing within :data:`LIMBER_BEYOND` it limbers up to follow the advance.
-
-Who **attacks** follows one of :data:`ATTACK_RULES` (fighting power is strength times
-quality of a side's units still in the fight):
-
-* ``"power"``: a side attacks when its fighting power is at least :data:`ATTACK_RATIO`
-  times the enemy's;
-* ``"high_ground"``: the same, but a side holding the higher ground attacks only when
-  :data:`HIGH_GROUND_ATTACK_RATIO` times stronger (a commander does not give up a ridge
-  to attack an enemy no stronger than himself), so both sides may hold;
-* ``"high_ground_forced"`` (the default, :data:`DEFAULT_ATTACK_RULE`): ``"high_ground"``,
-  and when neither side would attack the stronger one does;
-* ``"always"`` and ``"never"``: a side attacks whatever the odds, or holds whatever they
-  are (a lookahead teacher's candidates, :mod:`training.wfm1.lookahead`, choose between
-  them by playing each ahead).
-
-A side that does not attack **defends**: it holds its ground, facing the enemy, and
-fights whoever comes within reach (:data:`DEFEND_REACH`). The doctrine reads the
-battle's state (nothing hidden from it is used beyond what both sides could see on the
-field) and is the same for both sides.
-
-The first three rules were written in that order and the default was kept for its winner
-match on the historical battles; :mod:`benchmarks.historical` now chooses among them on
-its training split of those battles only, and scores the choice on the others.
-
-An :class:`ArmsPlan` varies how the arms are used (the default plan is the doctrine as
-described above); :data:`SEARCHED_PLAN` is the plan found best on the ``combined_arms``
-scenario against scripted L5 (``python -m benchmarks.arms_plans``), and :data:`LINE_PLAN`
-the one found best against the doctrine itself on WFM-1's training battles.
+Infantry marches in column while the enemy is far, deploys into line to fight, closes to
+volley range and fires there, and forms square against horse; cavalry rides at the
+nearest enemy that is not a square and charges; artillery moves up limbered, unlimbers
+and fires on the nearest enemy in range, and limbers up to follow an advance. Who
+attacks follows one of :data:`ATTACK_RULES` (:func:`attacking_sides`); a side that does
+not attack holds its ground and fights whoever comes within :data:`DEFEND_REACH`. The
+doctrine reads only what both sides could see on the field, and is the same for both.
+An :class:`ArmsPlan` varies how the arms are used (:data:`ARMS_PLANS`). The distances,
+the rules and the plans are described in ``docs/simulation.md`` ("The combined-arms
+doctrine").
 """
 
 from __future__ import annotations
@@ -79,7 +52,7 @@ HIGH_GROUND_ATTACK_RATIO = 1.5
 DEFEND_REACH = 250.0
 """A defending unit moves to fight an enemy only within this distance."""
 ATTACK_RULES = ("power", "high_ground", "high_ground_forced", "always", "never")
-"""The rules a doctrine may follow for who attacks (module docstring)."""
+"""The rules a doctrine may follow for who attacks (:func:`attacking_sides`)."""
 DEFAULT_ATTACK_RULE = "high_ground_forced"
 """The rule a doctrine follows unless told otherwise."""
 
@@ -92,7 +65,7 @@ the guns' range (the nearest enemy when there is none)."""
 @dataclass(frozen=True)
 class ArmsPlan:
     """How a :class:`CombinedArmsDoctrine` uses its arms; the defaults are the doctrine as
-    the module docstring describes it.
+    ``docs/simulation.md`` describes it.
 
     Attributes:
         volley_range: infantry halts and fires with the nearest enemy this close (m).
@@ -183,7 +156,7 @@ def _steer(bearing: np.ndarray, theta: np.ndarray, turn_rate: float) -> np.ndarr
 def attacking_sides(state: BattleState, elevation: np.ndarray,
                     rule: str = DEFAULT_ATTACK_RULE) -> np.ndarray:
     """(B, 2): whether Blue (column 0) and Red attack under the attack ``rule`` (one of
-    :data:`ATTACK_RULES`, module docstring): a side attacks when its fighting power is
+    :data:`ATTACK_RULES`, ``docs/simulation.md``): a side attacks when its fighting power is
     at least :data:`ATTACK_RATIO` of the enemy's; under the high-ground rules,
     :data:`HIGH_GROUND_ATTACK_RATIO` of it when it holds the higher ground (its units'
     mean relative elevation, ``elevation`` (B, U), above the enemy's by
@@ -216,6 +189,64 @@ def attacking_sides(state: BattleState, elevation: np.ndarray,
     return np.where(attack.any(axis=1, keepdims=True), attack, stronger)
 
 
+@dataclass(frozen=True)
+class _Situation:
+    """What the doctrine reads off a batch of battles, for the orders of every arm: per
+    battle and unit (B, U), or per pair (B, U, U) where said."""
+
+    state: BattleState
+    geometry: Geometry
+    turn_rate: float
+    """The battle model's ``max_turn_rate``: what a full rotate order turns."""
+    enemy: np.ndarray
+    """(B, U, U) pairs of units of opposing sides, both in the fight."""
+    bearing: np.ndarray
+    """(B, U, U) the bearing of each unit from each."""
+    nearest: np.ndarray
+    """Each unit's nearest enemy in the fight."""
+    near_d: np.ndarray
+    """The distance to it (inf: none)."""
+    any_enemy: np.ndarray
+    """Whether an enemy is in the fight."""
+    attack: np.ndarray
+    """Whether the unit's side attacks (:func:`attacking_sides`)."""
+    enemy_cavalry: np.ndarray
+    """(B, U, U) pairs of ``enemy`` whose second unit is cavalry."""
+    cavalry_d: np.ndarray
+    """The distance to the nearest enemy cavalry in the fight (inf: none)."""
+    towards: np.ndarray
+    """The rotate order towards the nearest enemy."""
+    engage: np.ndarray
+    """Whether the unit goes for the enemy: its side attacks, or an enemy is within
+    :data:`DEFEND_REACH`."""
+
+    @classmethod
+    def read(cls, state: BattleState, geometry: Geometry, turn_rate: float,
+             attack_rule: str) -> _Situation:
+        """The situation of ``state`` seen through ``geometry``, under ``attack_rule``."""
+        team, arm = state.team, state.arm
+        active = state.active
+        enemy = (team[:, None] != team[None, :])[None] & active[:, None, :] & active[:, :, None]
+        dist = np.where(enemy, geometry.dist, np.inf)
+        bearing = np.arctan2(geometry.dy, geometry.dx)
+        nearest = np.argmin(dist, axis=2)
+        near_d = np.take_along_axis(dist, nearest[..., None], axis=2)[..., 0]
+        any_enemy = np.isfinite(near_d)
+        attack = attacking_sides(state, geometry.elevation, attack_rule)[:, team]
+        enemy_cavalry = enemy & (arm[None, None, :] == C.CAVALRY)
+        cavalry_d = np.where(enemy_cavalry, geometry.dist, np.inf).min(axis=2)
+        towards = _steer(np.take_along_axis(bearing, nearest[..., None], axis=2)[..., 0],
+                         state.theta, turn_rate)
+        engage = any_enemy & (attack | (near_d <= DEFEND_REACH))
+        return cls(state, geometry, turn_rate, enemy, bearing, nearest, near_d, any_enemy,
+                   attack, enemy_cavalry, cavalry_d, towards, engage)
+
+    def aim(self, target: np.ndarray) -> np.ndarray:
+        """The rotate order of each unit towards its ``target`` (B, U) unit."""
+        return _steer(np.take_along_axis(self.bearing, target[..., None], axis=2)[..., 0],
+                      self.state.theta, self.turn_rate)
+
+
 class CombinedArmsDoctrine:
     """Orders of the combined-arms doctrine for a batch of battles (module docstring).
 
@@ -245,42 +276,34 @@ class CombinedArmsDoctrine:
             formation orders (:data:`~envs.sim.constants.KEEP_FORMATION` to keep), as
             :func:`envs.sim.engine.step` takes them.
         """
-        team, arm = state.team, state.arm
+        seen = _Situation.read(state, geometry, self.config.max_turn_rate, self.attack_rule)
         batch, n = state.x.shape
-        active = state.active
-        enemy = (team[:, None] != team[None, :])[None] & active[:, None, :] & active[:, :, None]
-        dist = np.where(enemy, geometry.dist, np.inf)
-        bearing = np.arctan2(geometry.dy, geometry.dx)
-        nearest = np.argmin(dist, axis=2)
-        near_d = np.take_along_axis(dist, nearest[..., None], axis=2)[..., 0]
-        any_enemy = np.isfinite(near_d)
-        attack = attacking_sides(state, geometry.elevation, self.attack_rule)[:, team]
-        turn = self.config.max_turn_rate
-
         actions = np.zeros((batch, n, C.ACTION_DIM), F32)
         formations = np.full((batch, n), C.KEEP_FORMATION, np.int8)
-        square = (state.formation == C.SQUARE)[:, None, :]
-        enemy_cavalry = enemy & (arm[None, None, :] == C.CAVALRY)
-        cavalry_d = np.where(enemy_cavalry, geometry.dist, np.inf).min(axis=2)
+        # Each arm writes its own units' orders, the others' pass through.
+        formations = self._infantry(seen, actions, formations)
+        formations = self._cavalry(seen, actions, formations)
+        formations = self._artillery(seen, actions, formations)
+        # A unit does not order the formation it already has (that would be a no-op).
+        formations = np.where(formations == state.formation, C.KEEP_FORMATION, formations)
+        return actions, formations.astype(np.int8)
 
-        def aim(target: np.ndarray) -> np.ndarray:
-            return _steer(np.take_along_axis(bearing, target[..., None], axis=2)[..., 0],
-                          state.theta, turn)
-
-        towards = aim(nearest)
-        engage = any_enemy & (attack | (near_d <= DEFEND_REACH))
-
-        # Infantry.
-        foot = arm[None, :] == C.INFANTRY
-        threatened = cavalry_d <= SQUARE_WITHIN
+    def _infantry(self, seen: _Situation, actions: np.ndarray,
+                  formations: np.ndarray) -> np.ndarray:
+        """Infantry's orders into ``actions`` (in place) and its formations (returned):
+        column while far, line to fight, square against horse; close to volley range and
+        fire there."""
+        state, plan = seen.state, self.plan
+        team, near_d, any_enemy = state.team, seen.near_d, seen.any_enemy
+        foot = state.arm[None, :] == C.INFANTRY
+        threatened = seen.cavalry_d <= SQUARE_WITHIN
         in_square = state.formation == C.SQUARE
-        plan = self.plan
-        safe = cavalry_d > plan.unsquare_beyond
+        safe = seen.cavalry_d > plan.unsquare_beyond
         far = near_d > plan.column_beyond
         wanted = np.where(threatened | (in_square & ~safe), C.SQUARE,
-                          np.where(far & attack, C.COLUMN, C.LINE))
+                          np.where(far & seen.attack, C.COLUMN, C.LINE))
         formations = np.where(foot, wanted, formations)
-        close_in = foot & engage & (near_d > plan.volley_range) & ~in_square
+        close_in = foot & seen.engage & (near_d > plan.volley_range) & ~in_square
         if plan.step_tolerance is not None:
             # A battalion ahead of another closing battalion of its side waits for it.
             ally = (close_in[:, None, :] & close_in[:, :, None]
@@ -289,51 +312,63 @@ class CombinedArmsDoctrine:
             lead = np.where(ally, reach[:, None, :] - reach[:, :, None], -np.inf).max(axis=2)
             close_in &= ~(lead > plan.step_tolerance)
         actions[..., 0] = np.where(close_in, 1.0, actions[..., 0])
-        actions[..., 1] = np.where(foot & any_enemy, towards, actions[..., 1])
+        actions[..., 1] = np.where(foot & any_enemy, seen.towards, actions[..., 1])
         opens_fire = plan.volley_range * (1.0 if plan.fire_discipline else 1.2)
         actions[..., 2] = np.where(foot & (near_d <= opens_fire), 1.0, actions[..., 2])
         # Squares fire at anything close, all round.
         actions[..., 2] = np.where(foot & in_square & (near_d <= plan.volley_range), 1.0,
                                    actions[..., 2])
+        return formations
 
-        # Cavalry: the nearest enemy that is not a square.
-        horse = arm[None, :] == C.CAVALRY
-        prey = np.where(enemy & ~square, geometry.dist, np.inf)
+    def _cavalry(self, seen: _Situation, actions: np.ndarray,
+                 formations: np.ndarray) -> np.ndarray:
+        """Cavalry's orders into ``actions`` (in place) and its formations (returned): in
+        line, at the nearest enemy that is not a square, charging within reach; shy of
+        squares when there is nothing else."""
+        state, plan = seen.state, self.plan
+        near_d, any_enemy, attack = seen.near_d, seen.any_enemy, seen.attack
+        horse = state.arm[None, :] == C.CAVALRY
+        square = (state.formation == C.SQUARE)[:, None, :]
+        prey = np.where(seen.enemy & ~square, seen.geometry.dist, np.inf)
         target = np.argmin(prey, axis=2)
         prey_d = np.take_along_axis(prey, target[..., None], axis=2)[..., 0]
         has_prey = np.isfinite(prey_d) & (attack | (prey_d <= DEFEND_REACH * 2))
-        ride = aim(target)
+        ride = seen.aim(target)
         shy = ~has_prey & any_enemy & (near_d < CAVALRY_SHY)
         actions[..., 0] = np.where(horse & has_prey, 1.0,
                                    np.where(horse & shy, -1.0, actions[..., 0]))
         actions[..., 1] = np.where(horse & has_prey, ride,
-                                   np.where(horse & any_enemy, towards, actions[..., 1]))
+                                   np.where(horse & any_enemy, seen.towards, actions[..., 1]))
         actions[..., 2] = np.where(horse & has_prey & (prey_d <= plan.charge_within), 1.0,
                                    actions[..., 2])
-        formations = np.where(horse, C.LINE, formations)
+        return np.where(horse, C.LINE, formations)
 
-        # Artillery.
-        guns = arm[None, :] == C.ARTILLERY
+    def _artillery(self, seen: _Situation, actions: np.ndarray,
+                   formations: np.ndarray) -> np.ndarray:
+        """Artillery's orders into ``actions`` (in place) and its formations (returned):
+        limbered, move up and unlimber within reach; in battery, turn on the target and
+        fire in range; limber up to follow an attack with nothing near."""
+        state, plan = seen.state, self.plan
+        near_d, attack, towards = seen.near_d, seen.attack, seen.towards
+        guns = state.arm[None, :] == C.ARTILLERY
         limbered = state.formation == C.LIMBERED
         unlimber = limbered & (near_d <= plan.unlimber_within)
         limber = ~limbered & attack & (near_d > LIMBER_BEYOND)
         formations = np.where(guns, np.where(unlimber, C.LINE,
                                              np.where(limber, C.LIMBERED, C.KEEP_FORMATION)),
                               formations)
-        march = limbered & attack & any_enemy & ~unlimber
+        march = limbered & attack & seen.any_enemy & ~unlimber
         actions[..., 0] = np.where(guns & march, 1.0, actions[..., 0])
         in_range = near_d <= self.config.artillery_fire_range
         aim_guns = towards
         if plan.gun_target == "cavalry":
-            horse_at = np.argmin(np.where(enemy_cavalry, geometry.dist, np.inf), axis=2)
-            aim_guns = np.where(cavalry_d <= self.config.artillery_fire_range,
-                                aim(horse_at), towards)
-        actions[..., 1] = np.where(guns & any_enemy, aim_guns, actions[..., 1])
+            horse_at = np.argmin(np.where(seen.enemy_cavalry, seen.geometry.dist, np.inf),
+                                 axis=2)
+            aim_guns = np.where(seen.cavalry_d <= self.config.artillery_fire_range,
+                                seen.aim(horse_at), towards)
+        actions[..., 1] = np.where(guns & seen.any_enemy, aim_guns, actions[..., 1])
         actions[..., 2] = np.where(guns & ~limbered & in_range, 1.0, actions[..., 2])
-
-        # A unit does not order the formation it already has (that would be a no-op).
-        formations = np.where(formations == state.formation, C.KEEP_FORMATION, formations)
-        return actions, formations.astype(np.int8)
+        return formations
 
 
 __all__ = ["ARMS_PLANS", "ATTACK_RATIO", "ATTACK_RULES", "ArmsPlan", "CHARGE_WITHIN",

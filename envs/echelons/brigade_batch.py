@@ -1,40 +1,17 @@
 """Brigade battles in a batch: one decision gives every Blue battalion a drill.
 
 :class:`BrigadeBatch` plays ``n_battles`` N-vs-M battles
-(:class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch`) at a brigadier's tempo.
-Each :meth:`~BrigadeBatch.step` is a *macro step* of ``temporal_ratio`` battalion
-steps (fewer when the battle ends): each Blue battalion is given one option of
-:func:`envs.options.make_default_options` (a drill), and its lower echelon carries it
-out, either
-
-- the drill itself (scripted): its orders until it ends, then the battalion holds
-  its ground (``defend_position``'s orders) for the rest of the macro step; or
-- a frozen order-conditioned battalion policy (``blue_policy``): the drill becomes an
-  order (:mod:`envs.commanders.orders`: the drill's posture, and its objective worked out from
-  where the battalion and its nearest enemy stand when the order is given), which the
-  policy follows for the whole macro step.
-
-A drill whose initiation set does not hold (an advance with shaken men) is not given:
-the battalion holds its position instead (``defend_position``, which may always
-start). Red's battalions are commanded by scripted commanders of ``red_level``, by
-random orders or a frozen ``battalion_policy``; or, in the battles a frozen Red brigadier
-is dealt (:attr:`~BrigadeBatch.red_commanders`), by his drills, carried out as Blue's are
-(by the drills themselves or the same frozen battalion policy), so that both sides of a
-league's match stand on the same lower echelon.
-
-Every battle's macro step lasts the same number of battalion steps, so battles step
-in lock-step and a battle is played the same in any batch
-(:class:`~envs.echelons.brigade_env.BrigadeEnv` is a batch of one). Where the reference
-design ran each macro step until every drill ended, with a finished battalion standing
-idle, this one keeps the brigadier's tempo fixed: that is what lets the battles share a batch.
-
-Observation (``3 + 7 * n + 1`` numbers, :func:`brigade_observations`): the share of
-the strength in each of three north-south strips of the field that is the side's (0.5
-where nobody stands), each commanded battalion's strength and morale, each one's
-nearest enemy in the fight (distance over the map's diagonal, bearing cosine and sine
-on the map, its strength and morale; ``[1, 0, 0, 0, 0]`` when there is none), and the
-time fraction. Reward: the mean over Blue's battalions of their team rewards summed
-over the macro step.
+(:class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch`) at a brigadier's
+tempo: each :meth:`~BrigadeBatch.step` is a *macro step* of ``temporal_ratio`` battalion
+steps (fewer when the battle ends), in which each Blue battalion carries out one drill
+of :func:`envs.options.make_default_options`, by the drill's own orders or as an order
+a frozen battalion policy follows; a drill that may not start gives way to
+``defend_position``. Red takes scripted, random or a frozen policy's orders, or a frozen
+brigadier's drills (:class:`RedCommanders`). Every macro step lasts the same number of
+battalion steps, so battles step in lock-step and a battle is played the same in any
+batch. Observation: :func:`brigade_observations`; reward: the mean over Blue's
+battalions of their team rewards summed over the macro step. ``docs/echelons.md``
+tells the whole design.
 """
 
 from __future__ import annotations
@@ -47,7 +24,7 @@ import numpy as np
 import torch
 
 from envs.battlefield import Battlefield
-from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
+from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch, TeamStep
 from envs.commanders.orders import objectives, order_features
 from envs.options import MacroAction, Option
 from envs.sim import random as rnd
@@ -132,9 +109,14 @@ def own_frame_x(x: np.ndarray, side: int, map_width: float) -> np.ndarray:
 
 def brigade_observations(battles: MultiBattalionBatch, side: int,
                          members: np.ndarray | None = None) -> np.ndarray:
-    """(B, brigade_obs_dim(len(members))) the brigade observation (module docstring) of
-    ``side``'s battalions ``members`` (unit indices; default: the whole side), in the
-    side's own frame (:func:`own_frame_x`)."""
+    """(B, brigade_obs_dim(len(members))) the brigade observation of ``side``'s
+    battalions ``members`` (unit indices; default: the whole side), in the side's own
+    frame (:func:`own_frame_x`): the share of the strength in each of
+    :data:`N_SECTORS` north-south strips of the field that is the side's (0.5 where
+    nobody stands), each member's strength and morale, each one's nearest enemy in the
+    fight (:func:`threats`: distance over the map's diagonal, bearing cosine and sine on
+    the map, its strength and morale; :data:`NO_THREAT` when there is none), and the
+    time fraction."""
     state, config, team = battles.state, battles.config, battles.team
     members = np.flatnonzero(team == side) if members is None else np.asarray(members)
     enemies = np.flatnonzero(team != side)
@@ -256,8 +238,45 @@ class MacroStep:
         return self.terminated | self.truncated
 
 
+@dataclass
+class _Tally:
+    """What a macro step has counted so far, per battle (B rows) and per unit (B, U)."""
+
+    live: np.ndarray
+    """(B,) battles still being fought in this macro step."""
+    primitive: np.ndarray
+    """(B,) battalion steps played."""
+    rewards: np.ndarray
+    """(B, n_blue) float64 each Blue battalion's team rewards summed."""
+    steps_active: np.ndarray
+    """(B, U) battalion steps each unit's drill has run."""
+    terminated: np.ndarray
+    truncated: np.ndarray
+    winner: np.ndarray
+    final: np.ndarray | None = None
+    """The commander's view of the battles that ended, as they ended (None: none yet)."""
+
+    @classmethod
+    def empty(cls, n_battles: int, units: tuple[int, int], n_blue: int) -> _Tally:
+        """Nothing counted in ``n_battles`` battles of ``units`` (B, U), all still fought."""
+        return cls(live=np.ones(n_battles, bool), primitive=np.zeros(n_battles, np.int64),
+                   rewards=np.zeros((n_battles, n_blue), np.float64),
+                   steps_active=np.zeros(units, np.int64),
+                   terminated=np.zeros(n_battles, bool), truncated=np.zeros(n_battles, bool),
+                   winner=np.full(n_battles, -1, np.int8))
+
+    def count(self, result: TeamStep, running: np.ndarray, blue: np.ndarray) -> None:
+        """Add one battalion step ``result`` in the live battles: a step played, Blue's
+        rewards, a step of each ``running`` drill."""
+        live = self.live
+        self.primitive += live
+        self.rewards += np.where(live[:, None], result.reward[:, blue], 0.0)
+        self.steps_active += running & live[:, None]
+
+
 class BrigadeBatch:
-    """``n_battles`` brigade battles of ``n_blue`` against ``n_red`` (module docstring).
+    """``n_battles`` brigade battles of ``n_blue`` against ``n_red``, played a macro step
+    at a time (module docstring).
 
     Args:
         n_battles, n_blue, n_red: battles, and battalions a side.
@@ -442,86 +461,127 @@ class BrigadeBatch:
             dealt = self.red_drills()
             if dealt is not None:
                 red_drills, red_drilled = dealt
-        battles, blue, red = self.battles, self.blue, self.red
-        n = self.n_battles
-        # Both sides' drills on one (B, U) grid: Blue's always, Red's where its echelon
-        # commander gives them (its other battles' orders come from red_orders).
-        drilled = np.zeros((n, battles.n_units), bool)
-        drilled[:, blue] = True
-        given = np.full((n, battles.n_units), HOLD, np.intp)
-        given[:, blue] = chosen
+        drilled, given, red_own = self._deal_drills(chosen, red_drills, red_drilled)
+        observation = self.battles.observation
+        in_fight = self.battles.state.active & drilled
+        refused = self._refuse_drills(given, in_fight, observation)
+        posture, objective = self._drill_orders_given(given)
+        running = in_fight.copy()
+        tally = _Tally.empty(self.n_battles, drilled.shape, self.n_blue)
+        orders = np.zeros((self.n_battles, self.battles.n_units, ACTION_DIM), F32)
+        for _ in range(self.temporal_ratio):
+            self._give_orders(orders, drilled, given, running, observation, posture, objective,
+                              red_own, tally.live)
+            result = self.battles.step(orders)
+            observation = result.observation
+            tally.count(result, running, self.blue)
+            if self._end_battles(tally, result):
+                break
+            self._continue_drills(running, given, observation, tally.steps_active)
+        return self._macro_step(tally, given, refused)
+
+    def _deal_drills(self, chosen: np.ndarray, red_drills: np.ndarray | None,
+                     red_drilled: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Both sides' drills on one (B, U) grid: Blue's always (``chosen``), Red's where its
+        echelon commander gives them (``red_drills`` in the battles ``red_drilled``). Returns
+        which units run drills, each one's drill (HOLD for the others) and (B,) the battles
+        whose Red battalions take their own orders (:meth:`red_orders`)."""
+        n, n_units = self.n_battles, self.battles.n_units
+        drilled = np.zeros((n, n_units), bool)
+        drilled[:, self.blue] = True
+        given = np.full((n, n_units), HOLD, np.intp)
+        given[:, self.blue] = chosen
         red_by_drills = np.zeros(n, bool)
         if red_drills is not None:
             red_by_drills = np.ones(n, bool) if red_drilled is None else np.asarray(red_drilled)
-            drilled[:, red] = red_by_drills[:, None]
-            given[:, red] = np.where(red_by_drills[:, None], red_drills, HOLD)
-        red_own = ~red_by_drills
-        observation = battles.observation
-        in_fight = battles.state.active & drilled
+            drilled[:, self.red] = red_by_drills[:, None]
+            given[:, self.red] = np.where(red_by_drills[:, None], red_drills, HOLD)
+        return drilled, given, ~red_by_drills
+
+    def _refuse_drills(self, given: np.ndarray, in_fight: np.ndarray,
+                       observation: np.ndarray) -> np.ndarray:
+        """(B, U) the units ``in_fight`` whose drill ``given`` may not start on their
+        ``observation``; they run the fallback drill instead (``given`` in place)."""
         refused = np.zeros_like(in_fight)
         for k, option in enumerate(self.options):
             rows = in_fight & (given == k)
             if rows.any():
                 refused[rows] = ~np.asarray(option.initiation_set(observation[rows]), bool)
         given[refused] = self.fallback
-        objective = posture = None
+        return refused
+
+    def _drill_orders_given(self, given: np.ndarray
+                            ) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The order each drill ``given`` becomes for the frozen battalion policy: (B, U)
+        postures (HOLD defends its position) and (B, U, 2) objectives worked out from where
+        the units stand now; ``(None, None)`` when the drills themselves give the orders."""
+        if self.blue_policy is None:
+            return None, None
+        state = self.battles.state
+        posture = np.where(given == HOLD, MacroAction.DEFEND_POSITION, given)
+        objective = objectives(posture, state.x, state.y, state.active, state.team,
+                               self.config.map_width, self.config.map_height)
+        return posture, objective
+
+    def _give_orders(self, orders: np.ndarray, drilled: np.ndarray, given: np.ndarray,
+                     running: np.ndarray, observation: np.ndarray, posture: np.ndarray | None,
+                     objective: np.ndarray | None, red_own: np.ndarray,
+                     live: np.ndarray) -> None:
+        """Every unit's orders (B, U, 3) for one battalion step, into ``orders``: the drilled
+        units' from their drills (or the frozen policy following them), the other Red
+        battalions' own; 0 in battles over (``live`` False), whose results are not read."""
         if self.blue_policy is not None:
-            state = battles.state
-            posture = np.where(given == HOLD, MacroAction.DEFEND_POSITION, given)
-            objective = objectives(posture, state.x, state.y, state.active, state.team,
-                                   self.config.map_width, self.config.map_height)
-        running = in_fight.copy()
-        steps_active = np.zeros(drilled.shape, np.int64)
-        rewards = np.zeros((n, self.n_blue), np.float64)
-        live = np.ones(n, bool)  # battles still being fought in this macro step
-        primitive = np.zeros(n, np.int64)
-        terminated, truncated = np.zeros(n, bool), np.zeros(n, bool)
-        winner = np.full(n, -1, np.int8)
-        final: np.ndarray | None = None
-        orders = np.zeros((n, battles.n_units, ACTION_DIM), F32)
-        for _ in range(self.temporal_ratio):
-            if self.blue_policy is not None:
-                orders[drilled] = self._policy_orders(posture, objective, observation, drilled)
-            else:
-                orders[drilled] = self.drill_orders(given[drilled], running[drilled],
-                                                    observation[drilled])
-            if red_own.any():
-                orders[red_own[:, None] & (battles.team == RED)[None, :]] = \
-                    self.red_orders(observation)[red_own].reshape(-1, ACTION_DIM)
-            orders[~live] = 0.0  # finished battles stand (their results are not read)
-            result = battles.step(orders)
-            observation = result.observation
-            primitive += live
-            rewards += np.where(live[:, None], result.reward[:, blue], 0.0)
-            steps_active += running & live[:, None]
-            ended = live & result.battle_over
-            if ended.any():
-                decided = ended & ((result.winner >= 0) | ~result.truncated.any(axis=1))
-                terminated |= decided
-                truncated |= ended & ~decided
-                winner[ended] = result.winner[ended]
-                view = self.commander_view()
-                final = np.zeros_like(view) if final is None else final
-                final[ended] = view[ended]
-                live &= ~ended
-                if not live.any():
-                    break
-            now_in_fight = battles.state.active
-            if self.blue_policy is None:
-                check = running & now_in_fight
-                over = np.zeros_like(running)
-                over[check] = self.drills_over(given[check], observation[check],
-                                               steps_active[check])
-                running &= now_in_fight & ~over
-            else:
-                running &= now_in_fight
+            orders[drilled] = self._policy_orders(posture, objective, observation, drilled)
+        else:
+            orders[drilled] = self.drill_orders(given[drilled], running[drilled],
+                                                observation[drilled])
+        if red_own.any():
+            orders[red_own[:, None] & (self.battles.team == RED)[None, :]] = \
+                self.red_orders(observation)[red_own].reshape(-1, ACTION_DIM)
+        orders[~live] = 0.0
+
+    def _end_battles(self, tally: _Tally, result: TeamStep) -> bool:
+        """Record the battles that ended in this battalion step ``result``: decided or cut
+        off, their winner and the commander's view they ended with. Returns whether every
+        battle is over."""
+        ended = tally.live & result.battle_over
+        if not ended.any():
+            return False
+        decided = ended & ((result.winner >= 0) | ~result.truncated.any(axis=1))
+        tally.terminated |= decided
+        tally.truncated |= ended & ~decided
+        tally.winner[ended] = result.winner[ended]
+        view = self.commander_view()
+        tally.final = np.zeros_like(view) if tally.final is None else tally.final
+        tally.final[ended] = view[ended]
+        tally.live &= ~ended
+        return not tally.live.any()
+
+    def _continue_drills(self, running: np.ndarray, given: np.ndarray, observation: np.ndarray,
+                         steps_active: np.ndarray) -> None:
+        """Stop (``running`` in place) the drills of units out of the fight and, where the
+        drills themselves give the orders, the drills over after ``steps_active`` steps."""
+        now_in_fight = self.battles.state.active
+        if self.blue_policy is None:
+            check = running & now_in_fight
+            over = np.zeros_like(running)
+            over[check] = self.drills_over(given[check], observation[check], steps_active[check])
+            running &= now_in_fight & ~over
+        else:
+            running &= now_in_fight
+
+    def _macro_step(self, tally: _Tally, given: np.ndarray, refused: np.ndarray) -> MacroStep:
+        """What the macro step ``tally`` counted, as Blue's :class:`MacroStep`; the battles
+        still being fought observed now."""
+        final = tally.final
         if final is None:
             final = self.commander_view()
-        elif live.any():
-            final[live] = self.commander_view()[live]
-        return MacroStep(final, rewards.mean(axis=1).astype(F32), terminated, truncated, winner,
-                         primitive, given[:, blue], refused[:, blue], steps_active[:, blue],
-                         rewards.astype(F32))
+        elif tally.live.any():
+            final[tally.live] = self.commander_view()[tally.live]
+        blue, rewards = self.blue, tally.rewards
+        return MacroStep(final, rewards.mean(axis=1).astype(F32), tally.terminated,
+                         tally.truncated, tally.winner, tally.primitive, given[:, blue],
+                         refused[:, blue], tally.steps_active[:, blue], rewards.astype(F32))
 
     def infos(self, result: MacroStep, macro_steps: np.ndarray) -> list[dict[str, Any]]:
         """The Gymnasium info of each battle for ``result`` (``macro_steps``: (B,) macro

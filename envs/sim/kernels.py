@@ -365,65 +365,22 @@ def _arm_row(arm, formation):
     return np.int32(arm) * np.int32(N_FORMATIONS) + np.int32(formation)
 
 
-@kernel()
-def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
-                 step, key, team, patches, cover_map, orders, ground0, cover0, known, k,
-                 samples, low, high, units, flags, pairs, los, target, scratch, arms):
-    """Step battles ``lo`` to ``hi - 1``: unit-major state in, their rows of the output
-    blocks written (``scratch`` is :func:`step_scratch` of the caller's thread, at least
-    ``hi - lo`` wide). ``arms`` holds the order of battle: each unit's arm and quality
-    (U,; quality multiplies its fire and melee and divides its morale losses), its
-    formation and drill steps left before the step (U, B), the formation orders (U, B;
-    :data:`~envs.sim.constants.KEEP_FORMATION` keeps), the going map (B, rows, cols), the
-    arms table (:func:`arms_table`) and the (2, U, B) block the new formations and drill
-    steps are written to.
+# The step's phases, in the order step_battles calls them (its docstring says how their
+# loops vectorise). Each is inlined into it (Numba's inline="always"): a call passing
+# this many arrays costs more than a phase's work in a small battle, and inlined they
+# compile to the same loops as one function. A phase reads its constants from ``k`` into
+# locals outside its loops: a load from ``k`` inside a loop would be one more array LLVM
+# must prove apart from the loop's stores to vectorise it. A phase takes at most 30
+# arguments: Python compiles a longer call as ``f(*args)``, which Numba cannot inline.
 
-    Each phase loops over units (and pairs) outside and over battles inside, so that
-    LLVM vectorises the battles' arithmetic across SIMD lanes (sight lines, which gather
-    the ground, stay battle by battle); the float32 operations and their order are
-    those of one battle alone."""
-    assert lo >= 0  # battle indices lo + c load contiguously (see envs.sim.jit)
-    arm, quality, formation0, drill0, drill_orders, going_map, table, modes = arms
-    x, y, theta = units[U_X], units[U_Y], units[U_THETA]
-    strength, morale, readiness = units[U_STRENGTH], units[U_MORALE], units[U_READINESS]
-    cos_h, sin_h = units[U_COS], units[U_SIN]
-    elevation, cover = units[U_ELEVATION], units[U_COVER]
-    volley, dealt, taken = units[U_VOLLEY], units[U_DEALT], units[U_TAKEN]
-    routed, destroyed = flags[F_ROUTED], flags[F_DESTROYED]
-    formation, drill = modes[0], modes[1]
-    dx, dy, dist = pairs[P_DX], pairs[P_DY], pairs[P_DIST]
-    facing_cos, facing_sin = pairs[P_FACING_COS], pairs[P_FACING_SIN]
-    rows_, active, raw, aim, contacts = scratch
-    move, rotate, fire, live = rows_[S_MOVE], rows_[S_ROTATE], rows_[S_FIRE], rows_[S_LIVE]
-    firepower, near, incoming = rows_[S_FIREPOWER], rows_[S_NEAR], rows_[S_INCOMING]
-    share, shaken, arc = rows_[S_SHARE], rows_[S_SHAKEN], rows_[S_ARC]
-    exposure, guard, steady, melee_in = (rows_[S_EXPOSURE], rows_[S_GUARD], rows_[S_STEADY],
-                                         rows_[S_MELEE])
-    n = x0.shape[0]
-    rows, cols = patches.shape[1], patches.shape[2]
-    zero, one = F32(0), F32(1)
-    two_pi = F32(2 * np.pi)
-    # Constants are read into locals once: a load from ``k`` inside a loop would be one
-    # more array LLVM must prove apart from the loop's stores before it vectorises.
-    turn_rate, hill, forest, backward = (k[K_MAX_TURN_RATE], k[K_HILL], k[K_FOREST],
-                                         k[K_BACKWARD])
-    step_length, width, height = k[K_STEP_LENGTH], k[K_WIDTH], k[K_HEIGHT]
-    moving_penalty, turning_penalty = k[K_MOVING_PENALTY], k[K_TURNING_PENALTY]
-    cos_front, cos_rear = k[K_COS_FRONT], k[K_COS_REAR]
-    flank_mult, rear_mult, height_advantage = (k[K_FLANK_MULT], k[K_REAR_MULT],
-                                               k[K_HEIGHT_ADVANTAGE])
-    cover_protection, per_damage = k[K_COVER_PROTECTION], k[K_MORALE_PER_DAMAGE]
-    flank_morale, rear_morale, shock = k[K_FLANK_MORALE], k[K_REAR_MORALE], k[K_VOLLEY_SHOCK]
-    recovery_rate, destroyed_at, rout_at = k[K_MORALE_RECOVERY], k[K_DESTROYED], k[K_ROUT]
-    melee_damage, charge_impact = k[K_MELEE_DAMAGE], k[K_CHARGE_IMPACT]
-    charge_speed, disorder = k[K_CHARGE_SPEED], k[K_DISORDER]
-    melee_morale, reach_slack = k[K_MELEE_MORALE], k[K_MELEE_REACH]
-    # Every loop over battles below writes one or two arrays: with more, LLVM's runtime
-    # checks that they do not overlap the arrays read exceed its limit and the loop stays
-    # scalar.
 
-    # Drill: a formation order the arm can take starts a change (the unit stands and
-    # holds its fire for the arm's drill steps); otherwise a change under way goes on.
+@kernel(inline="always")
+def _drill(lo, hi, n, arm, table, formation0, drill0, drill_orders, routed0, destroyed0,
+           formation, drill):
+    """Drill: a formation order the arm can take starts a change (the unit stands and
+    holds its fire for the arm's drill steps); otherwise a change under way goes on.
+    Writes each unit's new ``formation`` and ``drill`` steps left."""
+    zero = F32(0)
     for i in range(n):
         base = _arm_row(arm[i], 0)
         drill_steps = np.int16(table[base, A_DRILL])
@@ -437,23 +394,20 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
             formation[i, b] = wanted if starts else formation0[i, b]
             drill[i, b] = drill_steps if starts else max(drill0[i, b] - 1, 0)
 
-    # Manoeuvre: wheel, then march along the new heading over the ground one stood on.
+
+@kernel(inline="always")
+def _obey(lo, hi, n, routed0, destroyed0, drill, orders, low, high, active, live, move,
+          rotate, fire):
+    """Orders: who is in the fight (``active``; ``live`` as 1 or 0 also excludes a unit
+    changing formation, which obeys no order until it is done) and the orders each
+    applies, clipped to their bounds (``move``, ``rotate``, ``fire``; 0 when not live)."""
+    zero, one = F32(0), F32(1)
     for i in range(n):
-        base = _arm_row(arm[i], 0)
-        charges = table[base, A_CHARGES]
-        if not known:
-            for c in range(hi - lo):
-                b = lo + c
-                elevation[i, b], cover[i, b] = _ground(patches, cover_map, b, x0[i, b],
-                                                       y0[i, b], k, rows, cols)
-        under_rows = ground0 if known else elevation
-        wood_rows = cover0 if known else cover
         for c in range(hi - lo):
             b = lo + c
             active[i, c] = not (routed0[i, b] | destroyed0[i, b])
         for c in range(hi - lo):
             b = lo + c
-            # A unit changing formation obeys no order until it is done.
             live[i, c] = one if active[i, c] & (drill[i, b] == 0) else zero
         for c in range(hi - lo):
             b = lo + c
@@ -464,6 +418,32 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
         for c in range(hi - lo):
             b = lo + c
             fire[i, c] = min(max(orders[2, i, b], low[2]), high[2]) * live[i, c]
+
+
+@kernel(inline="always")
+def _manoeuvre(lo, hi, n, arm, table, formation, x0, y0, theta0, known, ground0, cover0,
+               going_map, patches, cover_map, k, move, rotate, fire, x, y, theta, cos_h, sin_h,
+               elevation, cover, steady):
+    """Manoeuvre: wheel, then march along the new heading over the ground one stood on
+    (``ground0``/``cover0`` when ``known``, else looked up into ``elevation``/``cover``),
+    never onto impassable ground. Writes the new positions and headings."""
+    rows, cols = patches.shape[1], patches.shape[2]
+    zero, one = F32(0), F32(1)
+    two_pi = F32(2 * np.pi)
+    turn_rate, hill, forest, backward = (k[K_MAX_TURN_RATE], k[K_HILL], k[K_FOREST],
+                                         k[K_BACKWARD])
+    step_length, width, height = k[K_STEP_LENGTH], k[K_WIDTH], k[K_HEIGHT]
+    charge_speed = k[K_CHARGE_SPEED]
+    for i in range(n):
+        base = _arm_row(arm[i], 0)
+        charges = table[base, A_CHARGES]
+        if not known:
+            for c in range(hi - lo):
+                b = lo + c
+                elevation[i, b], cover[i, b] = _ground(patches, cover_map, b, x0[i, b],
+                                                       y0[i, b], k, rows, cols)
+        under_rows = ground0 if known else elevation
+        wood_rows = cover0 if known else cover
         for c in range(hi - lo):
             b = lo + c
             theta[i, b] = wrap_angle(theta0[i, b] + rotate[i, c] * turn_rate, two_pi)
@@ -491,11 +471,19 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
             blocked = _cell(going_map, b, x[i, b], y[i, b], k, rows, cols) <= zero
             x[i, b] = x0[i, b] if blocked else x[i, b]
             y[i, b] = y0[i, b] if blocked else y[i, b]
-    _separate(lo, hi, n, arm, table, active, x, y, width, height)
-    sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
-          cover, dx, dy, dist, facing_cos, facing_sin, los)
 
-    # Fire: the nearest enemy in range, in the arc and in sight (ties share the volley).
+
+@kernel(inline="always")
+def _take_aim(lo, hi, n, arm, table, team, quality, formation, drill, active, los, dist,
+              facing_cos, move, rotate, fire, readiness0, strength0, k, arc, exposure, guard,
+              near, aim, target, volley, firepower, share):
+    """Fire, aiming: each unit's stance in its formation (its fire ``arc``, ``exposure``
+    to guns, ``guard`` against a charge), then its target, the nearest enemy in range, in
+    the arc and in sight (ties share the volley: ``aim`` counts them, ``share`` is each
+    one's part), the ``volley`` it gives and its ``firepower``."""
+    zero, one = F32(0), F32(1)
+    moving_penalty, turning_penalty = k[K_MOVING_PENALTY], k[K_TURNING_PENALTY]
+    disorder = k[K_DISORDER]
     for i in range(n):
         base = _arm_row(arm[i], 0)
         fire_range = table[base, A_RANGE]
@@ -545,6 +533,19 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
                                * strength0[i, b] * steadiness) * quality[i]
         for c in range(hi - lo):
             share[i, c] = one / F32(max(aim[i, c], 1))
+
+
+@kernel(inline="always")
+def _fire(lo, hi, n, arm, table, team, active, los, dist, facing_cos, near, arc, exposure,
+          elevation, cover, firepower, share, k, raw):
+    """Fire, hitting: the damage each unit's volley does to each enemy it fires at,
+    into ``raw`` (0 for every other pair), by range, the side it strikes, the height
+    between them and the target's cover (and, for guns, its exposure)."""
+    zero, one = F32(0), F32(1)
+    cos_front, cos_rear = k[K_COS_FRONT], k[K_COS_REAR]
+    flank_mult, rear_mult, height_advantage = (k[K_FLANK_MULT], k[K_REAR_MULT],
+                                               k[K_HEIGHT_ADVANTAGE])
+    cover_protection = k[K_COVER_PROTECTION]
     for i in range(n):
         base = _arm_row(arm[i], 0)
         fire_range, inv_range = table[base, A_RANGE], table[base, A_INV_RANGE]
@@ -571,9 +572,19 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
                 damage = damage * exposure[j, c] if guns else damage
                 raw[i, j, c] = damage if hit else zero
 
-    # Melee: enemies within touching distance fight hand to hand, every unit spreading
-    # its effort over the enemies it touches; a charge multiplies cavalry's, a square
-    # or a column blunts it, a unit caught changing formation suffers more.
+
+@kernel(inline="always")
+def _melee(lo, hi, n, arm, table, team, quality, active, dist, facing_cos, arc, guard, fire,
+           strength0, k, contacts, melee_in, raw):
+    """Melee: enemies within touching distance fight hand to hand, every unit spreading
+    its effort over the enemies it touches (``contacts``); a charge multiplies cavalry's,
+    a square or a column blunts it, a unit caught changing formation suffers more. Adds
+    each blow to ``raw`` and the blows each unit takes to ``melee_in``."""
+    zero, one = F32(0), F32(1)
+    cos_front, cos_rear = k[K_COS_FRONT], k[K_COS_REAR]
+    flank_mult, rear_mult = k[K_FLANK_MULT], k[K_REAR_MULT]
+    melee_damage, charge_impact = k[K_MELEE_DAMAGE], k[K_CHARGE_IMPACT]
+    reach_slack = k[K_MELEE_REACH]
     for i in range(n):
         for c in range(hi - lo):
             contacts[i, c] = 0
@@ -610,8 +621,14 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
                 melee = blow if touching else zero
                 raw[i, j, c] += melee
                 melee_in[j, c] += melee
-    # A target cannot lose more than it has; its shooters share the loss (raw becomes
-    # the damage applied).
+
+
+@kernel(inline="always")
+def _share_losses(lo, hi, n, strength0, raw, incoming, share, taken, dealt):
+    """Losses: a target cannot lose more than it has (``taken``, of the damage
+    ``incoming``); its shooters share the loss (``share``, and ``raw`` becomes the damage
+    applied, ``dealt`` its sum per shooter)."""
+    zero = F32(0)
     for j in range(n):
         for c in range(hi - lo):
             incoming[j, c] = zero
@@ -635,6 +652,19 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
             for c in range(hi - lo):
                 b = lo + c
                 dealt[i, b] += raw[i, j, c]
+
+
+@kernel(inline="always")
+def _shock(lo, hi, n, arm, table, quality, facing_cos, arc, raw, taken, melee_in, share, k,
+           shaken):
+    """Morale shock: what each unit's losses cost its morale (``shaken``), more for
+    blows to its flank or rear, for a heavy loss at once and for melee, divided by its
+    arm's steadiness and its quality."""
+    zero = F32(0)
+    cos_front, cos_rear = k[K_COS_FRONT], k[K_COS_REAR]
+    per_damage = k[K_MORALE_PER_DAMAGE]
+    flank_morale, rear_morale, shock = k[K_FLANK_MORALE], k[K_REAR_MORALE], k[K_VOLLEY_SHOCK]
+    melee_morale = k[K_MELEE_MORALE]
     for j in range(n):
         frailty = table[_arm_row(arm[j], 0), A_MORALE] / quality[j]
         for c in range(hi - lo):
@@ -653,7 +683,16 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
             shaken[j, c] = (shaken[j, c] + melee_morale * (melee_in[j, c] * share[j, c])) \
                 * frailty
 
-    # Casualties and morale.
+
+@kernel(inline="always")
+def _casualties(lo, hi, n, arm, table, active, live, incoming, shaken, taken, volley,
+                strength0, morale0, readiness0, routed0, destroyed0, step, key, k, strength,
+                morale, readiness, routed, destroyed):
+    """Casualties and morale: the new morale (recovering out of fire), strength and
+    readiness (reloading), who is destroyed and who breaks and routs (a random draw
+    against how far morale fell below the rout threshold)."""
+    zero, one = F32(0), F32(1)
+    recovery_rate, destroyed_at, rout_at = k[K_MORALE_RECOVERY], k[K_DESTROYED], k[K_ROUT]
     for i in range(n):
         reload = table[_arm_row(arm[i], 0), A_RELOAD]
         for c in range(hi - lo):
@@ -678,6 +717,70 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
             breaks = active[i, c] & (not destroyed[i, b]) & (m < rout_at) \
                 & (draw < one - m / rout_at)
             routed[i, b] = routed0[i, b] | breaks
+
+
+@kernel()
+def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
+                 step, key, team, patches, cover_map, orders, ground0, cover0, known, k,
+                 samples, low, high, units, flags, pairs, los, target, scratch, arms):
+    """Step battles ``lo`` to ``hi - 1``: unit-major state in, their rows of the output
+    blocks written (``scratch`` is :func:`step_scratch` of the caller's thread, at least
+    ``hi - lo`` wide). ``arms`` holds the order of battle: each unit's arm and quality
+    (U,; quality multiplies its fire and melee and divides its morale losses), its
+    formation and drill steps left before the step (U, B), the formation orders (U, B;
+    :data:`~envs.sim.constants.KEEP_FORMATION` keeps), the going map (B, rows, cols), the
+    arms table (:func:`arms_table`) and the (2, U, B) block the new formations and drill
+    steps are written to.
+
+    Each phase loops over units (and pairs) outside and over battles inside, so that
+    LLVM vectorises the battles' arithmetic across SIMD lanes (sight lines, which gather
+    the ground, stay battle by battle); the float32 operations and their order are
+    those of one battle alone. Every loop over battles writes one or two arrays: with
+    more, LLVM's runtime checks that they do not overlap the arrays read exceed its
+    limit and the loop stays scalar."""
+    assert lo >= 0  # battle indices lo + c load contiguously (see envs.sim.jit)
+    arm, quality, formation0, drill0, drill_orders, going_map, table, modes = arms
+    x, y, theta = units[U_X], units[U_Y], units[U_THETA]
+    strength, morale, readiness = units[U_STRENGTH], units[U_MORALE], units[U_READINESS]
+    cos_h, sin_h = units[U_COS], units[U_SIN]
+    elevation, cover = units[U_ELEVATION], units[U_COVER]
+    volley, dealt, taken = units[U_VOLLEY], units[U_DEALT], units[U_TAKEN]
+    routed, destroyed = flags[F_ROUTED], flags[F_DESTROYED]
+    formation, drill = modes[0], modes[1]
+    dx, dy, dist = pairs[P_DX], pairs[P_DY], pairs[P_DIST]
+    facing_cos, facing_sin = pairs[P_FACING_COS], pairs[P_FACING_SIN]
+    rows_, active, raw, aim, contacts = scratch
+    move, rotate, fire, live = rows_[S_MOVE], rows_[S_ROTATE], rows_[S_FIRE], rows_[S_LIVE]
+    firepower, near, incoming = rows_[S_FIREPOWER], rows_[S_NEAR], rows_[S_INCOMING]
+    share, shaken, arc = rows_[S_SHARE], rows_[S_SHAKEN], rows_[S_ARC]
+    exposure, guard, steady, melee_in = (rows_[S_EXPOSURE], rows_[S_GUARD], rows_[S_STEADY],
+                                         rows_[S_MELEE])
+    n = x0.shape[0]
+    width, height = k[K_WIDTH], k[K_HEIGHT]
+
+    _drill(lo, hi, n, arm, table, formation0, drill0, drill_orders, routed0, destroyed0,
+           formation, drill)
+    _obey(lo, hi, n, routed0, destroyed0, drill, orders, low, high, active, live, move, rotate,
+          fire)
+    _manoeuvre(lo, hi, n, arm, table, formation, x0, y0, theta0, known, ground0, cover0,
+               going_map, patches, cover_map, k, move, rotate, fire, x, y, theta, cos_h, sin_h,
+               elevation, cover, steady)
+    _separate(lo, hi, n, arm, table, active, x, y, width, height)
+    sight(lo, hi, x, y, cos_h, sin_h, team, patches, cover_map, k, samples, elevation,
+          cover, dx, dy, dist, facing_cos, facing_sin, los)
+    _take_aim(lo, hi, n, arm, table, team, quality, formation, drill, active, los, dist,
+              facing_cos, move, rotate, fire, readiness0, strength0, k, arc, exposure, guard,
+              near, aim, target, volley, firepower, share)
+    _fire(lo, hi, n, arm, table, team, active, los, dist, facing_cos, near, arc, exposure,
+          elevation, cover, firepower, share, k, raw)
+    _melee(lo, hi, n, arm, table, team, quality, active, dist, facing_cos, arc, guard, fire,
+           strength0, k, contacts, melee_in, raw)
+    _share_losses(lo, hi, n, strength0, raw, incoming, share, taken, dealt)
+    _shock(lo, hi, n, arm, table, quality, facing_cos, arc, raw, taken, melee_in, share, k,
+           shaken)
+    _casualties(lo, hi, n, arm, table, active, live, incoming, shaken, taken, volley,
+                strength0, morale0, readiness0, routed0, destroyed0, step, key, k, strength,
+                morale, readiness, routed, destroyed)
 
 
 @kernel()
