@@ -295,7 +295,7 @@ def echelon(folder: Path) -> dict[str, str]:
     """A brigade commander over a frozen battalion policy (``train_brigade``), then two
     league roles of brigade commanders (``EchelonLearner``) trained in turns: the final
     weights, evaluations, snapshots, match outcomes and ratings."""
-    from training.echelon_config import BrigadeConfig
+    from training.echelons.config import BrigadeConfig
     from training.elo import TeamEloRegistry
     from training.league import AgentPool, MatchDatabase
     from training.league.echelon_learner import EchelonLearner

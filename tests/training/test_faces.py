@@ -22,7 +22,6 @@ FACES = {
     "training.train_brigade": "training.echelons.brigade",
     "training.train_division": "training.echelons.division",
     "training.hrl_curriculum": "training.echelons.curriculum",
-    "training.echelon_config": "training.echelons.config",
 }
 """Each face and the module that holds what it hands on."""
 

@@ -9,8 +9,7 @@
 - :mod:`~training.echelons.curriculum`: the HRL curriculum and its phase files;
 - :mod:`~training.echelons.pipeline`: the three phases in one command.
 
-``training.train_brigade``, ``training.train_division``, ``training.hrl_curriculum``
-(the paths the reference design documents) and ``training.echelon_config`` hand the
-names on from here. Importing this package loads nothing. ``docs/echelons.md`` has the
-guide.
+``training.train_brigade``, ``training.train_division`` and ``training.hrl_curriculum``
+(the paths the reference design documents) hand the names on from here. Importing this
+package loads nothing. ``docs/echelons.md`` has the guide.
 """
