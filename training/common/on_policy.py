@@ -176,6 +176,8 @@ class OnPolicyTrainer:
         (None: :meth:`default_hooks`) around them; returns the trainer."""
         hooks = self.default_hooks() if hooks is None else list(hooks)
         try:
+            # Whole rollouts until the budget is reached (budget_spent); this logs when the
+            # last one passes it.
             steps_to_learn(self.config.total_timesteps, self.total_steps, self.rollout_steps)
             first: dict[str, Any] = {}
             for hook in hooks:
