@@ -96,15 +96,17 @@ class Block:
     line: int  # 1-based line of the code's first line in ``path``
     code: str
     skip: str | None = None
+    language: str = "python"  # the fence's language in a Markdown file
 
     @property
     def where(self) -> str:
         return f"{self.path.relative_to(ROOT)}:{self.line}"
 
 
-def markdown_blocks(path: Path) -> list[Block]:
-    """The ```` ```python ```` blocks of a Markdown file, with their skip markers."""
-    blocks, lines = [], path.read_text(encoding="utf-8").splitlines()
+def markdown_blocks(path: Path, languages: tuple[str, ...] = ("python",)) -> list[Block]:
+    """The fenced blocks of a Markdown file in ``languages`` (```` ```python ```` ones by
+    default), in page order, with their skip markers."""
+    found, lines = [], path.read_text(encoding="utf-8").splitlines()
     i = 0
     while i < len(lines):
         fence = _FENCE.match(lines[i])
@@ -112,13 +114,13 @@ def markdown_blocks(path: Path) -> list[Block]:
             i += 1
             continue
         end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
-        if fence.group(1) == "python":
+        if fence.group(1) in languages:
             previous = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
             marker = _SKIP.match(previous)
-            blocks.append(Block(path, i + 2, "\n".join(lines[i + 1:end]) + "\n",
-                                marker.group(1) if marker else None))
+            found.append(Block(path, i + 2, "\n".join(lines[i + 1:end]) + "\n",
+                               marker.group(1) if marker else None, fence.group(1)))
         i = end + 1
-    return blocks
+    return found
 
 
 def sources() -> dict[str, list[Block]]:

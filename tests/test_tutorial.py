@@ -14,37 +14,19 @@ only built (Red resolved, the field built, the server bound) and closed.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.doc_examples import ROOT, Block, compile_block, shell_script
+from tests.doc_examples import ROOT, Block, compile_block, markdown_blocks, shell_script
 from tests.forked import run_module
 
 TUTORIAL = ROOT / "docs" / "tutorial.md"
 
-_FENCE = re.compile(r"^```(\w*)\s*$")
-_SKIP = re.compile(r"^<!--\s*example:\s*skip\s+(.+?)\s*-->\s*$")
-
-
 def tutorial_blocks(path: Path = TUTORIAL) -> list[tuple[str, Block]]:
     """The page's ``bash`` and ``python`` blocks in order, each with its language."""
-    lines, found, i = path.read_text(encoding="utf-8").splitlines(), [], 0
-    while i < len(lines):
-        fence = _FENCE.match(lines[i])
-        if fence is None:
-            i += 1
-            continue
-        end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
-        if fence.group(1) in ("bash", "python"):
-            previous = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
-            marker = _SKIP.match(previous)
-            found.append((fence.group(1), Block(path, i + 2, "\n".join(lines[i + 1:end]) + "\n",
-                                                marker.group(1) if marker else None)))
-        i = end + 1
-    return found
+    return [(block.language, block) for block in markdown_blocks(path, ("bash", "python"))]
 
 
 def _check_play_command(code: str) -> None:
