@@ -30,6 +30,20 @@ def floor_rule_falls_short(total: int, warm: int, rollout: int) -> bool:
     return warm + (total - warm) // rollout * rollout < total
 
 
+def recorded_returns(monkeypatch, module, name: str) -> list:
+    """Make ``module.name`` record what each call returns (the real function still runs);
+    returns the list it appends to (a warm start's steps)."""
+    returned = []
+    real = getattr(module, name)
+
+    def recorded(*args, **kwargs):
+        returned.append(real(*args, **kwargs))
+        return returned[-1]
+
+    monkeypatch.setattr(module, name, recorded)
+    return returned
+
+
 def assert_whole_rollouts_to_the_budget(trained: int, total: int, warm: int,
                                         rollout: int) -> int:
     """``trained`` is ``warm`` plus whole rollouts, at least one, reaching ``total`` and
@@ -46,18 +60,11 @@ def assert_whole_rollouts_to_the_budget(trained: int, total: int, warm: int,
 @pytest.mark.parametrize("total", BUDGETS)
 def test_train_trains_its_budget_after_the_default_warm_start(tmp_path, monkeypatch, total):
     """The duel's defaults (rollouts of 8,192 env-steps, the doctrine imitated for 30 % of
-    the budget) with four battles: ``train(total_timesteps=10_000, n_envs=4)`` used to stop
-    after the imitation's 3,000 steps, with no PPO update."""
+    the budget) with four battles: under a floor rule ``train(total_timesteps=10_000,
+    n_envs=4)`` stops after the imitation's 3,000 steps, with no PPO update."""
     # The package exports the function train, which hides the module's name.
     train_module = importlib.import_module("training.train")
-    warm: list[int] = []
-    imitate = train_module.imitate
-
-    def recorded(*args, **kwargs):
-        warm.append(imitate(*args, **kwargs))
-        return warm[-1]
-
-    monkeypatch.setattr(train_module, "imitate", recorded)
+    warm = recorded_returns(monkeypatch, train_module, "imitate")
     ck = tmp_path / "ck"
     # Fewer passes (PPO's and the imitation's) than the defaults, which the budget ignores.
     model = train_module.train(
@@ -141,14 +148,7 @@ def test_a_brigade_trains_its_budget_after_its_warm_start(tmp_path, monkeypatch,
     from training.echelons import trainer as echelon_trainer
     from training.echelons.brigade import train_brigade
 
-    warm: list[int] = []
-    imitate = echelon_trainer.imitate_doctrine
-
-    def recorded(*args, **kwargs):
-        warm.append(imitate(*args, **kwargs))
-        return warm[-1]
-
-    monkeypatch.setattr(echelon_trainer, "imitate_doctrine", recorded)
+    warm = recorded_returns(monkeypatch, echelon_trainer, "imitate_doctrine")
     # The default warm start (the in-step brigadier, cut to 30 % of the budget), fitted
     # briefly; rollouts of 8 battles x 40 commands = 320 commands.
     result = train_brigade(n_envs=8, n_steps=40, batch_size=160, n_epochs=1,
