@@ -210,8 +210,9 @@ class MultiBattalionBatch(BattlefieldBatch):
             self.n_battles, self.team, rows, cols,
             arm=None if oob is None else np.array(oob.arm, np.int8),
             quality=None if oob is None else np.array(oob.quality, np.float32))
-        self._formations = np.zeros(self.n_units, np.int16) if oob is None else np.array(
-            oob.formation, np.int16)
+        self.starting_formations = (np.zeros(self.n_units, np.int16) if oob is None
+                                    else np.array(oob.formation, np.int16))
+        """(U,) each unit's formation at deployment, from the order of battle."""
         self.obs_dim, self.state_dim = observation_dims(oob is not None)
         """The lengths of an observation and a global state: with an order of battle they
         carry the arms blocks (:mod:`envs.battles.multi_observation`)."""
@@ -257,10 +258,28 @@ class MultiBattalionBatch(BattlefieldBatch):
         battles = np.asarray(battles, dtype=np.intp)
         self._start(battles, self._chains.advance(battles))
 
+    def start_from(self, state: BattleState) -> None:
+        """Play on from ``state`` (as many battles as this batch, laid out as its own, from
+        any batch of the same units and battlefield) in every battle, each side seeing
+        every battalion as at a deployment; its random keys go on as they are.
+
+        A planner plays its futures so, from states its side believes
+        (:mod:`envs.planning`).
+        """
+        if state.batch_size != self.n_battles or not np.array_equal(state.team, self.team):
+            raise ValueError(f"state holds {state.batch_size} battles of sides "
+                             f"{state.team.tolist()}: expected {self.n_battles} battles of "
+                             f"sides {self.team.tolist()}")
+        self.state = state
+        self.geometry = engine.sense(state, self.config)
+        self.reports.refresh(state, self.geometry, np.ones((2, self.n_units, self.n_battles),
+                                                           bool))
+        self._observe(state, self.geometry, self.reports)
+
     def _start(self, battles: np.ndarray, keys: np.ndarray,
                placement: Placement | None = None) -> None:
         deploy(self.state, battles, keys, self.config, terrain=self.terrain,
-               randomize_terrain=self.randomize_terrain, formations=self._formations)
+               randomize_terrain=self.randomize_terrain, formations=self.starting_formations)
         if placement is not None:
             placement.stand(self.state, battles)
         if self.geometry is None or len(battles) == self.n_battles:

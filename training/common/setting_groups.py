@@ -1,13 +1,9 @@
-"""The groups of settings both trainers have, each setting declared once.
+"""The groups of settings several trainers have, each setting declared once.
 
-:class:`~training.ppo.config.TrainingConfig` and
-:class:`~training.mappo.config.MAPPOConfig` inherit :class:`PPOSettings`,
-:class:`WarmStartSettings`, :class:`BattlefieldSettings`, :class:`RewardSettings` and
-:class:`TrackingSettings` (the brigade and division trainers' config
-:class:`~training.echelons.config.EchelonConfig` the first and last); the defaults are
-the duel's, and MAPPO changes a few with
-:func:`~training.common.settings.override`. Fields are made with
-:func:`~training.common.settings.setting` (default, doc, check, YAML key).
+The trainers' configs inherit the groups they use and change a default or check with
+:func:`~training.common.settings.override`; a group of settings that trainers take one by
+one (:class:`TeamSizeSettings`, :class:`ArmsPlanSettings`, :class:`TeacherSettings`) is
+declared here too. Why the defaults are what they are: ``docs/defaults.md``.
 """
 
 from __future__ import annotations
@@ -60,13 +56,6 @@ from training.common.settings import (
 logger = logging.getLogger(__name__)
 
 
-def torch_device(name: str, value: Any) -> str:
-    """A torch device name (:func:`training.common.device.check_device_name`; whether this
-    machine has it is checked when a trainer starts, by
-    :func:`~training.common.device.resolve_device`)."""
-    return check_device_name(name, value)
-
-
 def step_size(name: str, value: Any) -> float:
     """A step size in (0, 1)."""
     rate = check_positive(name, value)
@@ -77,17 +66,7 @@ def step_size(name: str, value: Any) -> float:
 
 def _one_of_doctrines(name: str, value: Any, doctrines: tuple[str, ...],
                       hint: str = "") -> str | None:
-    """``value`` if it is None or one of ``doctrines``.
-
-    Args:
-        name: the setting's name, for the message.
-        value: the setting's value.
-        doctrines: the names allowed.
-        hint: added to the message when ``value`` is refused.
-
-    Raises:
-        ValueError: otherwise.
-    """
+    """``value`` if it is None or one of ``doctrines``, else ``ValueError`` (with ``hint``)."""
     if value is not None and value not in doctrines:
         raise ValueError(f"{name}={value!r} is invalid: expected null (no warm start) or one "
                          f"of {', '.join(doctrines)}{hint}")
@@ -105,6 +84,11 @@ def brigade_doctrine(name: str, value: Any) -> str | None:
     return _one_of_doctrines(name, value, BRIGADE_DOCTRINES)
 
 
+def team_doctrine(name: str, value: Any) -> str | None:
+    """A doctrine a team can imitate, or None."""
+    return _one_of_doctrines(name, value, TEAM_DOCTRINES)
+
+
 def arms_plan(name: str, value: Any) -> str:
     """A plan of :data:`envs.commanders.arms_doctrine.ARMS_PLANS`, by name."""
     if value not in ARMS_PLANS:
@@ -113,24 +97,14 @@ def arms_plan(name: str, value: Any) -> str:
     return value
 
 
-def team_doctrine(name: str, value: Any) -> str | None:
-    """A doctrine a team can imitate, or None."""
-    return _one_of_doctrines(name, value, TEAM_DOCTRINES)
-
-
 @dataclass
 class PPOSettings(Settings):
-    """A PPO run: budget, battles per batch, rollout, update constants.
-
-    The rollout rule (``docs/training.md``, "Rollout size"): a rollout holds
-    ``rollout_steps`` env-steps whatever ``n_envs`` is and is split into
-    ``n_minibatches``; ``n_steps`` (per battle) or ``batch_size``, when set, fix
-    those instead.
-    """
+    """A PPO run: budget, battles per batch, rollout, update constants (the rollout rule:
+    ``docs/training.md``, "Rollout size")."""
 
     total_timesteps: int = setting(
-        1_000_000, "Env-steps to train, warm-start demonstrations included; training runs "
-        "whole rollouts until it is reached.", positive_int, "training.total_timesteps")
+        1_000_000, "Env-steps to train, warm-start demonstrations included; training runs whole "
+        "rollouts until it is reached.", positive_int, "training.total_timesteps")
     n_envs: int = setting(
         64, "Battles stepped together, as one batch.", positive_int, "env.num_envs")
     learning_rate: float = setting(
@@ -145,8 +119,7 @@ class PPOSettings(Settings):
         None, "Samples per minibatch; null: an n_minibatches-th of the rollout.",
         optional(positive_int), "training.batch_size")
     n_minibatches: int = setting(
-        4, "Minibatches per pass when batch_size is null.", positive_int,
-        "training.n_minibatches")
+        4, "Minibatches per pass when batch_size is null.", positive_int, "training.n_minibatches")
     n_epochs: int = setting(10, "Passes over each rollout.", positive_int, "training.n_epochs")
     gamma: float = setting(
         0.995, "Discount per step (battles last 100 to 300 steps).", open_unit_interval,
@@ -162,27 +135,22 @@ class PPOSettings(Settings):
     vf_coef: float = setting(
         0.5, "Weight of the value loss in the loss.", check_non_negative, "training.vf_coef")
     max_grad_norm: float = setting(
-        0.5, "Gradients are clipped to this global norm.", check_positive,
-        "training.max_grad_norm")
+        0.5, "Gradients are clipped to this global norm.", check_positive, "training.max_grad_norm")
     target_kl: float | None = setting(
-        None, "Stop an update's passes at the first minibatch whose approx-KL from the "
-        "rollout's policy exceeds 1.5 times this (Stable-Baselines3's rule); null: every "
-        "pass runs.", optional(check_positive), "training.target_kl")
+        None, "Stop an update's passes at the first minibatch whose approx-KL exceeds 1.5 times "
+        "this (SB3's rule); null: every pass runs.", optional(check_positive), "training.target_kl")
     seed: int = setting(
         42, "Seed of the battles, the network's initial weights and the dealing of opponents.",
         seed, "training.seed")
     device: str = setting(
-        "auto", "Torch device: auto, cpu, cuda or cuda:<index>.", torch_device, "training.device")
-    torch_threads: int = setting(
-        1, "Torch's CPU threads (more stall whenever another process wants a core).",
-        positive_int, "training.torch_threads")
-    def rollout_n_steps(self) -> int:
-        """Steps of every battle per rollout.
+        "auto", "Torch device: auto, cpu, cuda or cuda:<index>.", check_device_name,
+        "training.device")
+    torch_threads: int = setting(1, "Torch's CPU threads.", positive_int, "training.torch_threads")
 
-        ``n_steps`` when set; otherwise ``rollout_steps`` spread over ``n_envs``
-        (rounded up), so a rollout holds the same number of env-steps whatever
-        ``n_envs`` is, and no more than ``total_timesteps`` allows.
-        """
+    def rollout_n_steps(self) -> int:
+        """Steps of every battle per rollout: ``n_steps`` when set, otherwise
+        ``rollout_steps`` spread over ``n_envs`` (rounded up), no more than
+        ``total_timesteps`` allows."""
         if self.n_steps is not None:
             return self.n_steps
         spread = -(-self.rollout_steps // self.n_envs)
@@ -221,6 +189,13 @@ class PPOSettings(Settings):
                      f"{format_count(n_steps)} steps each",
                      expected=f"at most {fits:,} battles" if fits else "a smaller n_steps")
 
+    def check_batch_size(self, samples: int, formula: str) -> None:
+        """Raise ``ValueError`` if ``batch_size`` is set above one rollout's ``samples``
+        (``formula`` says how they are counted)."""
+        if self.batch_size is not None and self.batch_size > samples:
+            raise ValueError(f"batch_size={self.batch_size} is invalid: expected at most one "
+                             f"rollout's samples, {formula} = {samples}")
+
     def minibatch_size(self, samples: int) -> int:
         """Samples per minibatch for a rollout of ``samples``: ``batch_size`` when
         set, otherwise an ``n_minibatches``-th of the rollout (rounded up)."""
@@ -229,42 +204,10 @@ class PPOSettings(Settings):
         return max(2, -(-samples // self.n_minibatches))
 
 
-@dataclass
-class WarmStartSettings(Settings):
-    """Imitating a hand-written doctrine before PPO (the battalion trainers')."""
-
-    warm_start_doctrine: str | None = setting(
-        "disciplined", "Doctrine imitated before PPO (behaviour cloning of its orders); null "
-        "starts from scratch.", doctrine, "training.warm_start_doctrine")
-    warm_start_steps: int = setting(
-        300_000, "Env-steps of the doctrine's battles to imitate, counted in total_timesteps.",
-        positive_int, "training.warm_start_steps")
-    warm_start_epochs: int = setting(
-        10, "Passes over the demonstrations.", positive_int, "training.warm_start_epochs")
-    warm_start_learning_rate: float = setting(
-        1e-3, "Adam's step size while imitating the doctrine (constant).", step_size,
-        "training.warm_start_learning_rate")
-    warm_start_hold_range: float = setting(
-        HOLD_RANGE, "Range in metres at which the imitated doctrine halts and opens fire (its "
-        "hold_range; the doctrine itself, an evaluation opponent, halts at 60).",
-        check_positive, "training.warm_start_hold_range")
-    warm_start_max_share: float = setting(
-        0.3, "Largest share of total_timesteps the imitation may take, so that a short run "
-        "still trains with RL; a longer warm_start_steps is cut to it (the log says so).",
-        unit_interval, "training.warm_start_max_share")
-
-    def warm_start_budget(self, total_timesteps: int) -> int:
-        """Env-steps of imitation for a run of ``total_timesteps``: ``warm_start_steps``,
-        cut to ``warm_start_max_share`` of the budget (logged when it is cut)."""
-        return warm_start_budget(self, total_timesteps)
-
-
 def warm_start_budget(settings: Any, total_timesteps: int) -> int:
-    """Steps of imitation for a run of ``total_timesteps`` of ``settings`` that declare
-    :class:`WarmStartSettings`'s ``warm_start_steps`` and ``warm_start_max_share`` (a
-    trainer that takes only some of that group's settings, as the brigade's does):
-    ``warm_start_steps``, cut to ``warm_start_max_share`` of the budget (logged when it
-    is cut)."""
+    """Env-steps of imitation for a run of ``total_timesteps``: ``warm_start_steps``, cut
+    to ``warm_start_max_share`` of the budget (logged when it is cut). ``settings`` need
+    declare only those two (the brigade's config takes them without the whole group)."""
     cap = int(settings.warm_start_max_share * total_timesteps)
     if settings.warm_start_steps > cap:
         logger.warning("warm start cut from %d to %d steps: warm_start_max_share=%s of "
@@ -275,11 +218,58 @@ def warm_start_budget(settings: Any, total_timesteps: int) -> int:
 
 
 @dataclass
+class WarmStartSettings(Settings):
+    """Imitating a hand-written doctrine before PPO (the battalion trainers')."""
+
+    warm_start_doctrine: str | None = setting(
+        "disciplined", "Doctrine imitated before PPO (behaviour cloning of its orders); null "
+        "starts from scratch.", doctrine, "training.warm_start_doctrine")
+    warm_start_steps: int = setting(
+        300_000, "Env-steps of the doctrine's battles imitated before PPO, counted in "
+        "total_timesteps (WFM-1 takes 0: none).", positive_int, "training.warm_start_steps")
+    warm_start_epochs: int = setting(
+        10, "Passes over the demonstrations.", positive_int, "training.warm_start_epochs")
+    warm_start_learning_rate: float = setting(
+        1e-3, "Adam's step size while imitating the doctrine (constant).", step_size,
+        "training.warm_start_learning_rate")
+    warm_start_hold_range: float = setting(
+        HOLD_RANGE, "Metres at which the imitated doctrine halts and opens fire (the evaluation "
+        "doctrine: 60).", check_positive, "training.warm_start_hold_range")
+    warm_start_max_share: float = setting(
+        0.3, "Largest share of total_timesteps the imitation may take; a longer warm_start_steps "
+        "is cut to it (logged).", unit_interval, "training.warm_start_max_share")
+
+    warm_start_budget = warm_start_budget  # the function above, as a method
+
+
+@dataclass
+class ArmsPlanSettings(Settings):
+    """How a combined-arms teacher uses its arms (MAPPO's and WFM-1's)."""
+
+    warm_start_arms_plan: str = setting(
+        "standard", "The plan (envs.commanders.arms_doctrine.ARMS_PLANS; WFM-1: perhaps +RULE) by "
+        "which the combined-arms doctrine Blue imitates uses its arms; standard: its own.",
+        arms_plan, "training.warm_start_arms_plan")
+
+
+@dataclass
+class TeacherSettings(Settings):
+    """A pull toward the imitated teacher during PPO (the duel's and WFM-1's)."""
+
+    teacher_coef: float = setting(
+        1.0, "Weight at the first PPO update of a loss pulling the learner toward the teacher's "
+        "orders on its own states; 0, or no teacher: plain PPO.", check_non_negative,
+        "training.teacher_coef")
+    teacher_decay_steps: int = setting(
+        700_000, "Env-steps of PPO over which teacher_coef falls linearly to 0; null (WFM-1): it "
+        "stays.", positive_int, "training.teacher_decay_steps")
+
+
+@dataclass
 class BattlefieldSettings(Settings):
     """The ground the training battles are fought on."""
 
-    map_width: float = setting(
-        MAP_WIDTH, "Map width in metres.", check_map_size, "env.map_width")
+    map_width: float = setting(MAP_WIDTH, "Map width in metres.", check_map_size, "env.map_width")
     map_height: float = setting(
         MAP_HEIGHT, "Map height in metres.", check_map_size, "env.map_height")
     max_steps: int = setting(
@@ -294,6 +284,14 @@ class BattlefieldSettings(Settings):
 
 
 @dataclass
+class TeamSizeSettings(Settings):
+    """The sides' sizes of N-vs-M battles (MAPPO's and the brigade's)."""
+
+    n_blue: int = setting(2, "Blue battalions per battle.", positive_int, "env.n_blue")
+    n_red: int = setting(2, "Red battalions per battle.", positive_int, "env.n_red")
+
+
+@dataclass
 class TeamBattleSettings(Settings):
     """What the battalions of N-vs-M battles see, and who commands Red."""
 
@@ -301,8 +299,8 @@ class TeamBattleSettings(Settings):
         VISIBILITY_RADIUS, "Metres a battalion sees (fog of war).", check_positive,
         "env.visibility_radius")
     red_level: int = setting(
-        5, "Scripted level (1-5) of Red, in training and in the evaluations.",
-        check_scripted_level, "env.red_level")
+        5, "Scripted level (1-5) of Red, in training and in the evaluations.", check_scripted_level,
+        "env.red_level")
 
 
 def reward_weight(component: str, default: float | None = None) -> Any:
@@ -326,7 +324,6 @@ class RewardSettings(Settings):
     reward_win_bonus: float = reward_weight("win_bonus")
     reward_loss_penalty: float = reward_weight("loss_penalty")
     reward_time_penalty: float = reward_weight("time_penalty")
-    # Training shapes on the distance closed (docs/training.md, "Reward shaping: approach").
     reward_approach: float = reward_weight("approach", 5.0)
     reward_fire_cost: float = reward_weight("fire_cost")
 
@@ -347,16 +344,15 @@ class CheckpointSettings(Settings):
 
 @dataclass
 class EvaluationSettings(Settings):
-    """How often a run checkpoints and plays its evaluation battles against scripted Red."""
+    """How often a run checkpoints and evaluates its learner."""
 
     checkpoint_freq: int = setting(
         100_000, "Env-steps between periodic checkpoints.", positive_int, "eval.checkpoint_freq")
     eval_freq: int = setting(
-        50_000, "Env-steps between evaluations against scripted Red.", positive_int,
-        "eval.eval_freq")
+        50_000, "Env-steps between evaluations: against scripted Red, or a league role's matches "
+        "(Elo, Nash, diversity, resets).", positive_int, "eval.eval_freq")
     n_eval_episodes: int = setting(
-        20, "Battles per evaluation, played as one batch.", positive_int,
-        "eval.n_eval_episodes")
+        20, "Battles per evaluation, played as one batch.", positive_int, "eval.n_eval_episodes")
 
 
 @dataclass
@@ -365,11 +361,11 @@ class SelfPlaySettings(Settings):
     snapshots, dealt from a pool on disk."""
 
     enable_self_play: bool = setting(
-        False, "Deal Red from a pool of the learner's past snapshots in some battles.",
-        check_bool, "self_play.enabled")
+        False, "Deal Red from a pool of the learner's past snapshots in some battles.", check_bool,
+        "self_play.enabled")
     self_play_pool_dir: str = setting(
-        "checkpoints/pool", "Folder of the self-play pool (snapshots already there are dealt "
-        "too, so each run wants its own).", path, "self_play.pool_dir")
+        "checkpoints/pool", "Folder of the self-play pool (snapshots already there are dealt too).",
+        path, "self_play.pool_dir")
     self_play_pool_max_size: int = setting(
         10, "Snapshots the pool keeps (the oldest leaves first).", positive_int,
         "self_play.pool_max_size")
@@ -377,8 +373,8 @@ class SelfPlaySettings(Settings):
         50_000, "Env-steps between snapshots into the pool.", positive_int,
         "self_play.snapshot_freq")
     self_play_scripted_share: float = setting(
-        0.75, "Share of the training battles whose Red stays scripted, so the learner does "
-        "not forget how to beat it.", unit_interval, "self_play.scripted_share")
+        0.75, "Share of the training battles whose Red stays scripted.", unit_interval,
+        "self_play.scripted_share")
 
 
 @dataclass
@@ -408,30 +404,22 @@ class TrackingSettings(Settings):
     enable_wandb: bool = setting(
         True, "Log to Weights & Biases (online with an API key, otherwise offline under "
         "log_dir/wandb).", check_bool, "wandb.enabled")
-    wandb_project: str = setting(
-        "wargames_training", "W&B project.", text, "wandb.project")
+    wandb_project: str = setting("wargames_training", "W&B project.", text, "wandb.project")
     wandb_entity: str | None = setting(
         None, "W&B entity (user or team); null: your default.", optional(text), "wandb.entity")
     wandb_tags: list[str] = setting(["v1", "ppo"], "W&B run tags.", text_list, "wandb.tags")
     log_dir: str = setting(
         "logs", "Folder of the TensorBoard logs (and of offline W&B runs).", path,
         "logging.log_dir")
-    progress_bar: bool = setting(
-        True, "Show a progress bar.", check_bool, "logging.progress_bar")
+    progress_bar: bool = setting(True, "Show a progress bar.", check_bool, "logging.progress_bar")
     verbose: int = setting(
-        1, "Console output: 0 silent, 1 progress and results.", non_negative_int,
-        "logging.verbose")
+        1, "Console output: 0 silent, 1 progress and results.", non_negative_int, "logging.verbose")
 
 
 @dataclass
 class DistributedSettings(Settings):
-    """Where rollouts and evaluation matches run: in this process, or on Ray workers.
-
-    Off by default (one machine needs no Ray). On, each rollout's battles are split
-    across the workers, which play them with the learner's weights (sent once per
-    update) and send back their parts, joined into the same rollout, bit for bit, as a
-    local collection (``docs/distributed.md``).
-    """
+    """Where rollouts and evaluation matches run: in this process, or on Ray workers, which
+    return the same rollout bit for bit (``docs/distributed.md``)."""
 
     distributed: bool = setting(
         False, "Collect rollouts and play evaluation matches on Ray workers (pip install -e "
@@ -443,11 +431,11 @@ class DistributedSettings(Settings):
         1.0, "Logical CPUs each worker reserves.", check_positive,
         "distributed.num_cpus_per_worker")
     distributed_timeout_s: float = setting(
-        600.0, "Seconds a worker may take over one job (a rollout part, a match) before the "
-        "run stops with an error naming it.", check_positive, "distributed.timeout_s")
+        600.0, "Seconds a worker may take over one job (a rollout part, a match) before the run "
+        "stops with an error naming it.", check_positive, "distributed.timeout_s")
     ray_address: str | None = setting(
-        None, "A running Ray cluster ('auto', 'host:port', 'ray://host:10001'); null: start "
-        "a local one on loopback.", optional(text), "ray.address")
+        None, "A running Ray cluster ('auto', 'host:port', 'ray://host:10001'); null: start a "
+        "local one on loopback.", optional(text), "ray.address")
     ray_num_cpus: int | None = setting(
         None, "Logical CPUs of a local cluster; null: this machine's cores (at least what the "
         "workers reserve).", optional(positive_int), "ray.num_cpus")

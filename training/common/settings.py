@@ -1,18 +1,12 @@
 """Settings declared once: each with its doc, its check and its YAML key.
 
-A trainer's config is a flat dataclass of :func:`setting` fields, so everything
-about a setting is written in one place::
-
-    gamma: float = setting(0.995, "Discount per step.", open_unit_interval, "training.gamma")
-
-The groups both trainers have are declared once in
-:mod:`training.common.setting_groups` and inherited; a trainer that needs another
-default or check for one of their settings says so with :func:`override`. From the
-declarations come the checks (:meth:`Settings.__post_init__`), the Hydra schema
-(:meth:`ConfigFile.schema`) and the YAML file itself (:meth:`ConfigFile.text`, each
-setting's doc as a comment above it), which ``python -m training.ppo.config`` (or
-``training.mappo.config``) rewrites. ``docs/training.md`` ("Settings: declared once")
-says more.
+A trainer's config is a flat dataclass of :func:`setting` fields (the groups several
+trainers share are in :mod:`training.common.setting_groups`; a trainer changes a default
+or check with :func:`override`). From the declarations come the checks
+(:meth:`Settings.__post_init__`), the Hydra schema (:meth:`ConfigFile.schema`) and the
+YAML file (:meth:`ConfigFile.text`, each doc as a comment). ``docs/training.md``
+("Settings: declared once") says more; ``docs/defaults.md`` says why the defaults are
+what they are.
 """
 
 from __future__ import annotations
@@ -74,8 +68,9 @@ def setting(default: Any, doc: str, check: Check, yaml: str) -> Any:
 
 def override(group: type, name: str, *, default: Any = MISSING,
              check: Check | None = None, yaml: str | None = None) -> Any:
-    """Setting ``name`` of ``group`` with this trainer's default, check or place in its
-    YAML file; its doc stays the declaration's."""
+    """Setting ``name`` as ``group`` declares it (whether or not the config inherits
+    ``group``), with this trainer's default, check or YAML key; its doc stays the
+    declaration's."""
     declared = group.__dataclass_fields__[name]
     return setting(default_of(declared) if default is MISSING else default,
                    declared.metadata["doc"], check or declared.metadata["check"],

@@ -17,18 +17,12 @@ from training.common.setting_groups import (
     EvaluationSettings,
     PPOSettings,
     TeamBattleSettings,
+    TeamSizeSettings,
     TrackingSettings,
     WarmStartSettings,
     brigade_doctrine,
 )
-from training.common.settings import (
-    ConfigFile,
-    optional,
-    override,
-    path,
-    positive_int,
-    setting,
-)
+from training.common.settings import ConfigFile, optional, override, path, positive_int, setting
 
 
 @dataclass
@@ -48,9 +42,9 @@ class EchelonConfig(PPOSettings, BattlefieldSettings, TeamBattleSettings, Tracki
         10, "Battalion steps one command lasts (the commander's tempo).", positive_int,
         "env.temporal_ratio")
     battalion_policy: str | None = setting(
-        None, "A frozen order-following battalion policy (phase 1's mappo_policy_final.pt, "
-        "or a policy file) commanding Blue's battalions, each following its drill as an "
-        "order; null: the drills' own orders.", optional(path), "hierarchy.battalion_policy")
+        None, "A frozen order-following battalion policy file (phase 1's mappo_policy_final.pt) "
+        "that follows Blue's drills as orders; null: the drills' own orders.", optional(path),
+        "hierarchy.battalion_policy")
     checkpoint_freq: int = override(EvaluationSettings, "checkpoint_freq", default=50_000)
     eval_freq: int = override(EvaluationSettings, "eval_freq", default=10_000)
     n_eval_episodes: int = override(EvaluationSettings, "n_eval_episodes", default=50)
@@ -64,32 +58,26 @@ class EchelonConfig(PPOSettings, BattlefieldSettings, TeamBattleSettings, Tracki
                     temporal_ratio=self.temporal_ratio, red_level=self.red_level)
 
 
-
-
 @dataclass
 class BrigadeConfig(EchelonConfig):
-    """A brigade commander's run (``configs/experiment_brigade.yaml``)."""
+    """A brigade commander's run (``configs/experiment_brigade.yaml``); it takes the warm
+    start's settings, counted in commander steps, without the rest of that group."""
 
-    wandb_tags: list[str] = override(TrackingSettings, "wandb_tags",
-                                     default=["v3", "hrl", "brigade"])
+    wandb_tags: list[str] = override(
+        TrackingSettings, "wandb_tags", default=["v3", "hrl", "brigade"])
     log_dir: str = override(TrackingSettings, "log_dir", default="logs/brigade")
     total_timesteps: int = override(PPOSettings, "total_timesteps", default=500_000)
-    n_blue: int = setting(2, "Blue battalions in the brigade.", positive_int, "env.n_blue")
-    n_red: int = setting(2, "Red battalions.", positive_int, "env.n_red")
-    # The warm start's settings the brigadier uses (steps are commander steps): it imitates
-    # a brigadier that holds the battalions ahead until the last one comes up
-    # (envs.echelons.doctrine.InStepBrigadier), which wins more than always advancing over
-    # every battalion commander measured (docs/performance.md, "Command echelons").
-    warm_start_doctrine: str | None = override(WarmStartSettings, "warm_start_doctrine",
-                                               default="in_step", check=brigade_doctrine)
+    n_blue: int = override(TeamSizeSettings, "n_blue")
+    n_red: int = override(TeamSizeSettings, "n_red")
+    warm_start_doctrine: str | None = override(
+        WarmStartSettings, "warm_start_doctrine", default="in_step", check=brigade_doctrine)
     warm_start_steps: int = override(WarmStartSettings, "warm_start_steps", default=20_000)
-    # 30 passes fit the in-step brigadier's drills on 98.6 % of its states (10: 92 %).
     warm_start_epochs: int = override(WarmStartSettings, "warm_start_epochs", default=30)
-    warm_start_learning_rate: float = override(WarmStartSettings, "warm_start_learning_rate",
-                                               default=1e-3)
+    warm_start_learning_rate: float = override(
+        WarmStartSettings, "warm_start_learning_rate", default=1e-3)
     warm_start_max_share: float = override(WarmStartSettings, "warm_start_max_share")
-    checkpoint_dir: str = override(CheckpointSettings, "checkpoint_dir",
-                                   default="checkpoints/brigade")
+    checkpoint_dir: str = override(
+        CheckpointSettings, "checkpoint_dir", default="checkpoints/brigade")
 
 
 BRIGADE_FILE = ConfigFile("experiment_brigade", (BrigadeConfig,), header="""
@@ -107,8 +95,8 @@ Override any key on the command line, e.g.
 class DivisionConfig(EchelonConfig):
     """A division commander's run (``configs/experiment_division.yaml``)."""
 
-    wandb_tags: list[str] = override(TrackingSettings, "wandb_tags",
-                                     default=["v3", "hrl", "division"])
+    wandb_tags: list[str] = override(
+        TrackingSettings, "wandb_tags", default=["v3", "hrl", "division"])
     log_dir: str = override(TrackingSettings, "log_dir", default="logs/division")
     total_timesteps: int = override(PPOSettings, "total_timesteps", default=1_000_000)
     eval_freq: int = override(EvaluationSettings, "eval_freq", default=20_000)
@@ -120,12 +108,11 @@ class DivisionConfig(EchelonConfig):
     n_red_per_brigade: int = setting(
         2, "Battalions of each Red brigade.", positive_int, "env.n_red_per_brigade")
     brigade_policy: str | None = setting(
-        None, "A frozen brigade commander (phase 2's ppo_brigade_final.zip, trained on "
-        "brigades of n_blue_per_brigade) commanding each Blue brigade within its command; "
-        "null: every battalion runs the command's drill.", optional(path),
-        "hierarchy.brigade_policy")
-    checkpoint_dir: str = override(CheckpointSettings, "checkpoint_dir",
-                                   default="checkpoints/division")
+        None, "A frozen brigade commander (phase 2's ppo_brigade_final.zip, trained on brigades of "
+        "n_blue_per_brigade) commanding each Blue brigade; null: every battalion runs the "
+        "command's drill.", optional(path), "hierarchy.brigade_policy")
+    checkpoint_dir: str = override(
+        CheckpointSettings, "checkpoint_dir", default="checkpoints/division")
 
 
 DIVISION_FILE = ConfigFile("experiment_division", (DivisionConfig,), header="""

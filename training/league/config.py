@@ -1,12 +1,8 @@
 """The settings of the league's roles, each declared once (:mod:`training.common.settings`).
 
-A role's config is a :class:`~training.mappo.config.MAPPOConfig` (the learner's
-``training.*``, ``env.*`` ... keys) plus the ``league`` section. The three roles
-share one league directory (``checkpoints/league``): each writes its own pool
-and snapshots and reads the others' pools; the match log and the Elo file are
-shared. ``configs/league/main_agent.yaml``, ``main_exploiter.yaml`` and
-``league_exploiter.yaml`` are generated from these declarations (a test checks
-them); ``python -m training.league.config`` rewrites them.
+A role's config is a :class:`~training.mappo.config.MAPPOConfig` plus the ``league``
+section; the roles share one league directory (:data:`LEAGUE_DIR`). :data:`CONFIG_FILES`
+are ``configs/league/*.yaml``, which ``python -m training.league.config`` rewrites.
 """
 
 from __future__ import annotations
@@ -22,7 +18,7 @@ from typing import Any
 from envs.battles.multi_battalion_batch import check_team_batch_size
 from envs.battles.multi_observation import MAX_TEAM_SIZE
 from envs.sim.validation import check_choice, check_identifier, check_positive
-from training.common.setting_groups import PPOSettings, TrackingSettings
+from training.common.setting_groups import EvaluationSettings, PPOSettings, TrackingSettings
 from training.common.settings import (
     ConfigFile,
     ResumeOptions,
@@ -47,8 +43,7 @@ LEAGUE_DIR = "checkpoints/league"
 LEAGUE_LOG_DIR = "logs/league"
 """Where the roles' TensorBoard logs live unless told otherwise (``<this>/<role>``)."""
 LEAGUE_ENT_COEF = 0.01
-"""Every role's entropy bonus (``training.ent_coef``) unless told otherwise: the league
-tutorial's value (seed 002), which a league whose diversity stays low raises."""
+"""Every role's entropy bonus (``training.ent_coef``) unless told otherwise."""
 
 
 def _eval_batch_size(name: str, value: Any) -> int:
@@ -65,64 +60,69 @@ def _role_dir(role: str) -> str:
 class LeagueSettings(Settings):
     """The ``league`` section every role has."""
 
-    agent_id: str = setting("main_agent_001", "The live learner's id (snapshots are "
-                            "{agent_id}_v{version:06d}).", check_identifier,
-                            "league.agent_id")
+    agent_id: str = setting(
+        "main_agent_001", "The live learner's id (snapshots are {agent_id}_v{version:06d}).",
+        check_identifier, "league.agent_id")
     matchmaking: str = setting(
         "pfsp", f"Who the role meets: {', '.join(MATCHMAKING)} (training/league/matchmaking.py).",
         partial(check_choice, choices=MATCHMAKING), "league.matchmaking")
-    snapshot_freq: int = setting(100_000, "Env-steps between snapshots into the role's pool.",
-                                 positive_int, "league.snapshot_freq")
-    eval_freq: int = setting(50_000, "Env-steps between evaluation matches (Elo, Nash, "
-                             "diversity, resets).", positive_int, "league.eval_freq")
-    n_eval_episodes: int = setting(20, "Battles per evaluation match, played as one batch.",
-                                   _eval_batch_size, "league.n_eval_episodes")
-    pfsp_temperature: float = setting(1.0, "PFSP temperature T of f_T(w) = (1 - w)^(1/T) "
-                                      "(1: hard opponents first).", check_positive,
-                                      "league.pfsp_temperature")
-    unknown_win_rate: float = setting(0.5, "Win rate assumed against a member never met.",
-                                      unit_interval, "league.unknown_win_rate")
+    snapshot_freq: int = setting(
+        100_000, "Env-steps between snapshots into the role's pool.", positive_int,
+        "league.snapshot_freq")
+    eval_freq: int = override(EvaluationSettings, "eval_freq", yaml="league.eval_freq")
+    n_eval_episodes: int = override(
+        EvaluationSettings, "n_eval_episodes", check=_eval_batch_size,
+        yaml="league.n_eval_episodes")
+    pfsp_temperature: float = setting(
+        1.0, "PFSP temperature T of f_T(w) = (1 - w)^(1/T) (1: hard opponents first).",
+        check_positive, "league.pfsp_temperature")
+    unknown_win_rate: float = setting(
+        0.5, "Win rate assumed against a member never met.", unit_interval,
+        "league.unknown_win_rate")
     opponents_per_rollout: int = setting(
-        4, "Opponents drawn per rollout, each commanding Red in an equal share of the "
-        "battles.", positive_int, "league.opponents_per_rollout")
-    scripted_share: float = setting(0.25, "Share of the training battles against scripted "
-                                    "env.red_level.", unit_interval, "league.scripted_share")
-    log_interval: int = setting(2_000, "Env-steps between training log lines.", positive_int,
-                                "league.log_interval")
-    pool_max_size: int = setting(200, "Snapshots the role's pool keeps (the oldest leave "
-                                 "first).", positive_int, "league.pool_max_size")
-    pool_manifest: str = setting(f"{_role_dir('main_agent')}/{POOL_FILE}", "The role's own "
-                                 "pool manifest.", path, "league.pool_manifest")
-    snapshot_dir: str = setting(f"{_role_dir('main_agent')}/{SNAPSHOT_FOLDER}",
-                                "Folder of the role's snapshot files.", path,
-                                "league.snapshot_dir")
-    match_db_path: str = setting(f"{LEAGUE_DIR}/{MATCHES_FILE}", "The league's match log, "
-                                 "shared by the roles.", path, "league.match_db_path")
+        4, "Opponents drawn per rollout, each commanding Red in an equal share of the battles.",
+        positive_int, "league.opponents_per_rollout")
+    scripted_share: float = setting(
+        0.25, "Share of the training battles against scripted env.red_level.", unit_interval,
+        "league.scripted_share")
+    log_interval: int = setting(
+        2_000, "Env-steps between training log lines.", positive_int, "league.log_interval")
+    pool_max_size: int = setting(
+        200, "Snapshots the role's pool keeps (the oldest leave first).", positive_int,
+        "league.pool_max_size")
+    pool_manifest: str = setting(
+        f"{_role_dir('main_agent')}/{POOL_FILE}", "The role's own pool manifest.", path,
+        "league.pool_manifest")
+    snapshot_dir: str = setting(
+        f"{_role_dir('main_agent')}/{SNAPSHOT_FOLDER}", "Folder of the role's snapshot files.",
+        path, "league.snapshot_dir")
+    match_db_path: str = setting(
+        f"{LEAGUE_DIR}/{MATCHES_FILE}", "The league's match log, shared by the roles.", path,
+        "league.match_db_path")
 
 
 @dataclass
 class ResetSettings(Settings):
     """The exploiters' reset rule."""
 
-    reset_rule: str = setting("rolling", "rolling: reset when the mean of the last "
-                              "reset_window_size evaluation win rates falls below "
-                              "reset_win_rate_threshold; alphastar: the published "
-                              "checkpoint-and-reset gate.",
-                              partial(check_choice, choices=RESET_RULES), "league.reset_rule")
-    reset_win_rate_threshold: float = setting(0.30, "Rolling rule: reset below this mean "
-                                              "win rate.", unit_interval,
-                                              "league.reset_win_rate_threshold")
-    reset_window_size: int = setting(5, "Rolling rule: evaluations in the window.",
-                                     positive_int, "league.reset_window_size")
-    gate_min_steps: int = setting(200_000, "Gate: env-steps since the last gate before the "
-                                  "next (AlphaStar: 2e9).", positive_int,
-                                  "league.gate_min_steps")
-    gate_max_steps: int = setting(400_000, "Gate: env-steps after which it opens whatever "
-                                  "the win rates (AlphaStar: 4e9).", positive_int,
-                                  "league.gate_max_steps")
-    gate_win_rate: float = setting(0.7, "Gate: opens early once the least win rate against "
-                                   "the targets exceeds this.", open_unit_interval,
-                                   "league.gate_win_rate")
+    reset_rule: str = setting(
+        "rolling", "rolling: reset when the mean of the last reset_window_size evaluation win "
+        "rates falls below reset_win_rate_threshold; alphastar: the checkpoint-and-reset gate.",
+        partial(check_choice, choices=RESET_RULES), "league.reset_rule")
+    reset_win_rate_threshold: float = setting(
+        0.30, "Rolling rule: reset below this mean win rate.", unit_interval,
+        "league.reset_win_rate_threshold")
+    reset_window_size: int = setting(
+        5, "Rolling rule: evaluations in the window.", positive_int, "league.reset_window_size")
+    gate_min_steps: int = setting(
+        200_000, "Gate: env-steps since the last gate before the next.", positive_int,
+        "league.gate_min_steps")
+    gate_max_steps: int = setting(
+        400_000, "Gate: env-steps after which it opens whatever the win rates.", positive_int,
+        "league.gate_max_steps")
+    gate_win_rate: float = setting(
+        0.7, "Gate: opens early once the least win rate against the targets exceeds this.",
+        open_unit_interval, "league.gate_win_rate")
 
 
 _PER_ROLE = (  # (group, setting, default for role): the defaults that differ by role
@@ -153,14 +153,12 @@ class _RoleChecks:
 def _role_base(role: str, bases: tuple[type, ...], *, total_timesteps: int, seed: int,
                scripted_share: float) -> type:
     """``bases`` with the defaults of ``role``: its folders and names under
-    :data:`LEAGUE_DIR`, its budget, seed and scripted share (the seeds' values)."""
+    :data:`LEAGUE_DIR`, its budget, seed and scripted share."""
     given = {(PPOSettings, "total_timesteps"): total_timesteps, (PPOSettings, "seed"): seed,
              (LeagueSettings, "scripted_share"): scripted_share,
-             # The league's evaluations, not MAPPO's scripted ones (which no role runs).
+             # The league section's evaluation settings, not MAPPO's (which no role runs).
              (LeagueSettings, "eval_freq"): 50_000, (LeagueSettings, "n_eval_episodes"): 20,
              (PPOSettings, "ent_coef"): LEAGUE_ENT_COEF,
-             # The league deals a role's opponents (league.scripted_share, its members):
-             # no doctrine battles unless a role's config asks for them.
              (MAPPOConfig, "doctrine_share"): 0.0,
              **{(group, name): default(role) for group, name, default in _PER_ROLE}}
     fields = [(name, typing.get_type_hints(group)[name], override(group, name, default=value))
@@ -206,15 +204,15 @@ class LeagueExploiterConfig(_role_base("league_exploiter",
     additional_pool_manifests: list[str] = setting(
         [f"{_role_dir('main_agent')}/{POOL_FILE}", f"{_role_dir('main_exploiter')}/{POOL_FILE}"],
         "The other roles' pools (read only).", text_list, "league.additional_pool_manifests")
-    reset_probability: float = setting(0.25, "Gate rule: chance of a reset at each gate "
-                                       "(AlphaStar's league exploiters: 0.25).", unit_interval,
-                                       "league.reset_probability")
+    reset_probability: float = setting(
+        0.25, "Gate rule: chance of a reset at each gate.", unit_interval,
+        "league.reset_probability")
     exploitability_eval_freq: int = setting(
         100_000, "Env-steps between exploitability estimates (0: never).", non_negative_int,
         "league.exploitability_eval_freq")
     n_exploitability_opponents: int = setting(
-        10, "Members sampled (without replacement) per exploitability estimate.",
-        positive_int, "league.n_exploitability_opponents")
+        10, "Members sampled (without replacement) per exploitability estimate.", positive_int,
+        "league.n_exploitability_opponents")
 
     def league_pools(self) -> list[str]:
         return list(self.additional_pool_manifests)
@@ -248,13 +246,10 @@ def league_dir_settings(role: str, league_dir: str | Path) -> dict[str, Any]:
     """The settings of ``role``'s config that move its files into the league folder
     ``league_dir`` (field name -> value), for a config built in Python.
 
-    Every setting of the role's config file whose default lies under
-    :data:`LEAGUE_DIR` (its pool, snapshots and checkpoints, the other roles' pools, the
-    match log, the Elo file) moves to the same place under ``league_dir``, and every one
-    under :data:`LEAGUE_LOG_DIR` (the TensorBoard logs) to ``<league_dir>/logs``:
-    ``checkpoints/league/main_agent/pool.json`` becomes ``<league_dir>/main_agent/pool.json``
-    and ``logs/league/main_agent`` becomes ``<league_dir>/logs/main_agent``. The settings
-    are found from their declarations (string and list-of-string defaults), not listed.
+    Every path setting whose default lies under :data:`LEAGUE_DIR` (its pool, snapshots
+    and checkpoints, the other roles' pools, the match log, the Elo file) moves to the
+    same place under ``league_dir``, and every one under :data:`LEAGUE_LOG_DIR` to
+    ``<league_dir>/logs``; the settings are found from their declarations, not listed.
     """
     return {spec.name: value for spec, value in _moved(role, league_dir)}
 

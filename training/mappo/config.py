@@ -1,12 +1,6 @@
 """MAPPOConfig: every setting of a multi-agent (MAPPO) run, each declared once with its
-doc, its check and its YAML key (:mod:`training.common.settings`).
-
-The PPO, battlefield, reward and tracking settings are the groups the duel's
-TrainingConfig has too (:mod:`training.common.setting_groups`); MAPPO changes a few
-of their defaults (:func:`~training.common.settings.override`).
-``configs/experiment_mappo_2v2.yaml`` (the Hydra config of
-``python -m training.train_mappo``) is generated from these declarations and a test
-checks it; ``python -m training.mappo.config`` rewrites it.
+doc, its check and its YAML key (:mod:`training.common.settings`); :data:`CONFIG_FILE` is
+``configs/experiment_mappo_2v2.yaml``, which ``python -m training.mappo.config`` rewrites.
 """
 
 from __future__ import annotations
@@ -36,6 +30,7 @@ from envs.sim.validation import (
     check_positive,
 )
 from training.common.setting_groups import (
+    ArmsPlanSettings,
     BattlefieldSettings,
     CheckpointSettings,
     DistributedSettings,
@@ -46,9 +41,9 @@ from training.common.setting_groups import (
     SelfPlayEvaluationSettings,
     SelfPlaySettings,
     TeamBattleSettings,
+    TeamSizeSettings,
     TrackingSettings,
     WarmStartSettings,
-    arms_plan,
     reward_weight,
     team_doctrine,
 )
@@ -72,9 +67,7 @@ _team_size = partial(check_int, minimum=1, maximum=MAX_TEAM_SIZE)
 
 
 def _order_of_battle(name: str, value: Any) -> str | dict[str, Any] | None:
-    """None, a scenario name of ``configs/scenarios/`` whose units make the order of
-    battle, or a mapping ``{"blue": [...], "red": [...]}`` of units as a scenario lists
-    them (:meth:`envs.scenario.OrderOfBattle.of`); returned as given once it reads."""
+    """None, or a scenario name or units mapping that :func:`read_order_of_battle` reads."""
     if value is None:
         return None
     try:
@@ -87,7 +80,8 @@ def _order_of_battle(name: str, value: Any) -> str | dict[str, Any] | None:
 
 
 def read_order_of_battle(value: str | dict[str, Any]) -> OrderOfBattle:
-    """The :class:`~envs.scenario.OrderOfBattle` a config's ``order_of_battle`` names."""
+    """The :class:`~envs.scenario.OrderOfBattle` a config's ``order_of_battle`` names: a
+    scenario of ``configs/scenarios/`` (its units), or ``{"blue": [...], "red": [...]}``."""
     if isinstance(value, str):
         return OrderOfBattle.of(load_scenario(value)["order_of_battle"])
     return OrderOfBattle.of(value)
@@ -108,95 +102,51 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
     """Configuration of a MAPPO run on :class:`~envs.multi_battalion_env.MultiBattalionEnv`
     battles (Blue learns; Red is scripted or, with self-play, a frozen snapshot).
 
-    Every field has a default matching ``configs/experiment_mappo_2v2.yaml``;
-    ``docs/training.md`` explains the choices. Sample counts are in env-steps
-    (one step of one battle, whatever the number of battalions in it). A run
-    starts from ``v1_checkpoint`` when one is given, else imitates
-    ``warm_start_doctrine`` for ``warm_start_steps`` (counted in the budget),
-    else starts from scratch. The rollout rule is the duel's; samples are
-    battalion-steps, so a minibatch is an ``n_minibatches``-th of Blue's samples.
+    Every field has a default matching ``configs/experiment_mappo_2v2.yaml`` (why:
+    ``docs/defaults.md``). Sample counts are in env-steps (one step of one battle); a
+    minibatch is an ``n_minibatches``-th of Blue's battalion-steps. A run starts from
+    ``init_policy`` or ``v1_checkpoint`` when given, else imitates ``warm_start_doctrine``.
     """
 
-    # MAPPO's defaults for settings of the shared groups.
     total_timesteps: int = override(PPOSettings, "total_timesteps", default=2_000_000)
     n_envs: int = override(PPOSettings, "n_envs", default=128)
     n_epochs: int = override(PPOSettings, "n_epochs", default=5)
     device: str = override(PPOSettings, "device", default="cpu")
-    # A team imitates the doctrine marching in step (envs.commanders.doctrine.InStepCommander):
-    # in 2v2 it wins more than the doctrine's whole family of plans (python -m
-    # benchmarks.plan_ceiling --team), and MAPPO keeps it (docs/training.md, "Marching in
-    # step").
-    warm_start_doctrine: str | None = override(WarmStartSettings, "warm_start_doctrine",
-                                               default="in_step", check=team_doctrine)
-    # As the duel's (docs/training.md, "Fine-tuning after imitation"): a clone fitted
-    # closely and sampled with a small std keeps its held volley under PPO.
+    warm_start_doctrine: str | None = override(
+        WarmStartSettings, "warm_start_doctrine", default="in_step", check=team_doctrine)
     warm_start_epochs: int = override(WarmStartSettings, "warm_start_epochs", default=40)
-    warm_start_learning_rate: float = override(WarmStartSettings, "warm_start_learning_rate",
-                                               default=3e-3)
-    # In 2v2 the doctrine's own 60 m halt is not its family's best plan: halting at 75-80 m
-    # wins more against L5 and its own team (python -m benchmarks.plan_ceiling --team;
-    # docs/training.md, "A better plan to imitate"), and the team keeps what it imitates.
-    # Marching on under fire (warm_start_exposed_range, below) is "Not waiting under fire".
-    warm_start_hold_range: float = override(WarmStartSettings, "warm_start_hold_range",
-                                            default=75.0)
+    warm_start_learning_rate: float = override(
+        WarmStartSettings, "warm_start_learning_rate", default=3e-3)
+    warm_start_hold_range: float = override(
+        WarmStartSettings, "warm_start_hold_range", default=75.0)
     warm_start_exposed_range: float | None = setting(
-        EXPOSED_RANGE,
-        "With an in-step doctrine to imitate (in_step, concentrated; the disciplined "
-        "doctrine never waits), the metres within which a battalion that sees its enemy "
-        "marches on instead of waiting for its laggard ally (envs.commanders.doctrine."
-        "InStepCommander's exposed_range); None: it waits wherever it leads.",
+        EXPOSED_RANGE, "Imitating an in-step doctrine: metres within which a battalion that sees "
+        "its enemy marches on instead of waiting for its ally; None: it waits wherever it leads.",
         optional(check_positive), "training.warm_start_exposed_range")
-    wandb_tags: list[str] = override(TrackingSettings, "wandb_tags",
-                                     default=["v2", "mappo", "2v2", "cooperative"])
+    wandb_tags: list[str] = override(
+        TrackingSettings, "wandb_tags", default=["v2", "mappo", "2v2", "cooperative"])
     log_dir: str = override(TrackingSettings, "log_dir", default="logs/mappo")
-    # Battles
-    n_blue: int = setting(
-        2, f"Blue battalions per battle (1-{MAX_TEAM_SIZE}); the curriculum starts smaller.",
-        _team_size, "env.n_blue")
-    n_red: int = setting(
-        2, f"Red battalions per battle (1-{MAX_TEAM_SIZE}).", _team_size, "env.n_red")
-    # Half the battles against the doctrine team: the clone of the in-step doctrine starts
-    # 14 points below its teacher against that team and, trained against L5 alone, never
-    # closes the gap (docs/training.md, "Marching in step").
+    n_blue: int = override(TeamSizeSettings, "n_blue", check=_team_size)
+    n_red: int = override(TeamSizeSettings, "n_red", check=_team_size)
     doctrine_share: float = setting(
-        0.5, "Share of the training battles whose other side is the disciplined doctrine "
-        "commanding each of its battalions (at its own 60 m halt: the doctrine team the "
-        "benchmarks play) instead of scripted env.red_level; self-play deals its members "
-        "among the rest.", unit_interval,
+        0.5, "Share of the training battles whose Red is the doctrine team (the disciplined "
+        "doctrine, 60 m halt); the rest meet env.red_level or the self-play pool.", unit_interval,
         "env.doctrine_share")
     order_of_battle: Any = setting(
-        None, "Each battalion's arm, starting formation and quality: the name of a scenario "
-        "of configs/scenarios/ (its units: combined_arms fields infantry, cavalry and guns a "
-        "side) or {blue: [...], red: [...]} of units as a scenario lists them (e.g. cavalry, "
-        "or {type: artillery, formation: limbered}); its sides' sizes must be env.n_blue and "
-        "env.n_red. With one, the observations carry each unit's arm, formation, quality "
-        "and disorder, the actors order formations, and the doctrine battles are commanded "
-        "by the combined-arms doctrine; None: infantry of quality 1 in line.",
-        _order_of_battle, "env.order_of_battle")
-    warm_start_arms_plan: str = setting(
-        "standard", "With an order of battle, how the combined-arms doctrine the warm start "
-        "imitates uses its arms (envs.commanders.arms_doctrine.ARMS_PLANS): standard, the "
-        "doctrine's own (the doctrine team's), searched, the plan found best on the "
-        "combined_arms scenario against scripted L5, or line, the one found best against the "
-        "doctrine on WFM-1's training battles.", arms_plan,
-        "training.warm_start_arms_plan")
+        None, "Each battalion's arm, formation and quality: a scenario of configs/scenarios/ or "
+        "{blue: [...], red: [...]} of units, sized env.n_blue and env.n_red; None: infantry of "
+        "quality 1 in line.", _order_of_battle, "env.order_of_battle")
+    warm_start_arms_plan: str = override(ArmsPlanSettings, "warm_start_arms_plan")
     formation_pull: float = setting(
-        0.0, "With an order of battle, the weight of a pull of the actors' formation choices "
-        "toward those of the policy MAPPO started from (its imitation, or init_policy): each "
-        "minibatch adds this times the mean KL from the starting formation head's choices to "
-        "the learner's, so that a long run's formation head does not drift to keeping every "
-        "formation (docs/training.md, \"Arms\"); 0: no pull.",
-        check_non_negative, "training.formation_pull")
+        0.0, "With an order of battle, the weight of a KL pull of the actors' formation choices "
+        "toward those of the policy MAPPO started from; 0: none.", check_non_negative,
+        "training.formation_pull")
     order_period: int = setting(
-        0, "Steps each random order lasts (envs.commanders.orders: a posture and an objective, "
-        "seen after the observation, rewarded by the order terms below; the warm start then "
-        "imitates envs.commanders.orders.OrderFollower); 0: no orders. Phase 1 of the HRL "
-        "curriculum trains order-following battalions so.",
-        partial(check_int, minimum=0), "env.order_period")
+        0, "Steps each random order (envs.commanders.orders) lasts, seen and rewarded by the "
+        "battalions; 0: no orders.", partial(check_int, minimum=0), "env.order_period")
     order_attack_share: float = setting(
-        0.0, "With orders: the share of them that are attacks (advance_sector); the rest are "
-        "drawn evenly from the six postures.", unit_interval, "env.order_attack_share")
-    # The team reward's components the duel has no setting for.
+        0.0, "With orders: the share of them that are attacks (advance_sector); the rest are drawn "
+        "evenly from the six postures.", unit_interval, "env.order_attack_share")
     reward_enemy_routed_bonus: float = reward_weight("enemy_routed_bonus")
     reward_own_routing_penalty: float = reward_weight("own_routing_penalty")
     reward_order_progress: float = setting(
@@ -205,7 +155,6 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
     reward_order_hold: float = setting(
         OrderRewards.hold, "With orders: reward per step within 40 m of the objective.",
         check_number, "reward.order_hold")
-    # Networks
     share_parameters: bool = setting(
         True, "One actor for every Blue battalion; false: actor i commands battalion i.",
         check_bool, "training.share_parameters")
@@ -216,40 +165,31 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
         [128, 128], "Hidden layer widths of the centralised critic (Tanh MLP).", hidden_sizes,
         "training.critic_hidden_sizes")
     log_std_init: float = setting(
-        -3.0, "Initial log standard deviation of the orders' Gaussian (-3: std 0.05; at std "
-        "0.37 the imitated doctrine's sampled orders spend its volley, and MAPPO unlearns it).",
+        -3.0, "Initial log standard deviation of the orders' Gaussian (-3: std 0.05).",
         check_number, "training.log_std_init")
     normalize_observations: bool = setting(
-        False, "Standardise each battalion's observation and critic state by their mean and "
-        "spread over the imitation's demonstrations, saved with the weights; without an "
-        "imitation (v1_checkpoint, no warm_start_doctrine) they pass unscaled, and with "
-        "init_policy or resume they keep that file's statistics.",
-        check_bool, "training.normalize_observations")
+        False, "Standardise observations and critic states by their spread over the imitation's "
+        "demonstrations, saved with the weights; unscaled without an imitation.", check_bool,
+        "training.normalize_observations")
     critic_warmup_steps: int = setting(
-        0, "Env-steps at the start of MAPPO (after the warm start) whose updates train the "
-        "critic alone, the actor held as it started, so that the first advantages the actor "
-        "follows come from a critic fitted to its own play (v1's critic saw a duel; the "
-        "imitation's fitted the doctrine's returns). Counted in the budget; 0: none.",
-        non_negative_int, "training.critic_warmup_steps")
+        0, "Env-steps at the start of MAPPO, after the warm start and counted in the budget, whose "
+        "updates train the critic alone; 0: none.", non_negative_int,
+        "training.critic_warmup_steps")
     v1_checkpoint: str | None = setting(
-        None, "A trained v1 (duel) commander to start from, layer for layer; it replaces the "
-        "warm start. A v1 whose orders are choices (policy_orders: choices, the duel's "
-        "default, or volleys) gives its trunks and critic only: its head does not fit the "
-        "team's Gaussian one and is skipped, with a warning.", optional(path),
+        None, "A trained v1 (duel) commander to start from instead of the warm start; one whose "
+        "orders are choices gives its trunks and critic only.", optional(path),
         "training.v1_checkpoint")
     init_policy: str | None = setting(
-        None, "A MAPPO policy file (a pool snapshot or save_policy's file, same network "
-        "shapes) to start from; it replaces the warm start and v1_checkpoint.",
-        optional(path), "training.init_policy")
-    # Evaluation and checkpoints
-    checkpoint_dir: str = override(CheckpointSettings, "checkpoint_dir",
-                                   default="checkpoints/mappo_2v2")
+        None, "A MAPPO policy file (a pool snapshot or save_policy's file, same network shapes) to "
+        "start from; it replaces the warm start and v1_checkpoint.", optional(path),
+        "training.init_policy")
+    checkpoint_dir: str = override(
+        CheckpointSettings, "checkpoint_dir", default="checkpoints/mappo_2v2")
     eval_freq: int = override(EvaluationSettings, "eval_freq", default=100_000)
     n_eval_episodes: int = override(EvaluationSettings, "n_eval_episodes", default=50)
-    # Curriculum
     curriculum: bool = setting(
-        False, "Train 1v1, then 2v1, then 2v2 (configs/scenarios/), promoting on the win "
-        "rate.", check_bool, "curriculum.enabled")
+        False, "Train 1v1, then 2v1, then 2v2 (configs/scenarios/), promoting on the win rate.",
+        check_bool, "curriculum.enabled")
     curriculum_threshold: float = setting(
         0.7, "Win rate over the window that promotes to the next stage.", open_unit_interval,
         "curriculum.promote_threshold")
@@ -259,21 +199,19 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
     curriculum_initial_stage: str = setting(
         "1v1", f"The stage to start at: {', '.join(STAGE_LABELS.values())}.", _stage,
         "curriculum.initial_stage")
-    # Team self-play
-    self_play_pool_dir: str = override(SelfPlaySettings, "self_play_pool_dir",
-                                       default="checkpoints/mappo_2v2/pool")
-    self_play_snapshot_freq: int = override(SelfPlaySettings, "self_play_snapshot_freq",
-                                            default=200_000)
-    self_play_scripted_share: float = override(SelfPlaySettings, "self_play_scripted_share",
-                                               default=0.5)
-    self_play_eval_freq: int = override(SelfPlayEvaluationSettings, "self_play_eval_freq",
-                                        default=200_000)
+    self_play_pool_dir: str = override(
+        SelfPlaySettings, "self_play_pool_dir", default="checkpoints/mappo_2v2/pool")
+    self_play_snapshot_freq: int = override(
+        SelfPlaySettings, "self_play_snapshot_freq", default=200_000)
+    self_play_scripted_share: float = override(
+        SelfPlaySettings, "self_play_scripted_share", default=0.5)
+    self_play_eval_freq: int = override(
+        SelfPlayEvaluationSettings, "self_play_eval_freq", default=200_000)
     self_play_exploitability_episodes: int = setting(
-        10, "Battles against each pool member for the exploitability estimate.",
-        positive_int, "self_play.exploitability_episodes")
-    # Ratings
-    elo_registry_path: str = override(EloSettings, "elo_registry_path",
-                                      default="checkpoints/mappo_2v2/team_elo.json")
+        10, "Battles against each pool member for the exploitability estimate.", positive_int,
+        "self_play.exploitability_episodes")
+    elo_registry_path: str = override(
+        EloSettings, "elo_registry_path", default="checkpoints/mappo_2v2/team_elo.json")
     elo_agent_name: str = setting(
         "mappo_blue", "The learner's name in the Elo registry.", text, "elo.agent_name")
 
@@ -305,11 +243,8 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
             check_count_fits("warm_start_steps", self.warm_start_steps,
                              # recorded, then copied for training
                              self.n_blue * 2 * self.sample_bytes(), "imitation samples")
-        samples = self.rollout_n_steps() * self.n_envs * self.n_blue
-        if self.batch_size is not None and self.batch_size > samples:
-            raise ValueError(
-                f"batch_size={self.batch_size} is invalid: expected at most one rollout's "
-                f"samples, n_steps * n_envs * n_blue = {samples}")
+        self.check_batch_size(self.rollout_n_steps() * self.n_envs * self.n_blue,
+                              "n_steps * n_envs * n_blue")
 
     def field_kwargs(self) -> dict[str, Any]:
         """The battle settings other than the team sizes (which the curriculum changes)."""
@@ -329,16 +264,14 @@ class MAPPOConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, TeamBattl
             self.order_of_battle)
 
     def obs_dim(self) -> int:
-        """Length of a battalion's observation: the team observation (with the arms
-        block when there is an order of battle), and its order when the battalions follow
-        orders."""
+        """Length of a battalion's observation: the team observation (with the arms block
+        with an order of battle), then its order when the battalions follow orders."""
         if self.order_of_battle is not None:
             return ARMS_OBS_DIM
         return OBS_DIM + (ORDER_DIM if self.order_period else 0)
 
     def critic_dim(self) -> int:
-        """Length of a battalion's critic input: its observation, then its side's global
-        state."""
+        """Length of a battalion's critic input: its observation, then its side's state."""
         state = ARMS_STATE_DIM if self.order_of_battle is not None else STATE_DIM
         return self.obs_dim() + state
 
@@ -372,13 +305,7 @@ def check_mappo_field_names(names: Any) -> None:
     MAPPOConfig.check_field_names(names)
 
 
-def mappo_config_from_nested(nested: Any) -> MAPPOConfig:
-    """A MAPPOConfig from a nested mapping laid out like the experiment YAML."""
-    return MAPPOConfig.from_nested(nested)
-
-
-__all__ = ["CONFIG_FILE", "MAPPOConfig", "check_mappo_field_names", "mappo_config_from_nested",
-           "read_order_of_battle"]
+__all__ = ["CONFIG_FILE", "MAPPOConfig", "check_mappo_field_names", "read_order_of_battle"]
 
 if __name__ == "__main__":
     print(f"wrote {CONFIG_FILE.write()}")

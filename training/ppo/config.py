@@ -1,9 +1,6 @@
 """TrainingConfig: every setting of a v1 PPO run, each declared once with its doc, its
-check and its YAML key (:mod:`training.common.settings`).
-
-``configs/default.yaml`` (the Hydra config of ``python -m training.train``) is
-generated from these declarations, :data:`CONFIG_FILE` registers its schema with
-Hydra, and a test checks the file; ``python -m training.ppo.config`` rewrites it.
+check and its YAML key (:mod:`training.common.settings`); :data:`CONFIG_FILE` is
+``configs/default.yaml``, which ``python -m training.ppo.config`` rewrites.
 """
 
 from __future__ import annotations
@@ -36,6 +33,7 @@ from training.common.setting_groups import (
     RewardSettings,
     SelfPlayEvaluationSettings,
     SelfPlaySettings,
+    TeacherSettings,
     TrackingSettings,
     WarmStartSettings,
 )
@@ -57,10 +55,12 @@ from training.ppo.opponents import NAMED_OPPONENTS, is_named_opponent
 
 ROLLOUT_SAMPLE_BYTES = 2 * 4 * (OBS_DIM + 3 + 6)
 """Memory of one env-step in SB3's rollout buffer: a float32 observation, action and
-six scalars (reward, return, value, ...), copied once when the buffer is flattened."""
+six scalars, copied once when the buffer is flattened."""
 DEMONSTRATION_SAMPLE_BYTES = 4 * 4 * (OBS_DIM + 3 + 3)
-"""Memory of one imitation sample during the warm start (observation, action, reward,
-done, return as float32; held in about four copies while it is recorded and trained on)."""
+"""Memory of one imitation sample (observation, action, reward, done, return as float32,
+held in about four copies while it is recorded and trained on)."""
+SB3_SEED_BOUND = 2**32
+"""PPO's seeds are below this: SB3 seeds NumPy's 32-bit legacy generator with them."""
 
 
 def _minibatch(name: str, value: Any) -> int:
@@ -77,11 +77,6 @@ def _opponent_list(name: str, value: Any) -> list[str]:
     return opponents
 
 
-SB3_SEED_BOUND = 2**32
-"""PPO's seeds are below this: Stable-Baselines3 seeds NumPy's legacy generator with the
-run's seed, and that generator takes 32 bits (a larger seed would fail inside NumPy)."""
-
-
 def _sb3_seed(name: str, value: Any) -> int:
     """A run's seed (:func:`training.common.settings.seed`) that SB3 can take."""
     value = seed(name, value)
@@ -91,28 +86,15 @@ def _sb3_seed(name: str, value: Any) -> int:
     return value
 
 
-# Scripted L5, the imitated doctrine itself and scripted L1, in turn: measured on the
-# validation battles (docs/training.md, "Fine-tuning after imitation"), PPO improves on
-# the clone only when it meets the teacher, and a ladder of every level and random play
-# holds it level; without L1, which stands still, a learner that halts a step short of
-# its volley is never made to pay for it, and drew up to a quarter of its battles against
-# L1-L3 ("Orders as choices").
-_TRAINING_OPPONENTS = ["scripted_l5", "doctrine", "scripted_l1"]
-
-
 @dataclass
 class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, RewardSettings,
                      TrackingSettings, CheckpointSettings, EvaluationSettings,
                      SelfPlaySettings, SelfPlayEvaluationSettings, EloSettings):
     """Configuration for a single PPO training run on :class:`~envs.battalion_env.BattalionEnv`.
 
-    All fields are optional; the defaults match ``configs/default.yaml``. Pass an
-    instance to :func:`training.train.train`, or override fields as keyword
-    arguments there. Defaults were chosen to learn well and fast on a 2-core
-    machine; ``docs/training.md`` explains each choice.
-
-    The PPO, battlefield, reward and tracking settings are the groups of
-    :mod:`training.common.setting_groups`, shared with MAPPO; the rest is declared below.
+    All fields are optional; the defaults match ``configs/default.yaml`` (why they are
+    what they are: ``docs/defaults.md``). Pass an instance to :func:`training.train.train`,
+    or override fields as keyword arguments there.
 
     Examples:
         Minimal run with defaults::
@@ -127,114 +109,83 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
 
     batch_size: int | None = override(PPOSettings, "batch_size", check=optional(_minibatch))
     seed: int = override(PPOSettings, "seed", check=_sb3_seed)
-    # Measured on the duel (docs/training.md, "Fine-tuning after imitation"): 10 passes at
-    # 1e-3 leave the clone short of its teacher at the 60 m halt; MAPPO keeps the group's.
     warm_start_epochs: int = override(WarmStartSettings, "warm_start_epochs", default=40)
-    warm_start_learning_rate: float = override(WarmStartSettings, "warm_start_learning_rate",
-                                               default=3e-3)
-    # The 70 m halt falling back uphill, with orders as choices: chosen on the validation
-    # battles (docs/training.md, "Orders as choices").
-    warm_start_hold_range: float = override(WarmStartSettings, "warm_start_hold_range",
-                                            default=70.0)
+    warm_start_learning_rate: float = override(
+        WarmStartSettings, "warm_start_learning_rate", default=3e-3)
+    warm_start_hold_range: float = override(
+        WarmStartSettings, "warm_start_hold_range", default=70.0)
     warm_start_fall_back_uphill: bool = setting(
-        True, "The imitated doctrine falls back from a hidden enemy that stands higher "
-        "instead of climbing to it blind (DisciplinedCommander's fall_back_uphill), until "
-        f"{FALL_BACK_UNTIL:g} of the battle's time has passed.", check_bool,
-        "training.warm_start_fall_back_uphill")
+        True, "The imitated doctrine falls back from a hidden enemy that stands higher instead "
+        f"of climbing to it blind, until {FALL_BACK_UNTIL:g} of the battle's time has passed.",
+        check_bool, "training.warm_start_fall_back_uphill")
     warm_start_spent_hold_range: float | None = setting(
-        60.0, "Range in metres at which the imitated doctrine halts and opens fire on an enemy "
-        "in sight that has spent its volley (DisciplinedCommander's spent_hold_range); null: "
-        "warm_start_hold_range whatever the enemy's readiness.", optional(check_positive),
+        60.0, "Metres at which the imitated doctrine halts for an enemy in sight that has spent "
+        "its volley; null: warm_start_hold_range.", optional(check_positive),
         "training.warm_start_spent_hold_range")
     warm_start_order_margin: float = setting(
-        ORDER_MARGIN, "How far past a bound of the order space the imitation aims an order "
-        "the doctrine gives at that bound (hold fire, full march); 0 aims at the bound itself.",
-        check_non_negative, "training.warm_start_order_margin")
+        ORDER_MARGIN, "How far past a bound of the order space the imitation aims an order the "
+        "doctrine gives at that bound; 0: at the bound.", check_non_negative,
+        "training.warm_start_order_margin")
     policy_hidden_sizes: list[int] = setting(
-        [128, 128], "Hidden layer widths of the actor and of the critic (separate Tanh MLPs; "
-        "the actor's shapes match the MAPPO actor's for the v1-to-MAPPO transfer).",
+        [128, 128], "Hidden layer widths of the actor and of the critic (separate Tanh MLPs).",
         hidden_sizes, "training.policy_hidden_sizes")
     policy_log_std_init: float = setting(
-        -3.0, "Initial log standard deviation of the orders' Gaussian (-3: std 0.05; with std "
-        "0.37 the imitated commander's samples never beat scripted L5, and PPO unlearns it).",
+        -3.0, "Initial log standard deviation of the orders' Gaussian (-3: std 0.05).",
         check_number, "training.policy_log_std_init")
     policy_orders: str = setting(
-        "choices", "How the policy gives its orders: 'gaussian', one Gaussian over move, "
-        "rotate and fire; 'choices', the march (fall back, halt, march) and the fire (hold, "
-        "fire) chosen together as one of six pairs, the wheel Gaussian "
-        "(models.order_choices); 'volleys', the same choices with the firing pairs barred "
-        "while the battalion is not loaded (models.order_choices.VolleyChoices).",
+        "choices", "How the policy orders: gaussian, one Gaussian over move, rotate and fire; "
+        "choices, march and fire as one of six pairs, the wheel Gaussian (models.order_choices); "
+        "volleys, those choices with firing barred until loaded.",
         partial(check_choice, choices=ORDER_HEADS), "training.policy_orders")
     policy_normalize_observations: bool = setting(
-        True, "Standardise each observed feature by its mean and spread in the first "
-        "recorded play (the imitation's demonstrations, or a rollout of the untrained policy "
-        "without one) before the actor and critic; the statistics are saved with the "
-        "weights.",
-        check_bool, "training.policy_normalize_observations")
-    teacher_coef: float = setting(
-        1.0, "Weight of the pull toward the imitated doctrine on the learner's own states "
-        "(behaviour cloning added to PPO's loss) at the first update; it falls linearly to 0 "
-        "over teacher_decay_steps. 0, or no warm_start_doctrine: plain PPO.",
-        check_non_negative, "training.teacher_coef")
-    teacher_decay_steps: int = setting(
-        700_000, "Env-steps from the first PPO update over which teacher_coef falls to 0 (the "
-        "default: the whole of a 1M-step run's PPO).", positive_int,
-        "training.teacher_decay_steps")
-    # Battles
+        True, "Standardise each observed feature by its mean and spread in the first recorded play "
+        "(demonstrations, else a first rollout); saved with the weights.", check_bool,
+        "training.policy_normalize_observations")
+    teacher_coef: float = override(TeacherSettings, "teacher_coef")
+    teacher_decay_steps: int = override(TeacherSettings, "teacher_decay_steps")
     curriculum_level: int = setting(
-        5, "Scripted level (1-5) of Red in the evaluation battles, and in the training "
-        "battles when env.opponents is empty; part of the checkpoint names.",
-        check_scripted_level, "env.curriculum_level")
+        5, "Scripted level (1-5) of Red in the evaluations, and in training when env.opponents is "
+        "empty; part of the checkpoint names.", check_scripted_level, "env.curriculum_level")
     training_opponents: list[str] = setting(
-        _TRAINING_OPPONENTS, "Red's commanders, met in turn across the training battles "
-        "(scripted_l1..scripted_l5, random, doctrine, doctrine_<metres>: the doctrine halting at "
-        "that range; a repeat weights an entry); empty: "
-        "scripted env.curriculum_level everywhere.", _opponent_list, "env.opponents")
+        ["scripted_l5", "doctrine", "scripted_l1"], "Red's commanders, met in turn in the training "
+        "battles (scripted_l1..5, random, doctrine, doctrine_<metres>; a repeat weights an entry); "
+        "empty: scripted env.curriculum_level.", _opponent_list, "env.opponents")
     scripted_fire_ramp: float = setting(
-        0.0, "Share of the budget over which scripted Red's infantry fire in the training "
-        "battles rises from none to full (training.ppo.callbacks.ramped_fire_scale: L5's "
-        "sustained fire over the ramp's first two thirds, its opening volley over the last "
-        "third); the evaluation battles are always at full fire. 0: full from the start.",
+        0.0, "Share of the budget over which scripted Red's infantry fire in the training battles "
+        "rises from none to full (training.ppo.callbacks.ramped_fire_scale); 0: full.",
         unit_interval, "env.scripted_fire_ramp")
-    # Checkpoints and evaluation
-    n_eval_episodes: int = override(EvaluationSettings, "n_eval_episodes",
-                                    check=check_duel_batch_size)
+    n_eval_episodes: int = override(
+        EvaluationSettings, "n_eval_episodes", check=check_duel_batch_size)
     eval_deterministic: bool = setting(
         True, "Evaluate the policy's mean orders rather than samples.", check_bool,
         "eval.deterministic")
-    # Artifacts
     write_manifest: bool = setting(
         True, "Index every checkpoint in the manifest.", check_bool, "artifacts.write_manifest")
     manifest_path: str = setting(
         "checkpoints/manifest.jsonl", "The manifest: one JSON line per artifact.", path,
         "artifacts.manifest_path")
     enable_naming_v2: bool = setting(
-        True, "Name checkpoints with the seed and level (ppo_battalion_s42_c5_...); false: "
-        "the plain ppo_battalion_... names.", check_bool, "artifacts.enable_naming_v2")
+        True, "Name checkpoints with the seed and level (ppo_battalion_s42_c5_...); false: the "
+        "plain ppo_battalion_... names.", check_bool, "artifacts.enable_naming_v2")
     keep_legacy_aliases: bool = setting(
-        True, "With v2 names, also save the final model as ppo_battalion_final.zip.",
-        check_bool, "artifacts.keep_legacy_aliases")
-    # Weights & Biases
+        True, "With v2 names, also save the final model as ppo_battalion_final.zip.", check_bool,
+        "artifacts.keep_legacy_aliases")
     wandb_log_freq: int = setting(
         1000, "Env-steps between the rollout statistics logged to W&B.", positive_int,
         "wandb.log_freq")
-    # Self-play
-    self_play_n_eval_episodes: int = override(SelfPlayEvaluationSettings,
-                                              "self_play_n_eval_episodes",
-                                              check=check_duel_batch_size)
+    self_play_n_eval_episodes: int = override(
+        SelfPlayEvaluationSettings, "self_play_n_eval_episodes", check=check_duel_batch_size)
     self_play_use_latest_for_eval: bool = setting(
-        False, "Evaluate against the newest snapshot rather than a random member.",
-        check_bool, "self_play.use_latest_for_eval")
-    # Elo
+        False, "Evaluate against the newest snapshot rather than a random member.", check_bool,
+        "self_play.use_latest_for_eval")
     elo_opponents: list[str] = setting(
-        [], "Opponents to rate the learner against (names as in env.opponents); empty: no "
-        "Elo evaluation.", _opponent_list, "elo.opponents")
+        [], "Opponents to rate the learner against (names as in env.opponents); empty: no Elo "
+        "evaluation.", _opponent_list, "elo.opponents")
     elo_eval_freq: int = setting(
         50_000, "Env-steps between Elo evaluations.", positive_int, "elo.eval_freq")
     elo_n_eval_episodes: int = setting(
-        20, "Battles per opponent per Elo evaluation, played as one batch.",
-        check_duel_batch_size, "elo.n_eval_episodes")
-    # Retention
+        20, "Battles per opponent per Elo evaluation, played as one batch.", check_duel_batch_size,
+        "elo.n_eval_episodes")
     keep_periodic: int = setting(
         5, "Periodic checkpoints kept at the end of a run (0: all).", non_negative_int,
         "retention.keep_periodic")
@@ -251,11 +202,7 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
         if self.warm_start_doctrine is not None:
             check_count_fits("warm_start_steps", self.warm_start_steps,
                              DEMONSTRATION_SAMPLE_BYTES, "imitation samples")
-        rollout = self.rollout_n_steps() * self.n_envs
-        if self.batch_size is not None and self.batch_size > rollout:
-            raise ValueError(
-                f"batch_size={self.batch_size} is invalid: expected at most n_steps * n_envs "
-                f"= {rollout} (one rollout)")
+        self.check_batch_size(self.rollout_n_steps() * self.n_envs, "n_steps * n_envs")
 
 
 CONFIG_FILE = ConfigFile("default", (TrainingConfig, ResumeOptions), header="""

@@ -1,10 +1,5 @@
-"""The settings of WFM-1's multi-task training, each declared once.
-
-``configs/wfm1_train.yaml`` is generated from these declarations (a test checks it;
-``python -m training.wfm1.config`` rewrites it). The PPO constants are the reference
-design's (REFERENCE §J.3: 512 steps a rollout, minibatches of 256, 4 epochs, learning rate
-3e-4, clip 0.2, value weight 0.5, entropy 0.01, gradients clipped at 0.5, a checkpoint
-every 200 updates in ``checkpoints/wfm1``); the rest says which battles a rollout holds.
+"""The settings of WFM-1's multi-task training, each declared once; :data:`CONFIG_FILE` is
+``configs/wfm1_train.yaml``, which ``python -m training.wfm1.config`` rewrites.
 """
 
 from __future__ import annotations
@@ -16,12 +11,15 @@ from typing import Any
 from envs.battles.echelon_tokens import brigade_count
 from envs.battles.entity_tokens import ENTITY_TOKEN_DIM, MAX_TOKENS
 from envs.battles.multi_battalion_batch import bytes_per_battle
-from envs.sim.validation import check_bool, check_int, check_non_negative, check_positive
+from envs.sim.validation import check_bool, check_int, check_positive
 from models.limits import check_dimension
 from training.common.setting_groups import (
+    ArmsPlanSettings,
+    BattlefieldSettings,
     CheckpointSettings,
     PPOSettings,
     SelfPlaySettings,
+    TeacherSettings,
     TrackingSettings,
     WarmStartSettings,
 )
@@ -75,14 +73,12 @@ def lookahead_plans(name: str, value: Any) -> list[str]:
 
 @dataclass
 class WFM1TrainConfig(PPOSettings, TrackingSettings, CheckpointSettings, SelfPlaySettings):
-    """WFM-1 trained by PPO over a distribution of scenarios (``configs/wfm1_train.yaml``).
+    """WFM-1 trained by PPO over a distribution of scenarios (``configs/wfm1_train.yaml``;
+    why the defaults: ``docs/defaults.md``).
 
-    Each rollout plays ``n_envs`` battles: ``scenarios_per_rollout`` scenarios drawn from
-    :func:`~training.wfm1.scenarios.sample_training_scenario`, ``n_envs /
-    scenarios_per_rollout`` battles of each, new scenarios every ``resample_every``
-    rollouts. Steps count battle steps (every Blue unit acts in each). With
-    ``self_play`` Red is a frozen past snapshot of the generalist in a share of the
-    scenarios (:class:`~training.wfm1.trainer.WFM1Trainer`).
+    Each rollout plays ``n_envs`` battles: ``n_envs / scenarios_per_rollout`` battles of
+    each of ``scenarios_per_rollout`` scenarios, new ones every ``resample_every``
+    rollouts. Steps count battle steps (every Blue unit acts in each).
     """
 
     total_timesteps: int = override(PPOSettings, "total_timesteps", default=10_000_000)
@@ -107,43 +103,24 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings, CheckpointSettings, SelfPla
     gis_share: float = setting(
         0.25, "Share of training scenarios on a battle site's sector (else procedural).",
         unit_interval, "scenarios.gis_share")
-    max_steps: int = setting(
-        500, "Steps after which a battle is a draw.", positive_int, "scenarios.max_steps")
-    warm_start_steps: int = setting(
-        300_000, "Battle steps of the combined-arms doctrine's battles imitated before PPO "
-        "(counted in total_timesteps); 0 starts from scratch.", non_negative_int,
-        "training.warm_start_steps")
-    warm_start_epochs: int = setting(
-        5, "Passes over the warm start's demonstrations.", positive_int,
-        "training.warm_start_epochs")
+    max_steps: int = override(
+        BattlefieldSettings, "max_steps", default=500, yaml="scenarios.max_steps")
+    warm_start_steps: int = override(WarmStartSettings, "warm_start_steps", check=non_negative_int)
+    warm_start_epochs: int = override(WarmStartSettings, "warm_start_epochs", default=5)
     warm_start_learning_rate: float = override(WarmStartSettings, "warm_start_learning_rate")
     warm_start_dagger_rounds: int = setting(
-        0, "DAgger rounds after the imitation: each plays warm_start_dagger_steps battle "
-        "steps with Blue on the policy's means, labels the states it reached with the "
-        "teacher's orders, adds them to the demonstrations and fits warm_start_epochs "
-        "passes over all of them again (the steps count towards total_timesteps); 0: none.",
+        0, "DAgger rounds after the imitation, each playing warm_start_dagger_steps on the "
+        "policy's means and refitting on the teacher's labels (counted in the budget); 0: none.",
         non_negative_int, "training.warm_start_dagger_rounds")
     warm_start_dagger_steps: int = setting(
         100_000, "Battle steps each DAgger round plays.", positive_int,
         "training.warm_start_dagger_steps")
-    warm_start_arms_plan: str = setting(
-        "standard", "How the combined-arms doctrine the generalist learns from uses its arms "
-        "(envs.commanders.arms_doctrine.ARMS_PLANS), perhaps with an attack rule of "
-        "ATTACK_RULES after a + (line+always): the warm start's demonstrations and "
-        "teacher_coef's labels are its orders for Blue, while Red keeps the doctrine's own. "
-        "standard: the doctrine's own; searched: the plan found best on the combined_arms "
-        "scenario against scripted L5; line: the one found best against the doctrine on "
-        "these training battles. A plan other than standard needs model.formation_orders.",
-        teacher_plan, "training.warm_start_arms_plan")
+    warm_start_arms_plan: str = override(
+        ArmsPlanSettings, "warm_start_arms_plan", check=teacher_plan)
     warm_start_lookahead: list[str] = setting(
-        [], "Candidates among which Blue's teacher chooses battle by battle, every "
-        "warm_start_lookahead_every steps, by playing each warm_start_lookahead_horizon "
-        "steps ahead on a copy of the battles (training.wfm1.lookahead): names of ARMS_PLANS, "
-        "each perhaps with an attack rule after a + (line+power). The warm start's "
-        "demonstrations, DAgger's and teacher_coef's labels are then its orders (while "
-        "teacher_coef weighs them: the search costs candidates * horizon / every steps a "
-        "step). []: the teacher plays warm_start_arms_plan. Needs model.formation_orders "
-        "and warm_start_arms_plan standard.", lookahead_plans, "training.warm_start_lookahead")
+        [], "Candidate plans (ARMS_PLANS, perhaps +RULE) among which Blue's teacher chooses by "
+        "playing each ahead on a copy of the battles (training.wfm1.lookahead); []: "
+        "warm_start_arms_plan.", lookahead_plans, "training.warm_start_lookahead")
     warm_start_lookahead_every: int = setting(
         25, "Battle steps between two searches of the lookahead teacher.", positive_int,
         "training.warm_start_lookahead_every")
@@ -151,61 +128,47 @@ class WFM1TrainConfig(PPOSettings, TrackingSettings, CheckpointSettings, SelfPla
         75, "Battle steps the lookahead teacher plays each candidate ahead.", positive_int,
         "training.warm_start_lookahead_horizon")
     warm_start_std: float = setting(
-        0.2, "Standard deviation of every action after the warm start (the imitation fits the "
-        "means only; a narrow start keeps PPO's rollouts close to the imitated play).",
+        0.2, "Standard deviation of every action after the warm start (which fits the means only).",
         check_positive, "training.warm_start_std")
-    teacher_coef: float = setting(
-        0.0, "Weight of a loss beside PPO's: the squared error between each own unit's "
-        "action mean and the doctrine's order in the states the rollout reached, plus the "
-        "formation choice's cross-entropy with model.formation_orders (the "
-        "imitation's teacher kept as a regulariser) at the first PPO update; 0: PPO alone.",
-        check_non_negative, "training.teacher_coef")
-    teacher_decay_steps: int | None = setting(
-        None, "Battle steps of PPO over which teacher_coef falls linearly to 0, after which "
-        "the generalist is free to leave its teacher behind; null: the weight stays "
-        "teacher_coef throughout.", optional(positive_int), "training.teacher_decay_steps")
+    teacher_coef: float = override(TeacherSettings, "teacher_coef", default=0.0)
+    teacher_decay_steps: int | None = override(
+        TeacherSettings, "teacher_decay_steps", default=None, check=optional(positive_int))
     validate_every_updates: int = setting(
-        0, "Updates between evaluations on the validation battles (fixed training "
-        "scenarios, never held-out ones, every unit on its mean); the best is kept as "
-        "wfm1_best.pt. 0: none.", non_negative_int, "validation.every_updates")
+        0, "Updates between evaluations on fixed validation battles of training scenarios; the "
+        "best is kept as wfm1_best.pt. 0: none.", non_negative_int, "validation.every_updates")
     validation_scenarios: int = setting(
-        8, "Training scenarios of the validation battles.", positive_int,
-        "validation.scenarios")
+        8, "Training scenarios of the validation battles.", positive_int, "validation.scenarios")
     validation_battles: int = setting(
         8, "Validation battles of each of those scenarios.", positive_int,
         "validation.battles_per_scenario")
-    self_play_pool_dir: str = override(SelfPlaySettings, "self_play_pool_dir",
-                                       default="checkpoints/wfm1/pool")
-    self_play_snapshot_freq: int = override(SelfPlaySettings, "self_play_snapshot_freq",
-                                            default=200_000)
-    self_play_scripted_share: float = override(SelfPlaySettings, "self_play_scripted_share",
-                                               default=0.5)
-    # The architecture fields are bounded as WFM1Policy bounds them (models/limits.py),
-    # so a config that checks builds.
-    d_model: int = setting(128, "Width of the token embeddings.", check_dimension,
-                           "model.d_model")
+    self_play_pool_dir: str = override(
+        SelfPlaySettings, "self_play_pool_dir", default="checkpoints/wfm1/pool")
+    self_play_snapshot_freq: int = override(
+        SelfPlaySettings, "self_play_snapshot_freq", default=200_000)
+    self_play_scripted_share: float = override(
+        SelfPlaySettings, "self_play_scripted_share", default=0.5)
+    # The model.* settings say what the policy reads and travel in its kwargs; they are
+    # bounded as WFM1Policy bounds them (models/limits.py), so a config that checks builds.
+    d_model: int = setting(128, "Width of the token embeddings.", check_dimension, "model.d_model")
     n_heads: int = setting(8, "Attention heads.", check_dimension, "model.n_heads")
-    n_echelon_layers: int = setting(4, "Layers of the echelon encoder.", check_dimension,
-                                    "model.n_echelon_layers")
-    n_cross_layers: int = setting(2, "Layers of the cross-echelon transformer.",
-                                  check_dimension, "model.n_cross_layers")
+    n_echelon_layers: int = setting(
+        4, "Layers of the echelon encoder.", check_dimension, "model.n_echelon_layers")
+    n_cross_layers: int = setting(
+        2, "Layers of the cross-echelon transformer.", check_dimension, "model.n_cross_layers")
     formation_orders: bool = setting(
         False, "The policy orders each unit's formation; false: the combined-arms drill does.",
         check_bool, "model.formation_orders")
-    # Model settings, not env ones: they say what the policy reads, travel with it in its
-    # kwargs, and every battle (training, validation, benchmark, play) feeds what it asks.
     echelon_tokens: bool = setting(
-        False, "The policy also reads its side's brigade and division tokens as context; "
-        "false: battalion tokens alone.",
-        check_bool, "model.echelon_tokens")
+        False, "The policy also reads its side's brigade and division tokens as context; false: "
+        "battalion tokens alone.", check_bool, "model.echelon_tokens")
     brigade_size: int = setting(
         4, "Battalions a brigade token groups, with model.echelon_tokens.",
         partial(check_int, minimum=1, maximum=MAX_TOKENS), "model.brigade_size")
     checkpoint_every_updates: int = setting(
         200, "Updates between checkpoints (wfm1_<steps>_steps.pt and wfm1_latest.pt).",
         positive_int, "checkpoint.every_updates")
-    checkpoint_dir: str = override(CheckpointSettings, "checkpoint_dir",
-                                   default="checkpoints/wfm1", yaml="checkpoint.dir")
+    checkpoint_dir: str = override(
+        CheckpointSettings, "checkpoint_dir", default="checkpoints/wfm1", yaml="checkpoint.dir")
 
     def __post_init__(self) -> None:
         super().__post_init__()
