@@ -1,9 +1,11 @@
 """Benchmarks: scripts that measure speed, learning and robustness and print small tables.
 
 Run one as a module from the repository root, e.g. ``python -m benchmarks.sim_throughput``
-(``--help`` lists its options); the latest results are recorded in ``docs/performance.md``
-and ``docs/reliability.md``. Some reuse the test suite's campaigns (``tests.reliability``,
-``tests.doc_examples``), which the repository root on ``sys.path`` makes importable.
+(``--help`` lists its options); the results the docs state are recorded in
+``benchmarks/results.yaml``, from which ``python -m benchmarks.results_page`` writes
+``docs/results.md``, and the runs behind them in ``docs/research/``. Some reuse the test
+suite's campaigns (``tests.reliability``, ``tests.doc_examples``), which the repository
+root on ``sys.path`` makes importable.
 """
 
 from __future__ import annotations

@@ -91,7 +91,8 @@ class Port:
         meaning: what it is, in a sentence.
         features: names of the last axis's entries (observation features, action
             channels), or None.
-        low, high: the bounds of each entry of the last axis (None: unbounded), or None.
+        low: the lower bound of each entry of the last axis (None: unbounded), or None.
+        high: the upper bound of each entry of the last axis (None: unbounded), or None.
         choices: for a discrete action, the meaning of each choice index.
     """
 

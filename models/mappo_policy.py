@@ -11,8 +11,8 @@ policy of :mod:`models.battalion_policy`, so a trained v1 commander can seed a M
 diagonal Gaussian, as in SB3 PPO; with ``formation_orders`` the actors also choose each
 battalion's formation (:class:`Orders`, :data:`FORMATION_CHOICES`, re-exported from
 :mod:`models.formation_orders`). Policies are saved and rebuilt by
-:mod:`models.mappo_files`, tensors and plain values only. ``docs/training.md``
-("Multi-agent: MAPPO") describes the networks.
+:mod:`models.mappo_files`, tensors and plain values only. ``docs/mappo.md`` ("How it
+works") describes the networks.
 """
 
 from __future__ import annotations

@@ -45,3 +45,32 @@ def test_guides_leave_work_log_labels_to_the_research_notes():
              if "_benchmark" not in page.name
              for n, line in enumerate(page.read_text().splitlines(), 1) if label.search(line)]
     assert not found, f"work-log labels in guides (move the log to docs/research/): {found}"
+
+
+def _user_pages() -> list[Path]:
+    """README.md and the site's pages a user reads (the research notes and the reports the
+    benchmarks write are not among them)."""
+    return [ROOT / "README.md", *(page for page in sorted((ROOT / "docs").glob("*.md"))
+                                  if "_benchmark" not in page.name)]
+
+
+def test_guides_hold_no_tried_headings():
+    """What was tried and dropped is an experiment log: it lives in docs/research/."""
+    import re
+
+    heading = re.compile(r"^#+ .*\btried\b|^\*\*[^*]*\btried\b[^*]*\*\*", re.IGNORECASE)
+    found = [f"{page.name}:{n}" for page in _user_pages()
+             for n, line in enumerate(page.read_text().splitlines(), 1) if heading.search(line)]
+    assert not found, f"'tried' headings in guides (move the log to docs/research/): {found}"
+
+
+def test_user_pages_speak_the_users_words():
+    """The project's working documents (its seeds, their tutorial) are not the user's."""
+    import re
+
+    internal = re.compile(r"\bthe seeds?'|\bseed tutorial\b|\bleague tutorial\b",
+                          re.IGNORECASE)
+    found = [f"{page.name}:{n}: {match.group(0)!r}" for page in _user_pages()
+             for n, line in enumerate(page.read_text().splitlines(), 1)
+             for match in [internal.search(line)] if match]
+    assert not found, f"internal words on user pages: {found}"

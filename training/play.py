@@ -222,7 +222,8 @@ def resolve_field(spec: str, *, n_blue: int = 2, n_red: int = 2,
 
     Args:
         spec: ``procedural``, ``site:NAME``, ``historical:ID`` or a scenario file's path.
-        n_blue, n_red: the sides of a procedural or site field.
+        n_blue: Blue's battalions on a procedural or site field.
+        n_red: Red's battalions on a procedural or site field.
         max_steps: the step limit; None: the scenario's, else
             :data:`~envs.sim.constants.MAX_STEPS`.
 

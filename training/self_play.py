@@ -8,7 +8,7 @@ members. :class:`TeamOpponentPool` holds frozen MAPPO teams (:func:`evaluate_tea
 :func:`nash_exploitability_proxy`), :class:`WFM1OpponentPool` frozen WFM-1 generalists.
 They live in ``training/{ppo,mappo,wfm1}/pool.py``, :mod:`training.ppo.self_play` and
 :mod:`training.mappo.evaluation`; this module holds the duel against a pool and is where
-all of them are imported from (``docs/training.md``, "Self-play"). Besides
+all of them are imported from (``docs/self_play.md``). Besides
 ``train(enable_self_play=True)``, directly, with an ``OpponentPool``::
 
     model.learn(1_000_000, callback=[SelfPlayCallback(pool, 50_000),

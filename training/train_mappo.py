@@ -7,7 +7,7 @@ NumPy batch; the update is clipped PPO over every Blue battalion's samples. One 
 serves every team size, so a curriculum promotion swaps the battles (1v1 -> 2v1 -> 2v2)
 and training goes on with the same weights. A run writes ``mappo_policy.pt`` every
 ``checkpoint_freq`` env-steps and ``mappo_policy_final.pt`` at the end, from which a
-killed run resumes (``resume.auto=true``). ``docs/training.md`` ("Multi-agent") has the
+killed run resumes (``resume.auto=true``). ``docs/mappo.md`` has the
 guide. In Python, and from the command line (Hydra, ``configs/experiment_mappo_2v2.yaml``)::
 
     result = train_mappo(total_timesteps=1_000_000, enable_wandb=False)

@@ -107,7 +107,8 @@ laggard ally before it waits for it."""
 EXPOSED_RANGE = 100.0
 """Metres within which a battalion of :class:`InStepCommander` with ``exposed_range`` set
 to it marches on instead of waiting when it sees its enemy: the range MAPPO's team
-imitates (chosen on validation battles; ``docs/training.md``, "Not waiting under fire")."""
+imitates (chosen on validation battles; ``docs/research/mappo-studies.md``, "Not waiting
+under fire")."""
 
 GUARD_RANGE = 150.0
 """Metres within which a battalion of :class:`ConcentratingCommander` faces its nearest
@@ -138,9 +139,10 @@ class InStepCommander(DisciplinedCommander):
     stands, where each enemy was last reported. Without allies in the fight it is the
     disciplined doctrine.
 
+    ``hold_range``, ``map_diagonal``, ``max_turn_rate``, ``min_range`` and
+    ``fall_back_uphill`` are as :class:`DisciplinedCommander`'s.
+
     Args:
-        hold_range, map_diagonal, max_turn_rate, min_range, fall_back_uphill: as
-            :class:`DisciplinedCommander`'s.
         step_tolerance: metres a battalion may lead its laggard ally (> 0; at 0 the two
             would take turns to step).
         exposed_range: metres within which a battalion that sees its enemy marches on
@@ -205,11 +207,13 @@ class ConcentratingCommander(InStepCommander):
     allies it is the disciplined doctrine. In 2v2 it wins more against scripted L5 than
     marching in step and less against the doctrine team; MAPPO's clone of it does not
     keep the gain, so the default team imitates :class:`InStepCommander`
-    (``docs/training.md``, "Concentrating fire").
+    (``docs/research/mappo-studies.md``, "Concentrating fire").
+
+    ``hold_range``, ``map_diagonal``, ``max_turn_rate``, ``min_range``,
+    ``step_tolerance``, ``exposed_range`` and ``fall_back_uphill`` are as
+    :class:`InStepCommander`'s.
 
     Args:
-        hold_range, map_diagonal, max_turn_rate, min_range, step_tolerance,
-            exposed_range, fall_back_uphill: as :class:`InStepCommander`'s.
         guard_range: metres within which the nearest enemy is faced whatever the
             team's target (> 0). The default, 150 m, is inside scripted L5's halt of
             160 m: L5's battalions stop and fire from beyond it, and the team keeps its
@@ -279,8 +283,9 @@ class ScriptedCommander:
 
     Args:
         level: curriculum level, 1 to :data:`~envs.sim.constants.NUM_CURRICULUM_LEVELS`.
-        map_diagonal, max_turn_rate, fire_range: the battle's, as for
-            :class:`DisciplinedCommander`.
+        map_diagonal: the battle's, as for :class:`DisciplinedCommander`.
+        max_turn_rate: the battle's, as for :class:`DisciplinedCommander`.
+        fire_range: the battle's, as for :class:`DisciplinedCommander`.
     """
 
     def __init__(self, level: int, map_diagonal: float = _DEFAULT_DIAGONAL,

@@ -87,7 +87,8 @@ class ReplayRecorder:
     Args:
         state: the batch just after deployment.
         battle: which battle of the batch to record.
-        width, height: map size in metres.
+        width: the map's width in metres.
+        height: the map's height in metres.
         metadata: JSON-serialisable notes (who commanded each side, the seed...).
     """
 

@@ -8,8 +8,7 @@ units stand, a few steps at a time (:data:`MELEE_CHUNK_PAIRS`), and refuses befo
 work a replay too big to infer (:data:`MAX_MELEE_PAIR_STEPS`, :data:`MAX_MELEE_ROWS`).
 The scripts and the style sheet are package data next to this module (``battle_draw.js``,
 shared with the play page of :mod:`envs.play`, ``viewer.js`` and ``viewer.css``); the
-command line is :mod:`envs.rendering.view`. ``docs/training.md`` ("Watching a battle in
-the browser") describes the page.
+command line is :mod:`envs.rendering.view`. ``docs/replays.md`` describes the page.
 """
 
 from __future__ import annotations

@@ -117,7 +117,8 @@ class EchelonWinRateCallback(BaseCallback):
 
     Args:
         make_batch: builds the evaluation battles (a batch of ``n_eval_episodes``).
-        eval_freq, n_eval_episodes: when and how much.
+        eval_freq: env-steps between evaluations.
+        n_eval_episodes: battles per evaluation.
         seed: seed of the first evaluation battle (the same battles every time).
 
     Attributes:

@@ -44,10 +44,12 @@ class MainAgentTrainer(LeagueRole):
     ``matchup/win_rate/{opponent}``, ``league/nash_entropy``,
     ``league/diversity_score``, ``league/pool_size``, ``train/*``.
 
+    The other arguments (``trainer``, ``agent_pool``, ``match_database``, ``matchmaker``,
+    ``elo_registry``, ``agent_id``, ``snapshot_dir``, ``snapshot_freq``, ``eval_freq``,
+    ``n_eval_episodes``, ``log_interval``, ``checkpoint_dir``, ``checkpoint_freq``) are
+    as for :class:`LeagueRole`.
+
     Args:
-        trainer, agent_pool, match_database, matchmaker, elo_registry, agent_id,
-        snapshot_dir, snapshot_freq, eval_freq, n_eval_episodes, log_interval,
-        checkpoint_dir, checkpoint_freq: as for :class:`LeagueRole`.
         pfsp_temperature: the PFSP temperature (the matchmaker's weight function
             becomes :func:`~training.league.pfsp.make_pfsp_weight_fn` of it).
         **league: :class:`LeagueRole`'s keyword-only arguments (``league_pools``, the
@@ -80,10 +82,12 @@ class MainExploiterTrainer(ExploiterRole):
     ``exploiter/elo``, ``exploiter/elo_delta``, ``exploiter/reset_count``,
     ``exploiter/reset_step``, ``exploiter/target_main_agent``.
 
+    The other arguments (``trainer``, ``agent_pool``, ``match_database``, ``matchmaker``,
+    ``elo_registry``, ``agent_id``, ``snapshot_dir``, ``snapshot_freq``, ``eval_freq``,
+    ``n_eval_episodes``, ``log_interval``, ``checkpoint_dir``, ``checkpoint_freq``) are
+    as for :class:`~training.league.role.LeagueRole`.
+
     Args:
-        trainer, agent_pool, match_database, matchmaker, elo_registry, agent_id,
-        snapshot_dir, snapshot_freq, eval_freq, n_eval_episodes, log_interval,
-        checkpoint_dir, checkpoint_freq: as for :class:`~training.league.role.LeagueRole`.
         reset_win_rate_threshold: reset when the window's mean win rate falls below this
             (in [0, 1)).
         reset_window_size: evaluations in the rolling window (>= 1).
@@ -175,7 +179,8 @@ def compute_league_exploitability(policy: Any, opponent_records: Sequence[AgentR
         policy: the exploiter (a MAPPOPolicy), deterministic.
         opponent_records: the members to exploit.
         load_fn: ``load_fn(record)`` -> the member's policy.
-        n_blue, n_red: battalions a side.
+        n_blue: Blue's battalions.
+        n_red: Red's battalions.
         n_episodes: battles per member, played as one batch.
         seed: base seed of the battles.
         env_kwargs: further battle settings (map, max_steps, ...).
@@ -196,12 +201,14 @@ class LeagueExploiterTrainer(ExploiterRole):
     ``n_exploitability_opponents`` members drawn without replacement:
     ``league_exploiter/exploitability`` is its mean win rate against them.
 
+    The other arguments (``trainer``, ``agent_pool``, ``match_database``, ``matchmaker``,
+    ``elo_registry``, ``agent_id``, ``snapshot_dir``, ``snapshot_freq``, ``eval_freq``,
+    ``n_eval_episodes``, ``log_interval``, ``checkpoint_dir``, ``checkpoint_freq``) are
+    as for :class:`~training.league.role.LeagueRole`; ``pfsp_temperature``,
+    ``reset_win_rate_threshold`` and ``reset_window_size`` as for the main agent and the
+    main exploiter.
+
     Args:
-        trainer, agent_pool, match_database, matchmaker, elo_registry, agent_id,
-        snapshot_dir, snapshot_freq, eval_freq, n_eval_episodes, log_interval,
-        checkpoint_dir, checkpoint_freq: as for :class:`~training.league.role.LeagueRole`.
-        pfsp_temperature, reset_win_rate_threshold, reset_window_size: as for the main
-            agent and the main exploiter.
         exploitability_eval_freq: env-steps between exploitability estimates (0: never).
         n_exploitability_opponents: members per estimate (>= 1).
         additional_pool_manifests: the other roles' pools, read before every rollout.

@@ -167,7 +167,7 @@ class MAPPOTrainer(OnPolicyTrainer):
             return
         self.total_steps, fit = warm_start_team(self.policy, self.battles, steps)
         # Logged with the first update: how closely the clone fits its teacher explains
-        # where a run starts (docs/training.md, "What undoes a good start").
+        # where a run starts (docs/research/mappo-studies.md, "What undoes a good start").
         self.pending_metrics.update({"warm_start/action_loss": fit["action"],
                                      "warm_start/value_loss": fit["value"],
                                      "warm_start/samples": fit["samples"]})

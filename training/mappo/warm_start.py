@@ -9,7 +9,7 @@ MAPPO improves on it; a trained v1 commander (``v1_checkpoint``) is the other wa
 takes precedence. In battles with an order of battle the teacher is the combined-arms
 doctrine (:class:`~envs.play.commanders.CombinedArmsRed`, which reads the field),
 formations included: the formation head learns its formation orders by cross-entropy
-beside the mean orders. ``docs/training.md`` ("Where a run starts") says why a run
+beside the mean orders. ``docs/mappo.md`` ("Where a run starts") says why a run
 starts this way.
 """
 

@@ -58,8 +58,11 @@ def save_checkpoint(path: str | Path, policy: WFM1Policy, optimizer: torch.optim
 
     Args:
         path: where to write it.
-        policy, optimizer: the learner and its Adam state.
-        total_steps, updates, episodes: the run's counters.
+        policy: the learner.
+        optimizer: its Adam state.
+        total_steps: the run's env-steps so far.
+        updates: the run's updates so far.
+        episodes: the run's finished battles so far.
         best_validation: the best validation win rate so far (-1: none measured).
         rng: the run's NumPy generator (the global torch generator is saved too).
         config: the run's :class:`~training.wfm1.config.WFM1TrainConfig` (kept as a dict).
