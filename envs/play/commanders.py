@@ -21,9 +21,15 @@ import numpy as np
 
 from envs.battles.multi_battalion_batch import MultiBattalionBatch
 from envs.battles.observation import ROTATE_SIGN
-from envs.commanders.arms_doctrine import ArmsPlan, CombinedArmsDoctrine, check_arms_plan
+from envs.commanders.arms_doctrine import (
+    ATTACK_RULES,
+    DEFAULT_ATTACK_RULE,
+    ArmsPlan,
+    CombinedArmsDoctrine,
+    check_arms_plan,
+)
 from envs.sim.constants import ACTION_DIM
-from envs.sim.validation import check_scripted_level, short_repr
+from envs.sim.validation import check_choice, check_scripted_level, short_repr
 
 
 class RedCommander(Protocol):
@@ -63,17 +69,24 @@ class CombinedArmsRed:
     Args:
         plan: how it uses its arms (:class:`~envs.commanders.arms_doctrine.ArmsPlan`; None:
             the doctrine's own).
+        attack_rule: who attacks (:data:`~envs.commanders.arms_doctrine.ATTACK_RULES`).
+        name: its name in the tables, the replays and the Elo file.
+
+    Raises:
+        ValueError: for an unknown attack rule.
     """
 
-    name = "combined_arms"
-
-    def __init__(self, plan: ArmsPlan | None = None) -> None:
+    def __init__(self, plan: ArmsPlan | None = None,
+                 attack_rule: str = DEFAULT_ATTACK_RULE, name: str = "combined_arms") -> None:
         self.plan = check_arms_plan(plan)
+        self.attack_rule = check_choice("attack_rule", attack_rule, ATTACK_RULES)
+        self.name = name
 
     def orders(self, battles: MultiBattalionBatch,
                units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        orders, formations = CombinedArmsDoctrine(battles.config, plan=self.plan).orders(
-            battles.state, battles.geometry)
+        orders, formations = CombinedArmsDoctrine(battles.config, self.attack_rule,
+                                                  self.plan).orders(battles.state,
+                                                                    battles.geometry)
         # The doctrine's orders are on the map; the batch takes each side's own frame.
         orders[..., 1] *= ROTATE_SIGN[battles.team]
         return orders[:, units], formations[:, units]
