@@ -17,6 +17,7 @@ from envs.battlefield import Battlefield
 from envs.battles.battalion_batch import INFO_STEP_KEYS, BattalionBatch, RedPolicy, check_red_policy
 from envs.battles.observation import OBS_DIM, OBS_HIGH, OBS_LOW, OBSERVATION_FEATURES
 from envs.reward import RewardWeights
+from envs.sim.config import BattleConfig
 from envs.sim.constants import (
     ACTION_DIM,
     ACTION_HIGH,
@@ -62,7 +63,41 @@ def make_spaces() -> tuple[spaces.Box, spaces.Box]:
     return spaces.Box(OBS_LOW, OBS_HIGH, dtype=np.float32), make_action_space()
 
 
-class BattalionEnv(gym.Env):
+class SingleBattle:
+    """What the one-battle envs share: each is a batch of one battle (``_battle``, a
+    :class:`~envs.battles.battalion_batch.BattalionBatch` or a
+    :class:`~envs.battles.multi_battalion_batch.MultiBattalionBatch`), drawn with its
+    ``config``."""
+
+    _battle: Any
+    config: BattleConfig
+    render_mode: str | None
+
+    def render(self) -> np.ndarray | None:
+        """A picture of the battlefield (``render_mode="rgb_array"``), else None."""
+        if self.render_mode != "rgb_array":
+            return None
+        if self._battle.geometry is None:
+            raise RuntimeError("render() called before reset(): call reset() first")
+        from envs.rendering.draw import draw_battle
+
+        return draw_battle(self._battle.state, 0, self.config, events=self._battle.last_events)
+
+    def close(self) -> None:
+        pass
+
+    @property
+    def battle_state(self):
+        """The simulator state of this battle (a batch of one)."""
+        return self._battle.state
+
+    @property
+    def last_events(self):
+        """What happened in the last step (fire, damage), or None right after a reset."""
+        return self._battle.last_events
+
+
+class BattalionEnv(SingleBattle, gym.Env):
     """A 1v1 battle: the agent commands Blue; Red is scripted or driven by a policy.
 
     Args:
@@ -169,19 +204,6 @@ class BattalionEnv(gym.Env):
         return (result.observation[0].copy(), info["reward/total"],
                 bool(result.terminated[0]), bool(result.truncated[0]), info)
 
-    def render(self) -> np.ndarray | None:
-        """A picture of the battlefield (``render_mode="rgb_array"``), else None."""
-        if self.render_mode != "rgb_array":
-            return None
-        if self._battle.geometry is None:
-            raise RuntimeError("render() called before reset(): call reset() first")
-        from envs.rendering.draw import draw_battle
-
-        return draw_battle(self._battle.state, 0, self.config, events=self._battle.last_events)
-
-    def close(self) -> None:
-        pass
-
     # --- Red --------------------------------------------------------------------
 
     def set_red_policy(self, policy: RedPolicy | None) -> None:
@@ -210,16 +232,6 @@ class BattalionEnv(gym.Env):
         if self._battle.geometry is None:
             raise RuntimeError("no battle yet: call reset() first")
         return self._battle.red_observation()[0].copy()
-
-    @property
-    def battle_state(self):
-        """The simulator state of this battle (a batch of one)."""
-        return self._battle.state
-
-    @property
-    def last_events(self):
-        """What happened in the last step (fire, damage), or None right after a reset."""
-        return self._battle.last_events
 
 
 if "wargames/Battalion-v0" not in gym.registry:

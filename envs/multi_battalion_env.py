@@ -16,7 +16,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from envs.battalion_env import make_action_space
+from envs.battalion_env import SingleBattle, make_action_space
 from envs.battlefield import Battlefield
 from envs.battles.multi_battalion_batch import BLUE, RED, MultiBattalionBatch
 from envs.battles.multi_observation import (
@@ -127,7 +127,7 @@ class TeamAgents:
                              f"{self.possible_agents}")
 
 
-class MultiBattalionEnv(TeamAgents, ParallelEnv):
+class MultiBattalionEnv(SingleBattle, TeamAgents, ParallelEnv):
     """An N-vs-M battle of battalions; every battalion is an agent.
 
     Args:
@@ -296,18 +296,6 @@ class MultiBattalionEnv(TeamAgents, ParallelEnv):
         ``ARMS_STATE_DIM`` with an order of battle)."""
         return self._battle.global_state[BLUE, 0].copy()
 
-    def render(self) -> np.ndarray | None:
-        """A picture of the battlefield (``render_mode="rgb_array"``), else None."""
-        if self.render_mode != "rgb_array":
-            return None
-        self._battle._require_reset()
-        from envs.rendering.draw import draw_battle
-
-        return draw_battle(self._battle.state, 0, self.config, events=self._battle.last_events)
-
-    def close(self) -> None:
-        pass
-
     # --- beyond PettingZoo ----------------------------------------------------------
 
     def critic_state(self, agent: str) -> np.ndarray:
@@ -369,13 +357,3 @@ class MultiBattalionEnv(TeamAgents, ParallelEnv):
                              support_radius=support_radius)
         return {name: 0.0 if np.isnan(value[0]) else float(value[0])
                 for name, value in values.items()}
-
-    @property
-    def battle_state(self):
-        """The simulator state of this battle (a batch of one)."""
-        return self._battle.state
-
-    @property
-    def last_events(self):
-        """What happened in the last step (fire, damage), or None right after a reset."""
-        return self._battle.last_events

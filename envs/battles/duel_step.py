@@ -26,22 +26,11 @@ from envs.sim.kernels import (
     P_DY,
     P_FACING_COS,
     P_FACING_SIN,
-    U_COS,
-    U_COVER,
-    U_DEALT,
-    U_ELEVATION,
-    U_MORALE,
-    U_READINESS,
-    U_SIN,
-    U_STRENGTH,
-    U_TAKEN,
-    U_VOLLEY,
-    U_X,
-    U_Y,
     chunk_count,
     sense_battles,
     step_battles,
     step_scratch,
+    unit_rows,
 )
 from envs.sim.scripted import scripted_orders
 
@@ -71,10 +60,8 @@ def duel_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
     step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0, destroyed0,
                  step, key, team, patches, cover_map, orders, ground0, cover0, known, k, samples,
                  low, high, units, flags, pairs, los, target, scratch, arms)
-    x, y, cos_h, sin_h = units[U_X], units[U_Y], units[U_COS], units[U_SIN]
-    strength, morale, readiness = units[U_STRENGTH], units[U_MORALE], units[U_READINESS]
-    elevation, cover = units[U_ELEVATION], units[U_COVER]
-    dealt, taken, volley = units[U_DEALT], units[U_TAKEN], units[U_VOLLEY]
+    (x, y, _, strength, morale, readiness, cos_h, sin_h, elevation, cover, volley, dealt,
+     taken) = unit_rows(units)
     dx, dy, dist = pairs[P_DX], pairs[P_DY], pairs[P_DIST]
     facing_cos, facing_sin = pairs[P_FACING_COS], pairs[P_FACING_SIN]
     routed, destroyed = flags[F_ROUTED], flags[F_DESTROYED]

@@ -76,25 +76,27 @@ def sector_shares(x: np.ndarray, strength: np.ndarray, mine: np.ndarray, n_secto
     return np.where(total > 0, own / np.where(total > 0, total, 1), 0.5).astype(F32)
 
 
-def threats(x: np.ndarray, y: np.ndarray, strength: np.ndarray, morale: np.ndarray,
-            active: np.ndarray, members: np.ndarray, enemies: np.ndarray,
-            diagonal: float) -> np.ndarray:
-    """(B, len(members), 5) each member's nearest enemy in the fight: distance over
-    ``diagonal``, bearing cosine and sine on the map, its strength and morale;
-    :data:`NO_THREAT` for a member out of the fight or with no enemy in it."""
-    dx = x[:, None, enemies] - x[:, members, None]
-    dy = y[:, None, enemies] - y[:, members, None]
-    dist = np.where(active[:, None, enemies], np.hypot(dx, dy), np.inf)
+def threats(x: np.ndarray, y: np.ndarray, in_fight: np.ndarray, enemy_x: np.ndarray,
+            enemy_y: np.ndarray, enemy_strength: np.ndarray, enemy_morale: np.ndarray,
+            enemy_in_fight: np.ndarray, diagonal: float) -> np.ndarray:
+    """(B, n, 5) the nearest enemy in the fight of each of ``n`` pieces (battalions, or
+    brigades by their centres): distance over ``diagonal``, bearing cosine and sine on the
+    map, its strength and morale; :data:`NO_THREAT` for a piece out of the fight or with
+    no enemy in it. ``x``, ``y``, ``in_fight`` are the pieces' (B, n), the ``enemy_*``
+    arrays the ``m`` enemies' (B, m)."""
+    dx = enemy_x[:, None, :] - x[:, :, None]
+    dy = enemy_y[:, None, :] - y[:, :, None]
+    dist = np.where(enemy_in_fight[:, None, :], np.hypot(dx, dy), np.inf)
     j = dist.argmin(axis=2)[..., None]
     d = np.take_along_axis(dist, j, axis=2)[..., 0]
-    seen = np.isfinite(d) & active[:, members]
+    seen = np.isfinite(d) & in_fight
     safe = np.where(seen & (d > 0), d, 1.0)
     out = np.empty(d.shape + (THREAT_FEATURES,), F32)
     out[..., 0] = np.minimum(d / diagonal, 1.0)
     out[..., 1] = np.where(d > 0, np.take_along_axis(dx, j, axis=2)[..., 0] / safe, 1.0)
     out[..., 2] = np.where(d > 0, np.take_along_axis(dy, j, axis=2)[..., 0] / safe, 0.0)
-    out[..., 3] = strength[:, enemies][np.arange(len(x))[:, None], j[..., 0]]
-    out[..., 4] = morale[:, enemies][np.arange(len(x))[:, None], j[..., 0]]
+    out[..., 3] = np.take_along_axis(enemy_strength, j[..., 0], axis=1)
+    out[..., 4] = np.take_along_axis(enemy_morale, j[..., 0], axis=1)
     out[~seen] = NO_THREAT
     return out
 
@@ -125,8 +127,10 @@ def brigade_observations(battles: MultiBattalionBatch, side: int,
     sectors = sector_shares(x, standing, team == side, N_SECTORS, config.map_width)
     units = np.stack([standing[:, members], state.morale[:, members] * state.active[:, members]],
                      axis=2)
-    blocks = threats(x, state.y, state.strength, state.morale, state.active, members,
-                     enemies, float(np.hypot(config.map_width, config.map_height)))
+    blocks = threats(x[:, members], state.y[:, members], state.active[:, members],
+                     x[:, enemies], state.y[:, enemies], state.strength[:, enemies],
+                     state.morale[:, enemies], state.active[:, enemies],
+                     float(np.hypot(config.map_width, config.map_height)))
     fraction = (state.step / config.max_steps).astype(F32)[:, None]
     n = len(state.x)
     return np.concatenate([sectors, units.reshape(n, -1), blocks.reshape(n, -1), fraction],
@@ -274,7 +278,39 @@ class _Tally:
         self.steps_active += running & live[:, None]
 
 
-class BrigadeBatch:
+class EchelonBatch:
+    """Battalion battles played a commander's step at a time: what an echelon env steps
+    (:mod:`envs.echelons.echelon_env`). A subclass sets :attr:`battles`, ``n_battles`` and
+    ``obs_dim``, and gives ``observe``, ``check_action``, ``step`` and ``infos``."""
+
+    battles: MultiBattalionBatch
+    """The battalion battles under the command."""
+    n_battles: int
+    obs_dim: int
+
+    def reset(self, battles: np.ndarray, seeds: list[int | None],
+              fresh_seeds: np.ndarray) -> None:
+        """Start new episodes in ``battles`` (see :meth:`MultiBattalionBatch.reset`)."""
+        self.battles.reset(battles, seeds, fresh_seeds)
+
+    def next_episode(self, battles: np.ndarray) -> None:
+        """Start the next episode of each of ``battles``."""
+        self.battles.next_episode(battles)
+
+    def _check_choices(self, action: Any, n_commanded: int, n_choices: int,
+                       what: str) -> np.ndarray:
+        """``action`` as (B, n_commanded) indices in [0, n_choices) of ``what`` (a drill, a
+        command), or a ``ValueError`` saying so."""
+        chosen = np.asarray(action)
+        if chosen.shape != (self.n_battles, n_commanded) \
+                or not np.issubdtype(chosen.dtype, np.integer) \
+                or chosen.min() < 0 or chosen.max() >= n_choices:
+            raise ValueError(f"action={short_repr(action)} is invalid: expected {n_commanded} "
+                             f"{what} indices in [0, {n_choices}) per battle")
+        return chosen.astype(np.intp)
+
+
+class BrigadeBatch(EchelonBatch):
     """``n_battles`` brigade battles of ``n_blue`` against ``n_red``, played a macro step
     at a time (module docstring).
 
@@ -346,15 +382,6 @@ class BrigadeBatch:
 
     # --- episodes -----------------------------------------------------------------
 
-    def reset(self, battles: np.ndarray, seeds: list[int | None],
-              fresh_seeds: np.ndarray) -> None:
-        """Start new episodes in ``battles`` (see :meth:`MultiBattalionBatch.reset`)."""
-        self.battles.reset(battles, seeds, fresh_seeds)
-
-    def next_episode(self, battles: np.ndarray) -> None:
-        """Start the next episode of each of ``battles``."""
-        self.battles.next_episode(battles)
-
     def observe(self) -> np.ndarray:
         """(B, obs_dim) Blue's brigade observations."""
         return brigade_observations(self.battles, BLUE)
@@ -367,13 +394,7 @@ class BrigadeBatch:
         Raises:
             ValueError: for a shape other than (B, n_blue), or an index out of range.
         """
-        chosen = np.asarray(action)
-        if chosen.shape != (self.n_battles, self.n_blue) \
-                or not np.issubdtype(chosen.dtype, np.integer) \
-                or chosen.min() < 0 or chosen.max() >= len(self.options):
-            raise ValueError(f"action={short_repr(action)} is invalid: expected {self.n_blue} "
-                             f"drill indices in [0, {len(self.options)}) per battle")
-        return chosen.astype(np.intp)
+        return self._check_choices(action, self.n_blue, len(self.options), "drill")
 
     def drill_orders(self, given: np.ndarray, running: np.ndarray,
                      observation: np.ndarray) -> np.ndarray:
@@ -606,6 +627,7 @@ class BrigadeBatch:
         return out
 
 
-__all__ = ["BrigadeBatch", "FALLBACK_OPTION", "HOLD", "MacroStep", "N_SECTORS", "NO_THREAT",
-           "RedCommanders", "THREAT_NAMES", "brigade_obs_dim", "brigade_observation_features",
-           "brigade_observations", "own_frame_x", "sector_shares", "threats"]
+__all__ = ["BrigadeBatch", "EchelonBatch", "FALLBACK_OPTION", "HOLD", "MacroStep", "N_SECTORS",
+           "NO_THREAT", "RedCommanders", "THREAT_NAMES", "brigade_obs_dim",
+           "brigade_observation_features", "brigade_observations", "own_frame_x",
+           "sector_shares", "threats"]

@@ -23,17 +23,17 @@ import torch
 
 from envs.battles.multi_battalion_batch import BLUE, RED
 from envs.echelons.brigade_batch import (
-    NO_THREAT,
     THREAT_NAMES,
     BrigadeBatch,
+    EchelonBatch,
     MacroStep,
     RedCommanders,
     brigade_observations,
     own_frame_x,
     sector_shares,
+    threats,
 )
 from envs.options import MacroAction
-from envs.sim.validation import short_repr
 
 F32 = np.float32
 N_THEATRE_SECTORS = 5
@@ -111,19 +111,8 @@ def division_observations(battles: Any, own: np.ndarray, enemy: np.ndarray,
     bx, by, bs, bm, b_any, b_here = centres(own)
     rx, ry, rs, rm, r_any, _ = centres(enemy)
     summary = np.stack([bs, bm, b_here.mean(axis=2)], axis=2)
-    dx, dy = rx[:, None, :] - bx[:, :, None], ry[:, None, :] - by[:, :, None]
-    dist = np.where(r_any[:, None, :], np.hypot(dx, dy), np.inf)
-    k = dist.argmin(axis=2)[..., None]
-    d = np.take_along_axis(dist, k, axis=2)[..., 0]
-    seen = np.isfinite(d) & b_any
-    safe = np.where(seen & (d > 0), d, 1.0)
-    threat = np.empty(d.shape + (5,), F32)
-    threat[..., 0] = np.minimum(d / float(np.hypot(config.map_width, config.map_height)), 1)
-    threat[..., 1] = np.where(d > 0, np.take_along_axis(dx, k, axis=2)[..., 0] / safe, 1.0)
-    threat[..., 2] = np.where(d > 0, np.take_along_axis(dy, k, axis=2)[..., 0] / safe, 0.0)
-    threat[..., 3] = np.take_along_axis(rs, k[..., 0], axis=1)
-    threat[..., 4] = np.take_along_axis(rm, k[..., 0], axis=1)
-    threat[~seen] = NO_THREAT
+    threat = threats(bx, by, b_any, rx, ry, rs, rm, r_any,
+                     float(np.hypot(config.map_width, config.map_height)))
     summary[~b_any] = 0.0
     n = len(x)
     fraction = (state.step / config.max_steps).astype(F32)[:, None]
@@ -140,7 +129,7 @@ def drill_logits(model: Any, observation: np.ndarray) -> np.ndarray:
     return torch.stack([d.logits for d in distribution.distribution], dim=1).cpu().numpy()
 
 
-class DivisionBatch:
+class DivisionBatch(EchelonBatch):
     """``n_battles`` division battles (module docstring).
 
     Args:
@@ -172,6 +161,7 @@ class DivisionBatch:
                                  f"brigade commander of {n_blue_per_brigade} battalions "
                                  f"(MultiDiscrete [{len(MacroAction)}] * {n_blue_per_brigade})")
         self.brigades = brigades
+        self.battles = brigades.battles
         self.n_battles = brigades.n_battles
         self.n_brigades, self.n_per = n_brigades, n_blue_per_brigade
         self.blue_groups = brigades.blue.reshape(n_brigades, n_blue_per_brigade)
@@ -194,16 +184,9 @@ class DivisionBatch:
 
     # --- episodes -----------------------------------------------------------------
 
-    def reset(self, battles: np.ndarray, seeds: list[int | None],
-              fresh_seeds: np.ndarray) -> None:
-        self.brigades.reset(battles, seeds, fresh_seeds)
-
-    def next_episode(self, battles: np.ndarray) -> None:
-        self.brigades.next_episode(battles)
-
     def observe(self) -> np.ndarray:
         """(B, obs_dim) Blue's division observations."""
-        return division_observations(self.brigades.battles, self.blue_groups, self.red_groups)
+        return division_observations(self.battles, self.blue_groups, self.red_groups)
 
     # --- orders -------------------------------------------------------------------------
 
@@ -213,13 +196,7 @@ class DivisionBatch:
         Raises:
             ValueError: for a shape other than (B, n_brigades), or an index out of range.
         """
-        commands = np.asarray(action)
-        if commands.shape != (self.n_battles, self.n_brigades) \
-                or not np.issubdtype(commands.dtype, np.integer) \
-                or commands.min() < 0 or commands.max() >= len(DIVISION_COMMANDS):
-            raise ValueError(f"action={short_repr(action)} is invalid: expected {self.n_brigades} "
-                             f"command indices in [0, {len(DIVISION_COMMANDS)}) per battle")
-        return commands.astype(np.intp)
+        return self._check_choices(action, self.n_brigades, len(DIVISION_COMMANDS), "command")
 
     def drills(self, commands: np.ndarray, side: int = BLUE) -> np.ndarray:
         """(B, n battalions) the drills of ``side``'s battalions under (B, brigades)
@@ -230,7 +207,7 @@ class DivisionBatch:
         if self.blue_brigade_policy is None:
             drill = np.array(list(DIVISION_COMMANDS.values()))[commands]
             return np.repeat(drill, groups.shape[1], axis=1)
-        battles = self.brigades.battles
+        battles = self.battles
         views = np.stack([brigade_observations(battles, side, members) for members in groups],
                          axis=1)  # (B, brigades, D)
         logits = drill_logits(self.blue_brigade_policy, views.reshape(-1, views.shape[-1]))
@@ -242,7 +219,7 @@ class DivisionBatch:
         """(B, division_obs_dim) ``side``'s division observations, in its own frame."""
         own, enemy = ((self.blue_groups, self.red_groups) if side == BLUE
                       else (self.red_groups, self.blue_groups))
-        return division_observations(self.brigades.battles, own, enemy, side)
+        return division_observations(self.battles, own, enemy, side)
 
     def red_drills(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Red's battalions' drills for this step, (B, n_red), and (B,) the battles they
@@ -256,7 +233,7 @@ class DivisionBatch:
         drills = np.zeros((self.n_battles, brigades.n_red), np.intp)
         drilled = np.zeros(self.n_battles, bool)
         if self.brigade_policy is not None:
-            views = brigade_observations(brigades.battles, RED)  # every battle at once
+            views = brigade_observations(self.battles, RED)  # every battle at once
             chosen = np.asarray(self.brigade_policy.predict(views, deterministic=False)[0])
             drills[:] = chosen.reshape(self.n_battles, -1)[:, :brigades.n_red]
             drilled[:] = True

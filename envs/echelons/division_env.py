@@ -142,7 +142,7 @@ class DivisionEnv(EchelonEnv):
         self._set_spaces(len(DIVISION_COMMANDS), self.n_brigades)
 
     def _state(self):
-        return self.brigades.battles.state
+        return self.batch.battles.state
 
 
 __all__ = ["COMMAND_DRILLS", "DIVISION_COMMANDS", "DivisionEnv", "N_THEATRE_SECTORS",

@@ -329,6 +329,15 @@ PAIR_FLOATS = 5
 ``los`` (U, U, B) bool and ``target`` (U, B) int32 complete the outputs."""
 
 
+@kernel(inline="always")
+def unit_rows(units):
+    """The rows of ``units`` in ``U_*`` order: x, y, theta, strength, morale, readiness,
+    heading cosine and sine, elevation, cover, volley, damage dealt, damage taken."""
+    return (units[U_X], units[U_Y], units[U_THETA], units[U_STRENGTH], units[U_MORALE],
+            units[U_READINESS], units[U_COS], units[U_SIN], units[U_ELEVATION],
+            units[U_COVER], units[U_VOLLEY], units[U_DEALT], units[U_TAKEN])
+
+
 SCRATCH_FLOATS = 14
 (S_MOVE, S_ROTATE, S_FIRE, S_LIVE, S_FIREPOWER, S_NEAR, S_INCOMING, S_SHARE, S_SHAKEN, S_ARC,
  S_EXPOSURE, S_GUARD, S_STEADY, S_MELEE) = range(SCRATCH_FLOATS)
@@ -740,11 +749,8 @@ def step_battles(lo, hi, x0, y0, theta0, strength0, morale0, readiness0, routed0
     limit and the loop stays scalar."""
     assert lo >= 0  # battle indices lo + c load contiguously (see envs.sim.jit)
     arm, quality, formation0, drill0, drill_orders, going_map, table, modes = arms
-    x, y, theta = units[U_X], units[U_Y], units[U_THETA]
-    strength, morale, readiness = units[U_STRENGTH], units[U_MORALE], units[U_READINESS]
-    cos_h, sin_h = units[U_COS], units[U_SIN]
-    elevation, cover = units[U_ELEVATION], units[U_COVER]
-    volley, dealt, taken = units[U_VOLLEY], units[U_DEALT], units[U_TAKEN]
+    (x, y, theta, strength, morale, readiness, cos_h, sin_h, elevation, cover, volley, dealt,
+     taken) = unit_rows(units)
     routed, destroyed = flags[F_ROUTED], flags[F_DESTROYED]
     formation, drill = modes[0], modes[1]
     dx, dy, dist = pairs[P_DX], pairs[P_DY], pairs[P_DIST]
