@@ -313,6 +313,7 @@ RED_KINDS = {
     "scripted": lambda tmp: ("L3", "scripted_team_l3"),
     "doctrine": lambda tmp: ("doctrine", "doctrine_team"),
     "combined_arms": lambda tmp: ("combined_arms", "combined_arms"),
+    "planner": lambda tmp: ("planner", "planner"),
     "sb3": lambda tmp: (str(sb3_checkpoint(tmp / "duel.zip")),) * 2,
     "mappo": lambda tmp: (str(mappo_file(tmp / "mappo.pt")),) * 2,
     "wfm1": lambda tmp: (str(wfm1_file(tmp / "wfm1.pt")),) * 2,

@@ -110,6 +110,30 @@ def test_a_short_battle_played_by_clicks(browser, tmp_path):  # noqa: F811
     assert json.loads(elo.read_text())["ratings"]["tester"] == registry.get_rating("tester")
 
 
+def test_a_battle_against_the_planning_commander_runs_to_its_end(browser, tmp_path):  # noqa: F811
+    server, _ = build_server([
+        "--name", "tester", "--red", "planner", "--size", "2v2", "--seed", "3",
+        "--max-steps", "60", "--out", str(tmp_path / "plays"), "--no-browser"])
+    errors: list[str] = []
+    with server:
+        page = browser.new_page(viewport={"width": 1000, "height": 1000})
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(server.url)
+        wait_until(page, "document.body.dataset.ready === 'true'")
+        assert page.locator("#title").inner_text() == "tester (Blue) against planner (Red)"
+        start = page.evaluate("window.play.state()")["units"]
+        page.select_option("#speed", "50")
+        page.locator("#run").click()
+        wait_until(page, "window.play.state().result !== null", timeout_s=120.0)
+        state = page.evaluate("window.play.state()")
+        page.close()
+    assert errors == []
+    assert state["step"] == 60
+    # Red's battalions (after Blue's two) moved under the planner's orders.
+    red = zip(start[2:], state["units"][2:], strict=True)
+    assert max(math.hypot(b["x"] - a["x"], b["y"] - a["y"]) for a, b in red) > 1.0
+
+
 def test_an_answer_that_arrives_late_does_not_undo_an_order(browser, tmp_path):  # noqa: F811
     # Each request runs on a thread of its own, so a poll sent before an order can be
     # answered after it (seen in CI: the face was then taken from the unit, not its goal).

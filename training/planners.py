@@ -1,7 +1,8 @@
 """Planning commanders for the team stacks: the candidates each plans with, the prior it
 starts from, and the pool of enemies it weighs (:mod:`envs.planning`).
 
-A stack is a kind of battle and its hand-written commanders: ``team``, 2v2 infantry
+A stack is a kind of battle and its hand-written commanders: ``duel``, one battalion a
+side, whose prior is the disciplined doctrine the duel's PPO imitates; ``team``, 2v2 infantry
 in line on the default map, whose prior is the in-step doctrine the MAPPO team imitates;
 ``arms``, the ``combined_arms`` scenario's field (two battalions, a cavalry regiment and
 a battery a side), whose prior is the searched plan of the combined-arms doctrine.
@@ -109,7 +110,19 @@ ARMS = PlannerStack(
     doctrine=lambda d: CombinedArmsRed(name="combined_arms"),
     search=Search(every=25, futures=4, horizon=500))
 
-STACKS = {stack.name: stack for stack in (TEAM, ARMS)}
+DUEL = PlannerStack(
+    name="duel", n_blue=1, n_red=1, env_kwargs={}, order_of_battle=None,
+    prior=lambda d: _team_doctrine(DisciplinedCommander, "doctrine", d),
+    candidates=lambda d: [
+        _team_doctrine(DisciplinedCommander, "doctrine_75", d, hold_range=75.0),
+        _team_doctrine(DisciplinedCommander, "doctrine_90", d, hold_range=90.0),
+        _team_doctrine(DisciplinedCommander, "doctrine_fall_back", d, fall_back_uphill=True),
+        _team_doctrine(DisciplinedCommander, "doctrine_spent_30", d, spent_hold_range=30.0)],
+    pool=lambda d: [*_scripted_pool(), _team_doctrine(DisciplinedCommander, "doctrine", d)],
+    doctrine=lambda d: _team_doctrine(DisciplinedCommander, "doctrine", d),
+    search=Search(every=25, futures=4, horizon=500))
+
+STACKS = {stack.name: stack for stack in (DUEL, TEAM, ARMS)}
 """The stacks a planner is built for, by name."""
 
 
@@ -145,5 +158,10 @@ def make_planner(stack: str, *, search: Search | None = None, seed: int = 0,
     return PlanningCommander(candidates, pool, search or spec.search, seed=seed, name=name)
 
 
-__all__ = ["ARMS", "ARMS_FIELD", "STACKS", "TEAM", "PlannerStack", "battalion_commander",
-           "make_planner"]
+PLAY_SEARCH = Search(every=25, futures=2, horizon=150)
+"""The search of a planner commanding Red in ``wargames-play``: one battle, under a second
+a decision on two cores."""
+
+
+__all__ = ["ARMS", "ARMS_FIELD", "DUEL", "PLAY_SEARCH", "STACKS", "TEAM", "PlannerStack",
+           "battalion_commander", "make_planner"]

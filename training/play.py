@@ -45,6 +45,7 @@ from models.wfm1 import ECHELON_BATTALION, ScenarioCard, WFM1Batch, WFM1Policy
 from training.commander_files import identify_checkpoint, load_commander_policy
 from training.elo import TeamEloRegistry
 from training.mappo.battles import PolicyCommander
+from training.planners import PLAY_SEARCH, make_planner
 from training.wfm1.battles import put_token_orders
 from training.wfm1.scenarios import CARD_MAP_SCALE, TERRAINS
 from training.wfm1.scenarios import MAX_SIDE as WFM1_MAX_SIDE
@@ -55,7 +56,7 @@ DEFAULT_ELO_FILE = "checkpoints/elo_registry.json"
 DEFAULT_OUT = "plays"
 _LEVEL = re.compile(r"(?:l|scripted_l)([1-9][0-9]*)", re.IGNORECASE)
 _SIZE = re.compile(r"([0-9]+)v([0-9]+)")
-RED_CHOICES = ("L1..L5", "scripted_l1..scripted_l5", "doctrine", "combined_arms",
+RED_CHOICES = ("L1..L5", "scripted_l1..scripted_l5", "doctrine", "combined_arms", "planner",
                "an SB3 .zip", "a MAPPO or WFM-1 .pt", "league:POOL.json:AGENT_ID")
 RED_FILE_KINDS = ("ppo", "mappo", "wfm1")
 """The kinds of commander file (:data:`models.export.KINDS`) that can command Red."""
@@ -196,6 +197,12 @@ def resolve_red(spec: str, field: PlayField, *, site: str | None = None
             "doctrine_team"
     if spec == "combined_arms":
         red = CombinedArmsRed()
+        return red, red.name
+    if spec == "planner":
+        # Several arms: the combined-arms doctrine's plans are its candidates.
+        arms = field.order_of_battle is not None and len(set(field.order_of_battle.arm)) > 1
+        red = make_planner("arms" if arms else "team", search=PLAY_SEARCH,
+                           diagonal=field.config.diagonal, seed=0)
         return red, red.name
     if spec.startswith("league:"):
         manifest, _, agent = spec[len("league:"):].rpartition(":")
