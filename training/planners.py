@@ -2,7 +2,8 @@
 starts from, and the pool of enemies it weighs (:mod:`envs.planning`).
 
 A stack is a kind of battle and its hand-written commanders: ``duel``, one battalion a
-side, whose prior is the disciplined doctrine the duel's PPO imitates; ``team``, 2v2 infantry
+side, whose prior is the doctrine the duel's PPO imitates (halting at 70 m, at 60 m from an
+enemy that has spent its volley, falling back from a hidden enemy uphill); ``team``, 2v2 infantry
 in line on the default map, whose prior is the in-step doctrine the MAPPO team imitates;
 ``arms``, the ``combined_arms`` scenario's field (two battalions, a cavalry regiment and
 a battery a side), whose prior is the searched plan of the combined-arms doctrine.
@@ -108,16 +109,20 @@ ARMS = PlannerStack(
     pool=lambda d: [*_scripted_pool(), CombinedArmsRed(name="combined_arms"),
                     CombinedArmsRed(SEARCHED_PLAN, name="searched_plan")],
     doctrine=lambda d: CombinedArmsRed(name="combined_arms"),
-    search=Search(every=25, futures=4, horizon=500))
+    search=Search(every=50, futures=2, horizon=200))
 
 DUEL = PlannerStack(
     name="duel", n_blue=1, n_red=1, env_kwargs={}, order_of_battle=None,
-    prior=lambda d: _team_doctrine(DisciplinedCommander, "doctrine", d),
+    prior=lambda d: _team_doctrine(DisciplinedCommander, "duel_teacher", d, hold_range=70.0,
+                                   spent_hold_range=60.0, fall_back_uphill=True),
     candidates=lambda d: [
-        _team_doctrine(DisciplinedCommander, "doctrine_75", d, hold_range=75.0),
-        _team_doctrine(DisciplinedCommander, "doctrine_90", d, hold_range=90.0),
-        _team_doctrine(DisciplinedCommander, "doctrine_fall_back", d, fall_back_uphill=True),
-        _team_doctrine(DisciplinedCommander, "doctrine_spent_30", d, spent_hold_range=30.0)],
+        _team_doctrine(DisciplinedCommander, "doctrine", d),
+        _team_doctrine(DisciplinedCommander, "doctrine_90", d, hold_range=90.0,
+                       fall_back_uphill=True),
+        _team_doctrine(DisciplinedCommander, "doctrine_50", d, hold_range=50.0,
+                       fall_back_uphill=True),
+        _team_doctrine(DisciplinedCommander, "doctrine_spent_30", d, hold_range=70.0,
+                       spent_hold_range=30.0, fall_back_uphill=True)],
     pool=lambda d: [*_scripted_pool(), _team_doctrine(DisciplinedCommander, "doctrine", d)],
     doctrine=lambda d: _team_doctrine(DisciplinedCommander, "doctrine", d),
     search=Search(every=25, futures=4, horizon=500))
