@@ -83,6 +83,24 @@ def _scripted_pool() -> list[RedCommander]:
     return [ScriptedRed(level) for level in SCRIPTED_LEVELS]
 
 
+POOL_HOLD_RANGES = (50.0, 60.0, 75.0, 90.0, 110.0)
+"""The halts, metres, of the doctrines in a team stack's pool of enemies."""
+
+
+def _doctrine_pool(d: float, doctrine_name: str) -> list[RedCommander]:
+    """The disciplined doctrine and the doctrine marching in step at every halt of
+    :data:`POOL_HOLD_RANGES` (the one at 60 m named ``doctrine_name``, the in-step one
+    at 75 m ``in_step``: the stack's doctrine team and prior)."""
+    def label(kind: str, hold: float) -> str:
+        if kind == "doctrine" and hold == 60.0:
+            return doctrine_name
+        return "in_step" if kind == "in_step" and hold == 75.0 else f"{kind}_{hold:.0f}"
+
+    return [_team_doctrine(kind, label(name, hold), d, hold_range=hold)
+            for name, kind in (("doctrine", DisciplinedCommander), ("in_step", InStepCommander))
+            for hold in POOL_HOLD_RANGES]
+
+
 TEAM = PlannerStack(
     name="team", n_blue=2, n_red=2, env_kwargs={}, order_of_battle=None,
     prior=lambda d: _team_doctrine(InStepCommander, "in_step", d, hold_range=75.0),
@@ -95,10 +113,9 @@ TEAM = PlannerStack(
         _team_doctrine(InStepCommander, "in_step_fall_back", d, hold_range=75.0,
                        fall_back_uphill=True),
         _team_doctrine(DisciplinedCommander, "doctrine_team", d)],
-    pool=lambda d: [*_scripted_pool(), _team_doctrine(DisciplinedCommander, "doctrine_team", d),
-                    _team_doctrine(InStepCommander, "in_step", d, hold_range=75.0)],
+    pool=lambda d: [*_scripted_pool(), *_doctrine_pool(d, "doctrine_team")],
     doctrine=lambda d: _team_doctrine(DisciplinedCommander, "doctrine_team", d),
-    search=Search(every=25, futures=4, horizon=500))
+    search=Search(every=25, futures=4, horizon=500, margin=10.0))
 
 ARMS = PlannerStack(
     name="arms", n_blue=4, n_red=4, env_kwargs=ARMS_FIELD, order_of_battle="combined_arms",
@@ -123,9 +140,13 @@ DUEL = PlannerStack(
                        fall_back_uphill=True),
         _team_doctrine(DisciplinedCommander, "doctrine_spent_30", d, hold_range=70.0,
                        spent_hold_range=30.0, fall_back_uphill=True)],
-    pool=lambda d: [*_scripted_pool(), _team_doctrine(DisciplinedCommander, "doctrine", d)],
+    pool=lambda d: [*_scripted_pool(), *(
+        _team_doctrine(DisciplinedCommander, "doctrine" if (hold, back) == (60.0, False)
+                       else f"doctrine_{hold:.0f}{'_fall_back' if back else ''}", d,
+                       hold_range=hold, fall_back_uphill=back)
+        for hold in POOL_HOLD_RANGES for back in (False, True))],
     doctrine=lambda d: _team_doctrine(DisciplinedCommander, "doctrine", d),
-    search=Search(every=25, futures=4, horizon=500))
+    search=Search(every=25, futures=4, horizon=500, margin=10.0))
 
 STACKS = {stack.name: stack for stack in (DUEL, TEAM, ARMS)}
 """The stacks a planner is built for, by name."""

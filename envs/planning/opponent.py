@@ -71,6 +71,12 @@ class EnemyBelief:
         return np.minimum((u > cumulative[:, None, :]).sum(axis=2),
                           len(self.pool) - 1).reshape(-1)
 
+    def likeliest(self, rows: np.ndarray, k: int) -> np.ndarray:
+        """(len(rows), k) the k likeliest pool indices of each battle ``rows``, likeliest
+        first (the pool's order among equals; repeated when the pool is smaller)."""
+        order = np.argsort(-self.posterior()[rows], axis=1, kind="stable")
+        return order[:, np.arange(k) % len(self.pool)]
+
     def observe(self, battles: MultiBattalionBatch, belief: BattleState, side: int) -> None:
         """Score the pool on what the last step showed.
 

@@ -25,7 +25,7 @@ from envs.play.commanders import RedCommander
 from envs.reward import RewardWeights
 from envs.sim import engine
 from envs.sim.constants import ACTION_DIM, KEEP_FORMATION, SEED_BOUND
-from envs.sim.validation import check_int, short_repr
+from envs.sim.validation import check_int, check_non_negative, short_repr
 
 
 @dataclass(frozen=True)
@@ -36,18 +36,27 @@ class Search:
         every: steps between two searches of a battle (K).
         futures: belief states, each with its own dice, every candidate is played in (M).
         horizon: steps each candidate is played ahead (H), or until the battle ends.
+        margin: how much more reward a candidate must promise than the prior (the first
+            candidate) to be followed instead (>= 0).
+        robust: 0, futures draw their enemy from the posterior and a candidate is judged
+            by its mean; k >= 1, the futures are shared among the k likeliest enemies and
+            a candidate is judged by its mean against the enemy it does worst against.
 
     Raises:
-        ValueError: naming the field, for a count below 1.
+        ValueError: naming the field, for a count below 1 or a negative margin.
     """
 
     every: int = 25
     futures: int = 4
     horizon: int = 100
+    margin: float = 0.0
+    robust: int = 0
 
     def __post_init__(self) -> None:
         for name in ("every", "futures", "horizon"):
             check_int(name, getattr(self, name), minimum=1)
+        check_int("robust", self.robust, minimum=0, maximum=self.futures)
+        check_non_negative("margin", self.margin)
 
 
 @dataclass
@@ -177,8 +186,18 @@ class PlanningCommander:
 
     def choose(self, battles: MultiBattalionBatch, side: int, rows: np.ndarray) -> np.ndarray:
         """(len(rows),) the best candidate of each battle ``rows``: the highest mean score
-        over the futures (:meth:`scores`; the first of equals)."""
-        return np.argmax(self.scores(battles, side, rows).mean(axis=2), axis=0)
+        over the futures (:meth:`scores`; the first of equals), unless it beats the first
+        candidate, the prior, by less than ``search.margin``."""
+        scores = self.scores(battles, side, rows)
+        k = self.search.robust
+        if k:  # future m met the battle's (m mod k)-th likeliest enemy
+            groups = np.arange(scores.shape[2]) % k
+            mean = np.min([scores[..., groups == g].mean(axis=2) for g in range(k)], axis=0)
+        else:
+            mean = scores.mean(axis=2)
+        best = np.argmax(mean, axis=0)
+        columns = np.arange(len(rows))
+        return np.where(mean[best, columns] - mean[0] > self.search.margin, best, 0)
 
     def scores(self, battles: MultiBattalionBatch, side: int, rows: np.ndarray) -> np.ndarray:
         """(C, len(rows), M): the side's reward of each candidate in each future of each
@@ -190,7 +209,11 @@ class PlanningCommander:
         self.last_future_keys = belief.key.copy()
         own = np.nonzero(battles.team == side)[0]
         other = np.nonzero(battles.team != side)[0]
-        pool = self.enemy_belief.draw(rows, m, self.rng)
+        if self.search.robust:
+            likeliest = self.enemy_belief.likeliest(rows, self.search.robust)
+            pool = likeliest[:, np.arange(m) % self.search.robust].reshape(-1)
+        else:
+            pool = self.enemy_belief.draw(rows, m, self.rng)
         scores = np.zeros((len(self.candidates), n * m))
         steps = 0
         for c, candidate in enumerate(self.candidates):
