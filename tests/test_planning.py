@@ -151,3 +151,30 @@ def test_planner_checks_its_arguments(kwargs, message):
 def test_search_counts_are_at_least_one(name):
     with pytest.raises(ValueError, match=f"{name}=0"):
         Search(**{name: 0})
+
+
+def test_a_margin_no_candidate_can_promise_keeps_the_prior():
+    battles, _ = battles_with_hidden_enemies()
+    rows = np.arange(battles.n_battles)
+    free = PlanningCommander(candidates(), ScriptedRed(2), SEARCH, seed=5)
+    chosen = free.choose(battles, 0, rows)
+    held = PlanningCommander(candidates(), ScriptedRed(2),
+                             Search(every=5, futures=3, horizon=20, margin=1e6), seed=5)
+    assert np.all(held.choose(battles, 0, rows) == 0)
+    assert chosen.shape == rows.shape
+
+
+def test_a_robust_search_judges_a_candidate_by_its_worst_likeliest_enemy():
+    battles, _ = battles_with_hidden_enemies()
+    rows = np.arange(battles.n_battles)
+    pool = [ScriptedRed(1), ScriptedRed(5)]
+    planner = PlanningCommander(candidates(), pool,
+                                Search(every=5, futures=2, horizon=20, robust=2), seed=5)
+    scores = planner.scores(battles, 0, rows)  # future 0 meets one enemy, future 1 the other
+    worst = scores.min(axis=2)
+    planner.rng = np.random.default_rng(5)
+    expected = np.argmax(worst, axis=0)
+    expected = np.where(worst[expected, rows] - worst[0] > 0, expected, 0)
+    np.testing.assert_array_equal(planner.choose(battles, 0, rows), expected)
+    with pytest.raises(ValueError, match="robust=3"):
+        Search(futures=2, robust=3)

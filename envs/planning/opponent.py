@@ -71,6 +71,12 @@ class EnemyBelief:
         return np.minimum((u > cumulative[:, None, :]).sum(axis=2),
                           len(self.pool) - 1).reshape(-1)
 
+    def fit(self, n_battles: int) -> None:
+        """Start afresh (every commander alike) unless the batch has ``n_battles``."""
+        if self.log_likelihood.shape[0] != n_battles:
+            self.log_likelihood = np.zeros((n_battles, len(self.pool)))
+            self._before = None
+
     def likeliest(self, rows: np.ndarray, k: int) -> np.ndarray:
         """(len(rows), k) the k likeliest pool indices of each battle ``rows``, likeliest
         first (the pool's order among equals; repeated when the pool is smaller)."""
@@ -86,9 +92,7 @@ class EnemyBelief:
                 seen; :func:`envs.planning.belief.belief_states`).
             side: the believing side.
         """
-        if self.log_likelihood.shape[0] != battles.n_battles:
-            self.log_likelihood = np.zeros((battles.n_battles, len(self.pool)))
-            self._before = None
+        self.fit(battles.n_battles)
         self.log_likelihood[belief.step == 0] = 0.0
         if self._before is not None and len(self.pool) > 1:
             self._score(battles, belief, side)

@@ -204,6 +204,7 @@ class PlanningCommander:
         battle ``rows``, summed over ``horizon`` steps or until the battle ended."""
         start = time.perf_counter()
         n, m = len(rows), self.search.futures
+        self.enemy_belief.fit(battles.n_battles)
         belief = belief_states(battles, side, np.repeat(rows, m), self.rng)
         belief.key[:] = self.rng.integers(1, SEED_BOUND, size=n * m, dtype=np.uint64)
         self.last_future_keys = belief.key.copy()
