@@ -771,7 +771,7 @@ def render_markdown(summary: BenchmarkSummary) -> str:
         f"Battles run / in the database: {summary.passed} / {summary.total}. Runtime "
         f"{summary.total_elapsed_seconds / 60:.1f} min (every candidate rule on the "
         "training battles, then every effectiveness value on the training battles of the "
-        "fitted nations, the chosen ones on the held-out battles). The seeds' acceptance "
+        "fitted nations, the chosen ones on the held-out battles). The acceptance criterion "
         f"(winner match over all battles >= {_pct(WINNER_MATCH_TARGET)}): {verdict}.",
         "",
         "## The attack rule, chosen on the training split",
