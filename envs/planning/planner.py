@@ -278,6 +278,8 @@ def believed(battles: MultiBattalionBatch, side: int) -> MultiBattalionBatch:
 
 
 def _shallow(battles: MultiBattalionBatch) -> MultiBattalionBatch:
+    """A batch sharing every array of ``battles`` but its observers (a replay recorder
+    watches the real battles, not a view of them)."""
     view = object.__new__(type(battles))
     view.__dict__.update(battles.__dict__)
     view.step_observers = []
