@@ -238,8 +238,9 @@ def _plan(v1: dict[str, torch.Tensor], targets: dict[str, nn.Parameter],
                 if value is None:
                     reason = (f"shape {tuple(v1[key].shape)} does not fit {name} "
                               f"{tuple(targets[name].shape)}")
-                    for k in v1_keys:
-                        problems.setdefault(k, reason)
+                    problems.setdefault(key, reason)
+                    for other in v1_keys:  # a layer moves whole or not at all
+                        problems.setdefault(other, f"its layer's {key}: {reason}")
                     return
                 fitted.append((name, value))
         plan.extend(fitted)
