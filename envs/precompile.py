@@ -149,7 +149,8 @@ def _compile_part(part: str) -> float:
 def main() -> None:
     """Compile both halves at once, one process each where there are two cores (Numba
     compiles in one thread), and fill the cache every later process loads from."""
-    print("compiling the simulator's kernels (about two minutes on a cold cache, two cores) ...", flush=True)
+    print("compiling the simulator's kernels (about two minutes on a cold cache) ...",
+          flush=True)
     start = time.perf_counter()
     if len(os.sched_getaffinity(0)) >= 2:
         context = multiprocessing.get_context("spawn")
