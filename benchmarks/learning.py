@@ -67,6 +67,7 @@ import numpy as np
 import yaml
 
 from benchmarks import argument_parser, run_jobs
+from training.planners import ARMS_FIELD
 from training.ppo.opponents import NAMED_OPPONENTS
 
 SPLIT_SEEDS = {"test": 100_000, "validation": 300_000}
@@ -279,9 +280,6 @@ class Stack:
     runner: DuelRunner | TeamRunner = DUEL
 
 
-ARMS_FIELD = {"map_width": 1500.0, "map_height": 1000.0, "max_steps": 800,
-              "randomize_terrain": True, "hill_speed_factor": 0.5, "visibility_radius": 600.0}
-"""The ``mappo_arms`` stack's field (``benchmarks.arms_plans`` plays its doctrine there)."""
 
 STACKS = {
     "train": Stack({}, 1_000_000),

@@ -114,7 +114,7 @@ def table(stack: PlannerStack, rows: list[Row], seeds: int, battles: int, split:
           search: Search) -> str:
     head = (f"stack {stack.name}, split {split}, {seeds} seeds x {battles} battles, "
             f"K={search.every} M={search.futures} H={search.horizon}, "
-            f"{len(make_planner(stack.name).candidates)} candidates")
+            f"{1 + len(stack.candidates(stack.diagonal))} candidates")
     lines = [head, "",
              "| commander vs opponent | won/drawn/lost % | won mean | won min | enemy model "
              "(pool) | search per decision | wall s |",

@@ -33,7 +33,8 @@ from training.mappo.battles import PolicyCommander
 
 ARMS_FIELD = {"map_width": 1500.0, "map_height": 1000.0, "max_steps": 800,
               "randomize_terrain": True, "hill_speed_factor": 0.5, "visibility_radius": 600.0}
-"""The ``arms`` stack's field: the ``mappo_arms`` benchmark stack's."""
+"""The field of combined arms: the ``arms`` stack's and ``benchmarks.learning``'s
+``mappo_arms`` stack's (``benchmarks.arms_plans`` plays its doctrine there)."""
 
 
 def battalion_commander(commander: Any, name: str) -> RedCommander:
