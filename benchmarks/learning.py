@@ -94,24 +94,43 @@ class RunResult:
     final: dict[str, list[int]] = field(default_factory=dict)
 
 
+class StopTraining(Exception):
+    """A curve point that ends its run (:class:`Curve`'s ``stop``), raised through the
+    trainer's loop."""
+
+
 class Curve:
     """A run's learning curve: an evaluation right after the warm start (or at the
-    start, without one) and at every tenth of the budget, the first tenth evaluated
-    at least one rollout after the warm start's evaluation.
+    start, without one) and at every ``n``-th of the budget, the first mark evaluated
+    at least one rollout after the warm start's evaluation. Each point also holds the
+    run's training seconds so far (``seconds``: wall time since :meth:`begin`, the
+    evaluations' own time left out).
 
     Args:
         total_timesteps: the run's budget.
         evaluate: the win rate against each curve opponent of a model.
         points: the list the points are appended to
-            (``{"env_steps", "kind", <opponent>: win rate}``).
+            (``{"env_steps", "kind", "seconds", <opponent>: win rate}``).
+        n: marks over the budget.
+        stop: whether a point ends the run (:class:`StopTraining` is raised after it is
+            appended); None: none does.
     """
 
     def __init__(self, total_timesteps: int, evaluate: Callable[[Any], dict[str, float]],
-                 points: list[dict[str, Any]]) -> None:
-        self.marks = [round(total_timesteps * k / CURVE_POINTS)
-                      for k in range(1, CURVE_POINTS + 1)]
-        self.evaluate, self.points = evaluate, points
+                 points: list[dict[str, Any]], n: int = CURVE_POINTS,
+                 stop: Callable[[dict[str, Any]], bool] | None = None) -> None:
+        self.marks = [round(total_timesteps * k / n) for k in range(1, n + 1)]
+        self.evaluate, self.points, self.stop = evaluate, points, stop
         self.next = 0
+        self.begin()
+
+    def begin(self) -> None:
+        """Start the training clock (the run's start)."""
+        self.started, self.evaluating = time.perf_counter(), 0.0
+
+    def training_seconds(self) -> float:
+        """Wall time since :meth:`begin`, the evaluations' time left out."""
+        return time.perf_counter() - self.started - self.evaluating
 
     def start(self, model: Any, steps: int, rollout: int) -> None:
         """Before the first rollout, ``steps`` env-steps in (the warm start's)."""
@@ -132,7 +151,13 @@ class Curve:
             self._point(model, steps, "end")
 
     def _point(self, model: Any, steps: int, kind: str) -> None:
-        self.points.append({"env_steps": int(steps), "kind": kind, **self.evaluate(model)})
+        seconds, start = self.training_seconds(), time.perf_counter()
+        point = {"env_steps": int(steps), "kind": kind, "seconds": seconds,
+                 **self.evaluate(model)}
+        self.points.append(point)
+        self.evaluating += time.perf_counter() - start
+        if self.stop is not None and self.stop(point):
+            raise StopTraining(point)
 
 
 def _run_files(folder: Path) -> dict[str, Any]:
@@ -320,9 +345,8 @@ def run_one(stack: str, seed: int, total_timesteps: int, overrides: dict[str, An
         return {name: wdl[0] / curve_episodes for name, wdl in fought.items()}
 
     curve = Curve(total_timesteps, evaluate, result.curve)
-    start = time.perf_counter()
     model, result.env_steps = runner.train(config, curve)
-    result.minutes = (time.perf_counter() - start) / 60
+    result.minutes = curve.training_seconds() / 60
     curve.end(model, result.env_steps)
     result.final = runner.fight(config, model, runner.final_opponents, episodes,
                                 first_seed + 500)

@@ -78,7 +78,10 @@ def test_the_mappo_stack_trains_and_fights_team_battles(tmp_path, capsys):
     # later: 512, 768 and 1024 env-steps.
     assert [(p["kind"], p["env_steps"]) for p in run.curve] == [
         ("warm start", 256), ("curve", 512), ("curve", 768), ("curve", 1024)]
-    assert all(set(p) == {"env_steps", "kind", *TEAM_CURVE_OPPONENTS} for p in run.curve)
+    assert all(set(p) == {"env_steps", "kind", "seconds", *TEAM_CURVE_OPPONENTS}
+               for p in run.curve)
+    seconds = [p["seconds"] for p in run.curve]
+    assert seconds == sorted(seconds) and run.minutes * 60 >= seconds[-1]
     assert tuple(run.final) == TEAM_FINAL_OPPONENTS
     assert all(sum(wdl) == 2 for wdl in run.final.values())
     assert "# mappo_2v2: 1 seeds, 1,024 env-steps each" in printed
