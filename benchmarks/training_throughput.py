@@ -19,9 +19,13 @@ torch thread, as the trainers run). Their quotient is the least time the update'
 arithmetic can take, and so the most env-steps/s a whole loop with that update can
 reach, whatever the rest costs.
 
+``--previous`` runs the duel with the settings its defaults replaced
+(``benchmarks.time_to_competence.PREVIOUS``), for the profile before and after.
+
 Usage::
 
     python -m benchmarks.training_throughput [--duel-steps 600000] [--team-steps 300000]
+        [--previous]
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from benchmarks import argument_parser
+from benchmarks.time_to_competence import PREVIOUS
 from training.mappo.config import MAPPOConfig
 from training.mappo.trainer import MAPPOTrainer
 from training.ppo.config import TrainingConfig
@@ -151,7 +156,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argument_parser(__doc__, __spec__.name)
     parser.add_argument("--duel-steps", type=int, default=600_000)
     parser.add_argument("--team-steps", type=int, default=300_000)
+    parser.add_argument("--previous", action="store_true",
+                        help="the duel with the settings its defaults replaced")
     args = parser.parse_args(argv)
+    duel_settings = PREVIOUS["train"] if args.previous else {}
     out = Path(tempfile.mkdtemp(prefix="training_throughput_"))
 
     def duel():
@@ -160,11 +168,12 @@ def main(argv: list[str] | None = None) -> None:
         return lambda: train(TrainingConfig(
             total_timesteps=steps, enable_wandb=False, progress_bar=False, verbose=0,
             checkpoint_dir=str(folder / "ck"), manifest_path=str(folder / "ck" / "m.jsonl"),
-            log_dir=str(folder / "logs")))
+            log_dir=str(folder / "logs"), **duel_settings))
 
     seconds, model = timed(duel())
-    report("Duel: PPO with the default config (learn_v1.py's run)", model.num_timesteps,
-           seconds, duel, DUEL_PARTS)
+    recipe = f" and {duel_settings}" if duel_settings else ""
+    report(f"Duel: PPO with the default config{recipe} (learn_v1.py's run)",
+           model.num_timesteps, seconds, duel, DUEL_PARTS)
 
     def team_config() -> MAPPOConfig:
         folder = Path(tempfile.mkdtemp(dir=out))
