@@ -47,7 +47,7 @@ TARGETS = {"train": 0.90, "mappo_2v2": 0.90, "mappo_arms": 0.54}
 """Share of battles against scripted L5 at which a stack's commander is competent (the
 combined-arms stack: its teacher's, the searched plan's, on the test split)."""
 PREVIOUS = {
-    "train": {"warm_start_steps": 300_000, "warm_start_epochs": 40},
+    "train": {"warm_start_epochs": 40},
 }
 """The settings each stack's current defaults replaced, at their former values (a stack
 whose defaults replaced none has no previous recipe)."""

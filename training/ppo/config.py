@@ -109,7 +109,6 @@ class TrainingConfig(PPOSettings, WarmStartSettings, BattlefieldSettings, Reward
 
     batch_size: int | None = override(PPOSettings, "batch_size", check=optional(_minibatch))
     seed: int = override(PPOSettings, "seed", check=_sb3_seed)
-    warm_start_steps: int = override(WarmStartSettings, "warm_start_steps", default=100_000)
     warm_start_learning_rate: float = override(
         WarmStartSettings, "warm_start_learning_rate", default=3e-3)
     warm_start_hold_range: float = override(
