@@ -20,12 +20,13 @@ arithmetic can take, and so the most env-steps/s a whole loop with that update c
 reach, whatever the rest costs.
 
 ``--previous`` runs the duel with the settings its defaults replaced
-(``benchmarks.time_to_competence.PREVIOUS``), for the profile before and after.
+(``benchmarks.time_to_competence.PREVIOUS``), for the profile before and after;
+``--duel-only`` stops after the duel's profile.
 
 Usage::
 
     python -m benchmarks.training_throughput [--duel-steps 600000] [--team-steps 300000]
-        [--previous]
+        [--previous] [--duel-only]
 """
 
 from __future__ import annotations
@@ -158,6 +159,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--team-steps", type=int, default=300_000)
     parser.add_argument("--previous", action="store_true",
                         help="the duel with the settings its defaults replaced")
+    parser.add_argument("--duel-only", action="store_true", help="the duel's profile alone")
     args = parser.parse_args(argv)
     duel_settings = PREVIOUS["train"] if args.previous else {}
     out = Path(tempfile.mkdtemp(prefix="training_throughput_"))
@@ -174,6 +176,8 @@ def main(argv: list[str] | None = None) -> None:
     recipe = f" and {duel_settings}" if duel_settings else ""
     report(f"Duel: PPO with the default config{recipe} (learn_v1.py's run)",
            model.num_timesteps, seconds, duel, DUEL_PARTS)
+    if args.duel_only:
+        return
 
     def team_config() -> MAPPOConfig:
         folder = Path(tempfile.mkdtemp(dir=out))
