@@ -5,7 +5,8 @@ after its warm start and at every tenth of the budget against its curve opponent
 (scripted L5 and the disciplined doctrine, the teacher), and at the end fights
 ``--episodes`` battles against each of its final opponents. Prints won/drawn/lost
 per opponent for each seed, the mean and the minimum over seeds, the learning curve
-(mean and minimum win rate at each evaluation) and the wall time.
+(mean and minimum win rate at each evaluation) and the training minutes (wall time,
+the evaluations' own time left out).
 
 Stacks:
 
