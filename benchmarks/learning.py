@@ -401,7 +401,7 @@ def _worst_drop(result: RunResult, opponent: str) -> float:
     return min([0.0] + [100 * (x - first) for x in later])
 
 
-def _overrides(pairs: list[str], runner: DuelRunner | TeamRunner) -> dict[str, Any]:
+def set_pairs(pairs: list[str], runner: DuelRunner | TeamRunner) -> dict[str, Any]:
     """``--set`` pairs as config fields of ``runner``'s stacks (unknown keys named)."""
     values = {}
     for pair in pairs:
@@ -420,6 +420,8 @@ def _overrides(pairs: list[str], runner: DuelRunner | TeamRunner) -> dict[str, A
     except ValueError as error:
         raise SystemExit(f"--set: {error}") from None
     return values
+
+
 def main(argv: list[str] | None = None) -> list[RunResult]:
     """Run the benchmark (arguments as ``--help`` lists them); returns the runs' results."""
     parser = argument_parser(__doc__, __spec__.name if __spec__ else "benchmarks.learning")
@@ -440,7 +442,7 @@ def main(argv: list[str] | None = None) -> list[RunResult]:
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument("--out", type=Path, default=None, help="keep the runs' files here")
     args = parser.parse_args(argv)
-    overrides = _overrides(args.set, STACKS[args.stack].runner)
+    overrides = set_pairs(args.set, STACKS[args.stack].runner)
     total = args.total_timesteps or STACKS[args.stack].total_timesteps
     seeds, episodes, curve_episodes = args.seeds, args.episodes, args.curve_episodes
     if args.quick:

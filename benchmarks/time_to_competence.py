@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import argument_parser, run_jobs
-from benchmarks.learning import SPLIT_SEEDS, STACKS, Curve, StopTraining, _overrides
+from benchmarks.learning import SPLIT_SEEDS, STACKS, Curve, StopTraining, set_pairs
 
 MARKS = 20
 """Evaluations over the budget (every 5 %), after the one right after the warm start."""
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> list[RecipeRun]:
     parser.add_argument("--json", type=Path, default=None, help="also write the runs here")
     parser.add_argument("--out", type=Path, default=None, help="keep the runs' files here")
     args = parser.parse_args(argv)
-    overrides = _overrides(args.set, STACKS[args.stack].runner)
+    overrides = set_pairs(args.set, STACKS[args.stack].runner)
     total = args.total_timesteps or STACKS[args.stack].total_timesteps
     target = TARGETS[args.stack] if args.target is None else args.target
     seeds, episodes, curve_episodes = args.seeds, args.episodes, args.curve_episodes

@@ -109,12 +109,12 @@ def test_an_unknown_mappo_setting_is_named():
 
 
 def test_set_values_are_read_as_yaml_and_exponents_as_numbers():
-    values = learning._overrides(["learning_rate=1e-4", "warm_start_doctrine=null",
+    values = learning.set_pairs(["learning_rate=1e-4", "warm_start_doctrine=null",
                                   "training_opponents=[scripted_l1, doctrine]"],
                                  learning.STACKS["train"].runner)
     assert values == {"learning_rate": 1e-4, "warm_start_doctrine": None,
                       "training_opponents": ["scripted_l1", "doctrine"]}
-    assert learning._overrides(["warm_start_doctrine=disciplined"],
+    assert learning.set_pairs(["warm_start_doctrine=disciplined"],
                                learning.STACKS["train"].runner) == {
         "warm_start_doctrine": "disciplined"}
 
