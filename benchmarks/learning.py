@@ -56,6 +56,7 @@ Usage::
 
 from __future__ import annotations
 
+import argparse
 import json
 import tempfile
 import time
@@ -328,29 +329,45 @@ STACKS = {
 }
 
 
-def run_one(stack: str, seed: int, total_timesteps: int, overrides: dict[str, Any],
-            episodes: int, curve_episodes: int, split: str, out: str) -> RunResult:
-    """Train ``stack`` with ``seed`` and evaluate it along the way and at the end."""
+def train_and_fight(stack: str, seed: int, total_timesteps: int, overrides: dict[str, Any],
+                    episodes: int, curve_episodes: int, split: str, folder: Path,
+                    result: Any, *, marks: int = CURVE_POINTS,
+                    stop: Callable[[dict[str, Any]], bool] | None = None) -> None:
+    """Train ``stack`` with ``seed`` (its files in ``folder``), evaluating it at ``marks``
+    points of the budget and at the end; fills ``result``'s ``curve``, ``env_steps``,
+    ``minutes`` (training minutes) and ``final``. A curve point that ``stop`` accepts ends
+    the run there, without final battles."""
     import torch
 
     torch.set_num_threads(1)
     runner = STACKS[stack].runner
-    folder = Path(out) / f"{stack}_seed{seed}"
     config = runner.config({**STACKS[stack].settings, "total_timesteps": total_timesteps,
                             "seed": seed}, folder, overrides)
     first_seed = SPLIT_SEEDS[split]
-    result = RunResult(seed, 0, 0.0)
 
     def evaluate(model: Any) -> dict[str, float]:
         fought = runner.fight(config, model, runner.curve_opponents, curve_episodes, first_seed)
         return {name: wdl[0] / curve_episodes for name, wdl in fought.items()}
 
-    curve = Curve(total_timesteps, evaluate, result.curve)
-    model, result.env_steps = runner.train(config, curve)
-    result.minutes = curve.training_seconds() / 60
+    curve = Curve(total_timesteps, evaluate, result.curve, n=marks, stop=stop)
+    try:
+        model, result.env_steps = runner.train(config, curve)
+    except StopTraining:
+        result.env_steps = result.curve[-1]["env_steps"]
+        result.minutes = result.curve[-1]["seconds"] / 60
+        return
     curve.end(model, result.env_steps)
+    result.minutes = curve.training_seconds() / 60
     result.final = runner.fight(config, model, runner.final_opponents, episodes,
                                 first_seed + 500)
+
+
+def run_one(stack: str, seed: int, total_timesteps: int, overrides: dict[str, Any],
+            episodes: int, curve_episodes: int, split: str, out: str) -> RunResult:
+    """Train ``stack`` with ``seed`` and evaluate it along the way and at the end."""
+    result = RunResult(seed, 0, 0.0)
+    train_and_fight(stack, seed, total_timesteps, overrides, episodes, curve_episodes, split,
+                    Path(out) / f"{stack}_seed{seed}", result)
     return result
 
 
@@ -422,10 +439,9 @@ def set_pairs(pairs: list[str], runner: DuelRunner | TeamRunner) -> dict[str, An
     return values
 
 
-def main(argv: list[str] | None = None) -> list[RunResult]:
-    """Run the benchmark (arguments as ``--help`` lists them); returns the runs' results."""
-    parser = argument_parser(__doc__, __spec__.name if __spec__ else "benchmarks.learning")
-    parser.add_argument("--stack", choices=sorted(STACKS), default="train")
+def add_run_arguments(parser: argparse.ArgumentParser, quick: str) -> None:
+    """The arguments of a benchmark that trains a stack on N seeds (``--quick``'s help:
+    ``quick``)."""
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--total-timesteps", type=int, default=None,
@@ -435,12 +451,28 @@ def main(argv: list[str] | None = None) -> list[RunResult]:
     parser.add_argument("--curve-episodes", type=int, default=100,
                         help="battles per opponent at each point of the curve")
     parser.add_argument("--split", choices=sorted(SPLIT_SEEDS), default="test")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config field of every run (repeatable)")
     parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke run: 2 seeds, 60k env-steps, 20 battles")
+    parser.add_argument("--quick", action="store_true", help=f"smoke run: {quick}")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument("--out", type=Path, default=None, help="keep the runs' files here")
+
+
+def check_counts(**counts: int) -> None:
+    """Exit naming the first count below 1 (``total_timesteps=0`` reads
+    ``--total-timesteps=0``)."""
+    for name, value in counts.items():
+        if value < 1:
+            raise SystemExit(f"--{name.replace('_', '-')}={value} is invalid: expected a "
+                             "positive integer")
+
+
+def main(argv: list[str] | None = None) -> list[RunResult]:
+    """Run the benchmark (arguments as ``--help`` lists them); returns the runs' results."""
+    parser = argument_parser(__doc__, __spec__.name if __spec__ else "benchmarks.learning")
+    parser.add_argument("--stack", choices=sorted(STACKS), default="train")
+    add_run_arguments(parser, "2 seeds, 60k env-steps, 20 battles")
     args = parser.parse_args(argv)
     overrides = set_pairs(args.set, STACKS[args.stack].runner)
     total = args.total_timesteps or STACKS[args.stack].total_timesteps
@@ -449,11 +481,8 @@ def main(argv: list[str] | None = None) -> list[RunResult]:
         total, seeds, episodes, curve_episodes = 60_000, 2, 20, 20
         overrides.setdefault("rollout_steps", 4096)
         overrides.setdefault("eval_freq", 30_000)
-    for name, value in (("--seeds", seeds), ("--episodes", episodes),
-                        ("--curve-episodes", curve_episodes), ("--jobs", args.jobs),
-                        ("--total-timesteps", total)):
-        if value < 1:
-            raise SystemExit(f"{name}={value} is invalid: expected a positive integer")
+    check_counts(seeds=seeds, episodes=episodes, curve_episodes=curve_episodes,
+                 jobs=args.jobs, total_timesteps=total)
     out = (args.out or Path(tempfile.mkdtemp(prefix="learning_"))).resolve()
     tasks = [(args.stack, seed, total, overrides, episodes, curve_episodes, args.split,
               str(out)) for seed in range(args.first_seed, args.first_seed + seeds)]

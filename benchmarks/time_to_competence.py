@@ -39,7 +39,13 @@ from typing import Any
 import numpy as np
 
 from benchmarks import argument_parser, run_jobs
-from benchmarks.learning import SPLIT_SEEDS, STACKS, Curve, StopTraining, set_pairs
+from benchmarks.learning import (
+    STACKS,
+    add_run_arguments,
+    check_counts,
+    set_pairs,
+    train_and_fight,
+)
 
 MARKS = 20
 """Evaluations over the budget (every 5 %), after the one right after the warm start."""
@@ -80,32 +86,11 @@ def run_recipe(stack: str, recipe: str, seed: int, total: int, overrides: dict[s
                until: float | None = None) -> RecipeRun:
     """Train ``stack`` under ``recipe`` with ``seed``; evaluate along the way and at the
     end, or, with ``until``, end at the first evaluation winning ``until`` against L5."""
-    import torch
-
-    torch.set_num_threads(1)
-    runner = STACKS[stack].runner
-    folder = Path(out) / f"{stack}_{recipe}_seed{seed}"
-    config = runner.config(
-        {**STACKS[stack].settings, "total_timesteps": total, "seed": seed}, folder,
-        {**recipe_overrides(stack, recipe), **overrides})
-    first_seed = SPLIT_SEEDS[split]
     run = RecipeRun(recipe, seed)
-
-    def evaluate(model: Any) -> dict[str, float]:
-        fought = runner.fight(config, model, runner.curve_opponents, curve_episodes, first_seed)
-        return {name: wdl[0] / curve_episodes for name, wdl in fought.items()}
-
     stop = None if until is None else (lambda point: point["scripted_l5"] >= until)
-    curve = Curve(total, evaluate, run.curve, n=MARKS, stop=stop)
-    try:
-        model, run.env_steps = runner.train(config, curve)
-    except StopTraining:
-        run.env_steps = run.curve[-1]["env_steps"]
-        run.minutes = run.curve[-1]["seconds"] / 60
-        return run
-    curve.end(model, run.env_steps)
-    run.minutes = run.curve[-1]["seconds"] / 60
-    run.final = runner.fight(config, model, runner.final_opponents, episodes, first_seed + 500)
+    train_and_fight(stack, seed, total, {**recipe_overrides(stack, recipe), **overrides},
+                    episodes, curve_episodes, split, Path(out) / f"{stack}_{recipe}_seed{seed}",
+                    run, marks=MARKS, stop=stop)
     return run
 
 
@@ -177,26 +162,11 @@ def main(argv: list[str] | None = None) -> list[RecipeRun]:
                              "benchmarks.time_to_competence")
     parser.add_argument("--stack", choices=sorted(TARGETS), default="train")
     parser.add_argument("--recipes", nargs="+", choices=RECIPES, default=list(RECIPES))
-    parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
-    parser.add_argument("--first-seed", type=int, default=0)
-    parser.add_argument("--total-timesteps", type=int, default=None,
-                        help="the budget (default: the stack's own)")
     parser.add_argument("--target", type=float, default=None,
                         help="competence: share won against L5 (default: the stack's)")
-    parser.add_argument("--episodes", type=int, default=200,
-                        help="final battles per opponent")
-    parser.add_argument("--curve-episodes", type=int, default=100,
-                        help="battles per opponent at each evaluation")
-    parser.add_argument("--split", choices=sorted(SPLIT_SEEDS), default="test")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a config field for both recipes (repeatable)")
-    parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--previous-until-competent", action="store_true",
                         help="end the previous recipe's runs when first competent")
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke run: 1 seed, 40k env-steps, 20 battles")
-    parser.add_argument("--json", type=Path, default=None, help="also write the runs here")
-    parser.add_argument("--out", type=Path, default=None, help="keep the runs' files here")
+    add_run_arguments(parser, "1 seed, 40k env-steps, 20 battles")
     args = parser.parse_args(argv)
     overrides = set_pairs(args.set, STACKS[args.stack].runner)
     total = args.total_timesteps or STACKS[args.stack].total_timesteps
@@ -205,11 +175,8 @@ def main(argv: list[str] | None = None) -> list[RecipeRun]:
     if args.quick:
         total, seeds, episodes, curve_episodes = 40_000, 1, 20, 20
         overrides = {"rollout_steps": 4096, "warm_start_steps": 8192, **overrides}
-    for name, value in (("--seeds", seeds), ("--episodes", episodes),
-                        ("--curve-episodes", curve_episodes), ("--jobs", args.jobs),
-                        ("--total-timesteps", total)):
-        if value < 1:
-            raise SystemExit(f"{name}={value} is invalid: expected a positive integer")
+    check_counts(seeds=seeds, episodes=episodes, curve_episodes=curve_episodes,
+                 jobs=args.jobs, total_timesteps=total)
     if not 0.0 < target <= 1.0:
         raise SystemExit(f"--target={target} is invalid: expected a share in (0, 1]")
     out = (args.out or Path(tempfile.mkdtemp(prefix="competence_"))).resolve()
